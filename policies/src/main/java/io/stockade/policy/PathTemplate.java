@@ -1,0 +1,173 @@
+package io.stockade.policy;
+
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * A path template such as {@code /accounts/{id}/balance} or {@code /files/{path...}}.
+ * <p>
+ * Segments are literals, a variable {@code {name}} that binds exactly one non-empty segment, or, last only, a
+ * greedy variable {@code {name...}} that binds one or more segments joined by {@code /}. Bound values are
+ * percent-decoded. Matching expects a normalised path (no empty, {@code .} or {@code ..} segments); the proxy
+ * refuses other paths before matching.
+ */
+public final class PathTemplate {
+    private static final Pattern NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
+
+    private final String text;
+    private final List<Segment> segments;
+
+    private PathTemplate(String text, List<Segment> segments) {
+        this.text = text;
+        this.segments = List.copyOf(segments);
+    }
+
+    /**
+     * Parses a template.
+     *
+     * @throws IllegalArgumentException with a message naming the offending segment
+     */
+    public static PathTemplate parse(String text) {
+        if (text == null || !text.startsWith("/")) {
+            throw new IllegalArgumentException("a path template must start with '/', was '" + text + "'");
+        }
+        List<Segment> segments = new ArrayList<>();
+        Set<String> seen = new java.util.HashSet<>();
+        String[] parts = text.substring(1).split("/", -1);
+        for (int i = 0; i < parts.length; i++) {
+            String part = parts[i];
+            boolean last = i == parts.length - 1;
+            if (part.isEmpty()) {
+                if (last && parts.length == 1) {
+                    break; // the template "/"
+                }
+                throw new IllegalArgumentException("empty segment in path template '" + text + "'");
+            }
+            if (part.startsWith("{") && part.endsWith("}")) {
+                String inner = part.substring(1, part.length() - 1);
+                boolean greedy = inner.endsWith("...");
+                String name = greedy ? inner.substring(0, inner.length() - 3) : inner;
+                if (!NAME.matcher(name).matches()) {
+                    throw new IllegalArgumentException("bad variable name '" + name + "' in path template '" + text
+                            + "': use letters, digits and '_', not starting with a digit");
+                }
+                if (greedy && !last) {
+                    throw new IllegalArgumentException("greedy variable {" + name + "...} must be the last segment of '"
+                            + text + "'");
+                }
+                if (!seen.add(name)) {
+                    throw new IllegalArgumentException("variable {" + name + "} appears twice in '" + text + "'");
+                }
+                segments.add(new Segment(null, name, greedy));
+            } else if (part.contains("{") || part.contains("}")) {
+                throw new IllegalArgumentException("a variable must be a whole segment, like /{id}/, in '" + text + "'");
+            } else {
+                segments.add(new Segment(part, null, false));
+            }
+        }
+        return new PathTemplate(text, segments);
+    }
+
+    /** The names of the variables, in order. */
+    public List<String> variables() {
+        return segments.stream().filter(s -> s.variable != null).map(s -> s.variable).toList();
+    }
+
+    /**
+     * Matches a normalised, still percent-encoded request path (no query string).
+     *
+     * @return the decoded variables, or empty if the path does not match
+     */
+    public Optional<Map<String, String>> match(String path) {
+        if (path == null || !path.startsWith("/")) {
+            return Optional.empty();
+        }
+        String[] parts = path.length() == 1 ? new String[0] : path.substring(1).split("/", -1);
+        Map<String, String> vars = new LinkedHashMap<>();
+        int i = 0;
+        for (Segment segment : segments) {
+            if (i >= parts.length || parts[i].isEmpty()) {
+                return Optional.empty();
+            }
+            if (segment.greedy) {
+                StringBuilder tail = new StringBuilder();
+                for (int j = i; j < parts.length; j++) {
+                    if (parts[j].isEmpty()) {
+                        return Optional.empty();
+                    }
+                    if (j > i) {
+                        tail.append('/');
+                    }
+                    tail.append(decode(parts[j]));
+                }
+                vars.put(segment.variable, tail.toString());
+                return Optional.of(vars);
+            }
+            if (segment.literal != null) {
+                if (!segment.literal.equals(decode(parts[i]))) {
+                    return Optional.empty();
+                }
+            } else {
+                vars.put(segment.variable, decode(parts[i]));
+            }
+            i++;
+        }
+        return i == parts.length ? Optional.of(vars) : Optional.empty();
+    }
+
+    /** Whether some path matches both templates. */
+    public boolean overlaps(PathTemplate other) {
+        return overlaps(segments, 0, other.segments, 0);
+    }
+
+    private static boolean overlaps(List<Segment> a, int i, List<Segment> b, int j) {
+        if (i == a.size() || j == b.size()) {
+            return i == a.size() && j == b.size();
+        }
+        Segment x = a.get(i);
+        Segment y = b.get(j);
+        if (x.greedy || y.greedy) {
+            // A greedy tail takes one or more segments; the other side's remainder needs at least one segment
+            // and must contain no literal the tail cannot take (it can take any) -> overlap if the other side
+            // has at least one more segment.
+            return true;
+        }
+        if (x.literal != null && y.literal != null && !x.literal.equals(y.literal)) {
+            return false;
+        }
+        return overlaps(a, i + 1, b, j + 1);
+    }
+
+    private static String decode(String segment) {
+        if (segment.indexOf('%') < 0) {
+            return segment;
+        }
+        // '+' is a literal plus in a path, not a space.
+        return URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public String toString() {
+        return text;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof PathTemplate other && other.text.equals(text);
+    }
+
+    @Override
+    public int hashCode() {
+        return text.hashCode();
+    }
+
+    private record Segment(String literal, String variable, boolean greedy) {
+    }
+}

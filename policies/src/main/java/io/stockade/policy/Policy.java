@@ -1,0 +1,100 @@
+package io.stockade.policy;
+
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * One fencing policy: which requests it takes, how their scope and token are found, what it enforces,
+ * and where the writes go.
+ *
+ * @param name          unique name, used in metrics, logs and problem bodies
+ * @param match         which requests this policy handles
+ * @param scope         the fence scope template, filled from the match's path variables
+ * @param fence         how the token is read and checked
+ * @param backend       where requests are sent
+ */
+public record Policy(String name, Match match, ScopeTemplate scope, Fence fence, BackendConfig backend) {
+
+    public Policy {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(match, "match");
+        Objects.requireNonNull(scope, "scope");
+        Objects.requireNonNull(fence, "fence");
+        Objects.requireNonNull(backend, "backend");
+    }
+
+    /** Whether a request with this method must carry a valid token (before the mode is applied). */
+    public boolean fences(String method) {
+        return fence.methods().contains(method.toUpperCase(Locale.ROOT));
+    }
+
+    /**
+     * Which requests a policy handles.
+     *
+     * @param path    the path template, e.g. {@code /files/{path...}}
+     * @param methods the HTTP methods it takes (upper case); empty means every method
+     */
+    public record Match(PathTemplate path, Set<String> methods) {
+        public Match {
+            Objects.requireNonNull(path, "path");
+            methods = Set.copyOf(methods);
+        }
+
+        public boolean matchesMethod(String method) {
+            return methods.isEmpty() || methods.contains(method.toUpperCase(Locale.ROOT));
+        }
+    }
+
+    /**
+     * How the token of a request is read and judged.
+     *
+     * @param header  the header carrying the token (default {@code Fencing-Token})
+     * @param methods the methods that are fenced (default PUT, POST, PATCH, DELETE); others pass unfenced
+     * @param missing what a fenced request without a token gets
+     * @param equal   what a token equal to the highest gets
+     * @param mode    enforce, observe (forward anyway, count what would be rejected) or off
+     */
+    public record Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode) {
+        public static final String DEFAULT_HEADER = "Fencing-Token";
+        public static final Set<String> DEFAULT_METHODS = Set.of("PUT", "POST", "PATCH", "DELETE");
+
+        public Fence {
+            Objects.requireNonNull(header, "header");
+            methods = Set.copyOf(methods);
+            Objects.requireNonNull(missing, "missing");
+            Objects.requireNonNull(equal, "equal");
+            Objects.requireNonNull(mode, "mode");
+        }
+
+        public static Fence defaults() {
+            return new Fence(DEFAULT_HEADER, DEFAULT_METHODS, MissingToken.REJECT, EqualToken.ACCEPT, Mode.ENFORCE);
+        }
+    }
+
+    /** What a fenced request without a token gets. */
+    public enum MissingToken {
+        /** 428 Precondition Required. */
+        REJECT,
+        /** Forwarded unfenced (the policy author accepts that tokenless writers are not fenced). */
+        ALLOW
+    }
+
+    /** What a token equal to the highest gets. */
+    public enum EqualToken {
+        /** Accepted: the same holder keeps writing. */
+        ACCEPT,
+        /** Rejected: every write needs a strictly greater token. */
+        REJECT
+    }
+
+    /** How strictly a policy is applied. */
+    public enum Mode {
+        /** Stale, missing and malformed tokens are refused. */
+        ENFORCE,
+        /** Everything is forwarded; what would have been refused is counted and logged. The fence is not raised. */
+        OBSERVE,
+        /** No fencing at all: a plain reverse proxy route. */
+        OFF
+    }
+}

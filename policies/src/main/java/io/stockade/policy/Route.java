@@ -1,0 +1,20 @@
+package io.stockade.policy;
+
+import java.util.Map;
+
+/**
+ * A request matched to a policy.
+ *
+ * @param policy    the policy that handles it
+ * @param variables the path variables bound by the policy's path template (decoded)
+ */
+public record Route(Policy policy, Map<String, String> variables) {
+    public Route {
+        variables = Map.copyOf(variables);
+    }
+
+    /** The fence scope of this request: the policy's scope template filled with the variables. */
+    public String scope() {
+        return policy.scope().render(variables);
+    }
+}

@@ -1,0 +1,46 @@
+package io.stockade.policy;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * A loaded, validated policy file: where the server listens, where fence state lives, and the policies.
+ * Immutable. Obtain one with {@link PolicyLoader}.
+ *
+ * @param source   the file it was read from (for messages), or {@code null} when built in code
+ * @param server   listener settings
+ * @param store    the fence store
+ * @param policies the policies, in file order; no two can match the same request
+ */
+public record StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies) {
+
+    public StockadeConfig {
+        Objects.requireNonNull(server, "server");
+        Objects.requireNonNull(store, "store");
+        policies = List.copyOf(policies);
+    }
+
+    /**
+     * The policy that handles a request, with the path variables it bound.
+     * At most one policy can match a request (overlaps are refused when the file loads).
+     */
+    public Optional<Route> route(String method, String path) {
+        for (Policy policy : policies) {
+            if (!policy.match().matchesMethod(method)) {
+                continue;
+            }
+            Optional<java.util.Map<String, String>> vars = policy.match().path().match(path);
+            if (vars.isPresent()) {
+                return Optional.of(new Route(policy, vars.get()));
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** A copy with another listener port (the {@code --port} flag). */
+    public StockadeConfig withPort(int port) {
+        return new StockadeConfig(source, new ServerConfig(server.host(), port), store, policies);
+    }
+}

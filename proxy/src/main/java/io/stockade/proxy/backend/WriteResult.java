@@ -1,0 +1,32 @@
+package io.stockade.proxy.backend;
+
+/** What a fenced write came to. */
+public sealed interface WriteResult {
+
+    /**
+     * The backend answered the client (the upstream's own answer, success or not, or a backend error such as
+     * 502 when nothing was sent).
+     *
+     * @param status the status sent
+     */
+    record Answered(int status) implements WriteResult {
+    }
+
+    /**
+     * The write may or may not have been applied (a timeout after the request was sent). Nothing was sent to
+     * the client; the engine answers 504 and quarantines the scope.
+     *
+     * @param reason what happened, for the client and the log
+     */
+    record Unknown(String reason) implements WriteResult {
+    }
+
+    /**
+     * The storage showed that a higher token was accepted (an atomic backend's re-check). Nothing was sent to the
+     * client; the engine answers 409.
+     *
+     * @param highest the highest token known
+     */
+    record Stale(long highest) implements WriteResult {
+    }
+}

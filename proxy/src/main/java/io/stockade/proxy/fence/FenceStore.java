@@ -1,0 +1,37 @@
+package io.stockade.proxy.fence;
+
+import java.util.Optional;
+
+/**
+ * Keeps the highest token accepted for each scope. The one rule every store honours: a scope's highest token
+ * never goes down, through any call, restart or crash.
+ * <p>
+ * {@link #advance} returns only once the new highest token is durable: the caller forwards the write after it.
+ * Every method throws {@link StoreUnavailableException} when it cannot be sure of its answer; the caller then
+ * refuses the write (fail closed).
+ */
+public interface FenceStore extends AutoCloseable {
+
+    /**
+     * Admits {@code token} for {@code scope} if it is higher than the highest, or equal to it and
+     * {@code acceptEqual}; raises the highest to {@code token} when higher. Durable before it returns.
+     *
+     * @return {@link Advance.Accepted} with the state before the call, or {@link Advance.Stale} with the highest
+     */
+    Advance advance(String scope, long token, boolean acceptEqual) throws StoreUnavailableException;
+
+    /** The current state of a scope, if any token was ever accepted for it. */
+    Optional<FenceState> get(String scope) throws StoreUnavailableException;
+
+    /**
+     * Records the upstream version (an ETag) written under {@code token}, only if {@code token} is still the
+     * scope's highest. Durable before it returns.
+     *
+     * @return whether it was recorded; {@code false} means a higher token was accepted meanwhile
+     */
+    boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException;
+
+    /** Releases files, connections and threads. */
+    @Override
+    void close();
+}

@@ -1,0 +1,12 @@
+package io.stockade.proxy.fence;
+
+/** The store cannot say for sure whether a token is admitted: the caller must refuse the write (503). */
+public class StoreUnavailableException extends Exception {
+    public StoreUnavailableException(String message, Throwable cause) {
+        super(message, cause);
+    }
+
+    public StoreUnavailableException(String message) {
+        super(message);
+    }
+}
