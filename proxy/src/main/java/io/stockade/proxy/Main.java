@@ -1,9 +1,120 @@
 package io.stockade.proxy;
 
+import io.helidon.logging.common.LogConfig;
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+/**
+ * The command line: {@code java -jar stockade-proxy.jar --config FILE [--port N]}.
+ * <p>
+ * Exit codes: 0 after a clean stop, 2 for a bad command line or policy file (with a message that says what and
+ * where), 1 when the proxy cannot start (the store or a backend cannot be opened, the port is taken).
+ */
 public final class Main {
+    static final int EXIT_USAGE = 2;
+    static final int EXIT_START_FAILED = 1;
+
+    private static final String USAGE = """
+            usage: stockade-proxy --config FILE [--port N]
+
+              --config FILE   the policy file (YAML); see policies/README.md
+              --port N        listen on port N instead of the file's server.port (0 = any free port)
+              --help          this text
+            """;
+
     private Main() {
     }
 
     public static void main(String[] args) {
+        int code = run(args, System.out, System.err);
+        if (code != 0) {
+            System.exit(code);
+        }
+    }
+
+    /** Runs the command line; returns an exit code, or blocks while the server runs. */
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        Path config = null;
+        Integer port = null;
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            switch (arg) {
+                case "--help", "-h" -> {
+                    out.print(USAGE);
+                    return 0;
+                }
+                case "--config", "--port" -> {
+                    if (i + 1 >= args.length) {
+                        return usage(err, arg + " needs a value");
+                    }
+                    String value = args[++i];
+                    if (arg.equals("--config")) {
+                        config = Path.of(value);
+                    } else {
+                        try {
+                            port = Integer.parseInt(value);
+                        } catch (NumberFormatException e) {
+                            return usage(err, "--port must be a number 0..65535, was '" + value + "'");
+                        }
+                        if (port < 0 || port > 65535) {
+                            return usage(err, "--port must be a number 0..65535, was " + port);
+                        }
+                    }
+                }
+                default -> {
+                    return usage(err, "unknown argument '" + arg + "' in " + Arrays.toString(args));
+                }
+            }
+        }
+        if (config == null) {
+            return usage(err, "--config FILE is required");
+        }
+        if (!Files.isRegularFile(config)) {
+            err.println("stockade: policy file " + config.toAbsolutePath() + " does not exist or is not a file");
+            return EXIT_USAGE;
+        }
+        StockadeConfig loaded;
+        try {
+            loaded = PolicyLoader.load(config);
+        } catch (PolicyException e) {
+            err.println("stockade: " + config + " is not a valid policy file:");
+            err.println(e.getMessage());
+            return EXIT_USAGE;
+        }
+        if (port != null) {
+            loaded = loaded.withPort(port);
+        }
+
+        LogConfig.configureRuntime();
+        StockadeServer server;
+        try {
+            server = StockadeServer.start(loaded);
+        } catch (IOException | RuntimeException e) {
+            err.println("stockade: could not start: " + e.getMessage());
+            return EXIT_START_FAILED;
+        }
+        Runtime.getRuntime().addShutdownHook(new Thread(server::close, "stockade-shutdown"));
+        // Tests and scripts wait for exactly this line.
+        out.println("Stockade listening on http://" + server.host() + ":" + server.port());
+        out.flush();
+        try {
+            Thread.currentThread().join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return 0;
+    }
+
+    private static int usage(PrintStream err, String message) {
+        err.println("stockade: " + message);
+        err.print(USAGE);
+        return EXIT_USAGE;
     }
 }

@@ -1,5 +1,7 @@
 package io.stockade.proxy.backend;
 
+import java.time.Duration;
+
 /**
  * Where a policy's requests go. One implementation per backend type, each in its own package.
  * <p>
@@ -29,6 +31,15 @@ public interface Backend extends AutoCloseable {
      * @return what happened; unless it is {@link WriteResult.Answered}, the engine answers the client
      */
     WriteResult write(Exchange exchange, Admission admission);
+
+    /**
+     * How long a write whose outcome is unknown may still take to land at the storage. The engine quarantines a
+     * scope for this long after an unknown outcome, and keeps every serialized scope closed for this long after
+     * start (a crash may have left writes in flight). Zero for a backend with no unknown outcomes.
+     */
+    default Duration settle() {
+        return Duration.ZERO;
+    }
 
     @Override
     void close();

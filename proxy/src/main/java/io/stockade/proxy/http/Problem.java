@@ -21,6 +21,7 @@ public final class Problem {
     private final String title;
     private final String detail;
     private final Map<String, Object> extensions = new LinkedHashMap<>();
+    private final Map<String, String> headers = new LinkedHashMap<>();
 
     private Problem(int status, String type, String title, String detail) {
         this.status = status;
@@ -47,6 +48,18 @@ public final class Problem {
         return this;
     }
 
+    /** Adds a response header, e.g. {@code Allow}. */
+    public Problem header(String name, String value) {
+        headers.put(name, value);
+        return this;
+    }
+
+    /** Adds {@code Retry-After} (seconds) as a header and as the member {@code retryAfterSeconds}. */
+    public Problem retryAfter(long seconds) {
+        extensions.put("retryAfterSeconds", seconds);
+        return header("Retry-After", Long.toString(seconds));
+    }
+
     public int status() {
         return status;
     }
@@ -63,6 +76,7 @@ public final class Problem {
     public void send(ServerResponse response) {
         byte[] body = toJson().getBytes(StandardCharsets.UTF_8);
         response.status(Status.create(status));
+        headers.forEach(response::header);
         response.header(HeaderNames.CONTENT_TYPE, "application/problem+json");
         response.send(body);
     }

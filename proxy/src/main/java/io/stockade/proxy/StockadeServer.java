@@ -1,0 +1,134 @@
+package io.stockade.proxy;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Policy;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.file.FileBackend;
+import io.stockade.proxy.backend.http.HttpBackend;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.metrics.ProxyMetrics;
+import io.stockade.proxy.pipeline.FencePipeline;
+import io.stockade.proxy.store.FenceStores;
+
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * A running proxy: the fence store, one backend per policy, the pipeline, and the HTTP listener.
+ * Tests start one in-process with {@link #start(StockadeConfig)}; {@link Main} does the same for the command
+ * line.
+ */
+public final class StockadeServer implements AutoCloseable {
+    /** Paths the proxy answers itself; no policy may take them. */
+    public static final String LIVE = "/health/live";
+    public static final String READY = "/health/ready";
+    public static final String METRICS = "/metrics";
+
+    private final StockadeConfig config;
+    private final FenceStore store;
+    private final Map<String, Backend> backends;
+    private final ProxyMetrics metrics;
+    private final WebServer server;
+
+    private StockadeServer(StockadeConfig config, FenceStore store, Map<String, Backend> backends,
+                           ProxyMetrics metrics, WebServer server) {
+        this.config = config;
+        this.store = store;
+        this.backends = backends;
+        this.metrics = metrics;
+        this.server = server;
+    }
+
+    /**
+     * Opens the store and the backends and starts listening.
+     *
+     * @throws IOException if the store or a backend cannot be opened
+     */
+    public static StockadeServer start(StockadeConfig config) throws IOException {
+        FenceStore store = FenceStores.open(config.store());
+        Map<String, Backend> backends = new LinkedHashMap<>();
+        try {
+            for (Policy policy : config.policies()) {
+                backends.put(policy.name(), openBackend(policy.backend()));
+            }
+            ProxyMetrics metrics = new ProxyMetrics();
+            ScopeGuard guard = new ScopeGuard();
+            metrics.gauge("stockade.quarantined.scopes", "Scopes refusing writes after an unknown outcome",
+                    guard::quarantinedScopes);
+            metrics.gauge("stockade.scopes.active", "Scopes held or waited for by a write now",
+                    guard::activeScopes);
+            FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime);
+            WebServer server = WebServer.builder()
+                    .host(config.server().host())
+                    .port(config.server().port())
+                    .routing(routing -> routing(routing, pipeline, metrics))
+                    .build()
+                    .start();
+            return new StockadeServer(config, store, backends, metrics, server);
+        } catch (RuntimeException | IOException e) {
+            backends.values().forEach(Backend::close);
+            store.close();
+            throw e;
+        }
+    }
+
+    /** The production routing: the proxy's own endpoints, then every other request through the pipeline. */
+    static void routing(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics) {
+        routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
+                .get(READY, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
+                .get(METRICS, (req, res) -> metrics(req, res, metrics))
+                .any(pipeline);
+    }
+
+    private static void metrics(ServerRequest req, ServerResponse res, ProxyMetrics metrics) {
+        res.header(HeaderNames.CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+        res.send(metrics.scrape());
+    }
+
+    private static void json(ServerResponse res, int status, String body) {
+        res.status(status);
+        res.header(HeaderNames.CONTENT_TYPE, "application/json");
+        res.send(body);
+    }
+
+    private static Backend openBackend(BackendConfig config) throws IOException {
+        return switch (config) {
+            case BackendConfig.Http http -> HttpBackend.open(http);
+            case BackendConfig.File file -> FileBackend.open(file);
+        };
+    }
+
+    /** The port actually bound (useful with port 0). */
+    public int port() {
+        return server.port();
+    }
+
+    public String host() {
+        return config.server().host();
+    }
+
+    public ProxyMetrics metrics() {
+        return metrics;
+    }
+
+    public FenceStore store() {
+        return store;
+    }
+
+    /** Stops listening, then closes the backends and the store. */
+    @Override
+    public void close() {
+        server.stop();
+        backends.values().forEach(Backend::close);
+        store.close();
+    }
+
+}

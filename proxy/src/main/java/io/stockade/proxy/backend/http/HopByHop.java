@@ -1,0 +1,42 @@
+package io.stockade.proxy.backend.http;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Headers;
+
+import java.util.HashSet;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * Which headers a proxy must not pass on (RFC 9110 section 7.6.1): the fixed hop-by-hop set, plus every header
+ * the {@code Connection} header names. Framing headers ({@code Content-Length}, {@code Host}, {@code Expect}) are
+ * set by the proxy's own client and server, not copied.
+ */
+final class HopByHop {
+    private static final Set<String> FIXED = Set.of(
+            "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+            "te", "trailer", "transfer-encoding", "upgrade",
+            "host", "content-length", "expect");
+
+    private HopByHop() {
+    }
+
+    /** The lower-case names of the headers of this message that stay on this hop. */
+    static Set<String> of(Headers headers) {
+        Set<String> names = new HashSet<>(FIXED);
+        for (String value : headers.all(HeaderNames.CONNECTION, java.util.List::of)) {
+            for (String token : value.split(",")) {
+                String name = token.trim().toLowerCase(Locale.ROOT);
+                if (!name.isEmpty()) {
+                    names.add(name);
+                }
+            }
+        }
+        return names;
+    }
+
+    static boolean skip(Set<String> hopByHop, Header header) {
+        return hopByHop.contains(header.name().toLowerCase(Locale.ROOT));
+    }
+}

@@ -1,0 +1,387 @@
+package io.stockade.proxy.backend.http;
+
+import io.helidon.common.socket.SocketOptions;
+import io.helidon.common.uri.UriQuery;
+import io.helidon.http.Header;
+import io.helidon.http.HeaderName;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Method;
+import io.helidon.http.Status;
+import io.helidon.webclient.api.HttpClientRequest;
+import io.helidon.webclient.api.HttpClientResponse;
+import io.helidon.webclient.api.WebClient;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.http.Problem;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.ConnectException;
+import java.net.NoRouteToHostException;
+import java.net.SocketTimeoutException;
+import java.net.URI;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * A plain HTTP upstream, reached through a pooled keep-alive client. Bodies stream both ways.
+ * <p>
+ * Two classes, chosen by the policy's {@code conditional}:
+ * <ul>
+ *     <li>{@code none} &mdash; <em>serialized</em>: the engine holds the scope while {@link #write} forwards the
+ *     request as it is. A failure after the request left is an unknown outcome.</li>
+ *     <li>{@code if-match} &mdash; <em>atomic</em>: the write carries {@code If-Match} with the ETag recorded
+ *     under the admitted token (or {@code If-None-Match: *} when the resource is known absent), so the upstream
+ *     itself refuses a write based on a version some other write has replaced. When no ETag is recorded, one is
+ *     read with HEAD and recorded first, by compare-and-set on the token, so a version can only be adopted by the
+ *     scope's current highest token. A 412 is re-checked against the store: a higher token means stale (409);
+ *     otherwise the resource changed under an equal token and the client is told to retry (409
+ *     {@code upstream-conflict}); the body is streamed, so the proxy does not replay it.</li>
+ * </ul>
+ */
+public final class HttpBackend implements Backend {
+    private static final Logger LOG = Logger.getLogger(HttpBackend.class.getName());
+    private static final HeaderName X_FORWARDED_FOR = HeaderNames.create("X-Forwarded-For");
+    private static final HeaderName X_FORWARDED_HOST = HeaderNames.create("X-Forwarded-Host");
+    private static final HeaderName X_FORWARDED_PROTO = HeaderNames.create("X-Forwarded-Proto");
+    private static final HeaderName FORWARDED = HeaderNames.create("Forwarded");
+
+    private final BackendConfig.Http config;
+    private final WebClient client;
+    private final String basePath;
+
+    private HttpBackend(BackendConfig.Http config, WebClient client) {
+        this.config = config;
+        this.client = client;
+        String path = config.url().getRawPath();
+        this.basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
+    }
+
+    public static HttpBackend open(BackendConfig.Http config) {
+        WebClient client = WebClient.builder()
+                .baseUri(config.url())
+                .followRedirects(false)
+                .shareConnectionCache(false)
+                .connectionCacheSize(config.maxConnections())
+                .sendExpectContinue(false)
+                .socketOptions(SocketOptions.builder()
+                        .connectTimeout(config.connectTimeout())
+                        .readTimeout(config.timeout())
+                        .build())
+                .build();
+        return new HttpBackend(config, client);
+    }
+
+    @Override
+    public FenceClass fenceClass() {
+        return config.conditional() == BackendConfig.Conditional.IF_MATCH ? FenceClass.ATOMIC : FenceClass.SERIALIZED;
+    }
+
+    @Override
+    public Duration settle() {
+        // A conditional write that lands late cannot overwrite a newer one; only the serialized class needs it.
+        return fenceClass() == FenceClass.SERIALIZED ? config.settle() : Duration.ZERO;
+    }
+
+    @Override
+    public void forward(Exchange exchange) {
+        Sent sent = send(exchange, null, null);
+        if (sent instanceof Sent.Failed failed) {
+            answerFailure(exchange, failed);
+        }
+    }
+
+    @Override
+    public WriteResult write(Exchange exchange, Admission admission) {
+        if (fenceClass() == FenceClass.SERIALIZED) {
+            Sent sent = send(exchange, null, null);
+            return switch (sent) {
+                case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
+                case Sent.Failed failed when failed.reachedUpstream() -> new WriteResult.Unknown(failed.reason());
+                case Sent.Failed failed -> answerFailure(exchange, failed);
+            };
+        }
+        return conditionalWrite(exchange, admission);
+    }
+
+    private WriteResult conditionalWrite(Exchange exchange, Admission admission) {
+        String version = admission.previous().version();
+        try {
+            if (version == null) {
+                Optional<String> read = headVersion(exchange);
+                if (read.isEmpty()) {
+                    return answer(exchange, Problem.of(502, "upstream-unreachable", "Upstream unreachable",
+                            "could not read the current version of the resource (HEAD) before the conditional write"));
+                }
+                version = read.get();
+                if (!admission.store().recordVersion(admission.scope(), admission.token(), version)) {
+                    return recheck(exchange, admission);
+                }
+            }
+            Sent sent = send(exchange, admission, version);
+            if (sent instanceof Sent.Failed failed) {
+                // A conditional write that arrives late cannot do harm: its If-Match no longer matches once a
+                // newer write has landed. Unknown, but no quarantine needed; the engine decides.
+                return failed.reachedUpstream() ? new WriteResult.Unknown(failed.reason()) : answerFailure(exchange, failed);
+            }
+            Sent.Relayed relayed = (Sent.Relayed) sent;
+            if (relayed.status() == Status.PRECONDITION_FAILED_412.code()) {
+                throw new IllegalStateException("412 must be intercepted before relaying");
+            }
+            return new WriteResult.Answered(relayed.status());
+        } catch (PreconditionFailed e) {
+            return recheck(exchange, admission);
+        } catch (StoreUnavailableException e) {
+            return answer(exchange, Problem.of(503, "store-unavailable", "Fence store unavailable",
+                    "the upstream version could not be recorded: " + e.getMessage()).with("scope", admission.scope()));
+        }
+    }
+
+    /** The upstream refused our condition: someone else's write landed. Find out whether we are stale. */
+    private WriteResult recheck(Exchange exchange, Admission admission) {
+        try {
+            Optional<FenceState> now = admission.store().get(admission.scope());
+            if (now.isPresent() && now.get().token() > admission.token()) {
+                return new WriteResult.Stale(now.get().token());
+            }
+            // Same token, concurrent writes of one holder, or a write outside the proxy: forget the version so
+            // the next attempt reads it afresh.
+            admission.store().recordVersion(admission.scope(), admission.token(), null);
+            return answer(exchange, Problem.of(409, "upstream-conflict", "Upstream changed during the write",
+                    "the resource changed between the fence check and the write (412 from the upstream) and no "
+                            + "higher token is recorded; nothing was written by this request, retry it")
+                    .with("scope", admission.scope()).with("token", admission.token()));
+        } catch (StoreUnavailableException e) {
+            return answer(exchange, Problem.of(503, "store-unavailable", "Fence store unavailable", e.getMessage())
+                    .with("scope", admission.scope()));
+        }
+    }
+
+    private Optional<String> headVersion(Exchange exchange) {
+        try (HttpClientResponse response = client.method(Method.HEAD)
+                .uri(upstreamUri(exchange.request()))
+                .skipUriEncoding(true)
+                .request()) {
+            int status = response.status().code();
+            if (status == 404 || status == 410) {
+                return Optional.of(FenceState.ABSENT);
+            }
+            if (status / 100 == 2) {
+                return Optional.of(response.headers().first(HeaderNames.ETAG).orElse(FenceState.ABSENT));
+            }
+            LOG.warning(() -> "HEAD " + exchange.request().path().rawPath() + " answered " + status);
+            return Optional.empty();
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "HEAD " + exchange.request().path().rawPath() + " failed", e);
+            return Optional.empty();
+        }
+    }
+
+    /** What became of sending a request upstream. */
+    private sealed interface Sent {
+        /** The upstream answered and the answer was relayed to the client. */
+        record Relayed(int status) implements Sent {
+        }
+
+        /**
+         * No answer.
+         *
+         * @param reachedUpstream whether the request may have reached the upstream (outcome unknown)
+         * @param timedOut        whether it failed by a timeout
+         */
+        record Failed(String reason, boolean reachedUpstream, boolean timedOut) implements Sent {
+        }
+    }
+
+    private static final class PreconditionFailed extends RuntimeException {
+        PreconditionFailed() {
+            super(null, null, false, false);
+        }
+    }
+
+    /**
+     * Sends the request upstream and relays the answer.
+     *
+     * @param admission the admitted token of a conditional write, else null
+     * @param condition null for a plain forward, else the version the write is conditional on
+     */
+    private Sent send(Exchange exchange, Admission admission, String condition) {
+        ServerRequest req = exchange.request();
+        ServerResponse res = exchange.response();
+        Method method = req.prologue().method();
+        HttpClientRequest upstream = client.method(method)
+                .uri(upstreamUri(req))
+                .skipUriEncoding(true)
+                .readTimeout(config.timeout());
+        copyRequestHeaders(req, upstream, condition);
+        boolean hasBody = hasBody(req);
+        try (HttpClientResponse response = hasBody
+                ? upstream.outputStream(out -> streamBody(req.content().inputStream(), out))
+                : upstream.request()) {
+            int status = response.status().code();
+            if (condition != null && status == Status.PRECONDITION_FAILED_412.code()) {
+                throw new PreconditionFailed();
+            }
+            if (condition != null && status / 100 == 2) {
+                recordNewVersion(exchange, admission, response);
+            }
+            relay(response, res);
+            return new Sent.Relayed(status);
+        } catch (PreconditionFailed e) {
+            throw e;
+        } catch (RuntimeException e) {
+            if (res.isSent()) {
+                // The answer had started; the client sees a truncated response, nothing more can be said.
+                LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
+                return new Sent.Relayed(res.status().code());
+            }
+            boolean notSent = causedBy(e, ConnectException.class) || causedBy(e, UnknownHostException.class)
+                    || causedBy(e, NoRouteToHostException.class);
+            boolean timedOut = causedBy(e, SocketTimeoutException.class);
+            String reason = (timedOut ? "upstream timed out after " + config.timeout().toMillis() + " ms"
+                    : "upstream failed: " + rootMessage(e));
+            return new Sent.Failed(reason, !notSent, timedOut);
+        }
+    }
+
+    /** After a successful conditional write: the new version is the base for the next writer of this token. */
+    private static void recordNewVersion(Exchange exchange, Admission admission, HttpClientResponse response) {
+        String version = exchange.request().prologue().method() == Method.DELETE
+                ? FenceState.ABSENT
+                : response.headers().first(HeaderNames.ETAG).orElse(null);
+        try {
+            admission.store().recordVersion(admission.scope(), admission.token(), version);
+        } catch (StoreUnavailableException e) {
+            // Not recording only costs the next writer a HEAD; the fence itself is already durable.
+            LOG.log(Level.WARNING, "could not record the new version of " + admission.scope(), e);
+        }
+    }
+
+    private WriteResult answerFailure(Exchange exchange, Sent.Failed failed) {
+        int status = failed.timedOut() ? 504 : 502;
+        return answer(exchange, Problem.of(status, failed.timedOut() ? "upstream-timeout" : "upstream-unreachable",
+                failed.timedOut() ? "Upstream timed out" : "Upstream unreachable", failed.reason()));
+    }
+
+    private static WriteResult answer(Exchange exchange, Problem problem) {
+        problem.send(exchange.response());
+        return new WriteResult.Answered(problem.status());
+    }
+
+    private String upstreamUri(ServerRequest req) {
+        UriQuery query = req.query();
+        String raw = query.rawValue();
+        URI base = config.url();
+        String authority = base.getRawAuthority();
+        return base.getScheme() + "://" + authority + basePath + req.path().rawPath()
+                + (raw == null || raw.isEmpty() ? "" : "?" + raw);
+    }
+
+    private void copyRequestHeaders(ServerRequest req, HttpClientRequest upstream, String condition) {
+        Set<String> hop = HopByHop.of(req.headers());
+        for (Header header : req.headers()) {
+            if (HopByHop.skip(hop, header)) {
+                continue;
+            }
+            if (condition != null && (header.name().equalsIgnoreCase("If-Match")
+                    || header.name().equalsIgnoreCase("If-None-Match"))) {
+                continue; // the proxy's condition replaces the client's
+            }
+            upstream.header(header);
+        }
+        req.headers().contentLength().ifPresent(len -> upstream.header(HeaderNames.CONTENT_LENGTH, Long.toString(len)));
+        if (condition != null) {
+            if (condition.equals(FenceState.ABSENT)) {
+                upstream.header(HeaderNames.IF_NONE_MATCH, "*");
+            } else {
+                upstream.header(HeaderNames.IF_MATCH, condition);
+            }
+        }
+        String peer = req.remotePeer().host();
+        String prior = req.headers().first(X_FORWARDED_FOR).orElse(null);
+        upstream.header(X_FORWARDED_FOR, prior == null ? peer : prior + ", " + peer);
+        String host = req.authority();
+        String proto = req.isSecure() ? "https" : "http";
+        if (host != null) {
+            upstream.header(X_FORWARDED_HOST, host);
+        }
+        upstream.header(X_FORWARDED_PROTO, proto);
+        String forwarded = "for=" + quoteForwarded(peer) + (host == null ? "" : ";host=" + quoteForwarded(host))
+                + ";proto=" + proto;
+        upstream.header(FORWARDED, req.headers().first(FORWARDED).map(f -> f + ", " + forwarded).orElse(forwarded));
+    }
+
+    private static String quoteForwarded(String value) {
+        // IPv6 addresses and host:port need quoting (RFC 7239 section 6).
+        if (value.contains(":")) {
+            return "\"" + (value.indexOf(':') != value.lastIndexOf(':') && !value.startsWith("[")
+                    ? "[" + value + "]" : value) + "\"";
+        }
+        return value;
+    }
+
+    private static boolean hasBody(ServerRequest req) {
+        if (req.headers().contains(HeaderNames.TRANSFER_ENCODING)) {
+            return true;
+        }
+        return req.headers().contentLength().orElse(0) > 0;
+    }
+
+    private static void streamBody(InputStream in, OutputStream out) throws IOException {
+        try (out) {
+            in.transferTo(out);
+        }
+    }
+
+    private static void relay(HttpClientResponse response, ServerResponse res) {
+        res.status(response.status());
+        Set<String> hop = HopByHop.of(response.headers());
+        for (Header header : response.headers()) {
+            if (!HopByHop.skip(hop, header)) {
+                res.header(header);
+            }
+        }
+        response.headers().contentLength().ifPresent(res::contentLength);
+        try (InputStream in = response.inputStream(); OutputStream out = res.outputStream()) {
+            in.transferTo(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (type.isInstance(t)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
+    }
+
+    @Override
+    public void close() {
+        // WebClient holds no resources that need closing beyond its cached connections, closed with the JVM.
+    }
+}

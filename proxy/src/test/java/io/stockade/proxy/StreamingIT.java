@@ -1,0 +1,145 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.TestUpstream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.InputStream;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Bodies stream both ways: a 1 GiB PUT passes through a proxy whose heap is 256 MiB, to an HTTP upstream and
+ * into the file backend, and the file comes back out through the proxy byte for byte.
+ */
+class StreamingIT {
+    static final long GIB = 1L << 30;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void oneGibPutAndGetStreamThroughA256MibHeap() throws Exception {
+        try (TestUpstream upstream = TestUpstream.start().discardBodies(true)) {
+            Path config = dir.resolve("stockade.yaml");
+            Files.writeString(config, """
+                    server:
+                      port: 0
+                    store:
+                      type: memory
+                      journal: %s
+                    policies:
+                      - name: blobs
+                        match:
+                          path: /blobs/{id}
+                        scope: blobs/{id}
+                        backend:
+                          type: http
+                          url: %s
+                          settle: 100ms
+                          timeout: 120s
+                      - name: files
+                        match:
+                          path: /files/{path...}
+                        scope: files/{path}
+                        backend:
+                          type: file
+                          root: %s
+                    """.formatted(dir.resolve("journal"), upstream.baseUri(), dir.resolve("files")));
+            try (ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m"))) {
+                Thread.sleep(200);
+                String expected = sha256OfPattern(GIB);
+
+                int status = putPattern(proxy.baseUri().resolve("/blobs/big"), GIB);
+                assertEquals(201, status, proxy.log());
+                assertEquals(GIB, upstream.bytesReceived("/blobs/big"));
+                assertEquals(expected, upstream.sha256("/blobs/big"));
+
+                assertEquals(201, putPattern(proxy.baseUri().resolve("/files/big.bin"), GIB), proxy.log());
+                assertEquals(GIB, Files.size(dir.resolve("files/files/big.bin")));
+
+                HttpResponse<InputStream> back = Http.client().send(
+                        HttpRequest.newBuilder(proxy.baseUri().resolve("/files/big.bin")).timeout(Duration.ofMinutes(2)).build(),
+                        HttpResponse.BodyHandlers.ofInputStream());
+                assertEquals(200, back.statusCode());
+                MessageDigest sha = MessageDigest.getInstance("SHA-256");
+                long n = 0;
+                try (InputStream in = back.body()) {
+                    byte[] buf = new byte[1 << 16];
+                    int r;
+                    while ((r = in.read(buf)) >= 0) {
+                        sha.update(buf, 0, r);
+                        n += r;
+                    }
+                }
+                assertEquals(GIB, n);
+                assertEquals(expected, HexFormat.of().formatHex(sha.digest()));
+            }
+        }
+    }
+
+    private static int putPattern(URI uri, long size) throws Exception {
+        HttpRequest request = HttpRequest.newBuilder(uri)
+                .timeout(Duration.ofMinutes(2))
+                .header("Fencing-Token", "1")
+                .PUT(HttpRequest.BodyPublishers.fromPublisher(
+                        HttpRequest.BodyPublishers.ofInputStream(() -> new PatternStream(size)), size))
+                .build();
+        return Http.client().send(request, HttpResponse.BodyHandlers.ofString()).statusCode();
+    }
+
+    private static String sha256OfPattern(long size) throws Exception {
+        MessageDigest sha = MessageDigest.getInstance("SHA-256");
+        try (InputStream in = new PatternStream(size)) {
+            byte[] buf = new byte[1 << 16];
+            int r;
+            while ((r = in.read(buf)) >= 0) {
+                sha.update(buf, 0, r);
+            }
+        }
+        return HexFormat.of().formatHex(sha.digest());
+    }
+
+    /** A deterministic, non-repeating-looking byte stream of a given size, made on the fly. */
+    static final class PatternStream extends InputStream {
+        private long left;
+        private long i;
+
+        PatternStream(long size) {
+            this.left = size;
+        }
+
+        @Override
+        public int read() {
+            if (left == 0) {
+                return -1;
+            }
+            left--;
+            return (int) ((i++ * 2654435761L) >>> 13) & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) {
+            if (left == 0) {
+                return -1;
+            }
+            int n = (int) Math.min(len, left);
+            for (int k = 0; k < n; k++) {
+                b[off + k] = (byte) ((i++ * 2654435761L) >>> 13);
+            }
+            left -= n;
+            return n;
+        }
+    }
+}

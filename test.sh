@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh Debian machine with a JDK 21+: installs or starts what the tests need,
+# then builds every module and runs every test (unit tests *Test, integration tests *IT against real servers).
+set -euo pipefail
+cd "$(dirname "$0")"
+. scripts/lib.sh
+stockade_find_jdk
+echo "stockade: JDK $(stockade_jdk_major "$JAVA_HOME") at $JAVA_HOME" >&2
+command -v mvn >/dev/null || { echo "stockade: Maven is missing: apt-get install maven" >&2; exit 1; }
+mvn -B -ntp verify "$@"
