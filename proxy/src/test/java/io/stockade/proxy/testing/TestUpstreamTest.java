@@ -161,6 +161,30 @@ class TestUpstreamTest {
     }
 
     @Test
+    void aNaiveUpstreamLetsEveryRacerWin() throws Exception {
+        up.ignoreConditions(true);
+        URI a = up.uri("/race");
+        Http.put(a, "seed", Map.of());
+        String etag = up.etag("/race").orElseThrow();
+        CountDownLatch go = new CountDownLatch(1);
+        try (ExecutorService pool = Executors.newFixedThreadPool(16)) {
+            List<Future<Integer>> results = new ArrayList<>();
+            for (int t = 0; t < 16; t++) {
+                String value = "t" + t;
+                results.add(pool.submit(() -> {
+                    go.await();
+                    return Http.put(a, value, Map.of("If-Match", etag)).status();
+                }));
+            }
+            go.countDown();
+            for (Future<Integer> f : results) {
+                assertEquals(204, f.get());
+            }
+        }
+        assertEquals(17, up.applied("/race").size(), "the control for the race test: without conditions all win");
+    }
+
+    @Test
     void delayedWriteLandsAfterTheClientGaveUp() throws Exception {
         up.delayWrites(Duration.ofMillis(700));
         long sent = System.nanoTime();
