@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -350,12 +351,14 @@ class HistoryCheckerTest {
     }
 
     private static void race(History history, FencedRegister reg, AtomicLong lockService) throws Exception {
+        CyclicBarrier start = new CyclicBarrier(8);
         try (ExecutorService pool = Executors.newFixedThreadPool(8)) {
             List<Future<?>> fs = new ArrayList<>();
             for (int w = 0; w < 8; w++) {
                 int writer = w;
                 fs.add(pool.submit(() -> {
                     long token = lockService.incrementAndGet();
+                    start.await(); // all hold a token before anyone writes: the early holders are zombies
                     ThreadLocalRandom rnd = ThreadLocalRandom.current();
                     for (int n = 0; n < 300; n++) {
                         if (rnd.nextInt(10) == 0) {
@@ -372,5 +375,8 @@ class HistoryCheckerTest {
                 f.get();
             }
         }
+        // and one zombie that certainly comes back late, with the first token ever issued
+        Op zombie = history.invoke(S, 1, "zombie");
+        zombie.complete(reg.write(1, "zombie"));
     }
 }
