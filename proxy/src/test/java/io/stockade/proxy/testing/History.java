@@ -1,0 +1,226 @@
+package io.stockade.proxy.testing;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * A thread-safe record of client-side fenced writes, for {@link HistoryChecker}. Each writer calls
+ * {@link #invoke(String, long, String)} just before sending and completes the returned {@link Op} when the answer
+ * (or the failure) arrives:
+ *
+ * <pre>{@code
+ * History.Op op = history.invoke("doc-1", token, "w3-t17-n5");
+ * try {
+ *     op.complete(Http.put(uri, "w3-t17-n5", Map.of("Fencing-Token", "" + token)).status());
+ * } catch (IOException e) {
+ *     op.unknown(e.toString());
+ * }
+ * }</pre>
+ *
+ * Values must be unique per scope (the checker maps stored values back to operations).
+ */
+public final class History {
+
+    /** How an operation ended. */
+    public enum Outcome {
+        /** Not completed (yet); the checker treats it as {@link #UNKNOWN} that never ended. */
+        PENDING,
+        /** Acknowledged (2xx): the write must be durable. */
+        OK,
+        /** Definitely refused (e.g. 409, 412, 428): the write must have left no trace. */
+        FAIL,
+        /** Timeout, I/O error or an ambiguous answer: the write may or may not have taken effect. */
+        UNKNOWN
+    }
+
+    /** One write: its invocation and, once completed, its outcome. Completing twice throws. */
+    public static final class Op {
+        private final History history;
+        private final long id;
+        private final String scope;
+        private final long token;
+        private final String value;
+        private final long start;
+        private Outcome outcome = Outcome.PENDING;
+        private long end = Long.MAX_VALUE;
+        private int status;
+        private String why;
+
+        private Op(History history, long id, String scope, long token, String value, long start) {
+            this.history = history;
+            this.id = id;
+            this.scope = scope;
+            this.token = token;
+            this.value = value;
+            this.start = start;
+        }
+
+        /** The write was acknowledged with {@code status} (normally 2xx). */
+        public Op ok(int status) {
+            return finish(Outcome.OK, status, null);
+        }
+
+        /** The write was definitely refused with {@code status} (409, 412, 428, 400...). */
+        public Op fail(int status) {
+            return finish(Outcome.FAIL, status, null);
+        }
+
+        /** The outcome is unknown (timeout, connection reset...). */
+        public Op unknown(String why) {
+            return finish(Outcome.UNKNOWN, 0, why);
+        }
+
+        /**
+         * Completes from an HTTP status: 2xx is {@link #ok}, 4xx is {@link #fail}, anything else (5xx such as a 504
+         * after an upstream timeout) is {@link #unknown}, which is the conservative reading.
+         */
+        public Op complete(int status) {
+            if (status >= 200 && status < 300) {
+                return ok(status);
+            }
+            if (status >= 400 && status < 500) {
+                return fail(status);
+            }
+            return finish(Outcome.UNKNOWN, status, "status " + status);
+        }
+
+        private synchronized Op finish(Outcome outcome, int status, String why) {
+            if (this.outcome != Outcome.PENDING) {
+                throw new IllegalStateException("already completed: " + this);
+            }
+            this.end = history.clock.getAsLong();
+            this.outcome = outcome;
+            this.status = status;
+            this.why = why;
+            return this;
+        }
+
+        /** Unique id in its history, in invocation order (1-based). */
+        public long id() {
+            return id;
+        }
+
+        public String scope() {
+            return scope;
+        }
+
+        public long token() {
+            return token;
+        }
+
+        public String value() {
+            return value;
+        }
+
+        /** Clock reading at invocation. */
+        public long startNanos() {
+            return start;
+        }
+
+        /** Clock reading at completion, or {@link Long#MAX_VALUE} while pending. */
+        public synchronized long endNanos() {
+            return end;
+        }
+
+        public synchronized Outcome outcome() {
+            return outcome;
+        }
+
+        /** The HTTP status, or 0 if none. */
+        public synchronized int status() {
+            return status;
+        }
+
+        /** Why the outcome is unknown, or null. */
+        public synchronized String why() {
+            return why;
+        }
+
+        /** Describes the op with times in ms relative to {@code originNanos}. */
+        public synchronized String describe(long originNanos) {
+            StringBuilder b = new StringBuilder()
+                    .append("op#").append(id)
+                    .append(" {scope=").append(scope)
+                    .append(" token=").append(token)
+                    .append(" value=").append(value)
+                    .append(' ').append(outcome);
+            if (status != 0) {
+                b.append(' ').append(status);
+            }
+            if (why != null && status == 0) {
+                b.append(" (").append(why).append(')');
+            }
+            b.append(String.format(java.util.Locale.ROOT, " %.3f..", (start - originNanos) / 1e6));
+            b.append(end == Long.MAX_VALUE ? "pending" : String.format(java.util.Locale.ROOT, "%.3f", (end - originNanos) / 1e6));
+            return b.append(" ms}").toString();
+        }
+
+        @Override
+        public String toString() {
+            return describe(history.origin());
+        }
+    }
+
+    private final LongSupplier clock;
+    private final AtomicLong ids = new AtomicLong();
+    private final List<Op> ops = new ArrayList<>();
+
+    /** A history timed by {@link System#nanoTime()}. */
+    public History() {
+        this(System::nanoTime);
+    }
+
+    /** A history timed by {@code clock} (nanoseconds, monotonic): lets tests build exact histories by hand. */
+    public History(LongSupplier clock) {
+        this.clock = Objects.requireNonNull(clock);
+    }
+
+    /** Records the invocation of a write of {@code value} with {@code token} on {@code scope}, now. */
+    public Op invoke(String scope, long token, String value) {
+        Objects.requireNonNull(scope, "scope");
+        Objects.requireNonNull(value, "value");
+        synchronized (ops) {
+            Op op = new Op(this, ids.incrementAndGet(), scope, token, value, clock.getAsLong());
+            ops.add(op);
+            return op;
+        }
+    }
+
+    /** All operations, in invocation order (a snapshot). */
+    public List<Op> ops() {
+        synchronized (ops) {
+            return List.copyOf(ops);
+        }
+    }
+
+    /** The operations on one scope, in invocation order. */
+    public List<Op> ops(String scope) {
+        return ops().stream().filter(o -> o.scope().equals(scope)).toList();
+    }
+
+    /** The scopes that have operations, in order of first invocation. */
+    public List<String> scopes() {
+        return ops().stream().map(Op::scope).distinct().toList();
+    }
+
+    /** The start time of the first operation (the origin of relative times), or 0 if there is none. */
+    public long origin() {
+        return ops().stream().mapToLong(Op::startNanos).min().orElse(0);
+    }
+
+    /** Operations per outcome, for logs: e.g. {@code OK=12 FAIL=30 UNKNOWN=2 PENDING=0}. */
+    public String summary() {
+        List<Op> all = ops();
+        StringBuilder b = new StringBuilder();
+        for (Outcome o : Outcome.values()) {
+            b.append(o).append('=').append(all.stream().filter(op -> op.outcome() == o).count()).append(' ');
+        }
+        return b.toString().trim();
+    }
+
+    static final Comparator<Op> BY_START = Comparator.comparingLong(Op::startNanos).thenComparingLong(Op::id);
+}
