@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 /**
  * Fence state in a {@link ConcurrentHashMap}, made durable by a group-committed, fsync'd {@link Journal}.
@@ -58,6 +59,8 @@ public final class MemoryFenceStore implements FenceStore {
     private final ConcurrentHashMap<String, Entry> states;
     private final Journal journal;
     private volatile boolean closed;
+    /** Test seam: runs inside the per-scope critical section, right after a raise queued its record. */
+    Consumer<String> afterQueueingRaise;
 
     private MemoryFenceStore(ConcurrentHashMap<String, Entry> states, Journal journal) {
         this.states = states;
@@ -110,6 +113,9 @@ public final class MemoryFenceStore implements FenceStore {
                 if (e == null || token > e.token()) {
                     o.ok = true;
                     o.lsn = journal.append(record);
+                    if (afterQueueingRaise != null) {
+                        afterQueueingRaise.accept(k);
+                    }
                     return new Entry(token, null, o.lsn);
                 }
                 o.ok = token == e.token() && acceptEqual;

@@ -248,6 +248,39 @@ class JournalRecoveryTest {
         }
     }
 
+    /**
+     * The race the compaction barrier closes: {@code compute} queues a record before it installs the new value. If
+     * the writer wrote that record to the old segment and snapshotted the map before the value was installed, the
+     * snapshot would miss it and deleting the old segment would lose an acknowledged raise.
+     */
+    @Test
+    void compactionWaitsForAnUpdateWhoseRecordIsQueuedButWhoseValueIsNotInstalledYet() throws Exception {
+        // 3 records of 28 bytes stay under 100 bytes; the 4th crosses it and compacts right after its fsync.
+        StoreConfig.Memory config = new StoreConfig.Memory(dir, 100);
+        try (MemoryFenceStore store = MemoryFenceStore.open(config)) {
+            for (int i = 0; i < 3; i++) {
+                store.advance(String.format("s%02d", i), 1, false);
+            }
+            assertEquals(0, store.stats().compactions());
+            store.afterQueueingRaise = scope -> {
+                long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
+                // Without the barrier the compaction finishes in here, with "vic" not yet in the map.
+                while (store.stats().compactions() == 0 && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+            };
+            store.advance("vic", 7, false);
+            store.afterQueueingRaise = null;
+            store.advance("s00", 2, false);  // after the compaction: the writer is done with it
+            assertEquals(1, store.stats().compactions());
+        }
+        assertFalse(Files.exists(segment(1)));
+        try (MemoryFenceStore store = MemoryFenceStore.open(config)) {
+            assertEquals(Optional.of(new FenceState(7, null)), store.get("vic"));
+            assertEquals(2, store.get("s00").orElseThrow().token());
+        }
+    }
+
     @Test
     void aSnapshotLargerThanTheThresholdDoesNotCompactOnEveryBatch() throws Exception {
         StoreConfig.Memory config = new StoreConfig.Memory(dir, 1024);
