@@ -122,10 +122,16 @@ final class Journal implements AutoCloseable {
     static Journal open(Path dir, long compactAfterBytes, ChannelOpener opener,
                         Consumer<RecordCodec.State> replay) throws IOException {
         if (!Files.isDirectory(dir)) {
+            Path existing = dir.toAbsolutePath();
+            while (existing.getParent() != null && !Files.isDirectory(existing.getParent())) {
+                existing = existing.getParent();
+            }
             Files.createDirectories(dir);
-            Path parent = dir.toAbsolutePath().getParent();
-            if (parent != null) {
-                Segments.fsyncDirectory(parent);
+            // Make each created directory's entry durable, from the deepest up to the one that existed before.
+            for (Path d = dir.toAbsolutePath(); d != null && d.startsWith(existing); d = d.getParent()) {
+                if (d.getParent() != null) {
+                    Segments.fsyncDirectory(d.getParent());
+                }
             }
         }
         FileChannel lockChannel = FileChannel.open(dir.resolve(LOCK_FILE),
