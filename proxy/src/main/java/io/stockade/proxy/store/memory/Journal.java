@@ -1,0 +1,515 @@
+package io.stockade.proxy.store.memory;
+
+import io.stockade.proxy.fence.StoreUnavailableException;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.Files;
+import java.nio.file.OpenOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.StampedLock;
+import java.util.function.Consumer;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * An append-only, fsync'd, segmented journal with group commit.
+ * <p>
+ * Callers {@link #append} encoded records (getting a log sequence number, LSN) and then {@link #awaitDurable}
+ * that LSN. One platform thread, {@code stockade-journal}, takes every record queued so far, writes them in one
+ * go, forces the file once, publishes the highest LSN it wrote as durable and wakes the waiters: the more callers
+ * at once, the more records share one fsync.
+ * <p>
+ * After any I/O error the journal is failed for good (an fsync that failed once is not retried: the kernel may
+ * have dropped the dirty pages and a later fsync could report success for data that is gone). Every waiter and
+ * every later call gets {@link StoreUnavailableException}.
+ */
+final class Journal implements AutoCloseable {
+
+    private static final Logger LOG = Logger.getLogger(Journal.class.getName());
+    private static final String LOCK_FILE = "journal.lock";
+
+    /** Opens segment files; tests substitute channels that fail or stall. */
+    @FunctionalInterface
+    interface ChannelOpener {
+        ChannelOpener DEFAULT = FileChannel::open;
+
+        FileChannel open(Path path, OpenOption... options) throws IOException;
+    }
+
+    /** Writes the full current state, one {@link RecordCodec#encode encoded} record per scope. */
+    @FunctionalInterface
+    interface SnapshotSource {
+        void writeTo(Consumer<byte[]> sink);
+    }
+
+    /** Thrown from inside {@link #append} (often within a map's compute): unchecked, converted by the caller. */
+    static final class Unavailable extends RuntimeException {
+        Unavailable(String message, Throwable cause) {
+            super(message, cause, false, false);
+        }
+
+        StoreUnavailableException toChecked() {
+            return new StoreUnavailableException(getMessage(), getCause());
+        }
+    }
+
+    private final Path dir;
+    private final long compactAfterBytes;
+    private final ChannelOpener opener;
+    private final FileChannel lockChannel;
+    private final FileLock lock;
+
+    /**
+     * Updates hold a read stamp while they change the map and queue their record; compaction takes the write
+     * lock once, as a barrier, before it snapshots the map. See {@link #compact}.
+     */
+    private final StampedLock updates = new StampedLock();
+
+    private final ReentrantLock queueLock = new ReentrantLock();
+    private final Condition queueNotEmpty = queueLock.newCondition();
+    private ArrayList<byte[]> queue = new ArrayList<>();  // guarded by queueLock
+    private long lastLsn;                                 // guarded by queueLock
+    private boolean closing;                              // guarded by queueLock
+    private volatile Throwable failure;                   // written under queueLock
+
+    private final ReentrantLock durableLock = new ReentrantLock();
+    private final Condition durableChanged = durableLock.newCondition();
+    private volatile long durableLsn;
+    private volatile boolean writerDone;
+
+    private final Thread writer;
+    private SnapshotSource snapshotSource;
+
+    // Writer thread only (and open() before the writer starts).
+    private FileChannel active;
+    private long activeSeq;
+    private long activeSize;
+    private long activeSnapshotBytes;
+    private final List<Segments.Segment> older = new ArrayList<>();
+    private long olderBytes;
+    private final ByteBuffer out = ByteBuffer.allocateDirect(256 * 1024);
+
+    // Statistics: written by the writer thread only, read by anyone.
+    private volatile long recordsWritten;
+    private volatile long fsyncs;
+    private volatile long compactions;
+    private volatile int segmentCount;
+    private volatile long journalBytes;
+
+    private Journal(Path dir, long compactAfterBytes, ChannelOpener opener, FileChannel lockChannel, FileLock lock) {
+        this.dir = dir;
+        this.compactAfterBytes = compactAfterBytes;
+        this.opener = opener;
+        this.lockChannel = lockChannel;
+        this.lock = lock;
+        this.writer = Thread.ofPlatform().name("stockade-journal").daemon(true).unstarted(this::run);
+    }
+
+    /**
+     * Opens (creating if needed) the journal in {@code dir}, replays every segment into {@code replay} in order and
+     * prepares the last segment for appending. Call {@link #start} next.
+     */
+    static Journal open(Path dir, long compactAfterBytes, ChannelOpener opener,
+                        Consumer<RecordCodec.State> replay) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            Path existing = dir.toAbsolutePath();
+            while (existing.getParent() != null && !Files.isDirectory(existing.getParent())) {
+                existing = existing.getParent();
+            }
+            Files.createDirectories(dir);
+            // Make each created directory's entry durable, from the deepest up to the one that existed before.
+            for (Path d = dir.toAbsolutePath(); d != null && d.startsWith(existing); d = d.getParent()) {
+                if (d.getParent() != null) {
+                    Segments.fsyncDirectory(d.getParent());
+                }
+            }
+        }
+        FileChannel lockChannel = FileChannel.open(dir.resolve(LOCK_FILE),
+                StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        FileLock lock = null;
+        try {
+            try {
+                lock = lockChannel.tryLock();
+            } catch (OverlappingFileLockException e) {
+                throw new IOException(dir + ": journal already open in this process", e);
+            }
+            if (lock == null) {
+                throw new IOException(dir + ": journal in use by another process (" + LOCK_FILE + " is locked)");
+            }
+            Journal j = new Journal(dir, compactAfterBytes, opener, lockChannel, lock);
+            j.recover(replay);
+            return j;
+        } catch (IOException | RuntimeException e) {
+            if (lock != null) {
+                lock.release();
+            }
+            lockChannel.close();
+            throw e;
+        }
+    }
+
+    private void recover(Consumer<RecordCodec.State> replay) throws IOException {
+        List<Segments.Segment> segments = Segments.list(dir);
+        long validEnd = 0;
+        for (int i = 0; i < segments.size(); i++) {
+            boolean last = i == segments.size() - 1;
+            Segments.Segment s = segments.get(i);
+            validEnd = Segments.replay(s.path(), last, replay);
+            if (!last) {
+                older.add(s);
+                olderBytes += Files.size(s.path());
+            }
+        }
+        if (segments.isEmpty()) {
+            activeSeq = 1;
+            active = opener.open(Segments.path(dir, activeSeq),
+                    StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+            Segments.fsyncDirectory(dir);
+        } else {
+            activeSeq = segments.getLast().seq();
+            active = opener.open(segments.getLast().path(), StandardOpenOption.WRITE);
+            try {
+                if (active.size() > validEnd) {
+                    active.truncate(validEnd);
+                    active.force(true);
+                }
+                active.position(validEnd);
+            } catch (IOException e) {
+                active.close();
+                throw e;
+            }
+        }
+        activeSize = validEnd;
+        publishStats();
+    }
+
+    /** Starts the writer thread; {@code source} writes the full state when a segment is compacted. */
+    void start(SnapshotSource source) {
+        this.snapshotSource = source;
+        writer.start();
+    }
+
+    /** Enters an update: hold the returned stamp while changing state and {@link #append appending} its record. */
+    long beginUpdate() {
+        return updates.readLock();
+    }
+
+    void endUpdate(long stamp) {
+        updates.unlockRead(stamp);
+    }
+
+    /**
+     * Queues a fully encoded record.
+     *
+     * @return its LSN, to pass to {@link #awaitDurable}
+     * @throws Unavailable when the journal is closed or failed
+     */
+    long append(byte[] record) {
+        queueLock.lock();
+        try {
+            if (failure != null) {
+                throw new Unavailable("fence journal failed: " + failure, failure);
+            }
+            if (closing) {
+                throw new Unavailable("fence store closed", null);
+            }
+            queue.add(record);
+            if (queue.size() == 1) {
+                queueNotEmpty.signal();
+            }
+            return ++lastLsn;
+        } finally {
+            queueLock.unlock();
+        }
+    }
+
+    /** Throws when the journal can no longer make anything durable. */
+    void checkUsable() throws StoreUnavailableException {
+        Throwable f = failure;
+        if (f != null) {
+            throw new StoreUnavailableException("fence journal failed: " + f, f);
+        }
+    }
+
+    /**
+     * Returns once every record up to {@code lsn} is on disk (fsync'd). Blocks the calling thread (virtual threads
+     * unmount) without spinning.
+     *
+     * @throws StoreUnavailableException if the journal failed, or stopped before {@code lsn} was durable, or the
+     *                                   wait was interrupted; the caller cannot claim the state is durable
+     */
+    void awaitDurable(long lsn) throws StoreUnavailableException {
+        checkUsable();
+        if (durableLsn >= lsn) {
+            return;
+        }
+        durableLock.lock();
+        try {
+            while (true) {
+                checkUsable();
+                if (durableLsn >= lsn) {
+                    return;
+                }
+                if (writerDone) {
+                    throw new StoreUnavailableException("fence store closed before the journal record was durable");
+                }
+                durableChanged.await();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new StoreUnavailableException("interrupted while waiting for the fence journal", e);
+        } finally {
+            durableLock.unlock();
+        }
+    }
+
+    private void run() {
+        try {
+            while (true) {
+                ArrayList<byte[]> batch;
+                long end;
+                queueLock.lock();
+                try {
+                    while (queue.isEmpty() && !closing) {
+                        queueNotEmpty.awaitUninterruptibly();
+                    }
+                    if (queue.isEmpty()) {
+                        break;  // closing, and everything queued is durable
+                    }
+                    batch = queue;
+                    queue = new ArrayList<>(Math.max(16, batch.size()));
+                    end = lastLsn;
+                } finally {
+                    queueLock.unlock();
+                }
+                activeSize += write(active, batch);
+                active.force(false);
+                fsyncs++;
+                recordsWritten += batch.size();
+                publishStats();
+                publishDurable(end);
+                if (activeSize - activeSnapshotBytes > compactAfterBytes) {
+                    compact();
+                }
+            }
+            active.close();
+        } catch (Throwable t) {
+            fail(t);
+        } finally {
+            durableLock.lock();
+            try {
+                writerDone = true;
+                durableChanged.signalAll();
+            } finally {
+                durableLock.unlock();
+            }
+        }
+    }
+
+    private void publishDurable(long lsn) {
+        durableLock.lock();
+        try {
+            durableLsn = lsn;
+            durableChanged.signalAll();
+        } finally {
+            durableLock.unlock();
+        }
+    }
+
+    private void fail(Throwable t) {
+        queueLock.lock();
+        try {
+            failure = t;
+            queue.clear();
+        } finally {
+            queueLock.unlock();
+        }
+        LOG.log(Level.SEVERE, "fence journal in " + dir + " failed; the fence store refuses every call from now on", t);
+        try {
+            active.close();
+        } catch (IOException | RuntimeException e) {
+            t.addSuppressed(e);
+        }
+    }
+
+    /** Writes the records in order; returns the number of bytes written. */
+    private long write(FileChannel ch, List<byte[]> records) throws IOException {
+        long bytes = 0;
+        out.clear();
+        for (byte[] r : records) {
+            if (r.length > out.remaining()) {
+                drain(ch);
+            }
+            out.put(r);
+            bytes += r.length;
+        }
+        drain(ch);
+        return bytes;
+    }
+
+    private void drain(FileChannel ch) throws IOException {
+        out.flip();
+        while (out.hasRemaining()) {
+            ch.write(out);
+        }
+        out.clear();
+    }
+
+    /**
+     * Starts a new segment holding a snapshot of the whole map, then deletes the older segments.
+     * <p>
+     * Why no concurrent update is lost. An update changes the map and queues its record inside one per-scope
+     * critical section ({@code ConcurrentHashMap.compute}), holding a read stamp of {@link #updates}. Compaction
+     * runs on this thread between two batches, so every record written so far is in the old segments and
+     * every record queued from now on goes to the new segment, after the snapshot. A record already in the old
+     * segments was queued before this point; but {@code compute} installs the new value only after its function
+     * (which queued the record) returns, so the map may not show it yet. Hence the barrier: taking the write lock
+     * waits until every update in progress has left its critical section. After it, each update whose record
+     * is in the old segments is visible in the map, and the snapshot (taken after the barrier) contains it or a
+     * later state of the same scope. A later state's own record is either in the snapshot's past (fine) or still
+     * queued, and is written after the snapshot. Replay takes, per scope, the highest token and for equal tokens
+     * the later record, and per scope the records are queued in state order, so the new segment alone replays to
+     * exactly the current state. The old segments are deleted only once the new one and the directory are
+     * fsync'd; a crash before that leaves old segments plus a partial snapshot, whose records are never lower
+     * than the old ones, so replay is still right.
+     */
+    private void compact() throws IOException {
+        long stamp = updates.writeLock();
+        updates.unlockWrite(stamp);
+
+        long seq = activeSeq + 1;
+        Path path = Segments.path(dir, seq);
+        FileChannel next = opener.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        long bytes;
+        try {
+            bytes = writeSnapshot(next);
+            next.force(true);
+            fsyncs++;
+        } catch (IOException | RuntimeException e) {
+            try {
+                next.close();
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        Segments.fsyncDirectory(dir);
+
+        older.add(new Segments.Segment(activeSeq, Segments.path(dir, activeSeq)));
+        olderBytes += activeSize;
+        active.close();
+        active = next;
+        activeSeq = seq;
+        activeSize = bytes;
+        activeSnapshotBytes = bytes;
+        publishStats();
+
+        for (Segments.Segment s : older) {
+            Files.deleteIfExists(s.path());
+        }
+        older.clear();
+        olderBytes = 0;
+        Segments.fsyncDirectory(dir);
+        compactions++;
+        publishStats();
+        LOG.fine(() -> "compacted fence journal " + dir + " into " + path.getFileName() + " (" + activeSize
+                + " bytes)");
+    }
+
+    private long writeSnapshot(FileChannel ch) throws IOException {
+        long[] bytes = {0};
+        out.clear();
+        try {
+            snapshotSource.writeTo(r -> {
+                try {
+                    if (r.length > out.remaining()) {
+                        drain(ch);
+                    }
+                    out.put(r);
+                    bytes[0] += r.length;
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+        } catch (UncheckedIOException e) {
+            throw e.getCause();
+        }
+        drain(ch);
+        return bytes[0];
+    }
+
+    private void publishStats() {
+        segmentCount = older.size() + 1;
+        journalBytes = olderBytes + activeSize;
+    }
+
+    long recordsWritten() {
+        return recordsWritten;
+    }
+
+    long fsyncs() {
+        return fsyncs;
+    }
+
+    long compactions() {
+        return compactions;
+    }
+
+    int segmentCount() {
+        return segmentCount;
+    }
+
+    long journalBytes() {
+        return journalBytes;
+    }
+
+    /** Flushes and fsyncs everything queued, stops the writer, releases the directory lock. Idempotent. */
+    @Override
+    public void close() {
+        queueLock.lock();
+        try {
+            closing = true;
+            queueNotEmpty.signal();
+        } finally {
+            queueLock.unlock();
+        }
+        boolean interrupted = false;
+        if (writer.getState() != Thread.State.NEW) {
+            while (true) {
+                try {
+                    writer.join();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } else {
+            try {
+                active.close();
+            } catch (IOException e) {
+                LOG.log(Level.WARNING, "closing " + dir, e);
+            }
+        }
+        try {
+            if (lock.isValid()) {
+                lock.release();
+            }
+            lockChannel.close();
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "releasing the lock of " + dir, e);
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

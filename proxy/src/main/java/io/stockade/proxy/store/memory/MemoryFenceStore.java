@@ -1,0 +1,210 @@
+package io.stockade.proxy.store.memory;
+
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.StoreUnavailableException;
+
+import java.io.IOException;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+
+/**
+ * Fence state in a {@link ConcurrentHashMap}, made durable by a group-committed, fsync'd {@link Journal}.
+ * <p>
+ * Every answer ({@link #advance}, {@link #recordVersion}, {@link #get}) is given only once the journal record that
+ * produced the state it was computed from is fsync'd, also when that record was written by another thread that
+ * has not returned yet: an equal-token accept or a stale answer never leans on a raise a crash could undo.
+ * <p>
+ * Per scope the map holds the scope string and one small immutable {@link Entry}; there are no per-scope locks.
+ */
+public final class MemoryFenceStore implements FenceStore {
+
+    private static final FenceState NEVER_SEEN = new FenceState(-1, null);
+
+    /**
+     * What the store holds.
+     *
+     * @param scopes       scopes tracked
+     * @param segments     journal segment files on disk
+     * @param journalBytes bytes in those segments
+     * @param records      state-change records journaled since open (snapshot records not counted)
+     * @param fsyncs       segment fsyncs since open (compaction snapshots included)
+     * @param compactions  compactions since open
+     */
+    public record Stats(long scopes, int segments, long journalBytes, long records, long fsyncs, long compactions) {
+    }
+
+    /**
+     * The state of one scope.
+     *
+     * @param lsn the journal LSN of the record that established this state (0 when replayed: already durable)
+     */
+    private record Entry(long token, String version, long lsn) {
+        FenceState state() {
+            return new FenceState(token, version);
+        }
+    }
+
+    /** The result of a compute, carried out of the lambda. */
+    private static final class Outcome {
+        Entry before;
+        boolean ok;
+        long lsn;
+    }
+
+    private final ConcurrentHashMap<String, Entry> states;
+    private final Journal journal;
+    private volatile boolean closed;
+    /** Test seam: runs inside the per-scope critical section, right after a raise queued its record. */
+    Consumer<String> afterQueueingRaise;
+
+    private MemoryFenceStore(ConcurrentHashMap<String, Entry> states, Journal journal) {
+        this.states = states;
+        this.journal = journal;
+    }
+
+    /**
+     * Opens the store: creates the journal directory if missing, replays its segments (truncating a torn tail
+     * left by a crash) and starts the journal writer.
+     *
+     * @throws IOException when the journal cannot be read, is corrupt other than at its tail, or is in use
+     */
+    public static MemoryFenceStore open(StoreConfig.Memory config) throws IOException {
+        return open(config, Journal.ChannelOpener.DEFAULT);
+    }
+
+    static MemoryFenceStore open(StoreConfig.Memory config, Journal.ChannelOpener opener) throws IOException {
+        ConcurrentHashMap<String, Entry> states = new ConcurrentHashMap<>();
+        Journal journal = Journal.open(config.journal(), config.compactAfterBytes(), opener,
+                // Per scope the highest token wins; for equal tokens the later record (a recorded version).
+                r -> states.merge(r.scope(), new Entry(r.token(), r.version(), 0),
+                        (old, now) -> now.token() >= old.token() ? now : old));
+        MemoryFenceStore store = new MemoryFenceStore(states, journal);
+        journal.start(sink -> states.forEach((scope, e) -> sink.accept(RecordCodec.encode(scope, e.token(), e.version()))));
+        return store;
+    }
+
+    @Override
+    public Advance advance(String scope, long token, boolean acceptEqual) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        if (token < 0) {
+            throw new IllegalArgumentException("negative token " + token);
+        }
+        ensureOpen();
+        Entry current = states.get(scope);
+        if (current != null && token <= current.token()) {
+            // Nothing to change. Tokens never go down, so this read is a linearizable answer.
+            Advance answer = token == current.token() && acceptEqual
+                    ? new Advance.Accepted(current.state())
+                    : new Advance.Stale(current.token());
+            journal.awaitDurable(current.lsn());
+            return answer;
+        }
+        byte[] record = RecordCodec.encode(scope, token, null);  // outside the critical section
+        Outcome o = new Outcome();
+        long stamp = journal.beginUpdate();
+        try {
+            states.compute(scope, (k, e) -> {
+                o.before = e;
+                if (e == null || token > e.token()) {
+                    o.ok = true;
+                    o.lsn = journal.append(record);
+                    if (afterQueueingRaise != null) {
+                        afterQueueingRaise.accept(k);
+                    }
+                    return new Entry(token, null, o.lsn);
+                }
+                o.ok = token == e.token() && acceptEqual;
+                o.lsn = e.lsn();
+                return e;
+            });
+        } catch (Journal.Unavailable u) {
+            throw u.toChecked();
+        } finally {
+            journal.endUpdate(stamp);
+        }
+        journal.awaitDurable(o.lsn);
+        if (o.ok) {
+            return new Advance.Accepted(o.before == null ? NEVER_SEEN : o.before.state());
+        }
+        return new Advance.Stale(o.before.token());
+    }
+
+    @Override
+    public Optional<FenceState> get(String scope) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        ensureOpen();
+        Entry e = states.get(scope);
+        if (e == null) {
+            return Optional.empty();
+        }
+        journal.awaitDurable(e.lsn());
+        return Optional.of(e.state());
+    }
+
+    @Override
+    public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        Objects.requireNonNull(version, "version");
+        ensureOpen();
+        Entry current = states.get(scope);
+        if (current == null) {
+            return false;  // no token was ever accepted, so token is not the highest (and entries never vanish)
+        }
+        if (current.token() != token || version.equals(current.version())) {
+            // Another token is current (tokens never go down: it stays so), or the version is already recorded.
+            boolean recorded = current.token() == token;
+            journal.awaitDurable(current.lsn());
+            return recorded;
+        }
+        byte[] record = RecordCodec.encode(scope, token, version);
+        Outcome o = new Outcome();
+        long stamp = journal.beginUpdate();
+        try {
+            states.computeIfPresent(scope, (k, e) -> {
+                o.before = e;
+                if (e.token() != token) {
+                    o.lsn = e.lsn();
+                    return e;
+                }
+                o.ok = true;
+                if (version.equals(e.version())) {
+                    o.lsn = e.lsn();
+                    return e;
+                }
+                o.lsn = journal.append(record);
+                return new Entry(token, version, o.lsn);
+            });
+        } catch (Journal.Unavailable u) {
+            throw u.toChecked();
+        } finally {
+            journal.endUpdate(stamp);
+        }
+        journal.awaitDurable(o.lsn);
+        return o.ok;
+    }
+
+    /** Counters for tests and metrics; cheap, and not a consistent cut across fields. */
+    public Stats stats() {
+        return new Stats(states.mappingCount(), journal.segmentCount(), journal.journalBytes(),
+                journal.recordsWritten(), journal.fsyncs(), journal.compactions());
+    }
+
+    /** Flushes and fsyncs what is queued, stops the journal writer and releases the journal directory. */
+    @Override
+    public void close() {
+        closed = true;
+        journal.close();
+    }
+
+    private void ensureOpen() throws StoreUnavailableException {
+        if (closed) {
+            throw new StoreUnavailableException("fence store closed");
+        }
+        journal.checkUsable();
+    }
+}

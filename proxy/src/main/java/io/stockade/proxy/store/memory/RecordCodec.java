@@ -1,0 +1,139 @@
+package io.stockade.proxy.store.memory;
+
+import io.stockade.proxy.fence.FenceState;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.zip.CRC32C;
+
+/**
+ * The journal's record format. Every record is
+ * <pre>
+ *   length  int32   payload length in bytes
+ *   crc     int32   CRC32C over the 4 length bytes followed by the payload
+ *   payload:
+ *     type     int8    1 = state of one scope
+ *     scopeLen int32   then scopeLen bytes of UTF-8
+ *     token    int64   0 .. 2^63-1
+ *     verLen   int32   -1 for a null (unknown) version, else verLen bytes of UTF-8
+ * </pre>
+ * all big-endian. The checksum covers the length, so a damaged length field is caught even when it happens to
+ * point at a plausible span.
+ */
+final class RecordCodec {
+
+    static final int HEADER_BYTES = 8;
+    static final byte TYPE_STATE = 1;
+    /** Longest scope or version accepted, in UTF-8 bytes. */
+    static final int MAX_STRING_BYTES = 64 * 1024;
+    static final int MIN_PAYLOAD = 1 + 4 + 8 + 4;
+    static final int MAX_PAYLOAD = MIN_PAYLOAD + 2 * MAX_STRING_BYTES;
+    static final int MAX_RECORD = HEADER_BYTES + MAX_PAYLOAD;
+
+    private RecordCodec() {
+    }
+
+    /** One decoded record. */
+    record State(String scope, long token, String version) {
+    }
+
+    /** Encodes a whole record, header included. */
+    static byte[] encode(String scope, long token, String version) {
+        byte[] s = utf8(scope, "scope");
+        byte[] v = version == null ? null : utf8(version, "version");
+        int payload = MIN_PAYLOAD + s.length + (v == null ? 0 : v.length);
+        ByteBuffer b = ByteBuffer.allocate(HEADER_BYTES + payload);
+        b.putInt(payload).putInt(0);
+        b.put(TYPE_STATE).putInt(s.length).put(s).putLong(token);
+        if (v == null) {
+            b.putInt(-1);
+        } else {
+            b.putInt(v.length).put(v);
+        }
+        byte[] out = b.array();
+        ByteBuffer.wrap(out).putInt(4, crc(out, 0, payload));
+        return out;
+    }
+
+    /** The checksum of a record whose length field starts at {@code offset} and whose payload has {@code len} bytes. */
+    static int crc(byte[] record, int offset, int len) {
+        CRC32C c = new CRC32C();
+        c.update(record, offset, 4);
+        c.update(record, offset + HEADER_BYTES, len);
+        return (int) c.getValue();
+    }
+
+    /** Same as {@link #crc(byte[], int, int)} over a buffer, without moving its position. */
+    static int crc(ByteBuffer buf, int offset, int len) {
+        CRC32C c = new CRC32C();
+        c.update(buf.slice(offset, 4));
+        c.update(buf.slice(offset + HEADER_BYTES, len));
+        return (int) c.getValue();
+    }
+
+    /** Whether {@code len} can be the payload length of a record. */
+    static boolean plausibleLength(int len) {
+        return len >= MIN_PAYLOAD && len <= MAX_PAYLOAD;
+    }
+
+    /**
+     * Decodes a payload whose checksum already matched.
+     *
+     * @throws IllegalArgumentException when the payload is malformed (a bug or a foreign format, never a torn write)
+     */
+    static State decode(ByteBuffer buf, int offset, int len) {
+        ByteBuffer p = buf.slice(offset, len);
+        byte type = p.get();
+        if (type != TYPE_STATE) {
+            throw new IllegalArgumentException("unknown record type " + type);
+        }
+        int scopeLen = p.getInt();
+        if (scopeLen < 0 || scopeLen > p.remaining() - 12) {
+            throw new IllegalArgumentException("scope length " + scopeLen + " out of range");
+        }
+        String scope = string(p, scopeLen);
+        long token = p.getLong();
+        if (token < 0) {
+            throw new IllegalArgumentException("negative token " + token);
+        }
+        int verLen = p.getInt();
+        String version;
+        if (verLen == -1) {
+            version = null;
+        } else if (verLen < 0 || verLen != p.remaining()) {
+            throw new IllegalArgumentException("version length " + verLen + " out of range");
+        } else {
+            version = verLen == 0 ? FenceState.ABSENT : string(p, verLen);
+        }
+        if (p.hasRemaining()) {
+            throw new IllegalArgumentException(p.remaining() + " trailing bytes");
+        }
+        return new State(scope, token, version);
+    }
+
+    private static String string(ByteBuffer p, int len) {
+        byte[] b = new byte[len];
+        p.get(b);
+        return new String(b, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * UTF-8 bytes of {@code s}. Unpaired surrogates are refused: {@link String#getBytes} would replace them with
+     * '?', so two different scopes could come back from the journal as the same one.
+     */
+    static byte[] utf8(String s, String what) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new IllegalArgumentException(what + " contains an unpaired surrogate at index " + i);
+            }
+        }
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        if (b.length > MAX_STRING_BYTES) {
+            throw new IllegalArgumentException(what + " longer than " + MAX_STRING_BYTES + " UTF-8 bytes");
+        }
+        return b;
+    }
+}
