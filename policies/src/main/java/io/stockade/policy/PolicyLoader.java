@@ -67,9 +67,7 @@ public final class PolicyLoader {
             return Optional.ofNullable(root);
         } catch (MarkedYAMLException e) {
             Mark mark = e.getProblemMark() != null ? e.getProblemMark() : e.getContextMark();
-            String context = e.getContext() == null || e.getContextMark() == null ? ""
-                    : " (" + e.getContext() + " at line " + (e.getContextMark().getLine() + 1) + ")";
-            problems.add(mark, "(yaml)", e.getProblem() + context);
+            problems.add(mark, "(yaml)", syntaxMessage(e));
         } catch (ReaderException e) {
             int[] position = lineAndColumn(yaml, e.getPosition());
             problems.add(position[0], position[1], "(yaml)", String.format(
@@ -105,6 +103,18 @@ public final class PolicyLoader {
             }
             return Optional.of(new ServerConfig(host.get(), port.get()));
         });
+    }
+
+    /** snakeyaml's problem with its context: "could not find expected ':' (while scanning a simple key at line 3)". */
+    private static String syntaxMessage(MarkedYAMLException e) {
+        if (e.getContext() == null) {
+            return e.getProblem();
+        }
+        if (e.getProblem().startsWith("but ")) {
+            return e.getContext() + ", " + e.getProblem(); // "expected a single document in the stream, but found ..."
+        }
+        String line = e.getContextMark() == null ? "" : " at line " + (e.getContextMark().getLine() + 1);
+        return e.getProblem() + " (" + e.getContext() + line + ")";
     }
 
     /** The 1-based line and column of a code point index. */
