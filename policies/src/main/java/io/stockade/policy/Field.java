@@ -46,10 +46,6 @@ final class Field {
         return path.isEmpty() ? "(root)" : path;
     }
 
-    Node node() {
-        return node;
-    }
-
     /** Reports a problem at this node. */
     void error(String message) {
         error(node, message);

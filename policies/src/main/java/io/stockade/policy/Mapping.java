@@ -56,11 +56,6 @@ final class Mapping {
         return required(key).flatMap(reader);
     }
 
-    /** The value of an optional key. */
-    Optional<Field> optional(String key) {
-        return Optional.ofNullable(values.get(key));
-    }
-
     /** The value of a required key; its absence is reported at the mapping. */
     Optional<Field> required(String key) {
         Field value = values.get(key);

@@ -1,6 +1,7 @@
 package io.stockade.policy;
 
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -39,6 +40,6 @@ final class Vocabulary {
         Map<String, E> byKeyword = new LinkedHashMap<>();
         Arrays.stream(type.getEnumConstants())
                 .forEach(e -> byKeyword.put(e.name().toLowerCase(Locale.ROOT).replace('_', '-'), e));
-        return byKeyword;
+        return Collections.unmodifiableMap(byKeyword);
     }
 }
