@@ -3,6 +3,7 @@ package io.stockade.policy;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -14,9 +15,12 @@ import java.util.regex.Pattern;
  * A path template such as {@code /accounts/{id}/balance} or {@code /files/{path...}}.
  * <p>
  * Segments are literals, a variable {@code {name}} that binds exactly one non-empty segment, or, last only, a
- * greedy variable {@code {name...}} that binds one or more segments joined by {@code /}. Bound values are
- * percent-decoded. Matching expects a normalised path (no empty, {@code .} or {@code ..} segments); the proxy
- * refuses other paths before matching.
+ * greedy variable {@code {name...}} that binds one or more segments joined by {@code /}. Request segments are
+ * percent-decoded before they are compared or bound, and so are literals of the template ({@code /a%20b} matches
+ * {@code /a b} written either way). Matching expects a normalised path (no empty, {@code .} or {@code ..}
+ * segments); the proxy refuses other paths before matching. As a second line of defence a path matches nothing
+ * if a segment is empty, has a malformed percent escape, or decodes to {@code .}, {@code ..} or to text holding
+ * {@code /} or NUL: a bound value can never climb out of a directory or hide a segment boundary.
  */
 public final class PathTemplate {
     private static final Pattern NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
@@ -39,7 +43,7 @@ public final class PathTemplate {
             throw new IllegalArgumentException("a path template must start with '/', was '" + text + "'");
         }
         List<Segment> segments = new ArrayList<>();
-        Set<String> seen = new java.util.HashSet<>();
+        Set<String> seen = new HashSet<>();
         String[] parts = text.substring(1).split("/", -1);
         for (int i = 0; i < parts.length; i++) {
             String part = parts[i];
@@ -69,7 +73,13 @@ public final class PathTemplate {
             } else if (part.contains("{") || part.contains("}")) {
                 throw new IllegalArgumentException("a variable must be a whole segment, like /{id}/, in '" + text + "'");
             } else {
-                segments.add(new Segment(part, null, false));
+                String literal = decode(part);
+                if (!safe(literal)) {
+                    throw new IllegalArgumentException("segment '" + part + "' of path template '" + text
+                            + "' can never match: it has a malformed percent escape or decodes to '.', '..' or"
+                            + " text holding '/' or NUL");
+                }
+                segments.add(new Segment(literal, null, false));
             }
         }
         return new PathTemplate(text, segments);
@@ -90,36 +100,34 @@ public final class PathTemplate {
             return Optional.empty();
         }
         String[] parts = path.length() == 1 ? new String[0] : path.substring(1).split("/", -1);
+        List<String> decoded = new ArrayList<>(parts.length);
+        for (String part : parts) {
+            String segment = decode(part);
+            if (!safe(segment)) {
+                return Optional.empty();
+            }
+            decoded.add(segment);
+        }
         Map<String, String> vars = new LinkedHashMap<>();
         int i = 0;
         for (Segment segment : segments) {
-            if (i >= parts.length || parts[i].isEmpty()) {
+            if (i >= decoded.size()) {
                 return Optional.empty();
             }
             if (segment.greedy) {
-                StringBuilder tail = new StringBuilder();
-                for (int j = i; j < parts.length; j++) {
-                    if (parts[j].isEmpty()) {
-                        return Optional.empty();
-                    }
-                    if (j > i) {
-                        tail.append('/');
-                    }
-                    tail.append(decode(parts[j]));
-                }
-                vars.put(segment.variable, tail.toString());
+                vars.put(segment.variable, String.join("/", decoded.subList(i, decoded.size())));
                 return Optional.of(vars);
             }
             if (segment.literal != null) {
-                if (!segment.literal.equals(decode(parts[i]))) {
+                if (!segment.literal.equals(decoded.get(i))) {
                     return Optional.empty();
                 }
             } else {
-                vars.put(segment.variable, decode(parts[i]));
+                vars.put(segment.variable, decoded.get(i));
             }
             i++;
         }
-        return i == parts.length ? Optional.of(vars) : Optional.empty();
+        return i == decoded.size() ? Optional.of(vars) : Optional.empty();
     }
 
     /** Whether some path matches both templates. */
@@ -134,9 +142,7 @@ public final class PathTemplate {
         Segment x = a.get(i);
         Segment y = b.get(j);
         if (x.greedy || y.greedy) {
-            // A greedy tail takes one or more segments; the other side's remainder needs at least one segment
-            // and must contain no literal the tail cannot take (it can take any) -> overlap if the other side
-            // has at least one more segment.
+            // A greedy tail takes any one or more segments, and both sides have at least one segment left here.
             return true;
         }
         if (x.literal != null && y.literal != null && !x.literal.equals(y.literal)) {
@@ -145,12 +151,22 @@ public final class PathTemplate {
         return overlaps(a, i + 1, b, j + 1);
     }
 
+    private static boolean safe(String decoded) {
+        return decoded != null && !decoded.isEmpty() && !decoded.equals(".") && !decoded.equals("..")
+                && decoded.indexOf('/') < 0 && decoded.indexOf('\0') < 0;
+    }
+
+    /** The percent-decoded segment, or {@code null} if an escape is malformed. */
     private static String decode(String segment) {
         if (segment.indexOf('%') < 0) {
             return segment;
         }
-        // '+' is a literal plus in a path, not a space.
-        return URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
+        try {
+            // '+' is a literal plus in a path, not a space.
+            return URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException malformed) {
+            return null;
+        }
     }
 
     @Override

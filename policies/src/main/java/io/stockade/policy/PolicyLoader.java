@@ -1,0 +1,141 @@
+package io.stockade.policy;
+
+import java.io.IOException;
+import java.io.StringReader;
+import java.nio.charset.CharacterCodingException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
+import org.yaml.snakeyaml.error.YAMLException;
+import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.reader.ReaderException;
+
+/**
+ * Reads and validates a policy file (the format is described in {@code policies/README.md}). Every problem found
+ * is reported with its line and column; a file with any problem yields no configuration.
+ */
+public final class PolicyLoader {
+
+    private PolicyLoader() {
+    }
+
+    /** Reads a UTF-8 policy file, substituting variables from the process environment. */
+    public static StockadeConfig load(Path file) throws PolicyException {
+        String yaml;
+        try {
+            yaml = Files.readString(file);
+        } catch (NoSuchFileException e) {
+            throw fileError(file, "no such file");
+        } catch (CharacterCodingException e) {
+            throw fileError(file, "not UTF-8 text");
+        } catch (IOException e) {
+            throw fileError(file, "cannot read: " + e.getMessage());
+        }
+        return parse(yaml, file, System.getenv());
+    }
+
+    /**
+     * Reads a policy document.
+     *
+     * @param yaml       the document
+     * @param sourceName the name errors and {@link StockadeConfig#source()} carry
+     * @param env        the variables {@code ${NAME}} references are replaced with
+     */
+    public static StockadeConfig parse(String yaml, Path sourceName, Map<String, String> env)
+            throws PolicyException {
+        Problems problems = new Problems(sourceName);
+        Optional<StockadeConfig> config = compose(yaml, problems)
+                .map(root -> Field.root(root, problems, new EnvSubstitution(env)))
+                .flatMap(root -> read(root, sourceName));
+        problems.throwIfAny();
+        return config.orElseThrow(() -> new IllegalStateException("no configuration, yet no error reported"));
+    }
+
+    private static Optional<Node> compose(String yaml, Problems problems) {
+        try {
+            Node root = new Yaml().compose(new StringReader(yaml));
+            if (root == null) {
+                problems.add(1, 1, "(root)", "the file has no content; expected a mapping with keys "
+                        + String.join(", ", Vocabulary.ROOT_KEYS));
+            }
+            return Optional.ofNullable(root);
+        } catch (MarkedYAMLException e) {
+            Mark mark = e.getProblemMark() != null ? e.getProblemMark() : e.getContextMark();
+            problems.add(mark, "(yaml)", syntaxMessage(e));
+        } catch (ReaderException e) {
+            int[] position = lineAndColumn(yaml, e.getPosition());
+            problems.add(position[0], position[1], "(yaml)", String.format(
+                    "character U+%04X is not allowed in YAML", e.getCodePoint()));
+        } catch (YAMLException e) {
+            problems.add(1, 1, "(yaml)", e.getMessage());
+        }
+        return Optional.empty();
+    }
+
+    private static Optional<StockadeConfig> read(Field root, Path source) {
+        return root.mapping().flatMap(document -> {
+            document.allowOnly(Vocabulary.ROOT_KEYS);
+            Optional<ServerConfig> server = document.optional("server", PolicyLoader::server,
+                    new ServerConfig(ServerConfig.DEFAULT_HOST, ServerConfig.DEFAULT_PORT));
+            Optional<StoreConfig> store = document.required("store", StoreReader::read);
+            Optional<List<Policy>> policies = document.required("policies", PolicyReader::readAll);
+            if (!Values.allPresent(server, store, policies)) {
+                return Optional.empty();
+            }
+            return Optional.of(new StockadeConfig(source, server.get(), store.get(), policies.get()));
+        });
+    }
+
+    private static Optional<ServerConfig> server(Field field) {
+        return field.mapping().flatMap(server -> {
+            server.allowOnly(Vocabulary.SERVER_KEYS);
+            Optional<String> host = server.optional("host", Values::text, ServerConfig.DEFAULT_HOST);
+            Optional<Integer> port = server.optional("port", f -> Values.integer(f, 0, 65535, "port number"),
+                    ServerConfig.DEFAULT_PORT);
+            if (!Values.allPresent(host, port)) {
+                return Optional.empty();
+            }
+            return Optional.of(new ServerConfig(host.get(), port.get()));
+        });
+    }
+
+    /** snakeyaml's problem with its context: "could not find expected ':' (while scanning a simple key at line 3)". */
+    private static String syntaxMessage(MarkedYAMLException e) {
+        if (e.getContext() == null) {
+            return e.getProblem();
+        }
+        if (e.getProblem().startsWith("but ")) {
+            return e.getContext() + ", " + e.getProblem(); // "expected a single document in the stream, but found ..."
+        }
+        String line = e.getContextMark() == null ? "" : " at line " + (e.getContextMark().getLine() + 1);
+        return e.getProblem() + " (" + e.getContext() + line + ")";
+    }
+
+    /** The 1-based line and column of a code point index. */
+    private static int[] lineAndColumn(String text, int codePointIndex) {
+        int line = 1;
+        int column = 1;
+        int offset = 0;
+        for (int i = 0; i < codePointIndex && offset < text.length(); i++) {
+            int c = text.codePointAt(offset);
+            offset += Character.charCount(c);
+            if (c == '\n') {
+                line++;
+                column = 1;
+            } else {
+                column++;
+            }
+        }
+        return new int[] {line, column};
+    }
+
+    private static PolicyException fileError(Path file, String message) {
+        return new PolicyException(List.of(new PolicyError(file, 1, 1, "(file)", message)));
+    }
+}

@@ -1,0 +1,186 @@
+package io.stockade.policy;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * Conversions of scalar fields to typed values. Each reports a bad value at its position, naming what is
+ * valid, and answers empty.
+ */
+final class Values {
+    private static final Pattern SIZE = Pattern.compile("(\\d+)(KiB|MiB|GiB)?");
+    private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h)");
+    /** RFC 9110 token: one or more tchar. */
+    private static final Pattern TOKEN = Pattern.compile("[!#$%&'*+\\-.^_`|~0-9A-Za-z]+");
+
+    private Values() {
+    }
+
+    /** Whether every part was read; a part that was not has already been reported. */
+    static boolean allPresent(Optional<?>... parts) {
+        return Stream.of(parts).allMatch(Optional::isPresent);
+    }
+
+    /** Non-empty text. */
+    static Optional<String> text(Field field) {
+        return field.text().flatMap(text -> {
+            if (text.isEmpty()) {
+                field.error("must not be empty");
+                return Optional.empty();
+            }
+            return Optional.of(text);
+        });
+    }
+
+    /** Text matching {@code pattern}; {@code rule} says in words what that is. */
+    static Optional<String> matching(Field field, Pattern pattern, String rule) {
+        return field.text().flatMap(text -> {
+            if (!pattern.matcher(text).matches()) {
+                field.error("'" + text + "' " + rule);
+                return Optional.empty();
+            }
+            return Optional.of(text);
+        });
+    }
+
+    /** One of a fixed set of words, spelled exactly. */
+    static Optional<String> keyword(Field field, String what, Collection<String> valid) {
+        return field.text().flatMap(text -> {
+            if (!valid.contains(text)) {
+                field.error(Suggestions.unknown(what, text, valid));
+                return Optional.empty();
+            }
+            return Optional.of(text);
+        });
+    }
+
+    /** The value a word stands for. */
+    static <T> Optional<T> keyword(Field field, String what, Map<String, T> valid) {
+        return keyword(field, what, valid.keySet()).map(valid::get);
+    }
+
+    /** A whole number in {@code min..max}; {@code what} names it, e.g. "port number". */
+    static Optional<Integer> integer(Field field, int min, int max, String what) {
+        return field.text().flatMap(text -> {
+            try {
+                int value = Integer.parseInt(text);
+                if (value >= min && value <= max) {
+                    return Optional.of(value);
+                }
+            } catch (NumberFormatException notAnInt) {
+                // reported below
+            }
+            field.error("expected a " + what + " " + min + ".." + max + ", got '" + text + "'");
+            return Optional.empty();
+        });
+    }
+
+    /** A positive number of bytes, optionally with a binary suffix: {@code 65536}, {@code 512KiB}, {@code 64MiB}. */
+    static Optional<Long> size(Field field) {
+        return field.text().flatMap(text -> {
+            Matcher m = SIZE.matcher(text);
+            if (!m.matches()) {
+                field.error("expected a size: a number of bytes, optionally with suffix KiB, MiB or GiB"
+                        + " (e.g. 65536, 512KiB, 64MiB), got '" + text + "'");
+                return Optional.empty();
+            }
+            int shift = m.group(2) == null ? 0 : switch (m.group(2)) {
+                case "KiB" -> 10;
+                case "MiB" -> 20;
+                default -> 30;
+            };
+            try {
+                long bytes = Math.multiplyExact(Long.parseLong(m.group(1)), 1L << shift);
+                if (bytes > 0) {
+                    return Optional.of(bytes);
+                }
+                field.error("a size must be positive, got '" + text + "'");
+            } catch (NumberFormatException | ArithmeticException tooLarge) {
+                field.error("size '" + text + "' is too large");
+            }
+            return Optional.empty();
+        });
+    }
+
+    /** A positive duration: a whole number with suffix ms, s, m or h. */
+    static Optional<Duration> duration(Field field) {
+        return field.text().flatMap(text -> {
+            Matcher m = DURATION.matcher(text);
+            if (!m.matches()) {
+                field.error("expected a duration: a whole number with suffix ms, s, m or h (e.g. 250ms, 30s, 1m),"
+                        + " got '" + text + "'");
+                return Optional.empty();
+            }
+            try {
+                long amount = Long.parseLong(m.group(1));
+                Duration duration = switch (m.group(2)) {
+                    case "ms" -> Duration.ofMillis(amount);
+                    case "s" -> Duration.ofSeconds(amount);
+                    case "m" -> Duration.ofMinutes(amount);
+                    default -> Duration.ofHours(amount);
+                };
+                if (duration.isPositive()) {
+                    return Optional.of(duration);
+                }
+                field.error("a duration must be positive, got '" + text + "'");
+            } catch (NumberFormatException | ArithmeticException tooLarge) {
+                field.error("duration '" + text + "' is too large");
+            }
+            return Optional.empty();
+        });
+    }
+
+    /** A file system path, as written (a relative path resolves against the process's working directory). */
+    static Optional<Path> path(Field field) {
+        return text(field).flatMap(text -> {
+            try {
+                return Optional.of(Path.of(text));
+            } catch (InvalidPathException e) {
+                field.error("not a valid path: " + e.getReason());
+                return Optional.empty();
+            }
+        });
+    }
+
+    /** An absolute http or https URL with a host and without query or fragment. */
+    static Optional<URI> httpUrl(Field field) {
+        return text(field).flatMap(text -> {
+            URI uri;
+            try {
+                uri = new URI(text);
+            } catch (URISyntaxException e) {
+                field.error("not a valid URL: " + e.getMessage());
+                return Optional.empty();
+            }
+            String problem;
+            if (uri.getScheme() == null || !uri.getScheme().matches("(?i)https?")) {
+                problem = "expected an absolute http:// or https:// URL, got '" + text + "'";
+            } else if (uri.getHost() == null) {
+                problem = "URL '" + text + "' has no host (or a host name with characters a URL cannot hold)";
+            } else if (uri.getRawQuery() != null) {
+                problem = "URL '" + text + "' must not have a query: requests keep their own";
+            } else if (uri.getRawFragment() != null) {
+                problem = "URL '" + text + "' must not have a fragment";
+            } else {
+                return Optional.of(uri);
+            }
+            field.error(problem);
+            return Optional.empty();
+        });
+    }
+
+    /** An HTTP header name: an RFC 9110 token. */
+    static Optional<String> headerName(Field field) {
+        return matching(field, TOKEN, "is not a valid header name: use letters, digits and !#$%&'*+-.^_`|~"
+                + " (an RFC 9110 token)");
+    }
+}

@@ -1,0 +1,45 @@
+package io.stockade.policy;
+
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Every key and keyword of the policy file format in one place. The JSON schema test checks
+ * {@code stockade-policy.schema.json} against these lists.
+ */
+final class Vocabulary {
+    static final List<String> ROOT_KEYS = List.of("server", "store", "policies");
+    static final List<String> SERVER_KEYS = List.of("host", "port");
+    static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after");
+    static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend");
+    static final List<String> MATCH_KEYS = List.of("path", "methods");
+    static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode");
+    static final List<String> FILE_BACKEND_KEYS = List.of("type", "root");
+    static final List<String> HTTP_BACKEND_KEYS =
+            List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections");
+
+    /** The methods a policy can take, in the order messages list them. */
+    static final List<String> METHODS = List.of("GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS");
+
+    static final List<String> STORE_TYPES = List.of("memory");
+    static final List<String> BACKEND_TYPES = List.of("file", "http");
+    static final Map<String, Policy.MissingToken> MISSING = keywords(Policy.MissingToken.class);
+    static final Map<String, Policy.EqualToken> EQUAL = keywords(Policy.EqualToken.class);
+    static final Map<String, Policy.Mode> MODES = keywords(Policy.Mode.class);
+    static final Map<String, BackendConfig.Conditional> CONDITIONALS = keywords(BackendConfig.Conditional.class);
+
+    private Vocabulary() {
+    }
+
+    /** The enum's constants by their spelling in the file: lower case, '-' for '_' (IF_MATCH is if-match). */
+    private static <E extends Enum<E>> Map<String, E> keywords(Class<E> type) {
+        Map<String, E> byKeyword = new LinkedHashMap<>();
+        Arrays.stream(type.getEnumConstants())
+                .forEach(e -> byKeyword.put(e.name().toLowerCase(Locale.ROOT).replace('_', '-'), e));
+        return Collections.unmodifiableMap(byKeyword);
+    }
+}

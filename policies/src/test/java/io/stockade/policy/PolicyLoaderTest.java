@@ -1,0 +1,222 @@
+package io.stockade.policy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class PolicyLoaderTest {
+    private static final Path SOURCE = Path.of("test.yaml");
+
+    private static final String MINIMAL = """
+            store:
+              type: memory
+              journal: /var/lib/stockade
+            policies:
+              - name: files
+                match:
+                  path: /files/{path...}
+                scope: files/{path}
+                backend:
+                  type: file
+                  root: /srv/files
+            """;
+
+    private static StockadeConfig parse(String yaml) throws PolicyException {
+        return PolicyLoader.parse(yaml, SOURCE, Map.of());
+    }
+
+    private static List<PolicyError> errors(String yaml, Map<String, String> env) {
+        return assertThrows(PolicyException.class, () -> PolicyLoader.parse(yaml, SOURCE, env)).errors();
+    }
+
+    @Test
+    void leftOutKeysTakeTheDefaultsOfTheModel() throws Exception {
+        StockadeConfig config = parse(MINIMAL);
+
+        assertEquals(SOURCE, config.source());
+        assertEquals(new ServerConfig(ServerConfig.DEFAULT_HOST, ServerConfig.DEFAULT_PORT), config.server());
+        assertEquals(new StoreConfig.Memory(Path.of("/var/lib/stockade"),
+                StoreConfig.Memory.DEFAULT_COMPACT_AFTER_BYTES), config.store());
+        Policy policy = config.policies().getFirst();
+        assertEquals(Set.of(), policy.match().methods());
+        assertEquals(Policy.Fence.defaults(), policy.fence());
+    }
+
+    @Test
+    void everyHttpBackendKeyIsRead() throws Exception {
+        StockadeConfig config = parse("""
+                store: {type: memory, journal: ./j, compact-after: 512KiB}
+                policies:
+                  - name: docs
+                    match: {path: "/docs/{id}", methods: [get, put]}
+                    scope: docs/{id}
+                    fence: {header: X-Token, methods: [put], missing: allow, equal: reject, mode: off}
+                    backend:
+                      type: http
+                      url: https://upstream.example:8443/base
+                      conditional: if-match
+                      connect-timeout: 250ms
+                      timeout: 2m
+                      settle: 1h
+                      max-connections: 10000
+                """);
+
+        assertEquals(512L * 1024, ((StoreConfig.Memory) config.store()).compactAfterBytes());
+        Policy docs = config.policies().getFirst();
+        assertEquals(Set.of("GET", "PUT"), docs.match().methods());
+        assertEquals(new Policy.Fence("X-Token", Set.of("PUT"), Policy.MissingToken.ALLOW, Policy.EqualToken.REJECT,
+                Policy.Mode.OFF), docs.fence());
+        assertEquals(new BackendConfig.Http(URI.create("https://upstream.example:8443/base"),
+                BackendConfig.Conditional.IF_MATCH, Duration.ofMillis(250), Duration.ofMinutes(2), Duration.ofHours(1),
+                10_000), docs.backend());
+    }
+
+    @Test
+    void defaultFencedMethodsAreThoseTheMatchTakes() throws Exception {
+        Policy policy = parse(MINIMAL.replace("path: /files/{path...}", "path: /files/{path...}\n"
+                + "      methods: [GET, PUT, DELETE]")).policies().getFirst();
+
+        assertEquals(Set.of("PUT", "DELETE"), policy.fence().methods());
+    }
+
+    @Test
+    void sizesTakeBinarySuffixes() throws Exception {
+        for (var size : Map.of("1", 1L, "3KiB", 3L << 10, "64MiB", 64L << 20, "2GiB", 2L << 30).entrySet()) {
+            StockadeConfig config = parse(MINIMAL.replace("journal: /var/lib/stockade",
+                    "journal: /var/lib/stockade\n  compact-after: " + size.getKey()));
+            assertEquals(size.getValue(), ((StoreConfig.Memory) config.store()).compactAfterBytes(), size.getKey());
+        }
+    }
+
+    @Test
+    void relativePathsAreKeptAsWrittenForTheWorkingDirectoryToResolve() throws Exception {
+        StockadeConfig config = parse(MINIMAL.replace("/var/lib/stockade", "./data/journal")
+                .replace("/srv/files", "files"));
+
+        assertEquals(Path.of("./data/journal"), ((StoreConfig.Memory) config.store()).journal());
+        assertEquals(Path.of("files"), ((BackendConfig.File) config.policies().getFirst().backend()).root());
+    }
+
+    @Test
+    void environmentIsSubstitutedBeforeTypeConversion() throws Exception {
+        String yaml = "server: {host: '${HOST:-0.0.0.0}', port: '${PORT}'}\n" + MINIMAL.replace("/srv/files",
+                "${DATA}/files-$${literal}");
+
+        StockadeConfig config = PolicyLoader.parse(yaml, SOURCE, Map.of("PORT", "9000", "DATA", "/data"));
+
+        assertEquals(new ServerConfig("0.0.0.0", 9000), config.server());
+        assertEquals(Path.of("/data/files-${literal}"),
+                ((BackendConfig.File) config.policies().getFirst().backend()).root());
+    }
+
+    @Test
+    void substitutedValueIsValidatedLikeAWrittenOne() {
+        List<PolicyError> errors = errors("server: {port: '${PORT}'}\n" + MINIMAL, Map.of("PORT", "eighty"));
+
+        assertEquals("test.yaml:1:16: server.port: expected a port number 0..65535, got 'eighty'",
+                errors.getFirst().toString());
+    }
+
+    @Test
+    void unknownKeySuggestsClosestValidKey() {
+        List<PolicyError> errors = errors(MINIMAL.replace("journal:", "jornal:"), Map.of());
+
+        assertEquals(List.of(
+                "test.yaml:2:3: store: missing required key 'journal'",
+                "test.yaml:3:3: store.jornal: unknown key 'jornal'; did you mean 'journal'? valid: type, journal,"
+                        + " compact-after"), errors.stream().map(PolicyError::toString).toList());
+    }
+
+    @Test
+    void snakeCaseAndCamelCaseKeysAreSteeredToKebabCase() {
+        String yaml = MINIMAL.replace("journal: /var/lib/stockade", "journal: /j\n  compactAfter: 1GiB");
+
+        assertEquals("unknown key 'compactAfter'; did you mean 'compact-after'? valid: type, journal, compact-after",
+                errors(yaml, Map.of()).getFirst().message());
+    }
+
+    @Test
+    void exceptionMessageListsEveryErrorOnItsOwnLineInFileOrder() {
+        String yaml = MINIMAL.replace("type: file", "type: file\n      extra: 1").replace("type: memory",
+                "type: memory\n  extra: 1");
+
+        PolicyException e = assertThrows(PolicyException.class, () -> PolicyLoader.parse(yaml, SOURCE, Map.of()));
+
+        assertEquals("""
+                test.yaml:3:3: store.extra: unknown key 'extra'; valid: type, journal, compact-after
+                test.yaml:12:7: policies[0].backend.extra: unknown key 'extra'; valid: type, root""", e.getMessage());
+    }
+
+    @Test
+    void policiesThatTakeDisjointMethodsOnTheSamePathDoNotOverlap() throws Exception {
+        StockadeConfig config = parse("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: reads
+                    match: {path: "/x/{id}", methods: [GET, HEAD]}
+                    scope: x/{id}
+                    fence: {mode: off}
+                    backend: {type: file, root: ./x}
+                  - name: writes
+                    match: {path: "/x/{id}", methods: [PUT]}
+                    scope: x/{id}
+                    backend: {type: file, root: ./x}
+                """);
+
+        assertEquals("reads", config.route("GET", "/x/1").orElseThrow().policy().name());
+        assertEquals("writes", config.route("PUT", "/x/1").orElseThrow().policy().name());
+    }
+
+    @Test
+    void characterYamlForbidsIsReportedWhereItIs() {
+        assertEquals("test.yaml:2:4: (yaml): character U+0007 is not allowed in YAML",
+                errors("a: 1\nb: \u0007\n", Map.of()).getFirst().toString());
+    }
+
+    @Test
+    void aSecondDocumentIsAnError() {
+        assertEquals("test.yaml:12:1: (yaml): expected a single document in the stream, but found another document",
+                errors(MINIMAL + "---\nstore: {}\n", Map.of()).getFirst().toString());
+    }
+
+    @Test
+    void loadReadsTheFileAndNamesItInErrors(@TempDir Path dir) throws IOException {
+        Path file = dir.resolve("stockade.yaml");
+        Files.writeString(file, MINIMAL.replace("journal: /var/lib/stockade", "compact-after: 1GiB"));
+
+        PolicyException e = assertThrows(PolicyException.class, () -> PolicyLoader.load(file));
+
+        assertEquals(List.of(file + ":2:3: store: missing required key 'journal'"),
+                e.errors().stream().map(PolicyError::toString).toList());
+    }
+
+    @Test
+    void loadReportsAMissingFile(@TempDir Path dir) {
+        Path file = dir.resolve("absent.yaml");
+
+        PolicyException e = assertThrows(PolicyException.class, () -> PolicyLoader.load(file));
+
+        assertEquals(List.of(new PolicyError(file, 1, 1, "(file)", "no such file")), e.errors());
+    }
+
+    @Test
+    void loadRefusesTextThatIsNotUtf8(@TempDir Path dir) throws IOException {
+        Path file = dir.resolve("latin1.yaml");
+        Files.write(file, "store: caf\u00e9\n".getBytes(StandardCharsets.ISO_8859_1));
+
+        PolicyException e = assertThrows(PolicyException.class, () -> PolicyLoader.load(file));
+
+        assertEquals("not UTF-8 text", e.errors().getFirst().message());
+    }
+}

@@ -1,0 +1,92 @@
+package io.stockade.policy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.yaml.snakeyaml.Yaml;
+
+/** The JSON schema editors use must describe the same file the loader reads. */
+class PolicySchemaTest {
+    private static Map<String, Object> schema;
+
+    @BeforeAll
+    static void loadSchema() throws IOException {
+        try (InputStream in = PolicySchemaTest.class.getResourceAsStream("stockade-policy.schema.json")) {
+            assertNotNull(in, "stockade-policy.schema.json is not on the class path next to PolicyLoader");
+            schema = new Yaml().load(in); // JSON is YAML
+        }
+    }
+
+    /** The value at a slash-separated path of keys and list indexes, e.g. {@code $defs/policy/properties}. */
+    @SuppressWarnings("unchecked")
+    private static <T> T at(String path) {
+        Object node = schema;
+        for (String step : path.split("/")) {
+            node = node instanceof List<?> list
+                    ? list.get(Integer.parseInt(step))
+                    : ((Map<String, Object>) node).get(step);
+            assertNotNull(node, "schema has nothing at " + path);
+        }
+        return (T) node;
+    }
+
+    private static List<String> keys(String path) {
+        Map<String, Object> properties = at(path + "/properties");
+        return List.copyOf(properties.keySet());
+    }
+
+    @Test
+    void schemaIsDraft202012AndRequiresStoreAndPolicies() {
+        assertEquals("https://json-schema.org/draft/2020-12/schema", at("$schema"));
+        assertEquals(List.of("store", "policies"), at("required"));
+    }
+
+    @Test
+    void keywordEnumsListExactlyTheValuesTheLoaderAccepts() {
+        String fence = "$defs/policy/properties/fence/properties/";
+        assertEquals(List.copyOf(Vocabulary.MODES.keySet()), at(fence + "mode/enum"));
+        assertEquals(List.copyOf(Vocabulary.MISSING.keySet()), at(fence + "missing/enum"));
+        assertEquals(List.copyOf(Vocabulary.EQUAL.keySet()), at(fence + "equal/enum"));
+        assertEquals(List.copyOf(Vocabulary.CONDITIONALS.keySet()),
+                at("$defs/httpBackend/properties/conditional/enum"));
+        assertEquals(Vocabulary.STORE_TYPES, at("properties/store/properties/type/enum"));
+        assertEquals(Vocabulary.METHODS, at("$defs/methods/items/enum"));
+    }
+
+    @Test
+    void backendAlternativesAreExactlyTheBackendTypes() {
+        String backend = "$defs/policy/properties/backend/oneOf/";
+        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend"),
+                List.of(at(backend + "0/$ref"), at(backend + "1/$ref")));
+        assertEquals(Vocabulary.BACKEND_TYPES, List.of(at("$defs/fileBackend/properties/type/const"),
+                at("$defs/httpBackend/properties/type/const")));
+    }
+
+    @Test
+    void everyObjectAllowsExactlyTheKeysTheLoaderAccepts() {
+        assertEquals(Vocabulary.ROOT_KEYS, List.copyOf(((Map<?, ?>) at("properties")).keySet()));
+        assertEquals(Vocabulary.SERVER_KEYS, keys("properties/server"));
+        assertEquals(Vocabulary.MEMORY_STORE_KEYS, keys("properties/store"));
+        assertEquals(Vocabulary.POLICY_KEYS, keys("$defs/policy"));
+        assertEquals(Vocabulary.MATCH_KEYS, keys("$defs/policy/properties/match"));
+        assertEquals(Vocabulary.FENCE_KEYS, keys("$defs/policy/properties/fence"));
+        assertEquals(Vocabulary.FILE_BACKEND_KEYS, keys("$defs/fileBackend"));
+        assertEquals(Vocabulary.HTTP_BACKEND_KEYS, keys("$defs/httpBackend"));
+    }
+
+    @Test
+    void everyObjectRefusesKeysItDoesNotList() {
+        assertEquals(false, schema.get("additionalProperties"));
+        for (String path : List.of("properties/server", "properties/store", "$defs/policy",
+                "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
+                "$defs/httpBackend")) {
+            assertEquals(false, at(path + "/additionalProperties"), path);
+        }
+    }
+}
