@@ -1,0 +1,538 @@
+package io.stockade.proxy.backend.file;
+
+import io.helidon.http.HeaderName;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Method;
+import io.helidon.http.Status;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Policy;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.http.Problem;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * A local directory served over HTTP: {@code GET}, {@code HEAD}, {@code PUT} and {@code DELETE} of whole files.
+ * <p>
+ * <b>Mapping.</b> The file is the root plus the <em>whole</em> request path, percent-decoded:
+ * {@code PUT /files/a/b.txt} writes {@code <root>/files/a/b.txt}; the policy's path template does not strip a
+ * prefix. Parent directories are created as needed (and never removed). The query string is ignored.
+ * <p>
+ * <b>Path safety.</b> Every request's raw path is checked before any file is touched (see {@link SafePath}):
+ * {@code .}, {@code ..} and empty segments, encoded slashes and backslashes, NUL, names starting with
+ * {@code .stockade} (reserved for the token sidecars and temp files), and symlinks that lead outside the root
+ * or sit at the target are refused with 400 {@code bad-path}.
+ * <p>
+ * <b>Writes.</b> A PUT streams the body into a temp file in the target's directory, fsyncs it, renames it over
+ * the target atomically and fsyncs the directory: a reader sees the old file or the new one, never a mix, and a
+ * 2xx means the file is on disk. 201 when the file is new, 204 when it was replaced. A body cut short leaves the
+ * old file as it was (400 {@code incomplete-body}). A DELETE removes the file (204, or 404 if there was none).
+ * <p>
+ * <b>Token sidecar.</b> A fenced write ({@link #write}) also records its token beside the data, in
+ * {@code <root>/.stockade/tokens/<path>/.stockade-token} (see {@link Sidecar}), before it changes the data; a
+ * fenced DELETE leaves a tombstone there. If the sidecar already holds a higher token than the admitted one (the
+ * fence store was reset or lost), the write is refused as stale without touching anything. Unfenced writes
+ * ({@link #forward}) neither read nor write the sidecar.
+ * <p>
+ * <b>Reads.</b> 200 with {@code Content-Length}, {@code Content-Type: application/octet-stream}, a strong
+ * {@code ETag} and {@code Last-Modified}, streamed from the file (never held in memory). The ETag is
+ * {@code "<file key>-<size>-<mtime ns>"} in hex, where the file key is the inode (and device) on POSIX systems:
+ * every write renames a fresh file into place, so any change of content gives a new inode, and size and mtime
+ * guard against inode reuse; no content hash has to be computed over a 1 GiB file. {@code If-None-Match}
+ * answers 304. A missing file is 404 {@code not-found}; so is a deleted one, as a delete removes the data file
+ * (the tombstone lives only in the sidecar). Ranges are not supported (the whole file is sent).
+ * <p>
+ * <b>Errors.</b> A disk error (no space, I/O error, permission) is 503 {@code storage-error} with the system's
+ * reason, logged here; no stack trace or server path reaches the client.
+ * <p>
+ * The class is {@link FenceClass#SERIALIZED}: the engine holds the scope around {@link #write}, and a local
+ * write has no unknown outcome. On top of that, the sidecar check and the data change of a fenced write run under
+ * a per-file lock in this backend, so the sidecar is a correct per-file fence even when two scopes cover one
+ * file.
+ */
+public final class FileBackend implements Backend {
+    private static final Logger LOG = Logger.getLogger(FileBackend.class.getName());
+    private static final String ALLOWED = "GET, HEAD, PUT, DELETE";
+    private static final HeaderName ALLOW = HeaderNames.create("Allow");
+    private static final int BUFFER = 64 * 1024;
+    private static final int STRIPES = 256;
+    private static final DateTimeFormatter HTTP_DATE = DateTimeFormatter.RFC_1123_DATE_TIME.withZone(ZoneOffset.UTC);
+
+    private final Path root;
+    private final Path tokens;
+    private final ReentrantLock[] locks = new ReentrantLock[STRIPES];
+
+    private FileBackend(Path root, Path tokens) {
+        this.root = root;
+        this.tokens = tokens;
+        for (int i = 0; i < STRIPES; i++) {
+            locks[i] = new ReentrantLock();
+        }
+    }
+
+    /**
+     * Opens the directory of a file backend, creating it (and its sidecar tree) if missing.
+     *
+     * @throws IOException if the directory cannot be created or is not a directory
+     */
+    public static FileBackend open(BackendConfig.File config) throws IOException {
+        Objects.requireNonNull(config, "config");
+        Path dir = config.root().toAbsolutePath().normalize();
+        Files.createDirectories(dir);
+        Path real = dir.toRealPath();
+        if (!Files.isDirectory(real)) {
+            throw new IOException("file backend root is not a directory: " + dir);
+        }
+        Path tokens = real.resolve(SafePath.RESERVED_PREFIX).resolve("tokens");
+        Files.createDirectories(tokens);
+        return new FileBackend(real, tokens);
+    }
+
+    /** The root's real path. */
+    public Path root() {
+        return root;
+    }
+
+    @Override
+    public FenceClass fenceClass() {
+        return FenceClass.SERIALIZED;
+    }
+
+    @Override
+    public void forward(Exchange exchange) {
+        ServerRequest req = exchange.request();
+        ServerResponse res = exchange.response();
+        SafePath.Located target = target(req, res);
+        if (target == null) {
+            return;
+        }
+        Method method = req.prologue().method();
+        try {
+            if (method == Method.GET || method == Method.HEAD) {
+                read(req, res, target.file(), method == Method.HEAD);
+            } else if (method == Method.PUT) {
+                put(req, res, target, null);
+            } else {
+                delete(res, target, null);
+            }
+        } catch (Refusal r) {
+            r.problem.send(res);
+        }
+    }
+
+    @Override
+    public WriteResult write(Exchange exchange, Admission admission) {
+        ServerRequest req = exchange.request();
+        ServerResponse res = exchange.response();
+        SafePath.Located target = target(req, res);
+        if (target == null) {
+            return new WriteResult.Answered(res.status().code());
+        }
+        Method method = req.prologue().method();
+        Fence fence = new Fence(admission.token(),
+                exchange.route().policy().fence().equal() == Policy.EqualToken.ACCEPT);
+        try {
+            if (method == Method.GET || method == Method.HEAD) {
+                read(req, res, target.file(), method == Method.HEAD);
+                return new WriteResult.Answered(res.status().code());
+            }
+            WriteResult result = method == Method.PUT ? put(req, res, target, fence) : delete(res, target, fence);
+            return result;
+        } catch (Refusal r) {
+            r.problem.send(res);
+            return new WriteResult.Answered(r.problem.status());
+        }
+    }
+
+    @Override
+    public void close() {
+        // Nothing is held open between requests.
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+
+    /** The token of a fenced write and whether the policy accepts a token equal to the highest. */
+    private record Fence(long token, boolean acceptEqual) {
+        boolean staleAgainst(Sidecar sidecar) {
+            return sidecar != null && (sidecar.token() > token || !acceptEqual && sidecar.token() == token);
+        }
+    }
+
+    /** A problem to answer instead of going on. */
+    private static final class Refusal extends Exception {
+        final Problem problem;
+
+        Refusal(Problem problem) {
+            super(problem.detail(), null, false, false);
+            this.problem = problem;
+        }
+    }
+
+    /**
+     * Checks the method and the path; answers the client and returns {@code null} if either is refused.
+     */
+    private SafePath.Located target(ServerRequest req, ServerResponse res) {
+        List<String> segments;
+        try {
+            segments = SafePath.parse(req.path().rawPath());
+        } catch (SafePath.BadPathException e) {
+            badPath(e).send(res);
+            return null;
+        }
+        Method method = req.prologue().method();
+        if (method != Method.GET && method != Method.HEAD && method != Method.PUT && method != Method.DELETE) {
+            res.header(ALLOW, ALLOWED);
+            Problem.of(405, "method-not-allowed", "Method not allowed",
+                    "the file backend takes " + ALLOWED + ", not " + method.text()).send(res);
+            return null;
+        }
+        try {
+            return SafePath.locate(root, segments);
+        } catch (SafePath.BadPathException e) {
+            badPath(e).send(res);
+        } catch (IOException e) {
+            storageError("resolving " + req.path().rawPath(), e).send(res);
+        }
+        return null;
+    }
+
+    private static Problem badPath(SafePath.BadPathException e) {
+        return Problem.of(400, "bad-path", "Bad path", e.getMessage());
+    }
+
+    private void read(ServerRequest req, ServerResponse res, Path file, boolean head) throws Refusal {
+        // Stat, open, stat again: if the file was replaced in between, the ETag would describe another file.
+        for (int attempt = 0; ; attempt++) {
+            FileChannel ch;
+            BasicFileAttributes attrs;
+            try {
+                attrs = attributes(file);
+                if (attrs == null || !attrs.isRegularFile()) {
+                    throw notFound(file);
+                }
+                ch = FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
+            } catch (NoSuchFileException e) {
+                throw notFound(file);
+            } catch (IOException e) {
+                throw new Refusal(storageError("opening " + relative(file), e));
+            }
+            try (ch) {
+                BasicFileAttributes after = attributes(file);
+                if (after == null || !Objects.equals(after.fileKey(), attrs.fileKey())
+                        || after.lastModifiedTime().compareTo(attrs.lastModifiedTime()) != 0
+                        || ch.size() != attrs.size()) {
+                    if (attempt < 3) {
+                        continue;
+                    }
+                    throw new Refusal(Problem.of(503, "storage-error", "Storage error",
+                            "the file keeps changing while being opened; try again"));
+                }
+                send(req, res, ch, attrs, head);
+                return;
+            } catch (IOException e) {
+                throw new Refusal(storageError("reading " + relative(file), e));
+            }
+        }
+    }
+
+    private void send(ServerRequest req, ServerResponse res, FileChannel ch, BasicFileAttributes attrs,
+                      boolean head) throws IOException {
+        String etag = etag(attrs);
+        res.header(HeaderNames.ETAG, etag);
+        res.header(HeaderNames.LAST_MODIFIED, HTTP_DATE.format(attrs.lastModifiedTime().toInstant()));
+        if (matches(req.headers().value(HeaderNames.IF_NONE_MATCH).orElse(null), etag)) {
+            res.status(Status.NOT_MODIFIED_304);
+            res.send();
+            return;
+        }
+        res.status(Status.OK_200);
+        res.header(HeaderNames.CONTENT_TYPE, "application/octet-stream");
+        res.contentLength(attrs.size());
+        if (head) {
+            res.send();
+            return;
+        }
+        ByteBuffer buf = ByteBuffer.allocate(BUFFER);
+        long left = attrs.size();
+        OutputStream out = res.outputStream();
+        try {
+            while (left > 0) {
+                buf.clear();
+                if (buf.capacity() > left) {
+                    buf.limit((int) left);
+                }
+                int n = ch.read(buf); // an IOException here is a disk error: it ends the answer, below
+                if (n < 0) {
+                    throw new IOException("file shrank while being sent");
+                }
+                try {
+                    out.write(buf.array(), 0, n);
+                } catch (IOException | UncheckedIOException e) {
+                    LOG.log(Level.FINE, "client went away during a download", e);
+                    return;
+                }
+                left -= n;
+            }
+            out.close();
+        } catch (IOException e) {
+            // Headers are gone: all that is left is to cut the connection so the client sees a short body.
+            LOG.log(Level.WARNING, "file backend: reading failed mid-answer", e);
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private WriteResult put(ServerRequest req, ServerResponse res, SafePath.Located target, Fence fence)
+            throws Refusal {
+        Path file = target.file();
+        Path sidecarFile = Sidecar.location(tokens, target.relative());
+        try {
+            if (Files.isDirectory(file, LinkOption.NOFOLLOW_LINKS)) {
+                throw notAFile(file);
+            }
+            if (fence != null) {
+                // Cheap early check, so a stale writer's gigabyte is not uploaded for nothing.
+                Sidecar sidecar = Sidecar.read(sidecarFile);
+                if (fence.staleAgainst(sidecar)) {
+                    return new WriteResult.Stale(sidecar.token());
+                }
+            }
+            Durable.createDirectories(file.getParent());
+        } catch (Durable.NotADirectoryException e) {
+            throw notAFile(file);
+        } catch (IOException e) {
+            throw new Refusal(storageError("preparing " + relative(file), e));
+        }
+
+        Path tmp = file.resolveSibling(SafePath.RESERVED_PREFIX + "-tmp-" + UUID.randomUUID());
+        try {
+            receive(req, tmp);
+        } catch (IncompleteBody e) {
+            deleteQuietly(tmp);
+            LOG.log(Level.FINE, "file backend: body cut short for " + relative(file), e.getCause());
+            Problem p = Problem.of(400, "incomplete-body", "Incomplete body",
+                    "the request body ended early or could not be read; nothing was written");
+            if (!res.isSent()) {
+                try {
+                    p.send(res);
+                } catch (RuntimeException sendFailed) {
+                    LOG.log(Level.FINE, "file backend: could not answer a cut-short upload", sendFailed);
+                }
+            }
+            return new WriteResult.Answered(400);
+        } catch (IOException e) {
+            deleteQuietly(tmp);
+            throw new Refusal(storageError("writing " + relative(file), e));
+        }
+
+        int status;
+        ReentrantLock lock = lockFor(target);
+        lock.lock();
+        try {
+            if (fence != null) {
+                Sidecar sidecar = Sidecar.read(sidecarFile);
+                if (fence.staleAgainst(sidecar)) {
+                    deleteQuietly(tmp);
+                    return new WriteResult.Stale(sidecar.token());
+                }
+                // Sidecar first, then data. A crash between the two leaves the sidecar ahead of the data: the
+                // fence is raised for a write that never happened, which only refuses lower tokens, as the
+                // fence store already does. The other order could leave new data under an old token, which a
+                // reset store would then let a zombie overwrite.
+                new Sidecar(fence.token(), false).write(sidecarFile);
+            }
+            boolean existed = Files.exists(file, LinkOption.NOFOLLOW_LINKS);
+            if (existed && !Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+                deleteQuietly(tmp);
+                throw notAFile(file);
+            }
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
+            Durable.syncDirectory(file.getParent());
+            status = existed ? 204 : 201;
+        } catch (IOException e) {
+            deleteQuietly(tmp);
+            throw new Refusal(storageError("replacing " + relative(file), e));
+        } finally {
+            lock.unlock();
+        }
+        res.status(Status.create(status));
+        res.send();
+        return new WriteResult.Answered(status);
+    }
+
+    private WriteResult delete(ServerResponse res, SafePath.Located target, Fence fence) throws Refusal {
+        Path file = target.file();
+        boolean existed;
+        ReentrantLock lock = lockFor(target);
+        lock.lock();
+        try {
+            if (Files.isDirectory(file, LinkOption.NOFOLLOW_LINKS)) {
+                throw notAFile(file);
+            }
+            if (fence != null) {
+                Path sidecarFile = Sidecar.location(tokens, target.relative());
+                Sidecar sidecar = Sidecar.read(sidecarFile);
+                if (fence.staleAgainst(sidecar)) {
+                    return new WriteResult.Stale(sidecar.token());
+                }
+                // The tombstone goes first and stays even if there is no file: a delete does not erase the fence.
+                new Sidecar(fence.token(), true).write(sidecarFile);
+            }
+            existed = Files.deleteIfExists(file); // removes a link itself, never its target
+            if (existed) {
+                Durable.syncDirectory(file.getParent());
+            }
+        } catch (IOException e) {
+            throw new Refusal(storageError("deleting " + relative(file), e));
+        } finally {
+            lock.unlock();
+        }
+        if (!existed) {
+            throw notFound(file);
+        }
+        res.status(Status.NO_CONTENT_204);
+        res.send();
+        return new WriteResult.Answered(204);
+    }
+
+    /** Streams the request body into a new file and fsyncs it. */
+    private static void receive(ServerRequest req, Path tmp) throws IOException, IncompleteBody {
+        try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            InputStream in;
+            try {
+                in = req.content().inputStream();
+            } catch (RuntimeException e) {
+                throw new IncompleteBody(e);
+            }
+            byte[] buf = new byte[BUFFER];
+            while (true) {
+                int n;
+                try {
+                    n = in.read(buf);
+                } catch (IOException | RuntimeException e) {
+                    // Helidon reports a short body as an unchecked exception; either way it is the client's side.
+                    throw new IncompleteBody(e);
+                }
+                if (n < 0) {
+                    break;
+                }
+                ByteBuffer bb = ByteBuffer.wrap(buf, 0, n);
+                while (bb.hasRemaining()) {
+                    out.write(bb);
+                }
+            }
+            out.force(true);
+        }
+    }
+
+    /** The client's body could not be read to its end. */
+    private static final class IncompleteBody extends Exception {
+        IncompleteBody(Throwable cause) {
+            super(cause);
+        }
+    }
+
+    private ReentrantLock lockFor(SafePath.Located target) {
+        return locks[Math.floorMod(target.relative().hashCode(), STRIPES)];
+    }
+
+    private static BasicFileAttributes attributes(Path file) throws IOException {
+        try {
+            return Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        } catch (NoSuchFileException e) {
+            return null;
+        }
+    }
+
+    /** A strong ETag: file key (inode), size and modification time, in hex. */
+    static String etag(BasicFileAttributes attrs) {
+        Object key = attrs.fileKey(); // (dev, inode) on POSIX; hashed, so the ETag does not show it
+        long k = 0xcbf29ce484222325L;
+        for (char c : String.valueOf(key).toCharArray()) {
+            k = (k ^ c) * 0x100000001b3L;
+        }
+        java.time.Instant t = attrs.lastModifiedTime().toInstant();
+        long nanos = t.getEpochSecond() * 1_000_000_000L + t.getNano();
+        return "\"" + Long.toHexString(k) + "-" + Long.toHexString(attrs.size()) + "-"
+                + Long.toHexString(nanos) + "\"";
+    }
+
+    private static boolean matches(String ifNoneMatch, String etag) {
+        if (ifNoneMatch == null) {
+            return false;
+        }
+        for (String candidate : ifNoneMatch.split(",")) {
+            String c = candidate.trim();
+            if (c.startsWith("W/")) {
+                c = c.substring(2);
+            }
+            if (c.equals("*") || c.equals(etag)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private String relative(Path file) {
+        return "/" + root.relativize(file);
+    }
+
+    private Refusal notFound(Path file) {
+        return new Refusal(Problem.of(404, "not-found", "Not found", "no file at " + relative(file)));
+    }
+
+    private Refusal notAFile(Path file) {
+        return new Refusal(Problem.of(409, "not-a-file", "Not a file",
+                relative(file) + " is a directory, or a file stands where a directory is needed"));
+    }
+
+    /** Logs a disk error and words it for the client: the system's reason, no stack trace, no server path. */
+    private Problem storageError(String doing, IOException e) {
+        LOG.log(Level.WARNING, "file backend: storage error " + doing, e);
+        String reason = e instanceof FileSystemException fse ? fse.getReason() : e.getMessage();
+        if (reason == null) {
+            reason = e.getClass().getSimpleName();
+        }
+        return Problem.of(503, "storage-error", "Storage error",
+                "the file store failed " + doing + ": " + reason);
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "file backend: could not delete temp file " + p, e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "FileBackend[" + root + "]";
+    }
+}

@@ -1,0 +1,110 @@
+package io.stockade.proxy.backend.file;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http.HttpRouting;
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.PathTemplate;
+import io.stockade.policy.Policy;
+import io.stockade.policy.Route;
+import io.stockade.policy.ScopeTemplate;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.FenceState;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.LinkedBlockingQueue;
+
+/**
+ * A real Helidon server in front of a {@link FileBackend}, standing in for the engine: a request with a
+ * {@code Fencing-Token} header on a fenced method goes to {@link FileBackend#write} with an admission of that
+ * token (no store), anything else to {@link FileBackend#forward}. A {@link WriteResult.Stale} is answered 409
+ * with the highest token in the body, as the engine would.
+ * <p>
+ * Its {@link #main} runs it alone, for a child JVM with a small heap.
+ */
+final class FileTestServer implements AutoCloseable {
+    final FileBackend backend;
+    final Policy policy;
+    final WebServer server;
+    /** What {@link FileBackend#write} returned, in order. */
+    final LinkedBlockingQueue<WriteResult> results = new LinkedBlockingQueue<>();
+
+    FileTestServer(Path root) throws IOException {
+        this(root, Policy.EqualToken.ACCEPT);
+    }
+
+    FileTestServer(Path root, Policy.EqualToken equal) throws IOException {
+        BackendConfig.File config = new BackendConfig.File(root);
+        PathTemplate path = PathTemplate.parse("/{path...}");
+        Policy.Fence defaults = Policy.Fence.defaults();
+        policy = new Policy("files", new Policy.Match(path, Set.of()),
+                ScopeTemplate.parse("file:{path}", List.of("path")),
+                new Policy.Fence(defaults.header(), defaults.methods(), defaults.missing(), equal, defaults.mode()),
+                config);
+        backend = FileBackend.open(config);
+        server = WebServer.builder()
+                .port(0)
+                .routing(HttpRouting.builder().any((req, res) -> {
+                    Map<String, String> vars;
+                    try {
+                        vars = policy.match().path().match(req.path().rawPath()).orElse(Map.of());
+                    } catch (RuntimeException e) {
+                        vars = Map.of(); // a malformed path: the backend refuses it
+                    }
+                    Route route = new Route(policy, vars);
+                    String scope = vars.isEmpty() ? "file:?" : route.scope();
+                    Exchange exchange = new Exchange(req, res, route, scope);
+                    Optional<String> token = req.headers().first(HeaderNames.create(policy.fence().header()));
+                    String method = req.prologue().method().text();
+                    if (token.isPresent() && policy.fences(method)) {
+                        Admission admission = new Admission(scope, Long.parseLong(token.get()),
+                                new FenceState(-1, null), null);
+                        WriteResult result = backend.write(exchange, admission);
+                        results.add(result);
+                        switch (result) {
+                            case WriteResult.Stale s -> res.status(409).send("stale highest=" + s.highest());
+                            case WriteResult.Unknown u -> res.status(504).send(u.reason());
+                            case WriteResult.Answered a -> {
+                            }
+                        }
+                    } else {
+                        backend.forward(exchange);
+                    }
+                }))
+                .build()
+                .start();
+    }
+
+    int port() {
+        return server.port();
+    }
+
+    @Override
+    public void close() {
+        server.stop();
+        backend.close();
+    }
+
+    /** Runs a server on the root given as the argument, prints {@code PORT <n>}, stops when stdin closes. */
+    public static void main(String[] args) throws IOException {
+        try (FileTestServer s = new FileTestServer(Path.of(args[0]))) {
+            System.out.println("PORT " + s.port());
+            System.out.flush();
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+            while (in.readLine() != null) {
+                Runtime rt = Runtime.getRuntime();
+                System.out.println("HEAP max=" + rt.maxMemory() + " used=" + (rt.totalMemory() - rt.freeMemory()));
+                System.out.flush();
+            }
+        }
+    }
+}
