@@ -13,6 +13,7 @@ import io.stockade.proxy.backend.file.FileBackend;
 import io.stockade.proxy.backend.http.HttpBackend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.store.FenceStores;
@@ -20,6 +21,8 @@ import io.stockade.proxy.store.FenceStores;
 import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * A running proxy: the fence store, one backend per policy, the pipeline, and the HTTP listener.
@@ -27,6 +30,7 @@ import java.util.Map;
  * line.
  */
 public final class StockadeServer implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(StockadeServer.class.getName());
     /** Paths the proxy answers itself; no policy may take them. */
     public static final String LIVE = "/health/live";
     public static final String READY = "/health/ready";
@@ -85,7 +89,17 @@ public final class StockadeServer implements AutoCloseable {
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(METRICS, (req, res) -> metrics(req, res, metrics))
-                .any(pipeline);
+                .any(pipeline)
+                .error(RuntimeException.class, (req, res, e) -> internalError(res, e));
+    }
+
+    /** A bug, not bad input: answered as a problem without internals, logged with its stack trace. */
+    private static void internalError(ServerResponse res, RuntimeException e) {
+        LOG.log(Level.SEVERE, "internal error", e);
+        if (!res.isSent()) {
+            Problem.of(500, "internal-error", "Internal error",
+                    "the proxy failed unexpectedly (" + e.getClass().getSimpleName() + "); see its log").send(res);
+        }
     }
 
     private static void metrics(ServerRequest req, ServerResponse res, ProxyMetrics metrics) {

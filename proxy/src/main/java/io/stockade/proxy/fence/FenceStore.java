@@ -25,7 +25,8 @@ public interface FenceStore extends AutoCloseable {
 
     /**
      * Records the upstream version (an ETag) written under {@code token}, only if {@code token} is still the
-     * scope's highest. Durable before it returns.
+     * scope's highest. {@code null} forgets the version (unknown: the next writer reads it afresh). Durable
+     * before it returns.
      *
      * @return whether it was recorded; {@code false} means a higher token was accepted meanwhile
      */

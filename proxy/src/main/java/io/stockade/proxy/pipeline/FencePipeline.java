@@ -204,16 +204,19 @@ public final class FencePipeline implements Handler {
         }
     }
 
-    /** Observe mode: decide without raising the fence, count what would happen, forward anyway. */
+    /**
+     * Observe mode: the token is judged and the high-water mark kept exactly as in enforce mode (so that switching
+     * to enforce later starts from the truth), but the request is forwarded whatever the verdict, with no scope
+     * held. What enforce would have refused is counted and logged.
+     */
     private void observe(Backend backend, Exchange exchange, long token) {
         Policy policy = exchange.route().policy();
         try {
-            Optional<FenceState> state = store.get(exchange.scope());
-            long highest = state.map(FenceState::token).orElse(-1L);
-            boolean stale = token < highest
-                    || (token == highest && policy.fence().equal() == Policy.EqualToken.REJECT);
-            if (stale) {
-                observed(backend, exchange, Outcome.STALE, "token " + token + " is below the highest " + highest);
+            Advance advance = store.advance(exchange.scope(), token,
+                    policy.fence().equal() == Policy.EqualToken.ACCEPT);
+            if (advance instanceof Advance.Stale stale) {
+                observed(backend, exchange, Outcome.STALE,
+                        "token " + token + " is not above the highest " + stale.highest());
                 return;
             }
         } catch (StoreUnavailableException e) {

@@ -149,13 +149,12 @@ public final class MemoryFenceStore implements FenceStore {
     @Override
     public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
         Objects.requireNonNull(scope, "scope");
-        Objects.requireNonNull(version, "version");
         ensureOpen();
         Entry current = states.get(scope);
         if (current == null) {
             return false;  // no token was ever accepted, so token is not the highest (and entries never vanish)
         }
-        if (current.token() != token || version.equals(current.version())) {
+        if (current.token() != token || Objects.equals(version, current.version())) {
             // Another token is current (tokens never go down: it stays so), or the version is already recorded.
             boolean recorded = current.token() == token;
             journal.awaitDurable(current.lsn());
@@ -172,7 +171,7 @@ public final class MemoryFenceStore implements FenceStore {
                     return e;
                 }
                 o.ok = true;
-                if (version.equals(e.version())) {
+                if (Objects.equals(version, e.version())) {
                     o.lsn = e.lsn();
                     return e;
                 }
