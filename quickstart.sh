@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/lib.sh
 stockade_find_jdk
+stockade_quiet_maven
 jar=proxy/target/stockade-proxy.jar
 if [ ! -f "$jar" ] || [ -n "$(find policies/src proxy/src pom.xml policies/pom.xml proxy/pom.xml -newer "$jar" -print -quit)" ]; then
   echo "stockade: building the proxy (mvn package, tests skipped)..." >&2

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/lib.sh
 stockade_find_jdk
+stockade_quiet_maven
 echo "stockade: JDK $(stockade_jdk_major "$JAVA_HOME") at $JAVA_HOME" >&2
 command -v mvn >/dev/null || { echo "stockade: Maven is missing: apt-get install maven" >&2; exit 1; }
 mvn -B -ntp verify "$@"

@@ -36,3 +36,10 @@ stockade_jdk_major() {
   fi
   echo "${v:-0}"
 }
+
+# Maven 3.8's bundled Guava warns about sun.misc.Unsafe on JDK 24+; the warning is noise, not a problem.
+stockade_quiet_maven() {
+  if [ "$(stockade_jdk_major "$JAVA_HOME")" -ge 24 ]; then
+    export MAVEN_OPTS="${MAVEN_OPTS:-} --sun-misc-unsafe-memory-access=allow"
+  fi
+}
