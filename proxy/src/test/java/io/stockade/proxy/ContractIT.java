@@ -1,0 +1,266 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.testing.Http;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Every row of the contract of DESIGN.md, in every mode, run once per backend (the subclasses). What landed is
+ * always read from the storage itself, never from the proxy's answer.
+ */
+abstract class ContractIT {
+    @TempDir
+    Path dir;
+    ProxyFixture proxy;
+
+    /** The {@code backend:} block of every policy, indented for a list item's child. */
+    abstract String backendYaml();
+
+    /** Starts the storage behind the proxy; returns the variables {@link #backendYaml()} uses. */
+    abstract Map<String, String> startStorage() throws Exception;
+
+    abstract void stopStorage();
+
+    /** What the storage holds at a request path, read directly from it. */
+    abstract Optional<String> stored(String path) throws Exception;
+
+    String policyYaml() {
+        StringBuilder b = new StringBuilder("""
+                store:
+                  type: memory
+                  journal: ${JOURNAL}
+                policies:
+                """);
+        policy(b, "docs", "");
+        policy(b, "strict", "    fence:\n      equal: reject\n      header: X-Lease-Token\n");
+        policy(b, "lenient", "    fence:\n      missing: allow\n");
+        policy(b, "observed", "    fence:\n      mode: observe\n");
+        policy(b, "plain", "    fence:\n      mode: off\n");
+        return b.toString();
+    }
+
+    private void policy(StringBuilder b, String name, String fence) {
+        b.append("  - name: ").append(name).append('\n')
+                .append("    match:\n      path: /").append(name).append("/{id}\n")
+                .append("    scope: ").append(name).append("/{id}\n")
+                .append(fence)
+                .append(backendYaml());
+    }
+
+    Map<String, String> vars;
+
+    @BeforeEach
+    void start() throws Exception {
+        vars = startStorage();
+        proxy = ProxyFixture.start(dir.resolve("journal"), policyYaml(), vars);
+        Thread.sleep(150); // serialized HTTP policies open after their settle time (100 ms in these tests)
+    }
+
+    @AfterEach
+    void stop() {
+        proxy.close();
+        stopStorage();
+    }
+
+    Http.Response put(String path, String body, String token) throws Exception {
+        return Http.put(proxy.uri(path), body, token == null ? Map.of() : Map.of("Fencing-Token", token));
+    }
+
+    Http.Response delete(String path, String token) throws Exception {
+        return Http.delete(proxy.uri(path), token == null ? Map.of() : Map.of("Fencing-Token", token));
+    }
+
+    static void assert2xx(Http.Response r) {
+        assertEquals(2, r.status() / 100, r.status() + " " + r.body());
+    }
+
+    @Test
+    void acceptedWriteTakesEffect() throws Exception {
+        assert2xx(put("/docs/a", "v5", "5"));
+        assertEquals(Optional.of("v5"), stored("/docs/a"));
+    }
+
+    @Test
+    void staleTokenIsRejectedWith409NamingScopeTokenAndHighestAndLeavesNoTrace() throws Exception {
+        assert2xx(put("/docs/a", "v5", "5"));
+        Http.Response r = put("/docs/a", "v4", "4");
+        assertEquals(409, r.status());
+        assertEquals("application/problem+json", r.header("Content-Type").orElseThrow());
+        assertTrue(r.body().contains("\"type\":\"urn:stockade:problem:stale-token\""), r.body());
+        assertTrue(r.body().contains("\"scope\":\"docs/a\""), r.body());
+        assertTrue(r.body().contains("\"token\":4"), r.body());
+        assertTrue(r.body().contains("\"highest\":5"), r.body());
+        assertEquals(Optional.of("v5"), stored("/docs/a"));
+    }
+
+    @Test
+    void higherTokenTakesOver() throws Exception {
+        assert2xx(put("/docs/a", "v5", "5"));
+        assert2xx(put("/docs/a", "v9", "9"));
+        assertEquals(409, put("/docs/a", "v8", "8").status());
+        assertEquals(Optional.of("v9"), stored("/docs/a"));
+    }
+
+    @Test
+    void equalTokenIsAcceptedByDefault() throws Exception {
+        assert2xx(put("/docs/a", "one", "7"));
+        assert2xx(put("/docs/a", "two", "7"));
+        assertEquals(Optional.of("two"), stored("/docs/a"));
+    }
+
+    @Test
+    void equalTokenIsRejectedWhenThePolicySaysSo() throws Exception {
+        assert2xx(Http.put(proxy.uri("/strict/a"), "one", Map.of("X-Lease-Token", "7")));
+        Http.Response again = Http.put(proxy.uri("/strict/a"), "two", Map.of("X-Lease-Token", "7"));
+        assertEquals(409, again.status(), again.body());
+        assertTrue(again.body().contains("equal to"), again.body());
+        assertEquals(Optional.of("one"), stored("/strict/a"));
+    }
+
+    @Test
+    void theTokenHeaderIsThePolicys() throws Exception {
+        Http.Response r = Http.put(proxy.uri("/strict/b"), "x", Map.of("Fencing-Token", "3"));
+        assertEquals(428, r.status(), "the strict policy reads X-Lease-Token, not Fencing-Token");
+        assertTrue(r.body().contains("X-Lease-Token"), r.body());
+        assertEquals(Optional.empty(), stored("/strict/b"));
+    }
+
+    @Test
+    void missingTokenIsRejectedWith428() throws Exception {
+        Http.Response r = put("/docs/a", "v?", null);
+        assertEquals(428, r.status());
+        assertTrue(r.body().contains("missing-token"), r.body());
+        assertEquals(Optional.empty(), stored("/docs/a"));
+    }
+
+    @Test
+    void missingTokenIsForwardedWhenThePolicyAllowsIt() throws Exception {
+        assert2xx(put("/lenient/a", "free", null));
+        assertEquals(Optional.of("free"), stored("/lenient/a"));
+        assertEquals(1, proxy.server().metrics().count("lenient", Outcome.ALLOWED_WITHOUT_TOKEN));
+    }
+
+    @Test
+    void malformedTokensAreRejectedWith400() throws Exception {
+        for (String bad : List.of("5x", "-1", "+5", "5 5", "05", "", "9223372036854775808", "1e3", "0x10")) {
+            Http.Response r = put("/docs/m", "v", bad);
+            assertEquals(400, r.status(), "token '" + bad + "': " + r.body());
+            assertTrue(r.body().contains("malformed-token"), r.body());
+        }
+        assertEquals(Optional.empty(), stored("/docs/m"));
+    }
+
+    @Test
+    void largestTokenIsAccepted() throws Exception {
+        assert2xx(put("/docs/max", "v", Long.toString(Long.MAX_VALUE)));
+    }
+
+    @Test
+    void twoTokenHeadersAreRejected() throws Exception {
+        Http.Response r = RawHttp.send(proxy.server().port(), "PUT /docs/a HTTP/1.1\r\nHost: x\r\n"
+                + "Fencing-Token: 5\r\nFencing-Token: 9\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+        assertEquals(400, r.status(), r.body());
+        assertTrue(r.body().contains("2 Fencing-Token headers"), r.body());
+        assertEquals(Optional.empty(), stored("/docs/a"));
+    }
+
+    @Test
+    void readsPassUnfenced() throws Exception {
+        assert2xx(put("/docs/r", "content", "1"));
+        Http.Response r = Http.get(proxy.uri("/docs/r"));
+        assertEquals(200, r.status());
+        assertEquals("content", r.body());
+    }
+
+    @Test
+    void aDeleteKeepsTheFenceSoAZombieCannotRecreate() throws Exception {
+        assert2xx(put("/docs/d", "v5", "5"));
+        assert2xx(delete("/docs/d", "6"));
+        assertEquals(Optional.empty(), stored("/docs/d"));
+        Http.Response zombie = put("/docs/d", "zombie", "5");
+        assertEquals(409, zombie.status(), zombie.body());
+        assertEquals(Optional.empty(), stored("/docs/d"));
+        assert2xx(put("/docs/d", "v7", "7"));
+        assertEquals(Optional.of("v7"), stored("/docs/d"));
+    }
+
+    @Test
+    void aStaleDeleteIsRejected() throws Exception {
+        assert2xx(put("/docs/d", "v5", "5"));
+        assertEquals(409, delete("/docs/d", "4").status());
+        assertEquals(Optional.of("v5"), stored("/docs/d"));
+    }
+
+    @Test
+    void theHighWaterMarkSurvivesARestart() throws Exception {
+        assert2xx(put("/docs/a", "v5", "5"));
+        proxy.close();
+        proxy = ProxyFixture.start(dir.resolve("journal"), policyYaml(), vars);
+        Thread.sleep(150);
+        Http.Response r = put("/docs/a", "v4", "4");
+        assertEquals(409, r.status(), r.body());
+        assertTrue(r.body().contains("\"highest\":5"), r.body());
+        assertEquals(Optional.of("v5"), stored("/docs/a"));
+    }
+
+    @Test
+    void storeUnavailableIs503WithRetryAfterAndNothingWritten() throws Exception {
+        proxy.server().store().close();
+        Http.Response r = put("/docs/u", "v", "5");
+        assertEquals(503, r.status(), r.body());
+        assertTrue(r.header("Retry-After").isPresent());
+        assertTrue(r.body().contains("store-unavailable"), r.body());
+        assertEquals(Optional.empty(), stored("/docs/u"));
+    }
+
+    @Test
+    void observeModeForwardsWhatEnforceWouldRefuseAndCountsIt() throws Exception {
+        assert2xx(put("/observed/a", "v9", "9"));
+        assert2xx(put("/observed/a", "v3", "3"));
+        assert2xx(put("/observed/a", "none", null));
+        assert2xx(put("/observed/a", "bad", "x"));
+        assertEquals(Optional.of("bad"), stored("/observed/a"));
+        assertEquals(3, proxy.server().metrics().count("observed", Outcome.WOULD_REJECT));
+        assertEquals(1, proxy.server().metrics().count("observed", Outcome.OBSERVED));
+        // the high-water mark is kept as enforce would keep it, so switching to enforce starts from the truth
+        assertEquals(9, proxy.server().store().get("observed/a").orElseThrow().token());
+    }
+
+    @Test
+    void offModeIsAPlainProxy() throws Exception {
+        assert2xx(put("/plain/a", "v", null));
+        assert2xx(put("/plain/a", "w", "x"));
+        assertEquals(Optional.of("w"), stored("/plain/a"));
+        assertFalse(proxy.server().store().get("plain/a").isPresent());
+    }
+
+    @Test
+    void noPolicyIs404() throws Exception {
+        Http.Response r = put("/nothing/here", "v", "1");
+        assertEquals(404, r.status());
+        assertTrue(r.body().contains("no-policy"), r.body());
+    }
+
+    @Test
+    void pathsWithTwoSpellingsAreRefused() throws Exception {
+        for (String path : List.of("/docs/./a", "/docs/../docs/a", "/docs/a%2Fb", "/docs//a", "/docs/a/", "/docs/%2e%2e",
+                "/docs/a%5Cb", "/docs/a%00", "/docs/%zz")) {
+            Http.Response r = RawHttp.send(proxy.server().port(), "PUT " + path + " HTTP/1.1\r\nHost: x\r\n"
+                    + "Fencing-Token: 5\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+            assertEquals(400, r.status(), path + " -> " + r.body());
+        }
+        assertEquals(Optional.empty(), stored("/docs/a"));
+    }
+}
