@@ -1,0 +1,85 @@
+package io.stockade.proxy;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The command line refuses bad input with exit code 2 and a message that says what and where. */
+class MainTest {
+    @TempDir
+    Path dir;
+
+    final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    int run(String... args) {
+        return Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void aBadPolicyFileExitsWith2NamingFileLineAndColumn() throws Exception {
+        Path file = dir.resolve("bad.yaml");
+        Files.writeString(file, """
+                store:
+                  type: memory
+                  journal: /tmp/j
+                policies:
+                  - name: files
+                    match:
+                      path: /files/{path...}
+                    scope: files/{path}
+                    fence:
+                      mode: enforcing
+                    backend:
+                      type: file
+                      root: /tmp/r
+                """);
+        assertEquals(2, run("--config", file.toString()));
+        assertTrue(err().contains("bad.yaml:10:13"), err());
+        assertTrue(err().contains("enforce"), err());
+    }
+
+    @Test
+    void aMissingFileExitsWith2() {
+        assertEquals(2, run("--config", dir.resolve("nope.yaml").toString()));
+        assertTrue(err().contains("does not exist"), err());
+    }
+
+    @Test
+    void noConfigExitsWith2AndPrintsUsage() {
+        assertEquals(2, run());
+        assertTrue(err().contains("--config FILE is required") && err().contains("usage:"), err());
+    }
+
+    @Test
+    void aBadPortExitsWith2() throws Exception {
+        assertEquals(2, run("--config", "x.yaml", "--port", "http"));
+        assertTrue(err().contains("--port must be a number"), err());
+        assertEquals(2, run("--config", "x.yaml", "--port", "70000"));
+    }
+
+    @Test
+    void unknownArgumentsExitWith2() {
+        assertEquals(2, run("--confg", "x.yaml"));
+        assertTrue(err().contains("unknown argument '--confg'"), err());
+    }
+
+    @Test
+    void helpExitsWith0() {
+        assertEquals(0, run("--help"));
+        assertTrue(out.toString(StandardCharsets.UTF_8).contains("usage:"));
+    }
+}
