@@ -355,6 +355,11 @@ public final class FileBackend implements Backend {
         ReentrantLock lock = lockFor(target);
         lock.lock();
         try {
+            boolean existed = Files.exists(file, LinkOption.NOFOLLOW_LINKS);
+            if (existed && !Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+                deleteQuietly(tmp);
+                throw notAFile(file); // a directory (or a link) appeared meanwhile
+            }
             if (fence != null) {
                 Sidecar sidecar = Sidecar.read(sidecarFile);
                 if (fence.staleAgainst(sidecar)) {
@@ -366,11 +371,6 @@ public final class FileBackend implements Backend {
                 // fence store already does. The other order could leave new data under an old token, which a
                 // reset store would then let a zombie overwrite.
                 new Sidecar(fence.token(), false).write(sidecarFile);
-            }
-            boolean existed = Files.exists(file, LinkOption.NOFOLLOW_LINKS);
-            if (existed && !Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
-                deleteQuietly(tmp);
-                throw notAFile(file);
             }
             Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
             Durable.syncDirectory(file.getParent());

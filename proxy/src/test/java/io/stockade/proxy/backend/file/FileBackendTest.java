@@ -154,7 +154,7 @@ class FileBackendTest {
     void fencedWritesKeepTheTokenBesideTheData() throws Exception {
         assertEquals(201, put("/files/doc", "v5", 5L).statusCode());
         assertEquals("token=5\ndeleted=false\n", Files.readString(sidecar("files/doc")));
-        assertEquals(new WriteResult.Answered(201), server.results.poll());
+        assertEquals(new WriteResult.Answered(201), server.results.poll(5, TimeUnit.SECONDS));
 
         assertEquals(204, put("/files/doc", "v5b", 5L).statusCode(), "equal token accepted by default");
         assertEquals(204, put("/files/doc", "v6", 6L).statusCode());
@@ -236,7 +236,7 @@ class FileBackendTest {
         HttpResponse<String> r = client.send(HttpRequest.newBuilder(uri("/files/x")).header("Fencing-Token", "1")
                 .POST(HttpRequest.BodyPublishers.ofString("x")).build(), HttpResponse.BodyHandlers.ofString());
         assertProblem(r, 405, "method-not-allowed");
-        assertEquals(new WriteResult.Answered(405), server.results.poll());
+        assertEquals(new WriteResult.Answered(405), server.results.poll(5, TimeUnit.SECONDS));
         assertFalse(Files.exists(root.resolve("files/x")));
     }
 
@@ -320,6 +320,6 @@ class FileBackendTest {
     @Test
     void writeResultOfAFencedPutIsAnswered() throws Exception {
         put("/files/w", "x", 3L);
-        assertInstanceOf(WriteResult.Answered.class, server.results.poll());
+        assertInstanceOf(WriteResult.Answered.class, server.results.poll(5, TimeUnit.SECONDS));
     }
 }

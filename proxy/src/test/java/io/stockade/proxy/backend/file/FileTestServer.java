@@ -35,7 +35,7 @@ final class FileTestServer implements AutoCloseable {
     final FileBackend backend;
     final Policy policy;
     final WebServer server;
-    /** What {@link FileBackend#write} returned, in order. */
+    /** What {@link FileBackend#write} returned, in order (added after the answer is sent: poll with a timeout). */
     final LinkedBlockingQueue<WriteResult> results = new LinkedBlockingQueue<>();
 
     FileTestServer(Path root) throws IOException {

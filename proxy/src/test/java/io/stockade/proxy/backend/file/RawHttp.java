@@ -38,11 +38,13 @@ final class RawHttp {
         }
         head.append("\r\n");
         try (Socket s = new Socket("127.0.0.1", port)) {
-            s.setSoTimeout(20_000);
+            s.setSoTimeout(5_000);
             OutputStream out = s.getOutputStream();
             out.write(head.toString().getBytes(StandardCharsets.ISO_8859_1));
             out.write(bytes);
             out.flush();
+            // Helidon answers "Connection: close" but leaves the socket open until the client is done sending.
+            s.shutdownOutput();
             return read(s.getInputStream());
         }
     }
@@ -59,7 +61,7 @@ final class RawHttp {
         }
         head.append("\r\n");
         try (Socket s = new Socket("127.0.0.1", port)) {
-            s.setSoTimeout(20_000);
+            s.setSoTimeout(5_000);
             OutputStream out = s.getOutputStream();
             out.write(head.toString().getBytes(StandardCharsets.ISO_8859_1));
             out.write("x".repeat(sent).getBytes(StandardCharsets.ISO_8859_1));

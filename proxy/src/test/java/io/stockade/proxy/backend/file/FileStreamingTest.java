@@ -1,0 +1,182 @@
+package io.stockade.proxy.backend.file;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A 200 MiB PUT and GET through a server running in a child JVM with a 64 MiB heap: if the backend held a
+ * whole file in memory, the child would run out of heap and the round trip would fail.
+ */
+class FileStreamingTest {
+    private static final long SIZE = 200L * 1024 * 1024;
+    private static final long HEAP = 64L * 1024 * 1024;
+
+    @TempDir
+    Path tmp;
+
+    @Test
+    @Timeout(value = 5, unit = TimeUnit.MINUTES)
+    void twoHundredMebibytesThroughASixtyFourMebibyteHeap() throws Exception {
+        Path root = tmp.resolve("root");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        Path log = tmp.resolve("child.log");
+        Process child = new ProcessBuilder(java, "-Xmx64m", "-XX:+ExitOnOutOfMemoryError", "-cp", cp,
+                FileTestServer.class.getName(), root.toString())
+                .redirectError(log.toFile())
+                .start();
+        try (BufferedReader fromChild = new BufferedReader(
+                new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+             OutputStream toChild = child.getOutputStream();
+             HttpClient client = HttpClient.newHttpClient()) {
+            String first = fromChild.readLine();
+            assertNotNull(first, () -> "child exited: " + read(log));
+            assertTrue(first.startsWith("PORT "), first);
+            URI uri = URI.create("http://127.0.0.1:" + first.substring(5).trim() + "/big/blob.bin");
+
+            byte[] expected = digest(new Generated(SIZE));
+
+            HttpResponse<String> put = client.send(HttpRequest.newBuilder(uri).header("Fencing-Token", "1")
+                            .PUT(HttpRequest.BodyPublishers.fromPublisher(
+                                    HttpRequest.BodyPublishers.ofInputStream(() -> new Generated(SIZE)), SIZE))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(201, put.statusCode(), () -> put.body() + read(log));
+            assertEquals(SIZE, Files.size(root.resolve("big/blob.bin")));
+
+            HttpResponse<Void> head = client.send(HttpRequest.newBuilder(uri)
+                    .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding());
+            assertEquals(200, head.statusCode());
+            assertEquals(SIZE, head.headers().firstValueAsLong("Content-Length").orElse(-1));
+
+            HttpResponse<InputStream> get = client.send(HttpRequest.newBuilder(uri).GET().build(),
+                    HttpResponse.BodyHandlers.ofInputStream());
+            assertEquals(200, get.statusCode());
+            assertEquals(SIZE, get.headers().firstValueAsLong("Content-Length").orElse(-1));
+            CountingStream body = new CountingStream(get.body());
+            byte[] actual = digest(body);
+            assertEquals(SIZE, body.count);
+            assertArrayEquals(expected, actual, "content differs");
+
+            // The child really ran with the small heap, and is still alive after both transfers.
+            toChild.write('\n');
+            toChild.flush();
+            String heap = fromChild.readLine();
+            assertNotNull(heap, () -> "child died: " + read(log));
+            long max = Long.parseLong(heap.replaceAll(".*max=(\\d+).*", "$1"));
+            assertTrue(max <= HEAP, heap);
+            assertTrue(child.isAlive(), () -> read(log));
+        } finally {
+            child.destroy();
+            if (!child.waitFor(10, TimeUnit.SECONDS)) {
+                child.destroyForcibly();
+            }
+        }
+    }
+
+    private static byte[] digest(InputStream in) throws Exception {
+        MessageDigest md = MessageDigest.getInstance("SHA-256");
+        byte[] buf = new byte[64 * 1024];
+        try (in) {
+            int n;
+            while ((n = in.read(buf)) >= 0) {
+                md.update(buf, 0, n);
+            }
+        }
+        return md.digest();
+    }
+
+    private static String read(Path log) {
+        try {
+            return Files.exists(log) ? Files.readString(log) : "";
+        } catch (IOException e) {
+            return e.toString();
+        }
+    }
+
+    /** {@code size} pseudo-random bytes, made on the fly, the same every time. */
+    private static final class Generated extends InputStream {
+        private long left;
+        private long state = 0x9E3779B97F4A7C15L;
+
+        Generated(long size) {
+            this.left = size;
+        }
+
+        @Override
+        public int read() {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) {
+            if (left == 0) {
+                return -1;
+            }
+            int n = (int) Math.min(len, left);
+            for (int i = 0; i < n; i++) {
+                state ^= state << 13;
+                state ^= state >>> 7;
+                state ^= state << 17;
+                b[off + i] = (byte) state;
+            }
+            left -= n;
+            return n;
+        }
+    }
+
+    private static final class CountingStream extends InputStream {
+        private final InputStream in;
+        long count;
+
+        CountingStream(InputStream in) {
+            this.in = in;
+        }
+
+        @Override
+        public int read() throws IOException {
+            int b = in.read();
+            if (b >= 0) {
+                count++;
+            }
+            return b;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            int n = in.read(b, off, len);
+            if (n > 0) {
+                count += n;
+            }
+            return n;
+        }
+
+        @Override
+        public void close() throws IOException {
+            in.close();
+        }
+    }
+
+}
