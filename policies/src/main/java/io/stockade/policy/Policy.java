@@ -92,7 +92,10 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
     public enum Mode {
         /** Stale, missing and malformed tokens are refused. */
         ENFORCE,
-        /** Everything is forwarded; what would have been refused is counted and logged. The fence is not raised. */
+        /**
+         * Everything is forwarded; what would have been refused is counted and logged. The highest token is kept
+         * as in enforce mode, so a later switch to enforce starts from the truth.
+         */
         OBSERVE,
         /** No fencing at all: a plain reverse proxy route. */
         OFF

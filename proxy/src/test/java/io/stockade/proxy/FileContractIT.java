@@ -1,9 +1,15 @@
 package io.stockade.proxy;
 
+import io.stockade.proxy.testing.Http;
+import org.junit.jupiter.api.Test;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The contract through the file backend: what landed is read from the directory itself. */
 class FileContractIT extends ContractIT {
@@ -22,6 +28,29 @@ class FileContractIT extends ContractIT {
 
     @Override
     void stopStorage() {
+    }
+
+    @Test
+    void theTokenBesideTheDataKeepsTheFenceWhenTheJournalIsLost() throws Exception {
+        assert2xx(put("/docs/a", "v5", "5"));
+        proxy.close();
+        deleteTree(dir.resolve("journal"));
+        proxy = ProxyFixture.start(dir.resolve("journal"), policyYaml(), vars);
+
+        Http.Response zombie = put("/docs/a", "v3", "3");
+        assertEquals(409, zombie.status(), zombie.body());
+        assertTrue(zombie.body().contains("\"highest\":5"), zombie.body());
+        assertEquals(Optional.of("v5"), stored("/docs/a"));
+        // the store was lifted to the sidecar's token: the next zombie is refused before the backend
+        assertEquals(5, proxy.server().store().get("docs/a").orElseThrow().token());
+    }
+
+    private static void deleteTree(Path path) throws Exception {
+        try (var walk = Files.walk(path)) {
+            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(p);
+            }
+        }
     }
 
     @Override

@@ -175,8 +175,12 @@ public final class FencePipeline implements Handler {
             metrics.upstream(name, nanoTime.getAsLong() - upstreamStart);
             switch (result) {
                 case WriteResult.Answered answered -> metrics.decision(name, Outcome.ACCEPTED);
-                case WriteResult.Stale stale -> refuse(res, name, Outcome.STALE,
-                        staleProblem(policy, scope, token, stale.highest()));
+                case WriteResult.Stale stale -> {
+                    // The storage knew a higher token than the store (e.g. the file backend's sidecar after a lost
+                    // journal): lift the store to it, so later stale writers are refused before the backend.
+                    store.advance(scope, stale.highest(), true);
+                    refuse(res, name, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
+                }
                 case WriteResult.Unknown unknown -> {
                     long settle = backend.settle().toNanos();
                     if (serialized && settle > 0) {
