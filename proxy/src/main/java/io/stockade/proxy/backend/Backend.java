@@ -1,5 +1,7 @@
 package io.stockade.proxy.backend;
 
+import io.stockade.proxy.http.Problem;
+
 import java.time.Duration;
 
 /**
@@ -31,6 +33,15 @@ public interface Backend extends AutoCloseable {
      * @return what happened; unless it is {@link WriteResult.Answered}, the engine answers the client
      */
     WriteResult write(Exchange exchange, Admission admission);
+
+    /**
+     * Sends a refusal the engine decided (stale, missing or malformed token, store unavailable, quarantine) in
+     * the shape this backend's clients understand. The default is the RFC 9457 problem itself; a backend whose
+     * clients expect another shape (S3's XML errors) overrides it, keeping the status and the meaning.
+     */
+    default void refuse(Exchange exchange, Problem problem) {
+        problem.send(exchange.response());
+    }
 
     /**
      * How long a write whose outcome is unknown may still take to land at the storage. The engine quarantines a

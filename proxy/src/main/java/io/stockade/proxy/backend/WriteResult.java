@@ -29,4 +29,13 @@ public sealed interface WriteResult {
      */
     record Stale(long highest) implements WriteResult {
     }
+
+    /**
+     * The fence could not be decided (the storage holding it is unreachable); nothing was written and nothing
+     * was sent to the client. The engine answers 503 with {@code Retry-After}.
+     *
+     * @param reason what happened, for the client and the log
+     */
+    record Unavailable(String reason) implements WriteResult {
+    }
 }

@@ -11,6 +11,7 @@ import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.SelfFencing;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceState;
@@ -107,7 +108,7 @@ public final class FencePipeline implements Handler {
                 if (observe) {
                     observed(backend, exchange, Outcome.MALFORMED, malformed.reason());
                 } else {
-                    refuse(res, name, Outcome.MALFORMED, Problem.of(400, "malformed-token", "Malformed fencing token",
+                    refuse(backend, exchange, Outcome.MALFORMED, Problem.of(400, "malformed-token", "Malformed fencing token",
                             malformed.reason()).with("policy", name).with("scope", exchange.scope()));
                 }
             }
@@ -118,7 +119,7 @@ public final class FencePipeline implements Handler {
                 } else if (observe) {
                     observed(backend, exchange, Outcome.MISSING, "no " + header + " header");
                 } else {
-                    refuse(res, name, Outcome.MISSING, Problem.of(428, "missing-token", "Fencing token required",
+                    refuse(backend, exchange, Outcome.MISSING, Problem.of(428, "missing-token", "Fencing token required",
                             method + " is fenced by policy '" + name + "': send the token of your lock in the "
                                     + header + " header").with("policy", name).with("scope", exchange.scope()));
                 }
@@ -138,9 +139,18 @@ public final class FencePipeline implements Handler {
         Policy policy = exchange.route().policy();
         String name = policy.name();
         String scope = exchange.scope();
-        ServerResponse res = exchange.response();
-        boolean serialized = backend.fenceClass() == FenceClass.SERIALIZED;
+        boolean acceptEqual = policy.fence().equal() == Policy.EqualToken.ACCEPT;
 
+        if (backend instanceof SelfFencing self) {
+            // The storage checks the token in the same step as the write; the store is not consulted.
+            long start = nanoTime.getAsLong();
+            WriteResult result = self.fencedWrite(exchange, token, acceptEqual);
+            metrics.upstream(name, nanoTime.getAsLong() - start);
+            answer(backend, exchange, token, result);
+            return;
+        }
+
+        boolean serialized = backend.fenceClass() == FenceClass.SERIALIZED;
         ScopeGuard.Held held = null;
         try {
             if (serialized) {
@@ -148,24 +158,25 @@ public final class FencePipeline implements Handler {
                 held = guard.acquire(scope, SCOPE_WAIT.toNanos());
                 metrics.scopeWait(name, nanoTime.getAsLong() - waitStart);
                 if (held == null) {
-                    refuse(res, name, Outcome.UNAVAILABLE, unavailable("scope-busy", "Scope busy",
+                    refuse(backend, exchange, Outcome.UNAVAILABLE, unavailable("scope-busy", "Scope busy",
                             "other writes of this scope held it for " + SCOPE_WAIT.toSeconds() + " s", scope, 1));
                     return;
                 }
                 long closed = Math.max(guard.quarantineRemaining(scope), notOpenFor(backend));
                 if (closed > 0) {
-                    refuse(res, name, Outcome.QUARANTINED, unavailable("scope-quarantined", "Scope quarantined",
-                            "an earlier write to this scope has an unknown outcome and may still land; writes resume "
-                                    + "when the settle time has passed", scope, seconds(closed)));
+                    refuse(backend, exchange, Outcome.QUARANTINED, unavailable("scope-quarantined",
+                            "Scope quarantined", "an earlier write to this scope has an unknown outcome and may "
+                                    + "still land; writes resume when the settle time has passed", scope,
+                            seconds(closed)));
                     return;
                 }
             }
 
             long fenceStart = nanoTime.getAsLong();
-            Advance advance = store.advance(scope, token, policy.fence().equal() == Policy.EqualToken.ACCEPT);
+            Advance advance = store.advance(scope, token, acceptEqual);
             metrics.fenceDecision(name, nanoTime.getAsLong() - fenceStart);
             if (advance instanceof Advance.Stale stale) {
-                refuse(res, name, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
+                refuse(backend, exchange, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
                 return;
             }
             FenceState previous = ((Advance.Accepted) advance).previous();
@@ -173,37 +184,49 @@ public final class FencePipeline implements Handler {
             long upstreamStart = nanoTime.getAsLong();
             WriteResult result = backend.write(exchange, new Admission(scope, token, previous, store));
             metrics.upstream(name, nanoTime.getAsLong() - upstreamStart);
-            switch (result) {
-                case WriteResult.Answered answered -> metrics.decision(name, Outcome.ACCEPTED);
-                case WriteResult.Stale stale -> {
-                    // The storage knew a higher token than the store (e.g. the file backend's sidecar after a lost
-                    // journal): lift the store to it, so later stale writers are refused before the backend.
-                    store.advance(scope, stale.highest(), true);
-                    refuse(res, name, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
-                }
-                case WriteResult.Unknown unknown -> {
-                    long settle = backend.settle().toNanos();
-                    if (serialized && settle > 0) {
-                        guard.quarantine(scope, settle);
-                    }
-                    refuse(res, name, Outcome.UNKNOWN_OUTCOME, Problem.of(504, "unknown-outcome",
-                            "Outcome unknown", unknown.reason() + "; the write may or may not have been applied"
-                                    + (serialized && settle > 0 ? "; the scope is quarantined for "
-                                    + backend.settle().toSeconds() + " s" : ""))
-                            .with("policy", name).with("scope", scope).with("token", token));
-                }
+            if (result instanceof WriteResult.Stale stale) {
+                // The storage knew a higher token than the store (e.g. the file backend's sidecar after a lost
+                // journal): lift the store to it, so later stale writers are refused before the backend.
+                store.advance(scope, stale.highest(), true);
             }
+            if (result instanceof WriteResult.Unknown && serialized && !backend.settle().isZero()) {
+                guard.quarantine(scope, backend.settle().toNanos());
+            }
+            answer(backend, exchange, token, result);
         } catch (StoreUnavailableException e) {
             LOG.log(Level.WARNING, "fence store unavailable for scope " + scope, e);
-            refuse(res, name, Outcome.UNAVAILABLE, unavailable("store-unavailable", "Fence store unavailable",
-                    "the fence could not be decided, nothing was written: " + e.getMessage(), scope, 1));
+            refuse(backend, exchange, Outcome.UNAVAILABLE, unavailable("store-unavailable",
+                    "Fence store unavailable", "the fence could not be decided, nothing was written: "
+                            + e.getMessage(), scope, 1));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            refuse(res, name, Outcome.UNAVAILABLE, unavailable("shutting-down", "Shutting down",
+            refuse(backend, exchange, Outcome.UNAVAILABLE, unavailable("shutting-down", "Shutting down",
                     "the proxy is stopping", scope, 1));
         } finally {
             if (held != null) {
                 held.close();
+            }
+        }
+    }
+
+    /** answer: what a fenced write came to, as an answer to the client and a metric. */
+    private void answer(Backend backend, Exchange exchange, long token, WriteResult result) {
+        Policy policy = exchange.route().policy();
+        String scope = exchange.scope();
+        switch (result) {
+            case WriteResult.Answered answered -> metrics.decision(policy.name(), Outcome.ACCEPTED);
+            case WriteResult.Stale stale -> refuse(backend, exchange, Outcome.STALE,
+                    staleProblem(policy, scope, token, stale.highest()));
+            case WriteResult.Unavailable unavailable -> refuse(backend, exchange, Outcome.UNAVAILABLE,
+                    unavailable("store-unavailable", "Fence unavailable", "the fence could not be decided, "
+                            + "nothing was written: " + unavailable.reason(), scope, 1));
+            case WriteResult.Unknown unknown -> {
+                boolean quarantined = guard.quarantineRemaining(scope) > 0;
+                refuse(backend, exchange, Outcome.UNKNOWN_OUTCOME, Problem.of(504, "unknown-outcome",
+                                "Outcome unknown", unknown.reason() + "; the write may or may not have been applied"
+                                        + (quarantined ? "; the scope is quarantined for "
+                                        + backend.settle().toSeconds() + " s" : ""))
+                        .with("policy", policy.name()).with("scope", scope).with("token", token));
             }
         }
     }
@@ -250,9 +273,16 @@ public final class FencePipeline implements Handler {
         return Math.max(0, startedAt + backend.settle().toNanos() - nanoTime.getAsLong());
     }
 
+    /** A refusal before any policy matched: always a problem body. */
     private void refuse(ServerResponse res, String policy, Outcome outcome, Problem problem) {
         metrics.decision(policy, outcome);
         problem.send(res);
+    }
+
+    /** A refusal of a policy's request, in the shape its backend's clients understand. */
+    private void refuse(Backend backend, Exchange exchange, Outcome outcome, Problem problem) {
+        metrics.decision(exchange.route().policy().name(), outcome);
+        backend.refuse(exchange, problem);
     }
 
     private static Problem staleProblem(Policy policy, String scope, long token, long highest) {
