@@ -2,6 +2,7 @@ package io.stockade.proxy;
 
 import io.helidon.logging.common.LogConfig;
 import io.stockade.policy.PolicyException;
+import io.stockade.proxy.log.JsonLineHandler;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
 
@@ -93,6 +94,7 @@ public final class Main {
         }
 
         LogConfig.configureRuntime();
+        JsonLineHandler.install();
         StockadeServer server;
         try {
             server = StockadeServer.start(loaded);

@@ -1,6 +1,7 @@
 package io.stockade.proxy.metrics;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -9,6 +10,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
@@ -21,11 +23,24 @@ public final class ProxyMetrics {
     /** Policy label for requests no policy matched. */
     public static final String NO_POLICY = "-";
 
+    private static final Duration[] BUCKETS = {
+            Duration.ofMillis(1), Duration.ofMillis(5), Duration.ofMillis(10), Duration.ofMillis(25),
+            Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500),
+            Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(10),
+            Duration.ofSeconds(30)};
+
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final ConcurrentHashMap<String, Counter> decisions = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Timer> fenceTimers = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Timer> upstreamTimers = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Timer> waitTimers = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Timer> heldTimers = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Counter> staleRejections = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Counter> handoffs = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Counter> storeErrors = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Counter> upstreamErrors = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, DistributionSummary> jumps = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
 
     /** What the proxy decided about one request. */
     public enum Outcome {
@@ -57,6 +72,11 @@ public final class ProxyMetrics {
         NO_POLICY;
 
         final String label = name().toLowerCase(java.util.Locale.ROOT);
+
+        /** The value of the {@code outcome} label. */
+        public String label() {
+            return label;
+        }
     }
 
     public ProxyMetrics() {
@@ -67,12 +87,79 @@ public final class ProxyMetrics {
         Gauge.builder(name, value).description(help).register(registry);
     }
 
-    public void decision(String policy, Outcome outcome) {
+    /**
+     * Counts one decision. A stale refusal is also counted in {@code stockade_stale_rejections_total}: each one
+     * means some writer believed it held a lock it had lost.
+     */
+    public void decision(String policy, String backend, Outcome outcome) {
         decisions.computeIfAbsent(policy + '\0' + outcome.label, k -> Counter.builder("stockade.decisions")
                 .description("Fence decisions by policy and outcome")
                 .tag("policy", policy)
+                .tag("backend", backend)
                 .tag("outcome", outcome.label)
                 .register(registry)).increment();
+        if (outcome == Outcome.STALE) {
+            counter(staleRejections, "stockade.stale.rejections",
+                    "Writes refused because a newer holder's token was accepted: a writer that lost its lock",
+                    policy).increment();
+        }
+    }
+
+    /** The highest token of a scope was raised: a new holder took over. */
+    public void handoff(String policy, long jump) {
+        counter(handoffs, "stockade.handoffs", "Accepted writes that raised a scope's highest token", policy)
+                .increment();
+        jumps.computeIfAbsent(policy, p -> DistributionSummary.builder("stockade.token.jump")
+                .description("How far a handoff raised the highest token")
+                .tag("policy", p)
+                .register(registry)).record(jump);
+    }
+
+    /** The fence store failed to decide (the write was refused with 503). */
+    public void storeError(String policy) {
+        counter(storeErrors, "stockade.store.errors", "Fence store calls that failed (writes refused)", policy)
+                .increment();
+    }
+
+    /**
+     * The backend failed to answer.
+     *
+     * @param reason {@code timeout} or {@code unreachable}
+     */
+    public void upstreamError(String policy, String reason) {
+        upstreamErrors.computeIfAbsent(policy + '\0' + reason, k -> Counter.builder("stockade.upstream.errors")
+                .description("Backend calls that got no answer, by reason")
+                .tag("policy", policy)
+                .tag("reason", reason)
+                .register(registry)).increment();
+    }
+
+    /** Time a fenced write held its scope (serialized class): the fence check and the upstream call. */
+    public void scopeHeld(String policy, long nanos) {
+        timer(heldTimers, "stockade.scope.held", "Time a fenced write held its scope", policy)
+                .record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** Requests of a policy being handled now; increment on entry, decrement on exit. */
+    public AtomicInteger inFlight(String policy) {
+        return inFlight.computeIfAbsent(policy, p -> {
+            AtomicInteger value = new AtomicInteger();
+            Gauge.builder("stockade.inflight.requests", value, AtomicInteger::get)
+                    .description("Requests of a policy being handled now (a convoy shows as a rising line)")
+                    .tag("policy", p)
+                    .register(registry);
+            return value;
+        });
+    }
+
+    private Counter counter(ConcurrentHashMap<String, Counter> cache, String name, String help, String policy) {
+        return cache.computeIfAbsent(policy, p -> Counter.builder(name).description(help).tag("policy", p)
+                .register(registry));
+    }
+
+    /** The registry, for meters other components register (a cache, a store). */
+    public io.micrometer.core.instrument.MeterRegistry registry() {
+        return registry;
     }
 
     /** Time to decide the fence (the store's advance, durable). */
@@ -97,8 +184,9 @@ public final class ProxyMetrics {
         return cache.computeIfAbsent(policy, p -> Timer.builder(name)
                 .description(help)
                 .tag("policy", p)
-                .publishPercentileHistogram(false)
-                .maximumExpectedValue(Duration.ofSeconds(60))
+                // A few fixed buckets (not Micrometer's ~70): enough for histogram_quantile in alerts and the
+                // dashboard, few series per policy.
+                .serviceLevelObjectives(BUCKETS)
                 .register(registry));
     }
 

@@ -1,5 +1,6 @@
 package io.stockade.proxy.pipeline;
 
+import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.Handler;
 import io.helidon.webserver.http.ServerRequest;
@@ -19,6 +20,8 @@ import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.log.Decision;
+import io.stockade.proxy.log.DecisionLog;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.token.FencingToken;
@@ -28,6 +31,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -45,6 +49,8 @@ public final class FencePipeline implements Handler {
     private static final Logger LOG = Logger.getLogger(FencePipeline.class.getName());
     /** How long a write may wait for its scope before it is refused as busy. */
     static final Duration SCOPE_WAIT = Duration.ofSeconds(30);
+    /** Optional header naming the lock holder, for the decision log only. */
+    static final HeaderName HOLDER = HeaderNames.create("Fencing-Holder");
 
     private final StockadeConfig config;
     private final Map<String, Backend> backends;
@@ -72,70 +78,98 @@ public final class FencePipeline implements Handler {
     public void handle(ServerRequest req, ServerResponse res) {
         String method = req.prologue().method().text();
         String rawPath = req.path().rawPath();
+        Decision decision = new Decision(nanoTime.getAsLong(), method, rawPath);
+        AtomicInteger inFlight = null;
+        try {
+            // receive: one spelling per resource
+            Optional<String> badPath = RequestPath.problem(rawPath);
+            if (badPath.isPresent()) {
+                refuse(decision, res, Outcome.BAD_REQUEST,
+                        Problem.of(400, "bad-path", "Path refused", badPath.get()).with("path", rawPath));
+                return;
+            }
 
-        // receive: one spelling per resource
-        Optional<String> badPath = RequestPath.problem(rawPath);
-        if (badPath.isPresent()) {
-            refuse(res, ProxyMetrics.NO_POLICY, Outcome.BAD_REQUEST,
-                    Problem.of(400, "bad-path", "Path refused", badPath.get()).with("path", rawPath));
-            return;
-        }
+            // match policy
+            Optional<Route> matched = config.route(method, rawPath);
+            if (matched.isEmpty()) {
+                refuse(decision, res, Outcome.NO_POLICY, Problem.of(404, "no-policy", "No policy",
+                        "no policy matches " + method + " " + rawPath).with("path", rawPath));
+                return;
+            }
+            Route route = matched.get();
+            Policy policy = route.policy();
+            Backend backend = backends.get(policy.name());
+            Exchange exchange = new Exchange(req, res, route, route.scope());
+            decision.policy(policy.name(), policy.backend().type(), exchange.scope())
+                    .holder(req.headers().first(HOLDER).orElse(null));
+            inFlight = metrics.inFlight(policy.name());
+            inFlight.incrementAndGet();
+            if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(method)) {
+                decision.outcome(Outcome.UNFENCED, null);
+                forward(backend, exchange);
+                return;
+            }
 
-        // match policy
-        Optional<Route> matched = config.route(method, rawPath);
-        if (matched.isEmpty()) {
-            refuse(res, ProxyMetrics.NO_POLICY, Outcome.NO_POLICY, Problem.of(404, "no-policy", "No policy",
-                    "no policy matches " + method + " " + rawPath).with("path", rawPath));
-            return;
+            // parse token
+            tokenStage(decision, backend, exchange);
+        } finally {
+            if (inFlight != null) {
+                inFlight.decrementAndGet();
+            }
+            // metrics + log: once per request, whatever happened above
+            int status = res.isSent() ? res.status().code() : 0;
+            decision.status(status);
+            metrics.decision(decision.policy(), decision.backend(), decision.outcome());
+            if (status == 502 || status == 504) {
+                metrics.upstreamError(decision.policy(), status == 504 ? "timeout" : "unreachable");
+            }
+            DecisionLog.write(decision, nanoTime.getAsLong());
         }
-        Route route = matched.get();
-        Policy policy = route.policy();
+    }
+
+    private void tokenStage(Decision decision, Backend backend, Exchange exchange) {
+        Policy policy = exchange.route().policy();
         String name = policy.name();
-        Backend backend = backends.get(name);
-        Exchange exchange = new Exchange(req, res, route, route.scope());
-        if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(method)) {
-            metrics.decision(name, Outcome.UNFENCED);
-            forward(backend, exchange);
-            return;
-        }
-
-        // parse token
         String header = policy.fence().header();
+        ServerRequest req = exchange.request();
         FencingToken.Parsed parsed = FencingToken.parse(header, req.headers().all(HeaderNames.create(header), List::of));
         boolean observe = policy.fence().mode() == Policy.Mode.OBSERVE;
         switch (parsed) {
             case FencingToken.Malformed malformed -> {
                 if (observe) {
-                    observed(backend, exchange, Outcome.MALFORMED, malformed.reason());
+                    observed(decision, backend, exchange, Outcome.MALFORMED, malformed.reason());
                 } else {
-                    refuse(backend, exchange, Outcome.MALFORMED, Problem.of(400, "malformed-token", "Malformed fencing token",
-                            malformed.reason()).with("policy", name).with("scope", exchange.scope()));
+                    refuse(decision, backend, exchange, Outcome.MALFORMED, Problem.of(400, "malformed-token",
+                            "Malformed fencing token", malformed.reason()).with("policy", name)
+                            .with("scope", exchange.scope()));
                 }
             }
             case FencingToken.Missing missing -> {
                 if (policy.fence().missing() == Policy.MissingToken.ALLOW) {
-                    metrics.decision(name, Outcome.ALLOWED_WITHOUT_TOKEN);
+                    decision.outcome(Outcome.ALLOWED_WITHOUT_TOKEN, null);
                     forward(backend, exchange);
                 } else if (observe) {
-                    observed(backend, exchange, Outcome.MISSING, "no " + header + " header");
+                    observed(decision, backend, exchange, Outcome.MISSING, "no " + header + " header");
                 } else {
-                    refuse(backend, exchange, Outcome.MISSING, Problem.of(428, "missing-token", "Fencing token required",
-                            method + " is fenced by policy '" + name + "': send the token of your lock in the "
-                                    + header + " header").with("policy", name).with("scope", exchange.scope()));
+                    refuse(decision, backend, exchange, Outcome.MISSING, Problem.of(428, "missing-token",
+                            "Fencing token required", req.prologue().method().text() + " is fenced by policy '"
+                                    + name + "': send the token of your lock in the " + header + " header")
+                            .with("policy", name).with("scope", exchange.scope()));
                 }
             }
             case FencingToken.Present present -> {
+                decision.token(present.value());
                 if (observe) {
-                    observe(backend, exchange, present.value());
+                    observe(decision, backend, exchange, present.value());
                 } else {
-                    fencedWrite(backend, exchange, present.value());
+                    fencedWrite(decision, backend, exchange, present.value());
                 }
             }
         }
     }
 
     /** fence + write: the heart of the proxy. */
-    private void fencedWrite(Backend backend, Exchange exchange, long token) {
+    private void fencedWrite(Decision decision, Backend backend, Exchange exchange, long token) {
         Policy policy = exchange.route().policy();
         String name = policy.name();
         String scope = exchange.scope();
@@ -146,25 +180,27 @@ public final class FencePipeline implements Handler {
             long start = nanoTime.getAsLong();
             WriteResult result = self.fencedWrite(exchange, token, acceptEqual);
             metrics.upstream(name, nanoTime.getAsLong() - start);
-            answer(backend, exchange, token, result);
+            answer(decision, backend, exchange, token, result);
             return;
         }
 
         boolean serialized = backend.fenceClass() == FenceClass.SERIALIZED;
         ScopeGuard.Held held = null;
+        long heldSince = 0;
         try {
             if (serialized) {
                 long waitStart = nanoTime.getAsLong();
                 held = guard.acquire(scope, SCOPE_WAIT.toNanos());
-                metrics.scopeWait(name, nanoTime.getAsLong() - waitStart);
+                heldSince = nanoTime.getAsLong();
+                metrics.scopeWait(name, heldSince - waitStart);
                 if (held == null) {
-                    refuse(backend, exchange, Outcome.UNAVAILABLE, unavailable("scope-busy", "Scope busy",
+                    refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("scope-busy", "Scope busy",
                             "other writes of this scope held it for " + SCOPE_WAIT.toSeconds() + " s", scope, 1));
                     return;
                 }
                 long closed = Math.max(guard.quarantineRemaining(scope), notOpenFor(backend));
                 if (closed > 0) {
-                    refuse(backend, exchange, Outcome.QUARANTINED, unavailable("scope-quarantined",
+                    refuse(decision, backend, exchange, Outcome.QUARANTINED, unavailable("scope-quarantined",
                             "Scope quarantined", "an earlier write to this scope has an unknown outcome and may "
                                     + "still land; writes resume when the settle time has passed", scope,
                             seconds(closed)));
@@ -176,10 +212,15 @@ public final class FencePipeline implements Handler {
             Advance advance = store.advance(scope, token, acceptEqual);
             metrics.fenceDecision(name, nanoTime.getAsLong() - fenceStart);
             if (advance instanceof Advance.Stale stale) {
-                refuse(backend, exchange, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
+                decision.highest(stale.highest());
+                refuse(decision, backend, exchange, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
                 return;
             }
             FenceState previous = ((Advance.Accepted) advance).previous();
+            decision.highest(Math.max(token, previous.token()));
+            if (previous.token() >= 0 && token > previous.token()) {
+                metrics.handoff(name, token - previous.token());
+            }
 
             long upstreamStart = nanoTime.getAsLong();
             WriteResult result = backend.write(exchange, new Admission(scope, token, previous, store));
@@ -192,37 +233,41 @@ public final class FencePipeline implements Handler {
             if (result instanceof WriteResult.Unknown && serialized && !backend.settle().isZero()) {
                 guard.quarantine(scope, backend.settle().toNanos());
             }
-            answer(backend, exchange, token, result);
+            answer(decision, backend, exchange, token, result);
         } catch (StoreUnavailableException e) {
             LOG.log(Level.WARNING, "fence store unavailable for scope " + scope, e);
-            refuse(backend, exchange, Outcome.UNAVAILABLE, unavailable("store-unavailable",
+            metrics.storeError(name);
+            refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("store-unavailable",
                     "Fence store unavailable", "the fence could not be decided, nothing was written: "
                             + e.getMessage(), scope, 1));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            refuse(backend, exchange, Outcome.UNAVAILABLE, unavailable("shutting-down", "Shutting down",
+            refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("shutting-down", "Shutting down",
                     "the proxy is stopping", scope, 1));
         } finally {
             if (held != null) {
                 held.close();
+                metrics.scopeHeld(name, nanoTime.getAsLong() - heldSince);
             }
         }
     }
 
     /** answer: what a fenced write came to, as an answer to the client and a metric. */
-    private void answer(Backend backend, Exchange exchange, long token, WriteResult result) {
+    private void answer(Decision decision, Backend backend, Exchange exchange, long token, WriteResult result) {
         Policy policy = exchange.route().policy();
         String scope = exchange.scope();
         switch (result) {
-            case WriteResult.Answered answered -> metrics.decision(policy.name(), Outcome.ACCEPTED);
-            case WriteResult.Stale stale -> refuse(backend, exchange, Outcome.STALE,
-                    staleProblem(policy, scope, token, stale.highest()));
-            case WriteResult.Unavailable unavailable -> refuse(backend, exchange, Outcome.UNAVAILABLE,
+            case WriteResult.Answered answered -> decision.outcome(Outcome.ACCEPTED, null);
+            case WriteResult.Stale stale -> {
+                decision.highest(stale.highest());
+                refuse(decision, backend, exchange, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
+            }
+            case WriteResult.Unavailable unavailable -> refuse(decision, backend, exchange, Outcome.UNAVAILABLE,
                     unavailable("store-unavailable", "Fence unavailable", "the fence could not be decided, "
                             + "nothing was written: " + unavailable.reason(), scope, 1));
             case WriteResult.Unknown unknown -> {
                 boolean quarantined = guard.quarantineRemaining(scope) > 0;
-                refuse(backend, exchange, Outcome.UNKNOWN_OUTCOME, Problem.of(504, "unknown-outcome",
+                refuse(decision, backend, exchange, Outcome.UNKNOWN_OUTCOME, Problem.of(504, "unknown-outcome",
                                 "Outcome unknown", unknown.reason() + "; the write may or may not have been applied"
                                         + (quarantined ? "; the scope is quarantined for "
                                         + backend.settle().toSeconds() + " s" : ""))
@@ -236,29 +281,28 @@ public final class FencePipeline implements Handler {
      * to enforce later starts from the truth), but the request is forwarded whatever the verdict, with no scope
      * held. What enforce would have refused is counted and logged.
      */
-    private void observe(Backend backend, Exchange exchange, long token) {
+    private void observe(Decision decision, Backend backend, Exchange exchange, long token) {
         Policy policy = exchange.route().policy();
         try {
             Advance advance = store.advance(exchange.scope(), token,
                     policy.fence().equal() == Policy.EqualToken.ACCEPT);
             if (advance instanceof Advance.Stale stale) {
-                observed(backend, exchange, Outcome.STALE,
+                decision.highest(stale.highest());
+                observed(decision, backend, exchange, Outcome.STALE,
                         "token " + token + " is not above the highest " + stale.highest());
                 return;
             }
         } catch (StoreUnavailableException e) {
-            observed(backend, exchange, Outcome.UNAVAILABLE, e.getMessage());
+            observed(decision, backend, exchange, Outcome.UNAVAILABLE, e.getMessage());
             return;
         }
-        metrics.decision(policy.name(), Outcome.OBSERVED);
+        decision.outcome(Outcome.OBSERVED, null);
         forward(backend, exchange);
     }
 
-    private void observed(Backend backend, Exchange exchange, Outcome wouldBe, String why) {
-        String name = exchange.route().policy().name();
-        metrics.decision(name, Outcome.WOULD_REJECT);
-        LOG.info(() -> "observe: policy " + name + " would refuse " + exchange.request().prologue().method().text()
-                + " " + exchange.request().path().rawPath() + " (" + wouldBe.name().toLowerCase() + ": " + why + ")");
+    /** Observe mode: what enforce would have refused, forwarded anyway; the log line says what and why. */
+    private void observed(Decision decision, Backend backend, Exchange exchange, Outcome wouldBe, String why) {
+        decision.outcome(Outcome.WOULD_REJECT, wouldBe.label() + ": " + why);
         forward(backend, exchange);
     }
 
@@ -274,14 +318,15 @@ public final class FencePipeline implements Handler {
     }
 
     /** A refusal before any policy matched: always a problem body. */
-    private void refuse(ServerResponse res, String policy, Outcome outcome, Problem problem) {
-        metrics.decision(policy, outcome);
+    private static void refuse(Decision decision, ServerResponse res, Outcome outcome, Problem problem) {
+        decision.outcome(outcome, problem.detail());
         problem.send(res);
     }
 
     /** A refusal of a policy's request, in the shape its backend's clients understand. */
-    private void refuse(Backend backend, Exchange exchange, Outcome outcome, Problem problem) {
-        metrics.decision(exchange.route().policy().name(), outcome);
+    private static void refuse(Decision decision, Backend backend, Exchange exchange, Outcome outcome,
+                               Problem problem) {
+        decision.outcome(outcome, problem.detail());
         backend.refuse(exchange, problem);
     }
 

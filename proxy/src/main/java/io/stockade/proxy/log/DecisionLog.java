@@ -1,0 +1,80 @@
+package io.stockade.proxy.log;
+
+import io.stockade.proxy.http.Json;
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+
+import java.time.Instant;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * One JSON line per decision (logger {@code stockade.decision}), and an audit line for every refusal and every
+ * admin action (logger {@code stockade.audit}). Lines are written by {@link JsonLineHandler} to standard output,
+ * one JSON object each, so a log shipper can take them as they are.
+ * <p>
+ * Never logged: the query string (it may carry presigned signatures), request bodies, credentials, the admin
+ * token. The holder ({@code Fencing-Holder} header) is cut to 128 characters.
+ */
+public final class DecisionLog {
+    public static final String DECISIONS = "stockade.decision";
+    public static final String AUDIT = "stockade.audit";
+    private static final Logger DECISION = Logger.getLogger(DECISIONS);
+    private static final Logger AUDIT_LOG = Logger.getLogger(AUDIT);
+    private static final int MAX_HOLDER = 128;
+    private static final Set<Outcome> REFUSALS = EnumSet.of(Outcome.STALE, Outcome.MISSING, Outcome.MALFORMED,
+            Outcome.BAD_REQUEST, Outcome.UNAVAILABLE, Outcome.QUARANTINED, Outcome.NO_POLICY, Outcome.WOULD_REJECT,
+            Outcome.UNKNOWN_OUTCOME);
+
+    private DecisionLog() {
+    }
+
+    /** Writes the decision line, and an audit line when it is a refusal. */
+    public static void write(Decision d, long nowNanos) {
+        boolean refusal = REFUSALS.contains(d.outcome);
+        if (!DECISION.isLoggable(Level.INFO) && !(refusal && AUDIT_LOG.isLoggable(Level.INFO))) {
+            return;
+        }
+        String line = json("decision", d, nowNanos);
+        DECISION.info(line);
+        if (refusal) {
+            AUDIT_LOG.info(json("refusal", d, nowNanos));
+        }
+    }
+
+    /** An audit line for an admin action. {@code detail} must hold no secret. */
+    public static void admin(String action, String subject, String outcome, String detail) {
+        AUDIT_LOG.info("{\"ts\":" + Json.quote(Instant.now().toString()) + ",\"event\":\"admin\",\"action\":"
+                + Json.quote(action) + ",\"subject\":" + Json.quote(subject) + ",\"outcome\":" + Json.quote(outcome)
+                + ",\"detail\":" + Json.quote(detail) + "}");
+    }
+
+    static String json(String event, Decision d, long nowNanos) {
+        StringBuilder b = new StringBuilder(256);
+        b.append("{\"ts\":").append(Json.quote(Instant.now().toString()))
+                .append(",\"event\":\"").append(event).append('"')
+                .append(",\"policy\":").append(Json.quote(d.policy))
+                .append(",\"backend\":").append(Json.quote(d.backend))
+                .append(",\"method\":").append(Json.quote(d.method))
+                .append(",\"path\":").append(Json.quote(d.path))
+                .append(",\"scope\":").append(Json.quote(d.scope))
+                .append(",\"token\":").append(d.token)
+                .append(",\"highest\":").append(d.highest)
+                .append(",\"holder\":").append(Json.quote(holder(d.holder)))
+                .append(",\"outcome\":").append(Json.quote(d.outcome == null ? null : d.outcome.label()))
+                .append(",\"status\":").append(d.status)
+                .append(",\"latency_ms\":").append(String.format("%.3f", (nowNanos - d.startNanos) / 1e6));
+        if (d.reason != null) {
+            b.append(",\"reason\":").append(Json.quote(d.reason));
+        }
+        return b.append('}').toString();
+    }
+
+    private static String holder(String holder) {
+        if (holder == null) {
+            return null;
+        }
+        return holder.length() > MAX_HOLDER ? holder.substring(0, MAX_HOLDER) : holder;
+    }
+}

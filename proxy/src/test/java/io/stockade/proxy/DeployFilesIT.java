@@ -1,0 +1,143 @@
+package io.stockade.proxy;
+
+import io.stockade.policy.PolicyLoader;
+import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.TestUpstream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The files in {@code deploy/} say what they do: every manifest parses, every embedded policy file validates
+ * with the project's own loader, and every metric the alert rules and the dashboard use exists in a real
+ * {@code /metrics} scrape after a load that makes each kind of event happen.
+ */
+class DeployFilesIT {
+    static final Path DEPLOY = Path.of("../deploy");
+    static final Pattern METRIC = Pattern.compile("\\bstockade_[a-z0-9_]+");
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void everyManifestParses() throws IOException {
+        List<Path> files = files(".yaml", ".yml");
+        assertFalse(files.isEmpty());
+        for (Path file : files) {
+            List<Object> docs = new ArrayList<>();
+            new Yaml(new SafeConstructor(new LoaderOptions())).loadAll(Files.readString(file)).forEach(docs::add);
+            assertFalse(docs.isEmpty(), file + " holds no document");
+        }
+        for (Path file : files(".json")) {
+            // JSON is YAML: a parse error here is a broken dashboard
+            new Yaml(new SafeConstructor(new LoaderOptions())).load(Files.readString(file));
+        }
+    }
+
+    @Test
+    void embeddedPoliciesValidateWithTheLoader() throws Exception {
+        List<String> policies = new ArrayList<>();
+        policies.add(Files.readString(DEPLOY.resolve("compose/stockade.yaml")));
+        for (Path file : files(".yaml")) {
+            for (Object doc : new Yaml(new SafeConstructor(new LoaderOptions())).loadAll(Files.readString(file))) {
+                if (doc instanceof Map<?, ?> m && "ConfigMap".equals(m.get("kind"))
+                        && m.get("data") instanceof Map<?, ?> data && data.get("stockade.yaml") instanceof String text) {
+                    policies.add(text);
+                }
+            }
+        }
+        for (String text : policies) {
+            PolicyLoader.parse(text, Path.of("embedded.yaml"), Map.of("POD_NAME", "stockade-0"));
+        }
+    }
+
+    @Test
+    void everyMetricInTheAlertsAndTheDashboardExistsInARealScrape() throws Exception {
+        Set<String> used = new TreeSet<>();
+        used.addAll(metricNames(DEPLOY.resolve("prometheus/alerts.yaml")));
+        used.addAll(metricNames(DEPLOY.resolve("grafana/stockade-dashboard.json")));
+        assertTrue(used.size() >= 8, "the rules and the dashboard should use the proxy's metrics: " + used);
+
+        String scrape = scrapeAfterLoad();
+        Set<String> missing = new TreeSet<>();
+        for (String name : used) {
+            if (!Pattern.compile("(?m)^" + name + "[{ ]").matcher(scrape).find()) {
+                missing.add(name);
+            }
+        }
+        assertTrue(missing.isEmpty(), "metrics used by deploy/ but absent from /metrics: " + missing);
+    }
+
+    /** A load in which each kind of event happens once: accept, handoff, stale, timeout, store failure. */
+    private String scrapeAfterLoad() throws Exception {
+        String yaml = """
+                store:
+                  type: memory
+                  journal: ${JOURNAL}
+                policies:
+                  - name: docs
+                    match:
+                      path: /docs/{id}
+                    scope: docs/{id}
+                    backend:
+                      type: http
+                      url: ${UPSTREAM}
+                      timeout: 200ms
+                      settle: 100ms
+                """;
+        try (TestUpstream upstream = TestUpstream.start();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
+                     Map.of("UPSTREAM", upstream.baseUri().toString()))) {
+            Thread.sleep(150);
+            assertEquals(201, Http.put(proxy.uri("/docs/a"), "1", Map.of("Fencing-Token", "1")).status());
+            assertEquals(204, Http.put(proxy.uri("/docs/a"), "5", Map.of("Fencing-Token", "5")).status());
+            assertEquals(409, Http.put(proxy.uri("/docs/a"), "2", Map.of("Fencing-Token", "2")).status());
+            upstream.delayWrites(Duration.ofMillis(500));
+            assertEquals(504, Http.put(proxy.uri("/docs/b"), "b", Map.of("Fencing-Token", "1")).status());
+            upstream.delayWrites(Duration.ZERO);
+            assertEquals(503, Http.put(proxy.uri("/docs/b"), "b", Map.of("Fencing-Token", "2")).status());
+            proxy.server().store().close();
+            assertEquals(503, Http.put(proxy.uri("/docs/c"), "c", Map.of("Fencing-Token", "1")).status());
+            Http.Response metrics = Http.get(proxy.uri("/metrics"));
+            assertEquals(200, metrics.status());
+            return metrics.body();
+        }
+    }
+
+    private static Set<String> metricNames(Path file) throws IOException {
+        Set<String> names = new TreeSet<>();
+        Matcher m = METRIC.matcher(Files.readString(file));
+        while (m.find()) {
+            names.add(m.group());
+        }
+        return names;
+    }
+
+    private static List<Path> files(String... suffixes) throws IOException {
+        try (Stream<Path> walk = Files.walk(DEPLOY)) {
+            return walk.filter(Files::isRegularFile)
+                    .filter(p -> Stream.of(suffixes).anyMatch(s -> p.toString().endsWith(s)))
+                    .sorted()
+                    .toList();
+        }
+    }
+}
