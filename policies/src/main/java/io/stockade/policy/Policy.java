@@ -54,10 +54,15 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
      * @param missing what a fenced request without a token gets
      * @param equal   what a token equal to the highest gets
      * @param mode    enforce, observe (forward anyway, count what would be rejected) or off
+     * @param maxAdvance the largest jump a token may make over a scope's highest ({@link #UNLIMITED}: any); a
+     *                larger jump is refused, never ratcheted, so one inflated token cannot lock honest holders out
      */
-    public record Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode) {
+    public record Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode,
+                        long maxAdvance) {
         public static final String DEFAULT_HEADER = "Fencing-Token";
         public static final Set<String> DEFAULT_METHODS = Set.of("PUT", "POST", "PATCH", "DELETE");
+        /** No limit on how far a token may jump. */
+        public static final long UNLIMITED = Long.MAX_VALUE;
 
         public Fence {
             Objects.requireNonNull(header, "header");
@@ -65,6 +70,19 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
             Objects.requireNonNull(missing, "missing");
             Objects.requireNonNull(equal, "equal");
             Objects.requireNonNull(mode, "mode");
+            if (maxAdvance < 1) {
+                throw new IllegalArgumentException("maxAdvance must be at least 1, was " + maxAdvance);
+            }
+        }
+
+        /** A fence with no limit on token jumps. */
+        public Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode) {
+            this(header, methods, missing, equal, mode, UNLIMITED);
+        }
+
+        /** Whether {@code token} jumps further over {@code highest} than this fence allows. */
+        public boolean tooFar(long token, long highest) {
+            return maxAdvance != UNLIMITED && highest >= 0 && token > highest && token - highest > maxAdvance;
         }
 
         public static Fence defaults() {

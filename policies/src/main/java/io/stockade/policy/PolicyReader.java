@@ -160,10 +160,13 @@ final class PolicyReader {
                     f -> Values.keyword(f, "value", Vocabulary.EQUAL), Policy.EqualToken.ACCEPT);
             Optional<Policy.Mode> mode = fence.optional("mode",
                     f -> Values.keyword(f, "mode", Vocabulary.MODES), Policy.Mode.ENFORCE);
-            if (!Values.allPresent(header, methods, missing, equal, mode)) {
+            Optional<Long> maxAdvance = fence.optional("max-advance",
+                    f -> Values.longInteger(f, 1, Long.MAX_VALUE, "whole number"), Policy.Fence.UNLIMITED);
+            if (!Values.allPresent(header, methods, missing, equal, mode, maxAdvance)) {
                 return Optional.empty();
             }
-            return Optional.of(new Policy.Fence(header.get(), methods.get(), missing.get(), equal.get(), mode.get()));
+            return Optional.of(new Policy.Fence(header.get(), methods.get(), missing.get(), equal.get(), mode.get(),
+                    maxAdvance.get()));
         });
     }
 

@@ -84,6 +84,22 @@ final class Values {
         });
     }
 
+    /** A whole number in {@code min..max} as a long; {@code what} names it. */
+    static Optional<Long> longInteger(Field field, long min, long max, String what) {
+        return field.text().flatMap(text -> {
+            try {
+                long value = Long.parseLong(text);
+                if (value >= min && value <= max) {
+                    return Optional.of(value);
+                }
+            } catch (NumberFormatException notALong) {
+                // reported below
+            }
+            field.error("expected a " + what + " " + min + ".." + max + ", got '" + text + "'");
+            return Optional.empty();
+        });
+    }
+
     /** A positive number of bytes, optionally with a binary suffix: {@code 65536}, {@code 512KiB}, {@code 64MiB}. */
     static Optional<Long> size(Field field) {
         return field.text().flatMap(text -> {

@@ -17,7 +17,7 @@ final class Vocabulary {
     static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after");
     static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
-    static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode");
+    static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance");
     static final List<String> FILE_BACKEND_KEYS = List.of("type", "root");
     static final List<String> HTTP_BACKEND_KEYS =
             List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections");

@@ -48,6 +48,7 @@ abstract class ContractIT {
         policy(b, "lenient", "    fence:\n      missing: allow\n");
         policy(b, "observed", "    fence:\n      mode: observe\n");
         policy(b, "plain", "    fence:\n      mode: off\n");
+        policy(b, "capped", "    fence:\n      max-advance: 100\n");
         return b.toString();
     }
 
@@ -244,6 +245,19 @@ abstract class ContractIT {
         assert2xx(put("/plain/a", "w", "x"));
         assertEquals(Optional.of("w"), stored("/plain/a"));
         assertFalse(proxy.server().store().get("plain/a").isPresent());
+    }
+
+    @Test
+    void anInflatedTokenIsRefusedAndDoesNotRaiseTheFence() throws Exception {
+        assert2xx(put("/capped/a", "v5", "5"));
+        Http.Response inflated = put("/capped/a", "evil", Long.toString(Long.MAX_VALUE));
+        assertEquals(422, inflated.status(), inflated.body());
+        assertTrue(inflated.body().contains("token-too-far"), inflated.body());
+        assertEquals(Optional.of("v5"), stored("/capped/a"));
+        // the honest next holder is not locked out
+        assert2xx(put("/capped/a", "v105", "105"));
+        assertEquals(Optional.of("v105"), stored("/capped/a"));
+        assertEquals(1, proxy.server().metrics().count("capped", Outcome.TOO_FAR));
     }
 
     @Test

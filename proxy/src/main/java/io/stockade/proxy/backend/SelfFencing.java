@@ -11,7 +11,9 @@ package io.stockade.proxy.backend;
 public interface SelfFencing extends Backend {
 
     /**
-     * Checks the token against the storage's high-water mark and writes, as one atomic step.
+     * Checks the token against the storage's high-water mark and writes, as one atomic step. The backend also
+     * honours the policy's {@code fence.maxAdvance} (refusing a token that jumps too far), which only it can
+     * judge atomically.
      *
      * @param token       the writer's token
      * @param acceptEqual whether a token equal to the highest is accepted

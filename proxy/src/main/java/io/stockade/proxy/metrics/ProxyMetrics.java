@@ -52,6 +52,8 @@ public final class ProxyMetrics {
         MISSING,
         /** Refused: the token header is not a token (400). */
         MALFORMED,
+        /** Refused: the token jumps further over the highest than the policy's max-advance allows (422). */
+        TOO_FAR,
         /** Refused: the request itself is unacceptable, e.g. a path trick (400). */
         BAD_REQUEST,
         /** Refused: the fence could not be decided (503). */

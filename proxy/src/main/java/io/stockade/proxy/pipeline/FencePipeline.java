@@ -209,6 +209,22 @@ public final class FencePipeline implements Handler {
             }
 
             long fenceStart = nanoTime.getAsLong();
+            if (policy.fence().maxAdvance() != Policy.Fence.UNLIMITED) {
+                // Refuse an inflated token before it can raise the fence. A concurrent raise only makes the jump
+                // smaller, so judging against this read is never more lenient than judging atomically.
+                long highest = store.get(scope).map(FenceState::token).orElse(-1L);
+                if (policy.fence().tooFar(token, highest)) {
+                    decision.highest(highest);
+                    refuse(decision, backend, exchange, Outcome.TOO_FAR, Problem.of(422, "token-too-far",
+                                    "Token jumps too far", "token " + token + " is more than "
+                                            + policy.fence().maxAdvance() + " above the highest token " + highest
+                                            + " of scope '" + scope + "' (the policy's max-advance); it was not "
+                                            + "accepted and did not raise the fence")
+                            .with("policy", name).with("scope", scope).with("token", token)
+                            .with("highest", highest).with("maxAdvance", policy.fence().maxAdvance()));
+                    return;
+                }
+            }
             Advance advance = store.advance(scope, token, acceptEqual);
             metrics.fenceDecision(name, nanoTime.getAsLong() - fenceStart);
             if (advance instanceof Advance.Stale stale) {
