@@ -73,6 +73,7 @@ public final class StockadeServer implements AutoCloseable {
             WebServer server = WebServer.builder()
                     .host(config.server().host())
                     .port(config.server().port())
+                    .connectionOptions(options -> options.tcpNoDelay(true))
                     .routing(routing -> routing(routing, pipeline, metrics))
                     .build()
                     .start();

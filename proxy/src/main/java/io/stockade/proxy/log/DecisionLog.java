@@ -30,6 +30,11 @@ public final class DecisionLog {
     private DecisionLog() {
     }
 
+    /** The two loggers, for installing handlers on them. */
+    static java.util.List<Logger> loggers() {
+        return java.util.List.of(DECISION, AUDIT_LOG);
+    }
+
     /** Writes the decision line, and an audit line when it is a refusal. */
     public static void write(Decision d, long nowNanos) {
         boolean refusal = REFUSALS.contains(d.outcome);

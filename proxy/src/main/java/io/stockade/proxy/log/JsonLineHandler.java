@@ -24,8 +24,9 @@ public final class JsonLineHandler extends StreamHandler {
 
     /** Routes the decision and audit loggers to standard output as JSON lines (and not to the text log). */
     public static void install() {
-        for (String name : new String[] {DecisionLog.DECISIONS, DecisionLog.AUDIT}) {
-            Logger logger = Logger.getLogger(name);
+        // The loggers must be DecisionLog's own (strongly held) instances: JUL holds loggers weakly, and a
+        // handler added to a logger nobody references is lost when that logger is collected.
+        for (Logger logger : DecisionLog.loggers()) {
             logger.setUseParentHandlers(false);
             logger.addHandler(new JsonLineHandler());
         }

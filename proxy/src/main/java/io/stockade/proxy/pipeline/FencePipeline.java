@@ -117,7 +117,7 @@ public final class FencePipeline implements Handler {
                 inFlight.decrementAndGet();
             }
             // metrics + log: once per request, whatever happened above
-            int status = res.isSent() ? res.status().code() : 0;
+            int status = res.status().code();
             decision.status(status);
             metrics.decision(decision.policy(), decision.backend(), decision.outcome());
             if (status == 502 || status == 504) {

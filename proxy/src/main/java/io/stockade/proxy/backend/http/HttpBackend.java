@@ -81,6 +81,9 @@ public final class HttpBackend implements Backend {
                 .socketOptions(SocketOptions.builder()
                         .connectTimeout(config.connectTimeout())
                         .readTimeout(config.timeout())
+                        // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and
+                        // the upstream's delayed ACK add ~40 ms to every request.
+                        .tcpNoDelay(true)
                         .build())
                 .build();
         return new HttpBackend(config, client);

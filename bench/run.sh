@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# What does fencing cost? One run on loopback, every figure a ratio to a baseline measured in the same run.
+#
+#   bench/run.sh                       # DURATION=10s REPEATS=3 CONNECTIONS="32 128"
+#   DURATION=5s REPEATS=1 bench/run.sh # a quick look
+#
+# Starts a fast upstream (nginx answering 204), measures it directly, through nginx proxy_pass, and through
+# Stockade (memory store with its journal, HTTP backend, fencing on; every request raises the fence). Servers are
+# pinned to CPU 0 and wrk to CPU 1 (taskset), so the figures compare proxies on one core. Prints rps, p50, p99,
+# the proxy's CPU time per request, and the ratios; stops every process it started. See docs/benchmarks.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+stockade_find_jdk
+stockade_quiet_maven
+
+DURATION=${DURATION:-10s}
+REPEATS=${REPEATS:-3}
+CONNECTIONS=${CONNECTIONS:-"32 128"}
+BODY_BYTES=${BODY_BYTES:-256}
+export BODY_BYTES
+
+for tool in wrk nginx taskset; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "bench: installing wrk and nginx-light (Debian packages)" >&2
+    apt-get update -q >/dev/null && apt-get install -y -q wrk nginx-light >/dev/null
+    break
+  fi
+done
+
+jar=proxy/target/stockade-proxy.jar
+if [ ! -f "$jar" ]; then
+  mvn -B -q -DskipTests package -pl policies,proxy -am
+fi
+
+work=$(mktemp -d /tmp/stockade-bench.XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  sleep 0.5
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_port() { for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "bench: port $1 did not open" >&2; return 1; }
+
+nginx_conf() { # $1 = name, $2 = server block
+  cat > "$work/$1.conf" <<CONF
+worker_processes 1;
+pid $work/$1.pid;
+error_log $work/$1.error.log warn;
+daemon off;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/$1-body;
+  proxy_temp_path $work/$1-proxy;
+  client_max_body_size 0;
+  $2
+}
+CONF
+}
+
+upstream_port=$(free_port)
+nginx_conf upstream "server { listen 127.0.0.1:$upstream_port; keepalive_requests 100000; location / { return 204; } }"
+taskset -c 0 nginx -c "$work/upstream.conf" & pids+=($!)
+
+nginx_port=$(free_port)
+nginx_conf proxy "upstream up { server 127.0.0.1:$upstream_port; keepalive 128; }
+  server { listen 127.0.0.1:$nginx_port; keepalive_requests 100000;
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+taskset -c 0 nginx -c "$work/proxy.conf" & pids+=($!)
+nginx_master=$!
+
+stockade_port=$(free_port)
+cat > "$work/stockade.yaml" <<YAML
+server: {host: 127.0.0.1, port: $stockade_port}
+store: {type: memory, journal: $work/journal}
+policies:
+  - name: docs
+    match: {path: "/docs/{id}"}
+    scope: docs/{id}
+    backend: {type: http, url: "http://127.0.0.1:$upstream_port", settle: 1s, max-connections: 256}
+YAML
+taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g -jar "$jar" --config "$work/stockade.yaml" > "$work/stockade.out" 2> "$work/stockade.err" & pids+=($!)
+stockade_pid=$!
+
+wait_port "$upstream_port"; wait_port "$nginx_port"; wait_port "$stockade_port"
+nginx_pid=$(pgrep -P "$nginx_master" | head -1) # the worker does the proxying; the master only supervises
+sleep 1.5 # serialized policies open after their settle time
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+clk_tck=$(getconf CLK_TCK)
+
+run_wrk() { # $1 = url, $2 = connections -> "rps p50 p99 non2xx requests"
+  taskset -c 1 wrk -t1 -c"$2" -d"$DURATION" --timeout 10s -s bench/put.lua "$1" 2>&1 \
+    | sed -n 's/^BENCH rps=\([^ ]*\) p50_ms=\([^ ]*\) p99_ms=\([^ ]*\) non2xx=\([^ ]*\) requests=\([^ ]*\)$/\1 \2 \3 \4 \5/p'
+}
+
+results="$work/results.txt"
+: > "$results"
+echo "warming up Stockade (JIT) ..." >&2
+DURATION=5s run_wrk "http://127.0.0.1:$stockade_port" 32 >/dev/null
+
+for c in $CONNECTIONS; do
+  for r in $(seq 1 "$REPEATS"); do
+    for target in direct nginx stockade; do
+      case $target in
+        direct) url="http://127.0.0.1:$upstream_port"; pid="" ;;
+        nginx) url="http://127.0.0.1:$nginx_port"; pid=$nginx_pid ;;
+        stockade) url="http://127.0.0.1:$stockade_port"; pid=$stockade_pid ;;
+      esac
+      before=0; [ -n "$pid" ] && before=$(cpu_ticks "$pid")
+      read -r rps p50 p99 non2xx requests < <(run_wrk "$url" "$c")
+      cpu_us="-"
+      if [ -n "$pid" ]; then
+        after=$(cpu_ticks "$pid")
+        cpu_us=$(awk -v d=$((after - before)) -v t="$clk_tck" -v n="$requests" 'BEGIN { printf "%.1f", d / t * 1e6 / (n > 0 ? n : 1) }')
+      fi
+      echo "$c $r $target $rps $p50 $p99 $non2xx $cpu_us" | tee -a "$results" >&2
+    done
+  done
+done
+
+echo
+echo "Stockade bench, $(date -u +%Y-%m-%dT%H:%MZ), DURATION=$DURATION REPEATS=$REPEATS BODY_BYTES=$BODY_BYTES, $(nproc) cores"
+echo "median of repeats; servers on CPU 0, wrk on CPU 1"
+printf '%-6s %-9s %10s %9s %9s %8s %10s\n' conns target rps p50_ms p99_ms non2xx cpu_us/req
+for c in $CONNECTIONS; do
+  for target in direct nginx stockade; do
+    awk -v c="$c" -v t="$target" '$1 == c && $3 == t' "$results" | sort -k4 -n | awk -v n="$REPEATS" 'NR == int((n + 1) / 2)' \
+      | awk '{ printf "%-6s %-9s %10.0f %9.3f %9.3f %8s %10s\n", $1, $3, $4, $5, $6, $7, $8 }'
+  done
+  awk -v c="$c" '$1 == c' "$results" | awk -v c="$c" -v n="$REPEATS" '
+    { rps[$3] = rps[$3] " " $4; p99[$3] = p99[$3] " " $6 }
+    function median(list,   a, k) { k = split(list, a, " "); asort(a); return a[int((k + 1) / 2)] }
+    END {
+      printf "ratios at %s connections: stockade/nginx rps %.2f (target >= 0.80), stockade/nginx p99 %.2f (target <= 1.25), nginx/direct rps %.2f, stockade/direct rps %.2f\n",
+        c, median(rps["stockade"]) / median(rps["nginx"]), median(p99["stockade"]) / median(p99["nginx"]),
+        median(rps["nginx"]) / median(rps["direct"]), median(rps["stockade"]) / median(rps["direct"])
+    }'
+done
