@@ -43,13 +43,16 @@ final class Binder {
      * @param body  the request body, or null when no parameter reads it
      * @param token the fencing token, or null (unfenced runs bind {@code :fencing_token} as NULL)
      */
-    Binder(Map<String, SqlParam> params, Exchange exchange, String body, Long token) throws BadParameter {
+    Binder(Map<String, SqlParam> params, java.util.Set<String> used, Exchange exchange, String body, Long token)
+            throws BadParameter {
         this.params = params;
         this.exchange = exchange;
         this.body = body;
         this.token = token;
         for (SqlParam p : params.values()) {
-            values.put(p.name(), read(p));
+            if (used.contains(p.name())) {
+                values.put(p.name(), read(p));
+            }
         }
     }
 
@@ -90,7 +93,7 @@ final class Binder {
             case PATH -> "path variable '" + p.field() + "'";
             case QUERY -> "query parameter '" + p.field() + "'";
             case BODY -> "body field '" + p.field() + "'";
-            case BODY_TEXT -> "the request body";
+            case BODY_TEXT -> "body";
         };
         switch (p.source()) {
             case PATH -> {

@@ -60,14 +60,14 @@ public final class PostgresBackend implements SelfFencing {
      * @param readsBody whether a parameter comes from the body
      */
     private record Plan(List<Statement> statements, String plain, String fenced, String observed,
-                        boolean readsBody) {
+                        boolean readsBody, java.util.Set<String> used) {
     }
 
     private PostgresBackend(BackendConfig.Postgres config, HikariDataSource pool) {
         this.config = config;
         this.pool = pool;
-        config.statements().forEach((method, statements) -> plans.put(method, plan(statements)));
         this.check = config.check().map(s -> plan(List.of(s))).orElse(null);
+        config.statements().forEach((method, statements) -> plans.put(method, plan(statements)));
     }
 
     private Plan plan(List<Statement> statements) {
@@ -75,7 +75,12 @@ public final class PostgresBackend implements SelfFencing {
         boolean body = statements.stream().flatMap(s -> s.sql().placeholders().stream())
                 .map(config.params()::get)
                 .anyMatch(p -> p != null && (p.source() == ParamSource.BODY || p.source() == ParamSource.BODY_TEXT));
-        return new Plan(statements, joined, FENCE_CALL + joined, OBSERVE_CALL + joined, body);
+        java.util.Set<String> used = new java.util.HashSet<>();
+        statements.forEach(s -> used.addAll(s.sql().placeholders()));
+        if (check != null) {
+            used.addAll(check.used());
+        }
+        return new Plan(statements, joined, FENCE_CALL + joined, OBSERVE_CALL + joined, body, used);
     }
 
     /** Opens the pool and creates (or checks) the fence table. */
@@ -161,7 +166,7 @@ public final class PostgresBackend implements SelfFencing {
                         + " policy's body-limit of " + config.bodyLimit() + " bytes").send(res);
                 return new Outcome(new WriteResult.Answered(413));
             }
-            binder = new Binder(config.params(), exchange, body, kind == Kind.PLAIN ? null : token);
+            binder = new Binder(config.params(), plan.used(), exchange, body, kind == Kind.PLAIN ? null : token);
         } catch (Binder.BadParameter e) {
             Problem.of(400, "bad-parameter", "Bad parameter", e.getMessage()).with("parameter", e.parameter())
                     .send(res);
