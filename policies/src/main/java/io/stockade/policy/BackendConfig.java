@@ -3,9 +3,12 @@ package io.stockade.policy;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 
-/** Where a policy's requests go. Each backend type is one record; later issues add postgres and s3. */
+/** Where a policy's requests go. Each backend type is one record; a later issue adds s3. */
 public sealed interface BackendConfig {
 
     /** The backend's type as written in the policy file. */
@@ -65,5 +68,108 @@ public sealed interface BackendConfig {
         public String type() {
             return "file";
         }
+    }
+
+    /**
+     * PostgreSQL: each method of the policy runs named SQL statements declared here (never SQL from the request),
+     * in one transaction together with the fence.
+     *
+     * @param datasource the connection pool
+     * @param fence      where the high-water mark lives: the {@code stockade_fences} table, or a column of the
+     *                   user's rows that the statements compare with {@code :fencing_token}
+     * @param migrate    whether the proxy creates {@code stockade_fences} and its function at start
+     *                   (otherwise it checks they exist)
+     * @param params     the declared parameters by name
+     * @param statements the statements of each method (upper case), in order
+     * @param check      column mode: a SELECT answering the token column of the row a write targets; run when a
+     *                   fenced write changed no row, to tell a stale token from a missing row
+     * @param bodyLimit  the largest request body read, in bytes (413 above)
+     * @param retries    how many times a transaction that hit a serialization failure or deadlock is retried
+     */
+    record Postgres(Datasource datasource, FenceMode fence, boolean migrate, Map<String, SqlParam> params,
+                    Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
+                    int retries) implements BackendConfig {
+        public static final long DEFAULT_BODY_LIMIT = 1024 * 1024;
+        public static final int DEFAULT_RETRIES = 3;
+        /** Parameters every statement may use without declaring them. */
+        public static final String FENCING_TOKEN = "fencing_token";
+        public static final String SCOPE = "scope";
+
+        public Postgres {
+            Objects.requireNonNull(datasource, "datasource");
+            Objects.requireNonNull(fence, "fence");
+            params = Map.copyOf(params);
+            statements = Map.copyOf(statements);
+            Objects.requireNonNull(check, "check");
+        }
+
+        @Override
+        public String type() {
+            return "postgres";
+        }
+    }
+
+    /** Where a postgres backend keeps the high-water mark. */
+    enum FenceMode {
+        /** A row per scope in {@code stockade_fences}, bumped first in the transaction. */
+        TABLE,
+        /** A token column in the user's rows; the statements compare it with {@code :fencing_token}. */
+        COLUMN
+    }
+
+    /**
+     * One named statement of a postgres backend.
+     *
+     * @param name a name for answers and logs ({@code PUT[0]} unless the policy names it)
+     * @param sql  the parsed text
+     */
+    record Statement(String name, SqlText sql) {
+        public Statement {
+            Objects.requireNonNull(name, "name");
+            Objects.requireNonNull(sql, "sql");
+        }
+    }
+
+    /**
+     * A statement parameter and where its value comes from.
+     *
+     * @param name     the {@code :name} in the statements
+     * @param source   where the value is read
+     * @param field    the path variable, query parameter or JSON field name (usually the same as {@code name})
+     * @param type     how the value is checked and bound
+     * @param nullable whether JSON {@code null} (or an absent query parameter) binds SQL NULL instead of a 400
+     */
+    record SqlParam(String name, ParamSource source, String field, ParamType type, boolean nullable) {
+        public SqlParam {
+            Objects.requireNonNull(name, "name");
+            Objects.requireNonNull(source, "source");
+            Objects.requireNonNull(field, "field");
+            Objects.requireNonNull(type, "type");
+        }
+    }
+
+    /** Where a statement parameter is read from. */
+    enum ParamSource {
+        /** A variable of the path template. */
+        PATH,
+        /** A query parameter. */
+        QUERY,
+        /** A field of the JSON object in the request body. */
+        BODY,
+        /** The whole request body as text. */
+        BODY_TEXT
+    }
+
+    /** The type a parameter is checked against and bound as. */
+    enum ParamType {
+        /** Text (bound with an unspecified type: PostgreSQL infers it from the statement). */
+        STRING,
+        /** A whole number (bigint). */
+        INTEGER,
+        /** Any number (numeric). */
+        NUMBER,
+        BOOLEAN,
+        /** Any JSON value, bound as its JSON text (for json/jsonb columns). */
+        JSON
     }
 }

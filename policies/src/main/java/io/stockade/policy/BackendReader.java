@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /** Reads a policy's {@code backend} block. */
 final class BackendReader {
@@ -16,10 +17,15 @@ final class BackendReader {
      * @param path  the policy's path template, if it was valid
      * @param scope the policy's scope template, if it was valid
      */
-    static Optional<BackendConfig> read(Field field, Optional<PathTemplate> path, Optional<ScopeTemplate> scope) {
+    static Optional<BackendConfig> read(Field field, Optional<PathTemplate> path, Optional<ScopeTemplate> scope,
+                                        Optional<Set<String>> methods, Optional<Policy.Fence> fence) {
         return field.mapping().flatMap(backend -> backend
                 .required("type", type -> Values.keyword(type, "backend type", Vocabulary.BACKEND_TYPES))
-                .flatMap(type -> type.equals("file") ? file(backend) : http(backend, path, scope)));
+                .flatMap(type -> switch (type) {
+                    case "file" -> file(backend);
+                    case "postgres" -> PostgresBackendReader.read(backend, path, methods, fence);
+                    default -> http(backend, path, scope);
+                }));
     }
 
     private static Optional<BackendConfig> file(Mapping backend) {

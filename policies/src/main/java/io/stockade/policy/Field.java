@@ -65,6 +65,16 @@ final class Field {
         return Optional.empty();
     }
 
+    /** Whether this node is a mapping (for keys that take a short scalar form or a long mapping form). */
+    boolean isMapping() {
+        return node instanceof MappingNode;
+    }
+
+    /** Whether this node is a list. */
+    boolean isList() {
+        return node instanceof SequenceNode;
+    }
+
     /** This node's items. */
     Optional<List<Field>> items() {
         if (!(node instanceof SequenceNode sequence)) {

@@ -45,6 +45,21 @@ final class Mapping {
         return this;
     }
 
+    /** The keys and their values, in file order. */
+    Map<String, Field> entries() {
+        return values;
+    }
+
+    /** The value of a key, if present. */
+    Optional<Field> get(String key) {
+        return Optional.ofNullable(values.get(key));
+    }
+
+    /** Reports a problem at the mapping itself. */
+    void error(String message) {
+        field.error(message);
+    }
+
     /** An optional key read by {@code reader}, or {@code fallback} when the key is absent. */
     <T> Optional<T> optional(String key, Function<Field, Optional<T>> reader, T fallback) {
         Field value = values.get(key);

@@ -60,7 +60,8 @@ final class PolicyReader {
                 field -> methods(field, Set.of(), "leave 'methods' out to take every method"), Set.of()));
         Optional<ScopeTemplate> scope = policy.required("scope", field -> path.flatMap(p -> scope(field, p)));
         Optional<Policy.Fence> fence = policy.optional("fence", field -> fence(field, methods), defaultFence(methods));
-        Optional<BackendConfig> backend = policy.required("backend", field -> BackendReader.read(field, path, scope));
+        Optional<BackendConfig> backend = policy.required("backend", field -> BackendReader.read(field, path, scope,
+                methods, fence));
         if (!Values.allPresent(name, path, methods, scope, fence, backend)) {
             return Optional.empty();
         }

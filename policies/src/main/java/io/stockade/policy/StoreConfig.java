@@ -3,7 +3,7 @@ package io.stockade.policy;
 import java.nio.file.Path;
 import java.util.Objects;
 
-/** Where the highest token of each scope is kept. Later stores (postgres, etcd) add records here. */
+/** Where the highest token of each scope is kept. A later store (etcd) adds a record here. */
 public sealed interface StoreConfig {
 
     /** The store's type as written in the policy file. */
@@ -31,4 +31,21 @@ public sealed interface StoreConfig {
         }
     }
 
+    /**
+     * The {@code stockade_fences} table of a PostgreSQL database, shared by every proxy replica that names it.
+     * Each admission is one committed transaction (durable on commit).
+     *
+     * @param datasource the connection pool
+     * @param migrate    whether the proxy creates the table at start (otherwise it checks it exists)
+     */
+    record Postgres(Datasource datasource, boolean migrate) implements StoreConfig {
+        public Postgres {
+            Objects.requireNonNull(datasource, "datasource");
+        }
+
+        @Override
+        public String type() {
+            return "postgres";
+        }
+    }
 }

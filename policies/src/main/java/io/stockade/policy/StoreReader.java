@@ -10,10 +10,20 @@ final class StoreReader {
     }
 
     static Optional<StoreConfig> read(Field field) {
-        // 'memory' is the only store type so far; each new type gets its own method and key list.
+        // each store type gets its own method and key list
         return field.mapping().flatMap(store -> store
                 .required("type", type -> Values.keyword(type, "store type", Vocabulary.STORE_TYPES))
-                .flatMap(type -> memory(store)));
+                .flatMap(type -> type.equals("postgres") ? postgres(store) : memory(store)));
+    }
+
+    private static Optional<StoreConfig> postgres(Mapping store) {
+        store.allowOnly(Vocabulary.POSTGRES_STORE_KEYS);
+        Optional<Datasource> datasource = store.required("datasource", DatasourceReader::read);
+        Optional<Boolean> migrate = store.optional("migrate", Values::bool, true);
+        if (!Values.allPresent(datasource, migrate)) {
+            return Optional.empty();
+        }
+        return Optional.of(new StoreConfig.Postgres(datasource.get(), migrate.get()));
     }
 
     private static Optional<StoreConfig> memory(Mapping store) {

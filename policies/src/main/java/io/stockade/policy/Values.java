@@ -199,4 +199,16 @@ final class Values {
         return matching(field, TOKEN, "is not a valid header name: use letters, digits and !#$%&'*+-.^_`|~"
                 + " (an RFC 9110 token)");
     }
+
+    /** {@code true} or {@code false}. */
+    static Optional<Boolean> bool(Field field) {
+        return field.text().flatMap(text -> switch (text) {
+            case "true" -> Optional.of(true);
+            case "false" -> Optional.of(false);
+            default -> {
+                field.error("expected true or false, got '" + text + "'");
+                yield Optional.empty();
+            }
+        });
+    }
 }

@@ -15,22 +15,32 @@ final class Vocabulary {
     static final List<String> ROOT_KEYS = List.of("server", "store", "policies");
     static final List<String> SERVER_KEYS = List.of("host", "port");
     static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after");
+    static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate");
+    static final List<String> DATASOURCE_KEYS = List.of("url", "user", "password", "password-file", "pool-size",
+            "statement-timeout", "connect-timeout");
     static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance");
     static final List<String> FILE_BACKEND_KEYS = List.of("type", "root");
     static final List<String> HTTP_BACKEND_KEYS =
             List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections");
+    static final List<String> POSTGRES_BACKEND_KEYS = List.of("type", "datasource", "fence", "migrate", "params",
+            "statements", "check", "body-limit", "retries");
+    static final List<String> PARAM_KEYS = List.of("from", "field", "type", "nullable");
+    static final List<String> STATEMENT_KEYS = List.of("name", "sql");
 
     /** The methods a policy can take, in the order messages list them. */
     static final List<String> METHODS = List.of("GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS");
 
-    static final List<String> STORE_TYPES = List.of("memory");
-    static final List<String> BACKEND_TYPES = List.of("file", "http");
+    static final List<String> STORE_TYPES = List.of("memory", "postgres");
+    static final List<String> BACKEND_TYPES = List.of("file", "http", "postgres");
     static final Map<String, Policy.MissingToken> MISSING = keywords(Policy.MissingToken.class);
     static final Map<String, Policy.EqualToken> EQUAL = keywords(Policy.EqualToken.class);
     static final Map<String, Policy.Mode> MODES = keywords(Policy.Mode.class);
     static final Map<String, BackendConfig.Conditional> CONDITIONALS = keywords(BackendConfig.Conditional.class);
+    static final Map<String, BackendConfig.FenceMode> FENCE_MODES = keywords(BackendConfig.FenceMode.class);
+    static final Map<String, BackendConfig.ParamSource> PARAM_SOURCES = keywords(BackendConfig.ParamSource.class);
+    static final Map<String, BackendConfig.ParamType> PARAM_TYPES = keywords(BackendConfig.ParamType.class);
 
     private Vocabulary() {
     }

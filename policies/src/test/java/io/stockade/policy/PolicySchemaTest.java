@@ -55,24 +55,36 @@ class PolicySchemaTest {
         assertEquals(List.copyOf(Vocabulary.EQUAL.keySet()), at(fence + "equal/enum"));
         assertEquals(List.copyOf(Vocabulary.CONDITIONALS.keySet()),
                 at("$defs/httpBackend/properties/conditional/enum"));
-        assertEquals(Vocabulary.STORE_TYPES, at("properties/store/properties/type/enum"));
+        assertEquals(Vocabulary.STORE_TYPES, List.of(at("$defs/memoryStore/properties/type/const"),
+                at("$defs/postgresStore/properties/type/const")));
+        assertEquals(List.copyOf(Vocabulary.FENCE_MODES.keySet()), at("$defs/postgresBackend/properties/fence/enum"));
+        assertEquals(List.copyOf(Vocabulary.PARAM_SOURCES.keySet()),
+                at("$defs/postgresBackend/properties/params/additionalProperties/anyOf/0/enum"));
+        assertEquals(List.copyOf(Vocabulary.PARAM_TYPES.keySet()),
+                at("$defs/postgresBackend/properties/params/additionalProperties/anyOf/1/properties/type/enum"));
         assertEquals(Vocabulary.METHODS, at("$defs/methods/items/enum"));
     }
 
     @Test
     void backendAlternativesAreExactlyTheBackendTypes() {
         String backend = "$defs/policy/properties/backend/oneOf/";
-        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend"),
-                List.of(at(backend + "0/$ref"), at(backend + "1/$ref")));
+        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend", "#/$defs/postgresBackend"),
+                List.of(at(backend + "0/$ref"), at(backend + "1/$ref"), at(backend + "2/$ref")));
         assertEquals(Vocabulary.BACKEND_TYPES, List.of(at("$defs/fileBackend/properties/type/const"),
-                at("$defs/httpBackend/properties/type/const")));
+                at("$defs/httpBackend/properties/type/const"), at("$defs/postgresBackend/properties/type/const")));
     }
 
     @Test
     void everyObjectAllowsExactlyTheKeysTheLoaderAccepts() {
         assertEquals(Vocabulary.ROOT_KEYS, List.copyOf(((Map<?, ?>) at("properties")).keySet()));
         assertEquals(Vocabulary.SERVER_KEYS, keys("properties/server"));
-        assertEquals(Vocabulary.MEMORY_STORE_KEYS, keys("properties/store"));
+        assertEquals(Vocabulary.MEMORY_STORE_KEYS, keys("$defs/memoryStore"));
+        assertEquals(Vocabulary.POSTGRES_STORE_KEYS, keys("$defs/postgresStore"));
+        assertEquals(Vocabulary.DATASOURCE_KEYS, keys("$defs/datasource"));
+        assertEquals(Vocabulary.POSTGRES_BACKEND_KEYS, keys("$defs/postgresBackend"));
+        assertEquals(Vocabulary.PARAM_KEYS,
+                keys("$defs/postgresBackend/properties/params/additionalProperties/anyOf/1"));
+        assertEquals(Vocabulary.STATEMENT_KEYS, keys("$defs/sqlStatement/anyOf/1"));
         assertEquals(Vocabulary.POLICY_KEYS, keys("$defs/policy"));
         assertEquals(Vocabulary.MATCH_KEYS, keys("$defs/policy/properties/match"));
         assertEquals(Vocabulary.FENCE_KEYS, keys("$defs/policy/properties/fence"));
@@ -83,7 +95,8 @@ class PolicySchemaTest {
     @Test
     void everyObjectRefusesKeysItDoesNotList() {
         assertEquals(false, schema.get("additionalProperties"));
-        for (String path : List.of("properties/server", "properties/store", "$defs/policy",
+        for (String path : List.of("properties/server", "$defs/memoryStore", "$defs/postgresStore",
+                "$defs/datasource", "$defs/postgresBackend", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
                 "$defs/httpBackend")) {
             assertEquals(false, at(path + "/additionalProperties"), path);

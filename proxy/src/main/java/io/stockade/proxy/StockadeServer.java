@@ -11,6 +11,7 @@ import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.file.FileBackend;
 import io.stockade.proxy.backend.http.HttpBackend;
+import io.stockade.proxy.backend.postgres.PostgresBackend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.http.Problem;
@@ -118,6 +119,7 @@ public final class StockadeServer implements AutoCloseable {
         return switch (config) {
             case BackendConfig.Http http -> HttpBackend.open(http);
             case BackendConfig.File file -> FileBackend.open(file);
+            case BackendConfig.Postgres postgres -> PostgresBackend.open(postgres);
         };
     }
 
@@ -136,6 +138,11 @@ public final class StockadeServer implements AutoCloseable {
 
     public FenceStore store() {
         return store;
+    }
+
+    /** The backend of a policy (tests use it to take a backend's storage away). */
+    public Backend backend(String policy) {
+        return backends.get(policy);
     }
 
     /** Stops listening, then closes the backends and the store. */

@@ -23,4 +23,22 @@ public interface SelfFencing extends Backend {
      * {@link WriteResult.Unknown} when the outcome is unknown
      */
     WriteResult fencedWrite(Exchange exchange, long token, boolean acceptEqual);
+
+    /**
+     * {@code mode: observe}: runs the write without enforcing the token, keeps the high-water mark as enforce
+     * would (never lowering it), and tells whether enforce would have refused it.
+     *
+     * @return the backend's verdict and what the write came to
+     */
+    Observed observe(Exchange exchange, long token, boolean acceptEqual);
+
+    /**
+     * What an observed write came to.
+     *
+     * @param wouldReject whether enforce mode would have refused the token
+     * @param highest     the highest token before this write (-1 when none)
+     * @param result      the write's result, as for {@link #fencedWrite}
+     */
+    record Observed(boolean wouldReject, long highest, WriteResult result) {
+    }
 }

@@ -299,6 +299,24 @@ public final class FencePipeline implements Handler {
      */
     private void observe(Decision decision, Backend backend, Exchange exchange, long token) {
         Policy policy = exchange.route().policy();
+        if (backend instanceof SelfFencing self) {
+            // The storage keeps the high-water mark; it runs the write unfenced and says what enforce would do.
+            long start = nanoTime.getAsLong();
+            SelfFencing.Observed observed = self.observe(exchange, token,
+                    policy.fence().equal() == Policy.EqualToken.ACCEPT);
+            metrics.upstream(policy.name(), nanoTime.getAsLong() - start);
+            if (observed.wouldReject()) {
+                metrics.decision(policy.name(), Outcome.WOULD_REJECT);
+                LOG.info(() -> "observe: policy " + policy.name() + " would refuse token " + token + " for scope "
+                        + exchange.scope() + " (stale: the highest was " + observed.highest() + ")");
+            } else if (observed.result() instanceof WriteResult.Answered) {
+                metrics.decision(policy.name(), Outcome.OBSERVED);
+            }
+            if (!(observed.result() instanceof WriteResult.Answered)) {
+                answer(backend, exchange, token, observed.result());
+            }
+            return;
+        }
         try {
             Advance advance = store.advance(exchange.scope(), token,
                     policy.fence().equal() == Policy.EqualToken.ACCEPT);

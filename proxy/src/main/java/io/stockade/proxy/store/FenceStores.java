@@ -3,6 +3,7 @@ package io.stockade.proxy.store;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.store.memory.MemoryFenceStore;
+import io.stockade.proxy.store.postgres.PostgresFenceStore;
 
 import java.io.IOException;
 
@@ -14,6 +15,7 @@ public final class FenceStores {
     public static FenceStore open(StoreConfig config) throws IOException {
         return switch (config) {
             case StoreConfig.Memory memory -> MemoryFenceStore.open(memory);
+            case StoreConfig.Postgres postgres -> PostgresFenceStore.open(postgres);
         };
     }
 }

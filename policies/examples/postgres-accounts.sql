@@ -1,0 +1,25 @@
+-- Schema for policies/examples/postgres-accounts.yaml:  psql -d bank -f postgres-accounts.sql
+-- Stockade creates its own fence table (stockade_fences) at start unless the policy says migrate: false;
+-- then apply proxy/src/main/resources/io/stockade/proxy/postgres/stockade-fences.sql as well.
+
+CREATE TABLE IF NOT EXISTS accounts (
+    id          text PRIMARY KEY,
+    owner       text NOT NULL UNIQUE,
+    balance     numeric(14, 2) NOT NULL CHECK (balance >= 0),
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS ledger (
+    id          bigserial PRIMARY KEY,
+    account     text NOT NULL REFERENCES accounts (id),
+    amount      numeric(14, 2) NOT NULL,
+    memo        jsonb,
+    at          timestamptz NOT NULL DEFAULT now()
+);
+
+-- fence: column example: the token lives in the row itself.
+CREATE TABLE IF NOT EXISTS profiles (
+    id           text PRIMARY KEY,
+    display_name text NOT NULL,
+    fence_token  bigint NOT NULL DEFAULT 0
+);

@@ -1,0 +1,386 @@
+package io.stockade.proxy.backend.postgres;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Status;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.BackendConfig.FenceMode;
+import io.stockade.policy.BackendConfig.ParamSource;
+import io.stockade.policy.BackendConfig.Statement;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.postgres.PostgresPools;
+import org.postgresql.util.PSQLException;
+import org.postgresql.util.ServerErrorMessage;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The {@code postgres} backend: each method of a policy runs the policy's named statements, in one transaction
+ * with the fence (see the package documentation for the design).
+ */
+public final class PostgresBackend implements SelfFencing {
+    private static final Logger LOG = Logger.getLogger(PostgresBackend.class.getName());
+    private static final String FENCE_CALL = "SELECT stockade_fence(?, ?, ?);\n";
+    private static final String OBSERVE_CALL = "SELECT stockade_fence_observe(?, ?);\n";
+    /** SQLSTATE raised by {@code stockade_fence} for a stale token. */
+    static final String STALE = "SF409";
+
+    private final BackendConfig.Postgres config;
+    private final HikariDataSource pool;
+    private final Map<String, Plan> plans = new HashMap<>();
+    private final Plan check;
+
+    /**
+     * The statements of one method, joined for one round trip.
+     *
+     * @param plain    the statements alone
+     * @param fenced   table mode: the fence call first, then the statements
+     * @param observed table mode, observe: the observing fence call first
+     * @param readsBody whether a parameter comes from the body
+     */
+    private record Plan(List<Statement> statements, String plain, String fenced, String observed,
+                        boolean readsBody, java.util.Set<String> used) {
+    }
+
+    private PostgresBackend(BackendConfig.Postgres config, HikariDataSource pool) {
+        this.config = config;
+        this.pool = pool;
+        this.check = config.check().map(s -> plan(List.of(s))).orElse(null);
+        config.statements().forEach((method, statements) -> plans.put(method, plan(statements)));
+    }
+
+    private Plan plan(List<Statement> statements) {
+        String joined = String.join(";\n", statements.stream().map(s -> s.sql().jdbc()).toList());
+        boolean body = statements.stream().flatMap(s -> s.sql().placeholders().stream())
+                .map(config.params()::get)
+                .anyMatch(p -> p != null && (p.source() == ParamSource.BODY || p.source() == ParamSource.BODY_TEXT));
+        java.util.Set<String> used = new java.util.HashSet<>();
+        statements.forEach(s -> used.addAll(s.sql().placeholders()));
+        if (check != null) {
+            used.addAll(check.used());
+        }
+        return new Plan(statements, joined, FENCE_CALL + joined, OBSERVE_CALL + joined, body, used);
+    }
+
+    /** Opens the pool and creates (or checks) the fence table. */
+    public static PostgresBackend open(BackendConfig.Postgres config) throws IOException {
+        HikariDataSource pool = PostgresPools.open(config.datasource(), "stockade-backend");
+        try {
+            if (config.fence() == FenceMode.TABLE) {
+                PostgresPools.prepare(pool, config.migrate(), config.datasource().url());
+            }
+            return new PostgresBackend(config, pool);
+        } catch (IOException | RuntimeException e) {
+            pool.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public FenceClass fenceClass() {
+        return FenceClass.ATOMIC;
+    }
+
+    @Override
+    public WriteResult fencedWrite(Exchange exchange, long token, boolean acceptEqual) {
+        return run(exchange, token, acceptEqual, Kind.FENCED).result();
+    }
+
+    @Override
+    public Observed observe(Exchange exchange, long token, boolean acceptEqual) {
+        Outcome o = run(exchange, token, acceptEqual, config.fence() == FenceMode.TABLE ? Kind.OBSERVED : Kind.PLAIN);
+        Long before = o.before();
+        boolean wouldReject = before != null && (before > token || before == token && !acceptEqual);
+        return new Observed(wouldReject, before == null ? -1 : before, o.result());
+    }
+
+    @Override
+    public void forward(Exchange exchange) {
+        WriteResult r = run(exchange, -1, true, Kind.PLAIN).result();
+        switch (r) {
+            case WriteResult.Answered a -> { }
+            case WriteResult.Unavailable u -> Problem.of(503, "database-unavailable", "Database unavailable",
+                    u.reason()).retryAfter(1).send(exchange.response());
+            case WriteResult.Unknown u -> Problem.of(504, "unknown-outcome", "Outcome unknown",
+                    u.reason() + "; the statements may or may not have been applied").send(exchange.response());
+            case WriteResult.Stale s -> Problem.of(409, "stale-token", "Stale fencing token",
+                    "a higher token holds this row").with("highest", s.highest()).send(exchange.response());
+        }
+    }
+
+    @Override
+    public WriteResult write(Exchange exchange, Admission admission) {
+        throw new UnsupportedOperationException("the postgres backend fences itself (SelfFencing)");
+    }
+
+    private enum Kind { FENCED, OBSERVED, PLAIN }
+
+    /** What a run came to, and for observe the highest token before (null for a new scope). */
+    private record Outcome(WriteResult result, Long before) {
+        Outcome(WriteResult result) {
+            this(result, null);
+        }
+    }
+
+    /** One statement's result. */
+    private record Result(Statement statement, int affected, List<String> rows) {
+    }
+
+    private Outcome run(Exchange exchange, long token, boolean acceptEqual, Kind kind) {
+        ServerRequest req = exchange.request();
+        ServerResponse res = exchange.response();
+        String method = req.prologue().method().text().toUpperCase(Locale.ROOT);
+        Plan plan = plans.get(method);
+        if (plan == null) {
+            Problem.of(405, "method-not-allowed", "Method not allowed", "policy '"
+                            + exchange.route().policy().name() + "' declares no statements for " + method)
+                    .header("Allow", String.join(", ", plans.keySet())).send(res);
+            return new Outcome(new WriteResult.Answered(405));
+        }
+        Binder binder;
+        try {
+            String body = plan.readsBody() ? readBody(req) : null;
+            if (body == null && plan.readsBody()) {
+                Problem.of(413, "body-too-large", "Body too large", "the request body is larger than the"
+                        + " policy's body-limit of " + config.bodyLimit() + " bytes").send(res);
+                return new Outcome(new WriteResult.Answered(413));
+            }
+            binder = new Binder(config.params(), plan.used(), exchange, body, kind == Kind.PLAIN ? null : token);
+        } catch (Binder.BadParameter e) {
+            Problem.of(400, "bad-parameter", "Bad parameter", e.getMessage()).with("parameter", e.parameter())
+                    .send(res);
+            return new Outcome(new WriteResult.Answered(400));
+        }
+        boolean fencedColumn = kind == Kind.FENCED && config.fence() == FenceMode.COLUMN;
+        String sql = switch (kind) {
+            case FENCED -> config.fence() == FenceMode.TABLE ? plan.fenced() : plan.plain();
+            case OBSERVED -> plan.observed();
+            case PLAIN -> plan.plain();
+        };
+        boolean prefixed = sql != plan.plain();
+        for (int attempt = 0; ; attempt++) {
+            Connection c;
+            try {
+                c = pool.getConnection();
+            } catch (SQLException e) {
+                return new Outcome(new WriteResult.Unavailable("no database connection: " + e.getMessage()));
+            }
+            try (c) {
+                boolean explicit = fencedColumn && plan.statements().size() > 1;
+                if (explicit) {
+                    c.setAutoCommit(false);
+                }
+                Long before = null;
+                List<Result> results = new ArrayList<>();
+                try (PreparedStatement ps = c.prepareStatement(sql)) {
+                    int index = 1;
+                    if (kind == Kind.FENCED && prefixed) {
+                        ps.setString(index++, exchange.scope());
+                        ps.setLong(index++, token);
+                        ps.setBoolean(index++, acceptEqual);
+                    } else if (kind == Kind.OBSERVED) {
+                        ps.setString(index++, exchange.scope());
+                        ps.setLong(index++, token);
+                    }
+                    for (Statement s : plan.statements()) {
+                        index = binder.bind(ps, index, s);
+                    }
+                    boolean isResultSet = ps.execute();
+                    int n = prefixed ? -1 : 0;
+                    while (true) {
+                        if (!isResultSet && ps.getUpdateCount() == -1) {
+                            break;
+                        }
+                        if (n == -1) {
+                            try (ResultSet r = ps.getResultSet()) {
+                                r.next();
+                                long v = r.getLong(1);
+                                before = r.wasNull() ? null : v;
+                            }
+                        } else if (n < plan.statements().size()) {
+                            Statement s = plan.statements().get(n);
+                            if (isResultSet) {
+                                List<String> rows = Rows.read(ps.getResultSet());
+                                results.add(new Result(s, Rows.isQuery(s) ? 0 : rows.size(), rows));
+                            } else {
+                                results.add(new Result(s, ps.getUpdateCount(), List.of()));
+                            }
+                        }
+                        n++;
+                        isResultSet = ps.getMoreResults();
+                    }
+                }
+                if (fencedColumn && results.stream().anyMatch(r -> r.affected() == 0 && !Rows.isQuery(r.statement()))) {
+                    Long highest = checkToken(c, binder);
+                    if (highest != null && (highest > token || highest == token && !acceptEqual)) {
+                        if (explicit) {
+                            c.rollback();
+                        }
+                        return new Outcome(new WriteResult.Stale(highest));
+                    }
+                }
+                if (explicit) {
+                    c.commit();
+                }
+                return new Outcome(answer(res, method, results), before);
+            } catch (SQLException e) {
+                String state = e.getSQLState() == null ? "" : e.getSQLState();
+                if ((state.equals("40001") || state.equals("40P01")) && attempt < config.retries()) {
+                    continue; // rolled back; try again
+                }
+                return new Outcome(failure(e, exchange, attempt));
+            }
+        }
+    }
+
+    /** Column mode: the token of the row a write targets, or null when there is no such row. */
+    private Long checkToken(Connection c, Binder binder) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(check.plain())) {
+            binder.bind(ps, 1, check.statements().getFirst());
+            try (ResultSet r = ps.executeQuery()) {
+                if (!r.next()) {
+                    return null;
+                }
+                long v = r.getLong(1);
+                return r.wasNull() ? null : v;
+            }
+        }
+    }
+
+    private static WriteResult answer(ServerResponse res, String method, List<Result> results) {
+        StringBuilder b = new StringBuilder(256);
+        if (method.equals("GET") || method.equals("HEAD")) {
+            b.append('[');
+            appendRows(b, results);
+            b.append(']');
+        } else {
+            long affected = results.stream().mapToLong(Result::affected).sum();
+            b.append("{\"rows_affected\":").append(affected).append(",\"rows\":[");
+            appendRows(b, results);
+            b.append("]}");
+        }
+        res.status(Status.OK_200);
+        res.header(HeaderNames.CONTENT_TYPE, "application/json");
+        res.send(b.toString().getBytes(StandardCharsets.UTF_8));
+        return new WriteResult.Answered(200);
+    }
+
+    private static void appendRows(StringBuilder b, List<Result> results) {
+        boolean first = true;
+        for (Result r : results) {
+            for (String row : r.rows()) {
+                if (!first) {
+                    b.append(',');
+                }
+                first = false;
+                b.append(row);
+            }
+        }
+    }
+
+    /**
+     * The answer to a failed transaction; it was rolled back in every case (an error ends the implicit
+     * transaction), so the fence bump did not survive either, except for a lost connection, whose outcome is
+     * unknown.
+     */
+    private WriteResult failure(SQLException e, Exchange exchange, int attempts) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        ServerErrorMessage server = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
+        String constraint = server == null ? null : server.getConstraint();
+        String detail = server != null && server.getMessage() != null ? server.getMessage() : e.getMessage();
+        ServerResponse res = exchange.response();
+        if (state.equals(STALE)) {
+            try {
+                return new WriteResult.Stale(Long.parseLong(server.getDetail()));
+            } catch (RuntimeException unreadable) {
+                return new WriteResult.Unavailable("stale token, highest unreadable: " + e.getMessage());
+            }
+        }
+        if (state.equals("40001") || state.equals("40P01")) {
+            return sent(res, Problem.of(409, "serialization-failure", "Conflict with a concurrent transaction",
+                    detail + " (gave up after " + (attempts + 1) + " attempts; nothing was written)"));
+        }
+        if (state.equals("23505")) {
+            return sent(res, Problem.of(409, "unique-violation", "Unique constraint violated", detail
+                    + "; nothing was written").with("constraint", constraint));
+        }
+        if (state.startsWith("23")) {
+            return sent(res, Problem.of(422, "constraint-violation", "Constraint violated", detail
+                    + "; nothing was written").with("constraint", constraint));
+        }
+        if (state.equals("57014")) {
+            return sent(res, Problem.of(504, "statement-timeout", "Statement timeout", "the database cancelled"
+                    + " the statements after the statement timeout of " + config.datasource().statementTimeout()
+                    .toMillis() + " ms; the transaction was rolled back, nothing was written"));
+        }
+        if (state.startsWith("57P") || state.equals("08001") || state.equals("08004")) {
+            // the server refused or terminated the session before anything committed
+            return new WriteResult.Unavailable("database unavailable: " + detail);
+        }
+        if (state.startsWith("08")) {
+            return new WriteResult.Unknown("the database connection failed during the transaction: "
+                    + e.getMessage());
+        }
+        if (state.startsWith("22")) {
+            return sent(res, Problem.of(400, "bad-parameter", "Bad parameter", "the database refused a value: "
+                    + detail + "; nothing was written"));
+        }
+        LOG.log(Level.WARNING, "policy " + exchange.route().policy().name() + ": statement failed (SQLSTATE "
+                + state + ")", e);
+        return sent(res, Problem.of(502, "statement-failed", "Statement failed", "the database refused the"
+                + " policy's statements (SQLSTATE " + state + "): " + detail + "; nothing was written")
+                .with("sqlstate", state));
+    }
+
+    private static WriteResult sent(ServerResponse res, Problem p) {
+        p.send(res);
+        return new WriteResult.Answered(p.status());
+    }
+
+    /** The body as text, or null when it is larger than the limit. */
+    private String readBody(ServerRequest req) {
+        if (!req.content().hasEntity()) {
+            return "";
+        }
+        try (InputStream in = req.content().inputStream()) {
+            byte[] bytes = in.readNBytes((int) Math.min(Integer.MAX_VALUE - 8, config.bodyLimit() + 1));
+            if (bytes.length > config.bodyLimit()) {
+                return null;
+            }
+            return new String(bytes, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The pool, for tests that take the database away. */
+    public HikariDataSource pool() {
+        return pool;
+    }
+
+    @Override
+    public void close() {
+        pool.close();
+    }
+}

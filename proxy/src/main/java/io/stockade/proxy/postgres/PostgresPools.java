@@ -1,0 +1,100 @@
+package io.stockade.proxy.postgres;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.stockade.policy.Datasource;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/** Opens HikariCP pools over pgjdbc, and creates or checks Stockade's fence table and functions. */
+public final class PostgresPools {
+    /** The fence table and functions (also shipped for users who set {@code migrate: false}). */
+    public static final String SCHEMA_RESOURCE = "stockade-fences.sql";
+    private static final long MIGRATION_LOCK = 0x5354_4f43_4b41_4445L; // "STOCKADE"
+
+    private PostgresPools() {
+    }
+
+    /**
+     * A pool for {@code ds}. Connections are autocommit, with the datasource's {@code statement_timeout}; the
+     * socket timeout is the statement timeout plus 5 s, so a server that stops answering gives an error, not a
+     * hang. The password is never logged.
+     */
+    public static HikariDataSource open(Datasource ds, String poolName) throws IOException {
+        HikariConfig c = new HikariConfig();
+        c.setPoolName(poolName);
+        c.setJdbcUrl(ds.url());
+        if (ds.user() != null) {
+            c.setUsername(ds.user());
+        }
+        if (ds.password() != null) {
+            c.setPassword(ds.password());
+        } else if (ds.passwordFile() != null) {
+            c.setPassword(Files.readString(ds.passwordFile(), StandardCharsets.UTF_8).strip());
+        }
+        c.setMaximumPoolSize(ds.poolSize());
+        c.setMinimumIdle(Math.min(ds.poolSize(), 4));
+        c.setConnectionTimeout(ds.connectTimeout().toMillis());
+        c.setValidationTimeout(Math.min(ds.connectTimeout().toMillis(), 1000));
+        c.setAutoCommit(true);
+        c.setConnectionInitSql("SET statement_timeout = " + ds.statementTimeout().toMillis());
+        c.addDataSourceProperty("socketTimeout", Long.toString(ds.statementTimeout().toSeconds() + 5));
+        c.addDataSourceProperty("connectTimeout", Long.toString(Math.max(1, ds.connectTimeout().toSeconds())));
+        c.addDataSourceProperty("tcpKeepAlive", "true");
+        c.addDataSourceProperty("ApplicationName", "stockade");
+        // Start even if the database is down now (writes answer 503 until it is back); migrate() reports it.
+        c.setInitializationFailTimeout(-1);
+        return new HikariDataSource(c);
+    }
+
+    /**
+     * Creates or updates the fence table and functions ({@code migrate}), or checks that they exist.
+     *
+     * @throws IOException naming what is missing, or why the database could not be reached
+     */
+    public static void prepare(HikariDataSource pool, boolean migrate, String url) throws IOException {
+        try (Connection c = pool.getConnection()) {
+            if (migrate) {
+                String ddl;
+                try (InputStream in = PostgresPools.class.getResourceAsStream(SCHEMA_RESOURCE)) {
+                    ddl = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+                }
+                c.setAutoCommit(false);
+                try (Statement s = c.createStatement()) {
+                    // several proxies may start at once: CREATE OR REPLACE FUNCTION does not like company
+                    s.execute("SELECT pg_advisory_xact_lock(" + MIGRATION_LOCK + ")");
+                    s.execute(ddl);
+                    c.commit();
+                } catch (SQLException e) {
+                    c.rollback();
+                    throw e;
+                } finally {
+                    c.setAutoCommit(true);
+                }
+                return;
+            }
+            try (Statement s = c.createStatement();
+                 ResultSet r = s.executeQuery("SELECT to_regclass('stockade_fences') IS NOT NULL,"
+                         + " to_regprocedure('stockade_fence(text,bigint,boolean)') IS NOT NULL,"
+                         + " to_regprocedure('stockade_fence_observe(text,bigint)') IS NOT NULL,"
+                         + " to_regprocedure('stockade_advance(text,bigint,boolean)') IS NOT NULL")) {
+                r.next();
+                if (!(r.getBoolean(1) && r.getBoolean(2) && r.getBoolean(3) && r.getBoolean(4))) {
+                    throw new IOException("the fence table stockade_fences or its functions are missing in " + url
+                            + " and the policy says 'migrate: false': apply proxy/src/main/resources/io/stockade/"
+                            + "proxy/postgres/" + SCHEMA_RESOURCE + " (psql -f) or set 'migrate: true'");
+                }
+            }
+        } catch (SQLException e) {
+            throw new IOException("cannot prepare the fence table in " + url + ": " + e.getMessage()
+                    + " (SQLSTATE " + e.getSQLState() + ")", e);
+        }
+    }
+}

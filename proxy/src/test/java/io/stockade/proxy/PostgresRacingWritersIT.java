@@ -1,0 +1,160 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.testing.History;
+import io.stockade.proxy.testing.HistoryChecker;
+import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.Pg;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * 32 writers race through the postgres backend, on one scope and on three overlapping scopes, in both fence
+ * modes. A trigger logs every row change in commit order, so the checker sees the order PostgreSQL applied the
+ * writes in, not only the final rows.
+ */
+class PostgresRacingWritersIT {
+    static final int WRITERS = 32;
+    static final int OPS_PER_WRITER = 20;
+    static final String DDL = """
+            CREATE TABLE docs (id text PRIMARY KEY, content text, fence_token bigint);
+            CREATE TABLE docs_log (seq bigserial PRIMARY KEY, id text, content text);
+            CREATE FUNCTION log_docs() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO docs_log (id, content) VALUES (NEW.id, NEW.content); RETURN NEW; END $$;
+            CREATE TRIGGER docs_log AFTER INSERT OR UPDATE ON docs FOR EACH ROW EXECUTE FUNCTION log_docs();
+            """;
+
+    @TempDir
+    Path dir;
+
+    static String policy(String fence) {
+        String statement = fence.equals("table")
+                ? "INSERT INTO docs (id, content) VALUES (:scope, :content) ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content"
+                : "INSERT INTO docs (id, content, fence_token) VALUES (:scope, :content, :fencing_token)"
+                + " ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content, fence_token = EXCLUDED.fence_token"
+                + " WHERE docs.fence_token <= EXCLUDED.fence_token";
+        return """
+                store: {type: memory, journal: "${JOURNAL}"}
+                policies:
+                  - name: docs
+                    match: {path: "/docs/{id}", methods: [PUT]}
+                    scope: docs/{id}
+                    backend:
+                      type: postgres
+                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 16}
+                      fence: FENCE
+                      params: {content: body-text}
+                      statements:
+                        PUT: "STATEMENT"
+                      CHECK
+                """.replace("FENCE", fence).replace("STATEMENT", statement)
+                .replace("CHECK", fence.equals("column") ? "check: SELECT fence_token FROM docs WHERE id = :scope" : "");
+    }
+
+    @Test
+    void thirtyTwoWritersOnOneScopeTableMode() throws Exception {
+        raceAndCheck("table", List.of("one"));
+    }
+
+    @Test
+    void thirtyTwoWritersOnOverlappingScopesTableMode() throws Exception {
+        raceAndCheck("table", List.of("a", "b", "c"));
+    }
+
+    @Test
+    void thirtyTwoWritersOnOneScopeColumnMode() throws Exception {
+        raceAndCheck("column", List.of("one"));
+    }
+
+    @Test
+    void thirtyTwoWritersOnOverlappingScopesColumnMode() throws Exception {
+        raceAndCheck("column", List.of("a", "b", "c"));
+    }
+
+    private void raceAndCheck(String fence, List<String> ids) throws Exception {
+        try (Pg pg = Pg.create(DDL);
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), policy(fence), Map.of("PG_URL", pg.url()))) {
+            History history = race(proxy, ids);
+            Map<String, String> last = new HashMap<>();
+            Map<String, List<String>> applied = new HashMap<>();
+            for (String id : ids) {
+                last.put("docs/" + id, pg.single("SELECT content FROM docs WHERE id = ?", "docs/" + id).orElse(null));
+                applied.put("docs/" + id, pg.column("SELECT content FROM docs_log WHERE id = ? ORDER BY seq",
+                        "docs/" + id));
+            }
+            HistoryChecker.Result result = HistoryChecker.check(history, last, applied);
+            assertTrue(result.ok(), result.toString());
+        }
+    }
+
+    /** Writers pick a scope at random; per scope a lease counter hands out takeovers, holders and zombies. */
+    static History race(ProxyFixture proxy, List<String> ids) throws Exception {
+        History history = new History();
+        Map<String, AtomicLong> leases = new HashMap<>();
+        ids.forEach(id -> leases.put(id, new AtomicLong(1)));
+        CountDownLatch go = new CountDownLatch(1);
+        ExecutorService pool = Executors.newFixedThreadPool(WRITERS);
+        try {
+            List<Future<int[]>> writers = new ArrayList<>();
+            for (int w = 0; w < WRITERS; w++) {
+                int writer = w;
+                writers.add(pool.submit(() -> {
+                    int[] counts = new int[2];
+                    go.await();
+                    ThreadLocalRandom random = ThreadLocalRandom.current();
+                    for (int n = 0; n < OPS_PER_WRITER; n++) {
+                        String id = ids.get(random.nextInt(ids.size()));
+                        AtomicLong lease = leases.get(id);
+                        double dice = random.nextDouble();
+                        long token = dice < 0.25 ? lease.incrementAndGet()
+                                : dice < 0.40 ? Math.max(0, lease.get() - 1 - random.nextInt(3))
+                                : lease.get();
+                        String value = "w" + writer + "-n" + n + "-t" + token;
+                        History.Op op = history.invoke("docs/" + id, token, value);
+                        try {
+                            Http.Response r = Http.put(proxy.uri("/docs/" + id), value,
+                                    Map.of("Fencing-Token", Long.toString(token)));
+                            if (r.status() / 100 == 2) {
+                                op.ok(r.status());
+                                counts[0]++;
+                            } else if (r.status() == 409) {
+                                op.fail(r.status());
+                                counts[1]++;
+                            } else {
+                                op.unknown("status " + r.status() + ": " + r.body());
+                            }
+                        } catch (Exception e) {
+                            op.unknown(e.toString());
+                        }
+                    }
+                    return counts;
+                }));
+            }
+            go.countDown();
+            int accepted = 0;
+            int stale = 0;
+            for (Future<int[]> f : writers) {
+                int[] c = f.get();
+                accepted += c[0];
+                stale += c[1];
+            }
+            assertTrue(accepted > 0 && stale > 0, "accepted " + accepted + ", stale " + stale);
+            return history;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+}
