@@ -62,6 +62,7 @@ class PostgresColumnContractIT extends ContractIT {
         policy(b, "docs", "");
         policy(b, "strict", "    fence:\n      equal: reject\n      header: X-Lease-Token\n");
         policy(b, "lenient", "    fence:\n      missing: allow\n");
+        policy(b, "capped", "    fence:\n      max-advance: 100\n");
         return b.toString();
     }
 

@@ -31,6 +31,15 @@ public sealed interface WriteResult {
     }
 
     /**
+     * The storage refused the token because it jumps further over the highest than the policy's
+     * {@code fence.max-advance}; nothing was written and nothing was sent. The engine answers 422.
+     *
+     * @param highest the highest token known
+     */
+    record TooFar(long highest) implements WriteResult {
+    }
+
+    /**
      * The fence could not be decided (the storage holding it is unreachable); nothing was written and nothing
      * was sent to the client. The engine answers 503 with {@code Retry-After}.
      *

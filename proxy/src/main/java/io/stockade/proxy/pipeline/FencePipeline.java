@@ -215,13 +215,7 @@ public final class FencePipeline implements Handler {
                 long highest = store.get(scope).map(FenceState::token).orElse(-1L);
                 if (policy.fence().tooFar(token, highest)) {
                     decision.highest(highest);
-                    refuse(decision, backend, exchange, Outcome.TOO_FAR, Problem.of(422, "token-too-far",
-                                    "Token jumps too far", "token " + token + " is more than "
-                                            + policy.fence().maxAdvance() + " above the highest token " + highest
-                                            + " of scope '" + scope + "' (the policy's max-advance); it was not "
-                                            + "accepted and did not raise the fence")
-                            .with("policy", name).with("scope", scope).with("token", token)
-                            .with("highest", highest).with("maxAdvance", policy.fence().maxAdvance()));
+                    refuse(decision, backend, exchange, Outcome.TOO_FAR, tooFarProblem(policy, scope, token, highest));
                     return;
                 }
             }
@@ -278,6 +272,11 @@ public final class FencePipeline implements Handler {
                 decision.highest(stale.highest());
                 refuse(decision, backend, exchange, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
             }
+            case WriteResult.TooFar tooFar -> {
+                decision.highest(tooFar.highest());
+                refuse(decision, backend, exchange, Outcome.TOO_FAR,
+                        tooFarProblem(policy, scope, token, tooFar.highest()));
+            }
             case WriteResult.Unavailable unavailable -> refuse(decision, backend, exchange, Outcome.UNAVAILABLE,
                     unavailable("store-unavailable", "Fence unavailable", "the fence could not be decided, "
                             + "nothing was written: " + unavailable.reason(), scope, 1));
@@ -306,14 +305,14 @@ public final class FencePipeline implements Handler {
                     policy.fence().equal() == Policy.EqualToken.ACCEPT);
             metrics.upstream(policy.name(), nanoTime.getAsLong() - start);
             if (observed.wouldReject()) {
-                metrics.decision(policy.name(), Outcome.WOULD_REJECT);
-                LOG.info(() -> "observe: policy " + policy.name() + " would refuse token " + token + " for scope "
-                        + exchange.scope() + " (stale: the highest was " + observed.highest() + ")");
-            } else if (observed.result() instanceof WriteResult.Answered) {
-                metrics.decision(policy.name(), Outcome.OBSERVED);
+                decision.highest(observed.highest());
+                decision.outcome(Outcome.WOULD_REJECT, "stale: token " + token + " is not above the highest "
+                        + observed.highest());
+            } else {
+                decision.outcome(Outcome.OBSERVED, null);
             }
             if (!(observed.result() instanceof WriteResult.Answered)) {
-                answer(backend, exchange, token, observed.result());
+                answer(decision, backend, exchange, token, observed.result());
             }
             return;
         }
@@ -370,6 +369,14 @@ public final class FencePipeline implements Handler {
                                 + " the highest token " + highest + " accepted for scope '" + scope
                                 + "'; a newer holder owns this resource")
                 .with("policy", policy.name()).with("scope", scope).with("token", token).with("highest", highest);
+    }
+
+    private static Problem tooFarProblem(Policy policy, String scope, long token, long highest) {
+        return Problem.of(422, "token-too-far", "Token jumps too far", "token " + token + " is more than "
+                        + policy.fence().maxAdvance() + " above the highest token " + highest + " of scope '" + scope
+                        + "' (the policy's max-advance); it was not accepted and did not raise the fence")
+                .with("policy", policy.name()).with("scope", scope).with("token", token)
+                .with("highest", highest).with("maxAdvance", policy.fence().maxAdvance());
     }
 
     private static Problem unavailable(String type, String title, String detail, String scope, long retryAfter) {

@@ -13,20 +13,27 @@ ALTER TABLE stockade_fences ADD COLUMN IF NOT EXISTS version text;
 ALTER TABLE stockade_fences ADD COLUMN IF NOT EXISTS updated_at timestamptz NOT NULL DEFAULT now();
 
 -- The backend's fence: bumps the scope's row with a conditional upsert, first in the write's transaction.
--- A stale token raises SQLSTATE SF409 with the highest token as DETAIL, which rolls the whole transaction back.
-CREATE OR REPLACE FUNCTION stockade_fence(p_scope text, p_token bigint, p_accept_equal boolean)
+-- A stale token raises SQLSTATE SF409 with the highest token as DETAIL, and a token jumping more than
+-- p_max_advance over the highest raises SF422 (the policy's fence.max-advance); either rolls the whole
+-- transaction back.
+CREATE OR REPLACE FUNCTION stockade_fence(p_scope text, p_token bigint, p_accept_equal boolean,
+                                          p_max_advance bigint)
 RETURNS bigint LANGUAGE plpgsql AS $fence$
 DECLARE
     highest bigint;
 BEGIN
     INSERT INTO stockade_fences AS f (scope, token, updated_at) VALUES (p_scope, p_token, now())
     ON CONFLICT (scope) DO UPDATE SET token = EXCLUDED.token, version = NULL, updated_at = now()
-        WHERE f.token < EXCLUDED.token OR (p_accept_equal AND f.token = EXCLUDED.token);
+        WHERE (f.token < EXCLUDED.token AND EXCLUDED.token - f.token <= p_max_advance)
+           OR (p_accept_equal AND f.token = EXCLUDED.token);
     IF FOUND THEN
         RETURN p_token;
     END IF;
     -- The conflicting row is locked by now; this read (a new snapshot) sees its latest committed token.
     SELECT token INTO highest FROM stockade_fences WHERE scope = p_scope;
+    IF p_token > highest THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF422', MESSAGE = 'stockade: token jumps too far', DETAIL = highest::text;
+    END IF;
     RAISE EXCEPTION USING ERRCODE = 'SF409', MESSAGE = 'stockade: stale fencing token', DETAIL = highest::text;
 END
 $fence$;

@@ -5,6 +5,7 @@ import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import io.stockade.policy.Policy;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.BackendConfig.FenceMode;
 import io.stockade.policy.BackendConfig.ParamSource;
@@ -41,10 +42,12 @@ import java.util.logging.Logger;
  */
 public final class PostgresBackend implements SelfFencing {
     private static final Logger LOG = Logger.getLogger(PostgresBackend.class.getName());
-    private static final String FENCE_CALL = "SELECT stockade_fence(?, ?, ?);\n";
+    private static final String FENCE_CALL = "SELECT stockade_fence(?, ?, ?, ?);\n";
     private static final String OBSERVE_CALL = "SELECT stockade_fence_observe(?, ?);\n";
     /** SQLSTATE raised by {@code stockade_fence} for a stale token. */
     static final String STALE = "SF409";
+    /** SQLSTATE raised by {@code stockade_fence} for a token jumping more than the policy's max-advance. */
+    static final String TOO_FAR = "SF422";
 
     private final BackendConfig.Postgres config;
     private final HikariDataSource pool;
@@ -126,6 +129,7 @@ public final class PostgresBackend implements SelfFencing {
                     u.reason() + "; the statements may or may not have been applied").send(exchange.response());
             case WriteResult.Stale s -> Problem.of(409, "stale-token", "Stale fencing token",
                     "a higher token holds this row").with("highest", s.highest()).send(exchange.response());
+            case WriteResult.TooFar t -> throw new IllegalStateException("an unfenced run cannot judge a token");
         }
     }
 
@@ -187,6 +191,15 @@ public final class PostgresBackend implements SelfFencing {
                 return new Outcome(new WriteResult.Unavailable("no database connection: " + e.getMessage()));
             }
             try (c) {
+                long maxAdvance = exchange.route().policy().fence().maxAdvance();
+                if (fencedColumn && maxAdvance != Policy.Fence.UNLIMITED) {
+                    // Column mode's comparison is in the user's SQL, so the jump is judged by a read first. A
+                    // concurrent raise only shrinks the jump: this is never more lenient than an atomic check.
+                    Long highest = checkToken(c, binder);
+                    if (highest != null && exchange.route().policy().fence().tooFar(token, highest)) {
+                        return new Outcome(new WriteResult.TooFar(highest));
+                    }
+                }
                 boolean explicit = fencedColumn && plan.statements().size() > 1;
                 if (explicit) {
                     c.setAutoCommit(false);
@@ -199,6 +212,7 @@ public final class PostgresBackend implements SelfFencing {
                         ps.setString(index++, exchange.scope());
                         ps.setLong(index++, token);
                         ps.setBoolean(index++, acceptEqual);
+                        ps.setLong(index++, exchange.route().policy().fence().maxAdvance());
                     } else if (kind == Kind.OBSERVED) {
                         ps.setString(index++, exchange.scope());
                         ps.setLong(index++, token);
@@ -310,11 +324,12 @@ public final class PostgresBackend implements SelfFencing {
         String constraint = server == null ? null : server.getConstraint();
         String detail = server != null && server.getMessage() != null ? server.getMessage() : e.getMessage();
         ServerResponse res = exchange.response();
-        if (state.equals(STALE)) {
+        if (state.equals(STALE) || state.equals(TOO_FAR)) {
             try {
-                return new WriteResult.Stale(Long.parseLong(server.getDetail()));
+                long highest = Long.parseLong(server.getDetail());
+                return state.equals(STALE) ? new WriteResult.Stale(highest) : new WriteResult.TooFar(highest);
             } catch (RuntimeException unreadable) {
-                return new WriteResult.Unavailable("stale token, highest unreadable: " + e.getMessage());
+                return new WriteResult.Unavailable("refused token, highest unreadable: " + e.getMessage());
             }
         }
         if (state.equals("40001") || state.equals("40P01")) {

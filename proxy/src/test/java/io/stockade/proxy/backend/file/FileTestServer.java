@@ -74,6 +74,7 @@ final class FileTestServer implements AutoCloseable {
                             case WriteResult.Stale s -> res.status(409).send("stale highest=" + s.highest());
                             case WriteResult.Unknown u -> res.status(504).send(u.reason());
                             case WriteResult.Unavailable u -> res.status(503).send(u.reason());
+                            case WriteResult.TooFar t -> res.status(422).send("too far, highest=" + t.highest());
                             case WriteResult.Answered a -> {
                             }
                         }
