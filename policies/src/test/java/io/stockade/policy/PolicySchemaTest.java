@@ -55,8 +55,16 @@ class PolicySchemaTest {
         assertEquals(List.copyOf(Vocabulary.EQUAL.keySet()), at(fence + "equal/enum"));
         assertEquals(List.copyOf(Vocabulary.CONDITIONALS.keySet()),
                 at("$defs/httpBackend/properties/conditional/enum"));
-        assertEquals(Vocabulary.STORE_TYPES, at("properties/store/properties/type/enum"));
         assertEquals(Vocabulary.METHODS, at("$defs/methods/items/enum"));
+    }
+
+    @Test
+    void storeAlternativesAreExactlyTheStoreTypes() {
+        String store = "properties/store/oneOf/";
+        assertEquals(List.of("#/$defs/memoryStore", "#/$defs/etcdStore"),
+                List.of(at(store + "0/$ref"), at(store + "1/$ref")));
+        assertEquals(Vocabulary.STORE_TYPES, List.of(at("$defs/memoryStore/properties/type/const"),
+                at("$defs/etcdStore/properties/type/const")));
     }
 
     @Test
@@ -72,7 +80,11 @@ class PolicySchemaTest {
     void everyObjectAllowsExactlyTheKeysTheLoaderAccepts() {
         assertEquals(Vocabulary.ROOT_KEYS, List.copyOf(((Map<?, ?>) at("properties")).keySet()));
         assertEquals(Vocabulary.SERVER_KEYS, keys("properties/server"));
-        assertEquals(Vocabulary.MEMORY_STORE_KEYS, keys("properties/store"));
+        assertEquals(Vocabulary.MEMORY_STORE_KEYS, keys("$defs/memoryStore"));
+        assertEquals(Vocabulary.ETCD_STORE_KEYS, keys("$defs/etcdStore"));
+        assertEquals(Vocabulary.TLS_KEYS, keys("$defs/etcdStore/properties/tls"));
+        assertEquals(Vocabulary.CACHE_KEYS, keys("$defs/cache"));
+        assertEquals(Vocabulary.ADMIN_KEYS, keys("properties/admin"));
         assertEquals(Vocabulary.POLICY_KEYS, keys("$defs/policy"));
         assertEquals(Vocabulary.MATCH_KEYS, keys("$defs/policy/properties/match"));
         assertEquals(Vocabulary.FENCE_KEYS, keys("$defs/policy/properties/fence"));
@@ -83,7 +95,8 @@ class PolicySchemaTest {
     @Test
     void everyObjectRefusesKeysItDoesNotList() {
         assertEquals(false, schema.get("additionalProperties"));
-        for (String path : List.of("properties/server", "properties/store", "$defs/policy",
+        for (String path : List.of("properties/server", "$defs/memoryStore", "$defs/etcdStore",
+                "$defs/etcdStore/properties/tls", "$defs/cache", "properties/admin", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
                 "$defs/httpBackend")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
