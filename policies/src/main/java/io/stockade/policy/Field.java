@@ -65,6 +65,11 @@ final class Field {
         return Optional.empty();
     }
 
+    /** Whether this node is a single value (not a list or mapping). */
+    boolean isScalar() {
+        return node instanceof ScalarNode;
+    }
+
     /** This node's items. */
     Optional<List<Field>> items() {
         if (!(node instanceof SequenceNode sequence)) {

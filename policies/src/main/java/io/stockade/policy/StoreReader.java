@@ -63,7 +63,21 @@ final class StoreReader {
                 tls.get().orElse(null), cache.get()));
     }
 
+    /** A list of URLs, or one value of comma-separated URLs (so {@code ${ETCD_ENDPOINTS}} works). */
     private static Optional<List<URI>> endpoints(Field field) {
+        if (field.isScalar()) {
+            return Values.text(field).flatMap(text -> {
+                List<URI> uris = new ArrayList<>();
+                for (String part : text.split(",")) {
+                    Optional<URI> uri = Values.httpUrl(part.strip(), field);
+                    if (uri.isEmpty()) {
+                        return Optional.empty();
+                    }
+                    uris.add(uri.get());
+                }
+                return Optional.of(uris);
+            });
+        }
         return field.items().flatMap(items -> {
             if (items.isEmpty()) {
                 field.error("list at least one endpoint, e.g. http://127.0.0.1:2379");

@@ -81,6 +81,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
     private final ByteSequence epochKey;
     private final Cache<String, Known> known;
     private volatile Floors floors = new Floors(List.of(), -1);
+    private volatile boolean closed;
 
     EtcdFenceStore(Client client, StoreConfig.Etcd config) {
         this.client = client;
@@ -333,6 +334,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
 
     @Override
     public void close() {
+        closed = true;
         client.close();
     }
 
@@ -375,11 +377,18 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
     }
 
     private TxnResponse commit(io.etcd.jetcd.Txn txn) throws StoreUnavailableException {
+        if (closed) {
+            throw new StoreUnavailableException("fence store closed");
+        }
         return await(txn.commit());
     }
 
     /** Waits for an etcd answer within the timeout; anything but an answer is a {@link StoreUnavailableException}. */
     private <T> T await(CompletableFuture<T> call) throws StoreUnavailableException {
+        if (closed) {
+            call.cancel(true);
+            throw new StoreUnavailableException("fence store closed");
+        }
         try {
             return call.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
