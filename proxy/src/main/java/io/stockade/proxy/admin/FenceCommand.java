@@ -89,7 +89,8 @@ public final class FenceCommand {
             store = FenceStores.open(loaded.store());
         } catch (IOException e) {
             String msg = e.getMessage();
-            if (loaded.store() instanceof StoreConfig.Memory m && msg != null && msg.contains("in use")) {
+            if (loaded.store() instanceof StoreConfig.Memory m && msg != null
+                    && (msg.contains("in use") || msg.contains("already open"))) {
                 err.println("stockade fence: the journal " + m.journal() + " is locked by a running proxy "
                         + "(journal.lock). Stop that proxy first, or use its admin endpoints (/admin/fences).");
             } else {
