@@ -8,4 +8,11 @@ stockade_find_jdk
 stockade_quiet_maven
 echo "stockade: JDK $(stockade_jdk_major "$JAVA_HOME") at $JAVA_HOME" >&2
 command -v mvn >/dev/null || { echo "stockade: Maven is missing: apt-get install maven" >&2; exit 1; }
+# etcd (Debian etcd-server) for the etcd fence store tests; the tests start their own members on free ports.
+if ! command -v etcd >/dev/null; then
+  echo "stockade: etcd not found, installing etcd-server" >&2
+  { apt-get update && apt-get install -y etcd-server; } >&2 \
+    || { echo "stockade: could not install etcd-server (run as root: apt-get install -y etcd-server);" \
+              "the etcd tests will be skipped" >&2; }
+fi
 mvn -B -ntp verify "$@"
