@@ -15,4 +15,11 @@ if ! pg_isready -q -h 127.0.0.1 2>/dev/null; then
   for _ in $(seq 50); do pg_isready -q -h 127.0.0.1 && break; sleep 0.2; done
   pg_isready -q -h 127.0.0.1 || { echo "stockade: PostgreSQL did not start at 127.0.0.1:5432" >&2; exit 1; }
 fi
+# etcd (Debian etcd-server) for the etcd fence store tests; the tests start their own members on free ports.
+if ! command -v etcd >/dev/null; then
+  echo "stockade: etcd not found, installing etcd-server" >&2
+  { apt-get update && apt-get install -y etcd-server; } >&2 \
+    || { echo "stockade: could not install etcd-server (run as root: apt-get install -y etcd-server);" \
+              "the etcd tests will be skipped" >&2; }
+fi
 mvn -B -ntp verify "$@"

@@ -75,6 +75,11 @@ final class Field {
         return node instanceof SequenceNode;
     }
 
+    /** Whether this node is a single value (not a list or mapping). */
+    boolean isScalar() {
+        return node instanceof ScalarNode;
+    }
+
     /** This node's items. */
     Optional<List<Field>> items() {
         if (!(node instanceof SequenceNode sequence)) {

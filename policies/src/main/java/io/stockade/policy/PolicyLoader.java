@@ -85,10 +85,13 @@ public final class PolicyLoader {
                     new ServerConfig(ServerConfig.DEFAULT_HOST, ServerConfig.DEFAULT_PORT));
             Optional<StoreConfig> store = document.required("store", StoreReader::read);
             Optional<List<Policy>> policies = document.required("policies", PolicyReader::readAll);
-            if (!Values.allPresent(server, store, policies)) {
+            Optional<Optional<AdminConfig>> admin = document.optional("admin",
+                    f -> StoreReader.admin(f).map(Optional::of), Optional.empty());
+            if (!Values.allPresent(server, store, policies, admin)) {
                 return Optional.empty();
             }
-            return Optional.of(new StockadeConfig(source, server.get(), store.get(), policies.get()));
+            return Optional.of(new StockadeConfig(source, server.get(), store.get(), policies.get(),
+                    admin.get().orElse(null)));
         });
     }
 

@@ -13,13 +13,20 @@ import java.util.Optional;
  * @param server   listener settings
  * @param store    the fence store
  * @param policies the policies, in file order; no two can match the same request
+ * @param admin    the admin endpoints, or {@code null} when they are off
  */
-public record StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies) {
+public record StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies,
+                             AdminConfig admin) {
 
     public StockadeConfig {
         Objects.requireNonNull(server, "server");
         Objects.requireNonNull(store, "store");
         policies = List.copyOf(policies);
+    }
+
+    /** A configuration without admin endpoints. */
+    public StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies) {
+        this(source, server, store, policies, null);
     }
 
     /**
@@ -41,6 +48,6 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
 
     /** A copy with another listener port (the {@code --port} flag). */
     public StockadeConfig withPort(int port) {
-        return new StockadeConfig(source, new ServerConfig(server.host(), port), store, policies);
+        return new StockadeConfig(source, new ServerConfig(server.host(), port), store, policies, admin);
     }
 }

@@ -1,13 +1,96 @@
 package io.stockade.policy;
 
+import java.net.URI;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 
-/** Where the highest token of each scope is kept. A later store (etcd) adds a record here. */
+/** Where the highest token of each scope is kept. Each store type is one record here. */
 public sealed interface StoreConfig {
 
     /** The store's type as written in the policy file. */
     String type();
+
+    /**
+     * The token cache in front of the store ({@code store.cache}). Off for the memory store (its state is a map
+     * already); on by default for networked stores.
+     */
+    default Cache cache() {
+        return Cache.OFF;
+    }
+
+    /**
+     * The token cache: the highest token seen per scope, so a stale token is refused without a round trip.
+     *
+     * @param enabled   whether the cache is used
+     * @param maxScopes how many scopes it holds at most (least recently used are evicted)
+     */
+    record Cache(boolean enabled, long maxScopes) {
+        public static final long DEFAULT_MAX_SCOPES = 1_000_000;
+        public static final Cache OFF = new Cache(false, DEFAULT_MAX_SCOPES);
+        public static final Cache DEFAULT = new Cache(true, DEFAULT_MAX_SCOPES);
+
+        public Cache {
+            if (maxScopes <= 0) {
+                throw new IllegalArgumentException("maxScopes must be positive");
+            }
+        }
+    }
+
+    /**
+     * Client TLS for a networked store. Each path may be {@code null}: no {@code ca} trusts the JVM's default
+     * authorities; {@code cert} and {@code key} (both or neither) authenticate the client by certificate.
+     */
+    record Tls(Path ca, Path cert, Path key) {
+        public Tls {
+            if ((cert == null) != (key == null)) {
+                throw new IllegalArgumentException("cert and key go together");
+            }
+        }
+    }
+
+    /**
+     * Fence state in etcd (v3 API), shared by every proxy replica configured with the same endpoints and prefix.
+     * Every accept is a compare-and-set transaction.
+     *
+     * @param endpoints    client URLs of the cluster's members
+     * @param prefix       key prefix under which all fence state lives
+     * @param timeout      deadline of each etcd call; past it the write is refused (503), never forwarded
+     * @param username     etcd user, or {@code null}
+     * @param password     the user's password, or {@code null} (see {@code passwordFile})
+     * @param passwordFile a file whose first line is the password, or {@code null}
+     * @param tls          client TLS, or {@code null} for none
+     * @param cache        the token cache
+     */
+    record Etcd(List<URI> endpoints, String prefix, Duration timeout, String username, String password,
+                Path passwordFile, Tls tls, Cache cache) implements StoreConfig {
+        public static final String DEFAULT_PREFIX = "/stockade/fences/";
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+
+        public Etcd {
+            endpoints = List.copyOf(endpoints);
+            if (endpoints.isEmpty()) {
+                throw new IllegalArgumentException("at least one endpoint");
+            }
+            Objects.requireNonNull(prefix, "prefix");
+            Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(cache, "cache");
+            if (password != null && passwordFile != null) {
+                throw new IllegalArgumentException("password and passwordFile exclude each other");
+            }
+        }
+
+        /** An etcd store with defaults for everything but the endpoints. */
+        public static Etcd of(List<URI> endpoints) {
+            return new Etcd(endpoints, DEFAULT_PREFIX, DEFAULT_TIMEOUT, null, null, null, null, Cache.DEFAULT);
+        }
+
+        @Override
+        public String type() {
+            return "etcd";
+        }
+    }
 
     /**
      * Fence state in memory, made durable by an fsync'd journal in {@code journal} before any write is forwarded.

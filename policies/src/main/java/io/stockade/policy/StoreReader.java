@@ -1,19 +1,26 @@
 package io.stockade.policy;
 
+import java.net.URI;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 
-/** Reads the {@code store} block. */
+/** Reads the {@code store} block (one method and key list per store type) and the {@code admin} block. */
 final class StoreReader {
 
     private StoreReader() {
     }
 
     static Optional<StoreConfig> read(Field field) {
-        // each store type gets its own method and key list
         return field.mapping().flatMap(store -> store
                 .required("type", type -> Values.keyword(type, "store type", Vocabulary.STORE_TYPES))
-                .flatMap(type -> type.equals("postgres") ? postgres(store) : memory(store)));
+                .flatMap(type -> switch (type) {
+                    case "etcd" -> etcd(store);
+                    case "postgres" -> postgres(store);
+                    default -> memory(store);
+                }));
     }
 
     private static Optional<StoreConfig> postgres(Mapping store) {
@@ -35,5 +42,120 @@ final class StoreReader {
             return Optional.empty();
         }
         return Optional.of(new StoreConfig.Memory(journal.get(), compactAfter.get()));
+    }
+
+    private static Optional<StoreConfig> etcd(Mapping store) {
+        store.allowOnly(Vocabulary.ETCD_STORE_KEYS);
+        Optional<List<URI>> endpoints = store.required("endpoints", StoreReader::endpoints);
+        Optional<String> prefix = store.optional("prefix", Values::text, StoreConfig.Etcd.DEFAULT_PREFIX);
+        Optional<Duration> timeout = store.optional("timeout", Values::duration, StoreConfig.Etcd.DEFAULT_TIMEOUT);
+        Optional<Optional<String>> username = store.optional("username", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<String>> password = store.optional("password", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<Path>> passwordFile = store.optional("password-file",
+                f -> Values.path(f).map(Optional::of), Optional.empty());
+        Optional<Optional<StoreConfig.Tls>> tls = store.optional("tls", f -> tls(f).map(Optional::of),
+                Optional.empty());
+        Optional<StoreConfig.Cache> cache = store.optional("cache", StoreReader::cache, StoreConfig.Cache.DEFAULT);
+        if (!Values.allPresent(endpoints, prefix, timeout, username, password, passwordFile, tls, cache)) {
+            return Optional.empty();
+        }
+        if (password.get().isPresent() && passwordFile.get().isPresent()) {
+            store.required("password").ifPresent(f -> f.error("give either password or password-file, not both"));
+            return Optional.empty();
+        }
+        if (username.get().isEmpty() && (password.get().isPresent() || passwordFile.get().isPresent())) {
+            store.required("username").ifPresent(f -> { });
+            return Optional.empty();
+        }
+        return Optional.of(new StoreConfig.Etcd(endpoints.get(), prefix.get(), timeout.get(),
+                username.get().orElse(null), password.get().orElse(null), passwordFile.get().orElse(null),
+                tls.get().orElse(null), cache.get()));
+    }
+
+    /** A list of URLs, or one value of comma-separated URLs (so {@code ${ETCD_ENDPOINTS}} works). */
+    private static Optional<List<URI>> endpoints(Field field) {
+        if (field.isScalar()) {
+            return Values.text(field).flatMap(text -> {
+                List<URI> uris = new ArrayList<>();
+                for (String part : text.split(",")) {
+                    Optional<URI> uri = Values.httpUrl(part.strip(), field);
+                    if (uri.isEmpty()) {
+                        return Optional.empty();
+                    }
+                    uris.add(uri.get());
+                }
+                return Optional.of(uris);
+            });
+        }
+        return field.items().flatMap(items -> {
+            if (items.isEmpty()) {
+                field.error("list at least one endpoint, e.g. http://127.0.0.1:2379");
+                return Optional.empty();
+            }
+            List<URI> uris = new ArrayList<>();
+            boolean ok = true;
+            for (Field item : items) {
+                Optional<URI> uri = Values.httpUrl(item);
+                ok &= uri.isPresent();
+                uri.ifPresent(uris::add);
+            }
+            return ok ? Optional.of(uris) : Optional.empty();
+        });
+    }
+
+    private static Optional<StoreConfig.Tls> tls(Field field) {
+        return field.mapping().flatMap(tls -> {
+            tls.allowOnly(Vocabulary.TLS_KEYS);
+            Optional<Optional<Path>> ca = tls.optional("ca", f -> Values.path(f).map(Optional::of), Optional.empty());
+            Optional<Optional<Path>> cert = tls.optional("cert", f -> Values.path(f).map(Optional::of),
+                    Optional.empty());
+            Optional<Optional<Path>> key = tls.optional("key", f -> Values.path(f).map(Optional::of),
+                    Optional.empty());
+            if (!Values.allPresent(ca, cert, key)) {
+                return Optional.empty();
+            }
+            if (cert.get().isPresent() != key.get().isPresent()) {
+                // report the missing one at the mapping
+                tls.required(cert.get().isPresent() ? "key" : "cert");
+                return Optional.empty();
+            }
+            return Optional.of(new StoreConfig.Tls(ca.get().orElse(null), cert.get().orElse(null),
+                    key.get().orElse(null)));
+        });
+    }
+
+    private static Optional<StoreConfig.Cache> cache(Field field) {
+        return field.mapping().flatMap(cache -> {
+            cache.allowOnly(Vocabulary.CACHE_KEYS);
+            Optional<Boolean> enabled = cache.optional("enabled", Values::bool, true);
+            Optional<Integer> maxScopes = cache.optional("max-scopes",
+                    f -> Values.integer(f, 1, Integer.MAX_VALUE, "number of scopes"),
+                    (int) StoreConfig.Cache.DEFAULT_MAX_SCOPES);
+            if (!Values.allPresent(enabled, maxScopes)) {
+                return Optional.empty();
+            }
+            return Optional.of(new StoreConfig.Cache(enabled.get(), maxScopes.get()));
+        });
+    }
+
+    /** The {@code admin} block. */
+    static Optional<AdminConfig> admin(Field field) {
+        return field.mapping().flatMap(admin -> {
+            admin.allowOnly(Vocabulary.ADMIN_KEYS);
+            Optional<Optional<String>> token = admin.optional("token", f -> Values.text(f).map(Optional::of),
+                    Optional.empty());
+            Optional<Optional<Path>> tokenFile = admin.optional("token-file", f -> Values.path(f).map(Optional::of),
+                    Optional.empty());
+            if (!Values.allPresent(token, tokenFile)) {
+                return Optional.empty();
+            }
+            if (token.get().isPresent() == tokenFile.get().isPresent()) {
+                field.error("give exactly one of token (e.g. ${STOCKADE_ADMIN_TOKEN}) and token-file");
+                return Optional.empty();
+            }
+            return Optional.of(new AdminConfig(token.get().orElse(null), tokenFile.get().orElse(null)));
+        });
     }
 }

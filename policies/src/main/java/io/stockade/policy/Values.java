@@ -169,7 +169,12 @@ final class Values {
 
     /** An absolute http or https URL with a host and without query or fragment. */
     static Optional<URI> httpUrl(Field field) {
-        return text(field).flatMap(text -> {
+        return text(field).flatMap(text -> httpUrl(text, field));
+    }
+
+    /** {@code text} as in {@link #httpUrl(Field)}, reporting at {@code field}. */
+    static Optional<URI> httpUrl(String text, Field field) {
+        {
             URI uri;
             try {
                 uri = new URI(text);
@@ -191,7 +196,7 @@ final class Values {
             }
             field.error(problem);
             return Optional.empty();
-        });
+        }
     }
 
     /** An HTTP header name: an RFC 9110 token. */

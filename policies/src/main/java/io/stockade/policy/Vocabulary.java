@@ -12,12 +12,17 @@ import java.util.Map;
  * {@code stockade-policy.schema.json} against these lists.
  */
 final class Vocabulary {
-    static final List<String> ROOT_KEYS = List.of("server", "store", "policies");
+    static final List<String> ROOT_KEYS = List.of("server", "store", "policies", "admin");
     static final List<String> SERVER_KEYS = List.of("host", "port");
     static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after");
     static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate");
     static final List<String> DATASOURCE_KEYS = List.of("url", "user", "password", "password-file", "pool-size",
             "statement-timeout", "connect-timeout");
+    static final List<String> ETCD_STORE_KEYS = List.of("type", "endpoints", "prefix", "timeout", "username",
+            "password", "password-file", "tls", "cache");
+    static final List<String> TLS_KEYS = List.of("ca", "cert", "key");
+    static final List<String> CACHE_KEYS = List.of("enabled", "max-scopes");
+    static final List<String> ADMIN_KEYS = List.of("token", "token-file");
     static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance");
@@ -32,7 +37,7 @@ final class Vocabulary {
     /** The methods a policy can take, in the order messages list them. */
     static final List<String> METHODS = List.of("GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS");
 
-    static final List<String> STORE_TYPES = List.of("memory", "postgres");
+    static final List<String> STORE_TYPES = List.of("memory", "postgres", "etcd");
     static final List<String> BACKEND_TYPES = List.of("file", "http", "postgres");
     static final Map<String, Policy.MissingToken> MISSING = keywords(Policy.MissingToken.class);
     static final Map<String, Policy.EqualToken> EQUAL = keywords(Policy.EqualToken.class);

@@ -56,13 +56,22 @@ class PolicySchemaTest {
         assertEquals(List.copyOf(Vocabulary.CONDITIONALS.keySet()),
                 at("$defs/httpBackend/properties/conditional/enum"));
         assertEquals(Vocabulary.STORE_TYPES, List.of(at("$defs/memoryStore/properties/type/const"),
-                at("$defs/postgresStore/properties/type/const")));
+                at("$defs/postgresStore/properties/type/const"), at("$defs/etcdStore/properties/type/const")));
         assertEquals(List.copyOf(Vocabulary.FENCE_MODES.keySet()), at("$defs/postgresBackend/properties/fence/enum"));
         assertEquals(List.copyOf(Vocabulary.PARAM_SOURCES.keySet()),
                 at("$defs/postgresBackend/properties/params/additionalProperties/anyOf/0/enum"));
         assertEquals(List.copyOf(Vocabulary.PARAM_TYPES.keySet()),
                 at("$defs/postgresBackend/properties/params/additionalProperties/anyOf/1/properties/type/enum"));
         assertEquals(Vocabulary.METHODS, at("$defs/methods/items/enum"));
+    }
+
+    @Test
+    void storeAlternativesAreExactlyTheStoreTypes() {
+        String store = "properties/store/oneOf/";
+        assertEquals(List.of("#/$defs/memoryStore", "#/$defs/etcdStore"),
+                List.of(at(store + "0/$ref"), at(store + "1/$ref")));
+        assertEquals(Vocabulary.STORE_TYPES, List.of(at("$defs/memoryStore/properties/type/const"),
+                at("$defs/etcdStore/properties/type/const")));
     }
 
     @Test
@@ -85,6 +94,10 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.PARAM_KEYS,
                 keys("$defs/postgresBackend/properties/params/additionalProperties/anyOf/1"));
         assertEquals(Vocabulary.STATEMENT_KEYS, keys("$defs/sqlStatement/anyOf/1"));
+        assertEquals(Vocabulary.ETCD_STORE_KEYS, keys("$defs/etcdStore"));
+        assertEquals(Vocabulary.TLS_KEYS, keys("$defs/etcdStore/properties/tls"));
+        assertEquals(Vocabulary.CACHE_KEYS, keys("$defs/cache"));
+        assertEquals(Vocabulary.ADMIN_KEYS, keys("properties/admin"));
         assertEquals(Vocabulary.POLICY_KEYS, keys("$defs/policy"));
         assertEquals(Vocabulary.MATCH_KEYS, keys("$defs/policy/properties/match"));
         assertEquals(Vocabulary.FENCE_KEYS, keys("$defs/policy/properties/fence"));
@@ -96,7 +109,8 @@ class PolicySchemaTest {
     void everyObjectRefusesKeysItDoesNotList() {
         assertEquals(false, schema.get("additionalProperties"));
         for (String path : List.of("properties/server", "$defs/memoryStore", "$defs/postgresStore",
-                "$defs/datasource", "$defs/postgresBackend", "$defs/policy",
+                "$defs/datasource", "$defs/postgresBackend", "$defs/etcdStore",
+                "$defs/etcdStore/properties/tls", "$defs/cache", "properties/admin", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
                 "$defs/httpBackend")) {
             assertEquals(false, at(path + "/additionalProperties"), path);

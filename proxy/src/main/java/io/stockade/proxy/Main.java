@@ -5,6 +5,7 @@ import io.stockade.policy.PolicyException;
 import io.stockade.proxy.log.JsonLineHandler;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.admin.FenceCommand;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -13,7 +14,9 @@ import java.nio.file.Path;
 import java.util.Arrays;
 
 /**
- * The command line: {@code java -jar stockade-proxy.jar --config FILE [--port N]}.
+ * The command line: {@code java -jar stockade-proxy.jar --config FILE [--port N]}, or
+ * {@code java -jar stockade-proxy.jar fence --config FILE OPERATION ...} for the fence-state operations
+ * ({@link FenceCommand}).
  * <p>
  * Exit codes: 0 after a clean stop, 2 for a bad command line or policy file (with a message that says what and
  * where), 1 when the proxy cannot start (the store or a backend cannot be opened, the port is taken).
@@ -24,6 +27,7 @@ public final class Main {
 
     private static final String USAGE = """
             usage: stockade-proxy --config FILE [--port N]
+                   stockade-proxy fence --config FILE OPERATION ...   (fence --help lists the operations)
 
               --config FILE   the policy file (YAML); see policies/README.md
               --port N        listen on port N instead of the file's server.port (0 = any free port)
@@ -35,13 +39,16 @@ public final class Main {
 
     public static void main(String[] args) {
         int code = run(args, System.out, System.err);
-        if (code != 0) {
+        if (code != 0 || args.length > 0 && args[0].equals("fence")) {
             System.exit(code);
         }
     }
 
     /** Runs the command line; returns an exit code, or blocks while the server runs. */
     static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length > 0 && args[0].equals("fence")) {
+            return FenceCommand.run(Arrays.asList(args).subList(1, args.length), System.in, out, err);
+        }
         Path config = null;
         Integer port = null;
         for (int i = 0; i < args.length; i++) {

@@ -8,6 +8,7 @@ import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.admin.AdminEndpoint;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.file.FileBackend;
 import io.stockade.proxy.backend.http.HttpBackend;
@@ -18,6 +19,7 @@ import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.store.FenceStores;
+import io.stockade.proxy.store.cache.CachingFenceStore;
 
 import java.io.IOException;
 import java.util.LinkedHashMap;
@@ -70,12 +72,17 @@ public final class StockadeServer implements AutoCloseable {
                     guard::quarantinedScopes);
             metrics.gauge("stockade.scopes.active", "Scopes held or waited for by a write now",
                     guard::activeScopes);
+            if (store instanceof CachingFenceStore cache) {
+                metrics.cache(cache::hits, cache::misses, cache::evictions, cache::size);
+            }
+            AdminEndpoint admin = config.admin() == null ? null
+                    : AdminEndpoint.create(config.admin(), FenceStores.admin(store).orElse(null));
             FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime);
             WebServer server = WebServer.builder()
                     .host(config.server().host())
                     .port(config.server().port())
                     .connectionOptions(options -> options.tcpNoDelay(true))
-                    .routing(routing -> routing(routing, pipeline, metrics))
+                    .routing(routing -> routing(routing, pipeline, metrics, admin))
                     .build()
                     .start();
             return new StockadeServer(config, store, backends, metrics, server);
@@ -86,12 +93,19 @@ public final class StockadeServer implements AutoCloseable {
         }
     }
 
-    /** The production routing: the proxy's own endpoints, then every other request through the pipeline. */
-    static void routing(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics) {
+    /**
+     * The production routing: the proxy's own endpoints (the admin endpoints under {@value AdminEndpoint#BASE}
+     * when configured), then every other request through the pipeline.
+     */
+    static void routing(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics,
+                        AdminEndpoint admin) {
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
-                .get(METRICS, (req, res) -> metrics(req, res, metrics))
-                .any(pipeline)
+                .get(METRICS, (req, res) -> metrics(req, res, metrics));
+        if (admin != null) {
+            routing.any(admin);
+        }
+        routing.any(pipeline)
                 .error(RuntimeException.class, (req, res, e) -> internalError(res, e));
     }
 

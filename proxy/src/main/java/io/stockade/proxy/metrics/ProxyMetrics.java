@@ -2,6 +2,7 @@ package io.stockade.proxy.metrics;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -87,6 +88,19 @@ public final class ProxyMetrics {
     /** Registers a gauge read at scrape time. */
     public void gauge(String name, String help, Supplier<Number> value) {
         Gauge.builder(name, value).description(help).register(registry);
+    }
+
+    /** The token cache's meters, read at scrape time. */
+    public void cache(Supplier<Number> hits, Supplier<Number> misses, Supplier<Number> evictions,
+                      Supplier<Number> size) {
+        FunctionCounter.builder("stockade.token.cache.hits", hits, s -> s.get().doubleValue())
+                .description("Stale tokens refused from the token cache, without a store round trip")
+                .register(registry);
+        FunctionCounter.builder("stockade.token.cache.misses", misses, s -> s.get().doubleValue())
+                .description("Fence decisions the token cache passed on to the store").register(registry);
+        FunctionCounter.builder("stockade.token.cache.evictions", evictions, s -> s.get().doubleValue())
+                .description("Scopes the token cache forgot to stay within max-scopes").register(registry);
+        gauge("stockade.token.cache.scopes", "Scopes the token cache holds", size);
     }
 
     /**

@@ -1,21 +1,34 @@
 package io.stockade.proxy.store;
 
 import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.store.cache.CachingFenceStore;
+import io.stockade.proxy.store.etcd.EtcdFenceStore;
 import io.stockade.proxy.store.memory.MemoryFenceStore;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
 
 import java.io.IOException;
+import java.util.Optional;
 
-/** Opens the fence store a policy file names. One line per store type. */
+/** Opens the fence store a policy file names. One line per store type; the token cache goes in front if enabled. */
 public final class FenceStores {
     private FenceStores() {
     }
 
     public static FenceStore open(StoreConfig config) throws IOException {
-        return switch (config) {
+        FenceStore store = switch (config) {
             case StoreConfig.Memory memory -> MemoryFenceStore.open(memory);
             case StoreConfig.Postgres postgres -> PostgresFenceStore.open(postgres);
+            case StoreConfig.Etcd etcd -> EtcdFenceStore.open(etcd);
         };
+        StoreConfig.Cache cache = config.cache();
+        return cache.enabled() ? new CachingFenceStore(store, cache.maxScopes()) : store;
+    }
+
+    /** The fence-state operations of a store opened here, if its type offers them. */
+    public static Optional<FenceAdmin> admin(FenceStore store) {
+        FenceStore s = store instanceof CachingFenceStore c ? c.delegate() : store;
+        return s instanceof FenceAdmin a ? Optional.of(a) : Optional.empty();
     }
 }

@@ -2,11 +2,16 @@ package io.stockade.proxy.store.memory;
 
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
 
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -20,8 +25,12 @@ import java.util.function.Consumer;
  * has not returned yet: an equal-token accept or a stale answer never leans on a raise a crash could undo.
  * <p>
  * Per scope the map holds the scope string and one small immutable {@link Entry}; there are no per-scope locks.
+ * <p>
+ * Prefix floors ({@link FenceAdmin}) live in a second, small map, journaled as their own record type; with no floor
+ * the request path pays one volatile read for them. "Recent activity" is the journal LSN of a scope's last change
+ * since this process opened the store (replayed scopes rank last, as 0).
  */
-public final class MemoryFenceStore implements FenceStore {
+public final class MemoryFenceStore implements FenceStore, FenceAdmin {
 
     private static final FenceState NEVER_SEEN = new FenceState(-1, null);
 
@@ -56,14 +65,24 @@ public final class MemoryFenceStore implements FenceStore {
         long lsn;
     }
 
+    /** A prefix floor and the LSN of the record that established it. */
+    private record FloorEntry(long token, long lsn) {
+    }
+
     private final ConcurrentHashMap<String, Entry> states;
+    private final ConcurrentHashMap<String, FloorEntry> floors;
+    /** A copy of {@link #floors} for the request path; replaced (under the floors' lock) on every change. */
+    private volatile Map<String, FloorEntry> floorView;
     private final Journal journal;
     private volatile boolean closed;
     /** Test seam: runs inside the per-scope critical section, right after a raise queued its record. */
     Consumer<String> afterQueueingRaise;
 
-    private MemoryFenceStore(ConcurrentHashMap<String, Entry> states, Journal journal) {
+    private MemoryFenceStore(ConcurrentHashMap<String, Entry> states, ConcurrentHashMap<String, FloorEntry> floors,
+                             Journal journal) {
         this.states = states;
+        this.floors = floors;
+        this.floorView = Map.copyOf(floors);
         this.journal = journal;
     }
 
@@ -79,12 +98,24 @@ public final class MemoryFenceStore implements FenceStore {
 
     static MemoryFenceStore open(StoreConfig.Memory config, Journal.ChannelOpener opener) throws IOException {
         ConcurrentHashMap<String, Entry> states = new ConcurrentHashMap<>();
-        Journal journal = Journal.open(config.journal(), config.compactAfterBytes(), opener,
+        ConcurrentHashMap<String, FloorEntry> floors = new ConcurrentHashMap<>();
+        Journal journal = Journal.open(config.journal(), config.compactAfterBytes(), opener, r -> {
+            switch (r.type()) {
+                // Per prefix the highest floor wins.
+                case RecordCodec.TYPE_FLOOR -> floors.merge(r.scope(), new FloorEntry(r.token(), 0),
+                        (old, now) -> now.token() >= old.token() ? now : old);
+                // Retired only when covered by a floor, journaled earlier; a later state record brings it back.
+                case RecordCodec.TYPE_RETIRE -> states.remove(r.scope());
                 // Per scope the highest token wins; for equal tokens the later record (a recorded version).
-                r -> states.merge(r.scope(), new Entry(r.token(), r.version(), 0),
-                        (old, now) -> now.token() >= old.token() ? now : old));
-        MemoryFenceStore store = new MemoryFenceStore(states, journal);
-        journal.start(sink -> states.forEach((scope, e) -> sink.accept(RecordCodec.encode(scope, e.token(), e.version()))));
+                default -> states.merge(r.scope(), new Entry(r.token(), r.version(), 0),
+                        (old, now) -> now.token() >= old.token() ? now : old);
+            }
+        });
+        MemoryFenceStore store = new MemoryFenceStore(states, floors, journal);
+        journal.start(sink -> {
+            floors.forEach((prefix, f) -> sink.accept(RecordCodec.encodeFloor(prefix, f.token())));
+            states.forEach((scope, e) -> sink.accept(RecordCodec.encode(scope, e.token(), e.version())));
+        });
         return store;
     }
 
@@ -95,6 +126,15 @@ public final class MemoryFenceStore implements FenceStore {
             throw new IllegalArgumentException("negative token " + token);
         }
         ensureOpen();
+        Map<String, FloorEntry> fl = floorView;
+        if (!fl.isEmpty()) {
+            FloorEntry floor = floorOf(fl, scope);
+            if (floor != null && (token < floor.token() || token == floor.token() && !acceptEqual)) {
+                Entry current = states.get(scope);
+                journal.awaitDurable(Math.max(floor.lsn(), current == null ? 0 : current.lsn()));
+                return new Advance.Stale(Math.max(floor.token(), current == null ? -1 : current.token()));
+            }
+        }
         Entry current = states.get(scope);
         if (current != null && token <= current.token()) {
             // Nothing to change. Tokens never go down, so this read is a linearizable answer.
@@ -185,6 +225,163 @@ public final class MemoryFenceStore implements FenceStore {
         }
         journal.awaitDurable(o.lsn);
         return o.ok;
+    }
+
+    private static FloorEntry floorOf(Map<String, FloorEntry> floors, String scope) {
+        FloorEntry best = null;
+        for (Map.Entry<String, FloorEntry> f : floors.entrySet()) {
+            if (scope.startsWith(f.getKey()) && (best == null || f.getValue().token() > best.token())) {
+                best = f.getValue();
+            }
+        }
+        return best;
+    }
+
+    // ---- FenceAdmin ----
+
+    @Override
+    public Optional<ScopeEntry> scope(String scope) throws StoreUnavailableException {
+        ensureOpen();
+        Entry e = states.get(scope);
+        if (e == null) {
+            return Optional.empty();
+        }
+        journal.awaitDurable(e.lsn());
+        return Optional.of(new ScopeEntry(scope, e.token(), e.version(), e.lsn()));
+    }
+
+    @Override
+    public List<ScopeEntry> scopes(String prefix, int limit) throws StoreUnavailableException {
+        ensureOpen();
+        List<ScopeEntry> all = new ArrayList<>();
+        long maxLsn = 0;
+        for (Map.Entry<String, Entry> e : states.entrySet()) {
+            if (e.getKey().startsWith(prefix)) {
+                Entry v = e.getValue();
+                all.add(new ScopeEntry(e.getKey(), v.token(), v.version(), v.lsn()));
+                maxLsn = Math.max(maxLsn, v.lsn());
+            }
+        }
+        journal.awaitDurable(maxLsn);
+        all.sort(Comparator.comparingLong(ScopeEntry::activity).reversed().thenComparing(ScopeEntry::scope));
+        return List.copyOf(all.subList(0, Math.min(limit, all.size())));
+    }
+
+    @Override
+    public boolean listsByActivity() {
+        return true;
+    }
+
+    @Override
+    public void forEachScope(Consumer<ScopeEntry> sink) throws StoreUnavailableException {
+        ensureOpen();
+        long maxLsn = 0;
+        for (Map.Entry<String, Entry> e : states.entrySet()) {
+            maxLsn = Math.max(maxLsn, e.getValue().lsn());
+        }
+        journal.awaitDurable(maxLsn);
+        for (Map.Entry<String, Entry> e : states.entrySet()) {
+            Entry v = e.getValue();
+            sink.accept(new ScopeEntry(e.getKey(), v.token(), v.version(), v.lsn()));
+        }
+    }
+
+    @Override
+    public List<Floor> floors() throws StoreUnavailableException {
+        ensureOpen();
+        List<Floor> out = new ArrayList<>();
+        long maxLsn = 0;
+        for (Map.Entry<String, FloorEntry> f : floorView.entrySet()) {
+            out.add(new Floor(f.getKey(), f.getValue().token()));
+            maxLsn = Math.max(maxLsn, f.getValue().lsn());
+        }
+        journal.awaitDurable(maxLsn);
+        out.sort(Comparator.comparing(Floor::prefix));
+        return out;
+    }
+
+    @Override
+    public long raise(String scope, long token) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        if (token < 0) {
+            throw new IllegalArgumentException("negative token " + token);
+        }
+        ensureOpen();
+        byte[] record = RecordCodec.encode(scope, token, null);
+        Outcome o = new Outcome();
+        long stamp = journal.beginUpdate();
+        try {
+            states.compute(scope, (k, e) -> {
+                o.before = e;
+                if (e == null || token > e.token()) {
+                    o.lsn = journal.append(record);
+                    return new Entry(token, null, o.lsn);
+                }
+                o.lsn = e.lsn();
+                return e;
+            });
+        } catch (Journal.Unavailable u) {
+            throw u.toChecked();
+        } finally {
+            journal.endUpdate(stamp);
+        }
+        journal.awaitDurable(o.lsn);
+        return o.before == null ? token : Math.max(token, o.before.token());
+    }
+
+    @Override
+    public long raiseFloor(String prefix, long token) throws StoreUnavailableException {
+        Objects.requireNonNull(prefix, "prefix");
+        if (token < 0) {
+            throw new IllegalArgumentException("negative token " + token);
+        }
+        ensureOpen();
+        byte[] record = RecordCodec.encodeFloor(prefix, token);
+        FloorEntry after;
+        synchronized (floors) {
+            long stamp = journal.beginUpdate();
+            try {
+                after = floors.compute(prefix, (k, f) -> f == null || token > f.token()
+                        ? new FloorEntry(token, journal.append(record)) : f);
+            } catch (Journal.Unavailable u) {
+                throw u.toChecked();
+            } finally {
+                journal.endUpdate(stamp);
+            }
+            floorView = Map.copyOf(floors);
+        }
+        journal.awaitDurable(after.lsn());
+        return after.token();
+    }
+
+    @Override
+    public Retired retire(String scope) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        ensureOpen();
+        byte[] record = RecordCodec.encodeRetire(scope);
+        Retired[] result = {Retired.NOT_FOUND};
+        long[] lsn = {0};
+        long stamp = journal.beginUpdate();
+        try {
+            states.computeIfPresent(scope, (k, e) -> {
+                FloorEntry floor = floorOf(floorView, scope);
+                if (floor == null || floor.token() < e.token()) {
+                    result[0] = Retired.NOT_COVERED;
+                    lsn[0] = e.lsn();
+                    return e;
+                }
+                result[0] = Retired.RETIRED;
+                // The floor's record precedes this one in the journal: replay never sees the scope gone uncovered.
+                lsn[0] = journal.append(record);
+                return null;
+            });
+        } catch (Journal.Unavailable u) {
+            throw u.toChecked();
+        } finally {
+            journal.endUpdate(stamp);
+        }
+        journal.awaitDurable(lsn[0]);
+        return result[0];
     }
 
     /** Counters for tests and metrics; cheap, and not a consistent cut across fields. */

@@ -12,7 +12,8 @@ import java.util.zip.CRC32C;
  *   length  int32   payload length in bytes
  *   crc     int32   CRC32C over the 4 length bytes followed by the payload
  *   payload:
- *     type     int8    1 = state of one scope
+ *     type     int8    1 = state of one scope, 2 = floor of a prefix (the "scope" is the prefix, no version),
+ *                      3 = a scope retired (removed; token and version unused: 0 and -1)
  *     scopeLen int32   then scopeLen bytes of UTF-8
  *     token    int64   0 .. 2^63-1
  *     verLen   int32   -1 for a null (unknown) version, else verLen bytes of UTF-8
@@ -24,6 +25,8 @@ final class RecordCodec {
 
     static final int HEADER_BYTES = 8;
     static final byte TYPE_STATE = 1;
+    static final byte TYPE_FLOOR = 2;
+    static final byte TYPE_RETIRE = 3;
     /** Longest scope or version accepted, in UTF-8 bytes. */
     static final int MAX_STRING_BYTES = 64 * 1024;
     static final int MIN_PAYLOAD = 1 + 4 + 8 + 4;
@@ -34,17 +37,34 @@ final class RecordCodec {
     }
 
     /** One decoded record. */
-    record State(String scope, long token, String version) {
+    record State(byte type, String scope, long token, String version) {
+        State(String scope, long token, String version) {
+            this(TYPE_STATE, scope, token, version);
+        }
     }
 
-    /** Encodes a whole record, header included. */
+    /** Encodes a whole state record, header included. */
     static byte[] encode(String scope, long token, String version) {
+        return encode(TYPE_STATE, scope, token, version);
+    }
+
+    /** Encodes a floor record for {@code prefix}. */
+    static byte[] encodeFloor(String prefix, long token) {
+        return encode(TYPE_FLOOR, prefix, token, null);
+    }
+
+    /** Encodes the retirement of {@code scope}. */
+    static byte[] encodeRetire(String scope) {
+        return encode(TYPE_RETIRE, scope, 0, null);
+    }
+
+    private static byte[] encode(byte type, String scope, long token, String version) {
         byte[] s = utf8(scope, "scope");
         byte[] v = version == null ? null : utf8(version, "version");
         int payload = MIN_PAYLOAD + s.length + (v == null ? 0 : v.length);
         ByteBuffer b = ByteBuffer.allocate(HEADER_BYTES + payload);
         b.putInt(payload).putInt(0);
-        b.put(TYPE_STATE).putInt(s.length).put(s).putLong(token);
+        b.put(type).putInt(s.length).put(s).putLong(token);
         if (v == null) {
             b.putInt(-1);
         } else {
@@ -84,7 +104,7 @@ final class RecordCodec {
     static State decode(ByteBuffer buf, int offset, int len) {
         ByteBuffer p = buf.slice(offset, len);
         byte type = p.get();
-        if (type != TYPE_STATE) {
+        if (type != TYPE_STATE && type != TYPE_FLOOR && type != TYPE_RETIRE) {
             throw new IllegalArgumentException("unknown record type " + type);
         }
         int scopeLen = p.getInt();
@@ -108,7 +128,7 @@ final class RecordCodec {
         if (p.hasRemaining()) {
             throw new IllegalArgumentException(p.remaining() + " trailing bytes");
         }
-        return new State(scope, token, version);
+        return new State(type, scope, token, version);
     }
 
     private static String string(ByteBuffer p, int len) {

@@ -1,0 +1,205 @@
+package io.stockade.proxy.admin;
+
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.store.FenceStores;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.PrintStream;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * {@code stockade-proxy fence --config FILE <operation> ...}: the fence-state operations run directly on the store
+ * the policy file names. Answers JSON on stdout. Exit codes: 0 done, 1 the store cannot be opened or is unavailable,
+ * 2 bad command line or policy file, 3 refused or not found (the JSON problem is on stderr).
+ * <p>
+ * The memory store's journal is locked by a running proxy ({@code journal.lock}): stop it first, or use that
+ * proxy's admin endpoints. Shared stores (etcd) can be operated on while proxies run.
+ */
+public final class FenceCommand {
+    public static final String USAGE = """
+            usage: stockade-proxy fence --config FILE OPERATION
+
+              show SCOPE                          a scope's token, the floor covering it, the effective highest
+              list [--prefix P] [--limit N]       scopes (most recently active first where the store can tell)
+              floors                              prefix floors
+              export [--out FILE]                 all fence state as JSON lines (stdout by default)
+              import [FILE|-]                     apply an export: each line raises, never lowers (stdin by default)
+              raise --scope S --token N           raise one scope to at least N
+              raise --prefix P --token N          raise the floor of every scope starting with P, existing or not
+              retire SCOPE                        remove a scope a floor at or above its token covers
+
+            Nothing lowers a token. With the memory store, stop the proxy first (it locks the journal) or use its
+            admin endpoints (/admin/fences, see docs/admin-api.md).
+            """;
+
+    private FenceCommand() {
+    }
+
+    public static int run(List<String> args, InputStream in, PrintStream out, PrintStream err) {
+        Path config = null;
+        List<String> rest = new ArrayList<>();
+        for (int i = 0; i < args.size(); i++) {
+            String a = args.get(i);
+            if (a.equals("--config") && i + 1 < args.size()) {
+                config = Path.of(args.get(++i));
+            } else if (a.equals("--help") || a.equals("-h")) {
+                out.print(USAGE);
+                return 0;
+            } else {
+                rest.add(a);
+            }
+        }
+        if (config == null || rest.isEmpty()) {
+            return usage(err, config == null ? "--config FILE is required" : "an operation is required");
+        }
+        StockadeConfig loaded;
+        try {
+            loaded = PolicyLoader.load(config);
+        } catch (PolicyException e) {
+            err.println("stockade fence: " + config + " is not a valid policy file:");
+            err.println(e.getMessage());
+            return 2;
+        } catch (RuntimeException e) {
+            err.println("stockade fence: cannot read " + config + ": " + e.getMessage());
+            return 2;
+        }
+        String op = rest.getFirst();
+        List<String> params = rest.subList(1, rest.size());
+        if (!List.of("show", "list", "floors", "export", "import", "raise", "retire").contains(op)) {
+            return usage(err, "unknown operation '" + op + "'");
+        }
+        FenceStore store;
+        try {
+            store = FenceStores.open(loaded.store());
+        } catch (IOException e) {
+            String msg = e.getMessage();
+            if (loaded.store() instanceof StoreConfig.Memory m && msg != null
+                    && (msg.contains("in use") || msg.contains("already open"))) {
+                err.println("stockade fence: the journal " + m.journal() + " is locked by a running proxy "
+                        + "(journal.lock). Stop that proxy first, or use its admin endpoints (/admin/fences).");
+            } else {
+                err.println("stockade fence: cannot open the " + loaded.store().type() + " store: " + msg);
+            }
+            return 1;
+        }
+        try (store) {
+            Optional<FenceAdmin> admin = FenceStores.admin(store);
+            if (admin.isEmpty()) {
+                err.println("stockade fence: the " + loaded.store().type() + " store has no fence-state operations");
+                return 1;
+            }
+            return operate(new FenceOperations(admin.get()), op, params, in, out, err);
+        } catch (StoreUnavailableException e) {
+            err.println("stockade fence: store unavailable: " + e.getMessage());
+            return 1;
+        } catch (FenceOperations.Refused e) {
+            err.println("{\"status\":" + e.status() + ",\"type\":\"" + e.type() + "\",\"detail\":"
+                    + io.stockade.proxy.http.Json.quote(e.getMessage()) + "}");
+            return e.status() == 400 ? 2 : 3;
+        } catch (IOException e) {
+            err.println("stockade fence: " + e.getMessage());
+            return 1;
+        } catch (IllegalArgumentException e) {
+            return usage(err, e.getMessage());
+        }
+    }
+
+    private static int operate(FenceOperations ops, String op, List<String> p, InputStream in, PrintStream out,
+                               PrintStream err) throws StoreUnavailableException, FenceOperations.Refused,
+            IOException {
+        switch (op) {
+            case "show" -> out.println(ops.show(single(p, "show SCOPE")));
+            case "list" -> out.println(ops.list(option(p, "--prefix").orElse(""),
+                    Integer.parseInt(option(p, "--limit").orElse("100"))));
+            case "floors" -> out.println(ops.floors());
+            case "export" -> {
+                Optional<String> file = option(p, "--out");
+                if (file.isPresent()) {
+                    try (Writer w = Files.newBufferedWriter(Path.of(file.get()), StandardCharsets.UTF_8)) {
+                        long n = ops.export(w);
+                        err.println("stockade fence: exported " + n + " lines to " + file.get());
+                    }
+                } else {
+                    Writer w = new OutputStreamWriter(out, StandardCharsets.UTF_8);
+                    ops.export(w);
+                    w.flush();
+                }
+            }
+            case "import" -> {
+                String file = p.isEmpty() ? "-" : single(p, "import [FILE|-]");
+                try (BufferedReader r = file.equals("-")
+                        ? new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))
+                        : Files.newBufferedReader(Path.of(file), StandardCharsets.UTF_8)) {
+                    out.println(ops.importLines(r));
+                }
+            }
+            case "raise" -> {
+                long token = parseToken(option(p, "--token").orElseThrow(
+                        () -> new IllegalArgumentException("raise needs --token N")));
+                Optional<String> scope = option(p, "--scope");
+                Optional<String> prefix = option(p, "--prefix");
+                if (scope.isPresent() == prefix.isPresent()) {
+                    throw new IllegalArgumentException("raise needs exactly one of --scope S and --prefix P");
+                }
+                out.println(scope.isPresent() ? ops.raiseScope(scope.get(), token)
+                        : ops.raiseFloor(prefix.get(), token));
+            }
+            default -> out.println(ops.retire(single(p, "retire SCOPE")));
+        }
+        out.flush();
+        return 0;
+    }
+
+    private static long parseToken(String s) {
+        try {
+            long t = Long.parseLong(s);
+            if (t >= 0) {
+                return t;
+            }
+        } catch (NumberFormatException e) {
+            // below
+        }
+        throw new IllegalArgumentException("--token must be a whole number 0.." + Long.MAX_VALUE + ", was '" + s + "'");
+    }
+
+    private static String single(List<String> p, String form) {
+        if (p.size() != 1) {
+            throw new IllegalArgumentException("expected: " + form);
+        }
+        return p.getFirst();
+    }
+
+    /** The value after {@code name}; a flag given without one is an error. */
+    private static Optional<String> option(List<String> p, String name) {
+        int i = p.indexOf(name);
+        if (i < 0) {
+            return Optional.empty();
+        }
+        if (i + 1 >= p.size()) {
+            throw new IllegalArgumentException(name + " needs a value");
+        }
+        return Optional.of(p.get(i + 1));
+    }
+
+    private static int usage(PrintStream err, String message) {
+        err.println("stockade fence: " + message);
+        err.print(USAGE);
+        return 2;
+    }
+}

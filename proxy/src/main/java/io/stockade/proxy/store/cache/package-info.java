@@ -1,0 +1,6 @@
+/**
+ * The token cache: a {@link io.stockade.proxy.fence.FenceStore} decorator (Caffeine, bounded) that refuses stale
+ * tokens without a store round trip. Only ever raised; an eviction only costs a round trip. Depends on
+ * {@code fence} only.
+ */
+package io.stockade.proxy.store.cache;

@@ -1,0 +1,54 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.testing.EtcdServer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * The whole contract through the HTTP backend (serialized class) with the fence state in a real etcd and the token
+ * cache in front of it (the default). Each test gets its own key prefix.
+ */
+class EtcdContractIT extends HttpContractIT {
+    static EtcdServer etcd;
+    final String prefix = "/contract/" + UUID.randomUUID() + "/";
+
+    @BeforeAll
+    static void startEtcd() {
+        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        etcd = EtcdServer.single();
+    }
+
+    @AfterAll
+    static void stopEtcd() {
+        if (etcd != null) {
+            etcd.close();
+        }
+    }
+
+    @Override
+    String policyYaml() {
+        return super.policyYaml().replace("""
+                store:
+                  type: memory
+                  journal: ${JOURNAL}
+                """, """
+                store:
+                  type: etcd
+                  endpoints: ${ETCD}
+                  prefix: ${PREFIX}
+                  timeout: 2s
+                """);
+    }
+
+    @Override
+    Map<String, String> startStorage() {
+        Map<String, String> vars = new java.util.HashMap<>(super.startStorage());
+        vars.put("ETCD", etcd.endpoints());
+        vars.put("PREFIX", prefix);
+        return vars;
+    }
+}

@@ -1,0 +1,67 @@
+package io.stockade.proxy.store.memory;
+
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceAdmin;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Floors, raise, retire and listing in the memory store, across reopen (the journal keeps them). */
+class MemoryFenceAdminTest {
+    @TempDir
+    Path dir;
+
+    MemoryFenceStore open() throws Exception {
+        return MemoryFenceStore.open(new StoreConfig.Memory(dir, StoreConfig.Memory.DEFAULT_COMPACT_AFTER_BYTES));
+    }
+
+    @Test
+    void floorsKeptOverSeveralOpens() throws Exception {
+        try (MemoryFenceStore s = open()) {
+            s.advance("docs/a/1", 5, true);
+            s.raiseFloor("docs/z/", 9);
+        }
+        try (MemoryFenceStore s = open()) {
+            s.raiseFloor("docs/a/", 20);
+        }
+        try (MemoryFenceStore s = open()) {
+            assertEquals(FenceAdmin.Retired.RETIRED, s.retire("docs/a/1"));
+        }
+        try (MemoryFenceStore s = open()) {
+            assertEquals(2, s.floors().size(), s.floors().toString());
+            assertEquals(new Advance.Stale(20), s.advance("docs/a/1", 19, true));
+        }
+    }
+
+    @Test
+    void floorsRaisesAndRetirementsSurviveReopenAndNothingGoesDown() throws Exception {
+        try (MemoryFenceStore s = open()) {
+            assertInstanceOf(Advance.Accepted.class, s.advance("a/1", 5, true));
+            assertEquals(5, s.raise("a/1", 2));
+            assertEquals(30, s.raiseFloor("a/", 30));
+            assertEquals(30, s.raiseFloor("a/", 10));
+            assertEquals(new Advance.Stale(30), s.advance("a/new", 29, true));
+            assertEquals(new Advance.Stale(30), s.advance("a/new", 30, false));
+            assertInstanceOf(Advance.Accepted.class, s.advance("a/new", 30, true));
+            assertEquals(FenceAdmin.Retired.NOT_FOUND, s.retire("zzz"));
+            assertInstanceOf(Advance.Accepted.class, s.advance("b/1", 3, true));
+            assertEquals(FenceAdmin.Retired.NOT_COVERED, s.retire("b/1"));
+            assertEquals(FenceAdmin.Retired.RETIRED, s.retire("a/1"));
+        }
+        try (MemoryFenceStore s = open()) {
+            assertEquals(List.of(new FenceAdmin.Floor("a/", 30)), s.floors());
+            assertTrue(s.scope("a/1").isEmpty());
+            assertEquals(new Advance.Stale(30), s.advance("a/1", 6, true));
+            assertEquals(3, s.scope("b/1").orElseThrow().token());
+            assertEquals(List.of("a/new", "b/1"), s.scopes("", 10).stream().map(FenceAdmin.ScopeEntry::scope)
+                    .sorted().toList());
+        }
+    }
+}

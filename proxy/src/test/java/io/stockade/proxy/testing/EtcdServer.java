@@ -1,0 +1,190 @@
+package io.stockade.proxy.testing;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+/**
+ * Real etcd members (Debian's {@code etcd-server}, {@code /usr/bin/etcd}) on free loopback ports with temporary data
+ * directories, for tests. {@link #single()} starts one member, {@link #cluster(int)} several; each member can be
+ * killed ({@code SIGKILL}) and started again on the same ports and data.
+ */
+public final class EtcdServer implements AutoCloseable {
+    private static final Duration READY = Duration.ofSeconds(20);
+
+    /** One member. */
+    public static final class Member {
+        final String name;
+        final int clientPort;
+        final int peerPort;
+        final Path dataDir;
+        final Path log;
+        Process process;
+
+        Member(String name, Path base) {
+            this.name = name;
+            this.clientPort = FreePorts.next();
+            this.peerPort = FreePorts.next();
+            this.dataDir = base.resolve(name + ".etcd");
+            this.log = base.resolve(name + ".log");
+        }
+
+        public URI clientUrl() {
+            return URI.create("http://127.0.0.1:" + clientPort);
+        }
+
+        String peerUrl() {
+            return "http://127.0.0.1:" + peerPort;
+        }
+
+        public boolean isAlive() {
+            return process != null && process.isAlive();
+        }
+    }
+
+    private final List<Member> members;
+    private final Path base;
+
+    private EtcdServer(List<Member> members, Path base) {
+        this.members = members;
+        this.base = base;
+    }
+
+    /** Whether etcd is installed. */
+    public static boolean available() {
+        return Files.isExecutable(Path.of("/usr/bin/etcd")) || Files.isExecutable(Path.of("/usr/local/bin/etcd"));
+    }
+
+    public static EtcdServer single() {
+        return cluster(1);
+    }
+
+    /** Starts {@code size} members forming one cluster and waits until each answers {@code /health}. */
+    public static EtcdServer cluster(int size) {
+        try {
+            Path base = Files.createTempDirectory("stockade-etcd-");
+            List<Member> members = new ArrayList<>();
+            for (int i = 0; i < size; i++) {
+                members.add(new Member("m" + i, base));
+            }
+            EtcdServer server = new EtcdServer(members, base);
+            for (Member m : members) {
+                server.launch(m);
+            }
+            for (Member m : members) {
+                server.awaitHealthy(m);
+            }
+            return server;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public List<Member> members() {
+        return members;
+    }
+
+    /** The client URLs, comma-separated (the {@code endpoints} value, e.g. through {@code ${ETCD}}). */
+    public String endpoints() {
+        return members.stream().map(m -> m.clientUrl().toString()).collect(Collectors.joining(","));
+    }
+
+    /** Kills a member at once (SIGKILL) and waits for it to end. */
+    public void kill(int index) {
+        Member m = members.get(index);
+        if (m.process != null) {
+            m.process.destroyForcibly();
+            try {
+                m.process.waitFor(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Starts a killed member again on the same ports and data directory, and waits until it is healthy. */
+    public void restart(int index) {
+        Member m = members.get(index);
+        launch(m);
+        awaitHealthy(m);
+    }
+
+    private void launch(Member m) {
+        String cluster = members.stream().map(x -> x.name + "=" + x.peerUrl()).collect(Collectors.joining(","));
+        List<String> cmd = List.of(available() && Files.isExecutable(Path.of("/usr/bin/etcd")) ? "/usr/bin/etcd"
+                        : "/usr/local/bin/etcd",
+                "--name", m.name, "--data-dir", m.dataDir.toString(),
+                "--listen-client-urls", m.clientUrl().toString(), "--advertise-client-urls", m.clientUrl().toString(),
+                "--listen-peer-urls", m.peerUrl(), "--initial-advertise-peer-urls", m.peerUrl(),
+                "--initial-cluster", cluster, "--initial-cluster-state", "new",
+                "--initial-cluster-token", "stockade-test-" + base.getFileName(),
+                "--heartbeat-interval", "50", "--election-timeout", "500");
+        try {
+            m.process = new ProcessBuilder(cmd).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(m.log.toFile())).start();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start etcd (apt-get install -y etcd-server)", e);
+        }
+    }
+
+    private void awaitHealthy(Member m) {
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+        long deadline = System.nanoTime() + READY.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (!m.process.isAlive()) {
+                throw new IllegalStateException("etcd " + m.name + " exited: " + tail(m));
+            }
+            try {
+                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(m.clientUrl() + "/health"))
+                        .timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() == 200 && r.body().contains("true")) {
+                    return;
+                }
+            } catch (IOException e) {
+                // not yet
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException(e);
+            }
+        }
+        throw new IllegalStateException("etcd " + m.name + " not healthy within " + READY + ": " + tail(m));
+    }
+
+    private static String tail(Member m) {
+        try {
+            List<String> lines = Files.readAllLines(m.log);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+        } catch (IOException e) {
+            return "(no log)";
+        }
+    }
+
+    /** Kills every member (by its own process) and deletes the data. */
+    @Override
+    public void close() {
+        for (int i = 0; i < members.size(); i++) {
+            kill(i);
+        }
+        try (var paths = Files.walk(base)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            // best effort
+        }
+    }
+}
