@@ -55,8 +55,6 @@ class PolicySchemaTest {
         assertEquals(List.copyOf(Vocabulary.EQUAL.keySet()), at(fence + "equal/enum"));
         assertEquals(List.copyOf(Vocabulary.CONDITIONALS.keySet()),
                 at("$defs/httpBackend/properties/conditional/enum"));
-        assertEquals(Vocabulary.STORE_TYPES, List.of(at("$defs/memoryStore/properties/type/const"),
-                at("$defs/postgresStore/properties/type/const"), at("$defs/etcdStore/properties/type/const")));
         assertEquals(List.copyOf(Vocabulary.FENCE_MODES.keySet()), at("$defs/postgresBackend/properties/fence/enum"));
         assertEquals(List.copyOf(Vocabulary.PARAM_SOURCES.keySet()),
                 at("$defs/postgresBackend/properties/params/additionalProperties/anyOf/0/enum"));
@@ -68,10 +66,10 @@ class PolicySchemaTest {
     @Test
     void storeAlternativesAreExactlyTheStoreTypes() {
         String store = "properties/store/oneOf/";
-        assertEquals(List.of("#/$defs/memoryStore", "#/$defs/etcdStore"),
-                List.of(at(store + "0/$ref"), at(store + "1/$ref")));
+        assertEquals(List.of("#/$defs/memoryStore", "#/$defs/postgresStore", "#/$defs/etcdStore"),
+                List.of(at(store + "0/$ref"), at(store + "1/$ref"), at(store + "2/$ref")));
         assertEquals(Vocabulary.STORE_TYPES, List.of(at("$defs/memoryStore/properties/type/const"),
-                at("$defs/etcdStore/properties/type/const")));
+                at("$defs/postgresStore/properties/type/const"), at("$defs/etcdStore/properties/type/const")));
     }
 
     @Test
