@@ -23,6 +23,7 @@ import io.stockade.proxy.store.cache.CachingFenceStore;
 
 import java.io.IOException;
 import java.util.LinkedHashMap;
+import java.time.Duration;
 import java.util.Map;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -39,18 +40,21 @@ public final class StockadeServer implements AutoCloseable {
     public static final String READY = "/health/ready";
     public static final String METRICS = "/metrics";
 
-    private final StockadeConfig config;
+    /** How long replaced backends stay open after a reload, for requests that started before it. */
+    static final Duration DRAIN = Duration.ofSeconds(60);
+
     private final FenceStore store;
-    private final Map<String, Backend> backends;
     private final ProxyMetrics metrics;
+    private final FencePipeline pipeline;
+    private final Reloader reloader;
     private final WebServer server;
 
-    private StockadeServer(StockadeConfig config, FenceStore store, Map<String, Backend> backends,
-                           ProxyMetrics metrics, WebServer server) {
-        this.config = config;
+    private StockadeServer(FenceStore store, ProxyMetrics metrics, FencePipeline pipeline, Reloader reloader,
+                           WebServer server) {
         this.store = store;
-        this.backends = backends;
         this.metrics = metrics;
+        this.pipeline = pipeline;
+        this.reloader = reloader;
         this.server = server;
     }
 
@@ -75,9 +79,11 @@ public final class StockadeServer implements AutoCloseable {
             if (store instanceof CachingFenceStore cache) {
                 metrics.cache(cache::hits, cache::misses, cache::evictions, cache::size);
             }
-            AdminEndpoint admin = config.admin() == null ? null
-                    : AdminEndpoint.create(config.admin(), FenceStores.admin(store).orElse(null));
             FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime);
+            Reloader reloader = new Reloader(pipeline);
+            reloader.started(backends);
+            AdminEndpoint admin = config.admin() == null ? null
+                    : AdminEndpoint.create(config.admin(), FenceStores.admin(store).orElse(null), reloader);
             WebServer server = WebServer.builder()
                     .host(config.server().host())
                     .port(config.server().port())
@@ -85,7 +91,7 @@ public final class StockadeServer implements AutoCloseable {
                     .routing(routing -> routing(routing, pipeline, metrics, admin))
                     .build()
                     .start();
-            return new StockadeServer(config, store, backends, metrics, server);
+            return new StockadeServer(store, metrics, pipeline, reloader, server);
         } catch (RuntimeException | IOException e) {
             backends.values().forEach(Backend::close);
             store.close();
@@ -129,7 +135,7 @@ public final class StockadeServer implements AutoCloseable {
         res.send(body);
     }
 
-    private static Backend openBackend(BackendConfig config) throws IOException {
+    static Backend openBackend(BackendConfig config) throws IOException {
         return switch (config) {
             case BackendConfig.Http http -> HttpBackend.open(http);
             case BackendConfig.File file -> FileBackend.open(file);
@@ -143,7 +149,17 @@ public final class StockadeServer implements AutoCloseable {
     }
 
     public String host() {
-        return config.server().host();
+        return pipeline.config().server().host();
+    }
+
+    /**
+     * Loads the policy file again and puts it in force (see {@link Reloader}).
+     *
+     * @return a short summary of what changed
+     * @throws Reloader.Refused when the file is invalid, or changes what only a restart can change
+     */
+    public String reload() throws Reloader.Refused {
+        return reloader.reload();
     }
 
     public ProxyMetrics metrics() {
@@ -156,14 +172,14 @@ public final class StockadeServer implements AutoCloseable {
 
     /** The backend of a policy (tests use it to take a backend's storage away). */
     public Backend backend(String policy) {
-        return backends.get(policy);
+        return reloader.backends().get(policy);
     }
 
-    /** Stops listening, then closes the backends and the store. */
+    /** Stops listening, then closes the backends (those replaced by reloads too) and the store. */
     @Override
     public void close() {
         server.stop();
-        backends.values().forEach(Backend::close);
+        reloader.close();
         store.close();
     }
 

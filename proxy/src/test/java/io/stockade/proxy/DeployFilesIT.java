@@ -54,6 +54,15 @@ class DeployFilesIT {
     }
 
     @Test
+    void theKubernetesPrometheusRuleCarriesExactlyTheAlertRules() throws IOException {
+        Yaml yaml = new Yaml(new SafeConstructor(new LoaderOptions()));
+        Map<?, ?> alerts = yaml.load(Files.readString(DEPLOY.resolve("prometheus/alerts.yaml")));
+        Map<?, ?> rule = yaml.load(Files.readString(DEPLOY.resolve("k8s/base/prometheusrule.yaml")));
+        assertEquals(alerts.get("groups"), ((Map<?, ?>) rule.get("spec")).get("groups"),
+                "deploy/k8s/base/prometheusrule.yaml must carry the groups of deploy/prometheus/alerts.yaml");
+    }
+
+    @Test
     void embeddedPoliciesValidateWithTheLoader() throws Exception {
         List<String> policies = new ArrayList<>();
         policies.add(Files.readString(DEPLOY.resolve("compose/stockade.yaml")));

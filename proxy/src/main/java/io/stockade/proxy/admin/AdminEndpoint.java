@@ -7,7 +7,10 @@ import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.AdminConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.Reloader;
+import io.stockade.proxy.http.Json;
 import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.log.DecisionLog;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -17,7 +20,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.security.MessageDigest;
 import java.util.Map;
-import java.util.logging.Logger;
 
 /**
  * The admin endpoints under {@value #BASE}: fence-state operations over HTTP, JSON in and out, RFC 9457 problems
@@ -36,25 +38,29 @@ import java.util.logging.Logger;
  */
 public final class AdminEndpoint implements Handler {
     public static final String BASE = "/admin/fences";
-    private static final Logger AUDIT = Logger.getLogger("io.stockade.proxy.admin.audit");
+    /** The policy view and reload. */
+    public static final String POLICIES = "/admin/policies";
     /** Largest JSON request body (import is streamed, not bounded by this). */
     private static final int MAX_BODY = 64 * 1024;
 
     private final byte[] token;
     private final FenceOperations ops;
     private final boolean available;
+    private final Reloader reloader;
 
-    private AdminEndpoint(byte[] token, FenceAdmin admin) {
+    private AdminEndpoint(byte[] token, FenceAdmin admin, Reloader reloader) {
         this.token = token;
         this.ops = admin == null ? null : new FenceOperations(admin);
         this.available = admin != null;
+        this.reloader = reloader;
     }
 
     /**
-     * @param admin the store's operations, or {@code null} when the store has none (every call answers 501)
+     * @param admin    the store's operations, or {@code null} when the store has none (every call answers 501)
+     * @param reloader the policies in force, and their reload
      * @throws IOException when the token file cannot be read or is empty
      */
-    public static AdminEndpoint create(AdminConfig config, FenceAdmin admin) throws IOException {
+    public static AdminEndpoint create(AdminConfig config, FenceAdmin admin, Reloader reloader) throws IOException {
         String t = config.token();
         if (config.tokenFile() != null) {
             t = Files.readAllLines(config.tokenFile(), StandardCharsets.UTF_8).stream().findFirst().orElse("").strip();
@@ -63,13 +69,14 @@ public final class AdminEndpoint implements Handler {
             throw new IOException("admin token is empty" + (config.tokenFile() != null
                     ? " (first line of " + config.tokenFile() + ")" : ""));
         }
-        return new AdminEndpoint(t.getBytes(StandardCharsets.UTF_8), admin);
+        return new AdminEndpoint(t.getBytes(StandardCharsets.UTF_8), admin, reloader);
     }
 
     @Override
     public void handle(ServerRequest req, ServerResponse res) {
         String path = req.path().path();
-        if (!path.equals(BASE) && !path.startsWith(BASE + "/")) {
+        boolean policies = path.equals(POLICIES) || path.startsWith(POLICIES + "/");
+        if (!policies && !path.equals(BASE) && !path.startsWith(BASE + "/")) {
             res.next();
             return;
         }
@@ -77,13 +84,17 @@ public final class AdminEndpoint implements Handler {
         String who = req.remotePeer().address().toString();
         String call = method + " " + path + (req.query().rawValue().isEmpty() ? "" : "?" + req.query().rawValue());
         if (!authorized(req)) {
-            AUDIT.warning(() -> "admin: refused (401) " + call + " from " + who);
+            DecisionLog.admin(call, who, "401", "no or wrong bearer token");
             Problem.of(401, "unauthorized", "Unauthorized", "send Authorization: Bearer <admin token>")
                     .header("WWW-Authenticate", "Bearer realm=\"stockade-admin\"").send(res);
             return;
         }
+        if (policies) {
+            policies(req, res, method, path, call, who);
+            return;
+        }
         if (!available) {
-            AUDIT.info(() -> "admin: " + call + " from " + who + " -> 501");
+            DecisionLog.admin(call, who, "501", "the store has no fence-state operations");
             Problem.of(501, "not-supported", "Not supported", "this store has no fence-state operations").send(res);
             return;
         }
@@ -98,7 +109,7 @@ public final class AdminEndpoint implements Handler {
                 case "GET /export" -> {
                     StringWriter w = new StringWriter();
                     long lines = ops.export(w);
-                    AUDIT.info(() -> "admin: " + call + " from " + who + " -> 200 (" + lines + " lines)");
+                    DecisionLog.admin(call, who, "200", lines + " lines");
                     res.header(HeaderNames.CONTENT_TYPE, "application/x-ndjson");
                     res.send(w.toString());
                     return;
@@ -125,19 +136,46 @@ public final class AdminEndpoint implements Handler {
                 default -> throw new FenceOperations.Refused(404, "no-such-operation", "no admin operation "
                         + method + " " + path + "; see docs/admin-api.md");
             }
-            String done = answer;
-            AUDIT.info(() -> "admin: " + call + " from " + who + " -> 200 " + done);
+            DecisionLog.admin(call, who, "200", answer);
             res.header(HeaderNames.CONTENT_TYPE, "application/json");
             res.send(answer);
         } catch (FenceOperations.Refused e) {
-            AUDIT.info(() -> "admin: " + call + " from " + who + " -> " + e.status() + " " + e.getMessage());
+            DecisionLog.admin(call, who, Integer.toString(e.status()), e.getMessage());
             Problem.of(e.status(), e.type(), "Refused", e.getMessage()).send(res);
         } catch (StoreUnavailableException e) {
-            AUDIT.warning(() -> "admin: " + call + " from " + who + " -> 503 " + e.getMessage());
+            DecisionLog.admin(call, who, "503", e.getMessage());
             Problem.of(503, "store-unavailable", "Fence store unavailable", e.getMessage()).retryAfter(1).send(res);
         } catch (IOException | RuntimeException e) {
-            AUDIT.warning(() -> "admin: " + call + " from " + who + " -> 400 " + e);
+            DecisionLog.admin(call, who, "400", String.valueOf(e));
             Problem.of(400, "bad-request", "Bad request", String.valueOf(e.getMessage())).send(res);
+        }
+    }
+
+    /** {@code GET /admin/policies} (the policies in force, secrets redacted) and {@code POST .../reload}. */
+    private void policies(ServerRequest req, ServerResponse res, String method, String path, String call,
+                          String who) {
+        switch (method + " " + path) {
+            case "GET " + POLICIES -> {
+                DecisionLog.admin(call, who, "200", "policy view");
+                res.header(HeaderNames.CONTENT_TYPE, "application/json");
+                res.send(ConfigView.json(reloader.config()));
+            }
+            case "POST " + POLICIES + "/reload" -> {
+                try {
+                    String summary = reloader.reload();
+                    DecisionLog.admin(call, who, "200", summary);
+                    res.header(HeaderNames.CONTENT_TYPE, "application/json");
+                    res.send("{\"reloaded\":true,\"summary\":" + Json.quote(summary) + "}");
+                } catch (Reloader.Refused e) {
+                    DecisionLog.admin(call, who, Integer.toString(e.status()), e.getMessage());
+                    Problem.of(e.status(), "reload-refused", "Reload refused", e.getMessage()).send(res);
+                }
+            }
+            default -> {
+                DecisionLog.admin(call, who, "404", "no such operation");
+                Problem.of(404, "no-such-operation", "No such operation", "no admin operation " + method + " " + path
+                        + "; see docs/admin-api.md").send(res);
+            }
         }
     }
 

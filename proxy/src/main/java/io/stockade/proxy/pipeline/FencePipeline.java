@@ -52,8 +52,8 @@ public final class FencePipeline implements Handler {
     /** Optional header naming the lock holder, for the decision log only. */
     static final HeaderName HOLDER = HeaderNames.create("Fencing-Holder");
 
-    private final StockadeConfig config;
-    private final Map<String, Backend> backends;
+    /** The policies and their backends, swapped as one by a reload; a request uses the pair it started with. */
+    private volatile Active active;
     private final FenceStore store;
     private final ScopeGuard guard;
     private final ProxyMetrics metrics;
@@ -65,13 +65,31 @@ public final class FencePipeline implements Handler {
      */
     public FencePipeline(StockadeConfig config, Map<String, Backend> backends, FenceStore store, ScopeGuard guard,
                          ProxyMetrics metrics, LongSupplier nanoTime) {
-        this.config = config;
-        this.backends = Map.copyOf(backends);
+        this.active = new Active(config, Map.copyOf(backends));
         this.store = store;
         this.guard = guard;
         this.metrics = metrics;
         this.nanoTime = nanoTime;
         this.startedAt = nanoTime.getAsLong();
+    }
+
+    private record Active(StockadeConfig config, Map<String, Backend> backends) {
+    }
+
+    /** The policies in force. */
+    public StockadeConfig config() {
+        return active.config();
+    }
+
+    /**
+     * Puts new policies and their backends in force for every request that starts from now on.
+     *
+     * @return the backends they replace (requests that started before may still be using them)
+     */
+    public Map<String, Backend> swap(StockadeConfig config, Map<String, Backend> backends) {
+        Active old = active;
+        active = new Active(config, Map.copyOf(backends));
+        return old.backends();
     }
 
     @Override
@@ -90,7 +108,8 @@ public final class FencePipeline implements Handler {
             }
 
             // match policy
-            Optional<Route> matched = config.route(method, rawPath);
+            Active current = active;
+            Optional<Route> matched = current.config().route(method, rawPath);
             if (matched.isEmpty()) {
                 refuse(decision, res, Outcome.NO_POLICY, Problem.of(404, "no-policy", "No policy",
                         "no policy matches " + method + " " + rawPath).with("path", rawPath));
@@ -98,7 +117,7 @@ public final class FencePipeline implements Handler {
             }
             Route route = matched.get();
             Policy policy = route.policy();
-            Backend backend = backends.get(policy.name());
+            Backend backend = current.backends().get(policy.name());
             Exchange exchange = new Exchange(req, res, route, route.scope());
             decision.policy(policy.name(), policy.backend().type(), exchange.scope())
                     .holder(req.headers().first(HOLDER).orElse(null));

@@ -1,0 +1,145 @@
+package io.stockade.proxy;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.pipeline.FencePipeline;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Logger;
+
+/**
+ * Live policy reload: the policy file is loaded and validated again, its backends opened, and the new policies put
+ * in force for every request that starts from then on. A file that does not load is refused with the loader's
+ * located errors, and the policies in force stay. What only a restart can change (the listener, the fence store,
+ * the admin block) is refused too, rather than half-applied.
+ * <p>
+ * Backends are reopened for every policy, so a changed upstream or directory takes effect; the replaced ones are
+ * closed after {@link StockadeServer#DRAIN}, when requests that started before the reload are done. Fence state is
+ * untouched: it lives in the store, keyed by scope, and scope locks and quarantines are shared across reloads.
+ */
+public final class Reloader implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(Reloader.class.getName());
+
+    private final FencePipeline pipeline;
+    private final ScheduledExecutorService closer = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "stockade-backend-closer");
+        t.setDaemon(true);
+        return t;
+    });
+    private final List<Backend> draining = new ArrayList<>();
+    private Map<String, Backend> backends;
+
+    Reloader(FencePipeline pipeline) {
+        this.pipeline = pipeline;
+        this.backends = new LinkedHashMap<>();
+    }
+
+    /** A reload that was refused; nothing changed. */
+    public static final class Refused extends Exception {
+        private final int status;
+
+        Refused(int status, String message) {
+            super(message);
+            this.status = status;
+        }
+
+        /** 422 for an invalid file, 409 for a change that needs a restart, 503 when a backend cannot open. */
+        public int status() {
+            return status;
+        }
+    }
+
+    /** The policies in force. */
+    public StockadeConfig config() {
+        return pipeline.config();
+    }
+
+    synchronized Map<String, Backend> backends() {
+        return backends;
+    }
+
+    synchronized void started(Map<String, Backend> initial) {
+        backends = new LinkedHashMap<>(initial);
+    }
+
+    /** Loads the file the policies in force came from, and puts it in force. */
+    public synchronized String reload() throws Refused {
+        StockadeConfig old = pipeline.config();
+        if (old.source() == null) {
+            throw new Refused(409, "these policies were not loaded from a file; nothing to reload");
+        }
+        StockadeConfig fresh;
+        try {
+            fresh = PolicyLoader.load(old.source());
+        } catch (PolicyException e) {
+            throw new Refused(422, old.source() + " is not a valid policy file; the policies in force stay:\n"
+                    + e.getMessage());
+        }
+        // The port given on the command line (--port) wins over the file's, as at start.
+        fresh = fresh.withPort(old.server().port());
+        List<String> restart = new ArrayList<>();
+        if (!Objects.equals(fresh.server().host(), old.server().host())) {
+            restart.add("server.host");
+        }
+        if (!Objects.equals(fresh.store(), old.store())) {
+            restart.add("store");
+        }
+        if (!Objects.equals(fresh.admin(), old.admin())) {
+            restart.add("admin");
+        }
+        if (!restart.isEmpty()) {
+            throw new Refused(409, "the file changes " + String.join(", ", restart)
+                    + ", which only a restart applies; nothing was changed");
+        }
+        Map<String, Backend> opened = new LinkedHashMap<>();
+        try {
+            for (Policy policy : fresh.policies()) {
+                opened.put(policy.name(), StockadeServer.openBackend(policy.backend()));
+            }
+        } catch (IOException | RuntimeException e) {
+            opened.values().forEach(Backend::close);
+            throw new Refused(503, "a backend could not be opened (" + e.getMessage() + "); the policies in force stay");
+        }
+        Map<String, Backend> replaced = pipeline.swap(fresh, opened);
+        backends = opened;
+        drain(replaced.values());
+        String summary = "reloaded " + old.source() + ": " + fresh.policies().size() + " policies ("
+                + names(old) + " -> " + names(fresh) + ")";
+        LOG.info(summary);
+        return summary;
+    }
+
+    private void drain(java.util.Collection<Backend> replaced) {
+        List<Backend> batch = List.copyOf(replaced);
+        draining.addAll(batch);
+        closer.schedule(() -> {
+            synchronized (this) {
+                draining.removeAll(batch);
+            }
+            batch.forEach(Backend::close);
+        }, StockadeServer.DRAIN.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private static String names(StockadeConfig config) {
+        return String.join(", ", config.policies().stream().map(Policy::name).toList());
+    }
+
+    @Override
+    public synchronized void close() {
+        closer.shutdownNow();
+        draining.forEach(Backend::close);
+        draining.clear();
+        backends.values().forEach(Backend::close);
+    }
+}
