@@ -73,6 +73,7 @@ final class FileTestServer implements AutoCloseable {
                         switch (result) {
                             case WriteResult.Stale s -> res.status(409).send("stale highest=" + s.highest());
                             case WriteResult.Unknown u -> res.status(504).send(u.reason());
+                            case WriteResult.Unavailable u -> res.status(503).send(u.reason());
                             case WriteResult.Answered a -> {
                             }
                         }
