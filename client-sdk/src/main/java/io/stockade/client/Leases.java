@@ -259,10 +259,11 @@ public final class Leases {
          * namespace, token and CA from {@code /var/run/secrets/kubernetes.io/serviceaccount/}. The service account
          * needs get, create and update on {@code leases} in {@code coordination.k8s.io}.
          *
+         * @param namespace the namespace of the Lease objects, or null for the pod's own
          * @return the provider
          * @throws IllegalStateException if not running in a pod
          */
-        public LeaseProvider kubernetesInCluster() {
+        public LeaseProvider kubernetesInCluster(String namespace) {
             Path sa = Path.of("/var/run/secrets/kubernetes.io/serviceaccount");
             String host = System.getenv("KUBERNETES_SERVICE_HOST");
             String port = System.getenv("KUBERNETES_SERVICE_PORT");
@@ -281,7 +282,8 @@ public final class Leases {
                 tmf.init(trust);
                 SSLContext ssl = SSLContext.getInstance("TLS");
                 ssl.init(null, tmf.getTrustManagers(), null);
-                String ns = Files.readString(sa.resolve("namespace"), StandardCharsets.UTF_8).strip();
+                String ns = namespace != null ? namespace
+                        : Files.readString(sa.resolve("namespace"), StandardCharsets.UTF_8).strip();
                 String token = Files.readString(sa.resolve("token"), StandardCharsets.UTF_8).strip();
                 String h = host.contains(":") ? "[" + host + "]" : host;
                 return kubernetes(URI.create("https://" + h + ":" + port), ns, token, HttpClient.newBuilder()
