@@ -5,7 +5,7 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * Hands out {@link Lease}s from one lock service. Built by {@link Leases#newBuilder()}. Thread-safe; close it to
- * release its client connections and watchdog thread (leases still held stop being renewed and expire).
+ * release the leases it still holds, its client connections and its watchdog threads.
  */
 public interface LeaseProvider extends AutoCloseable {
 
@@ -24,7 +24,8 @@ public interface LeaseProvider extends AutoCloseable {
      */
     Lease acquire(String name, Duration ttl, Duration timeout) throws TimeoutException, InterruptedException;
 
-    /** Stops the watchdog and closes the client. Leases still held are no longer renewed. Idempotent. */
+    /** Releases every lease still held (their listeners hear {@link LossReason#RELEASED}), stops the watchdog and
+     *  closes the client. Idempotent. */
     @Override
     void close();
 }

@@ -2,6 +2,8 @@ package io.stockade.client;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -16,6 +18,7 @@ final class WatchdogProvider implements LeaseProvider {
     private final Leases.Settings settings;
     private final ScheduledExecutorService scheduler;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final Set<WatchedLease> held = ConcurrentHashMap.newKeySet();
 
     WatchdogProvider(LeaseBackend backend, Leases.Settings settings) {
         this.backend = backend;
@@ -61,6 +64,8 @@ final class WatchdogProvider implements LeaseProvider {
             throw new TimeoutException("lease '" + name + "' was granted, but the round trip took longer than its "
                     + "ttl " + ttl + ": it had expired on arrival");
         }
+        held.add(lease);
+        lease.addListener((l, reason) -> held.remove(lease));
         long every = lease.renewIntervalNanos(settings.renewFraction());
         lease.watchdog(scheduler.scheduleWithFixedDelay(lease::tick, every, every, TimeUnit.NANOSECONDS));
         return lease;
@@ -69,6 +74,7 @@ final class WatchdogProvider implements LeaseProvider {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            held.forEach(WatchedLease::close);
             scheduler.shutdownNow();
             backend.close();
         }
