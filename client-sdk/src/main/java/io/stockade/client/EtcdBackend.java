@@ -25,6 +25,10 @@ final class EtcdBackend implements LeaseBackend {
     private record Handle(long leaseId, ByteSequence key) {
     }
 
+    /** The longest a single call may take (the first call on a cold gRPC channel takes about 2 s). */
+    private static final Duration RPC_TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration MIN_LOCK_WAIT = Duration.ofSeconds(2);
+
     private final Client client;
     private final Ticker ticker;
 
@@ -38,7 +42,9 @@ final class EtcdBackend implements LeaseBackend {
         long deadline = ticker.read() + timeout.toNanos();
         long seconds = Math.max(1, (ttl.toNanos() + 999_999_999L) / 1_000_000_000L);
         long sent = ticker.read();
-        long leaseId = get(client.getLeaseClient().grant(seconds), remainingOrMin(deadline)).getID();
+        long leaseId = get(client.getLeaseClient().grant(seconds), RPC_TIMEOUT).getID();
+        // the timeout is for waiting on another holder; our own round trips always get a little time
+        deadline = Math.max(deadline, ticker.read() + MIN_LOCK_WAIT.toNanos());
         boolean done = false;
         try {
             CompletableFuture<LockResponse> locking =
@@ -62,14 +68,14 @@ final class EtcdBackend implements LeaseBackend {
                     if (ticker.read() - sent > ttl.toNanos()) {
                         // waited longer than the ttl: validity counts from the last keep-alive we sent
                         long s = ticker.read();
-                        keepAlive(leaseId, Duration.ofSeconds(5));
+                        keepAlive(leaseId, RPC_TIMEOUT);
                         sent = s;
                     }
                     done = true;
                     return new Grant(kvs.get(0).getCreateRevision(), sent, new Handle(leaseId, key));
                 } catch (TimeoutException stillWaiting) {
                     long s = ticker.read();
-                    keepAlive(leaseId, Duration.ofSeconds(5));
+                    keepAlive(leaseId, RPC_TIMEOUT);
                     sent = s;
                 }
             }
@@ -137,7 +143,7 @@ final class EtcdBackend implements LeaseBackend {
             return f.get(Math.max(1, timeout.toNanos()), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             f.cancel(true);
-            throw e;
+            throw new TimeoutException("etcd did not answer within " + timeout);
         }
     }
 }
