@@ -66,9 +66,27 @@ final class WatchdogProvider implements LeaseProvider {
         }
         held.add(lease);
         lease.addListener((l, reason) -> held.remove(lease));
-        long every = lease.renewIntervalNanos(settings.renewFraction());
-        lease.watchdog(scheduler.scheduleWithFixedDelay(lease::tick, every, every, TimeUnit.NANOSECONDS));
+        schedule(lease, lease.renewIntervalNanos(settings.renewFraction()));
         return lease;
+    }
+
+    /**
+     * Runs the lease's next watchdog step one renew interval after its last renewal was <em>sent</em> (for the
+     * first step: after the acquiring request was sent, which may be long before acquire returned), so a slow
+     * acquisition or renewal does not push the next renewal towards the renew deadline.
+     */
+    private void schedule(WatchedLease lease, long every) {
+        long delay = Math.max(0, lease.lastRenewalSent() + every - settings.ticker().read());
+        try {
+            lease.watchdog(scheduler.schedule(() -> {
+                lease.tick();
+                if (lease.isValid()) {
+                    schedule(lease, every);
+                }
+            }, delay, TimeUnit.NANOSECONDS));
+        } catch (java.util.concurrent.RejectedExecutionException closing) {
+            lease.close();
+        }
     }
 
     @Override

@@ -53,6 +53,10 @@ final class WatchedLease implements Lease {
         this.watchdog = task;
     }
 
+    long lastRenewalSent() {
+        return lastRenewalSent;
+    }
+
     @Override
     public String name() {
         return name;
@@ -126,9 +130,18 @@ final class WatchedLease implements Lease {
 
     /**
      * One watchdog step: give up if late, otherwise renew by compare-and-set on the token. Package-private so tests
-     * run it by hand with an injected ticker.
+     * run it by hand with an injected ticker. Never throws: an exception would silently end a scheduled task, and
+     * with it the only thread that would have noticed the loss.
      */
     void tick() {
+        try {
+            step();
+        } catch (RuntimeException | Error e) {
+            lose(LossReason.CONNECTION_LOST, "the watchdog failed: " + e);
+        }
+    }
+
+    private void step() {
         if (currentLoss() != null) {
             return;
         }
