@@ -1,0 +1,149 @@
+package io.stockade.client;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
+import io.etcd.jetcd.lock.LockResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * etcd: an etcd lease (TTL in whole seconds, rounded up, so the server's TTL is never shorter than ours) and the
+ * lock API, which puts the key {@code NAME/LEASE_ID} under the lease and waits until it has the lowest create
+ * revision. Token: that key's create revision. Renewal: keep-alive, then a read that the key still exists with the
+ * same create revision.
+ */
+final class EtcdBackend implements LeaseBackend {
+
+    private record Handle(long leaseId, ByteSequence key) {
+    }
+
+    /** The longest a single call may take (the first call on a cold gRPC channel takes about 2 s). */
+    private static final Duration RPC_TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration MIN_LOCK_WAIT = Duration.ofSeconds(2);
+
+    private final Client client;
+    private final Ticker ticker;
+
+    EtcdBackend(String[] endpoints, Ticker ticker) {
+        this.client = Client.builder().endpoints(endpoints).build();
+        this.ticker = ticker;
+    }
+
+    @Override
+    public Grant acquire(String name, String holder, Duration ttl, Duration timeout) throws Exception {
+        long deadline = ticker.read() + timeout.toNanos();
+        long seconds = Math.max(1, (ttl.toNanos() + 999_999_999L) / 1_000_000_000L);
+        long sent = ticker.read();
+        long leaseId = get(client.getLeaseClient().grant(seconds), RPC_TIMEOUT).getID();
+        // the timeout is for waiting on another holder; our own round trips always get a little time
+        deadline = Math.max(deadline, ticker.read() + MIN_LOCK_WAIT.toNanos());
+        boolean done = false;
+        try {
+            CompletableFuture<LockResponse> locking =
+                    client.getLockClient().lock(ByteSequence.from(name, StandardCharsets.UTF_8), leaseId);
+            long keepEvery = Math.max(TimeUnit.MILLISECONDS.toNanos(50), ttl.toNanos() / 3);
+            while (true) {
+                // while queued behind another holder, keep our lease (and our waiting key) alive
+                long left = deadline - ticker.read();
+                if (left <= 0) {
+                    locking.cancel(true);
+                    throw new TimeoutException("lease '" + name + "' is held by another holder; not acquired within "
+                            + timeout);
+                }
+                try {
+                    LockResponse locked = locking.get(Math.min(left, keepEvery), TimeUnit.NANOSECONDS);
+                    ByteSequence key = locked.getKey();
+                    List<KeyValue> kvs = get(client.getKVClient().get(key), Duration.ofSeconds(5)).getKvs();
+                    if (kvs.isEmpty()) {
+                        throw new IllegalStateException("lock key " + key + " vanished right after locking");
+                    }
+                    if (ticker.read() - sent > ttl.toNanos()) {
+                        // waited longer than the ttl: validity counts from the last keep-alive we sent
+                        long s = ticker.read();
+                        keepAlive(leaseId, RPC_TIMEOUT);
+                        sent = s;
+                    }
+                    done = true;
+                    return new Grant(kvs.get(0).getCreateRevision(), sent, new Handle(leaseId, key));
+                } catch (TimeoutException stillWaiting) {
+                    long s = ticker.read();
+                    keepAlive(leaseId, RPC_TIMEOUT);
+                    sent = s;
+                }
+            }
+        } finally {
+            if (!done) {
+                revokeQuietly(leaseId);
+            }
+        }
+    }
+
+    @Override
+    public Renewal renew(String name, String holder, Grant grant, Duration ttl, Duration timeout) throws Exception {
+        Handle h = (Handle) grant.handle();
+        long deadline = ticker.read() + timeout.toNanos();
+        if (!keepAlive(h.leaseId(), timeout)) {
+            return Renewal.REVOKED;
+        }
+        GetResponse r = get(client.getKVClient().get(h.key()), remainingOrMin(deadline));
+        if (r.getKvs().isEmpty()) {
+            return Renewal.REVOKED;
+        }
+        return r.getKvs().get(0).getCreateRevision() == grant.token() ? Renewal.RENEWED : Renewal.REFUSED;
+    }
+
+    @Override
+    public void release(String name, String holder, Grant grant) throws Exception {
+        Handle h = (Handle) grant.handle();
+        // revoking the lease deletes the lock key with it; only our own lease id is touched
+        get(client.getLeaseClient().revoke(h.leaseId()), Duration.ofSeconds(5));
+    }
+
+    @Override
+    public void close() {
+        client.close();
+    }
+
+    /** False if etcd no longer knows the lease. */
+    private boolean keepAlive(long leaseId, Duration timeout) throws Exception {
+        try {
+            LeaseKeepAliveResponse r = get(client.getLeaseClient().keepAliveOnce(leaseId), timeout);
+            return r.getTTL() > 0;
+        } catch (ExecutionException e) {
+            String m = String.valueOf(e.getCause());
+            if (m.contains("NOT_FOUND") || m.contains("lease not found")) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    private void revokeQuietly(long leaseId) {
+        try {
+            get(client.getLeaseClient().revoke(leaseId), Duration.ofSeconds(5));
+        } catch (Exception ignored) {
+            // it expires on its own
+        }
+    }
+
+    private Duration remainingOrMin(long deadline) {
+        return Duration.ofNanos(Math.max(TimeUnit.MILLISECONDS.toNanos(100), deadline - ticker.read()));
+    }
+
+    private static <T> T get(CompletableFuture<T> f, Duration timeout) throws Exception {
+        try {
+            return f.get(Math.max(1, timeout.toNanos()), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            f.cancel(true);
+            throw new TimeoutException("etcd did not answer within " + timeout);
+        }
+    }
+}

@@ -1,0 +1,92 @@
+package io.stockade.client;
+
+import java.time.Duration;
+import java.util.Objects;
+import software.amazon.awssdk.core.interceptor.Context;
+import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
+import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
+import software.amazon.awssdk.http.SdkHttpRequest;
+
+/**
+ * An AWS SDK v2 {@link ExecutionInterceptor} that adds the lease's token as {@code Fencing-Token} to every request
+ * and refuses to send (before the first attempt and before every retry) once the lease is lost or has less than the
+ * budget left. Needs {@code software.amazon.awssdk:sdk-core} on the class path (any client brings it).
+ *
+ * <pre>{@code
+ * S3Client s3 = S3Client.builder()
+ *         .endpointOverride(URI.create("http://stockade:8080"))
+ *         .overrideConfiguration(c -> c.addExecutionInterceptor(
+ *                 FencingInterceptor.of(lease, Duration.ofSeconds(2))))
+ *         .build();
+ * }</pre>
+ *
+ * <p>The header is added in {@code modifyHttpRequest}, after the request is marshalled and before it is signed, so
+ * SigV4 signs it like any other header.
+ */
+public final class FencingInterceptor implements ExecutionInterceptor {
+
+    private final Lease lease;
+    private final Duration budget;
+    private final String header;
+
+    private FencingInterceptor(Lease lease, Duration budget, String header) {
+        this.lease = lease;
+        this.budget = budget;
+        this.header = header;
+    }
+
+    /**
+     * An interceptor adding {@code Fencing-Token}.
+     *
+     * @param lease  the lease whose token is attached
+     * @param budget the validity that must remain when a request (or a retry) is sent
+     * @return the interceptor
+     * @throws IllegalArgumentException if {@code budget} is negative
+     */
+    public static FencingInterceptor of(Lease lease, Duration budget) {
+        return of(lease, budget, FencedHttpClient.HEADER);
+    }
+
+    /**
+     * An interceptor adding the token in {@code header}.
+     *
+     * @param lease  the lease whose token is attached
+     * @param budget the validity that must remain when a request (or a retry) is sent
+     * @param header the header name
+     * @return the interceptor
+     * @throws IllegalArgumentException if {@code budget} is negative or {@code header} is blank
+     */
+    public static FencingInterceptor of(Lease lease, Duration budget, String header) {
+        Objects.requireNonNull(lease, "lease");
+        if (budget.isNegative()) {
+            throw new IllegalArgumentException("budget must not be negative: " + budget);
+        }
+        if (header == null || header.isBlank()) {
+            throw new IllegalArgumentException("header must not be blank");
+        }
+        return new FencingInterceptor(lease, budget, header);
+    }
+
+    /**
+     * Adds the token.
+     *
+     * @throws LeaseLostException if the lease is lost or past its point of no return
+     */
+    @Override
+    public SdkHttpRequest modifyHttpRequest(Context.ModifyHttpRequest context, ExecutionAttributes attributes) {
+        lease.checkpoint(budget);
+        return context.httpRequest().toBuilder()
+                .putHeader(header, Long.toString(lease.token()))
+                .build();
+    }
+
+    /**
+     * Checks the point of no return again right before each attempt goes on the wire (retries included).
+     *
+     * @throws LeaseLostException if the lease is lost or past its point of no return
+     */
+    @Override
+    public void beforeTransmission(Context.BeforeTransmission context, ExecutionAttributes attributes) {
+        lease.checkpoint(budget);
+    }
+}

@@ -1,0 +1,37 @@
+package io.stockade.client;
+
+import java.time.Duration;
+import java.util.concurrent.TimeoutException;
+
+/** One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL. */
+interface LeaseBackend extends AutoCloseable {
+
+    /**
+     * A lease granted by the service.
+     *
+     * @param token   the fencing token
+     * @param sentAt  ticker reading taken just before the granting request was sent (validity starts here)
+     * @param handle  what the backend needs to renew and release it
+     */
+    record Grant(long token, long sentAt, Object handle) {
+    }
+
+    /** The answer to a renewal. */
+    enum Renewal { RENEWED, REFUSED, REVOKED }
+
+    /** Acquires {@code name}, waiting up to {@code timeout}; the grant's {@code sentAt} starts its validity. */
+    Grant acquire(String name, String holder, Duration ttl, Duration timeout)
+            throws TimeoutException, InterruptedException, Exception;
+
+    /**
+     * Renews by compare-and-set on the token, answering within {@code timeout} or throwing.
+     * Throws on transport errors (the caller reports {@link LossReason#CONNECTION_LOST}).
+     */
+    Renewal renew(String name, String holder, Grant grant, Duration ttl, Duration timeout) throws Exception;
+
+    /** Releases, guarded by the token (never releases a later holder's lease). */
+    void release(String name, String holder, Grant grant) throws Exception;
+
+    @Override
+    void close();
+}

@@ -1,0 +1,324 @@
+package io.stockade.client;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.function.IntConsumer;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
+import javax.sql.DataSource;
+
+/**
+ * Entry point: builds a {@link LeaseProvider} for one lock service.
+ *
+ * <pre>{@code
+ * LeaseProvider leases = Leases.newBuilder()
+ *         .holderIdentity("report-writer-1")      // default: host, pid and a random suffix
+ *         .exitOnLoss(75)                          // optional: stop the process when a lease is lost
+ *         .etcd("http://127.0.0.1:2379");          // or .postgres(dataSource), .kubernetes(...)
+ * }</pre>
+ *
+ * <h2>Providers and their tokens</h2>
+ * <ul>
+ *   <li><b>etcd</b> ({@link Builder#etcd(String...)}, needs {@code io.etcd:jetcd-core} 0.8.5): an etcd lease plus
+ *       the lock API; the token is the <em>create revision</em> of the lock key, which etcd's single global revision
+ *       counter makes higher for every later holder. Caveat: the token is shared by all names (it jumps).</li>
+ *   <li><b>Kubernetes</b> ({@link Builder#kubernetes(URI, String, String)}): a {@code coordination.k8s.io/v1}
+ *       Lease; the token is {@code spec.leaseTransitions}, raised by one on <em>every</em> acquisition, also when the
+ *       same identity takes the lease again (client-go does not do that). Caveat: deleting the Lease object
+ *       forgets the count.</li>
+ *   <li><b>PostgreSQL</b> ({@link Builder#postgres(DataSource)}, needs {@code org.postgresql:postgresql}): a row in
+ *       {@code stockade_leases}; expiry uses the database's clock ({@code now()}), and the token is a per-name
+ *       counter raised by every acquisition. Caveat: never delete the rows.</li>
+ * </ul>
+ *
+ * <h2>Renewal</h2>
+ * The watchdog renews every lease every {@code ttl × renewFraction} (default 1/3) by compare-and-set on its token.
+ * A refused or failed renewal ends the lease at once; so does a watchdog that runs later than
+ * {@code ttl × renewDeadline} (default 2/3) after the last renewal was sent. The three must satisfy the
+ * leader-election arithmetic {@code ttl > renewDeadline > renewInterval × 1.2}.
+ */
+public final class Leases {
+
+    /** client-go's JitterFactor: a retry may come up to 1.2 × the retry period late. */
+    static final double JITTER = 1.2;
+
+    private Leases() {
+    }
+
+    /**
+     * A new builder with the defaults: renew every 1/3 of the ttl, renew deadline 2/3 of the ttl, the system
+     * ticker, a unique holder identity, no process exit on loss.
+     *
+     * @return a new builder
+     */
+    public static Builder newBuilder() {
+        return new Builder();
+    }
+
+    /** Options shared by every provider, fixed when a provider is built. */
+    record Settings(String holder, double renewFraction, double renewDeadlineFraction, Ticker ticker,
+                    Integer exitStatus, IntConsumer exiter) {
+
+        static Duration scale(Duration d, double fraction) {
+            return Duration.ofNanos((long) (d.toNanos() * fraction));
+        }
+    }
+
+    /**
+     * Checks the leader-election arithmetic: {@code leaseDuration > renewDeadline > retryPeriod × 1.2}.
+     *
+     * @throws IllegalArgumentException naming the inequality that does not hold
+     */
+    static void checkArithmetic(Duration leaseDuration, Duration renewDeadline, Duration retryPeriod) {
+        if (leaseDuration.compareTo(renewDeadline) <= 0) {
+            throw new IllegalArgumentException("lease duration " + leaseDuration + " must be greater than the renew "
+                    + "deadline " + renewDeadline);
+        }
+        double jittered = retryPeriod.toNanos() * JITTER;
+        if (renewDeadline.toNanos() <= jittered) {
+            throw new IllegalArgumentException("renew deadline " + renewDeadline + " must be greater than the retry "
+                    + "period " + retryPeriod + " × jitter factor " + JITTER + " = " + Duration.ofNanos((long) jittered));
+        }
+    }
+
+    /**
+     * Builds a {@link LeaseProvider}. The options apply to the provider built by the terminal method
+     * ({@link #etcd}, {@link #postgres}, {@link #kubernetes}); a builder may build several.
+     */
+    public static final class Builder {
+
+        private String holder;
+        private double renewFraction = 1.0 / 3;
+        private double renewDeadlineFraction = 2.0 / 3;
+        private Ticker ticker = Ticker.system();
+        private Integer exitStatus;
+        private IntConsumer exiter = status -> Runtime.getRuntime().halt(status);
+
+        private Builder() {
+        }
+
+        /**
+         * Sets who holds the leases (stored in the lock service, shown to operators). Leases of the same name taken
+         * under the same identity replace each other (with a new token), which lets a restarted process take its
+         * lease back at once; give every process its own identity.
+         *
+         * @param identity a non-empty identity
+         * @return this builder
+         * @throws IllegalArgumentException if {@code identity} is empty
+         */
+        public Builder holderIdentity(String identity) {
+            Objects.requireNonNull(identity, "identity");
+            if (identity.isBlank()) {
+                throw new IllegalArgumentException("holder identity must not be blank");
+            }
+            this.holder = identity;
+            return this;
+        }
+
+        /**
+         * Sets how often the watchdog renews, as a fraction of the ttl (the retry period). Default 1/3.
+         *
+         * @param fraction in (0, 1)
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder renewFraction(double fraction) {
+            if (!(fraction > 0 && fraction < 1)) {
+                throw new IllegalArgumentException("renew fraction must be in (0, 1), was " + fraction);
+            }
+            this.renewFraction = fraction;
+            return this;
+        }
+
+        /**
+         * Sets the renew deadline as a fraction of the ttl: a lease whose last successful renewal was sent longer
+         * ago than this is given up ({@link LossReason#EXPIRED}). Default 2/3. Must satisfy
+         * {@code 1 > deadline > renewFraction × 1.2}, checked when a provider is built.
+         *
+         * @param fraction in (0, 1)
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder renewDeadline(double fraction) {
+            if (!(fraction > 0 && fraction < 1)) {
+                throw new IllegalArgumentException("renew deadline must be in (0, 1) of the ttl, was " + fraction);
+            }
+            this.renewDeadlineFraction = fraction;
+            return this;
+        }
+
+        /**
+         * Sets the monotonic time source (tests advance their own).
+         *
+         * @param ticker the ticker
+         * @return this builder
+         */
+        public Builder ticker(Ticker ticker) {
+            this.ticker = Objects.requireNonNull(ticker, "ticker");
+            return this;
+        }
+
+        /**
+         * Stops the whole process with {@code status} when a lease is lost (not when it is released): the listeners
+         * run first (that is the hook to cancel work and log), then {@link Runtime#halt(int)}. Shutdown hooks do not
+         * run, because a hook that writes is exactly what must not happen any more. This is the {@code os.Exit(1)}
+         * in client-go's {@code OnStoppedLeading}: the surest way to stop every thread that might still write.
+         *
+         * @param status the exit status, 1..255 (75, EX_TEMPFAIL, is a good choice)
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder exitOnLoss(int status) {
+            if (status < 1 || status > 255) {
+                throw new IllegalArgumentException("exit status must be 1..255, was " + status);
+            }
+            this.exitStatus = status;
+            return this;
+        }
+
+        /** Tests replace {@link Runtime#halt(int)}. */
+        Builder exiter(IntConsumer exiter) {
+            this.exiter = exiter;
+            return this;
+        }
+
+        /**
+         * An etcd provider (jetcd-core 0.8.5 on the class path). Token: the create revision of the lock key.
+         *
+         * @param endpoints etcd client URLs, e.g. {@code http://127.0.0.1:2379}
+         * @return the provider
+         * @throws IllegalArgumentException if no endpoint is given or the renewal fractions break the arithmetic
+         */
+        public LeaseProvider etcd(String... endpoints) {
+            if (endpoints.length == 0) {
+                throw new IllegalArgumentException("at least one etcd endpoint is needed");
+            }
+            Settings s = settings();
+            return new WatchdogProvider(new EtcdBackend(endpoints, s.ticker()), s);
+        }
+
+        /**
+         * A PostgreSQL provider over {@code dataSource}; creates the table {@code stockade_leases} if missing.
+         * Token: a per-name counter raised by every acquisition. Use a pool: every renewal borrows a connection.
+         *
+         * @param dataSource connections to the database holding the lease table
+         * @return the provider
+         * @throws IllegalStateException if the table cannot be created
+         */
+        public LeaseProvider postgres(DataSource dataSource) {
+            Objects.requireNonNull(dataSource, "dataSource");
+            Settings s = settings();
+            return new WatchdogProvider(new PostgresBackend(dataSource::getConnection, s.ticker()), s);
+        }
+
+        /**
+         * A PostgreSQL provider that opens a connection per call from {@code jdbcUrl} (for the command line and
+         * small jobs; prefer {@link #postgres(DataSource)} with a pool).
+         *
+         * @param jdbcUrl e.g. {@code jdbc:postgresql://127.0.0.1:5432/app?user=app}
+         * @return the provider
+         * @throws IllegalStateException if the table cannot be created
+         */
+        public LeaseProvider postgres(String jdbcUrl) {
+            Objects.requireNonNull(jdbcUrl, "jdbcUrl");
+            Settings s = settings();
+            return new WatchdogProvider(
+                    new PostgresBackend(() -> java.sql.DriverManager.getConnection(jdbcUrl), s.ticker()), s);
+        }
+
+        /**
+         * A Kubernetes provider using {@code coordination.k8s.io/v1} Leases through the API server's REST API.
+         * Token: {@code spec.leaseTransitions}, raised on every acquisition. The ttl becomes
+         * {@code leaseDurationSeconds} (rounded up).
+         *
+         * @param apiServer   the API server, e.g. {@code https://kubernetes.default.svc}
+         * @param namespace   the namespace of the Lease objects
+         * @param bearerToken a service-account token, or null for none
+         * @return the provider
+         */
+        public LeaseProvider kubernetes(URI apiServer, String namespace, String bearerToken) {
+            return kubernetes(apiServer, namespace, bearerToken,
+                    HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build());
+        }
+
+        /**
+         * A Kubernetes provider for a pod: the API server from {@code KUBERNETES_SERVICE_HOST}/{@code _PORT}, the
+         * namespace, token and CA from {@code /var/run/secrets/kubernetes.io/serviceaccount/}. The service account
+         * needs get, create and update on {@code leases} in {@code coordination.k8s.io}.
+         *
+         * @param namespace the namespace of the Lease objects, or null for the pod's own
+         * @return the provider
+         * @throws IllegalStateException if not running in a pod
+         */
+        public LeaseProvider kubernetesInCluster(String namespace) {
+            Path sa = Path.of("/var/run/secrets/kubernetes.io/serviceaccount");
+            String host = System.getenv("KUBERNETES_SERVICE_HOST");
+            String port = System.getenv("KUBERNETES_SERVICE_PORT");
+            if (host == null || port == null || !Files.isDirectory(sa)) {
+                throw new IllegalStateException("not in a Kubernetes pod: KUBERNETES_SERVICE_HOST/PORT or " + sa
+                        + " missing");
+            }
+            try (InputStream ca = Files.newInputStream(sa.resolve("ca.crt"))) {
+                KeyStore trust = KeyStore.getInstance(KeyStore.getDefaultType());
+                trust.load(null, null);
+                int i = 0;
+                for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(ca)) {
+                    trust.setCertificateEntry("ca" + i++, c);
+                }
+                TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+                tmf.init(trust);
+                SSLContext ssl = SSLContext.getInstance("TLS");
+                ssl.init(null, tmf.getTrustManagers(), null);
+                String ns = namespace != null ? namespace
+                        : Files.readString(sa.resolve("namespace"), StandardCharsets.UTF_8).strip();
+                String token = Files.readString(sa.resolve("token"), StandardCharsets.UTF_8).strip();
+                String h = host.contains(":") ? "[" + host + "]" : host;
+                return kubernetes(URI.create("https://" + h + ":" + port), ns, token, HttpClient.newBuilder()
+                        .sslContext(ssl).connectTimeout(Duration.ofSeconds(5)).build());
+            } catch (IOException | GeneralSecurityException e) {
+                throw new IllegalStateException("cannot read the service account in " + sa + ": " + e, e);
+            }
+        }
+
+        LeaseProvider kubernetes(URI apiServer, String namespace, String bearerToken, HttpClient http) {
+            Objects.requireNonNull(apiServer, "apiServer");
+            Objects.requireNonNull(namespace, "namespace");
+            Settings s = settings();
+            return new WatchdogProvider(new KubernetesBackend(apiServer, namespace, bearerToken, http, s.ticker()), s);
+        }
+
+        Settings settings() {
+            if (renewDeadlineFraction <= renewFraction * JITTER) {
+                throw new IllegalArgumentException("renew deadline " + renewDeadlineFraction + " of the ttl must be "
+                        + "greater than the renew fraction " + renewFraction + " × jitter factor " + JITTER);
+            }
+            return new Settings(holder == null ? defaultIdentity() : holder, renewFraction, renewDeadlineFraction,
+                    ticker, exitStatus, exiter);
+        }
+
+        private static String defaultIdentity() {
+            String host;
+            try {
+                host = InetAddress.getLocalHost().getHostName();
+            } catch (IOException e) {
+                host = "unknown-host";
+            }
+            return host + "-" + ProcessHandle.current().pid() + "-"
+                    + UUID.randomUUID().toString().substring(0, 8);
+        }
+    }
+
+}

@@ -1,0 +1,256 @@
+package io.stockade.client.cli;
+
+import io.stockade.client.Lease;
+import io.stockade.client.LeaseProvider;
+import io.stockade.client.Leases;
+import io.stockade.client.LossReason;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code lease run}: holds a lease while a command runs, and stops the command the moment the lease is lost.
+ *
+ * <pre>
+ * java -jar stockade-client-sdk.jar run (--etcd URL | --postgres JDBC_URL | --kubernetes NAMESPACE|-)
+ *      --name NAME --ttl 15s [--grace 10s] [--wait 0s] [--identity ID] -- COMMAND [ARGS...]
+ * </pre>
+ *
+ * The command gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
+ * command's own when it ends while the lease is held; {@value #LOST} when the lease was lost (the command was
+ * stopped: SIGTERM, then SIGKILL after the grace); {@value #BUSY} when another holder kept the lease for the whole
+ * {@code --wait}; {@value #UNAVAILABLE} when the lock service failed; {@value #NO_COMMAND} when the command could
+ * not be started; {@value #USAGE} for a bad command line.
+ */
+public final class LeaseCommand {
+
+    /** The lease was lost while the command ran (EX_TEMPFAIL). */
+    public static final int LOST = 75;
+    /** The lease was held by another holder for the whole wait (EX_CANTCREAT). */
+    public static final int BUSY = 73;
+    /** The lock service could not be used (EX_UNAVAILABLE). */
+    public static final int UNAVAILABLE = 69;
+    /** The command could not be started (as a shell's "command not found"). */
+    public static final int NO_COMMAND = 127;
+    /** A bad command line. */
+    public static final int USAGE = 2;
+
+    private static final String USAGE_TEXT = """
+            usage: lease run (--etcd URL[,URL...] | --postgres JDBC_URL | --kubernetes NAMESPACE|-)
+                             --name NAME --ttl DURATION [--grace DURATION] [--wait DURATION] [--identity ID]
+                             -- COMMAND [ARGS...]
+              DURATION: 15s, 500ms, 2m, 1h or ISO-8601 (PT15S). Defaults: --grace 10s, --wait 0s.
+              exit: the command's code; 75 lease lost (command stopped); 73 lease busy; 69 lock service failed;
+                    127 command not started; 2 usage""";
+
+    private LeaseCommand() {
+    }
+
+    /**
+     * Runs the command line and exits with its status.
+     *
+     * @param args {@code run ...} as in the class description
+     */
+    public static void main(String[] args) {
+        System.exit(run(args, System.err));
+    }
+
+    static int run(String[] args, PrintStream err) {
+        Options o;
+        try {
+            o = Options.parse(args);
+        } catch (IllegalArgumentException e) {
+            err.println("lease: " + e.getMessage());
+            err.println(USAGE_TEXT);
+            return USAGE;
+        }
+        Leases.Builder builder = Leases.newBuilder();
+        if (o.identity != null) {
+            builder.holderIdentity(o.identity);
+        }
+        LeaseProvider provider;
+        Lease lease;
+        try {
+            provider = switch (o.service) {
+                case "etcd" -> builder.etcd(o.target.split(","));
+                case "postgres" -> builder.postgres(o.target);
+                default -> builder.kubernetesInCluster(o.target.equals("-") ? null : o.target);
+            };
+        } catch (RuntimeException e) {
+            err.println("lease: cannot use the lock service: " + e.getMessage());
+            return UNAVAILABLE;
+        }
+        try (provider) {
+            try {
+                lease = provider.acquire(o.name, o.ttl, o.wait);
+            } catch (TimeoutException e) {
+                err.println("lease: " + e.getMessage());
+                return BUSY;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return UNAVAILABLE;
+            } catch (RuntimeException e) {
+                err.println("lease: cannot acquire '" + o.name + "': " + e.getMessage());
+                return UNAVAILABLE;
+            }
+            try (lease) {
+                return supervise(o, lease, err);
+            }
+        }
+    }
+
+    private static int supervise(Options o, Lease lease, PrintStream err) {
+        CompletableFuture<LossReason> lost = new CompletableFuture<>();
+        lease.addListener((l, reason) -> {
+            if (reason != LossReason.RELEASED) {
+                lost.complete(reason);
+            }
+        });
+        ProcessBuilder pb = new ProcessBuilder(o.command).inheritIO();
+        pb.environment().put("FENCING_TOKEN", Long.toString(lease.token()));
+        pb.environment().put("STOCKADE_LEASE_NAME", o.name);
+        Process child;
+        try {
+            child = pb.start();
+        } catch (IOException e) {
+            err.println("lease: cannot start " + o.command.get(0) + ": " + e.getMessage());
+            return NO_COMMAND;
+        }
+        err.println("lease: holding '" + o.name + "' with token " + lease.token() + "; started pid " + child.pid());
+        Thread hook = new Thread(() -> stop(child, o.grace, err), "lease-run-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            CompletableFuture.anyOf(child.onExit(), lost).get();
+        } catch (InterruptedException | ExecutionException e) {
+            stop(child, o.grace, err);
+            return UNAVAILABLE;
+        }
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException shuttingDown) {
+            // the hook is stopping the child
+        }
+        if (!child.isAlive() && !lost.isDone()) {
+            return child.exitValue();
+        }
+        LossReason reason = lost.getNow(LossReason.EXPIRED);
+        err.println("lease: lost '" + o.name + "' (" + reason + "); stopping pid " + child.pid());
+        stop(child, o.grace, err);
+        return LOST;
+    }
+
+    /** SIGTERM to the command and its descendants, SIGKILL to whatever is left after the grace. */
+    private static void stop(Process child, Duration grace, PrintStream err) {
+        if (!child.isAlive()) {
+            return;
+        }
+        List<ProcessHandle> tree = new ArrayList<>(child.descendants().toList());
+        child.destroy();
+        tree.forEach(ProcessHandle::destroy);
+        try {
+            if (!child.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+                err.println("lease: pid " + child.pid() + " still running after " + grace + "; killing it");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        tree.addAll(child.descendants().toList());
+        tree.forEach(ProcessHandle::destroyForcibly);
+        child.destroyForcibly();
+        try {
+            child.waitFor(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Parses {@code 15s}, {@code 500ms}, {@code 2m}, {@code 1h} or ISO-8601 ({@code PT15S}). */
+    static Duration duration(String option, String text) {
+        Matcher m = Pattern.compile("(\\d+)(ms|s|m|h)").matcher(text);
+        if (m.matches()) {
+            long n = Long.parseLong(m.group(1));
+            return switch (m.group(2)) {
+                case "ms" -> Duration.ofMillis(n);
+                case "s" -> Duration.ofSeconds(n);
+                case "m" -> Duration.ofMinutes(n);
+                default -> Duration.ofHours(n);
+            };
+        }
+        try {
+            return Duration.parse(text.toUpperCase(Locale.ROOT));
+        } catch (DateTimeParseException e) {
+            throw new IllegalArgumentException(option + ": '" + text + "' is not a duration (15s, 500ms, 2m, PT15S)");
+        }
+    }
+
+    /** The parsed command line. */
+    static final class Options {
+        String service;
+        String target;
+        String name;
+        Duration ttl;
+        Duration grace = Duration.ofSeconds(10);
+        Duration wait = Duration.ZERO;
+        String identity;
+        List<String> command = List.of();
+
+        static Options parse(String[] args) {
+            Options o = new Options();
+            List<String> a = Arrays.asList(args);
+            if (a.isEmpty() || !a.get(0).equals("run")) {
+                throw new IllegalArgumentException("the only command is 'run'");
+            }
+            int i = 1;
+            for (; i < a.size(); i++) {
+                String opt = a.get(i);
+                if (opt.equals("--")) {
+                    o.command = List.copyOf(a.subList(i + 1, a.size()));
+                    break;
+                }
+                if (i + 1 >= a.size()) {
+                    throw new IllegalArgumentException(opt + " needs a value");
+                }
+                String v = a.get(++i);
+                switch (opt) {
+                    case "--etcd", "--postgres", "--kubernetes" -> {
+                        if (o.service != null) {
+                            throw new IllegalArgumentException("give one of --etcd, --postgres, --kubernetes");
+                        }
+                        o.service = opt.substring(2);
+                        o.target = v;
+                    }
+                    case "--name" -> o.name = v;
+                    case "--ttl" -> o.ttl = duration(opt, v);
+                    case "--grace" -> o.grace = duration(opt, v);
+                    case "--wait" -> o.wait = duration(opt, v);
+                    case "--identity" -> o.identity = v;
+                    default -> throw new IllegalArgumentException("unknown option " + opt);
+                }
+            }
+            if (o.service == null) {
+                throw new IllegalArgumentException("give one of --etcd, --postgres, --kubernetes");
+            }
+            if (o.name == null || o.name.isEmpty()) {
+                throw new IllegalArgumentException("--name is required");
+            }
+            if (o.ttl == null || o.ttl.isZero() || o.ttl.isNegative()) {
+                throw new IllegalArgumentException("--ttl is required and must be positive");
+            }
+            if (o.command.isEmpty()) {
+                throw new IllegalArgumentException("no command after --");
+            }
+            return o;
+        }
+    }
+}

@@ -1,0 +1,130 @@
+package io.stockade.client;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** Child JVMs for the process-level tests: this JVM's class path, stdout lines readable with a timeout. */
+final class Children {
+
+    private Children() {
+    }
+
+    static ProcessBuilder java(String mainClass, String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElse(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass));
+        cmd.addAll(List.of(args));
+        return new ProcessBuilder(cmd);
+    }
+
+    /** Collects a process's stdout lines in the background. */
+    static BlockingQueue<String> lines(Process p) {
+        BlockingQueue<String> q = new LinkedBlockingQueue<>();
+        Thread t = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                    StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    q.add(line);
+                }
+            } catch (IOException ignored) {
+                // the process ended
+            }
+        }, "child-stdout");
+        t.setDaemon(true);
+        t.start();
+        return q;
+    }
+
+    /** The next line starting with {@code prefix}, skipping others. */
+    static String await(BlockingQueue<String> q, String prefix, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            String line = q.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            if (line == null) {
+                throw new AssertionError("no line starting with '" + prefix + "' within " + timeout);
+            }
+            if (line.startsWith(prefix)) {
+                return line.substring(prefix.length()).strip();
+            }
+        }
+    }
+
+    static void signal(long pid, String signal) throws Exception {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid)).inheritIO().start();
+        if (kill.waitFor() != 0) {
+            throw new IllegalStateException("kill -" + signal + " " + pid + " failed");
+        }
+    }
+
+    /** A real Stockade proxy ({@code io.stockade.proxy.Main}) fencing files under {@code dir}, on a free port. */
+    static final class Proxy implements AutoCloseable {
+        private static final Pattern READY = Pattern.compile("Stockade listening on (http://\\S+:\\d+)");
+        final Process process;
+        final String base;
+
+        Proxy(Path dir) throws Exception {
+            Path config = dir.resolve("policy.yaml");
+            Files.writeString(config, """
+                    server:
+                      host: 127.0.0.1
+                      port: 0
+                    store:
+                      type: memory
+                      journal: %s
+                    policies:
+                      - name: files
+                        match:
+                          path: /files/{path...}
+                          methods: [GET, HEAD, PUT, DELETE]
+                        scope: files/{path}
+                        fence:
+                          header: Fencing-Token
+                          methods: [PUT, DELETE]
+                          missing: reject
+                          equal: accept
+                          mode: enforce
+                        backend:
+                          type: file
+                          root: %s
+                    """.formatted(dir.resolve("journal"), dir.resolve("files")));
+            Path log = dir.resolve("proxy.log");
+            process = java("io.stockade.proxy.Main", "--config", config.toString())
+                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (true) {
+                Matcher m = READY.matcher(Files.readString(log));
+                if (m.find()) {
+                    base = m.group(1);
+                    return;
+                }
+                if (!process.isAlive() || System.nanoTime() > deadline) {
+                    process.destroyForcibly();
+                    throw new IllegalStateException("proxy did not start: " + Files.readString(log));
+                }
+                Thread.sleep(50);
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            process.destroy();
+            if (!process.waitFor(5, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            }
+        }
+    }
+}

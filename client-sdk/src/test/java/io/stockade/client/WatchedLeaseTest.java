@@ -1,0 +1,188 @@
+package io.stockade.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** The lease's clock arithmetic and watchdog, with time advanced by hand. */
+class WatchedLeaseTest {
+
+    private static final Duration TTL = Duration.ofSeconds(15);
+
+    private final FakeTicker ticker = new FakeTicker();
+    private final FakeBackend backend = new FakeBackend(ticker);
+    private final List<LossReason> heard = new CopyOnWriteArrayList<>();
+    private final List<Integer> exits = new CopyOnWriteArrayList<>();
+
+    private WatchedLease acquire(Leases.Builder builder) throws Exception {
+        Leases.Settings s = builder.ticker(ticker).exiter(exits::add).settings();
+        LeaseBackend.Grant g = backend.acquire("job", s.holder(), TTL, Duration.ZERO);
+        WatchedLease lease = new WatchedLease("job", s.holder(), backend, g, ticker, TTL,
+                Leases.Settings.scale(TTL, s.renewDeadlineFraction()),
+                s.exitStatus() == null ? null : s.exiter(), s.exitStatus() == null ? 0 : s.exitStatus());
+        lease.addListener((l, r) -> heard.add(r));
+        return lease;
+    }
+
+    private WatchedLease acquire() throws Exception {
+        return acquire(Leases.newBuilder());
+    }
+
+    @Test
+    void remainingSubtractsTheWholeRoundTripOfTheAcquiringCall() throws Exception {
+        backend.acquireRoundTrip = Duration.ofSeconds(4);
+        WatchedLease lease = acquire();
+        assertEquals(Duration.ofSeconds(11), lease.remaining());
+        ticker.advance(Duration.ofSeconds(1));
+        assertEquals(Duration.ofSeconds(10), lease.remaining());
+    }
+
+    @Test
+    void checkpointPassesWithEnoughBudgetAndThrowsPastThePointOfNoReturn() throws Exception {
+        WatchedLease lease = acquire();
+        ticker.advance(Duration.ofSeconds(12));
+        lease.checkpoint(Duration.ofSeconds(3));
+        ticker.advance(Duration.ofMillis(1));
+        LeaseLostException e = assertThrows(LeaseLostException.class, () -> lease.checkpoint(Duration.ofSeconds(3)));
+        assertEquals(LossReason.EXPIRED, e.reason());
+        assertTrue(lease.isValid(), "past the point of no return is not yet lost");
+        assertTrue(heard.isEmpty());
+    }
+
+    @Test
+    void expiryOnTheMonotonicClockEndsTheLeaseOnceWithExpired() throws Exception {
+        WatchedLease lease = acquire();
+        ticker.advance(TTL);
+        assertFalse(lease.isValid());
+        assertEquals(Duration.ZERO, lease.remaining());
+        assertThrows(LeaseLostException.class, () -> lease.checkpoint(Duration.ZERO));
+        lease.close();
+        assertEquals(List.of(LossReason.EXPIRED), heard);
+    }
+
+    @Test
+    void aListenerAddedAfterTheLossIsCalledOnceAtOnce() throws Exception {
+        WatchedLease lease = acquire();
+        lease.close();
+        AtomicInteger late = new AtomicInteger();
+        lease.addListener((l, r) -> {
+            assertEquals(LossReason.RELEASED, r);
+            late.incrementAndGet();
+        });
+        lease.close();
+        assertEquals(1, late.get());
+        assertEquals(List.of(LossReason.RELEASED), heard);
+    }
+
+    @Test
+    void closeIsIdempotentAndReleasesOnce() throws Exception {
+        WatchedLease lease = acquire();
+        lease.close();
+        lease.close();
+        assertEquals(1, backend.releases.get());
+        assertEquals(List.of(LossReason.RELEASED), heard);
+        assertFalse(lease.isValid());
+    }
+
+    @Test
+    void aRenewalExtendsValidityFromWhenItWasSent() throws Exception {
+        WatchedLease lease = acquire();
+        ticker.advance(Duration.ofSeconds(5));
+        backend.then(LeaseBackend.Renewal.RENEWED, Duration.ofSeconds(2));
+        lease.tick();
+        // sent at t=5 s: valid until 20 s; now is 7 s
+        assertEquals(Duration.ofSeconds(13), lease.remaining());
+    }
+
+    @Test
+    void aRefusedRenewalEndsTheLeaseAtOnce() throws Exception {
+        WatchedLease lease = acquire();
+        ticker.advance(Duration.ofSeconds(5));
+        backend.then(LeaseBackend.Renewal.REFUSED, Duration.ZERO);
+        lease.tick();
+        assertEquals(List.of(LossReason.RENEWAL_REFUSED), heard);
+        assertEquals(LossReason.RENEWAL_REFUSED,
+                assertThrows(LeaseLostException.class, () -> lease.checkpoint(Duration.ZERO)).reason());
+    }
+
+    @Test
+    void aRevokedLeaseIsReportedAsRevoked() throws Exception {
+        WatchedLease lease = acquire();
+        backend.then(LeaseBackend.Renewal.REVOKED, Duration.ZERO);
+        lease.tick();
+        assertEquals(List.of(LossReason.REVOKED), heard);
+    }
+
+    @Test
+    void aFailedRenewalEndsTheLeaseWithConnectionLost() throws Exception {
+        WatchedLease lease = acquire();
+        backend.thenFail(new IOException("connection refused"));
+        lease.tick();
+        assertEquals(List.of(LossReason.CONNECTION_LOST), heard);
+        assertFalse(lease.isValid());
+    }
+
+    @Test
+    void aLateWatchdogGivesTheLeaseUpWithoutRenewing() throws Exception {
+        WatchedLease lease = acquire();
+        ticker.advance(Duration.ofSeconds(11)); // renew deadline is 10 s (2/3 of 15 s): the process was paused
+        lease.tick();
+        assertEquals(0, backend.renewals.get());
+        assertEquals(List.of(LossReason.EXPIRED), heard);
+    }
+
+    @Test
+    void aRenewalAnsweredAfterLocalExpiryDoesNotRevive() throws Exception {
+        WatchedLease lease = acquire();
+        ticker.advance(Duration.ofSeconds(9));
+        backend.then(LeaseBackend.Renewal.RENEWED, Duration.ofSeconds(7));
+        lease.tick();
+        assertEquals(List.of(LossReason.EXPIRED), heard);
+        assertFalse(lease.isValid());
+    }
+
+    @Test
+    void exitOnLossRunsListenersFirstAndNotOnRelease() throws Exception {
+        WatchedLease lost = acquire(Leases.newBuilder().exitOnLoss(75));
+        lost.addListener((l, r) -> assertTrue(exits.isEmpty(), "listeners run before the exit"));
+        backend.then(LeaseBackend.Renewal.REFUSED, Duration.ZERO);
+        lost.tick();
+        assertEquals(List.of(75), exits);
+
+        WatchedLease released = acquire(Leases.newBuilder().exitOnLoss(75));
+        released.close();
+        assertEquals(List.of(75), exits);
+    }
+
+    @Test
+    void aFailingListenerDoesNotStopTheOthers() throws Exception {
+        WatchedLease lease = acquire();
+        lease.addListener((l, r) -> {
+            throw new IllegalStateException("boom");
+        });
+        AtomicInteger after = new AtomicInteger();
+        lease.addListener((l, r) -> after.incrementAndGet());
+        lease.close();
+        assertEquals(1, after.get());
+    }
+
+    @Test
+    void theLeaderElectionArithmeticIsChecked() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Leases.newBuilder().renewFraction(0.5).renewDeadline(0.55).settings());
+        assertTrue(e.getMessage().contains("jitter factor 1.2"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> Leases.checkArithmetic(Duration.ofSeconds(10),
+                Duration.ofSeconds(10), Duration.ofSeconds(2)));
+        assertThrows(IllegalArgumentException.class, () -> Leases.checkArithmetic(Duration.ofSeconds(15),
+                Duration.ofSeconds(10), Duration.ofMillis(8400)));
+        Leases.checkArithmetic(Duration.ofSeconds(15), Duration.ofSeconds(10), Duration.ofSeconds(2));
+    }
+}

@@ -1,0 +1,47 @@
+package io.stockade.client.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The command line of {@code lease run}. */
+class LeaseCommandTest {
+
+    @Test
+    void durationsTakeShortUnitsAndIso8601() {
+        assertEquals(Duration.ofSeconds(15), LeaseCommand.duration("--ttl", "15s"));
+        assertEquals(Duration.ofMillis(500), LeaseCommand.duration("--ttl", "500ms"));
+        assertEquals(Duration.ofMinutes(2), LeaseCommand.duration("--ttl", "2m"));
+        assertEquals(Duration.ofSeconds(15), LeaseCommand.duration("--ttl", "PT15S"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.duration("--ttl", "15 s"))
+                .getMessage().startsWith("--ttl:"));
+    }
+
+    @Test
+    void everythingAfterTheDoubleDashIsTheCommand() {
+        LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--etcd", "http://e:2379",
+                "--name", "job", "--ttl", "15s", "--", "sh", "-c", "echo --name"});
+        assertEquals("etcd", o.service);
+        assertEquals(List.of("sh", "-c", "echo --name"), o.command);
+        assertEquals(Duration.ofSeconds(10), o.grace);
+        assertEquals(Duration.ZERO, o.wait);
+    }
+
+    @Test
+    void aBadCommandLineExitsWith2AndSaysWhy() {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = LeaseCommand.run(new String[] {"run", "--etcd", "a", "--postgres", "b", "--name", "n", "--ttl",
+                "1s", "--", "true"}, new PrintStream(err, true, StandardCharsets.UTF_8));
+        assertEquals(LeaseCommand.USAGE, code);
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("give one of --etcd, --postgres, --kubernetes"));
+        assertEquals(LeaseCommand.USAGE, LeaseCommand.run(new String[] {"run", "--etcd", "a", "--name", "n",
+                "--ttl", "1s"}, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)));
+    }
+}
