@@ -100,7 +100,13 @@ class CrashIT {
                     }
                 }));
             }
+            // Kill in the middle of the stream: after some acknowledged writes (a loaded machine may need longer
+            // than killAfterMillis to get there), and at a different point each round.
+            long deadline = System.nanoTime() + java.time.Duration.ofSeconds(20).toNanos();
             Thread.sleep(killAfterMillis);
+            while (acked.get() < floor + 10 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
             proxy.kill9();
             for (Future<?> f : writers) {
                 f.get(15, TimeUnit.SECONDS);

@@ -108,7 +108,8 @@ class PolicyReloadIT {
     @Test
     void aBadFileIsRefusedWithItsErrorsAndTheOldPoliciesStay() throws Exception {
         assertEquals(201, Http.put(uri("/files/a"), "v5", Map.of("Fencing-Token", "5")).status());
-        Files.writeString(file, policy("  - name: broken\n    match: {path: /x/{id}}\n    scope: x/{nope}\n"));
+        Files.writeString(file, policy("  - name: broken\n    match:\n      path: /x/{id}\n    scope: x/{nope}\n"
+                + "    backend:\n      type: file\n      root: " + dir.resolve("x") + "\n"));
         Http.Response r = reload(AUTH);
         assertEquals(422, r.status(), r.body());
         assertTrue(r.body().contains("stockade.yaml:"), "the error names the file and line: " + r.body());
