@@ -68,6 +68,11 @@ final class Values {
         return keyword(field, what, valid.keySet()).map(valid::get);
     }
 
+    /** {@code true} or {@code false}. */
+    static Optional<Boolean> bool(Field field) {
+        return keyword(field, "value", java.util.List.of("true", "false")).map(Boolean::parseBoolean);
+    }
+
     /** A whole number in {@code min..max}; {@code what} names it, e.g. "port number". */
     static Optional<Integer> integer(Field field, int min, int max, String what) {
         return field.text().flatMap(text -> {

@@ -21,16 +21,22 @@ final class Vocabulary {
     static final List<String> FILE_BACKEND_KEYS = List.of("type", "root");
     static final List<String> HTTP_BACKEND_KEYS =
             List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections");
+    static final List<String> S3_BACKEND_KEYS = List.of("type", "endpoint", "region", "access-key", "secret-key",
+            "path-style", "conditional-writes", "auth", "clients", "virtual-host", "fence-scope", "prefix-segments",
+            "timeout", "retries", "max-connections");
+    static final List<String> S3_CLIENT_KEYS = List.of("access-key", "secret-key");
 
     /** The methods a policy can take, in the order messages list them. */
     static final List<String> METHODS = List.of("GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS");
 
     static final List<String> STORE_TYPES = List.of("memory");
-    static final List<String> BACKEND_TYPES = List.of("file", "http");
+    static final List<String> BACKEND_TYPES = List.of("file", "http", "s3");
     static final Map<String, Policy.MissingToken> MISSING = keywords(Policy.MissingToken.class);
     static final Map<String, Policy.EqualToken> EQUAL = keywords(Policy.EqualToken.class);
     static final Map<String, Policy.Mode> MODES = keywords(Policy.Mode.class);
     static final Map<String, BackendConfig.Conditional> CONDITIONALS = keywords(BackendConfig.Conditional.class);
+    static final Map<String, BackendConfig.Auth> S3_AUTH = keywords(BackendConfig.Auth.class);
+    static final Map<String, BackendConfig.FenceScope> S3_FENCE_SCOPES = keywords(BackendConfig.FenceScope.class);
 
     private Vocabulary() {
     }
