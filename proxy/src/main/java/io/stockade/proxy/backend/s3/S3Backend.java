@@ -56,6 +56,7 @@ public class S3Backend implements Backend {
             "x-amz-decoded-content-length", "x-amz-trailer", "x-amz-sdk-checksum-algorithm", "content-length",
             "transfer-encoding", "connection", "keep-alive", "expect", "te", "upgrade", "proxy-authorization",
             "proxy-connection", "x-amz-security-token", "amz-sdk-invocation-id", "amz-sdk-request", "fencing-holder",
+
             TOKEN_META, DELETED_META);
     /** Response headers not relayed (hop-by-hop; the server sets its own framing). */
     private static final Set<String> NOT_RELAYED = Set.of("connection", "keep-alive", "transfer-encoding",
@@ -268,6 +269,7 @@ public class S3Backend implements Backend {
         try {
             Upstream.Body body = clientBody(req, p.verified());
             sent = true;
+            HEAD_ANSWERS.set(s3.method().equals("HEAD"));
             try (HttpClientResponse response = upstream.send(s3.method(), s3.bucket(), s3.key(), s3.upstreamQuery(),
                     headers, body)) {
                 S3Request.Operation op = s3.operation();
@@ -282,6 +284,8 @@ public class S3Backend implements Backend {
             return answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
             return failure(exchange, e, sent);
+        } finally {
+            HEAD_ANSWERS.remove();
         }
     }
 
@@ -406,6 +410,12 @@ public class S3Backend implements Backend {
                 res.header(header);
             }
         }
+        if (response.headers().contentLength().isPresent() && isHeadAnswer(response)) {
+            // A HEAD answer names the length of the body it does not carry.
+            res.header(HeaderNames.CONTENT_LENGTH, Long.toString(response.headers().contentLength().getAsLong()));
+            res.send();
+            return;
+        }
         response.headers().contentLength().ifPresent(res::contentLength);
         try (InputStream in = response.inputStream(); OutputStream out = res.outputStream()) {
             in.transferTo(out);
@@ -413,6 +423,13 @@ public class S3Backend implements Backend {
             throw new UncheckedIOException(e);
         }
     }
+
+    private static boolean isHeadAnswer(HttpClientResponse response) {
+        return response.lastEndpointUri() != null && HEAD_ANSWERS.get() == Boolean.TRUE;
+    }
+
+    /** Set while a HEAD request is relayed (the client response does not say which method it answers). */
+    static final ThreadLocal<Boolean> HEAD_ANSWERS = new ThreadLocal<>();
 
     WriteResult answer(Exchange exchange, int status, String code, String message) {
         String resource;
