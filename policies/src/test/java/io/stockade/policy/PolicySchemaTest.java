@@ -57,15 +57,18 @@ class PolicySchemaTest {
                 at("$defs/httpBackend/properties/conditional/enum"));
         assertEquals(Vocabulary.STORE_TYPES, at("properties/store/properties/type/enum"));
         assertEquals(Vocabulary.METHODS, at("$defs/methods/items/enum"));
+        assertEquals(List.copyOf(Vocabulary.S3_AUTH.keySet()), at("$defs/s3Backend/properties/auth/enum"));
+        assertEquals(List.copyOf(Vocabulary.S3_FENCE_SCOPES.keySet()),
+                at("$defs/s3Backend/properties/fence-scope/enum"));
     }
 
     @Test
     void backendAlternativesAreExactlyTheBackendTypes() {
         String backend = "$defs/policy/properties/backend/oneOf/";
-        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend"),
-                List.of(at(backend + "0/$ref"), at(backend + "1/$ref")));
+        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend", "#/$defs/s3Backend"),
+                List.of(at(backend + "0/$ref"), at(backend + "1/$ref"), at(backend + "2/$ref")));
         assertEquals(Vocabulary.BACKEND_TYPES, List.of(at("$defs/fileBackend/properties/type/const"),
-                at("$defs/httpBackend/properties/type/const")));
+                at("$defs/httpBackend/properties/type/const"), at("$defs/s3Backend/properties/type/const")));
     }
 
     @Test
@@ -78,6 +81,8 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.FENCE_KEYS, keys("$defs/policy/properties/fence"));
         assertEquals(Vocabulary.FILE_BACKEND_KEYS, keys("$defs/fileBackend"));
         assertEquals(Vocabulary.HTTP_BACKEND_KEYS, keys("$defs/httpBackend"));
+        assertEquals(Vocabulary.S3_BACKEND_KEYS, keys("$defs/s3Backend"));
+        assertEquals(Vocabulary.S3_CLIENT_KEYS, keys("$defs/s3Backend/properties/clients/items"));
     }
 
     @Test
@@ -85,7 +90,7 @@ class PolicySchemaTest {
         assertEquals(false, schema.get("additionalProperties"));
         for (String path : List.of("properties/server", "properties/store", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
-                "$defs/httpBackend")) {
+                "$defs/httpBackend", "$defs/s3Backend", "$defs/s3Backend/properties/clients/items")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
         }
     }
