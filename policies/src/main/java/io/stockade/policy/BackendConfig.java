@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
-/** Where a policy's requests go. Each backend type is one record; a later issue adds s3. */
+/** Where a policy's requests go. Each backend type is one record. */
 public sealed interface BackendConfig {
 
     /** The backend's type as written in the policy file. */
@@ -171,5 +171,95 @@ public sealed interface BackendConfig {
         BOOLEAN,
         /** Any JSON value, bound as its JSON text (for json/jsonb columns). */
         JSON
+    }
+
+    /**
+     * An S3-compatible object store, spoken to by S3 clients (AWS SDKs, the AWS CLI) through the proxy.
+     *
+     * @param endpoint          the upstream's base URL, e.g. {@code https://s3.eu-west-1.amazonaws.com}
+     * @param region            the region the proxy signs its upstream requests for
+     * @param accessKey         the proxy's own access key at the upstream
+     * @param secretKey         the proxy's own secret key at the upstream
+     * @param pathStyle         whether the upstream is addressed path-style ({@code /bucket/key}) or
+     *                          virtual-host-style ({@code bucket.host/key})
+     * @param conditionalWrites whether the upstream honours {@code If-Match}/{@code If-None-Match} on writes
+     * @param auth              how clients authenticate to the proxy
+     * @param clients           the credentials the proxy accepts from clients ({@code auth: sigv4})
+     * @param virtualHost       the host name under which clients may address buckets virtual-host-style
+     *                          ({@code bucket.<virtualHost>}), or null for path-style clients only
+     * @param fenceScope        one scope per object, or per key prefix
+     * @param prefixSegments    with a prefix scope: how many '/'-separated segments of the key make the prefix
+     * @param timeout           time allowed for an upstream answer
+     * @param retries           how many times a conditional write is retried after losing a race (412/409)
+     * @param maxConnections    the most pooled connections to the upstream
+     */
+    record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
+              boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+              FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections)
+            implements BackendConfig {
+        public static final String DEFAULT_REGION = "us-east-1";
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
+        public static final int DEFAULT_RETRIES = 3;
+        public static final int DEFAULT_MAX_CONNECTIONS = 64;
+
+        public S3 {
+            Objects.requireNonNull(endpoint, "endpoint");
+            Objects.requireNonNull(region, "region");
+            Objects.requireNonNull(accessKey, "accessKey");
+            Objects.requireNonNull(secretKey, "secretKey");
+            Objects.requireNonNull(auth, "auth");
+            clients = List.copyOf(clients);
+            Objects.requireNonNull(fenceScope, "fenceScope");
+            Objects.requireNonNull(timeout, "timeout");
+        }
+
+        @Override
+        public String type() {
+            return "s3";
+        }
+
+        /** Whether the token is checked by the upstream's conditional write (atomic) rather than serialized. */
+        public boolean atomic() {
+            return conditionalWrites && fenceScope == FenceScope.OBJECT;
+        }
+
+        @Override
+        public String toString() {
+            return "S3[endpoint=" + endpoint + ", region=" + region + ", accessKey=" + accessKey + ", pathStyle="
+                    + pathStyle + ", conditionalWrites=" + conditionalWrites + ", auth=" + auth + ", clients="
+                    + clients.size() + ", virtualHost=" + virtualHost + ", fenceScope=" + fenceScope
+                    + ", prefixSegments=" + prefixSegments + "]";
+        }
+    }
+
+    /** How S3 clients authenticate to the proxy. */
+    enum Auth {
+        /** AWS Signature Version 4 (header or presigned URL), checked against the configured client keys. */
+        SIGV4,
+        /** No check at all: for a trusted network only; the proxy says so loudly when it starts. */
+        NONE
+    }
+
+    /** What one S3 fence scope covers. */
+    enum FenceScope {
+        /** One scope per object: the token lives in the object's metadata (atomic with conditional writes). */
+        OBJECT,
+        /** One scope per key prefix: the proxy's store holds the token and the proxy serializes the scope. */
+        PREFIX
+    }
+
+    /**
+     * An access key and its secret.
+     */
+    record Credentials(String accessKey, String secretKey) {
+        public Credentials {
+            Objects.requireNonNull(accessKey, "accessKey");
+            Objects.requireNonNull(secretKey, "secretKey");
+        }
+
+        @Override
+        public String toString() {
+            return "Credentials[accessKey=" + accessKey + "]";
+        }
     }
 }

@@ -24,6 +24,7 @@ final class BackendReader {
                 .flatMap(type -> switch (type) {
                     case "file" -> file(backend);
                     case "postgres" -> PostgresBackendReader.read(backend, path, methods, fence);
+                    case "s3" -> s3(backend, scope);
                     default -> http(backend, path, scope);
                 }));
     }
@@ -51,6 +52,76 @@ final class BackendReader {
         }
         return Optional.of(new BackendConfig.Http(url.get(), conditional.get(), connectTimeout.get(), timeout.get(),
                 settle.get(), maxConnections.get()));
+    }
+
+    /**
+     * The s3 backend derives bucket and key itself (path-style or virtual-host-style), so the policy's scope is
+     * a literal prefix of every scope it makes: {@code <scope>/<bucket>/<key>} or {@code <scope>/<bucket>/<prefix>}.
+     */
+    private static Optional<BackendConfig> s3(Mapping backend, Optional<ScopeTemplate> scope) {
+        backend.allowOnly(Vocabulary.S3_BACKEND_KEYS);
+        Optional<URI> endpoint = backend.required("endpoint", Values::httpUrl);
+        Optional<String> region = backend.optional("region", Values::text, BackendConfig.S3.DEFAULT_REGION);
+        Optional<String> accessKey = backend.required("access-key", Values::text);
+        Optional<String> secretKey = backend.required("secret-key", Values::text);
+        Optional<Boolean> pathStyle = backend.optional("path-style", Values::bool, true);
+        Optional<Boolean> conditionalWrites = backend.optional("conditional-writes", Values::bool, true);
+        Optional<BackendConfig.Auth> auth = backend.required("auth",
+                field -> Values.keyword(field, "auth", Vocabulary.S3_AUTH));
+        Optional<List<BackendConfig.Credentials>> clients = backend.optional("clients", BackendReader::credentials,
+                List.of());
+        Optional<String> virtualHost = backend.optional("virtual-host", Values::text, "");
+        Optional<BackendConfig.FenceScope> fenceScope = backend.optional("fence-scope",
+                field -> Values.keyword(field, "fence scope", Vocabulary.S3_FENCE_SCOPES),
+                BackendConfig.FenceScope.OBJECT);
+        Optional<Integer> prefixSegments = backend.optional("prefix-segments",
+                field -> Values.integer(field, 1, 100, "whole number"), 1);
+        Optional<Duration> timeout = backend.optional("timeout", Values::duration, BackendConfig.S3.DEFAULT_TIMEOUT);
+        Optional<Integer> retries = backend.optional("retries",
+                field -> Values.integer(field, 0, 20, "whole number"), BackendConfig.S3.DEFAULT_RETRIES);
+        Optional<Integer> maxConnections = backend.optional("max-connections",
+                field -> Values.integer(field, 1, 10_000, "whole number"), BackendConfig.S3.DEFAULT_MAX_CONNECTIONS);
+        boolean valid = true;
+        if (scope.isPresent() && !scope.get().variables().isEmpty()) {
+            backend.required("type").ifPresent(type -> type.error("an s3 policy's scope is a literal prefix such"
+                    + " as 's3' (it was '" + scope.get() + "'): the s3 backend reads bucket and key itself and"
+                    + " fences '<scope>/<bucket>/<key>' (fence-scope: object) or '<scope>/<bucket>/<prefix>'"
+                    + " (fence-scope: prefix)"));
+            valid = false;
+        }
+        if (auth.equals(Optional.of(BackendConfig.Auth.SIGV4)) && clients.equals(Optional.of(List.of()))) {
+            backend.required("auth").ifPresent(field -> field.error("auth: sigv4 needs at least one entry in"
+                    + " 'clients' (access-key and secret-key the proxy accepts); or write auth: none for a"
+                    + " trusted network"));
+            valid = false;
+        }
+        if (!valid || !Values.allPresent(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth,
+                clients, virtualHost, fenceScope, prefixSegments, timeout, retries, maxConnections)) {
+            return Optional.empty();
+        }
+        return Optional.of(new BackendConfig.S3(endpoint.get(), region.get(), accessKey.get(), secretKey.get(),
+                pathStyle.get(), conditionalWrites.get(), auth.get(), clients.get(),
+                virtualHost.get().isEmpty() ? null : virtualHost.get(), fenceScope.get(), prefixSegments.get(),
+                timeout.get(), retries.get(), maxConnections.get()));
+    }
+
+    private static Optional<List<BackendConfig.Credentials>> credentials(Field field) {
+        return field.items().flatMap(items -> {
+            List<BackendConfig.Credentials> read = new java.util.ArrayList<>();
+            boolean valid = true;
+            for (Field item : items) {
+                Optional<BackendConfig.Credentials> one = item.mapping().flatMap(m -> {
+                    m.allowOnly(Vocabulary.S3_CLIENT_KEYS);
+                    Optional<String> key = m.required("access-key", Values::text);
+                    Optional<String> secret = m.required("secret-key", Values::text);
+                    return Values.allPresent(key, secret)
+                            ? Optional.of(new BackendConfig.Credentials(key.get(), secret.get())) : Optional.empty();
+                });
+                one.ifPresent(read::add);
+                valid &= one.isPresent();
+            }
+            return valid ? Optional.of(read) : Optional.empty();
+        });
     }
 
     /** if-match guards one resource with its ETag, so the scope must name exactly one resource. */

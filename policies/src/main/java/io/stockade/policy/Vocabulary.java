@@ -33,12 +33,16 @@ final class Vocabulary {
             "statements", "check", "body-limit", "retries");
     static final List<String> PARAM_KEYS = List.of("from", "field", "type", "nullable");
     static final List<String> STATEMENT_KEYS = List.of("name", "sql");
+    static final List<String> S3_BACKEND_KEYS = List.of("type", "endpoint", "region", "access-key", "secret-key",
+            "path-style", "conditional-writes", "auth", "clients", "virtual-host", "fence-scope", "prefix-segments",
+            "timeout", "retries", "max-connections");
+    static final List<String> S3_CLIENT_KEYS = List.of("access-key", "secret-key");
 
     /** The methods a policy can take, in the order messages list them. */
     static final List<String> METHODS = List.of("GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS");
 
     static final List<String> STORE_TYPES = List.of("memory", "postgres", "etcd");
-    static final List<String> BACKEND_TYPES = List.of("file", "http", "postgres");
+    static final List<String> BACKEND_TYPES = List.of("file", "http", "postgres", "s3");
     static final Map<String, Policy.MissingToken> MISSING = keywords(Policy.MissingToken.class);
     static final Map<String, Policy.EqualToken> EQUAL = keywords(Policy.EqualToken.class);
     static final Map<String, Policy.Mode> MODES = keywords(Policy.Mode.class);
@@ -46,6 +50,8 @@ final class Vocabulary {
     static final Map<String, BackendConfig.FenceMode> FENCE_MODES = keywords(BackendConfig.FenceMode.class);
     static final Map<String, BackendConfig.ParamSource> PARAM_SOURCES = keywords(BackendConfig.ParamSource.class);
     static final Map<String, BackendConfig.ParamType> PARAM_TYPES = keywords(BackendConfig.ParamType.class);
+    static final Map<String, BackendConfig.Auth> S3_AUTH = keywords(BackendConfig.Auth.class);
+    static final Map<String, BackendConfig.FenceScope> S3_FENCE_SCOPES = keywords(BackendConfig.FenceScope.class);
 
     private Vocabulary() {
     }

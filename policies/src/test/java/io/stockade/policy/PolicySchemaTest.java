@@ -61,6 +61,9 @@ class PolicySchemaTest {
         assertEquals(List.copyOf(Vocabulary.PARAM_TYPES.keySet()),
                 at("$defs/postgresBackend/properties/params/additionalProperties/anyOf/1/properties/type/enum"));
         assertEquals(Vocabulary.METHODS, at("$defs/methods/items/enum"));
+        assertEquals(List.copyOf(Vocabulary.S3_AUTH.keySet()), at("$defs/s3Backend/properties/auth/enum"));
+        assertEquals(List.copyOf(Vocabulary.S3_FENCE_SCOPES.keySet()),
+                at("$defs/s3Backend/properties/fence-scope/enum"));
     }
 
     @Test
@@ -75,10 +78,11 @@ class PolicySchemaTest {
     @Test
     void backendAlternativesAreExactlyTheBackendTypes() {
         String backend = "$defs/policy/properties/backend/oneOf/";
-        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend", "#/$defs/postgresBackend"),
-                List.of(at(backend + "0/$ref"), at(backend + "1/$ref"), at(backend + "2/$ref")));
+        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend", "#/$defs/postgresBackend", "#/$defs/s3Backend"),
+                List.of(at(backend + "0/$ref"), at(backend + "1/$ref"), at(backend + "2/$ref"), at(backend + "3/$ref")));
         assertEquals(Vocabulary.BACKEND_TYPES, List.of(at("$defs/fileBackend/properties/type/const"),
-                at("$defs/httpBackend/properties/type/const"), at("$defs/postgresBackend/properties/type/const")));
+                at("$defs/httpBackend/properties/type/const"), at("$defs/postgresBackend/properties/type/const"),
+                at("$defs/s3Backend/properties/type/const")));
     }
 
     @Test
@@ -101,6 +105,8 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.FENCE_KEYS, keys("$defs/policy/properties/fence"));
         assertEquals(Vocabulary.FILE_BACKEND_KEYS, keys("$defs/fileBackend"));
         assertEquals(Vocabulary.HTTP_BACKEND_KEYS, keys("$defs/httpBackend"));
+        assertEquals(Vocabulary.S3_BACKEND_KEYS, keys("$defs/s3Backend"));
+        assertEquals(Vocabulary.S3_CLIENT_KEYS, keys("$defs/s3Backend/properties/clients/items"));
     }
 
     @Test
@@ -110,7 +116,7 @@ class PolicySchemaTest {
                 "$defs/datasource", "$defs/postgresBackend", "$defs/etcdStore",
                 "$defs/etcdStore/properties/tls", "$defs/cache", "properties/admin", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
-                "$defs/httpBackend")) {
+                "$defs/httpBackend", "$defs/s3Backend", "$defs/s3Backend/properties/clients/items")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
         }
     }

@@ -13,6 +13,7 @@ import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.file.FileBackend;
 import io.stockade.proxy.backend.http.HttpBackend;
 import io.stockade.proxy.backend.postgres.PostgresBackend;
+import io.stockade.proxy.backend.s3.S3Backend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.http.Problem;
@@ -88,6 +89,9 @@ public final class StockadeServer implements AutoCloseable {
                     .host(config.server().host())
                     .port(config.server().port())
                     .connectionOptions(options -> options.tcpNoDelay(true))
+                    // A proxy passes bodies on as they came: no decoding of Content-Encoding (and no 400 for
+                    // encodings Helidon does not know, such as S3's aws-chunked).
+                    .contentEncoding(new PassThroughEncoding(io.helidon.http.encoding.ContentEncodingContext.create()))
                     .routing(routing -> routing(routing, pipeline, metrics, admin))
                     .build()
                     .start();
@@ -140,7 +144,53 @@ public final class StockadeServer implements AutoCloseable {
             case BackendConfig.Http http -> HttpBackend.open(http);
             case BackendConfig.File file -> FileBackend.open(file);
             case BackendConfig.Postgres postgres -> PostgresBackend.open(postgres);
+            case BackendConfig.S3 s3 -> S3Backend.open(s3);
         };
+    }
+
+    /** Helidon's content encodings, but request bodies are never decoded: they reach the backend as sent. */
+    private record PassThroughEncoding(io.helidon.http.encoding.ContentEncodingContext delegate)
+            implements io.helidon.http.encoding.ContentEncodingContext {
+        @Override
+        public boolean contentEncodingEnabled() {
+            return delegate.contentEncodingEnabled();
+        }
+
+        @Override
+        public boolean contentDecodingEnabled() {
+            return true; // "enabled", with a decoder that passes every encoding through (Helidon refuses
+            // a Content-Encoding header outright when decoding is disabled)
+        }
+
+        @Override
+        public boolean contentEncodingSupported(String encodingId) {
+            return delegate.contentEncodingSupported(encodingId);
+        }
+
+        @Override
+        public boolean contentDecodingSupported(String encodingId) {
+            return true;
+        }
+
+        @Override
+        public io.helidon.http.encoding.ContentEncoder encoder(String encodingId) {
+            return delegate.encoder(encodingId);
+        }
+
+        @Override
+        public io.helidon.http.encoding.ContentDecoder decoder(String encodingId) {
+            return io.helidon.http.encoding.ContentDecoder.NO_OP;
+        }
+
+        @Override
+        public io.helidon.http.encoding.ContentEncoder encoder(io.helidon.http.Headers headers) {
+            return delegate.encoder(headers);
+        }
+
+        @Override
+        public io.helidon.http.encoding.ContentEncodingContextConfig prototype() {
+            return delegate.prototype();
+        }
     }
 
     /** The port actually bound (useful with port 0). */

@@ -1,5 +1,7 @@
 package io.stockade.proxy.backend;
 
+import io.helidon.webserver.http.ServerRequest;
+import io.stockade.policy.Route;
 import io.stockade.proxy.http.Problem;
 
 import java.time.Duration;
@@ -33,6 +35,34 @@ public interface Backend extends AutoCloseable {
      * @return what happened; unless it is {@link WriteResult.Answered}, the engine answers the client
      */
     WriteResult write(Exchange exchange, Admission admission);
+
+    /**
+     * The fence scope of a request. The default is the policy's scope template filled from the path variables; a
+     * backend that reads the resource from more than the path (S3's bucket in the Host header) derives it itself.
+     */
+    default String scope(Route route, ServerRequest request) {
+        return route.scope();
+    }
+
+    /**
+     * A first look at a request, before any fence question: a backend that authenticates its clients (S3's
+     * SigV4) refuses a bad request here, so that a forged request can never move a high-water mark. The default
+     * admits everything.
+     *
+     * @return false after the backend has answered the client itself
+     */
+    default boolean admit(Exchange exchange) {
+        return true;
+    }
+
+    /**
+     * Whether this request, of a method the policy fences, is a write that needs a token. The default is yes; a
+     * backend whose protocol uses a fenced method for steps that change nothing visible (S3's UploadPart, which
+     * is fenced when the upload is completed) answers no, and the request is forwarded unfenced.
+     */
+    default boolean fences(ServerRequest request) {
+        return true;
+    }
 
     /**
      * Sends a refusal the engine decided (stale, missing or malformed token, store unavailable, quarantine) in

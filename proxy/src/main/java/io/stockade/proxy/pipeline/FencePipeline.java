@@ -118,12 +118,16 @@ public final class FencePipeline implements Handler {
             Route route = matched.get();
             Policy policy = route.policy();
             Backend backend = current.backends().get(policy.name());
-            Exchange exchange = new Exchange(req, res, route, route.scope());
+            Exchange exchange = new Exchange(req, res, route, backend.scope(route, req));
             decision.policy(policy.name(), policy.backend().type(), exchange.scope())
                     .holder(req.headers().first(HOLDER).orElse(null));
             inFlight = metrics.inFlight(policy.name());
             inFlight.incrementAndGet();
-            if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(method)) {
+            if (!backend.admit(exchange)) {
+                decision.outcome(Outcome.BAD_REQUEST, "refused by the " + policy.backend().type() + " backend");
+                return;
+            }
+            if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(method) || !backend.fences(req)) {
                 decision.outcome(Outcome.UNFENCED, null);
                 forward(backend, exchange);
                 return;

@@ -1,0 +1,193 @@
+package io.stockade.proxy.backend.s3;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
+import io.stockade.policy.BackendConfig;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeParseException;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+
+/**
+ * Checks a client's SigV4 signature (Authorization header or presigned URL) against the access keys the policy
+ * accepts. The body is not read here: a hex payload hash or signed chunks are checked while the body streams
+ * ({@link PayloadReader}), with the {@link Verified} this returns.
+ */
+final class ClientAuth {
+    static final DateTimeFormatter AMZ_DATE = DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'")
+            .withZone(ZoneOffset.UTC);
+    /** How far a signed request's time may be from ours (S3 allows 15 minutes). */
+    static final Duration MAX_SKEW = Duration.ofMinutes(15);
+    /** The longest a presigned URL may be valid (S3: 7 days). */
+    static final long MAX_EXPIRES = 604_800;
+
+    private final Map<String, String> secrets;
+
+    ClientAuth(List<BackendConfig.Credentials> clients) {
+        this.secrets = clients.stream().collect(Collectors.toMap(BackendConfig.Credentials::accessKey,
+                BackendConfig.Credentials::secretKey, (a, b) -> b));
+    }
+
+    /** A checked signature, for the payload checks that follow. */
+    record Verified(String accessKey, byte[] signingKey, String amzDate, String scope, String seedSignature,
+                    String payloadHash) {
+    }
+
+    /** A refusal: S3 error code, HTTP status and message. */
+    static final class Refused extends Exception {
+        final int status;
+        final String code;
+
+        Refused(int status, String code, String message) {
+            super(message, null, false, false);
+            this.status = status;
+            this.code = code;
+        }
+    }
+
+    Verified verify(ServerRequest req, S3Request s3, Instant now) throws Refused {
+        return s3.presigned() ? presigned(req, s3, now) : header(req, s3, now);
+    }
+
+    private Verified header(ServerRequest req, S3Request s3, Instant now) throws Refused {
+        String authorization = req.headers().first(HeaderNames.AUTHORIZATION).orElse(null);
+        if (authorization == null) {
+            throw new Refused(403, "AccessDenied", "Anonymous access is refused: sign the request with SigV4");
+        }
+        if (!authorization.startsWith(SigV4.ALGORITHM + " ")) {
+            throw new Refused(400, "AuthorizationHeaderMalformed", "only " + SigV4.ALGORITHM + " is accepted");
+        }
+        Map<String, String> parts = new TreeMap<>();
+        for (String part : authorization.substring(SigV4.ALGORITHM.length() + 1).split(",")) {
+            int eq = part.indexOf('=');
+            if (eq > 0) {
+                parts.put(part.substring(0, eq).trim(), part.substring(eq + 1).trim());
+            }
+        }
+        String credential = parts.get("Credential");
+        String signedHeaders = parts.get("SignedHeaders");
+        String signature = parts.get("Signature");
+        if (credential == null || signedHeaders == null || signature == null) {
+            throw new Refused(400, "AuthorizationHeaderMalformed",
+                    "the Authorization header needs Credential, SignedHeaders and Signature");
+        }
+        String amzDate = req.headers().first(HeaderNames.create("x-amz-date"))
+                .or(() -> req.headers().first(HeaderNames.DATE)).orElse(null);
+        String payload = req.headers().first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
+        if (payload == null) {
+            throw new Refused(400, "InvalidRequest", "missing required header x-amz-content-sha256");
+        }
+        Instant signedAt = parseDate(amzDate);
+        if (Duration.between(signedAt, now).abs().compareTo(MAX_SKEW) > 0) {
+            throw new Refused(403, "RequestTimeTooSkewed",
+                    "The difference between the request time and the current time is too large.");
+        }
+        return check(req, s3, credential, signedHeaders, signature, amzDate, payload, s3.query());
+    }
+
+    private Verified presigned(ServerRequest req, S3Request s3, Instant now) throws Refused {
+        if (!s3.param("X-Amz-Algorithm").orElse("").equals(SigV4.ALGORITHM)) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Algorithm must be " + SigV4.ALGORITHM);
+        }
+        String credential = s3.param("X-Amz-Credential").orElse(null);
+        String signedHeaders = s3.param("X-Amz-SignedHeaders").orElse(null);
+        String signature = s3.param("X-Amz-Signature").orElse(null);
+        String amzDate = s3.param("X-Amz-Date").orElse(null);
+        String expires = s3.param("X-Amz-Expires").orElse(null);
+        if (credential == null || signedHeaders == null || amzDate == null || expires == null) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "a presigned URL needs X-Amz-Credential,"
+                    + " X-Amz-SignedHeaders, X-Amz-Date, X-Amz-Expires and X-Amz-Signature");
+        }
+        long seconds;
+        try {
+            seconds = Long.parseLong(expires);
+        } catch (NumberFormatException e) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be a number");
+        }
+        if (seconds < 1 || seconds > MAX_EXPIRES) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be 1.." + MAX_EXPIRES);
+        }
+        Instant signedAt = parseDate(amzDate);
+        if (now.isAfter(signedAt.plusSeconds(seconds)) || signedAt.isAfter(now.plus(MAX_SKEW))) {
+            throw new Refused(403, "AccessDenied", "Request has expired");
+        }
+        List<Map.Entry<String, String>> query = s3.query().stream()
+                .filter(e -> !e.getKey().equals("X-Amz-Signature")).toList();
+        String payload = s3.param("X-Amz-Content-Sha256").orElse(SigV4.UNSIGNED_PAYLOAD);
+        return check(req, s3, credential, signedHeaders, signature, amzDate, payload, query);
+    }
+
+    private Verified check(ServerRequest req, S3Request s3, String credential, String signedHeaders,
+                           String signature, String amzDate, String payload, List<Map.Entry<String, String>> query)
+            throws Refused {
+        String[] scopeParts = credential.split("/");
+        if (scopeParts.length != 5 || !scopeParts[4].equals("aws4_request")) {
+            throw new Refused(400, "AuthorizationHeaderMalformed",
+                    "Credential must be ACCESSKEY/DATE/REGION/SERVICE/aws4_request");
+        }
+        String accessKey = scopeParts[0];
+        String secret = secrets.get(accessKey);
+        if (secret == null) {
+            throw new Refused(403, "InvalidAccessKeyId",
+                    "The AWS Access Key Id you provided does not exist in our records.");
+        }
+        if (!amzDate.startsWith(scopeParts[1])) {
+            throw new Refused(400, "AuthorizationHeaderMalformed", "the credential date " + scopeParts[1]
+                    + " is not the date of the request");
+        }
+        TreeMap<String, String> headers = new TreeMap<>();
+        Map<String, String> all = headerMap(req);
+        for (String name : signedHeaders.split(";")) {
+            String value = all.get(name);
+            if (value == null) {
+                throw new Refused(403, "SignatureDoesNotMatch", "signed header '" + name + "' is missing");
+            }
+            headers.put(name, value);
+        }
+        if (!headers.containsKey("host")) {
+            throw new Refused(403, "SignatureDoesNotMatch", "the host header must be signed");
+        }
+        String scope = String.join("/", scopeParts[1], scopeParts[2], scopeParts[3], scopeParts[4]);
+        String canonical = SigV4.canonicalRequest(s3.method(), s3.decodedPath(), query, headers, payload);
+        String stringToSign = SigV4.stringToSign(amzDate, scope, canonical);
+        byte[] key = SigV4.signingKey(secret, scopeParts[1], scopeParts[2], scopeParts[3]);
+        if (!SigV4.same(SigV4.signature(key, stringToSign), signature)) {
+            throw new Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
+                    + " signature you provided. Check your key and signing method.");
+        }
+        return new Verified(accessKey, key, amzDate, scope, signature, payload);
+    }
+
+    private static Map<String, String> headerMap(ServerRequest req) {
+        Map<String, String> all = new TreeMap<>();
+        for (Header header : req.headers()) {
+            all.merge(header.name().toLowerCase(Locale.ROOT), String.join(",", header.allValues()),
+                    (a, b) -> a + "," + b);
+        }
+        return all;
+    }
+
+    private static Instant parseDate(String amzDate) throws Refused {
+        if (amzDate == null) {
+            throw new Refused(403, "AccessDenied", "the request has no x-amz-date");
+        }
+        try {
+            return AMZ_DATE.parse(amzDate, Instant::from);
+        } catch (DateTimeParseException e) {
+            throw new Refused(403, "AccessDenied", "x-amz-date '" + amzDate + "' is not yyyyMMddTHHmmssZ");
+        }
+    }
+
+    static Function<Instant, String> formatter() {
+        return AMZ_DATE::format;
+    }
+}

@@ -1,0 +1,477 @@
+package io.stockade.proxy.backend.s3;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webclient.api.HttpClientResponse;
+import io.helidon.webserver.http.ServerRequest;
+import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.ScopeGuard;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The <em>atomic</em> S3 class: one scope per object, the highest token in the object's metadata
+ * ({@value S3Backend#TOKEN_META}), every fenced write conditional on the version the token was read from.
+ * <p>
+ * A fenced write reads the object's token and ETag (HEAD), refuses a stale token, and writes with
+ * {@code If-Match: <etag>} (or {@code If-None-Match: *} when there is no object) carrying the new token. If another
+ * write slipped in between (412, or 409 {@code ConditionalRequestConflict}), it reads again and retries, at most
+ * {@code retries} times, when it can send the body again (no body, a small buffered body, or a copy's source);
+ * a streamed body cannot be replayed, so the client is answered 503 {@code SlowDown} (SDKs retry it) unless a
+ * higher token is now there (412 {@code PreconditionFailed}).
+ * <p>
+ * A delete writes a <em>tombstone</em>: a zero-byte object with the token and {@value S3Backend#DELETED_META}, so a
+ * zombie cannot recreate the object with an older token. Through the proxy a tombstone reads as 404
+ * {@code NoSuchKey}.
+ * <p>
+ * Within one proxy the writes of one object are also serialized: an upstream whose conditional writes are not
+ * atomic under concurrency (s3proxy 3.0.0) is then still safe with a single proxy replica.
+ */
+final class ConditionalS3Backend extends S3Backend implements SelfFencing {
+    /** Bodies up to this size are buffered so that a write that lost a race can be sent again. */
+    static final int REPLAY_BUFFER = 1024 * 1024;
+    static final Duration SCOPE_WAIT = Duration.ofSeconds(30);
+    private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
+            .withZone(ZoneOffset.UTC);
+
+    private final ScopeGuard local = new ScopeGuard();
+
+    ConditionalS3Backend(BackendConfig.S3 config) {
+        super(config);
+    }
+
+    @Override
+    public FenceClass fenceClass() {
+        return FenceClass.ATOMIC;
+    }
+
+    @Override
+    public Duration settle() {
+        return Duration.ZERO; // a conditional write that lands late no longer matches; nothing to quarantine
+    }
+
+    /** The object's state at the upstream. */
+    private record Head(boolean exists, String etag, long token, String failure, int status) {
+        boolean failed() {
+            return failure != null;
+        }
+    }
+
+    /** One attempt of a conditional write: sends it conditional on {@code etag} (null: must not exist). */
+    private interface Attempt {
+        HttpClientResponse send(String etag) throws Answered;
+    }
+
+    /** An attempt already answered the client (e.g. a copy whose source is missing). */
+    private static final class Answered extends Exception {
+        final int status;
+
+        Answered(int status) {
+            super(null, null, false, false);
+            this.status = status;
+        }
+    }
+
+    /** What a successful conditional write answers. */
+    private interface Success {
+        WriteResult answer(HttpClientResponse response);
+    }
+
+    @Override
+    public WriteResult fencedWrite(Exchange exchange, long token, boolean acceptEqual) {
+        Parsed p = parsed(exchange.request());
+        S3Request s3 = p.s3();
+        try {
+            return switch (s3.operation()) {
+                case PUT_OBJECT -> putObject(exchange, p, token, acceptEqual);
+                case DELETE_OBJECT -> guarded(exchange, s3.key(), token, acceptEqual, true,
+                        etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
+                            exchange.response().status(204).send();
+                            return new WriteResult.Answered(204);
+                        });
+                case COPY_OBJECT -> copyObject(exchange, p, token, acceptEqual);
+                case COMPLETE_MULTIPART -> complete(exchange, p, token, acceptEqual);
+                case CREATE_MULTIPART -> createMultipart(exchange, p, token, acceptEqual);
+                case DELETE_OBJECTS -> deleteObjects(exchange, p, token, acceptEqual);
+                default -> relay(exchange, p, List.of());
+            };
+        } catch (ClientError e) {
+            return answer(exchange, e.status, e.code, e.getMessage());
+        }
+    }
+
+    /**
+     * Observe mode: the object's stored token is read to tell whether enforce would refuse, then the request is
+     * forwarded as it is. Unlike the other backends, the token is not written into the object's metadata (that
+     * takes the conditional write observe does not do); docs/s3.md says so.
+     */
+    @Override
+    public Observed observe(Exchange exchange, long token, boolean acceptEqual) {
+        Parsed p = parsed(exchange.request());
+        S3Request s3 = p.s3();
+        long stored = s3.key() == null ? -1 : head(s3.bucket(), s3.key()).token();
+        forward(exchange);
+        return new Observed(stale(stored, token, acceptEqual), stored,
+                new WriteResult.Answered(exchange.response().status().code()));
+    }
+
+    private WriteResult putObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
+        headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+        Upstream.Body body = clientBody(exchange.request(), p.verified());
+        boolean replayable = body == null || body.length() <= REPLAY_BUFFER;
+        Upstream.Body sendable = body != null && replayable ? Upstream.Body.of(smallBodyOf(body)) : body;
+        return guarded(exchange, s3.key(), token, acceptEqual, replayable,
+                etag -> upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
+                        sendable),
+                response -> relayed(exchange, response));
+    }
+
+    private WriteResult createMultipart(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+        // Not conditional (nothing is visible yet); a stale holder is refused before it uploads anything, and the
+        // upload carries its token, which the object will hold once completed.
+        S3Request s3 = p.s3();
+        Head head = head(s3.bucket(), s3.key());
+        if (head.failed()) {
+            return new WriteResult.Unavailable(head.failure());
+        }
+        if (stale(head.token(), token, acceptEqual)) {
+            return new WriteResult.Stale(head.token());
+        }
+        return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(token))));
+    }
+
+    private WriteResult complete(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        byte[] body = smallBody(exchange.request(), p.verified(), REPLAY_BUFFER);
+        try {
+            S3Xml.checkComplete(body);
+        } catch (S3Xml.Malformed e) {
+            return answer(exchange, 400, "MalformedXML", e.getMessage());
+        }
+        List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
+        return guarded(exchange, s3.key(), token, acceptEqual, true,
+                etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
+                        Upstream.Body.of(body)),
+                response -> relayed(exchange, response));
+    }
+
+    private WriteResult copyObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        ServerRequest req = exchange.request();
+        String source = req.headers().first(HeaderNames.create("x-amz-copy-source")).orElse("");
+        String decoded;
+        try {
+            decoded = SigV4.decode(source);
+        } catch (IllegalArgumentException e) {
+            return answer(exchange, 400, "InvalidArgument", "x-amz-copy-source has a bad escape");
+        }
+        String versionId = null;
+        int q = decoded.indexOf("?versionId=");
+        if (q >= 0) {
+            versionId = decoded.substring(q + "?versionId=".length());
+            decoded = decoded.substring(0, q);
+        }
+        if (decoded.startsWith("/")) {
+            decoded = decoded.substring(1);
+        }
+        int slash = decoded.indexOf('/');
+        if (slash <= 0 || slash == decoded.length() - 1) {
+            return answer(exchange, 400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+        }
+        String srcBucket = decoded.substring(0, slash);
+        String srcKey = decoded.substring(slash + 1);
+        List<Map.Entry<String, String>> srcQuery = versionId == null ? List.of()
+                : List.of(Map.entry("versionId", versionId));
+        List<Map.Entry<String, String>> srcConditions = new ArrayList<>();
+        for (String c : List.of("if-match", "if-none-match", "if-modified-since", "if-unmodified-since")) {
+            req.headers().first(HeaderNames.create("x-amz-copy-source-" + c))
+                    .ifPresent(v -> srcConditions.add(Map.entry(c, v)));
+        }
+        boolean replace = req.headers().first(HeaderNames.create("x-amz-metadata-directive"))
+                .map(v -> v.equalsIgnoreCase("REPLACE")).orElse(false);
+        List<Map.Entry<String, String>> clientHeaders = new ArrayList<>();
+        for (Map.Entry<String, String> h : forwardHeaders(exchange)) {
+            String n = h.getKey();
+            if (n.startsWith("x-amz-copy-source") || n.equals("x-amz-metadata-directive")
+                    || (!replace && (n.startsWith("x-amz-meta-") || n.equals("content-type")))) {
+                continue;
+            }
+            clientHeaders.add(h);
+        }
+        // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
+        // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
+        String[] lastEtag = new String[1];
+        return guarded(exchange, s3.key(), token, acceptEqual, true, etag -> {
+            HttpClientResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
+            int status = src.status().code();
+            if (status != 200 || src.headers().contains(HeaderNames.create(DELETED_META))) {
+                try (src) {
+                    if (status == 200 || status == 404) {
+                        answer(exchange, 404, "NoSuchKey", "The specified copy source does not exist.");
+                        throw new Answered(404);
+                    }
+                    int mapped = status == 304 || status == 412 ? 412 : status;
+                    answer(exchange, mapped, mapped == 412 ? "PreconditionFailed" : "CopySourceUnavailable",
+                            "the copy source answered " + status);
+                    throw new Answered(mapped);
+                }
+            }
+            List<Map.Entry<String, String>> headers = new ArrayList<>(clientHeaders);
+            if (!replace) {
+                src.headers().forEach(h -> {
+                    String n = h.name().toLowerCase(Locale.ROOT);
+                    if ((n.startsWith("x-amz-meta-") && !n.equals(TOKEN_META) && !n.equals(DELETED_META))
+                            || n.equals("content-type") || n.equals("cache-control") || n.equals("content-disposition")
+                            || n.equals("content-encoding") || n.equals("content-language") || n.equals("expires")) {
+                        headers.add(Map.entry(n, h.get()));
+                    }
+                });
+            }
+            headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+            long length = src.headers().contentLength().orElse(0);
+            InputStream in = src.inputStream();
+            try {
+                return upstream.send("PUT", s3.bucket(), s3.key(), List.of(), conditional(headers, etag),
+                        length == 0 ? null : Upstream.Body.of(in, length));
+            } finally {
+                src.close();
+            }
+        }, response -> {
+            lastEtag[0] = response.headers().first(HeaderNames.ETAG).orElse("");
+            String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult xmlns=\"" + S3Xml.NS
+                    + "\"><LastModified>" + ISO.format(Instant.now()) + "</LastModified><ETag>"
+                    + S3Xml.escape(lastEtag[0]) + "</ETag></CopyObjectResult>";
+            exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
+            exchange.response().status(200).send(xml.getBytes(StandardCharsets.UTF_8));
+            return new WriteResult.Answered(200);
+        });
+    }
+
+    private WriteResult deleteObjects(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        byte[] body = smallBody(exchange.request(), p.verified(), 2 * 1024 * 1024);
+        S3Xml.DeleteRequest request;
+        try {
+            request = S3Xml.parseDelete(body);
+        } catch (S3Xml.Malformed e) {
+            return answer(exchange, 400, "MalformedXML", e.getMessage());
+        }
+        StringBuilder xml = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\""
+                + S3Xml.NS + "\">");
+        for (String key : request.keys()) {
+            String error = deleteOne(s3.bucket(), key, token, acceptEqual);
+            if (error == null) {
+                if (!request.quiet()) {
+                    xml.append("<Deleted><Key>").append(S3Xml.escape(key)).append("</Key></Deleted>");
+                }
+            } else {
+                xml.append("<Error><Key>").append(S3Xml.escape(key)).append("</Key>").append(error).append("</Error>");
+            }
+        }
+        xml.append("</DeleteResult>");
+        exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
+        exchange.response().status(200).send(xml.toString().getBytes(StandardCharsets.UTF_8));
+        return new WriteResult.Answered(200);
+    }
+
+    /** One key of a DeleteObjects: null when the tombstone was written, else the {@code <Code><Message>} XML. */
+    private String deleteOne(String bucket, String key, long token, boolean acceptEqual) {
+        if (key.getBytes(StandardCharsets.UTF_8).length > S3Request.MAX_KEY_BYTES) {
+            return "<Code>KeyTooLongError</Code><Message>Your key is too long</Message>";
+        }
+        try (ScopeGuard.Held held = local.acquire(bucket + "/" + key, SCOPE_WAIT.toNanos())) {
+            if (held == null) {
+                return "<Code>SlowDown</Code><Message>other writes of this object held it too long</Message>";
+            }
+            for (int attempt = 0; ; attempt++) {
+                Head head = head(bucket, key);
+                if (head.failed()) {
+                    return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(head.failure()) + "</Message>";
+                }
+                if (stale(head.token(), token, acceptEqual)) {
+                    return "<Code>PreconditionFailed</Code><Message>" + S3Xml.escape(staleMessage(token, head.token()))
+                            + "</Message>";
+                }
+                try (HttpClientResponse r = tombstone(bucket, key, token, head.exists() ? head.etag() : null)) {
+                    int status = r.status().code();
+                    if (status / 100 == 2) {
+                        return null;
+                    }
+                    if (!lostRace(r) || attempt >= config.retries()) {
+                        return "<Code>" + (status == 412 || status == 409 ? "SlowDown" : "InternalError")
+                                + "</Code><Message>the upstream answered " + status + "</Message>";
+                    }
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "<Code>ServiceUnavailable</Code><Message>the proxy is stopping</Message>";
+        } catch (RuntimeException e) {
+            return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(root(e)) + "</Message>";
+        }
+    }
+
+    private static String staleMessage(long token, long highest) {
+        return "fencing token " + token + " is " + (token == highest ? "equal to" : "below") + " the highest token "
+                + highest + " of this object; a newer holder owns it";
+    }
+
+    private HttpClientResponse tombstone(String bucket, String key, long token, String etag) {
+        List<Map.Entry<String, String>> headers = new ArrayList<>();
+        headers.add(Map.entry("content-type", "application/x-stockade-tombstone"));
+        headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+        headers.add(Map.entry(DELETED_META, "true"));
+        return upstream.send("PUT", bucket, key, List.of(), conditional(headers, etag), null);
+    }
+
+    /**
+     * The heart of the atomic class: read, compare, conditional write, bounded retries; all of one object's
+     * writes through this proxy serialized.
+     */
+    private WriteResult guarded(Exchange exchange, String key, long token, boolean acceptEqual, boolean replayable,
+                                Attempt attempt, Success success) {
+        S3Request s3 = parsed(exchange.request()).s3();
+        boolean sent = false;
+        try (ScopeGuard.Held held = local.acquire(s3.bucket() + "/" + key, SCOPE_WAIT.toNanos())) {
+            if (held == null) {
+                return answer(exchange, 503, "SlowDown", "other writes of this object held it for "
+                        + SCOPE_WAIT.toSeconds() + " s");
+            }
+            for (int i = 0; ; i++) {
+                Head head = head(s3.bucket(), key);
+                if (head.failed()) {
+                    if (head.status() == 403) {
+                        return answer(exchange, 403, "AccessDenied", head.failure());
+                    }
+                    return new WriteResult.Unavailable(head.failure());
+                }
+                if (stale(head.token(), token, acceptEqual)) {
+                    return new WriteResult.Stale(head.token());
+                }
+                sent = true;
+                HttpClientResponse response;
+                try {
+                    response = attempt.send(head.exists() ? head.etag() : null);
+                } catch (Answered answered) {
+                    return new WriteResult.Answered(answered.status);
+                }
+                try (response) {
+                    if (!lostRace(response)) {
+                        if (response.status().code() / 100 == 2) {
+                            return success.answer(response);
+                        }
+                        return relayed(exchange, response);
+                    }
+                }
+                if (replayable && i < config.retries()) {
+                    continue;
+                }
+                Head now = head(s3.bucket(), key);
+                if (!now.failed() && stale(now.token(), token, acceptEqual)) {
+                    return new WriteResult.Stale(now.token());
+                }
+                return answer(exchange, 503, "SlowDown", "another write to this object won a race with this one"
+                        + " (the upstream refused the conditional write); nothing was written, retry");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new WriteResult.Unavailable("the proxy is stopping");
+        } catch (ClientError e) {
+            return answer(exchange, e.status, e.code, e.getMessage());
+        } catch (RuntimeException e) {
+            return failure(exchange, e, sent);
+        }
+    }
+
+    private WriteResult relayed(Exchange exchange, HttpClientResponse response) {
+        relayResponse(response, exchange.response());
+        return new WriteResult.Answered(response.status().code());
+    }
+
+    /** Whether the upstream refused the condition: 412, or 409 ConditionalRequestConflict. */
+    private static boolean lostRace(HttpClientResponse response) {
+        int status = response.status().code();
+        if (status == 412) {
+            return true;
+        }
+        if (status != 409) {
+            return false;
+        }
+        try (InputStream in = response.inputStream()) {
+            String body = new String(in.readNBytes(8192), StandardCharsets.UTF_8);
+            return body.contains("ConditionalRequestConflict");
+        } catch (IOException e) {
+            return true;
+        }
+    }
+
+    private static boolean stale(long stored, long token, boolean acceptEqual) {
+        return stored > token || (stored == token && !acceptEqual);
+    }
+
+    private static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers, String etag) {
+        List<Map.Entry<String, String>> out = new ArrayList<>(headers.size() + 1);
+        for (Map.Entry<String, String> h : headers) {
+            if (!h.getKey().equals("if-match") && !h.getKey().equals("if-none-match")) {
+                out.add(h);
+            }
+        }
+        out.add(etag == null ? Map.entry("if-none-match", "*") : Map.entry("if-match", etag));
+        return out;
+    }
+
+    private Head head(String bucket, String key) {
+        try (HttpClientResponse r = upstream.send("HEAD", bucket, key, List.of(), List.of(), null)) {
+            int status = r.status().code();
+            if (status == 404) {
+                return new Head(false, null, -1, null, status);
+            }
+            if (status != 200) {
+                return new Head(false, null, -1, "reading the object's fencing token (HEAD) answered " + status,
+                        status);
+            }
+            String etag = r.headers().first(HeaderNames.ETAG).orElse(null);
+            Optional<String> stored = r.headers().first(HeaderNames.create(TOKEN_META));
+            long token = -1;
+            if (stored.isPresent()) {
+                try {
+                    token = Long.parseLong(stored.get().trim());
+                } catch (NumberFormatException e) {
+                    return new Head(true, etag, -1, "the object's " + TOKEN_META + " is not a token: '"
+                            + stored.get() + "'", 500);
+                }
+            }
+            return new Head(true, etag, token, null, status);
+        } catch (RuntimeException e) {
+            return new Head(false, null, -1, "reading the object's fencing token (HEAD) failed: " + root(e), 0);
+        }
+    }
+
+    private static byte[] smallBodyOf(Upstream.Body body) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream((int) body.length());
+        try {
+            body.writeTo(out);
+        } catch (PayloadReader.Rejected e) {
+            throw new ClientError(e.status, e.code, e.getMessage());
+        } catch (IOException e) {
+            throw new ClientError(400, "IncompleteBody", "the request body could not be read: " + e.getMessage());
+        }
+        return out.toByteArray();
+    }
+}

@@ -1,0 +1,488 @@
+package io.stockade.proxy.backend.s3;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderName;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Status;
+import io.helidon.webclient.api.HttpClientResponse;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Route;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.token.FencingToken;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.ConnectException;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * An S3-compatible object store behind the proxy, spoken to by unmodified S3 clients.
+ * <p>
+ * This class is the <em>serialized</em> class (a prefix scope, or an upstream without conditional writes): the
+ * engine's store keeps the high-water mark and the engine holds the scope while {@link #write} sends the request
+ * as it is. {@link ConditionalS3Backend} is the <em>atomic</em> class, one scope per object with the token in
+ * the object's metadata. Both authenticate clients ({@link #admit}), decode what the AWS SDKs send, sign their
+ * own upstream requests, and answer refusals as S3 XML errors.
+ */
+public class S3Backend implements Backend {
+    private static final Logger LOG = Logger.getLogger(S3Backend.class.getName());
+    /** The object metadata holding the highest token written to an object. */
+    static final String TOKEN_META = "x-amz-meta-fencing-token";
+    /** The object metadata marking a tombstone: a deleted object whose token must outlive it. */
+    static final String DELETED_META = "x-amz-meta-fencing-deleted";
+    /** Request headers the proxy does not pass upstream: its own signing replaces them, or they are hop-by-hop. */
+    private static final Set<String> DROPPED = Set.of("host", "authorization", "x-amz-date", "x-amz-content-sha256",
+            "x-amz-decoded-content-length", "x-amz-trailer", "x-amz-sdk-checksum-algorithm", "content-length",
+            "transfer-encoding", "connection", "keep-alive", "expect", "te", "upgrade", "proxy-authorization",
+            "proxy-connection", "x-amz-security-token", "amz-sdk-invocation-id", "amz-sdk-request", "fencing-holder",
+
+            TOKEN_META, DELETED_META);
+    /** Response headers not relayed (hop-by-hop; the server sets its own framing). */
+    private static final Set<String> NOT_RELAYED = Set.of("connection", "keep-alive", "transfer-encoding",
+            "content-length", "te", "upgrade", "proxy-connection");
+
+    final BackendConfig.S3 config;
+    final Upstream upstream;
+    private final ClientAuth auth;
+
+    S3Backend(BackendConfig.S3 config) {
+        this.config = config;
+        this.upstream = new Upstream(config);
+        this.auth = config.auth() == BackendConfig.Auth.SIGV4 ? new ClientAuth(config.clients()) : null;
+        if (auth == null) {
+            LOG.warning("!!! S3 backend " + config.endpoint() + " runs with auth: none: ANY client that reaches this"
+                    + " proxy can read and write with the proxy's own S3 credentials. Use it on a trusted network"
+                    + " only. !!!");
+        }
+    }
+
+    /** The backend for a policy: atomic (conditional writes, scope per object) or serialized. */
+    public static S3Backend open(BackendConfig.S3 config) {
+        S3Backend backend = config.atomic() ? new ConditionalS3Backend(config) : new S3Backend(config);
+        LOG.info("S3 backend " + config.endpoint() + ": " + backend.fenceClass().name().toLowerCase(Locale.ROOT)
+                + " class (fence-scope " + config.fenceScope().name().toLowerCase(Locale.ROOT)
+                + ", conditional-writes " + config.conditionalWrites() + "), client auth "
+                + config.auth().name().toLowerCase(Locale.ROOT));
+        return backend;
+    }
+
+    @Override
+    public FenceClass fenceClass() {
+        return FenceClass.SERIALIZED;
+    }
+
+    @Override
+    public Duration settle() {
+        // A write the upstream has not answered within its timeout is given as long again to land or be dropped.
+        return config.timeout();
+    }
+
+    // ---- the request, read once ----
+
+    /** The request read as S3, with its checked signature (null with auth: none). */
+    record Parsed(S3Request s3, ClientAuth.Verified verified) {
+    }
+
+    static Parsed parsed(ServerRequest req) {
+        return req.context().get(Parsed.class).orElseThrow(() -> new IllegalStateException("request not admitted"));
+    }
+
+    private S3Request read(ServerRequest req) {
+        return req.context().get(Parsed.class).map(Parsed::s3).orElseGet(() -> S3Request.of(req,
+                config.virtualHost()));
+    }
+
+    @Override
+    public String scope(Route route, ServerRequest request) {
+        String prefix = route.policy().scope().toString();
+        S3Request s3;
+        try {
+            s3 = read(request);
+        } catch (IllegalArgumentException e) {
+            return prefix;
+        }
+        if (s3.bucket() == null) {
+            return prefix;
+        }
+        if (s3.key() == null) {
+            return prefix + "/" + s3.bucket();
+        }
+        return prefix + "/" + s3.bucket() + "/" + scopeKey(s3.key());
+    }
+
+    /** The part of a key that names its scope: the key itself, or its first prefix-segments segments. */
+    String scopeKey(String key) {
+        if (config.fenceScope() == BackendConfig.FenceScope.OBJECT) {
+            return key;
+        }
+        int at = -1;
+        for (int i = 0; i < config.prefixSegments(); i++) {
+            int next = key.indexOf('/', at + 1);
+            if (next < 0) {
+                return key;
+            }
+            at = next;
+        }
+        return key.substring(0, at + 1);
+    }
+
+    @Override
+    public boolean fences(ServerRequest request) {
+        try {
+            return read(request).operation().fenced();
+        } catch (IllegalArgumentException e) {
+            return true; // admit() has refused it already
+        }
+    }
+
+    @Override
+    public boolean admit(Exchange exchange) {
+        ServerRequest req = exchange.request();
+        boolean head = isHead(req);
+        S3Request s3;
+        try {
+            s3 = S3Request.of(req, config.virtualHost());
+        } catch (IllegalArgumentException e) {
+            S3Xml.error(exchange.response(), head, 400, "InvalidURI", "Couldn't parse the specified URI: "
+                    + e.getMessage(), null, Map.of());
+            return false;
+        }
+        if (s3.keyProblem().isPresent()) {
+            S3Xml.error(exchange.response(), head, 400, "KeyTooLongError", "Your key is too long: "
+                    + s3.keyProblem().get(), null, Map.of());
+            return false;
+        }
+        if (s3.operation() == S3Request.Operation.DELETE_OBJECT && s3.param("versionId").isPresent()) {
+            S3Xml.error(exchange.response(), head, 501, "NotImplemented", "deleting one version of an object is"
+                    + " not supported through the fencing proxy", s3.resource(), Map.of());
+            return false;
+        }
+        ClientAuth.Verified verified = null;
+        if (auth != null) {
+            try {
+                verified = auth.verify(req, s3, Instant.now());
+            } catch (ClientAuth.Refused refused) {
+                S3Xml.error(exchange.response(), head, refused.status, refused.code, refused.getMessage(),
+                        s3.resource(), Map.of());
+                return false;
+            }
+        }
+        req.context().register(new Parsed(s3, verified));
+        return true;
+    }
+
+    // ---- refusals as S3 errors ----
+
+    @Override
+    public void refuse(Exchange exchange, Problem problem) {
+        String type = problem.type().substring(Problem.TYPE_PREFIX.length());
+        int status = problem.status();
+        String code;
+        switch (type) {
+            case "stale-token" -> {
+                status = 412;
+                code = "PreconditionFailed";
+            }
+            case "missing-token" -> {
+                status = 400;
+                code = "MissingFencingToken";
+            }
+            case "malformed-token" -> code = "InvalidFencingToken";
+            case "scope-busy" -> code = "SlowDown";
+            case "unknown-outcome" -> code = "UnknownOutcome";
+            default -> code = status == 503 ? "ServiceUnavailable" : camel(type);
+        }
+        Map<String, String> headers = new java.util.LinkedHashMap<>();
+        if (status == 503) {
+            headers.put("Retry-After", "1");
+        }
+        String resource;
+        try {
+            resource = read(exchange.request()).resource();
+        } catch (IllegalArgumentException e) {
+            resource = null;
+        }
+        S3Xml.error(exchange.response(), isHead(exchange.request()), status, code, problem.detail(), resource,
+                headers);
+    }
+
+    private static String camel(String kebab) {
+        StringBuilder b = new StringBuilder();
+        for (String part : kebab.split("-")) {
+            if (!part.isEmpty()) {
+                b.append(Character.toUpperCase(part.charAt(0))).append(part.substring(1));
+            }
+        }
+        return b.toString();
+    }
+
+    // ---- unfenced requests and serialized writes: relayed as they are ----
+
+    @Override
+    public void forward(Exchange exchange) {
+        Parsed p = parsed(exchange.request());
+        List<Map.Entry<String, String>> extra = new ArrayList<>();
+        if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
+            tokenOf(exchange).ifPresent(t -> extra.add(Map.entry(TOKEN_META, Long.toString(t))));
+        }
+        relay(exchange, p, extra);
+    }
+
+    @Override
+    public WriteResult write(Exchange exchange, Admission admission) {
+        Parsed p = parsed(exchange.request());
+        if (p.s3().operation() == S3Request.Operation.DELETE_OBJECTS) {
+            return answer(exchange, 501, "NotImplemented", "DeleteObjects spans several scopes, which the serialized"
+                    + " class cannot hold at once; delete the objects one by one (DeleteObject)");
+        }
+        return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(admission.token()))));
+    }
+
+    /** Sends the client's request upstream (signed by the proxy) and relays the answer. */
+    WriteResult relay(Exchange exchange, Parsed p, List<Map.Entry<String, String>> extraHeaders) {
+        ServerRequest req = exchange.request();
+        S3Request s3 = p.s3();
+        List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
+        headers.addAll(extraHeaders);
+        boolean sent = false;
+        try {
+            Upstream.Body body = clientBody(req, p.verified());
+            sent = true;
+            HEAD_ANSWERS.set(s3.method().equals("HEAD"));
+            try (HttpClientResponse response = upstream.send(s3.method(), s3.bucket(), s3.key(), s3.upstreamQuery(),
+                    headers, body)) {
+                S3Request.Operation op = s3.operation();
+                if ((op == S3Request.Operation.GET_OBJECT || op == S3Request.Operation.HEAD_OBJECT)
+                        && response.headers().contains(HeaderNames.create(DELETED_META))) {
+                    return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
+                }
+                relayResponse(response, exchange.response());
+                return new WriteResult.Answered(response.status().code());
+            }
+        } catch (ClientError e) {
+            return answer(exchange, e.status, e.code, e.getMessage());
+        } catch (RuntimeException e) {
+            return failure(exchange, e, sent);
+        } finally {
+            HEAD_ANSWERS.remove();
+        }
+    }
+
+    /** What a failed upstream call comes to: a refused body, an unreachable upstream, or an unknown outcome. */
+    WriteResult failure(Exchange exchange, RuntimeException e, boolean mayHaveReached) {
+        PayloadReader.Rejected rejected = cause(e, PayloadReader.Rejected.class);
+        if (rejected != null) {
+            return answer(exchange, rejected.status, rejected.code, rejected.getMessage());
+        }
+        if (exchange.response().isSent()) {
+            LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
+            return new WriteResult.Answered(exchange.response().status().code());
+        }
+        boolean notSent = !mayHaveReached || cause(e, ConnectException.class) != null
+                || cause(e, UnknownHostException.class) != null;
+        String reason = cause(e, SocketTimeoutException.class) != null
+                ? "the upstream did not answer within " + config.timeout().toMillis() + " ms"
+                : "the upstream failed: " + root(e);
+        LOG.log(Level.WARNING, reason, e);
+        if (notSent) {
+            return new WriteResult.Unavailable(reason);
+        }
+        return new WriteResult.Unknown(reason);
+    }
+
+    // ---- headers and bodies ----
+
+    /** The client's headers that go upstream. */
+    List<Map.Entry<String, String>> forwardHeaders(Exchange exchange) {
+        String fencingHeader = exchange.route().policy().fence().header().toLowerCase(Locale.ROOT);
+        List<Map.Entry<String, String>> out = new ArrayList<>();
+        for (Header header : exchange.request().headers()) {
+            String name = header.name().toLowerCase(Locale.ROOT);
+            if (DROPPED.contains(name) || name.equals(fencingHeader) || name.startsWith("x-forwarded-")) {
+                continue;
+            }
+            String value = String.join(",", header.allValues());
+            if (name.equals("content-encoding")) {
+                value = String.join(",", java.util.Arrays.stream(value.split(","))
+                        .map(String::trim).filter(v -> !v.isEmpty() && !v.equalsIgnoreCase("aws-chunked")).toList());
+                if (value.isEmpty()) {
+                    continue;
+                }
+            }
+            out.add(Map.entry(name, value));
+        }
+        return out;
+    }
+
+    /** A client error found while reading the request (S3 code and status). */
+    static final class ClientError extends RuntimeException {
+        final int status;
+        final String code;
+
+        ClientError(int status, String code, String message) {
+            super(message, null, false, false);
+            this.status = status;
+            this.code = code;
+        }
+    }
+
+    /** The client's body, decoded and checked as it streams; null when there is none. */
+    Upstream.Body clientBody(ServerRequest req, ClientAuth.Verified verified) {
+        String sha = req.headers().first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
+        boolean chunked = PayloadReader.isChunked(sha);
+        long length;
+        if (chunked) {
+            String decoded = req.headers().first(HeaderNames.create("x-amz-decoded-content-length")).orElse(null);
+            if (decoded == null) {
+                throw new ClientError(411, "MissingContentLength", "an aws-chunked body needs"
+                        + " x-amz-decoded-content-length");
+            }
+            try {
+                length = Long.parseLong(decoded.trim());
+            } catch (NumberFormatException e) {
+                throw new ClientError(400, "InvalidArgument", "x-amz-decoded-content-length is not a number");
+            }
+        } else if (req.headers().contentLength().isPresent()) {
+            length = req.headers().contentLength().getAsLong();
+        } else if (req.headers().contains(HeaderNames.TRANSFER_ENCODING)) {
+            throw new ClientError(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+        } else {
+            return null;
+        }
+        if (!chunked && length == 0) {
+            return null;
+        }
+        try {
+            InputStream in = PayloadReader.of(new BufferedInputStream(req.content().inputStream(), 64 * 1024), sha,
+                    verified, req.headers().first(HeaderNames.create("x-amz-trailer")).orElse(null));
+            return Upstream.Body.of(in, length);
+        } catch (PayloadReader.Rejected e) {
+            throw new ClientError(e.status, e.code, e.getMessage());
+        }
+    }
+
+    /** Reads a small client body whole (XML bodies), refusing one larger than {@code max}. */
+    byte[] smallBody(ServerRequest req, ClientAuth.Verified verified, int max) {
+        Upstream.Body body = clientBody(req, verified);
+        if (body == null) {
+            return new byte[0];
+        }
+        if (body.length() > max) {
+            throw new ClientError(400, "MaxMessageLengthExceeded", "the request body is larger than " + max
+                    + " bytes");
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream((int) body.length());
+        try {
+            body.writeTo(out);
+        } catch (PayloadReader.Rejected e) {
+            throw new ClientError(e.status, e.code, e.getMessage());
+        } catch (IOException e) {
+            throw new ClientError(400, "IncompleteBody", "the request body could not be read: " + e.getMessage());
+        }
+        return out.toByteArray();
+    }
+
+    static void relayResponse(HttpClientResponse response, ServerResponse res) {
+        res.status(response.status());
+        for (Header header : response.headers()) {
+            if (!NOT_RELAYED.contains(header.name().toLowerCase(Locale.ROOT))) {
+                res.header(header);
+            }
+        }
+        if (response.headers().contentLength().isPresent() && isHeadAnswer(response)) {
+            // A HEAD answer names the length of the body it does not carry.
+            res.header(HeaderNames.CONTENT_LENGTH, Long.toString(response.headers().contentLength().getAsLong()));
+            res.send();
+            return;
+        }
+        response.headers().contentLength().ifPresent(res::contentLength);
+        try (InputStream in = response.inputStream(); OutputStream out = res.outputStream()) {
+            in.transferTo(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static boolean isHeadAnswer(HttpClientResponse response) {
+        return response.lastEndpointUri() != null && HEAD_ANSWERS.get() == Boolean.TRUE;
+    }
+
+    /** Set while a HEAD request is relayed (the client response does not say which method it answers). */
+    static final ThreadLocal<Boolean> HEAD_ANSWERS = new ThreadLocal<>();
+
+    WriteResult answer(Exchange exchange, int status, String code, String message) {
+        String resource;
+        try {
+            resource = read(exchange.request()).resource();
+        } catch (IllegalArgumentException e) {
+            resource = null;
+        }
+        S3Xml.error(exchange.response(), isHead(exchange.request()), status, code, message, resource,
+                status == 503 ? Map.of("Retry-After", "1") : Map.of());
+        return new WriteResult.Answered(status);
+    }
+
+    /** The request's token, when it carries a valid one (for metadata on unfenced steps). */
+    static java.util.Optional<Long> tokenOf(Exchange exchange) {
+        String header = exchange.route().policy().fence().header();
+        FencingToken.Parsed parsed = FencingToken.parse(header,
+                exchange.request().headers().all(HeaderNames.create(header), List::of));
+        return parsed instanceof FencingToken.Present present ? java.util.Optional.of(present.value())
+                : java.util.Optional.empty();
+    }
+
+    static boolean isHead(ServerRequest req) {
+        return req.prologue().method().text().equalsIgnoreCase("HEAD");
+    }
+
+    static <T extends Throwable> T cause(Throwable e, Class<T> type) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (type.isInstance(t)) {
+                return type.cast(t);
+            }
+        }
+        return null;
+    }
+
+    static String root(Throwable e) {
+        Throwable t = e;
+        while (t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
+    }
+
+    static HeaderName header(String name) {
+        return HeaderNames.create(name);
+    }
+
+    static Status status(int code) {
+        return Status.create(code);
+    }
+
+    @Override
+    public void close() {
+        upstream.close();
+    }
+}

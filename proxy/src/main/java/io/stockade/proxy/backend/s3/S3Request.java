@@ -1,0 +1,158 @@
+package io.stockade.proxy.backend.s3;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * One client request read as S3: the bucket and key (path-style {@code /bucket/key}, or virtual-host-style
+ * {@code bucket.<virtual-host>/key}), the decoded query, and the operation.
+ *
+ * @param method      the HTTP method, upper case
+ * @param bucket      the bucket, or null (ListBuckets)
+ * @param key         the object key, decoded, or null (a bucket or service operation)
+ * @param decodedPath the request path, percent-decoded, as the client signed it
+ * @param query       the decoded query parameters in request order
+ * @param operation   what the request does
+ */
+record S3Request(String method, String bucket, String key, String decodedPath,
+                 List<Map.Entry<String, String>> query, Operation operation) {
+
+    /** The most bytes of UTF-8 an S3 key may have. */
+    static final int MAX_KEY_BYTES = 1024;
+    /** Query parameters that name no sub-resource: an object request with only these is a plain object request. */
+    private static final Set<String> PLAIN = Set.of("x-id", "versionId", "partNumber");
+
+    /** What an S3 request does; the fenced ones are the writes of object data. */
+    enum Operation {
+        LIST_BUCKETS, BUCKET_OTHER, DELETE_OBJECTS,
+        GET_OBJECT, HEAD_OBJECT, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
+        CREATE_MULTIPART, UPLOAD_PART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER;
+
+        /** Whether the operation changes what an object holds (and so needs a token). */
+        boolean fenced() {
+            return switch (this) {
+                case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, DELETE_OBJECTS ->
+                        true;
+                default -> false;
+            };
+        }
+    }
+
+    /**
+     * Reads the request.
+     *
+     * @param virtualHost the host under which buckets are addressed as sub-domains, or null
+     * @throws IllegalArgumentException when the path or query has a malformed escape
+     */
+    static S3Request of(ServerRequest req, String virtualHost) {
+        String method = req.prologue().method().text().toUpperCase(Locale.ROOT);
+        String decodedPath = SigV4.decode(req.path().rawPath());
+        List<Map.Entry<String, String>> query = parseQuery(req.query().rawValue());
+        String bucket = null;
+        String key = null;
+        String hostBucket = virtualHost == null ? null : hostBucket(req.headers().first(HeaderNames.HOST)
+                .orElse(""), virtualHost);
+        String rest = decodedPath.startsWith("/") ? decodedPath.substring(1) : decodedPath;
+        if (hostBucket != null) {
+            bucket = hostBucket;
+            key = rest.isEmpty() ? null : rest;
+        } else if (!rest.isEmpty()) {
+            int slash = rest.indexOf('/');
+            bucket = slash < 0 ? rest : rest.substring(0, slash);
+            key = slash < 0 || slash == rest.length() - 1 ? null : rest.substring(slash + 1);
+        }
+        boolean copy = req.headers().contains(HeaderNames.create("x-amz-copy-source"));
+        return new S3Request(method, bucket, key, decodedPath, query, operation(method, bucket, key, query, copy));
+    }
+
+    private static String hostBucket(String host, String virtualHost) {
+        String name = host.toLowerCase(Locale.ROOT);
+        int colon = name.lastIndexOf(':');
+        if (colon > 0 && name.indexOf(']') < colon) {
+            name = name.substring(0, colon);
+        }
+        String suffix = "." + virtualHost.toLowerCase(Locale.ROOT);
+        return name.endsWith(suffix) && name.length() > suffix.length()
+                ? name.substring(0, name.length() - suffix.length()) : null;
+    }
+
+    private static Operation operation(String method, String bucket, String key, List<Map.Entry<String, String>> q,
+                                       boolean copy) {
+        if (bucket == null) {
+            return method.equals("GET") ? Operation.LIST_BUCKETS : Operation.BUCKET_OTHER;
+        }
+        if (key == null) {
+            return method.equals("POST") && has(q, "delete") ? Operation.DELETE_OBJECTS : Operation.BUCKET_OTHER;
+        }
+        boolean plain = q.stream().allMatch(e -> PLAIN.contains(e.getKey()) || e.getKey().startsWith("response-")
+                || e.getKey().startsWith("X-Amz-"));
+        return switch (method) {
+            case "GET" -> plain ? Operation.GET_OBJECT : Operation.OBJECT_OTHER;
+            case "HEAD" -> plain ? Operation.HEAD_OBJECT : Operation.OBJECT_OTHER;
+            case "PUT" -> has(q, "uploadId") && has(q, "partNumber") ? Operation.UPLOAD_PART
+                    : !plain ? Operation.OBJECT_OTHER : copy ? Operation.COPY_OBJECT : Operation.PUT_OBJECT;
+            case "POST" -> has(q, "uploads") ? Operation.CREATE_MULTIPART
+                    : has(q, "uploadId") ? Operation.COMPLETE_MULTIPART : Operation.OBJECT_OTHER;
+            case "DELETE" -> has(q, "uploadId") ? Operation.ABORT_MULTIPART
+                    : plain ? Operation.DELETE_OBJECT : Operation.OBJECT_OTHER;
+            default -> Operation.OBJECT_OTHER;
+        };
+    }
+
+    static boolean has(List<Map.Entry<String, String>> query, String name) {
+        return query.stream().anyMatch(e -> e.getKey().equals(name));
+    }
+
+    Optional<String> param(String name) {
+        return query.stream().filter(e -> e.getKey().equals(name)).map(Map.Entry::getValue).findFirst();
+    }
+
+    /** Whether this is a presigned request (SigV4 in the query). */
+    boolean presigned() {
+        return has(query, "X-Amz-Signature");
+    }
+
+    /** The query without the presigning parameters: what goes upstream. */
+    List<Map.Entry<String, String>> upstreamQuery() {
+        return query.stream().filter(e -> !e.getKey().startsWith("X-Amz-")).toList();
+    }
+
+    /** Why the key is refused, if it is. */
+    Optional<String> keyProblem() {
+        if (key != null && key.getBytes(StandardCharsets.UTF_8).length > MAX_KEY_BYTES) {
+            return Optional.of("the key is " + key.getBytes(StandardCharsets.UTF_8).length
+                    + " bytes of UTF-8; S3 allows at most " + MAX_KEY_BYTES);
+        }
+        return Optional.empty();
+    }
+
+    /** The resource for error answers: /bucket/key. */
+    String resource() {
+        return "/" + (bucket == null ? "" : bucket) + (key == null ? "" : "/" + key);
+    }
+
+    static List<Map.Entry<String, String>> parseQuery(String raw) {
+        List<Map.Entry<String, String>> out = new ArrayList<>();
+        if (raw == null || raw.isEmpty()) {
+            return out;
+        }
+        for (String pair : raw.split("&")) {
+            if (pair.isEmpty()) {
+                continue;
+            }
+            int eq = pair.indexOf('=');
+            String name = SigV4.decode(eq < 0 ? pair : pair.substring(0, eq));
+            String value = eq < 0 ? "" : SigV4.decode(pair.substring(eq + 1));
+            out.add(Map.entry(name, value));
+        }
+        return out;
+    }
+}

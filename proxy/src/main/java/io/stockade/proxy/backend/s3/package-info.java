@@ -1,0 +1,17 @@
+/**
+ * The S3 backend ({@code type: s3}): unmodified S3 clients (AWS SDKs with default settings, presigned URLs) talk
+ * to the proxy as to S3; the proxy checks their SigV4 signatures ({@link io.stockade.proxy.backend.s3.ClientAuth}),
+ * decodes aws-chunked bodies while checking chunk signatures and trailing checksums
+ * ({@link io.stockade.proxy.backend.s3.PayloadReader}), signs its own upstream requests
+ * ({@link io.stockade.proxy.backend.s3.Upstream}, {@link io.stockade.proxy.backend.s3.SigV4}) and answers every
+ * refusal as an S3 XML error.
+ * <p>
+ * Two classes: {@link io.stockade.proxy.backend.s3.ConditionalS3Backend} (<em>atomic</em>: one scope per object,
+ * the highest token in the object's metadata, writes conditional on the ETag it was read from, deletes leave a
+ * tombstone) and {@link io.stockade.proxy.backend.s3.S3Backend} (<em>serialized</em>: a prefix scope or an
+ * upstream without conditional writes; the engine's store and scope guard do the fencing). See docs/s3.md.
+ * <p>
+ * Depends only on {@code io.stockade.proxy.backend}, {@code fence.ScopeGuard}, {@code http.Problem},
+ * {@code token.FencingToken} and the policy model; Helidon's web client is the upstream HTTP client.
+ */
+package io.stockade.proxy.backend.s3;

@@ -1,0 +1,299 @@
+package io.stockade.proxy;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
+import software.amazon.awssdk.core.ResponseBytes;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.CompletedMultipartUpload;
+import software.amazon.awssdk.services.s3.model.CompletedPart;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+import software.amazon.awssdk.services.s3.model.S3Object;
+import software.amazon.awssdk.services.s3.presigner.model.PresignedGetObjectRequest;
+import software.amazon.awssdk.services.s3.presigner.model.PresignedPutObjectRequest;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.function.Consumer;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The S3 backend driven by the real AWS SDK v2 with default settings (aws-chunked bodies with trailing
+ * checksums, chunk signatures, {@code Expect: 100-continue}) through the proxy to an in-process s3proxy.
+ * See {@link S3Fixture} for why one proxy replica is what these tests can prove against s3proxy.
+ */
+class S3BackendIT {
+    private static final String BUCKET = "fenced";
+    @TempDir
+    static Path journal;
+    private static S3Fixture fixture;
+    private static S3Client s3;
+
+    @BeforeAll
+    static void start() throws Exception {
+        fixture = S3Fixture.start(journal);
+        s3 = fixture.client();
+        fixture.direct().createBucket(b -> b.bucket(BUCKET));
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        fixture.close();
+    }
+
+    static Consumer<AwsRequestOverrideConfiguration.Builder> token(long token) {
+        return o -> o.putHeader("Fencing-Token", Long.toString(token));
+    }
+
+    private static void put(String key, long token, String body) {
+        s3.putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(token(token)), RequestBody.fromString(body));
+    }
+
+    private static String get(String key) {
+        return s3.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String();
+    }
+
+    @Test
+    void putGetHeadListDeleteWithTheDefaultSdk() {
+        put("docs/a.txt", 1, "hello");
+        assertEquals("hello", get("docs/a.txt"));
+        HeadObjectResponse head = s3.headObject(b -> b.bucket(BUCKET).key("docs/a.txt"));
+        assertEquals(5, head.contentLength());
+        assertEquals("1", head.metadata().get("fencing-token"));
+        ResponseBytes<GetObjectResponse> range = s3.getObjectAsBytes(b -> b.bucket(BUCKET).key("docs/a.txt")
+                .range("bytes=1-3"));
+        assertEquals("ell", range.asUtf8String());
+        ListObjectsV2Response list = s3.listObjectsV2(b -> b.bucket(BUCKET).prefix("docs/"));
+        assertTrue(list.contents().stream().map(S3Object::key).anyMatch("docs/a.txt"::equals));
+        assertTrue(s3.listBuckets().buckets().stream().anyMatch(bucket -> bucket.name().equals(BUCKET)));
+        s3.deleteObject(b -> b.bucket(BUCKET).key("docs/a.txt").overrideConfiguration(token(1)));
+        assertThrows(NoSuchKeyException.class, () -> get("docs/a.txt"));
+    }
+
+    @Test
+    void userMetadataAndContentTypeSurvive() {
+        s3.putObject(b -> b.bucket(BUCKET).key("meta.json").contentType("application/json")
+                        .metadata(java.util.Map.of("owner", "me")).overrideConfiguration(token(3)),
+                RequestBody.fromString("{}"));
+        HeadObjectResponse head = s3.headObject(b -> b.bucket(BUCKET).key("meta.json"));
+        assertEquals("application/json", head.contentType());
+        assertEquals("me", head.metadata().get("owner"));
+    }
+
+    @Test
+    void staleWriterGets412AndNothingChanges() {
+        put("stale.txt", 10, "new holder");
+        S3Exception e = assertThrows(S3Exception.class, () -> put("stale.txt", 9, "zombie"));
+        assertEquals(412, e.statusCode());
+        assertEquals("PreconditionFailed", e.awsErrorDetails().errorCode());
+        assertTrue(e.awsErrorDetails().errorMessage().contains("9") && e.getMessage().contains("10"),
+                e.getMessage());
+        assertEquals("new holder", get("stale.txt"));
+        put("stale.txt", 10, "same holder again");
+        assertEquals("same holder again", get("stale.txt"));
+    }
+
+    @Test
+    void missingAndMalformedTokensAreS3Errors() {
+        S3Exception missing = assertThrows(S3Exception.class, () -> s3.putObject(b -> b.bucket(BUCKET).key("m"),
+                RequestBody.fromString("x")));
+        assertEquals(400, missing.statusCode());
+        assertEquals("MissingFencingToken", missing.awsErrorDetails().errorCode());
+        S3Exception malformed = assertThrows(S3Exception.class, () -> s3.putObject(b -> b.bucket(BUCKET).key("m")
+                .overrideConfiguration(o -> o.putHeader("Fencing-Token", "-1")), RequestBody.fromString("x")));
+        assertEquals(400, malformed.statusCode());
+        assertEquals("InvalidFencingToken", malformed.awsErrorDetails().errorCode());
+    }
+
+    @Test
+    void aDeleteLeavesATombstoneSoAZombieCannotRecreateTheObject() {
+        put("gone.txt", 5, "v5");
+        s3.deleteObject(b -> b.bucket(BUCKET).key("gone.txt").overrideConfiguration(token(7)));
+        assertThrows(NoSuchKeyException.class, () -> get("gone.txt"));
+        S3Exception head = assertThrows(S3Exception.class, () -> s3.headObject(b -> b.bucket(BUCKET).key("gone.txt")));
+        assertEquals(404, head.statusCode());
+        S3Exception zombie = assertThrows(S3Exception.class, () -> put("gone.txt", 6, "zombie"));
+        assertEquals(412, zombie.statusCode());
+        put("gone.txt", 8, "v8");
+        assertEquals("v8", get("gone.txt"));
+    }
+
+    @Test
+    void aZombiePausedPastItsLeaseIsRefusedAfterTheNewHolderWrote() throws Exception {
+        // The zombie took token 20 and started; it pauses (GC, SIGSTOP) while its lease expires and holder 21
+        // writes. When it wakes, its write must not land.
+        put("lease.txt", 20, "zombie's first write");
+        Thread pausedZombie = new Thread(() -> { });
+        pausedZombie.start();
+        put("lease.txt", 21, "new holder");
+        pausedZombie.join();
+        S3Exception e = assertThrows(S3Exception.class, () -> put("lease.txt", 20, "zombie wakes up"));
+        assertEquals(412, e.statusCode());
+        assertEquals("new holder", get("lease.txt"));
+    }
+
+    @Test
+    void largeBodiesStreamWithChunkSignaturesAndTrailingChecksums() {
+        byte[] data = new byte[5 * 1024 * 1024 + 123];
+        new Random(1).nextBytes(data);
+        s3.putObject(b -> b.bucket(BUCKET).key("big.bin").overrideConfiguration(token(1)), RequestBody.fromBytes(data));
+        assertArrayEquals(data, s3.getObjectAsBytes(b -> b.bucket(BUCKET).key("big.bin")).asByteArray());
+    }
+
+    @Test
+    void copyIsFencedOnTheDestination() {
+        put("src.txt", 1, "copied");
+        s3.copyObject(b -> b.sourceBucket(BUCKET).sourceKey("src.txt").destinationBucket(BUCKET)
+                .destinationKey("dst.txt").overrideConfiguration(token(4)));
+        assertEquals("copied", get("dst.txt"));
+        assertEquals("4", s3.headObject(b -> b.bucket(BUCKET).key("dst.txt")).metadata().get("fencing-token"));
+        S3Exception e = assertThrows(S3Exception.class, () -> s3.copyObject(b -> b.sourceBucket(BUCKET)
+                .sourceKey("src.txt").destinationBucket(BUCKET).destinationKey("dst.txt")
+                .overrideConfiguration(token(3))));
+        assertEquals(412, e.statusCode());
+    }
+
+    @Test
+    void multipartUploadIsFencedAtComplete() {
+        String key = "multi.bin";
+        byte[] part1 = new byte[5 * 1024 * 1024];
+        new Random(2).nextBytes(part1);
+        byte[] part2 = "tail".getBytes(StandardCharsets.UTF_8);
+        String upload = s3.createMultipartUpload(b -> b.bucket(BUCKET).key(key).overrideConfiguration(token(30)))
+                .uploadId();
+        List<CompletedPart> parts = new ArrayList<>();
+        int n = 1;
+        for (byte[] part : List.of(part1, part2)) {
+            int number = n++;
+            String etag = s3.uploadPart(b -> b.bucket(BUCKET).key(key).uploadId(upload).partNumber(number),
+                    RequestBody.fromBytes(part)).eTag();
+            parts.add(CompletedPart.builder().partNumber(number).eTag(etag).build());
+        }
+        assertEquals(2, s3.listParts(b -> b.bucket(BUCKET).key(key).uploadId(upload)).parts().size());
+        s3.completeMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload)
+                .multipartUpload(CompletedMultipartUpload.builder().parts(parts).build())
+                .overrideConfiguration(token(30)));
+        byte[] got = s3.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asByteArray();
+        assertEquals(part1.length + part2.length, got.length);
+        assertEquals("30", s3.headObject(b -> b.bucket(BUCKET).key(key)).metadata().get("fencing-token"));
+    }
+
+    @Test
+    void aStaleCompleteIsRejectedAndNothingIsVisible() {
+        String key = "stale-multi.bin";
+        String upload = s3.createMultipartUpload(b -> b.bucket(BUCKET).key(key).overrideConfiguration(token(40)))
+                .uploadId();
+        String etag = s3.uploadPart(b -> b.bucket(BUCKET).key(key).uploadId(upload).partNumber(1),
+                RequestBody.fromString("zombie data")).eTag();
+        // Meanwhile a newer holder deletes the key (a tombstone with token 41).
+        s3.deleteObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(token(41)));
+        S3Exception e = assertThrows(S3Exception.class, () -> s3.completeMultipartUpload(b -> b.bucket(BUCKET)
+                .key(key).uploadId(upload).multipartUpload(CompletedMultipartUpload.builder()
+                        .parts(CompletedPart.builder().partNumber(1).eTag(etag).build()).build())
+                .overrideConfiguration(token(40))));
+        assertEquals(412, e.statusCode());
+        assertThrows(NoSuchKeyException.class, () -> get(key));
+        s3.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload));
+    }
+
+    @Test
+    void deleteObjectsFencesEachKey() {
+        put("many/1", 50, "1");
+        put("many/2", 60, "2");
+        DeleteObjectsResponse response = s3.deleteObjects(b -> b.bucket(BUCKET).overrideConfiguration(token(55))
+                .delete(d -> d.objects(ObjectIdentifier.builder().key("many/1").build(),
+                        ObjectIdentifier.builder().key("many/2").build())));
+        assertEquals(List.of("many/1"), response.deleted().stream().map(d -> d.key()).toList());
+        assertEquals(1, response.errors().size());
+        assertEquals("PreconditionFailed", response.errors().get(0).code());
+        assertThrows(NoSuchKeyException.class, () -> get("many/1"));
+        assertEquals("2", get("many/2"));
+    }
+
+    @Test
+    void presignedUrlsWork() throws Exception {
+        put("presigned.txt", 1, "signed in the URL");
+        try (var presigner = fixture.presigner()) {
+            PresignedGetObjectRequest get = presigner.presignGetObject(b -> b.signatureDuration(Duration.ofMinutes(5))
+                    .getObjectRequest(r -> r.bucket(BUCKET).key("presigned.txt")));
+            HttpResponse<String> response = HttpClient.newHttpClient().send(
+                    HttpRequest.newBuilder(get.url().toURI()).GET().build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, response.statusCode());
+            assertEquals("signed in the URL", response.body());
+
+            PresignedPutObjectRequest put = presigner.presignPutObject(b -> b.signatureDuration(Duration.ofMinutes(5))
+                    .putObjectRequest(r -> r.bucket(BUCKET).key("presigned-put.txt")));
+            HttpResponse<String> putResponse = HttpClient.newHttpClient().send(
+                    HttpRequest.newBuilder(put.url().toURI()).header("Fencing-Token", "2")
+                            .PUT(HttpRequest.BodyPublishers.ofString("put by URL")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, putResponse.statusCode(), putResponse.body());
+            assertEquals("put by URL", get("presigned-put.txt"));
+
+            URI tampered = URI.create(get.url().toString().replace("presigned.txt", "presigned-put.txt"));
+            HttpResponse<String> bad = HttpClient.newHttpClient().send(HttpRequest.newBuilder(tampered).GET().build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(403, bad.statusCode());
+            assertTrue(bad.body().contains("SignatureDoesNotMatch"), bad.body());
+        }
+    }
+
+    @Test
+    void wrongSignatureAndUnknownKeyAre403() {
+        try (S3Client wrongSecret = S3Fixture.client(fixture.proxyUri(), S3Fixture.APP_KEY, "not-the-secret");
+             S3Client unknown = S3Fixture.client(fixture.proxyUri(), "nobody", "x")) {
+            S3Exception e = assertThrows(S3Exception.class, () -> wrongSecret.listBuckets());
+            assertEquals(403, e.statusCode());
+            assertEquals("SignatureDoesNotMatch", e.awsErrorDetails().errorCode());
+            S3Exception put = assertThrows(S3Exception.class, () -> wrongSecret.putObject(b -> b.bucket(BUCKET)
+                    .key("forged").overrideConfiguration(token(Long.MAX_VALUE)), RequestBody.fromString("x")));
+            assertEquals(403, put.statusCode());
+            S3Exception u = assertThrows(S3Exception.class, () -> unknown.listObjectsV2(b -> b.bucket(BUCKET)));
+            assertEquals("InvalidAccessKeyId", u.awsErrorDetails().errorCode());
+        }
+        // The forged write moved no fence: token 1 still writes.
+        put("forged", 1, "fine");
+    }
+
+    @Test
+    void malformedXmlAndHugeKeysAre400() {
+        S3Exception e = assertThrows(S3Exception.class, () -> s3.deleteObjects(b -> b.bucket(BUCKET)
+                .overrideConfiguration(token(1).andThen(o -> { }))
+                .delete(d -> d.objects(List.of()))));
+        assertEquals(400, e.statusCode());
+        assertEquals("MalformedXML", e.awsErrorDetails().errorCode());
+        String huge = "k".repeat(1100);
+        S3Exception key = assertThrows(S3Exception.class, () -> put(huge, 1, "x"));
+        assertEquals(400, key.statusCode());
+        assertEquals("KeyTooLongError", key.awsErrorDetails().errorCode());
+        String upload = s3.createMultipartUpload(b -> b.bucket(BUCKET).key("bad-complete")
+                .overrideConfiguration(token(1))).uploadId();
+        S3Exception complete = assertThrows(S3Exception.class, () -> s3.completeMultipartUpload(b -> b.bucket(BUCKET)
+                .key("bad-complete").uploadId(upload).overrideConfiguration(token(1))
+                .multipartUpload(CompletedMultipartUpload.builder().build())));
+        assertEquals(400, complete.statusCode());
+        assertFalse(complete.awsErrorDetails().errorCode().isEmpty());
+    }
+}
