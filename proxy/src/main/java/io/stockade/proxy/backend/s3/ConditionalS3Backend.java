@@ -364,6 +364,9 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 if (stale(head.token(), token, acceptEqual)) {
                     return new WriteResult.Stale(head.token());
                 }
+                if (exchange.route().policy().fence().tooFar(token, head.token())) {
+                    return new WriteResult.TooFar(head.token()); // the write is conditional on this very head
+                }
                 sent = true;
                 HttpClientResponse response;
                 try {
