@@ -1,8 +1,8 @@
-package io.stockade.proxy.testing;
+package io.stockade.conformance.check;
 
-import io.stockade.proxy.testing.History.Op;
-import io.stockade.proxy.testing.HistoryChecker.Result;
-import io.stockade.proxy.testing.HistoryChecker.Violation;
+import io.stockade.conformance.check.History.Op;
+import io.stockade.conformance.check.HistoryChecker.Result;
+import io.stockade.conformance.check.HistoryChecker.Violation;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;

@@ -1,7 +1,7 @@
-package io.stockade.proxy.testing;
+package io.stockade.conformance.check;
 
-import io.stockade.proxy.testing.History.Op;
-import io.stockade.proxy.testing.History.Outcome;
+import io.stockade.conformance.check.History.Op;
+import io.stockade.conformance.check.History.Outcome;
 
 import java.util.ArrayList;
 import java.util.Comparator;

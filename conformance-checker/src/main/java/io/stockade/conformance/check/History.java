@@ -1,4 +1,4 @@
-package io.stockade.proxy.testing;
+package io.stockade.conformance.check;
 
 import java.util.ArrayList;
 import java.util.Comparator;
