@@ -52,6 +52,10 @@ class ConformanceIT {
             assertFalse(s.control().check().ok(), s.scenario().id() + ": the control must see a stale write land");
             assertTrue(s.proxied().faultsEffective() > 0, s.scenario().id());
             assertTrue(s.proxied().handoffs() > 0, s.scenario().id());
+            if (s.scenario() != Scenario.TIMEOUT) {   // there the zombie hears nothing: it timed out first
+                assertTrue(s.proxied().history().ops().stream().anyMatch(o -> o.status() == 409),
+                        s.scenario().id() + ": the proxy must have refused the zombie's write with 409");
+            }
         }
     }
 
