@@ -233,8 +233,9 @@ abstract class ContractIT {
         assert2xx(put("/observed/a", "none", null));
         assert2xx(put("/observed/a", "bad", "x"));
         assertEquals(Optional.of("bad"), stored("/observed/a"));
-        assertEquals(3, proxy.server().metrics().count("observed", Outcome.WOULD_REJECT));
-        assertEquals(1, proxy.server().metrics().count("observed", Outcome.OBSERVED));
+        // The decision is counted after the answer is sent (FencePipeline.handle's finally): wait for it.
+        assertEquals(3, awaitCount("observed", Outcome.WOULD_REJECT, 3));
+        assertEquals(1, awaitCount("observed", Outcome.OBSERVED, 1));
         // the high-water mark is kept as enforce would keep it, so switching to enforce starts from the truth
         assertEquals(9, proxy.server().store().get("observed/a").orElseThrow().token());
     }
@@ -276,5 +277,15 @@ abstract class ContractIT {
             assertEquals(400, r.status(), path + " -> " + r.body());
         }
         assertEquals(Optional.empty(), stored("/docs/a"));
+    }
+
+    /** The decision count, once it reached {@code expected} or after 2 s (decisions are counted after the answer). */
+    private double awaitCount(String policy, Outcome outcome, double expected) throws InterruptedException {
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        double n;
+        while ((n = proxy.server().metrics().count(policy, outcome)) < expected && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        return n;
     }
 }
