@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.History;
-import io.stockade.proxy.testing.HistoryChecker;
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.Test;

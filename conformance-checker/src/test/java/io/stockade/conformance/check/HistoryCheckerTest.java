@@ -1,8 +1,8 @@
-package io.stockade.proxy.testing;
+package io.stockade.conformance.check;
 
-import io.stockade.proxy.testing.History.Op;
-import io.stockade.proxy.testing.HistoryChecker.Result;
-import io.stockade.proxy.testing.HistoryChecker.Violation;
+import io.stockade.conformance.check.History.Op;
+import io.stockade.conformance.check.HistoryChecker.Result;
+import io.stockade.conformance.check.HistoryChecker.Violation;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -256,6 +256,119 @@ class HistoryCheckerTest {
         invoke(20, 3, "C").fail(409);
         at(25);
         assertOk(HistoryChecker.check(h, fin("A"), applied("A")));
+    }
+
+    // ------------------------------------------------------------------ direct reads, retries, holders
+
+    private static long ns(long ms) {
+        return 1_000_000_000L + ms * 1_000_000L;
+    }
+
+    /** An op of {@code holder} with explicit times (as the conformance suite's writer processes record them). */
+    private Op op(String holder, long startMs, long endMs, long token, String value, int status) {
+        Op op = h.invokeAt(S, holder, token, value, ns(startMs));
+        return status == 0 ? op.unknownAt("timeout", ns(endMs)) : op.completeAt(status, ns(endMs));
+    }
+
+    private void read(long startMs, long endMs, String value) {
+        h.read(S, ns(startMs), ns(endMs), value);
+    }
+
+    @Test
+    void unknownOutcomeWriteThatLandsAfterAHigherAckIsCaughtByAReadAndByTheFinalState() {
+        op("w1", 0, 10, 1, "Z", 0);           // timed out: may land at any time later
+        op("w2", 20, 30, 2, "B", 204);
+        read(40, 41, "Z");                     // ... and it did, after token 2 was acknowledged
+        Result r = HistoryChecker.check(h, fin("Z"), null);
+        assertViolates(r, "STALE_READ", "B", "Z");
+        assertViolates(r, "FINAL_STATE", "Z", "B");
+    }
+
+    @Test
+    void unknownOutcomeWriteThatLandsAfterAHigherAckAndIsOverwrittenIsStillCaughtByTheRead() {
+        op("w1", 0, 10, 1, "Z", 0);
+        op("w2", 20, 30, 2, "B", 204);
+        read(40, 41, "Z");
+        op("w2", 50, 60, 2, "C", 204);
+        Result r = HistoryChecker.check(h, fin("C"), null);
+        assertViolates(r, "STALE_READ", "B", "Z");
+        assertTrue(r.of("FINAL_STATE").isEmpty(), r.toString());
+    }
+
+    @Test
+    void unknownOutcomeWriteWithAHigherTokenMayLandLater() {
+        op(null, 0, 10, 3, "U", 0);            // delayed in the network ...
+        op(null, 20, 30, 2, "B", 204);         // ... so the proxy took token 2 first, then 3: legal
+        read(40, 41, "U");
+        assertOk(HistoryChecker.check(h, fin("U"), null));
+    }
+
+    @Test
+    void aReadThatStartedBeforeTheHigherAckMaySeeTheOlderValue() {
+        op("w1", 0, 10, 1, "A", 204);
+        read(15, 35, "A");
+        op("w2", 20, 30, 2, "B", 204);
+        assertOk(HistoryChecker.check(h, fin("B"), null));
+    }
+
+    @Test
+    void aReadOfARefusedValueIsADishonestRejection() {
+        op("w1", 0, 10, 2, "A", 204);
+        op("w2", 20, 30, 1, "R", 409);
+        read(40, 41, "R");
+        assertViolates(HistoryChecker.check(h, null, null), "DISHONEST_REJECTION", "R");
+    }
+
+    @Test
+    void aRetryOfTheSameValueWithTheSameTokenIsOneWrite() {
+        op("w1", 0, 10, 1, "A", 0);            // the response was lost ...
+        op("w1", 20, 30, 1, "A", 204);         // ... and the retry was acknowledged
+        Result r = HistoryChecker.check(h, fin("A"), applied("A", "A"));
+        assertOk(r);
+    }
+
+    @Test
+    void aRetryRefusedAfterItsFirstAttemptLandedIsNotADishonestRejection() {
+        op("w1", 0, 10, 1, "A", 0);            // landed, answer lost
+        op("w2", 20, 30, 2, "B", 204);
+        op("w1", 40, 50, 1, "A", 409);         // the retry is refused: A took effect before B, which is fine
+        assertOk(HistoryChecker.check(h, fin("B"), applied("A", "B")));
+    }
+
+    @Test
+    void theSameValueFromTwoHoldersIsABadHistory() {
+        op("w1", 0, 10, 1, "A", 204);
+        op("w2", 20, 30, 1, "A", 204);
+        assertFalse(HistoryChecker.check(h, null, null).of("BAD_HISTORY").isEmpty());
+    }
+
+    @Test
+    void aTokenUsedByTwoHoldersIsReported() {
+        op("w1", 0, 10, 5, "A", 204);
+        op("w2", 20, 30, 5, "B", 204);
+        assertViolates(HistoryChecker.check(h, fin("B"), null), "TOKEN_SHARED", "A", "B");
+    }
+
+    @Test
+    void aLaterHolderWithALowerTokenIsReported() {
+        op("w1", 0, 10, 5, "A", 204);
+        op("w2", 20, 30, 4, "B", 409);
+        assertViolates(HistoryChecker.check(h, fin("A"), null), "TOKEN_BACKWARDS", "A", "B");
+    }
+
+    @Test
+    void aZombieWritingWithItsOldTokenIsNotATokenGoingBackwards() {
+        op("w1", 0, 10, 1, "A", 204);
+        op("w2", 20, 30, 2, "B", 204);
+        op("w1", 40, 50, 1, "Z", 409);         // the zombie is refused: everything as it should be
+        assertOk(HistoryChecker.check(h, fin("B"), null));
+    }
+
+    @Test
+    void anAcknowledgedWriteOverwrittenByAnOlderOneIsLostWithoutAnAppliedOrder() {
+        op("w1", 0, 10, 1, "A", 204);
+        op("w1", 20, 30, 1, "B", 204);         // B was invoked after A had ended, yet A is what is stored
+        assertViolates(HistoryChecker.check(h, fin("A"), null), "LOST_ACK", "A", "B");
     }
 
     // ------------------------------------------------------------------ plumbing

@@ -1,4 +1,4 @@
-package io.stockade.proxy.testing;
+package io.stockade.conformance.check;
 
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -21,7 +21,14 @@ import java.util.function.LongSupplier;
  * }
  * }</pre>
  *
- * Values must be unique per scope (the checker maps stored values back to operations).
+ * Values must be unique per scope (the checker maps stored values back to operations), except for retries: the
+ * same holder sending the same value again with the same token is one logical write attempted several times.
+ *
+ * <p>Histories recorded by other processes (the conformance suite's writers) give their own timestamps with the
+ * {@code ...At} methods; they must come from the same monotonic clock ({@link System#nanoTime()} on one host is
+ * {@code CLOCK_MONOTONIC}, shared by every process). A {@link #holder} names one lease session (one writer holding
+ * one token); the checker uses it for the rules about tokens across holders. Direct reads of the storage
+ * ({@link #read}) let it see a stale write that took effect even when its writer never heard back.
  */
 public final class History {
 
@@ -42,6 +49,7 @@ public final class History {
         private final History history;
         private final long id;
         private final String scope;
+        private final String holder;
         private final long token;
         private final String value;
         private final long start;
@@ -50,10 +58,11 @@ public final class History {
         private int status;
         private String why;
 
-        private Op(History history, long id, String scope, long token, String value, long start) {
+        private Op(History history, long id, String scope, String holder, long token, String value, long start) {
             this.history = history;
             this.id = id;
             this.scope = scope;
+            this.holder = holder;
             this.token = token;
             this.value = value;
             this.start = start;
@@ -61,17 +70,33 @@ public final class History {
 
         /** The write was acknowledged with {@code status} (normally 2xx). */
         public Op ok(int status) {
-            return finish(Outcome.OK, status, null);
+            return finish(Outcome.OK, status, null, history.clock.getAsLong());
+        }
+
+        /** As {@link #complete(int)}, at clock reading {@code atNanos}. */
+        public Op completeAt(int status, long atNanos) {
+            if (status >= 200 && status < 300) {
+                return finish(Outcome.OK, status, null, atNanos);
+            }
+            if (status >= 400 && status < 500) {
+                return finish(Outcome.FAIL, status, null, atNanos);
+            }
+            return finish(Outcome.UNKNOWN, status, "status " + status, atNanos);
+        }
+
+        /** As {@link #unknown(String)}, at clock reading {@code atNanos}. */
+        public Op unknownAt(String why, long atNanos) {
+            return finish(Outcome.UNKNOWN, 0, why, atNanos);
         }
 
         /** The write was definitely refused with {@code status} (409, 412, 428, 400...). */
         public Op fail(int status) {
-            return finish(Outcome.FAIL, status, null);
+            return finish(Outcome.FAIL, status, null, history.clock.getAsLong());
         }
 
         /** The outcome is unknown (timeout, connection reset...). */
         public Op unknown(String why) {
-            return finish(Outcome.UNKNOWN, 0, why);
+            return finish(Outcome.UNKNOWN, 0, why, history.clock.getAsLong());
         }
 
         /**
@@ -85,14 +110,17 @@ public final class History {
             if (status >= 400 && status < 500) {
                 return fail(status);
             }
-            return finish(Outcome.UNKNOWN, status, "status " + status);
+            return finish(Outcome.UNKNOWN, status, "status " + status, history.clock.getAsLong());
         }
 
-        private synchronized Op finish(Outcome outcome, int status, String why) {
+        private synchronized Op finish(Outcome outcome, int status, String why, long at) {
             if (this.outcome != Outcome.PENDING) {
                 throw new IllegalStateException("already completed: " + this);
             }
-            this.end = history.clock.getAsLong();
+            if (at < start) {
+                throw new IllegalArgumentException("completion at " + at + " is before the invocation at " + start);
+            }
+            this.end = at;
             this.outcome = outcome;
             this.status = status;
             this.why = why;
@@ -106,6 +134,11 @@ public final class History {
 
         public String scope() {
             return scope;
+        }
+
+        /** The lease session that wrote, or null when the history does not say. */
+        public String holder() {
+            return holder;
         }
 
         public long token() {
@@ -145,6 +178,7 @@ public final class History {
             StringBuilder b = new StringBuilder()
                     .append("op#").append(id)
                     .append(" {scope=").append(scope)
+                    .append(holder == null ? "" : " holder=" + holder)
                     .append(" token=").append(token)
                     .append(" value=").append(value)
                     .append(' ').append(outcome);
@@ -165,9 +199,33 @@ public final class History {
         }
     }
 
+    /**
+     * A direct read of the storage (never through the proxy).
+     *
+     * @param scope      the scope read
+     * @param startNanos clock reading when the read was sent
+     * @param endNanos   clock reading when its answer arrived
+     * @param value      the value found, or null when the resource was absent
+     */
+    public record Read(String scope, long startNanos, long endNanos, String value) {
+        public Read {
+            Objects.requireNonNull(scope, "scope");
+            if (endNanos < startNanos) {
+                throw new IllegalArgumentException("read ends before it starts");
+            }
+        }
+
+        /** Describes the read with times in ms relative to {@code originNanos}. */
+        public String describe(long originNanos) {
+            return String.format(java.util.Locale.ROOT, "read {scope=%s value=%s %.3f..%.3f ms}", scope, value,
+                    (startNanos - originNanos) / 1e6, (endNanos - originNanos) / 1e6);
+        }
+    }
+
     private final LongSupplier clock;
     private final AtomicLong ids = new AtomicLong();
     private final List<Op> ops = new ArrayList<>();
+    private final List<Read> reads = new ArrayList<>();
 
     /** A history timed by {@link System#nanoTime()}. */
     public History() {
@@ -181,12 +239,39 @@ public final class History {
 
     /** Records the invocation of a write of {@code value} with {@code token} on {@code scope}, now. */
     public Op invoke(String scope, long token, String value) {
+        return invokeAt(scope, null, token, value, clock.getAsLong());
+    }
+
+    /**
+     * Records the invocation of a write by {@code holder} (a lease session; may be null) at clock reading
+     * {@code atNanos}: for histories recorded elsewhere, e.g. by writer processes.
+     */
+    public Op invokeAt(String scope, String holder, long token, String value, long atNanos) {
         Objects.requireNonNull(scope, "scope");
         Objects.requireNonNull(value, "value");
+        if (token < 0) {
+            throw new IllegalArgumentException("token must be >= 0: " + token);
+        }
         synchronized (ops) {
-            Op op = new Op(this, ids.incrementAndGet(), scope, token, value, clock.getAsLong());
+            Op op = new Op(this, ids.incrementAndGet(), scope, holder, token, value, atNanos);
             ops.add(op);
             return op;
+        }
+    }
+
+    /** Records a direct read of the storage. */
+    public Read read(String scope, long startNanos, long endNanos, String value) {
+        Read r = new Read(scope, startNanos, endNanos, value);
+        synchronized (reads) {
+            reads.add(r);
+        }
+        return r;
+    }
+
+    /** All direct reads, in the order they were recorded (a snapshot). */
+    public List<Read> reads() {
+        synchronized (reads) {
+            return List.copyOf(reads);
         }
     }
 

@@ -1,7 +1,7 @@
-package io.stockade.proxy.testing;
+package io.stockade.conformance.check;
 
-import io.stockade.proxy.testing.History.Op;
-import io.stockade.proxy.testing.History.Outcome;
+import io.stockade.conformance.check.History.Op;
+import io.stockade.conformance.check.History.Outcome;
 
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -36,8 +36,23 @@ import java.util.Set;
  *   <dd>With an applied order: the tokens of applied values never decrease.</dd>
  *   <dt>{@code DISHONEST_REJECTION} (rule e)</dt>
  *   <dd>A failed op's value is never applied (nor the final value).</dd>
+ *   <dt>{@code STALE_READ} (rule a, seen directly)</dt>
+ *   <dd>A direct read of the storage ({@link History#read}) that started after ok op A (token a) ended must not
+ *       find the value of an op with a token below a: that value took effect after A's did. This catches a stale
+ *       write whose writer never heard back (unknown outcome) and that was overwritten before the end.</dd>
+ *   <dt>{@code LOST_ACK} without an applied order</dt>
+ *   <dd>The final value belongs to writes that all ended (definitely) before an ok op with another value and a
+ *       token at least as high was invoked: that acknowledged write is gone.</dd>
+ *   <dt>{@code TOKEN_SHARED}</dt>
+ *   <dd>Two holders (lease sessions, {@link History.Op#holder()}) wrote with the same token: the lock service gave
+ *       one token twice.</dd>
+ *   <dt>{@code TOKEN_BACKWARDS}</dt>
+ *   <dd>A holder whose first op was invoked after another holder's first op had ended has a lower token: the lock
+ *       service handed out a lower token to a later holder.</dd>
  *   <dt>{@code UNKNOWN_VALUE}, {@code BAD_HISTORY}</dt>
- *   <dd>A stored value that no op wrote; a value used by two ops of one scope (the checker cannot map it back).</dd>
+ *   <dd>A stored value that no op wrote; a value used by two ops of one scope with different tokens or holders
+ *       (the checker cannot map it back; the same holder retrying the same value with the same token is one
+ *       write).</dd>
  * </dl>
  *
  * Each rule reports at most {@value #MAX_PER_RULE} violations per scope, then a count of the rest.
@@ -141,13 +156,15 @@ public final class HistoryChecker {
         if (appliedOrderByScope != null) {
             scopes.addAll(appliedOrderByScope.keySet());
         }
+        history.reads().forEach(r -> scopes.add(r.scope()));
         Map<String, List<Op>> byScope = new HashMap<>();
         for (Op op : all) {
             byScope.computeIfAbsent(op.scope(), k -> new ArrayList<>()).add(op);
         }
         List<Violation> out = new ArrayList<>();
         for (String scope : scopes) {
-            ScopeCheck c = new ScopeCheck(scope, byScope.getOrDefault(scope, List.of()), origin);
+            List<History.Read> reads = history.reads().stream().filter(r -> r.scope().equals(scope)).toList();
+            ScopeCheck c = new ScopeCheck(scope, byScope.getOrDefault(scope, List.of()), reads, origin);
             boolean hasFinal = finalValueByScope != null && finalValueByScope.containsKey(scope);
             List<String> applied = appliedOrderByScope == null ? null : appliedOrderByScope.get(scope);
             c.run(hasFinal, hasFinal ? finalValueByScope.get(scope) : null, applied);
@@ -162,22 +179,33 @@ public final class HistoryChecker {
         private final List<Op> ops;
         private final long origin;
         private final Map<String, Op> byValue = new HashMap<>();
+        private final Map<String, List<Op>> attempts = new HashMap<>();
+        private final List<History.Read> reads;
         private final Map<String, List<Violation>> found = new LinkedHashMap<>();
         private final Map<String, Integer> suppressed = new LinkedHashMap<>();
 
-        ScopeCheck(String scope, List<Op> ops, long origin) {
+        ScopeCheck(String scope, List<Op> ops, List<History.Read> reads, long origin) {
             this.scope = scope;
             this.ops = ops.stream().sorted(History.BY_START).toList();
+            this.reads = reads;
             this.origin = origin;
         }
 
         void run(boolean hasFinal, String finalValue, List<String> applied) {
             for (Op op : ops) {
-                Op previous = byValue.putIfAbsent(op.value(), op);
-                if (previous != null) {
+                Op previous = byValue.get(op.value());
+                if (previous == null) {
+                    byValue.put(op.value(), op);
+                } else if (previous.token() != op.token() || !Objects.equals(previous.holder(), op.holder())) {
                     report("BAD_HISTORY", "value " + op.value() + " was written by two ops", previous, op);
+                    continue;
+                } else if (rank(outcome(op)) > rank(outcome(previous))) {
+                    byValue.put(op.value(), op);   // a retry: the best-known outcome represents the write
                 }
+                attempts.computeIfAbsent(op.value(), k -> new ArrayList<>()).add(op);
             }
+            holders();
+            staleReads();
             Map<String, Integer> firstIdx = new HashMap<>();
             Map<String, Integer> lastIdx = new HashMap<>();
             if (applied != null) {
@@ -242,7 +270,7 @@ public final class HistoryChecker {
             Op fin = finalValue == null ? null : byValue.get(finalValue);
             if (finalValue != null && fin == null) {
                 report("UNKNOWN_VALUE", "final value " + finalValue + " was written by no op");
-            } else if (fin != null && outcome(fin) == Outcome.FAIL) {
+            } else if (fin != null && outcome(fin) == Outcome.FAIL) {   // every attempt of it was refused
                 report("DISHONEST_REJECTION", "final value " + finalValue + " belongs to a refused write", fin);
             }
             if (applied != null) {
@@ -255,6 +283,14 @@ public final class HistoryChecker {
             }
             if (maxOk == null) {
                 return;
+            }
+            if (fin != null && attempts.get(finalValue).stream().allMatch(o -> outcome(o) != Outcome.UNKNOWN)) {
+                long lastEnd = attempts.get(finalValue).stream().mapToLong(Op::endNanos).max().orElseThrow();
+                ops.stream().filter(o -> outcome(o) == Outcome.OK && o.startNanos() > lastEnd
+                                && o.token() >= fin.token() && !o.value().equals(finalValue))
+                        .forEach(o -> report("LOST_ACK", "acknowledged value " + o.value()
+                                + " was invoked after the final value's write had ended, but is not the final value",
+                                fin, o));
             }
             if (finalValue == null) {
                 report("FINAL_STATE", "the resource is absent although writes were acknowledged; the highest is",
@@ -300,6 +336,75 @@ public final class HistoryChecker {
                     maxPos = i;
                 }
             }
+        }
+
+        /** Reads that saw a value older than a write acknowledged before the read started. */
+        private void staleReads() {
+            List<Op> okByEnd = ops.stream().filter(o -> outcome(o) == Outcome.OK)
+                    .sorted(Comparator.comparingLong(Op::endNanos)).toList();
+            for (History.Read r : reads) {
+                if (r.value() == null) {
+                    continue;
+                }
+                Op seen = byValue.get(r.value());
+                if (seen == null) {
+                    report("UNKNOWN_VALUE", "value " + r.value() + " read at "
+                            + r.describe(origin) + " was written by no op");
+                    continue;
+                }
+                if (outcome(seen) == Outcome.FAIL) {
+                    report("DISHONEST_REJECTION", "refused value " + r.value() + " was found by "
+                            + r.describe(origin), seen);
+                }
+                Op higher = null;
+                for (Op a : okByEnd) {
+                    if (a.endNanos() >= r.startNanos()) {
+                        break;
+                    }
+                    if (a.token() > seen.token() && (higher == null || a.token() > higher.token())) {
+                        higher = a;
+                    }
+                }
+                if (higher != null) {
+                    report("STALE_READ", "token " + seen.token() + " found by " + r.describe(origin)
+                            + " after token " + higher.token() + " had been acknowledged", higher, seen);
+                }
+            }
+        }
+
+        /** Tokens across holders: never shared, never backwards. */
+        private void holders() {
+            Map<String, Op> firstOf = new LinkedHashMap<>();   // holder -> its first op (ops are by start)
+            Map<Long, Op> tokenOwner = new HashMap<>();
+            for (Op op : ops) {
+                if (op.holder() == null) {
+                    continue;
+                }
+                firstOf.putIfAbsent(op.holder(), op);
+                Op owner = tokenOwner.putIfAbsent(op.token(), op);
+                if (owner != null && !owner.holder().equals(op.holder())) {
+                    report("TOKEN_SHARED", "token " + op.token() + " used by holders " + owner.holder() + " and "
+                            + op.holder(), owner, op);
+                    tokenOwner.put(op.token(), op);   // report each new pair once
+                }
+            }
+            List<Op> firsts = List.copyOf(firstOf.values());
+            for (Op y : firsts) {
+                for (Op x : firsts) {
+                    if (x != y && x.endNanos() < y.startNanos() && y.token() < x.token()) {
+                        report("TOKEN_BACKWARDS", "holder " + y.holder() + " started with token " + y.token()
+                                + " after holder " + x.holder() + " had written with token " + x.token(), x, y);
+                    }
+                }
+            }
+        }
+
+        private static int rank(Outcome o) {
+            return switch (o) {
+                case OK -> 3;
+                case UNKNOWN, PENDING -> 2;
+                case FAIL -> 1;
+            };
         }
 
         private Op[] opsOf(String... values) {

@@ -1,0 +1,200 @@
+package io.stockade.conformance;
+
+import io.stockade.conformance.report.Reports;
+import io.stockade.conformance.run.ProxyProcess;
+import io.stockade.conformance.run.RunResult;
+import io.stockade.conformance.run.ScenarioRunner;
+import io.stockade.conformance.storage.PlainHttpStore;
+import io.stockade.conformance.storage.StorageReader;
+
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The conformance suite as a library: the command line ({@link Main}) and users' own JUnit tests call it.
+ *
+ * <pre>{@code
+ * @Test
+ * void noStaleWriteLandsOnMyDeployment() throws Exception {
+ *     Conformance.Result r = Conformance.of(Target.load(Path.of("target.yaml")))
+ *             .duration(Duration.ofSeconds(10))
+ *             .run();
+ *     r.assertPassed();   // AssertionError with the table and every violation otherwise
+ * }
+ * }</pre>
+ *
+ * Each scenario runs twice: as the paired control, straight against the storage, where a stale write must land;
+ * then through the proxy, where none may. The writers run on this host as child processes of this JVM, with this
+ * JVM's {@code java} and class path.
+ */
+public final class Conformance {
+
+    private final Target target;
+    private Set<Scenario> scenarios = EnumSet.allOf(Scenario.class);
+    private boolean explicitScenarios;
+    private Duration duration = Duration.ofSeconds(5);
+    private Duration readEvery = Duration.ofMillis(10);
+    private Path workDir;
+    private PrintStream log = System.err;
+
+    private Conformance(Target target) {
+        this.target = target;
+    }
+
+    /** A suite against {@code target}: every scenario, 5 s per run. */
+    public static Conformance of(Target target) {
+        return new Conformance(target);
+    }
+
+    /** Only these scenarios (a scenario asked for explicitly is never skipped silently). */
+    public Conformance scenarios(Scenario... s) {
+        this.scenarios = EnumSet.copyOf(List.of(s));
+        this.explicitScenarios = true;
+        return this;
+    }
+
+    /** How long each run keeps injecting faults (at least one fault cycle always runs). */
+    public Conformance duration(Duration d) {
+        this.duration = d;
+        return this;
+    }
+
+    /** How often the storage is read directly during a run. */
+    public Conformance readEvery(Duration d) {
+        this.readEvery = d;
+        return this;
+    }
+
+    /** Where logs (a launched proxy's) go; default a temp directory. */
+    public Conformance workDir(Path dir) {
+        this.workDir = dir;
+        return this;
+    }
+
+    /** Progress lines go here (default stderr). */
+    public Conformance log(PrintStream out) {
+        this.log = out;
+        return this;
+    }
+
+    /** The results of one suite run. */
+    public record Result(Target target, List<ScenarioResult> scenarios) {
+        /** True when every scenario that ran passed (and at least one ran). */
+        public boolean passed() {
+            return scenarios.stream().anyMatch(s -> s.verdict() != Verdict.SKIPPED)
+                    && scenarios.stream().allMatch(s -> s.verdict() == Verdict.PASS || s.verdict() == Verdict.SKIPPED);
+        }
+
+        /** Throws an {@link AssertionError} with the table and the violations unless {@link #passed()}. */
+        public void assertPassed() {
+            if (!passed()) {
+                throw new AssertionError("conformance did not pass:\n" + Reports.table(scenarios)
+                        + Reports.details(scenarios));
+            }
+        }
+    }
+
+    /** Runs every scenario: control first, then through the proxy. */
+    public Result run() throws Exception {
+        Path work = workDir != null ? Files.createDirectories(workDir) : Files.createTempDirectory("stockade-conf-");
+        String runId = Long.toString(System.currentTimeMillis(), 36);
+        List<ScenarioResult> results = new ArrayList<>();
+        ProxyProcess launched = null;
+        PlainHttpStore controlStore = null;
+        try (StorageReader reader = target.reader()) {
+            URI proxyBase;
+            if (target.launch() != null) {
+                launched = new ProxyProcess(target.launch(), work.resolve("proxy.log"));
+                proxyBase = launched.start(Duration.ofSeconds(60));
+                log.println("conformance: launched the proxy on " + proxyBase + " (log " + launched.log() + ")");
+            } else {
+                proxyBase = URI.create(target.proxyUrl());
+            }
+            ScenarioRunner.Endpoint controlEndpoint = null;
+            if (target.control() != null) {
+                if (target.control().containsKey("directory")) {
+                    controlStore = PlainHttpStore.start(Path.of(target.control().get("directory")));
+                    controlEndpoint = ScenarioRunner.fixed(controlStore.baseUri(),
+                            "/" + target.control().getOrDefault("file", "{key}"));
+                } else {
+                    controlEndpoint = ScenarioRunner.fixed(URI.create(target.control().get("url")),
+                            target.control().getOrDefault("path", "/{key}"));
+                }
+            }
+            ScenarioRunner.Endpoint proxied = proxyEndpoint(proxyBase, launched);
+            for (Scenario s : scenarios) {
+                if (s == Scenario.PROXY_RESTART && launched == null) {
+                    results.add(new ScenarioResult(s, target.name(), null, null,
+                            explicitScenarios ? Verdict.INCONCLUSIVE : Verdict.SKIPPED,
+                            List.of("the proxy is not launched by the suite (target proxy.launch)"), 0));
+                    continue;
+                }
+                long t0 = System.nanoTime();
+                String key = "conformance/" + runId + "/" + s.id();
+                RunResult control = null;
+                if (controlEndpoint != null) {
+                    log.println("conformance: " + s.id() + " control (no proxy) ...");
+                    control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, reader,
+                            options(work)).run();
+                }
+                log.println("conformance: " + s.id() + " through the proxy ...");
+                RunResult through = new ScenarioRunner(s, false, key, proxied, reader, options(work)).run();
+                ScenarioResult r = ScenarioResult.judge(s, target.name(), through, control,
+                        (System.nanoTime() - t0) / 1e9);
+                log.println("conformance: " + s.id() + " " + r.verdict() + " " + r.reasons());
+                results.add(r);
+            }
+        } finally {
+            if (launched != null) {
+                launched.close();
+            }
+            if (controlStore != null) {
+                controlStore.close();
+            }
+        }
+        return new Result(target, List.copyOf(results));
+    }
+
+    private ScenarioRunner.Options options(Path work) {
+        String spec = target.leaseProvider().equals("counter") ? null : target.leaseProvider();
+        return new ScenarioRunner.Options(duration, target.ttl(), target.writers(), spec, target.header(), readEvery,
+                work);
+    }
+
+    private ScenarioRunner.Endpoint proxyEndpoint(URI base, ProxyProcess launched) {
+        InetSocketAddress[] current = {new InetSocketAddress(base.getHost(), base.getPort())};
+        String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/$", "");
+        return new ScenarioRunner.Endpoint() {
+            @Override
+            public InetSocketAddress address() {
+                return current[0];
+            }
+
+            @Override
+            public String path(String key) {
+                return prefix + target.proxyPath().replace("{key}", key);
+            }
+
+            @Override
+            public ScenarioRunner.Restarter restarter() {
+                if (launched == null) {
+                    return null;
+                }
+                return () -> {
+                    launched.kill9();
+                    URI u = launched.start(Duration.ofSeconds(60));
+                    current[0] = new InetSocketAddress(u.getHost(), u.getPort());
+                    return current[0];
+                };
+            }
+        };
+    }
+}

@@ -1,0 +1,89 @@
+package io.stockade.conformance;
+
+import io.stockade.conformance.report.Reports;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * {@code java -jar stockade-conformance.jar --target target.yaml [--scenario NAME]... [--duration 30s]
+ * [--report DIR]}: runs the suite, prints the table, writes {@code conformance-report.json} and
+ * {@code TEST-conformance.xml} (JUnit) into the report directory (default {@code ./conformance-report}). Exit code
+ * 0 only when every scenario passed; 1 when one failed or was inconclusive; 2 on bad arguments.
+ */
+public final class Main {
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    static int run(String[] args) {
+        Path targetFile = null;
+        Path reportDir = Path.of("conformance-report");
+        List<Scenario> scenarios = new ArrayList<>();
+        String duration = null;
+        try {
+            for (int i = 0; i < args.length; i++) {
+                String a = args[i];
+                switch (a) {
+                    case "--target" -> targetFile = Path.of(args[++i]);
+                    case "--scenario" -> {
+                        for (String s : args[++i].split(",")) {
+                            scenarios.add(Scenario.parse(s));
+                        }
+                    }
+                    case "--duration" -> duration = args[++i];
+                    case "--report" -> reportDir = Path.of(args[++i]);
+                    case "--help", "-h" -> {
+                        usage();
+                        return 0;
+                    }
+                    default -> throw new IllegalArgumentException("unknown argument " + a);
+                }
+            }
+            if (targetFile == null) {
+                throw new IllegalArgumentException("--target FILE is required");
+            }
+        } catch (RuntimeException e) {
+            System.err.println("error: " + e.getMessage());
+            usage();
+            return 2;
+        }
+        try {
+            Target target = Target.load(targetFile);
+            Conformance suite = Conformance.of(target).workDir(reportDir.resolve("work"));
+            if (!scenarios.isEmpty()) {
+                suite.scenarios(scenarios.toArray(Scenario[]::new));
+            }
+            if (duration != null) {
+                suite.duration(Target.duration(duration));
+            }
+            Conformance.Result result = suite.run();
+            Files.createDirectories(reportDir);
+            Files.writeString(reportDir.resolve("conformance-report.json"),
+                    Reports.json(target.name(), result.scenarios()), StandardCharsets.UTF_8);
+            Files.writeString(reportDir.resolve("TEST-conformance.xml"),
+                    Reports.junitXml(target.name(), result.scenarios()), StandardCharsets.UTF_8);
+            System.out.print(Reports.table(result.scenarios()));
+            System.out.print(Reports.details(result.scenarios()));
+            System.out.println("\nreports: " + reportDir.toAbsolutePath());
+            return result.passed() ? 0 : 1;
+        } catch (Exception e) {
+            System.err.println("error: " + e);
+            e.printStackTrace(System.err);
+            return 2;
+        }
+    }
+
+    private static void usage() {
+        System.err.println("usage: java -jar stockade-conformance.jar --target target.yaml [--scenario NAME[,NAME]]"
+                + " [--duration 30s] [--report DIR]\nscenarios: "
+                + java.util.Arrays.stream(Scenario.values()).map(Scenario::id).toList());
+    }
+}

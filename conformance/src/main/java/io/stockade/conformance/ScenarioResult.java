@@ -1,0 +1,49 @@
+package io.stockade.conformance;
+
+import io.stockade.conformance.run.RunResult;
+
+import java.util.List;
+
+/**
+ * One scenario against one target: the run through the proxy, its paired control, and the verdict.
+ *
+ * @param scenario the scenario
+ * @param backend  the target's name
+ * @param proxied  the run through the proxy (null if skipped)
+ * @param control  the paired control (null if the target has none, or skipped)
+ * @param verdict  the verdict
+ * @param reasons  why (every reason that made it fail or inconclusive)
+ * @param seconds  wall time of both runs
+ */
+public record ScenarioResult(Scenario scenario, String backend, RunResult proxied, RunResult control,
+                             Verdict verdict, List<String> reasons, double seconds) {
+
+    /** Decides the verdict of a proxied run and its control. */
+    static ScenarioResult judge(Scenario scenario, String backend, RunResult proxied, RunResult control,
+                                double seconds) {
+        List<String> reasons = new java.util.ArrayList<>();
+        Verdict v;
+        if (!proxied.check().ok()) {
+            v = Verdict.FAIL;
+            reasons.add(proxied.check().details().size() + " violation(s) through the proxy");
+        } else {
+            v = Verdict.PASS;
+            if (proxied.handoffs() == 0) {
+                reasons.add("no handoff happened through the proxy");
+            }
+            if (proxied.faultsEffective() == 0) {
+                reasons.add("no fault exposed a stale write through the proxy (" + proxied.faultsInjected()
+                        + " injected)");
+            }
+            if (control == null) {
+                reasons.add("no paired control (the target has no 'control')");
+            } else if (control.check().ok()) {
+                reasons.add("the control saw no stale write land: the scenario did not prove it can fail");
+            }
+            if (!reasons.isEmpty()) {
+                v = Verdict.INCONCLUSIVE;
+            }
+        }
+        return new ScenarioResult(scenario, backend, proxied, control, v, List.copyOf(reasons), seconds);
+    }
+}

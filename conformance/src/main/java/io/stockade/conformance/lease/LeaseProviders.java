@@ -1,0 +1,35 @@
+package io.stockade.conformance.lease;
+
+import java.lang.reflect.InvocationTargetException;
+import java.net.URI;
+
+/** Builds a {@link LeaseProvider} from a one-line spec, as writers receive it on their command line. */
+public final class LeaseProviders {
+
+    private LeaseProviders() {
+    }
+
+    /**
+     * {@code counter:<url>} for the suite's own {@link CounterLeaseServer}, or {@code class:<Name>:<argument>} for
+     * any other provider (a public class with a public constructor taking the argument string).
+     */
+    public static LeaseProvider create(String spec) {
+        if (spec.startsWith("counter:")) {
+            return new CounterLeaseProvider(URI.create(spec.substring("counter:".length())));
+        }
+        if (spec.startsWith("class:")) {
+            String rest = spec.substring("class:".length());
+            int colon = rest.indexOf(':');
+            String name = colon < 0 ? rest : rest.substring(0, colon);
+            String arg = colon < 0 ? "" : rest.substring(colon + 1);
+            try {
+                return (LeaseProvider) Class.forName(name).getConstructor(String.class).newInstance(arg);
+            } catch (ReflectiveOperationException | ClassCastException e) {
+                Throwable cause = e instanceof InvocationTargetException ite ? ite.getCause() : e;
+                throw new IllegalArgumentException("cannot create lease provider " + name + ": " + cause, cause);
+            }
+        }
+        throw new IllegalArgumentException("unknown lease provider spec '" + spec
+                + "'; valid: counter:<url>, class:<Name>:<argument>");
+    }
+}

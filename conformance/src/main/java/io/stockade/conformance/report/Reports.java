@@ -1,0 +1,144 @@
+package io.stockade.conformance.report;
+
+import io.stockade.conformance.ScenarioResult;
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.conformance.run.RunResult;
+
+import java.util.List;
+import java.util.Locale;
+
+/** The console table, the JSON report (with every history) and JUnit XML. */
+public final class Reports {
+
+    private Reports() {
+    }
+
+    /** One line per scenario: scenario, backend, operations, handoffs, faults, control, verdict. */
+    public static String table(List<ScenarioResult> results) {
+        StringBuilder b = new StringBuilder();
+        String fmt = "%-14s %-14s %10s %9s %13s %-16s %s%n";
+        b.append(String.format(Locale.ROOT, fmt, "scenario", "backend", "operations", "handoffs", "faults(eff)",
+                "control", "verdict"));
+        for (ScenarioResult r : results) {
+            RunResult p = r.proxied();
+            String control = r.control() == null ? "-" : r.control().check().ok() ? "no stale write"
+                    : "caught (" + r.control().check().details().size() + ")";
+            b.append(String.format(Locale.ROOT, fmt, r.scenario().id(), r.backend(),
+                    p == null ? "-" : p.history().ops().size(), p == null ? "-" : p.handoffs(),
+                    p == null ? "-" : p.faultsInjected() + "(" + p.faultsEffective() + ")", control, r.verdict()));
+        }
+        return b.toString();
+    }
+
+    /** The reasons and violations of every scenario that did not pass. */
+    public static String details(List<ScenarioResult> results) {
+        StringBuilder b = new StringBuilder();
+        for (ScenarioResult r : results) {
+            if (r.reasons().isEmpty() && (r.proxied() == null || r.proxied().check().ok())) {
+                continue;
+            }
+            b.append("\n").append(r.scenario().id()).append(" on ").append(r.backend()).append(": ")
+                    .append(r.verdict()).append("\n");
+            r.reasons().forEach(x -> b.append("  - ").append(x).append("\n"));
+            if (r.proxied() != null) {
+                r.proxied().notes().forEach(x -> b.append("  note: ").append(x).append("\n"));
+                if (!r.proxied().check().ok()) {
+                    b.append("  ").append(r.proxied().check()).append("\n");
+                }
+            }
+        }
+        return b.toString();
+    }
+
+    /** The whole suite as JSON: per scenario the verdict, both runs, their violations and histories. */
+    public static String json(String target, List<ScenarioResult> results) {
+        Json j = new Json();
+        j.open('{').field("target").str(target).field("scenarios").open('[');
+        for (ScenarioResult r : results) {
+            j.open('{').field("scenario").str(r.scenario().id()).field("backend").str(r.backend())
+                    .field("verdict").str(r.verdict().name()).field("seconds").num(r.seconds())
+                    .field("reasons").open('[');
+            r.reasons().forEach(j::str);
+            j.close(']').field("proxied");
+            run(j, r.proxied());
+            j.field("control");
+            run(j, r.control());
+            j.close('}');
+        }
+        return j.close(']').close('}').toString();
+    }
+
+    private static void run(Json j, RunResult r) {
+        if (r == null) {
+            j.raw("null");
+            return;
+        }
+        long origin = r.history().origin();
+        j.open('{').field("key").str(r.key()).field("finalValue").str(r.finalValue())
+                .field("handoffs").num(r.handoffs()).field("faultsInjected").num(r.faultsInjected())
+                .field("faultsEffective").num(r.faultsEffective()).field("exposedOps").num(r.exposedOps())
+                .field("ok").raw(Boolean.toString(r.check().ok())).field("notes").open('[');
+        r.notes().forEach(j::str);
+        j.close(']').field("violations").open('[');
+        for (HistoryChecker.Violation v : r.check().details()) {
+            j.open('{').field("rule").str(v.rule()).field("scope").str(v.scope()).field("message").str(v.message())
+                    .field("ops").open('[');
+            v.ops().forEach(o -> j.num(o.id()));
+            j.close(']').close('}');
+        }
+        j.close(']').field("ops").open('[');
+        for (History.Op o : r.history().ops()) {
+            j.open('{').field("id").num(o.id()).field("holder").str(o.holder()).field("token").num(o.token())
+                    .field("value").str(o.value()).field("outcome").str(o.outcome().name())
+                    .field("status").num(o.status()).field("startMs").num((o.startNanos() - origin) / 1e6)
+                    .field("endMs").raw(o.endNanos() == Long.MAX_VALUE ? "null"
+                            : Json.number((o.endNanos() - origin) / 1e6));
+            if (o.why() != null) {
+                j.field("why").str(o.why());
+            }
+            j.close('}');
+        }
+        j.close(']').field("reads").open('[');
+        for (History.Read rd : r.history().reads()) {
+            j.open('{').field("startMs").num((rd.startNanos() - origin) / 1e6)
+                    .field("endMs").num((rd.endNanos() - origin) / 1e6).field("value").str(rd.value()).close('}');
+        }
+        j.close(']').close('}');
+    }
+
+    /** JUnit XML: one test case per scenario, failed or skipped unless it passed. */
+    public static String junitXml(String target, List<ScenarioResult> results) {
+        long failures = results.stream().filter(r -> r.verdict() == io.stockade.conformance.Verdict.FAIL).count();
+        long errors = results.stream().filter(r -> r.verdict() == io.stockade.conformance.Verdict.INCONCLUSIVE)
+                .count();
+        long skipped = results.stream().filter(r -> r.verdict() == io.stockade.conformance.Verdict.SKIPPED).count();
+        double time = results.stream().mapToDouble(ScenarioResult::seconds).sum();
+        StringBuilder b = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        b.append(String.format(Locale.ROOT,
+                "<testsuite name=\"stockade-conformance %s\" tests=\"%d\" failures=\"%d\" errors=\"%d\" "
+                        + "skipped=\"%d\" time=\"%.3f\">%n", xml(target), results.size(), failures, errors, skipped,
+                time));
+        for (ScenarioResult r : results) {
+            b.append(String.format(Locale.ROOT, "  <testcase classname=\"conformance.%s\" name=\"%s\" time=\"%.3f\">",
+                    xml(r.backend()), xml(r.scenario().id()), r.seconds()));
+            String detail = xml(String.join("; ", r.reasons()) + (r.proxied() != null && !r.proxied().check().ok()
+                    ? "\n" + r.proxied().check() : ""));
+            switch (r.verdict()) {
+                case FAIL -> b.append("\n    <failure message=\"stale write or lost write\">").append(detail)
+                        .append("</failure>\n  ");
+                case INCONCLUSIVE -> b.append("\n    <error message=\"inconclusive\">").append(detail)
+                        .append("</error>\n  ");
+                case SKIPPED -> b.append("\n    <skipped message=\"").append(detail).append("\"/>\n  ");
+                case PASS -> {
+                }
+            }
+            b.append("</testcase>\n");
+        }
+        return b.append("</testsuite>\n").toString();
+    }
+
+    private static String xml(String s) {
+        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
+    }
+}

@@ -1,0 +1,28 @@
+package io.stockade.conformance.run;
+
+import io.stockade.conformance.Scenario;
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.HistoryChecker;
+
+import java.util.List;
+
+/**
+ * One run of one scenario, through the proxy or as the control.
+ *
+ * @param scenario        the scenario
+ * @param control         true for the paired control (straight to the storage)
+ * @param key             the resource key written
+ * @param history         every write and every direct read
+ * @param finalValue      the value read from the storage at the end (null: absent)
+ * @param check           the checker's verdict on the history and the final value
+ * @param handoffs        leases granted after the first one
+ * @param faultsInjected  faults injected
+ * @param faultsEffective faults after which the faulted holder really sent a write that could land after a
+ *                        higher-token acknowledgement (an exposed write)
+ * @param exposedOps      writes that could have landed after a higher-token acknowledgement
+ * @param notes           what happened, for the report (timeouts, restarts...)
+ */
+public record RunResult(Scenario scenario, boolean control, String key, History history, String finalValue,
+                        HistoryChecker.Result check, int handoffs, int faultsInjected, int faultsEffective,
+                        int exposedOps, List<String> notes) {
+}

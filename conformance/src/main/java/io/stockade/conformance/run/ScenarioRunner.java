@@ -1,0 +1,428 @@
+package io.stockade.conformance.run;
+
+import io.stockade.conformance.Scenario;
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.History.Op;
+import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.conformance.fault.FaultProxy;
+import io.stockade.conformance.lease.CounterLeaseServer;
+import io.stockade.conformance.storage.StorageReader;
+import io.stockade.conformance.writer.WriterMain;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Runs one scenario once: starts the lease counter, one {@link FaultProxy} per writer in front of the endpoint (the
+ * proxy, or the storage itself for the control), the writer processes and a reader that samples the storage
+ * directly; then injects the scenario's fault in cycles until the duration is spent, stops everything, reads the
+ * final state and checks the history.
+ *
+ * <p>A cycle: wait for a holder that has written, fault it right after its next lease check (the window between
+ * check and write), wait until another writer holds a higher token and has had writes acknowledged, heal, and wait
+ * for the faulted writer's next write to end.
+ */
+public final class ScenarioRunner {
+
+    /** Knobs of one run. */
+    public record Options(Duration duration, Duration ttl, int writers, String leaseSpec, String header,
+                          Duration readEvery, Path workDir) {
+    }
+
+    /** Where the writers send their writes. */
+    public interface Endpoint {
+        /** The current {@code host:port} (changes when a launched proxy restarts). */
+        InetSocketAddress address();
+
+        /** The request path for a key. */
+        String path(String key);
+
+        /** kill -9 and restart; null when the suite does not own the proxy. */
+        default Restarter restarter() {
+            return null;
+        }
+    }
+
+    /** kill -9 and restart of a launched proxy; returns the new address. */
+    public interface Restarter {
+        InetSocketAddress restart() throws Exception;
+    }
+
+    private final Scenario scenario;
+    private final boolean control;
+    private final String key;
+    private final Endpoint endpoint;
+    private final StorageReader reader;
+    private final Options options;
+    private final History history = new History();
+    private final List<String> notes = new ArrayList<>();
+    private final Object lock = new Object();
+    private final List<Writer> writers = new ArrayList<>();
+    private final List<Fault> faults = new ArrayList<>();
+    private int grants;
+
+    private record Fault(String session, long startNanos) {
+    }
+
+    /** One writer process and what it reported. */
+    private final class Writer {
+        final String name;
+        final FaultProxy faults;
+        Process process;
+        PrintWriter stdin;
+        String session;
+        long token;
+        long checks;
+        long completions;
+        boolean exited;
+        final Map<String, Op> ops = new HashMap<>();
+        final Map<String, Integer> acks = new HashMap<>();
+
+        Writer(String name, FaultProxy faults) {
+            this.name = name;
+            this.faults = faults;
+        }
+    }
+
+    public ScenarioRunner(Scenario scenario, boolean control, String key, Endpoint endpoint, StorageReader reader,
+                          Options options) {
+        this.scenario = scenario;
+        this.control = control;
+        this.key = key;
+        this.endpoint = endpoint;
+        this.reader = reader;
+        this.options = options;
+    }
+
+    private long ttlMs() {
+        return options.ttl.toMillis();
+    }
+
+    /** The latency that makes a write arrive after the next holder's writes. */
+    private Duration lateBy() {
+        return Duration.ofMillis(2 * ttlMs() + 1500);
+    }
+
+    public RunResult run() throws Exception {
+        long end = System.nanoTime() + options.duration.toNanos();
+        CounterLeaseServer leases = options.leaseSpec == null ? CounterLeaseServer.start(options.ttl, 1) : null;
+        String leaseSpec = leases != null ? leases.spec() : options.leaseSpec;
+        Thread sampler = null;
+        try {
+            for (int i = 1; i <= options.writers; i++) {
+                Writer w = new Writer("w" + i, FaultProxy.start(endpoint.address()));
+                writers.add(w);
+                start(w, leaseSpec);
+            }
+            sampler = Thread.ofPlatform().daemon().name("storage-sampler").start(this::sample);
+            int cycle = 0;
+            do {
+                cycle++;
+                if (!cycle(cycle)) {
+                    break;
+                }
+            } while (System.nanoTime() < end);
+        } finally {
+            stopWriters();
+            if (scenario == Scenario.DELAY || scenario == Scenario.TIMEOUT || scenario == Scenario.LOST_RESPONSE) {
+                Thread.sleep(lateBy().toMillis() + 500);   // let delayed bytes arrive before the final read
+            } else {
+                Thread.sleep(300);
+            }
+            if (sampler != null) {
+                sampler.interrupt();
+                sampler.join(2000);
+            }
+            writers.forEach(w -> w.faults.close());
+            if (leases != null) {
+                leases.close();
+            }
+        }
+        String finalValue = reader.read(key);
+        long now = System.nanoTime();
+        history.read(key, now, now, finalValue);
+        Map<String, String> fin = new HashMap<>();
+        fin.put(key, finalValue);
+        HistoryChecker.Result check = HistoryChecker.check(history, fin, null);
+        int exposed = 0;
+        int effective = 0;
+        List<Op> all = history.ops();
+        for (Op o : all) {
+            if (exposed(o, all)) {
+                exposed++;
+            }
+        }
+        for (Fault f : faults) {
+            if (all.stream().anyMatch(o -> f.session.equals(o.holder()) && o.endNanos() >= f.startNanos
+                    && exposed(o, all))) {
+                effective++;
+            }
+        }
+        return new RunResult(scenario, control, key, history, finalValue, check, Math.max(0, grants - 1),
+                faults.size(), effective, exposed, List.copyOf(notes));
+    }
+
+    /** Could {@code o} have landed after a higher token was acknowledged? (An unknown outcome may land any time.) */
+    private static boolean exposed(Op o, List<Op> all) {
+        long oEnd = o.outcome() == History.Outcome.OK || o.outcome() == History.Outcome.FAIL
+                ? o.endNanos() : Long.MAX_VALUE;
+        return all.stream().anyMatch(a -> a.outcome() == History.Outcome.OK && a.token() > o.token()
+                && a.endNanos() < oEnd);
+    }
+
+    // ------------------------------------------------------------------ one fault cycle
+
+    private boolean cycle(int n) throws Exception {
+        Duration wait = Duration.ofMillis(4 * ttlMs() + 15_000);
+        Writer[] victim = new Writer[1];
+        if (!await(wait, () -> {
+            for (Writer w : writers) {
+                if (w.session != null && !w.exited && w.acks.getOrDefault(w.session, 0) >= 2) {
+                    victim[0] = w;
+                    return true;
+                }
+            }
+            return false;
+        })) {
+            notes.add("cycle " + n + ": no holder had two acknowledged writes within " + wait.toSeconds() + "s");
+            return false;
+        }
+        Writer v = victim[0];
+        String session;
+        long token;
+        long checks;
+        synchronized (lock) {
+            session = v.session;
+            token = v.token;
+            checks = v.checks;
+        }
+        // Fault right after the victim's next lease check: between its check and its write.
+        if (!await(Duration.ofMillis(ttlMs() + 5000), () -> v.checks > checks || !session.equals(v.session))) {
+            notes.add("cycle " + n + ": " + session + " made no lease check");
+            return false;
+        }
+        long completionsBefore;
+        synchronized (lock) {
+            completionsBefore = v.completions;
+        }
+        long faultStart = System.nanoTime();
+        switch (scenario) {
+            case PAUSE, PROXY_RESTART -> signal("STOP", v);
+            case DELAY -> v.faults.latency(lateBy());
+            case TIMEOUT -> v.faults.latency(lateBy());
+            case LOST_RESPONSE -> {
+                v.faults.dropNextResponse();
+                int dropped = v.faults.droppedResponses();
+                if (await(Duration.ofSeconds(5), () -> v.faults.droppedResponses() > dropped)) {
+                    v.faults.latency(lateBy());   // the retry arrives after the next holder's writes
+                } else {
+                    notes.add("cycle " + n + ": no answer was dropped");
+                }
+            }
+        }
+        synchronized (lock) {
+            faults.add(new Fault(session, faultStart));
+        }
+        // Wait for a handoff: a higher token acknowledged twice.
+        boolean handoff = await(wait, () -> writers.stream().anyMatch(w -> w != v && w.session != null
+                && w.token > token && w.acks.getOrDefault(w.session, 0) >= 2));
+        if (!handoff) {
+            notes.add("cycle " + n + ": no handoff while " + session + " was faulted");
+        }
+        if (scenario == Scenario.PROXY_RESTART) {
+            Restarter r = endpoint.restarter();
+            if (r == null) {
+                notes.add("cycle " + n + ": the proxy is not launched by the suite: no kill -9 (a plain pause)");
+            } else if (handoff) {
+                InetSocketAddress moved = r.restart();
+                writers.forEach(w -> w.faults.target(moved));
+                notes.add("cycle " + n + ": proxy killed (-9) and restarted on " + moved);
+                Map<String, Integer> before = new HashMap<>();
+                synchronized (lock) {
+                    writers.forEach(w -> before.put(w.name, w.session == null ? 0 : w.acks.getOrDefault(w.session, 0)));
+                }
+                if (!await(wait, () -> writers.stream().anyMatch(w -> w != v && w.session != null
+                        && w.acks.getOrDefault(w.session, 0) > before.get(w.name)))) {
+                    notes.add("cycle " + n + ": no write was acknowledged after the restart");
+                }
+            }
+        }
+        // Heal, and wait for the victim's next write to end (or for the delayed write to have arrived).
+        switch (scenario) {
+            case PAUSE, PROXY_RESTART -> signal("CONT", v);
+            default -> {
+            }
+        }
+        await(lateBy().plusSeconds(5), () -> v.completions > completionsBefore || v.exited);
+        if (scenario == Scenario.TIMEOUT || scenario == Scenario.DELAY || scenario == Scenario.LOST_RESPONSE) {
+            Thread.sleep(100);
+            v.faults.heal();
+        }
+        return true;
+    }
+
+    private void signal(String sig, Writer w) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(w.process.pid())).inheritIO().start();
+        if (!p.waitFor(5, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            notes.add("kill -" + sig + " " + w.process.pid() + " failed");
+        }
+    }
+
+    private boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (lock) {
+            while (!condition.getAsBoolean()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                lock.wait(Math.max(1, Math.min(50, left / 1_000_000L)));
+            }
+            return true;
+        }
+    }
+
+    // ------------------------------------------------------------------ writers
+
+    private void start(Writer w, String leaseSpec) throws IOException {
+        String url = "http://127.0.0.1:" + w.faults.port() + endpoint.path(key);
+        long timeoutMs = scenario == Scenario.TIMEOUT ? Math.max(200, ttlMs() / 2) : 10_000 + lateBy().toMillis();
+        List<String> cmd = new ArrayList<>(List.of(java(), "-Xshare:auto", "-XX:TieredStopAtLevel=1",
+                "-cp", System.getProperty("java.class.path"), WriterMain.class.getName(),
+                "--name", w.name, "--lease", leaseSpec, "--url", url, "--header", options.header,
+                "--work-ms", "100", "--pace-ms", "20", "--timeout-ms", Long.toString(timeoutMs),
+                "--retries", "3", "--retry-backoff-ms", "200",
+                "--max-ms", Long.toString(options.duration.toMillis() + 10 * 60_000L)));
+        w.process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        w.stdin = new PrintWriter(w.process.getOutputStream(), true, StandardCharsets.UTF_8);
+        Thread.ofPlatform().daemon().name("writer-" + w.name).start(() -> pump(w));
+    }
+
+    private void pump(Writer w) {
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(w.process.getInputStream(),
+                StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = in.readLine()) != null) {
+                event(w, line);
+            }
+        } catch (IOException ignored) {
+            // the writer is gone
+        } finally {
+            synchronized (lock) {
+                w.exited = true;
+                lock.notifyAll();
+            }
+        }
+    }
+
+    private void event(Writer w, String line) {
+        String[] f = line.split(" ", 7);
+        synchronized (lock) {
+            try {
+                switch (f[0]) {
+                    case "LEASE" -> {
+                        w.session = f[1];
+                        w.token = Long.parseLong(f[2]);
+                        grants++;
+                    }
+                    case "CHECK" -> w.checks++;
+                    case "INVOKE" -> w.ops.put(f[1], history.invokeAt(key, f[2], Long.parseLong(f[3]), f[4],
+                            Long.parseLong(f[5])));
+                    case "DONE" -> {
+                        Op op = w.ops.get(f[1]).completeAt(Integer.parseInt(f[2]), Long.parseLong(f[3]));
+                        if (op.outcome() == History.Outcome.OK) {
+                            w.acks.merge(op.holder(), 1, Integer::sum);
+                        }
+                        w.completions++;
+                    }
+                    case "UNKNOWN" -> {
+                        w.ops.get(f[1]).unknownAt(f.length > 3 ? String.join(" ",
+                                java.util.Arrays.copyOfRange(f, 3, f.length)) : "unknown", Long.parseLong(f[2]));
+                        w.completions++;
+                    }
+                    default -> {
+                        // FENCED, LOST, EXIT: informative only
+                    }
+                }
+            } catch (RuntimeException e) {
+                notes.add(w.name + ": cannot read '" + line + "': " + e);
+            }
+            lock.notifyAll();
+        }
+    }
+
+    private void stopWriters() throws InterruptedException, IOException {
+        for (Writer w : writers) {
+            if (w.process != null && w.process.isAlive()) {
+                signal("CONT", w);
+                w.stdin.println("stop");
+            }
+        }
+        for (Writer w : writers) {
+            if (w.process != null && !w.process.waitFor(15, TimeUnit.SECONDS)) {
+                notes.add(w.name + " did not stop: killed");
+                w.process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ direct reads
+
+    private void sample() {
+        long every = Math.max(1, options.readEvery.toMillis());
+        int errors = 0;
+        while (!Thread.currentThread().isInterrupted()) {
+            long start = System.nanoTime();
+            try {
+                String value = reader.read(key);
+                history.read(key, start, System.nanoTime(), value);
+            } catch (IOException e) {
+                if (errors++ == 0) {
+                    synchronized (lock) {
+                        notes.add("direct read failed: " + e.getMessage());
+                    }
+                }
+            }
+            try {
+                Thread.sleep(every);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    private static String java() {
+        return ProcessHandle.current().info().command()
+                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    }
+
+    /** A fixed endpoint. */
+    public static Endpoint fixed(URI base, String pathTemplate) {
+        InetSocketAddress addr = new InetSocketAddress(base.getHost(), base.getPort() < 0 ? 80 : base.getPort());
+        String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/$", "");
+        return new Endpoint() {
+            @Override
+            public InetSocketAddress address() {
+                return addr;
+            }
+
+            @Override
+            public String path(String key) {
+                return prefix + pathTemplate.replace("{key}", key);
+            }
+        };
+    }
+}

@@ -1,0 +1,25 @@
+package io.stockade.conformance.storage;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+
+/** Reads {@code root/file} (with {@code {key}} replaced) from a directory, e.g. the file backend's root. */
+public record DirectoryReader(Path root, String file) implements StorageReader {
+
+    @Override
+    public String read(String key) throws IOException {
+        try {
+            return Files.readString(root.resolve(file.replace("{key}", key)), StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            return null;
+        }
+    }
+
+    @Override
+    public String describe() {
+        return "directory " + root + "/" + file;
+    }
+}

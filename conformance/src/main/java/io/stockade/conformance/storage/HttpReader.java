@@ -1,0 +1,29 @@
+package io.stockade.conformance.storage;
+
+import io.stockade.conformance.writer.RawHttp;
+
+import java.io.IOException;
+import java.net.URI;
+import java.time.Duration;
+
+/** GETs {@code url + path} (with {@code {key}} replaced) from the storage's own HTTP endpoint. */
+public record HttpReader(String url, String path) implements StorageReader {
+
+    @Override
+    public String read(String key) throws IOException {
+        RawHttp.Response r = RawHttp.send(URI.create(url + path.replace("{key}", key)), "GET", null, null,
+                Duration.ofSeconds(5));
+        if (r.status() == 404 || r.status() == 410) {
+            return null;
+        }
+        if (r.status() != 200) {
+            throw new IOException("GET " + path.replace("{key}", key) + " answered " + r.status());
+        }
+        return r.body();
+    }
+
+    @Override
+    public String describe() {
+        return "http " + url + path;
+    }
+}

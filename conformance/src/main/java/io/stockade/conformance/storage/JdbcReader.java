@@ -1,0 +1,63 @@
+package io.stockade.conformance.storage;
+
+import java.io.IOException;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+
+/**
+ * Runs a query with the key as its one parameter ({@code ?}) and takes the first column of the first row as the
+ * value (no row: absent). E.g. {@code select body from documents where id = ?}.
+ */
+public final class JdbcReader implements StorageReader {
+
+    private final String url;
+    private final String user;
+    private final String password;
+    private final String sql;
+    private Connection connection;
+
+    public JdbcReader(String url, String user, String password, String sql) {
+        this.url = url;
+        this.user = user;
+        this.password = password;
+        this.sql = sql;
+    }
+
+    @Override
+    public synchronized String read(String key) throws IOException {
+        try {
+            if (connection == null || connection.isClosed()) {
+                connection = DriverManager.getConnection(url, user, password);
+            }
+            try (PreparedStatement st = connection.prepareStatement(sql)) {
+                st.setString(1, key);
+                try (ResultSet rs = st.executeQuery()) {
+                    return rs.next() ? rs.getString(1) : null;
+                }
+            }
+        } catch (SQLException e) {
+            close();
+            throw new IOException("query failed: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public String describe() {
+        return "jdbc " + url + " " + sql;
+    }
+
+    @Override
+    public synchronized void close() {
+        if (connection != null) {
+            try {
+                connection.close();
+            } catch (SQLException ignored) {
+                // closing
+            }
+            connection = null;
+        }
+    }
+}

@@ -1,0 +1,168 @@
+package io.stockade.conformance.writer;
+
+import io.stockade.conformance.lease.Lease;
+import io.stockade.conformance.lease.LeaseProvider;
+import io.stockade.conformance.lease.LeaseProviders;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * One writer, run as its own OS process so it can be paused for real ({@code kill -STOP}). It takes the lease,
+ * then, while its lease looks valid, checks it, does some "work" (the window in which a GC pause or a SIGSTOP
+ * turns a holder into a zombie), and writes a unique value with its token. A write whose outcome is unknown
+ * (timeout, reset, 5xx) is retried with the same token and value, without re-checking the lease, as real clients
+ * do. A stale answer (409/412) ends the lease; the writer then waits for the next one.
+ *
+ * <p>It reports every step on stdout, one line each, with {@link System#nanoTime()} readings (the monotonic clock
+ * every process on the host shares):
+ * <pre>
+ * LEASE session token nanos          CHECK session nanos
+ * INVOKE n session token value nanos DONE n status nanos     UNKNOWN n nanos why...
+ * FENCED session nanos               LOST session nanos why...   EXIT nanos
+ * </pre>
+ * A line {@code stop} on stdin ends it after the current write.
+ *
+ * <p>Arguments: {@code --name W --lease SPEC --url URL [--header Fencing-Token] [--work-ms 100] [--pace-ms 20]
+ * [--timeout-ms 10000] [--retries 3] [--retry-backoff-ms 50] [--max-ms 600000]}.
+ */
+public final class WriterMain {
+
+    private static volatile boolean stop;
+
+    private WriterMain() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> a = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+        }
+        String name = require(a, "name");
+        URI url = URI.create(require(a, "url"));
+        String header = a.getOrDefault("header", "Fencing-Token");
+        long work = Long.parseLong(a.getOrDefault("work-ms", "100"));
+        long pace = Long.parseLong(a.getOrDefault("pace-ms", "20"));
+        Duration timeout = Duration.ofMillis(Long.parseLong(a.getOrDefault("timeout-ms", "10000")));
+        int retries = Integer.parseInt(a.getOrDefault("retries", "3"));
+        long backoff = Long.parseLong(a.getOrDefault("retry-backoff-ms", "50"));
+        long end = System.nanoTime() + Long.parseLong(a.getOrDefault("max-ms", "600000")) * 1_000_000L;
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+
+        Thread.ofPlatform().daemon().start(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    if (line.trim().equals("stop")) {
+                        break;
+                    }
+                }
+            } catch (IOException ignored) {
+                // the coordinator is gone: stop as well
+            }
+            stop = true;
+        });
+
+        long n = 0;
+        try (LeaseProvider leases = LeaseProviders.create(require(a, "lease"))) {
+            while (!stop && System.nanoTime() < end) {
+                Optional<Lease> maybe;
+                try {
+                    maybe = leases.tryAcquire(name);
+                } catch (IOException e) {
+                    maybe = Optional.empty();
+                }
+                if (maybe.isEmpty()) {
+                    Thread.sleep(25);
+                    continue;
+                }
+                try (Lease lease = maybe.get()) {
+                    String session = name + ".t" + lease.token();
+                    out.println("LEASE " + session + " " + lease.token() + " " + System.nanoTime());
+                    while (!stop && System.nanoTime() < end) {
+                        long now = System.nanoTime();
+                        long remaining = lease.deadlineNanos() - now;
+                        if (remaining <= 0) {
+                            out.println("LOST " + session + " " + now + " expired");
+                            break;
+                        }
+                        long ttlLeft = remaining / 1_000_000L;
+                        if (ttlLeft < 2 * (work + pace) + 200 && !renew(lease)) {
+                            out.println("LOST " + session + " " + System.nanoTime() + " renewal refused");
+                            break;
+                        }
+                        out.println("CHECK " + session + " " + System.nanoTime());
+                        sleepUntil(System.nanoTime() + work * 1_000_000L);   // the work between check and write
+                        String value = session + "-" + (++n);
+                        int status = write(out, n, session, lease.token(), value, url, header, timeout, retries,
+                                backoff);
+                        if (status == 409 || status == 412) {
+                            out.println("FENCED " + session + " " + System.nanoTime());
+                            break;
+                        }
+                        Thread.sleep(pace);
+                    }
+                }
+            }
+        }
+        out.println("EXIT " + System.nanoTime());
+        System.exit(0);
+    }
+
+    /** Writes one value, retrying an unknown outcome; returns the last definite status, or 0. */
+    private static int write(PrintStream out, long n, String session, long token, String value, URI url,
+                             String header, Duration timeout, int retries, long backoff) throws InterruptedException {
+        int status = 0;
+        for (int attempt = 0; attempt <= retries; attempt++) {
+            String id = attempt == 0 ? "" + n : n + "r" + attempt;
+            out.println("INVOKE " + id + " " + session + " " + token + " " + value + " " + System.nanoTime());
+            try {
+                RawHttp.Response r = RawHttp.send(url, "PUT", value, Map.of(header, Long.toString(token)), timeout);
+                status = r.status();
+                out.println("DONE " + id + " " + status + " " + System.nanoTime());
+                if (status < 500) {
+                    return status;
+                }
+            } catch (IOException e) {
+                out.println("UNKNOWN " + id + " " + System.nanoTime() + " " + e.getClass().getSimpleName() + ": "
+                        + e.getMessage());
+            }
+            if (stop) {
+                return status;
+            }
+            Thread.sleep(backoff);
+        }
+        return status;
+    }
+
+    private static boolean renew(Lease lease) {
+        try {
+            return lease.renew();
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static void sleepUntil(long deadline) throws InterruptedException {
+        long left;
+        while ((left = deadline - System.nanoTime()) > 0) {
+            Thread.sleep(Math.max(1, left / 1_000_000L));
+        }
+    }
+
+    private static String require(Map<String, String> a, String key) {
+        String v = a.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing --" + key);
+        }
+        return v;
+    }
+}
