@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole test suite on a fresh Debian machine with a JDK 21+: installs or starts what the tests need,
-# then builds every module and runs every test (unit tests *Test, integration tests *IT against real servers).
+# Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
+# need (PostgreSQL, etcd), then builds every module and runs every test (unit tests *Test, integration tests *IT
+# against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/lib.sh
@@ -8,13 +9,23 @@ stockade_find_jdk
 stockade_quiet_maven
 echo "stockade: JDK $(stockade_jdk_major "$JAVA_HOME") at $JAVA_HOME" >&2
 command -v mvn >/dev/null || { echo "stockade: Maven is missing: apt-get install maven" >&2; exit 1; }
-# PostgreSQL at 127.0.0.1:5432 (trust auth, database 'test') for the postgres backend and store tests.
+# PostgreSQL at 127.0.0.1:5432 (trust auth for loopback, database 'test') for the postgres backend, store and
+# lease tests: installed when missing, started when stopped.
+if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+  echo "stockade: PostgreSQL not found, installing it (Debian package postgresql)" >&2
+  { apt-get update && apt-get install -y postgresql; } >&2 \
+    || { echo "stockade: could not install PostgreSQL (run as root: apt-get install -y postgresql)" >&2; exit 1; }
+  hba="/etc/postgresql/$(ls /etc/postgresql | sort -V | tail -1)/main/pg_hba.conf"
+  sed -i 's/^\(host\s\+all\s\+all\s\+127.0.0.1\/32\s\+\)\S\+/\1trust/; s/^\(local\s\+all\s\+all\s\+\)\S\+/\1trust/' "$hba"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main reload 2>/dev/null || true
+fi
 if ! pg_isready -q -h 127.0.0.1 2>/dev/null; then
-  ls /etc/postgresql/*/main >/dev/null 2>&1 || { echo "stockade: PostgreSQL is not installed: apt-get install postgresql" >&2; exit 1; }
-  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start || true
   for _ in $(seq 50); do pg_isready -q -h 127.0.0.1 && break; sleep 0.2; done
   pg_isready -q -h 127.0.0.1 || { echo "stockade: PostgreSQL did not start at 127.0.0.1:5432" >&2; exit 1; }
 fi
+psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'test'" | grep -q 1 \
+  || psql -h 127.0.0.1 -U postgres -c "CREATE DATABASE test" >&2
 # etcd (Debian etcd-server) for the etcd fence store tests; the tests start their own members on free ports.
 if ! command -v etcd >/dev/null; then
   echo "stockade: etcd not found, installing etcd-server" >&2
