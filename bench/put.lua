@@ -10,7 +10,7 @@ function setup(thread)
 end
 
 function init(args)
-  scopes = tonumber(os.getenv("SCOPES") or "64")
+  scopes = tonumber(os.getenv("SCOPES") or "100000")
   body = string.rep("x", tonumber(os.getenv("BODY_BYTES") or "256"))
 end
 

@@ -5,9 +5,10 @@
 #   DURATION=5s REPEATS=1 bench/run.sh # a quick look
 #
 # Starts a fast upstream (nginx answering 204), measures it directly, through nginx proxy_pass, and through
-# Stockade (memory store with its journal, HTTP backend, fencing on; every request raises the fence). Servers are
-# pinned to CPU 0 and wrk to CPU 1 (taskset), so the figures compare proxies on one core. Prints rps, p50, p99,
-# the proxy's CPU time per request, and the ratios; stops every process it started. See docs/benchmarks.md.
+# Stockade (HTTP backend, fencing on, every request raises the fence) with the memory store (journal on), the
+# PostgreSQL store and the etcd store (TARGETS picks a subset). Servers are pinned to CPU 0 and wrk to CPU 1
+# (taskset), so the figures compare proxies on one core. Prints rps, p50, p99, the proxy's CPU time per request,
+# and the ratios; stops every process it started. See docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -74,20 +75,47 @@ nginx_conf proxy "upstream up { server 127.0.0.1:$upstream_port; keepalive 128; 
 taskset -c 0 nginx -c "$work/proxy.conf" & pids+=($!)
 nginx_master=$!
 
-stockade_port=$(free_port)
-cat > "$work/stockade.yaml" <<YAML
-server: {host: 127.0.0.1, port: $stockade_port}
-store: {type: memory, journal: $work/journal}
+# One Stockade per fence store, each in front of the same upstream.
+start_stockade() { # $1 = name, $2 = store block (YAML flow mapping) -> sets port_<name> and pid_<name>
+  local port; port=$(free_port)
+  cat > "$work/$1.yaml" <<YAML
+server: {host: 127.0.0.1, port: $port}
+store: $2
 policies:
   - name: docs
     match: {path: "/docs/{id}"}
     scope: docs/{id}
     backend: {type: http, url: "http://127.0.0.1:$upstream_port", settle: 1s, max-connections: 256}
 YAML
-taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g -jar "$jar" --config "$work/stockade.yaml" > "$work/stockade.out" 2> "$work/stockade.err" & pids+=($!)
-stockade_pid=$!
+  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g -Dstockade.decision.level=OFF -Djava.util.logging.config.file="$work/logging.properties" \
+    -jar "$jar" --config "$work/$1.yaml" > "$work/$1.out" 2> "$work/$1.err" & pids+=($!)
+  eval "port_$1=$port pid_$1=$!"
+}
+# Per-request decision lines off (a log shipper's cost is not the proxy's); warnings still go to stderr.
+printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stockade.decision.level=OFF' > "$work/logging.properties"
 
-wait_port "$upstream_port"; wait_port "$nginx_port"; wait_port "$stockade_port"
+TARGETS=${TARGETS:-"direct nginx memory postgres etcd"}
+start_stockade memory "{type: memory, journal: $work/journal}"
+if [[ " $TARGETS " == *" postgres "* ]]; then
+  psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'stockade_bench'" | grep -q 1 \
+    || psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE stockade_bench"
+  psql -h 127.0.0.1 -U postgres -d stockade_bench -qc "DROP TABLE IF EXISTS stockade_fences" 2>/dev/null || true
+  start_stockade postgres "{type: postgres, datasource: {url: 'jdbc:postgresql://127.0.0.1:5432/stockade_bench', user: postgres, pool-size: 32}}"
+fi
+if [[ " $TARGETS " == *" etcd "* ]]; then
+  etcd_client=$(free_port); etcd_peer=$(free_port)
+  taskset -c 0 etcd --name bench --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$etcd_client" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_client" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" --initial-cluster "bench=http://127.0.0.1:$etcd_peer" \
+    --initial-cluster-state new > "$work/etcd.log" 2>&1 & pids+=($!)
+  wait_port "$etcd_client"
+  start_stockade etcd "{type: etcd, endpoints: [http://127.0.0.1:$etcd_client]}"
+fi
+
+wait_port "$upstream_port"; wait_port "$nginx_port"
+for t in memory postgres etcd; do
+  [[ " $TARGETS " == *" $t "* ]] && eval "wait_port \$port_$t"
+done
 nginx_pid=$(pgrep -P "$nginx_master" | head -1) # the worker does the proxying; the master only supervises
 sleep 1.5 # serialized policies open after their settle time
 
@@ -101,16 +129,18 @@ run_wrk() { # $1 = url, $2 = connections -> "rps p50 p99 non2xx requests"
 
 results="$work/results.txt"
 : > "$results"
-echo "warming up Stockade (JIT) ..." >&2
-DURATION=5s run_wrk "http://127.0.0.1:$stockade_port" 32 >/dev/null
+echo "warming up the proxies (JIT) ..." >&2
+for t in memory postgres etcd; do
+  [[ " $TARGETS " == *" $t "* ]] && eval "DURATION=15s run_wrk http://127.0.0.1:\$port_$t 32 >/dev/null"
+done
 
 for c in $CONNECTIONS; do
   for r in $(seq 1 "$REPEATS"); do
-    for target in direct nginx stockade; do
+    for target in $TARGETS; do
       case $target in
         direct) url="http://127.0.0.1:$upstream_port"; pid="" ;;
         nginx) url="http://127.0.0.1:$nginx_port"; pid=$nginx_pid ;;
-        stockade) url="http://127.0.0.1:$stockade_port"; pid=$stockade_pid ;;
+        *) eval "url=http://127.0.0.1:\$port_$target pid=\$pid_$target" ;;
       esac
       before=0; [ -n "$pid" ] && before=$(cpu_ticks "$pid")
       read -r rps p50 p99 non2xx requests < <(run_wrk "$url" "$c")
@@ -129,16 +159,19 @@ echo "Stockade bench, $(date -u +%Y-%m-%dT%H:%MZ), DURATION=$DURATION REPEATS=$R
 echo "median of repeats; servers on CPU 0, wrk on CPU 1"
 printf '%-6s %-9s %10s %9s %9s %8s %10s\n' conns target rps p50_ms p99_ms non2xx cpu_us/req
 for c in $CONNECTIONS; do
-  for target in direct nginx stockade; do
+  for target in $TARGETS; do
     awk -v c="$c" -v t="$target" '$1 == c && $3 == t' "$results" | sort -k4 -n | awk -v n="$REPEATS" 'NR == int((n + 1) / 2)' \
       | awk '{ printf "%-6s %-9s %10.0f %9.3f %9.3f %8s %10s\n", $1, $3, $4, $5, $6, $7, $8 }'
   done
-  awk -v c="$c" '$1 == c' "$results" | awk -v c="$c" -v n="$REPEATS" '
+  awk -v c="$c" '$1 == c' "$results" | awk -v c="$c" '
     { rps[$3] = rps[$3] " " $4; p99[$3] = p99[$3] " " $6 }
     function median(list,   a, k) { k = split(list, a, " "); asort(a); return a[int((k + 1) / 2)] }
     END {
-      printf "ratios at %s connections: stockade/nginx rps %.2f (target >= 0.80), stockade/nginx p99 %.2f (target <= 1.25), nginx/direct rps %.2f, stockade/direct rps %.2f\n",
-        c, median(rps["stockade"]) / median(rps["nginx"]), median(p99["stockade"]) / median(p99["nginx"]),
-        median(rps["nginx"]) / median(rps["direct"]), median(rps["stockade"]) / median(rps["direct"])
+      printf "ratios at %s connections: memory/nginx rps %.2f (target >= 0.80), memory/nginx p99 %.2f (target <= 1.25), nginx/direct rps %.2f",
+        c, median(rps["memory"]) / median(rps["nginx"]), median(p99["memory"]) / median(p99["nginx"]),
+        median(rps["nginx"]) / median(rps["direct"])
+      if ("postgres" in rps) printf ", postgres-store/memory rps %.2f", median(rps["postgres"]) / median(rps["memory"])
+      if ("etcd" in rps) printf ", etcd-store/memory rps %.2f", median(rps["etcd"]) / median(rps["memory"])
+      printf "\n"
     }'
 done
