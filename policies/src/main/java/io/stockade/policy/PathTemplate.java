@@ -96,38 +96,63 @@ public final class PathTemplate {
      * @return the decoded variables, or empty if the path does not match
      */
     public Optional<Map<String, String>> match(String path) {
-        if (path == null || !path.startsWith("/")) {
-            return Optional.empty();
-        }
-        String[] parts = path.length() == 1 ? new String[0] : path.substring(1).split("/", -1);
-        List<String> decoded = new ArrayList<>(parts.length);
-        for (String part : parts) {
-            String segment = decode(part);
-            if (!safe(segment)) {
-                return Optional.empty();
-            }
-            decoded.add(segment);
-        }
-        Map<String, String> vars = new LinkedHashMap<>();
+        return Decoded.of(path).flatMap(this::match);
+    }
+
+    /** Matches a request path decoded once with {@link Decoded#of} (matching many templates against one path). */
+    public Optional<Map<String, String>> match(Decoded path) {
+        List<String> decoded = path.segments();
+        Map<String, String> vars = null;
         int i = 0;
         for (Segment segment : segments) {
             if (i >= decoded.size()) {
                 return Optional.empty();
             }
-            if (segment.greedy) {
-                vars.put(segment.variable, String.join("/", decoded.subList(i, decoded.size())));
-                return Optional.of(vars);
-            }
             if (segment.literal != null) {
                 if (!segment.literal.equals(decoded.get(i))) {
                     return Optional.empty();
                 }
-            } else {
-                vars.put(segment.variable, decoded.get(i));
+                i++;
+                continue;
             }
+            if (vars == null) {
+                vars = new LinkedHashMap<>();
+            }
+            if (segment.greedy) {
+                vars.put(segment.variable, String.join("/", decoded.subList(i, decoded.size())));
+                return Optional.of(vars);
+            }
+            vars.put(segment.variable, decoded.get(i));
             i++;
         }
-        return i == decoded.size() ? Optional.of(vars) : Optional.empty();
+        return i == decoded.size() ? Optional.of(vars == null ? Map.of() : vars) : Optional.empty();
+    }
+
+    /**
+     * A request path split into percent-decoded segments, once.
+     *
+     * @param segments the decoded segments ({@code /} alone has none)
+     */
+    public record Decoded(List<String> segments) {
+        /**
+         * Decodes a raw request path; empty when it is not a path any template can match (a malformed escape, or a
+         * segment that decodes to {@code .}, {@code ..}, or text holding {@code /} or NUL).
+         */
+        public static Optional<Decoded> of(String path) {
+            if (path == null || !path.startsWith("/")) {
+                return Optional.empty();
+            }
+            String[] parts = path.length() == 1 ? new String[0] : path.substring(1).split("/", -1);
+            List<String> decoded = new ArrayList<>(parts.length);
+            for (String part : parts) {
+                String segment = decode(part);
+                if (!safe(segment)) {
+                    return Optional.empty();
+                }
+                decoded.add(segment);
+            }
+            return Optional.of(new Decoded(List.copyOf(decoded)));
+        }
     }
 
     /** Whether some path matches both templates. */

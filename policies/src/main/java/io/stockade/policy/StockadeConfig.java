@@ -34,11 +34,15 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
      * At most one policy can match a request (overlaps are refused when the file loads).
      */
     public Optional<Route> route(String method, String path) {
+        Optional<PathTemplate.Decoded> decoded = PathTemplate.Decoded.of(path);
+        if (decoded.isEmpty()) {
+            return Optional.empty();
+        }
         for (Policy policy : policies) {
             if (!policy.match().matchesMethod(method)) {
                 continue;
             }
-            Optional<java.util.Map<String, String>> vars = policy.match().path().match(path);
+            Optional<java.util.Map<String, String>> vars = policy.match().path().match(decoded.get());
             if (vars.isPresent()) {
                 return Optional.of(new Route(policy, vars.get()));
             }
