@@ -1,0 +1,134 @@
+package io.stockade.proxy.testing;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * A private PostgreSQL 15 cluster for fault tests (STACK.md): {@code initdb} in a temp dir owned by the
+ * {@code postgres} user, {@code pg_ctl start} on a free loopback port, trust auth. {@link #stopImmediate()} and
+ * {@link #start()} stop and restart it on the same port and data directory. {@link #close()} stops it, kills the
+ * postmaster by its PID if it is still alive, and deletes the directory. Needs root (runs the tools with
+ * {@code runuser -u postgres}).
+ */
+public final class PgCluster implements AutoCloseable {
+    static final Path BIN = Path.of("/usr/lib/postgresql/15/bin");
+    private final Path dir;
+    private final int port;
+    private volatile long postmasterPid = -1;
+
+    private PgCluster(Path dir, int port) {
+        this.dir = dir;
+        this.port = port;
+    }
+
+    /** Whether the binaries are here and this JVM can switch to the postgres user. */
+    public static boolean available() {
+        return Files.isExecutable(BIN.resolve("pg_ctl")) && "root".equals(System.getProperty("user.name"));
+    }
+
+    /** initdb and start; on failure everything started is stopped again. */
+    public static PgCluster create() throws IOException {
+        Path dir = Files.createTempDirectory("stockade-pg-");
+        run(List.of("chown", "postgres:postgres", dir.toString()));
+        PgCluster c = new PgCluster(dir, FreePorts.next());
+        try {
+            c.pg("initdb", "-D", c.data().toString(), "-A", "trust", "-U", "postgres", "--no-sync");
+            c.start();
+            return c;
+        } catch (IOException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    public int port() {
+        return port;
+    }
+
+    /** {@code jdbc:postgresql://127.0.0.1:PORT/postgres}. */
+    public String url() {
+        return "jdbc:postgresql://127.0.0.1:" + port + "/postgres";
+    }
+
+    public Path data() {
+        return dir.resolve("data");
+    }
+
+    /** pg_ctl start (waits until it accepts connections) on the same port and data directory. */
+    public void start() throws IOException {
+        pg("pg_ctl", "-D", data().toString(), "-w", "-t", "20", "-l", dir.resolve("server.log").toString(),
+                "-o", "-p " + port + " -k " + dir + " -c listen_addresses=127.0.0.1", "start");
+        postmasterPid = Long.parseLong(Files.readAllLines(data().resolve("postmaster.pid")).getFirst().strip());
+    }
+
+    /** pg_ctl stop -m immediate: every backend dies at once, nothing is shut down cleanly. */
+    public void stopImmediate() throws IOException {
+        pg("pg_ctl", "-D", data().toString(), "-w", "-t", "20", "-m", "immediate", "stop");
+    }
+
+    public String serverLog() {
+        try {
+            return Files.readString(dir.resolve("server.log"));
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            if (Files.exists(data().resolve("postmaster.pid"))) {
+                pg("pg_ctl", "-D", data().toString(), "-w", "-t", "10", "-m", "immediate", "stop");
+            }
+        } catch (IOException | RuntimeException e) {
+            // fall through to the kill
+        }
+        long pid = postmasterPid;
+        if (pid > 0) {
+            ProcessHandle.of(pid).ifPresent(h -> {
+                h.destroyForcibly();
+                h.onExit().orTimeout(10, TimeUnit.SECONDS).exceptionally(t -> null).join();
+            });
+        }
+        try (Stream<Path> all = Files.walk(dir)) {
+            all.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            // a temp dir left behind
+        }
+    }
+
+    private void pg(String tool, String... args) throws IOException {
+        List<String> command = new ArrayList<>(List.of("runuser", "-u", "postgres", "--",
+                BIN.resolve(tool).toString()));
+        command.addAll(List.of(args));
+        run(command);
+    }
+
+    private static void run(List<String> command) throws IOException {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+        try {
+            // pg_ctl start leaves the postmaster holding no pipe of ours (-l log file), so reading to EOF ends
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(30, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IOException("timed out: " + command);
+            }
+            if (p.exitValue() != 0) {
+                throw new IOException(command + " exited with " + p.exitValue() + ":\n" + out);
+            }
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new UncheckedIOException(new IOException("interrupted: " + command));
+        }
+    }
+}
