@@ -69,11 +69,26 @@ public final class DecisionLog {
                 .append(",\"holder\":").append(Json.quote(holder(d.holder)))
                 .append(",\"outcome\":").append(Json.quote(d.outcome == null ? null : d.outcome.label()))
                 .append(",\"status\":").append(d.status)
-                .append(",\"latency_ms\":").append(String.format("%.3f", (nowNanos - d.startNanos) / 1e6));
+                .append(",\"latency_ms\":");
+        appendMillis(b, nowNanos - d.startNanos);
         if (d.reason != null) {
             b.append(",\"reason\":").append(Json.quote(d.reason));
         }
         return b.append('}').toString();
+    }
+
+    /** Milliseconds with three decimals, without java.util.Formatter (it is slow on the request path). */
+    static void appendMillis(StringBuilder b, long nanos) {
+        long micros = Math.max(0, nanos) / 1000;
+        long fraction = micros % 1000;
+        b.append(micros / 1000).append('.');
+        if (fraction < 100) {
+            b.append('0');
+        }
+        if (fraction < 10) {
+            b.append('0');
+        }
+        b.append(fraction);
     }
 
     private static String holder(String holder) {

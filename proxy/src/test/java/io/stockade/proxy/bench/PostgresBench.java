@@ -80,14 +80,15 @@ public final class PostgresBench {
             };
             WriterFactory fencedSql = w -> {
                 Connection c = pg.connect();
-                PreparedStatement ps = c.prepareStatement("SELECT stockade_fence(?, ?, ?);\n"
+                PreparedStatement ps = c.prepareStatement("SELECT stockade_fence(?, ?, ?, ?);\n"
                         + "UPDATE accounts SET balance = ? WHERE id = ?");
                 return (ww, n) -> {
                     ps.setString(1, "accounts/acc" + ww);
                     ps.setLong(2, 7);
                     ps.setBoolean(3, true);
-                    ps.setLong(4, n);
-                    ps.setString(5, "acc" + ww);
+                    ps.setLong(4, Long.MAX_VALUE); // no max-advance
+                    ps.setLong(5, n);
+                    ps.setString(6, "acc" + ww);
                     ps.execute();
                     while (ps.getMoreResults() || ps.getUpdateCount() != -1) {
                         // drain
