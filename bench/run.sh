@@ -3,6 +3,7 @@
 #
 #   bench/run.sh                       # DURATION=10s REPEATS=3 CONNECTIONS="32 128"
 #   DURATION=5s REPEATS=1 bench/run.sh # a quick look
+#   TARGETS="direct nginx memory" BACKENDS=no bench/run.sh   # pass-through only
 #
 # Starts a fast upstream (nginx answering 204), measures it directly, through nginx proxy_pass, and through
 # Stockade (HTTP backend, fencing on, every request raises the fence) with the memory store (journal on), the
@@ -175,3 +176,16 @@ for c in $CONNECTIONS; do
       printf "\n"
     }'
 done
+
+# The backends that fence in their own storage, each against the same storage directly, in the same run.
+cleanup; trap - EXIT
+if [ "${BACKENDS:-yes}" = yes ]; then
+  echo
+  echo "== postgres backend vs the bare write over JDBC (bench/postgres.sh)"
+  bench/postgres.sh 16 5 2 2>&1 | grep -v '^WARNING\|^\[' || echo "bench: postgres backend benchmark failed" >&2
+  if [ -x bench/s3.sh ]; then
+    echo
+    echo "== s3 backend vs the same S3 server directly (bench/s3.sh)"
+    bench/s3.sh 2>&1 | grep -v '^WARNING\|^\[' || echo "bench: s3 backend benchmark failed" >&2
+  fi
+fi
