@@ -10,6 +10,9 @@ function setup(thread)
 end
 
 function init(args)
+  -- STALE=1: every request carries token 0 on scopes the run has already raised, so each one is refused (409):
+  -- the stale-rejection path (the token cache with a networked store).
+  stale = os.getenv("STALE") == "1"
   scopes = tonumber(os.getenv("SCOPES") or "100000")
   body = string.rep("x", tonumber(os.getenv("BODY_BYTES") or "256"))
 end
@@ -17,7 +20,8 @@ end
 function request()
   counter = counter + 1
   local path = "/docs/t" .. thread_id .. "-" .. (counter % scopes)
-  local headers = { ["Fencing-Token"] = tostring(counter), ["Content-Type"] = "application/octet-stream" }
+  local token = stale and "0" or tostring(counter)
+  local headers = { ["Fencing-Token"] = token, ["Content-Type"] = "application/octet-stream" }
   return wrk.format("PUT", path, headers, body)
 end
 

@@ -177,6 +177,17 @@ for c in $CONNECTIONS; do
     }'
 done
 
+# Stale rejections: tokens below what the runs above raised, refused by the memory store's map or the token cache
+# in front of PostgreSQL and etcd, without a store round trip.
+echo
+echo "stale-token rejections (every answer 409), ${DURATION}, 128 connections:"
+for target in memory postgres etcd; do
+  [[ " $TARGETS " == *" $target "* ]] || continue
+  eval "url=http://127.0.0.1:\$port_$target"
+  read -r rps p50 p99 non2xx requests < <(STALE=1 run_wrk "$url" 128)
+  printf '  %-9s %10.0f rps  p99 %7.3f ms  refused %s of %s\n' "$target" "$rps" "$p99" "$non2xx" "$requests"
+done
+
 # The backends that fence in their own storage, each against the same storage directly, in the same run.
 cleanup; trap - EXIT
 if [ "${BACKENDS:-yes}" = yes ]; then
