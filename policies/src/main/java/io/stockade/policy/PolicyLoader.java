@@ -101,10 +101,41 @@ public final class PolicyLoader {
             Optional<String> host = server.optional("host", Values::text, ServerConfig.DEFAULT_HOST);
             Optional<Integer> port = server.optional("port", f -> Values.integer(f, 0, 65535, "port number"),
                     ServerConfig.DEFAULT_PORT);
-            if (!Values.allPresent(host, port)) {
+            Optional<Optional<ServerConfig.Tls>> tls = server.optional("tls",
+                    f -> serverTls(f).map(Optional::of), Optional.empty());
+            if (!Values.allPresent(host, port, tls)) {
                 return Optional.empty();
             }
-            return Optional.of(new ServerConfig(host.get(), port.get()));
+            return Optional.of(new ServerConfig(host.get(), port.get(), tls.get().orElse(null)));
+        });
+    }
+
+    private static Optional<ServerConfig.Tls> serverTls(Field field) {
+        return field.mapping().flatMap(tls -> {
+            tls.allowOnly(Vocabulary.SERVER_TLS_KEYS);
+            Optional<Path> keystore = tls.required("keystore", Values::path);
+            Optional<Optional<String>> password = tls.optional("password", f -> f.text().map(Optional::of),
+                    Optional.empty());
+            Optional<Optional<Path>> passwordFile = tls.optional("password-file",
+                    f -> Values.path(f).map(Optional::of), Optional.empty());
+            Optional<Optional<Path>> truststore = tls.optional("truststore",
+                    f -> Values.path(f).map(Optional::of), Optional.empty());
+            Optional<ServerConfig.ClientAuth> clientAuth = tls.optional("client-auth",
+                    f -> Values.keyword(f, "client-auth", Vocabulary.CLIENT_AUTH), ServerConfig.ClientAuth.NONE);
+            if (!Values.allPresent(keystore, password, passwordFile, truststore, clientAuth)) {
+                return Optional.empty();
+            }
+            if (password.get().isPresent() == passwordFile.get().isPresent()) {
+                field.error("give exactly one of 'password' (write ${ENV}) and 'password-file'");
+                return Optional.empty();
+            }
+            if (clientAuth.get() != ServerConfig.ClientAuth.NONE && truststore.get().isEmpty()) {
+                field.error("client-auth " + clientAuth.get().name().toLowerCase(java.util.Locale.ROOT)
+                        + " needs a 'truststore' to check client certificates against");
+                return Optional.empty();
+            }
+            return Optional.of(new ServerConfig.Tls(keystore.get(), password.get().orElse(null),
+                    passwordFile.get().orElse(null), truststore.get().orElse(null), clientAuth.get()));
         });
     }
 

@@ -52,6 +52,6 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
 
     /** A copy with another listener port (the {@code --port} flag). */
     public StockadeConfig withPort(int port) {
-        return new StockadeConfig(source, new ServerConfig(server.host(), port), store, policies, admin);
+        return new StockadeConfig(source, server.withPort(port), store, policies, admin);
     }
 }

@@ -13,7 +13,9 @@ import java.util.Map;
  */
 final class Vocabulary {
     static final List<String> ROOT_KEYS = List.of("server", "store", "policies", "admin");
-    static final List<String> SERVER_KEYS = List.of("host", "port");
+    static final List<String> SERVER_KEYS = List.of("host", "port", "tls");
+    static final List<String> SERVER_TLS_KEYS = List.of("keystore", "password", "password-file", "truststore",
+            "client-auth");
     static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after");
     static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate");
     static final List<String> DATASOURCE_KEYS = List.of("url", "user", "password", "password-file", "pool-size",
@@ -46,6 +48,7 @@ final class Vocabulary {
     static final Map<String, Policy.MissingToken> MISSING = keywords(Policy.MissingToken.class);
     static final Map<String, Policy.EqualToken> EQUAL = keywords(Policy.EqualToken.class);
     static final Map<String, Policy.Mode> MODES = keywords(Policy.Mode.class);
+    static final Map<String, ServerConfig.ClientAuth> CLIENT_AUTH = keywords(ServerConfig.ClientAuth.class);
     static final Map<String, BackendConfig.Conditional> CONDITIONALS = keywords(BackendConfig.Conditional.class);
     static final Map<String, BackendConfig.FenceMode> FENCE_MODES = keywords(BackendConfig.FenceMode.class);
     static final Map<String, BackendConfig.ParamSource> PARAM_SOURCES = keywords(BackendConfig.ParamSource.class);

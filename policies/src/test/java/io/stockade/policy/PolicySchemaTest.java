@@ -89,6 +89,9 @@ class PolicySchemaTest {
     void everyObjectAllowsExactlyTheKeysTheLoaderAccepts() {
         assertEquals(Vocabulary.ROOT_KEYS, List.copyOf(((Map<?, ?>) at("properties")).keySet()));
         assertEquals(Vocabulary.SERVER_KEYS, keys("properties/server"));
+        assertEquals(Vocabulary.SERVER_TLS_KEYS, keys("properties/server/properties/tls"));
+        assertEquals(List.copyOf(Vocabulary.CLIENT_AUTH.keySet()),
+                at("properties/server/properties/tls/properties/client-auth/enum"));
         assertEquals(Vocabulary.MEMORY_STORE_KEYS, keys("$defs/memoryStore"));
         assertEquals(Vocabulary.POSTGRES_STORE_KEYS, keys("$defs/postgresStore"));
         assertEquals(Vocabulary.DATASOURCE_KEYS, keys("$defs/datasource"));
@@ -112,7 +115,7 @@ class PolicySchemaTest {
     @Test
     void everyObjectRefusesKeysItDoesNotList() {
         assertEquals(false, schema.get("additionalProperties"));
-        for (String path : List.of("properties/server", "$defs/memoryStore", "$defs/postgresStore",
+        for (String path : List.of("properties/server", "properties/server/properties/tls", "$defs/memoryStore", "$defs/postgresStore",
                 "$defs/datasource", "$defs/postgresBackend", "$defs/etcdStore",
                 "$defs/etcdStore/properties/tls", "$defs/cache", "properties/admin", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",

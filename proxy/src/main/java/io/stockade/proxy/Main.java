@@ -111,7 +111,7 @@ public final class Main {
         }
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "stockade-shutdown"));
         // Tests and scripts wait for exactly this line.
-        out.println("Stockade listening on http://" + server.host() + ":" + server.port());
+        out.println("Stockade listening on " + server.scheme() + "://" + server.host() + ":" + server.port());
         out.flush();
         try {
             Thread.currentThread().join();

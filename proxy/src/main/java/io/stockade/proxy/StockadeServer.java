@@ -1,5 +1,6 @@
 package io.stockade.proxy;
 
+import io.helidon.common.tls.TlsClientAuth;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
@@ -7,6 +8,7 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
+import io.stockade.policy.ServerConfig;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.admin.AdminEndpoint;
 import io.stockade.proxy.backend.Backend;
@@ -16,6 +18,7 @@ import io.stockade.proxy.backend.postgres.PostgresBackend;
 import io.stockade.proxy.backend.s3.S3Backend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.http.ListenerTls;
 import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
@@ -85,9 +88,19 @@ public final class StockadeServer implements AutoCloseable {
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
                     : AdminEndpoint.create(config.admin(), FenceStores.admin(store).orElse(null), reloader);
-            WebServer server = WebServer.builder()
+            var builder = WebServer.builder()
                     .host(config.server().host())
-                    .port(config.server().port())
+                    .port(config.server().port());
+            ServerConfig.Tls tls = config.server().tls();
+            if (tls != null) {
+                javax.net.ssl.SSLContext context = ListenerTls.context(tls);
+                builder.tls(t -> t.sslContext(context).clientAuth(switch (tls.clientAuth()) {
+                    case NONE -> TlsClientAuth.NONE;
+                    case OPTIONAL -> TlsClientAuth.OPTIONAL;
+                    case REQUIRED -> TlsClientAuth.REQUIRED;
+                }));
+            }
+            WebServer server = builder
                     .connectionOptions(options -> options.tcpNoDelay(true))
                     // A proxy passes bodies on as they came: no decoding of Content-Encoding (and no 400 for
                     // encodings Helidon does not know, such as S3's aws-chunked).
@@ -200,6 +213,11 @@ public final class StockadeServer implements AutoCloseable {
 
     public String host() {
         return pipeline.config().server().host();
+    }
+
+    /** {@code https} with TLS on the listener, else {@code http}. */
+    public String scheme() {
+        return pipeline.config().server().tls() == null ? "http" : "https";
     }
 
     /**
