@@ -26,11 +26,11 @@ import java.util.Properties;
  * proxy serializes the writes of each object within one replica, so the tests here are correct for one proxy;
  * a cross-replica race against s3proxy would find violations caused by the store itself.
  */
-final class S3Fixture implements AutoCloseable {
-    static final String UPSTREAM_KEY = "upstream-key";
-    static final String UPSTREAM_SECRET = "upstream-secret";
-    static final String APP_KEY = "app-key";
-    static final String APP_SECRET = "app-secret";
+public final class S3Fixture implements AutoCloseable {
+    public static final String UPSTREAM_KEY = "upstream-key";
+    public static final String UPSTREAM_SECRET = "upstream-secret";
+    public static final String APP_KEY = "app-key";
+    public static final String APP_SECRET = "app-secret";
 
     static final String POLICY = """
             store: {type: memory, journal: "${JOURNAL}"}
@@ -64,11 +64,11 @@ final class S3Fixture implements AutoCloseable {
         this.proxy = proxy;
     }
 
-    static S3Fixture start(Path journal) throws Exception {
+    public static S3Fixture start(Path journal) throws Exception {
         return start(journal, Map.of());
     }
 
-    static S3Fixture start(Path journal, Map<String, String> vars) throws Exception {
+    public static S3Fixture start(Path journal, Map<String, String> vars) throws Exception {
         Properties properties = new Properties();
         BlobStoreContext blobs = ContextBuilder.newBuilder("transient")
                 .credentials("identity", "credential")
@@ -93,25 +93,25 @@ final class S3Fixture implements AutoCloseable {
         return new S3Fixture(s3proxy, blobs, proxy);
     }
 
-    URI proxyUri() {
+    public URI proxyUri() {
         return proxy.uri("");
     }
 
-    URI directUri() {
+    public URI directUri() {
         return URI.create("http://127.0.0.1:" + s3proxy.getPort());
     }
 
     /** An SDK client through the proxy: defaults except endpoint, path style and credentials. */
-    S3Client client() {
+    public S3Client client() {
         return client(proxyUri(), APP_KEY, APP_SECRET);
     }
 
     /** An SDK client straight to s3proxy. */
-    S3Client direct() {
+    public S3Client direct() {
         return client(directUri(), UPSTREAM_KEY, UPSTREAM_SECRET);
     }
 
-    static S3Client client(URI endpoint, String key, String secret) {
+    public static S3Client client(URI endpoint, String key, String secret) {
         return S3Client.builder()
                 .endpointOverride(endpoint)
                 .region(Region.US_EAST_1)
