@@ -167,12 +167,12 @@ for c in $CONNECTIONS; do
   awk -v c="$c" '$1 == c' "$results" | awk -v c="$c" '
     { rps[$3] = rps[$3] " " $4; p99[$3] = p99[$3] " " $6 }
     function median(list,   a, k) { k = split(list, a, " "); asort(a); return a[int((k + 1) / 2)] }
+    function ratio(x, y,   a, b) { a = median(x); b = median(y); return b > 0 ? sprintf("%.2f", a / b) : "n/a" }
     END {
-      printf "ratios at %s connections: memory/nginx rps %.2f (target >= 0.80), memory/nginx p99 %.2f (target <= 1.25), nginx/direct rps %.2f",
-        c, median(rps["memory"]) / median(rps["nginx"]), median(p99["memory"]) / median(p99["nginx"]),
-        median(rps["nginx"]) / median(rps["direct"])
-      if ("postgres" in rps) printf ", postgres-store/memory rps %.2f", median(rps["postgres"]) / median(rps["memory"])
-      if ("etcd" in rps) printf ", etcd-store/memory rps %.2f", median(rps["etcd"]) / median(rps["memory"])
+      printf "ratios at %s connections: memory/nginx rps %s (target >= 0.80), memory/nginx p99 %s (target <= 1.25), nginx/direct rps %s",
+        c, ratio(rps["memory"], rps["nginx"]), ratio(p99["memory"], p99["nginx"]), ratio(rps["nginx"], rps["direct"])
+      if ("postgres" in rps) printf ", postgres-store/memory rps %s", ratio(rps["postgres"], rps["memory"])
+      if ("etcd" in rps) printf ", etcd-store/memory rps %s", ratio(rps["etcd"], rps["memory"])
       printf "\n"
     }'
 done

@@ -120,10 +120,17 @@ public sealed interface StoreConfig {
      *
      * @param datasource the connection pool
      * @param migrate    whether the proxy creates the table at start (otherwise it checks it exists)
+     * @param cache      the token cache in front of the store
      */
-    record Postgres(Datasource datasource, boolean migrate) implements StoreConfig {
+    record Postgres(Datasource datasource, boolean migrate, Cache cache) implements StoreConfig {
         public Postgres {
             Objects.requireNonNull(datasource, "datasource");
+            Objects.requireNonNull(cache, "cache");
+        }
+
+        /** A store with the default token cache. */
+        public Postgres(Datasource datasource, boolean migrate) {
+            this(datasource, migrate, Cache.DEFAULT);
         }
 
         @Override

@@ -27,10 +27,11 @@ final class StoreReader {
         store.allowOnly(Vocabulary.POSTGRES_STORE_KEYS);
         Optional<Datasource> datasource = store.required("datasource", DatasourceReader::read);
         Optional<Boolean> migrate = store.optional("migrate", Values::bool, true);
-        if (!Values.allPresent(datasource, migrate)) {
+        Optional<StoreConfig.Cache> cache = store.optional("cache", StoreReader::cache, StoreConfig.Cache.DEFAULT);
+        if (!Values.allPresent(datasource, migrate, cache)) {
             return Optional.empty();
         }
-        return Optional.of(new StoreConfig.Postgres(datasource.get(), migrate.get()));
+        return Optional.of(new StoreConfig.Postgres(datasource.get(), migrate.get(), cache.get()));
     }
 
     private static Optional<StoreConfig> memory(Mapping store) {

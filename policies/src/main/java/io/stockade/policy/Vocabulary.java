@@ -17,7 +17,7 @@ final class Vocabulary {
     static final List<String> SERVER_TLS_KEYS = List.of("keystore", "password", "password-file", "truststore",
             "client-auth");
     static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after");
-    static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate");
+    static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate", "cache");
     static final List<String> DATASOURCE_KEYS = List.of("url", "user", "password", "password-file", "pool-size",
             "statement-timeout", "connect-timeout");
     static final List<String> ETCD_STORE_KEYS = List.of("type", "endpoints", "prefix", "timeout", "username",
