@@ -27,6 +27,18 @@ public final class JournalBench {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("scale")) {
+            // bench/scale.sh: heap per scope and replay time at a given size (10 million by default)
+            Path base = Files.createTempDirectory("journal-scale");
+            try {
+                replayAndMemory(base, args.length > 1 ? Integer.parseInt(args[1]) : 10_000_000);
+            } finally {
+                try (Stream<Path> files = Files.walk(base)) {
+                    files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+                }
+            }
+            return;
+        }
         Path base = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("journal-bench");
         try {
             singleThreadedRaises(base.resolve("single"), 3);
