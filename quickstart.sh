@@ -10,6 +10,6 @@ stockade_quiet_maven
 jar=proxy/target/stockade-proxy.jar
 if [ ! -f "$jar" ] || [ -n "$(find policies/src proxy/src pom.xml policies/pom.xml proxy/pom.xml -newer "$jar" -print -quit)" ]; then
   echo "stockade: building the proxy (mvn package, tests skipped)..." >&2
-  mvn -B -q -DskipTests package -pl policies,proxy -am
+  mvn -B -q -Dstyle.color=never -DskipTests package -pl policies,conformance-checker,proxy -am
 fi
 exec "$JAVA_HOME/bin/java" -jar "$jar" --config policies/examples/quickstart.yaml "$@"
