@@ -1,5 +1,6 @@
 package io.stockade.conformance;
 
+import io.stockade.conformance.run.RunResult;
 import io.stockade.conformance.storage.PlainHttpStore;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -158,6 +159,16 @@ class ConformanceIT {
     private static final String UPSERT_CONTROL = "INSERT INTO docs (id, body) VALUES (?, ?) "
             + "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body";
 
+    private static String pgOne(String url, String sql, String param) throws Exception {
+        try (Connection c = DriverManager.getConnection(url, PG_USER, null);
+             java.sql.PreparedStatement st = c.prepareStatement(sql)) {
+            st.setString(1, param);
+            try (java.sql.ResultSet rs = st.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
     private static void pg(String sql) throws Exception {
         try (Connection c = DriverManager.getConnection(PG, PG_USER, null); Statement s = c.createStatement()) {
             s.execute(sql);
@@ -220,6 +231,20 @@ class ConformanceIT {
             Conformance.Result r = Conformance.of(Target.load(targetFile)).scenarios(scenarios())
                     .duration(Duration.ofSeconds(1)).workDir(dir.resolve("work")).run();
             assertEveryScenarioPassedAndEveryControlCaught(r);
+            // The storage itself, independently of the suite's reader: both runs' rows are there with the values
+            // the suite read last; only the proxied key went through the fence (a stockade_fences row), the
+            // control's did not.
+            for (ScenarioResult s : r.scenarios()) {
+                RunResult through = s.proxied();
+                RunResult control = s.control();
+                assertEquals(through.finalValue(), pgOne(url, "select body from docs where id = ?", through.key()));
+                assertEquals(control.finalValue(), pgOne(url, "select body from docs where id = ?", control.key()));
+                assertTrue(through.finalValue() != null && control.finalValue() != null, s.scenario().id());
+                assertTrue(pgOne(url, "select token from stockade_fences where scope = ?", "docs/" + through.key())
+                        != null, s.scenario().id() + ": the proxied writes must have gone through the fence");
+                assertEquals(null, pgOne(url, "select token from stockade_fences where scope = ?",
+                        "docs/" + control.key()), s.scenario().id() + ": the control must not touch the fence");
+            }
         } finally {
             pg("DROP SCHEMA " + schema + " CASCADE");
         }
