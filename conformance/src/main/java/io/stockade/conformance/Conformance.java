@@ -4,6 +4,7 @@ import io.stockade.conformance.report.Reports;
 import io.stockade.conformance.run.ProxyProcess;
 import io.stockade.conformance.run.RunResult;
 import io.stockade.conformance.run.ScenarioRunner;
+import io.stockade.conformance.storage.JdbcHttpStore;
 import io.stockade.conformance.storage.PlainHttpStore;
 import io.stockade.conformance.storage.StorageReader;
 
@@ -109,6 +110,7 @@ public final class Conformance {
         List<ScenarioResult> results = new ArrayList<>();
         ProxyProcess launched = null;
         PlainHttpStore controlStore = null;
+        JdbcHttpStore controlShim = null;
         try (StorageReader reader = target.reader()) {
             URI proxyBase;
             if (target.launch() != null) {
@@ -124,6 +126,10 @@ public final class Conformance {
                     controlStore = PlainHttpStore.start(Path.of(target.control().get("directory")));
                     controlEndpoint = ScenarioRunner.fixed(controlStore.baseUri(),
                             "/" + target.control().getOrDefault("file", "{key}"));
+                } else if (target.control().containsKey("jdbc")) {
+                    controlShim = JdbcHttpStore.start(target.control().get("jdbc"), target.control().get("user"),
+                            target.control().get("password"), target.control().get("sql"));
+                    controlEndpoint = ScenarioRunner.fixed(controlShim.baseUri(), "/{key}");
                 } else {
                     controlEndpoint = ScenarioRunner.fixed(URI.create(target.control().get("url")),
                             target.control().getOrDefault("path", "/{key}"));
@@ -158,6 +164,9 @@ public final class Conformance {
             }
             if (controlStore != null) {
                 controlStore.close();
+            }
+            if (controlShim != null) {
+                controlShim.close();
             }
         }
         return new Result(target, List.copyOf(results));

@@ -30,8 +30,10 @@ import java.util.Set;
  *                    or null; needed by {@link Scenario#PROXY_RESTART}
  * @param read        how to read the storage directly: {@code url}+{@code path}, {@code directory}+{@code file},
  *                    or {@code jdbc}+{@code sql} (+{@code user}, {@code password})
- * @param control     how to write the storage without the proxy: {@code url}+{@code path} or
- *                    {@code directory}+{@code file}; null: no control (every scenario is then inconclusive)
+ * @param control     how to write the storage without the proxy: {@code url}+{@code path},
+ *                    {@code directory}+{@code file}, or {@code jdbc}+{@code sql} (+{@code user}, {@code password}:
+ *                    the same upsert run over JDBC, unfenced); null: no control (every scenario is then
+ *                    inconclusive)
  * @param ttl         the lease TTL of the built-in counter
  * @param writers     how many writer processes
  * @param leaseProvider {@code counter} (built in) or {@code class:<Name>:<argument>}
@@ -80,8 +82,14 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                 root.get("writers") == null ? 2 : Integer.parseInt(str(root.get("writers"))),
                 lease == null ? "counter" : str(lease.getOrDefault("provider", "counter")));
         t.reader();   // validates the read section
-        if (control != null && !control.containsKey("url") && !control.containsKey("directory")) {
-            throw new IllegalArgumentException(source + ": control needs 'url' (+ path) or 'directory' (+ file)");
+        if (control != null && !control.containsKey("url") && !control.containsKey("directory")
+                && !control.containsKey("jdbc")) {
+            throw new IllegalArgumentException(source + ": control needs 'url' (+ path), 'directory' (+ file) or "
+                    + "'jdbc' (+ sql)");
+        }
+        if (control != null && control.containsKey("jdbc") && !control.containsKey("sql")) {
+            throw new IllegalArgumentException(source + ": control.jdbc needs control.sql (one statement, two ?: "
+                    + "the key, then the body)");
         }
         if (t.writers < 2) {
             throw new IllegalArgumentException(source + ": writers must be at least 2 (a handoff needs two)");

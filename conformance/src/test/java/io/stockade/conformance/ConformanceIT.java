@@ -1,14 +1,19 @@
 package io.stockade.conformance;
 
+import io.stockade.conformance.run.RunResult;
 import io.stockade.conformance.storage.PlainHttpStore;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -16,8 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The suite in this repository's CI: every scenario against the real proxy (a child process the suite launches,
- * so it can kill -9 it) in front of the file backend and in front of an HTTP upstream, each with its paired control,
- * which must see a stale write land. Short budget: one fault cycle per run.
+ * so it can kill -9 it) in front of the file backend, an HTTP upstream and a PostgreSQL backend, each with its
+ * paired control, which must see a stale write land. Short budget: one fault cycle per run.
  * {@code -Dconformance.scenarios=pause,delay} narrows it.
  */
 class ConformanceIT {
@@ -142,6 +147,106 @@ class ConformanceIT {
             Conformance.Result r = Conformance.of(Target.load(targetFile)).scenarios(scenarios())
                     .duration(Duration.ofSeconds(1)).workDir(dir.resolve("work")).run();
             assertEveryScenarioPassedAndEveryControlCaught(r);
+        }
+    }
+
+    /** The shared CI database (trust auth); {@code -Dconformance.pg=jdbc:postgresql://host:port/db} overrides it. */
+    private static final String PG = System.getProperty("conformance.pg", "jdbc:postgresql://127.0.0.1:5432/test");
+    private static final String PG_USER = System.getProperty("conformance.pg.user", "postgres");
+
+    private static final String UPSERT_PROXY = "INSERT INTO docs (id, body) VALUES (:id, :body) "
+            + "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body";
+    private static final String UPSERT_CONTROL = "INSERT INTO docs (id, body) VALUES (?, ?) "
+            + "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body";
+
+    private static String pgOne(String url, String sql, String param) throws Exception {
+        try (Connection c = DriverManager.getConnection(url, PG_USER, null);
+             java.sql.PreparedStatement st = c.prepareStatement(sql)) {
+            st.setString(1, param);
+            try (java.sql.ResultSet rs = st.executeQuery()) {
+                return rs.next() ? rs.getString(1) : null;
+            }
+        }
+    }
+
+    private static void pg(String sql) throws Exception {
+        try (Connection c = DriverManager.getConnection(PG, PG_USER, null); Statement s = c.createStatement()) {
+            s.execute(sql);
+        }
+    }
+
+    /**
+     * The postgres backend, table fence mode, in a fresh schema of database {@code test}: {@code PUT /docs/{id...}}
+     * upserts the body text into {@code docs} in one transaction with the fence. Read back with the JDBC reader;
+     * the control runs the same upsert over JDBC with no fence (through the suite's HTTP shim, since the writers
+     * speak HTTP).
+     */
+    @Test
+    void postgresBackendPassesAndItsControlFails(@TempDir Path dir) throws Exception {
+        String schema = "conf_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+        String url = PG + "?currentSchema=" + schema;
+        pg("CREATE SCHEMA " + schema);
+        try {
+            pg("CREATE TABLE " + schema + ".docs (id text PRIMARY KEY, body text NOT NULL)");
+            Path policy = dir.resolve("stockade.yaml");
+            Files.writeString(policy, """
+                    server:
+                      port: 0
+                    store:
+                      type: memory
+                      journal: %s
+                    policies:
+                      - name: docs
+                        match:
+                          path: /docs/{id...}
+                          methods: [PUT]
+                        scope: docs/{id}
+                        backend:
+                          type: postgres
+                          datasource:
+                            url: "%s"
+                            user: %s
+                            statement-timeout: 5s
+                          params:
+                            id: path
+                            body: {from: body-text}
+                          statements:
+                            PUT: "%s"
+                    """.formatted(dir.resolve("journal"), url, PG_USER, UPSERT_PROXY));
+            Path targetFile = dir.resolve("target.yaml");
+            Files.writeString(targetFile, """
+                    name: postgres
+                    proxy:
+                      path: /docs/{key}
+                      launch: %s
+                    read:
+                      jdbc: "%s"
+                      user: %s
+                      sql: select body from docs where id = ?
+                    control:
+                      jdbc: "%s"
+                      user: %s
+                      sql: "%s"
+                    """.formatted(yamlList(launch(policy)), url, PG_USER, url, PG_USER, UPSERT_CONTROL));
+            Conformance.Result r = Conformance.of(Target.load(targetFile)).scenarios(scenarios())
+                    .duration(Duration.ofSeconds(1)).workDir(dir.resolve("work")).run();
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+            // The storage itself, independently of the suite's reader: both runs' rows are there with the values
+            // the suite read last; only the proxied key went through the fence (a stockade_fences row), the
+            // control's did not.
+            for (ScenarioResult s : r.scenarios()) {
+                RunResult through = s.proxied();
+                RunResult control = s.control();
+                assertEquals(through.finalValue(), pgOne(url, "select body from docs where id = ?", through.key()));
+                assertEquals(control.finalValue(), pgOne(url, "select body from docs where id = ?", control.key()));
+                assertTrue(through.finalValue() != null && control.finalValue() != null, s.scenario().id());
+                assertTrue(pgOne(url, "select token from stockade_fences where scope = ?", "docs/" + through.key())
+                        != null, s.scenario().id() + ": the proxied writes must have gone through the fence");
+                assertEquals(null, pgOne(url, "select token from stockade_fences where scope = ?",
+                        "docs/" + control.key()), s.scenario().id() + ": the control must not touch the fence");
+            }
+        } finally {
+            pg("DROP SCHEMA " + schema + " CASCADE");
         }
     }
 }

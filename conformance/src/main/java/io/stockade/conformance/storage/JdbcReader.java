@@ -33,6 +33,7 @@ public final class JdbcReader implements StorageReader {
                 connection = DriverManager.getConnection(url, user, password);
             }
             try (PreparedStatement st = connection.prepareStatement(sql)) {
+                st.setQueryTimeout(5);   // a hung database fails the read instead of stalling the sampler
                 st.setString(1, key);
                 try (ResultSet rs = st.executeQuery()) {
                     return rs.next() ? rs.getString(1) : null;
