@@ -82,12 +82,20 @@ public final class PostgresPools {
             }
             try (Statement s = c.createStatement();
                  ResultSet r = s.executeQuery("SELECT to_regclass('stockade_fences') IS NOT NULL,"
-                         + " to_regprocedure('stockade_fence(text,bigint,boolean)') IS NOT NULL,"
+                         + " to_regprocedure('stockade_fence(text,bigint,boolean,bigint)') IS NOT NULL,"
                          + " to_regprocedure('stockade_fence_observe(text,bigint)') IS NOT NULL,"
-                         + " to_regprocedure('stockade_advance(text,bigint,boolean)') IS NOT NULL")) {
+                         + " to_regprocedure('stockade_advance(text,bigint,boolean)') IS NOT NULL,"
+                         + " to_regclass('stockade_floors') IS NOT NULL,"
+                         + " to_regprocedure('stockade_floor_of(text)') IS NOT NULL,"
+                         + " to_regprocedure('stockade_raise_floor(text,bigint)') IS NOT NULL")) {
                 r.next();
-                if (!(r.getBoolean(1) && r.getBoolean(2) && r.getBoolean(3) && r.getBoolean(4))) {
-                    throw new IOException("the fence table stockade_fences or its functions are missing in " + url
+                boolean all = true;
+                for (int i = 1; i <= 7; i++) {
+                    all &= r.getBoolean(i);
+                }
+                if (!all) {
+                    throw new IOException("the fence tables stockade_fences, stockade_floors or their functions are"
+                            + " missing (or date from an older Stockade) in " + url
                             + " and the policy says 'migrate: false': apply proxy/src/main/resources/io/stockade/"
                             + "proxy/postgres/" + SCHEMA_RESOURCE + " (psql -f) or set 'migrate: true'");
                 }

@@ -12,16 +12,58 @@ CREATE TABLE IF NOT EXISTS stockade_fences (
 ALTER TABLE stockade_fences ADD COLUMN IF NOT EXISTS version text;
 ALTER TABLE stockade_fences ADD COLUMN IF NOT EXISTS updated_at timestamptz NOT NULL DEFAULT now();
 
+-- Prefix floors (the admin API's 'raise --prefix'): a floor acts as a token accepted on every scope that starts
+-- with its prefix, existing or not yet created. The empty prefix covers every scope. Floors only rise.
+CREATE TABLE IF NOT EXISTS stockade_floors (
+    prefix text PRIMARY KEY,
+    token  bigint NOT NULL
+);
+
+-- The highest floor covering a scope, or -1. A prefix is compared as a plain string (starts_with), so '%' and '_'
+-- in it are not wildcards.
+CREATE OR REPLACE FUNCTION stockade_floor_of(p_scope text)
+RETURNS bigint LANGUAGE sql STABLE AS $floor_of$
+    SELECT coalesce(max(fl.token), -1) FROM stockade_floors fl WHERE starts_with(p_scope, fl.prefix)
+$floor_of$;
+
+-- Raises a floor (never lowers it) and answers the floor afterwards. It first takes an EXCLUSIVE lock on
+-- stockade_fences: it waits for every transaction that is deciding a token (they hold ROW SHARE or ROW EXCLUSIVE
+-- on the table until they commit) and holds off new ones until the floor is committed, so every decision reads
+-- the floors either before the raise and commits before it, or reads them after it. Plain reads are not blocked.
+CREATE OR REPLACE FUNCTION stockade_raise_floor(p_prefix text, p_token bigint)
+RETURNS bigint LANGUAGE plpgsql AS $raise_floor$
+DECLARE
+    result bigint;
+BEGIN
+    LOCK TABLE stockade_fences IN EXCLUSIVE MODE;
+    INSERT INTO stockade_floors AS fl (prefix, token) VALUES (p_prefix, p_token)
+    ON CONFLICT (prefix) DO UPDATE SET token = GREATEST(fl.token, EXCLUDED.token)
+    RETURNING fl.token INTO result;
+    RETURN result;
+END
+$raise_floor$;
+
 -- The backend's fence: bumps the scope's row with a conditional upsert, first in the write's transaction.
 -- A stale token raises SQLSTATE SF409 with the highest token as DETAIL, and a token jumping more than
 -- p_max_advance over the highest raises SF422 (the policy's fence.max-advance); either rolls the whole
--- transaction back.
+-- transaction back. A covering prefix floor (stockade_floors) refuses a token below it (or equal, unless
+-- p_accept_equal) like a stored token does, also on a scope that has no row yet.
 CREATE OR REPLACE FUNCTION stockade_fence(p_scope text, p_token bigint, p_accept_equal boolean,
                                           p_max_advance bigint)
 RETURNS bigint LANGUAGE plpgsql AS $fence$
 DECLARE
     highest bigint;
+    floor_token bigint;
 BEGIN
+    -- Waits out a floor being raised (stockade_raise_floor); the floors are then read in a later statement, with
+    -- a snapshot taken after the lock: a committed floor is seen.
+    LOCK TABLE stockade_fences IN ROW EXCLUSIVE MODE;
+    floor_token := stockade_floor_of(p_scope);
+    IF p_token < floor_token OR (p_token = floor_token AND NOT p_accept_equal) THEN
+        SELECT GREATEST(f.token, floor_token) INTO highest FROM stockade_fences f WHERE f.scope = p_scope;
+        RAISE EXCEPTION USING ERRCODE = 'SF409', MESSAGE = 'stockade: stale fencing token',
+            DETAIL = coalesce(highest, floor_token)::text;
+    END IF;
     INSERT INTO stockade_fences AS f (scope, token, updated_at) VALUES (p_scope, p_token, now())
     ON CONFLICT (scope) DO UPDATE SET token = EXCLUDED.token, version = NULL, updated_at = now()
         WHERE (f.token < EXCLUDED.token AND EXCLUDED.token - f.token <= p_max_advance)
@@ -39,13 +81,18 @@ END
 $fence$;
 
 -- Observe mode: keeps the high-water mark as enforce would (never lowers it) and answers the highest before,
--- or NULL for a new scope; nothing is refused.
+-- or NULL for a new scope; nothing is refused. The highest before counts covering floors too.
 CREATE OR REPLACE FUNCTION stockade_fence_observe(p_scope text, p_token bigint)
 RETURNS bigint LANGUAGE plpgsql AS $observe$
 DECLARE
     before bigint;
+    floor_token bigint;
 BEGIN
     SELECT token INTO before FROM stockade_fences WHERE scope = p_scope FOR UPDATE;
+    floor_token := stockade_floor_of(p_scope);
+    IF floor_token >= 0 THEN
+        before := GREATEST(before, floor_token);  -- GREATEST ignores a NULL before
+    END IF;
     INSERT INTO stockade_fences AS f (scope, token, updated_at) VALUES (p_scope, p_token, now())
     ON CONFLICT (scope) DO UPDATE SET token = EXCLUDED.token, version = NULL, updated_at = now()
         WHERE f.token < EXCLUDED.token;
@@ -53,16 +100,26 @@ BEGIN
 END
 $observe$;
 
--- The fence store's admission: the state before, and whether the token was admitted.
+-- The fence store's admission: the state before, and whether the token was admitted. A stale answer carries the
+-- effective highest token (the scope's own or a covering floor's, whichever is higher); an accepted one the
+-- scope's own state before (-1 for a new scope).
 CREATE OR REPLACE FUNCTION stockade_advance(p_scope text, p_token bigint, p_accept_equal boolean,
                                             OUT accepted boolean, OUT token bigint, OUT version text)
 LANGUAGE plpgsql AS $advance$
 DECLARE
     cur_token bigint;
     cur_version text;
+    floor_token bigint;
 BEGIN
+    -- The row lock's statement takes ROW SHARE on the table, so a floor being raised (stockade_raise_floor) is
+    -- waited out; the floors are read in a later statement, whose snapshot sees it.
     SELECT f.token, f.version INTO cur_token, cur_version FROM stockade_fences f WHERE f.scope = p_scope FOR UPDATE;
-    IF NOT FOUND THEN
+    floor_token := stockade_floor_of(p_scope);
+    IF p_token < floor_token OR (p_token = floor_token AND NOT p_accept_equal) THEN
+        accepted := false; token := GREATEST(cur_token, floor_token); version := NULL;
+        RETURN;
+    END IF;
+    IF cur_token IS NULL THEN
         INSERT INTO stockade_fences (scope, token, updated_at) VALUES (p_scope, p_token, now())
         ON CONFLICT (scope) DO NOTHING;
         IF FOUND THEN

@@ -3,6 +3,7 @@ package io.stockade.proxy.store.postgres;
 import com.zaxxer.hikari.HikariDataSource;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
@@ -13,21 +14,49 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * The {@code postgres} fence store: the high-water marks in {@code stockade_fences}, shared by every proxy replica
  * that names the same database. Each call is one autocommit statement, so an answer is given only after its
  * transaction committed (durable, with the server's {@code synchronous_commit}). Any SQL error or timeout is a
  * {@link StoreUnavailableException}: the caller refuses the write (fail closed).
+ * <p>
+ * Implements {@link FenceAdmin} too: prefix floors live in {@code stockade_floors}, and {@code stockade_advance}
+ * (like the backend's {@code stockade_fence}) reads the covering floors inside the same function call, after
+ * locking the table against a floor being raised ({@code stockade_raise_floor} takes an EXCLUSIVE lock on
+ * {@code stockade_fences} for the moment it writes the floor). "Recent activity" is a scope's {@code updated_at}
+ * (its last raise or recorded version), in microseconds since the epoch.
  */
-public final class PostgresFenceStore implements FenceStore {
+public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     private static final String ADVANCE = "SELECT accepted, token, version FROM stockade_advance(?, ?, ?)";
     private static final String GET = "SELECT token, version FROM stockade_fences WHERE scope = ?";
     private static final String RECORD = "UPDATE stockade_fences SET version = ?, updated_at = now()"
             + " WHERE scope = ? AND token = ? AND version IS DISTINCT FROM ?";
     private static final String CURRENT = "SELECT 1 FROM stockade_fences WHERE scope = ? AND token = ?";
+
+    private static final String ACTIVITY = "(extract(epoch FROM updated_at) * 1000000)::bigint";
+    private static final String SCOPE = "SELECT scope, token, version, " + ACTIVITY
+            + " FROM stockade_fences WHERE scope = ?";
+    private static final String SCOPES = "SELECT scope, token, version, " + ACTIVITY
+            + " FROM stockade_fences WHERE starts_with(scope, ?) ORDER BY updated_at DESC, scope LIMIT ?";
+    private static final String ALL = "SELECT scope, token, version, " + ACTIVITY
+            + " FROM stockade_fences ORDER BY scope";
+    private static final String FLOORS = "SELECT prefix, token FROM stockade_floors ORDER BY prefix";
+    private static final String RAISE = "INSERT INTO stockade_fences AS f (scope, token, updated_at) VALUES (?, ?, now())"
+            + " ON CONFLICT (scope) DO UPDATE SET token = EXCLUDED.token, version = NULL, updated_at = now()"
+            + " WHERE f.token < EXCLUDED.token RETURNING f.token";
+    private static final String RAISE_FLOOR = "SELECT stockade_raise_floor(?, ?)";
+    /** Deletes the row only if a covering floor is at or above its token; says whether the row existed. */
+    private static final String RETIRE = "WITH d AS (DELETE FROM stockade_fences f WHERE f.scope = ?"
+            + " AND f.token <= stockade_floor_of(f.scope) RETURNING 1)"
+            + " SELECT (SELECT count(*) FROM d), EXISTS (SELECT 1 FROM stockade_fences WHERE scope = ?)";
+    private static final int MAX_ATTEMPTS = 5;
+    private static final int FETCH = 1000;
 
     private final HikariDataSource pool;
 
@@ -100,6 +129,150 @@ public final class PostgresFenceStore implements FenceStore {
             }
         } catch (SQLException e) {
             throw unavailable("recordVersion", e);
+        }
+    }
+
+    // ---- FenceAdmin ----
+
+    @Override
+    public Optional<ScopeEntry> scope(String scope) throws StoreUnavailableException {
+        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(SCOPE)) {
+            ps.setString(1, scope);
+            try (ResultSet r = ps.executeQuery()) {
+                return r.next() ? Optional.of(entry(r)) : Optional.empty();
+            }
+        } catch (SQLException e) {
+            throw unavailable("scope", e);
+        }
+    }
+
+    @Override
+    public List<ScopeEntry> scopes(String prefix, int limit) throws StoreUnavailableException {
+        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(SCOPES)) {
+            ps.setString(1, prefix);
+            ps.setInt(2, limit);
+            List<ScopeEntry> out = new ArrayList<>();
+            try (ResultSet r = ps.executeQuery()) {
+                while (r.next()) {
+                    out.add(entry(r));
+                }
+            }
+            return out;
+        } catch (SQLException e) {
+            throw unavailable("scopes", e);
+        }
+    }
+
+    @Override
+    public boolean listsByActivity() {
+        return true;  // by updated_at: a scope's last raise or recorded version
+    }
+
+    @Override
+    public void forEachScope(Consumer<ScopeEntry> sink) throws StoreUnavailableException {
+        try (Connection c = pool.getConnection()) {
+            c.setAutoCommit(false);  // pgjdbc streams with a fetch size only inside a transaction
+            try (PreparedStatement ps = c.prepareStatement(ALL)) {
+                ps.setFetchSize(FETCH);
+                try (ResultSet r = ps.executeQuery()) {
+                    while (r.next()) {
+                        sink.accept(entry(r));
+                    }
+                }
+                c.commit();
+            } finally {
+                c.rollback();
+                c.setAutoCommit(true);
+            }
+        } catch (SQLException e) {
+            throw unavailable("export", e);
+        }
+    }
+
+    @Override
+    public List<Floor> floors() throws StoreUnavailableException {
+        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(FLOORS);
+             ResultSet r = ps.executeQuery()) {
+            List<Floor> out = new ArrayList<>();
+            while (r.next()) {
+                out.add(new Floor(r.getString(1), r.getLong(2)));
+            }
+            return out;
+        } catch (SQLException e) {
+            throw unavailable("floors", e);
+        }
+    }
+
+    @Override
+    public long raise(String scope, long token) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        checkToken(token);
+        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(RAISE);
+             PreparedStatement q = c.prepareStatement(GET)) {
+            for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+                ps.setString(1, scope);
+                ps.setLong(2, token);
+                try (ResultSet r = ps.executeQuery()) {
+                    if (r.next()) {
+                        return r.getLong(1);  // inserted or raised
+                    }
+                }
+                // Kept: the stored token was at least as high (a fresh read; tokens only rise). Retired (and
+                // perhaps recreated) meanwhile: try again.
+                q.setString(1, scope);
+                try (ResultSet r = q.executeQuery()) {
+                    if (r.next() && r.getLong(1) >= token) {
+                        return r.getLong(1);
+                    }
+                }
+            }
+        } catch (SQLException e) {
+            throw unavailable("raise", e);
+        }
+        throw new StoreUnavailableException("postgres fence store: scope '" + scope + "' kept changing; raise not done");
+    }
+
+    @Override
+    public long raiseFloor(String prefix, long token) throws StoreUnavailableException {
+        Objects.requireNonNull(prefix, "prefix");
+        checkToken(token);
+        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(RAISE_FLOOR)) {
+            ps.setString(1, prefix);
+            ps.setLong(2, token);
+            try (ResultSet r = ps.executeQuery()) {
+                r.next();
+                return r.getLong(1);
+            }
+        } catch (SQLException e) {
+            throw unavailable("raiseFloor", e);
+        }
+    }
+
+    @Override
+    public Retired retire(String scope) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(RETIRE)) {
+            ps.setString(1, scope);
+            ps.setString(2, scope);
+            try (ResultSet r = ps.executeQuery()) {
+                r.next();
+                if (r.getLong(1) == 1) {
+                    return Retired.RETIRED;
+                }
+                return r.getBoolean(2) ? Retired.NOT_COVERED : Retired.NOT_FOUND;
+            }
+        } catch (SQLException e) {
+            throw unavailable("retire", e);
+        }
+    }
+
+    private static ScopeEntry entry(ResultSet r) throws SQLException {
+        return new ScopeEntry(r.getString(1), r.getLong(2), r.getString(3), r.getLong(4));
+    }
+
+    private static void checkToken(long token) {
+        if (token < 0) {
+            throw new IllegalArgumentException("negative token " + token);
         }
     }
 

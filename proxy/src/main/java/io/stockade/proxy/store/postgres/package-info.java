@@ -12,6 +12,10 @@
  *   the read after the lock sees the latest committed token (read committed, new snapshot per statement).</li>
  *   <li><b>Fail closed.</b> Every {@code SQLException}, including a pool timeout ({@code connect-timeout}) and a
  *   statement timeout, becomes {@code StoreUnavailableException}: the engine answers 503 and forwards nothing.</li>
+ *   <li><b>Fence-state operations.</b> Implements {@code FenceAdmin}: prefix floors in {@code stockade_floors},
+ *   read by {@code stockade_advance} (and the backend's {@code stockade_fence}) after the table lock, raised by
+ *   {@code stockade_raise_floor} under an EXCLUSIVE table lock so no decision misses a committed floor; retire is
+ *   one {@code DELETE ... WHERE token <= stockade_floor_of(scope)}; activity is {@code updated_at}.</li>
  *   <li><b>What it does not give.</b> The store is consulted before the write; the write then travels from the
  *   proxy to the storage. Another replica that admits a higher token meanwhile does not wait for that write, so
  *   with a non-atomic backend a write admitted earlier can land after a later holder's write (the check-to-write
