@@ -31,7 +31,12 @@ public final class JournalBench {
             // bench/scale.sh: heap per scope and replay time at a given size (10 million by default)
             Path base = Files.createTempDirectory("journal-scale");
             try {
-                replayAndMemory(base, args.length > 1 ? Integer.parseInt(args[1]) : 10_000_000);
+                int scopes = args.length > 1 ? Integer.parseInt(args[1]) : 10_000_000;
+                if (args.length > 2 && args[2].equals("cache")) {
+                    cacheMemory(base, scopes);
+                } else {
+                    replayAndMemory(base, scopes);
+                }
             } finally {
                 try (Stream<Path> files = Files.walk(base)) {
                     files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
@@ -146,6 +151,29 @@ public final class JournalBench {
                         + "(scopes like \"tenant-42/objects/key-123456\")%n",
                 store.stats().scopes(), fileBytes, nanos / 1e6, (double) (heapAfter - heapBefore) / scopes);
         store.close();
+    }
+
+    /** Heap per scope of the token cache (Caffeine) in front of a store that already holds the scopes. */
+    private static void cacheMemory(Path dir, int scopes) throws Exception {
+        Files.createDirectories(dir);
+        try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(Segments.path(dir, 1)), 1 << 20)) {
+            for (int i = 0; i < scopes; i++) {
+                out.write(RecordCodec.encode("tenant-" + (i % 100) + "/objects/key-" + i, 1_000L + i, null));
+            }
+        }
+        try (MemoryFenceStore store = open(dir)) {
+            long before = usedHeap();
+            io.stockade.proxy.store.cache.CachingFenceStore cache =
+                    new io.stockade.proxy.store.cache.CachingFenceStore(store, scopes);
+            long start = System.nanoTime();
+            for (int i = 0; i < scopes; i++) {
+                cache.advance("tenant-" + (i % 100) + "/objects/key-" + i, 1_000L + i, true); // equal: no write
+            }
+            long nanos = System.nanoTime() - start;
+            long after = usedHeap();
+            System.out.printf("token cache: %,d scopes (%,d held) filled in %.0f ms; heap %.0f bytes per cached "
+                    + "scope%n", scopes, cache.size(), nanos / 1e6, (double) (after - before) / scopes);
+        }
     }
 
     private static long usedHeap() throws InterruptedException {
