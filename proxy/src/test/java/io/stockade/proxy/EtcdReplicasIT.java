@@ -4,7 +4,7 @@ import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.EtcdServer;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.Racers;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
@@ -20,11 +20,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
 
@@ -175,52 +173,10 @@ class EtcdReplicasIT {
     /** {@link #WRITERS} writers on one scope; writer {@code w} sends its n-th request to {@code target(w + n)}. */
     static void race(History history, String scope, IntFunction<URI> target) throws Exception {
         AtomicLong lease = new AtomicLong(1 + history.ops().stream().mapToLong(History.Op::token).max().orElse(0));
-        CountDownLatch go = new CountDownLatch(1);
-        ExecutorService pool = Executors.newFixedThreadPool(WRITERS);
-        try {
-            List<Future<int[]>> writers = new ArrayList<>();
-            for (int w = 0; w < WRITERS; w++) {
-                int writer = w;
-                writers.add(pool.submit(() -> {
-                    int[] counts = new int[2];
-                    go.await();
-                    for (int n = 0; n < OPS_PER_WRITER; n++) {
-                        double dice = ThreadLocalRandom.current().nextDouble();
-                        long token = dice < 0.25 ? lease.incrementAndGet()
-                                : dice < 0.40 ? Math.max(0, lease.get() - 1 - ThreadLocalRandom.current().nextInt(3))
-                                : lease.get();
-                        String value = scope + "-w" + writer + "-n" + n + "-t" + token + "-" + UUID.randomUUID();
-                        History.Op op = history.invoke(scope, token, value);
-                        try {
-                            Http.Response r = Http.put(target.apply(writer + n), value,
-                                    Map.of("Fencing-Token", Long.toString(token)));
-                            if (r.status() / 100 == 2) {
-                                op.ok(r.status());
-                                counts[0]++;
-                            } else if (r.status() == 409 || r.status() == 412) {
-                                op.fail(r.status());
-                                counts[1]++;
-                            } else {
-                                op.unknown("status " + r.status() + ": " + r.body());
-                            }
-                        } catch (Exception e) {
-                            op.unknown(e.toString());
-                        }
-                    }
-                    return counts;
-                }));
-            }
-            go.countDown();
-            int accepted = 0;
-            int stale = 0;
-            for (Future<int[]> f : writers) {
-                int[] c = f.get();
-                accepted += c[0];
-                stale += c[1];
-            }
-            assertTrue(accepted > 0 && stale > 0, "accepted " + accepted + ", stale " + stale);
-        } finally {
-            pool.shutdownNow();
-        }
+        Racers.race(history, WRITERS, OPS_PER_WRITER, (writer, n) -> {
+            long token = Racers.token(lease);
+            return new Racers.Write(scope, target.apply(writer + n), token,
+                    scope + "-w" + writer + "-n" + n + "-t" + token + "-" + UUID.randomUUID());
+        });
     }
 }

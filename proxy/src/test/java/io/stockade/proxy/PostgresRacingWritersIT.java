@@ -2,20 +2,15 @@ package io.stockade.proxy;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.Racers;
 import io.stockade.proxy.testing.Pg;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -105,56 +100,12 @@ class PostgresRacingWritersIT {
         History history = new History();
         Map<String, AtomicLong> leases = new HashMap<>();
         ids.forEach(id -> leases.put(id, new AtomicLong(1)));
-        CountDownLatch go = new CountDownLatch(1);
-        ExecutorService pool = Executors.newFixedThreadPool(WRITERS);
-        try {
-            List<Future<int[]>> writers = new ArrayList<>();
-            for (int w = 0; w < WRITERS; w++) {
-                int writer = w;
-                writers.add(pool.submit(() -> {
-                    int[] counts = new int[2];
-                    go.await();
-                    ThreadLocalRandom random = ThreadLocalRandom.current();
-                    for (int n = 0; n < OPS_PER_WRITER; n++) {
-                        String id = ids.get(random.nextInt(ids.size()));
-                        AtomicLong lease = leases.get(id);
-                        double dice = random.nextDouble();
-                        long token = dice < 0.25 ? lease.incrementAndGet()
-                                : dice < 0.40 ? Math.max(0, lease.get() - 1 - random.nextInt(3))
-                                : lease.get();
-                        String value = "w" + writer + "-n" + n + "-t" + token;
-                        History.Op op = history.invoke("docs/" + id, token, value);
-                        try {
-                            Http.Response r = Http.put(proxy.uri("/docs/" + id), value,
-                                    Map.of("Fencing-Token", Long.toString(token)));
-                            if (r.status() / 100 == 2) {
-                                op.ok(r.status());
-                                counts[0]++;
-                            } else if (r.status() == 409) {
-                                op.fail(r.status());
-                                counts[1]++;
-                            } else {
-                                op.unknown("status " + r.status() + ": " + r.body());
-                            }
-                        } catch (Exception e) {
-                            op.unknown(e.toString());
-                        }
-                    }
-                    return counts;
-                }));
-            }
-            go.countDown();
-            int accepted = 0;
-            int stale = 0;
-            for (Future<int[]> f : writers) {
-                int[] c = f.get();
-                accepted += c[0];
-                stale += c[1];
-            }
-            assertTrue(accepted > 0 && stale > 0, "accepted " + accepted + ", stale " + stale);
-            return history;
-        } finally {
-            pool.shutdownNow();
-        }
+        Racers.race(history, WRITERS, OPS_PER_WRITER, (writer, n) -> {
+            String id = ids.get(ThreadLocalRandom.current().nextInt(ids.size()));
+            long token = Racers.token(leases.get(id));
+            return new Racers.Write("docs/" + id, proxy.uri("/docs/" + id), token,
+                    "w" + writer + "-n" + n + "-t" + token);
+        });
+        return history;
     }
 }

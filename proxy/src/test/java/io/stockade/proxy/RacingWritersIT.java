@@ -2,7 +2,7 @@ package io.stockade.proxy;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.Racers;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -10,14 +10,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -92,53 +85,10 @@ class RacingWritersIT {
         String scope = target.getPath().substring(1);
         History history = new History();
         AtomicLong lease = new AtomicLong(1);
-        CountDownLatch go = new CountDownLatch(1);
-        ExecutorService pool = Executors.newFixedThreadPool(WRITERS);
-        try {
-            List<Future<int[]>> writers = new ArrayList<>();
-            for (int w = 0; w < WRITERS; w++) {
-                int writer = w;
-                writers.add(pool.submit(() -> {
-                    int[] counts = new int[2]; // accepted, refused as stale
-                    go.await();
-                    for (int n = 0; n < OPS_PER_WRITER; n++) {
-                        double dice = ThreadLocalRandom.current().nextDouble();
-                        long token = dice < 0.25 ? lease.incrementAndGet()                  // take the lease over
-                                : dice < 0.40 ? Math.max(0, lease.get() - 1 - ThreadLocalRandom.current().nextInt(3)) // zombie
-                                : lease.get();                                              // current holder
-                        String value = "w" + writer + "-n" + n + "-t" + token;
-                        History.Op op = history.invoke(scope, token, value);
-                        try {
-                            Http.Response r = Http.put(target, value, Map.of("Fencing-Token", Long.toString(token)));
-                            if (r.status() / 100 == 2) {
-                                op.ok(r.status());
-                                counts[0]++;
-                            } else if (r.status() == 409) {
-                                op.fail(r.status());
-                                counts[1]++;
-                            } else {
-                                op.unknown("status " + r.status() + ": " + r.body());
-                            }
-                        } catch (Exception e) {
-                            op.unknown(e.toString());
-                        }
-                    }
-                    return counts;
-                }));
-            }
-            go.countDown();
-            int accepted = 0;
-            int stale = 0;
-            for (Future<int[]> f : writers) {
-                int[] c = f.get();
-                accepted += c[0];
-                stale += c[1];
-            }
-            // A race with no rejections or no accepts would prove nothing.
-            assertTrue(accepted > 0 && stale > 0, "accepted " + accepted + ", stale " + stale);
-            return history;
-        } finally {
-            pool.shutdownNow();
-        }
+        Racers.race(history, WRITERS, OPS_PER_WRITER, (writer, n) -> {
+            long token = Racers.token(lease);
+            return new Racers.Write(scope, target, token, "w" + writer + "-n" + n + "-t" + token);
+        });
+        return history;
     }
 }
