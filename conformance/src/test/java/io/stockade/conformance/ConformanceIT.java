@@ -48,6 +48,29 @@ class ConformanceIT {
         return b.append(']').toString();
     }
 
+    /**
+     * Runs the scenarios; one that comes out INCONCLUSIVE (its paired control saw no stale write land, so the run
+     * proved nothing either way) is run again, at most twice. A FAIL is never re-run, and the verdict of the last
+     * attempt is the one asserted: a scenario passes only in a run whose control caught a stale write.
+     */
+    private static Conformance.Result runConclusively(Target target, Path work) throws Exception {
+        List<ScenarioResult> settled = new java.util.ArrayList<>();
+        List<Scenario> todo = new java.util.ArrayList<>(List.of(scenarios()));
+        for (int attempt = 1; attempt <= 3 && !todo.isEmpty(); attempt++) {
+            Conformance.Result r = Conformance.of(target).scenarios(todo.toArray(Scenario[]::new))
+                    .duration(Duration.ofSeconds(1)).workDir(work.resolve("attempt-" + attempt)).run();
+            for (ScenarioResult s : r.scenarios()) {
+                if (s.verdict() == Verdict.INCONCLUSIVE && attempt < 3) {
+                    System.out.println("attempt " + attempt + ": " + s.scenario().id() + " inconclusive, run again");
+                    continue;
+                }
+                settled.add(s);
+                todo.remove(s.scenario());
+            }
+        }
+        return new Conformance.Result(target, settled);
+    }
+
     private static void assertEveryScenarioPassedAndEveryControlCaught(Conformance.Result r) {
         System.out.println(io.stockade.conformance.report.Reports.table(r.scenarios()));
         System.out.println(io.stockade.conformance.report.Reports.details(r.scenarios()));
@@ -101,8 +124,7 @@ class ConformanceIT {
                 lease:
                   ttl: 1s
                 """.formatted(yamlList(launch(policy)), root, root));
-        Conformance.Result r = Conformance.of(Target.load(targetFile)).scenarios(scenarios())
-                .duration(Duration.ofSeconds(1)).workDir(dir.resolve("work")).run();
+        Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"));
         assertEveryScenarioPassedAndEveryControlCaught(r);
     }
 
@@ -144,8 +166,7 @@ class ConformanceIT {
                       url: %s
                       path: /docs/{key}
                     """.formatted(yamlList(launch(policy)), upstream.baseUri(), upstream.baseUri()));
-            Conformance.Result r = Conformance.of(Target.load(targetFile)).scenarios(scenarios())
-                    .duration(Duration.ofSeconds(1)).workDir(dir.resolve("work")).run();
+            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"));
             assertEveryScenarioPassedAndEveryControlCaught(r);
         }
     }
@@ -228,8 +249,7 @@ class ConformanceIT {
                       user: %s
                       sql: "%s"
                     """.formatted(yamlList(launch(policy)), url, PG_USER, url, PG_USER, UPSERT_CONTROL));
-            Conformance.Result r = Conformance.of(Target.load(targetFile)).scenarios(scenarios())
-                    .duration(Duration.ofSeconds(1)).workDir(dir.resolve("work")).run();
+            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"));
             assertEveryScenarioPassedAndEveryControlCaught(r);
             // The storage itself, independently of the suite's reader: both runs' rows are there with the values
             // the suite read last; only the proxied key went through the fence (a stockade_fences row), the
