@@ -7,35 +7,16 @@ import org.junit.jupiter.api.Test;
 
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The contract through the HTTP backend, serialized class, plus what is particular to proxying HTTP. */
-class HttpContractIT extends ContractIT {
-    TestUpstream upstream;
-
+class HttpContractIT extends UpstreamContractIT {
     @Override
     String backendYaml() {
         return "    backend:\n      type: http\n      url: ${UPSTREAM}\n      settle: 100ms\n";
-    }
-
-    @Override
-    Map<String, String> startStorage() {
-        upstream = TestUpstream.start();
-        return Map.of("UPSTREAM", upstream.baseUri().toString());
-    }
-
-    @Override
-    void stopStorage() {
-        upstream.close();
-    }
-
-    @Override
-    Optional<String> stored(String path) {
-        return upstream.contentText(path);
     }
 
     @Test

@@ -21,9 +21,6 @@ import java.util.function.Supplier;
  * is never a label (unbounded cardinality).
  */
 public final class ProxyMetrics {
-    /** Policy label for requests no policy matched. */
-    public static final String NO_POLICY = "-";
-
     private static final Duration[] BUCKETS = {
             Duration.ofMillis(1), Duration.ofMillis(5), Duration.ofMillis(10), Duration.ofMillis(25),
             Duration.ofMillis(50), Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500),

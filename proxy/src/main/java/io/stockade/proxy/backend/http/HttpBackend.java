@@ -141,11 +141,8 @@ public final class HttpBackend implements Backend {
                 // newer write has landed. Unknown, but no quarantine needed; the engine decides.
                 return failed.reachedUpstream() ? new WriteResult.Unknown(failed.reason()) : answerFailure(exchange, failed);
             }
-            Sent.Relayed relayed = (Sent.Relayed) sent;
-            if (relayed.status() == Status.PRECONDITION_FAILED_412.code()) {
-                throw new IllegalStateException("412 must be intercepted before relaying");
-            }
-            return new WriteResult.Answered(relayed.status());
+            // A 412 never gets here: send() throws PreconditionFailed for it, before relaying anything.
+            return new WriteResult.Answered(((Sent.Relayed) sent).status());
         } catch (PreconditionFailed e) {
             return recheck(exchange, admission);
         } catch (StoreUnavailableException e) {
