@@ -56,9 +56,11 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
      * @param mode    enforce, observe (forward anyway, count what would be rejected) or off
      * @param maxAdvance the largest jump a token may make over a scope's highest ({@link #UNLIMITED}: any); a
      *                larger jump is refused, never ratcheted, so one inflated token cannot lock honest holders out
+     * @param verify  how a token is checked to be genuine before it may raise the fence, or {@code null}: every
+     *                token is taken as sent
      */
     public record Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode,
-                        long maxAdvance) {
+                        long maxAdvance, TokenVerification verify) {
         public static final String DEFAULT_HEADER = "Fencing-Token";
         public static final Set<String> DEFAULT_METHODS = Set.of("PUT", "POST", "PATCH", "DELETE");
         /** No limit on how far a token may jump. */
@@ -78,6 +80,12 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
         /** A fence with no limit on token jumps. */
         public Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode) {
             this(header, methods, missing, equal, mode, UNLIMITED);
+        }
+
+        /** A fence that takes every token as sent (no {@code verify}). */
+        public Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode,
+                     long maxAdvance) {
+            this(header, methods, missing, equal, mode, maxAdvance, null);
         }
 
         /** Whether {@code token} jumps further over {@code highest} than this fence allows. */

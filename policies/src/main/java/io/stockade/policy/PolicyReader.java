@@ -163,11 +163,13 @@ final class PolicyReader {
                     f -> Values.keyword(f, "mode", Vocabulary.MODES), Policy.Mode.ENFORCE);
             Optional<Long> maxAdvance = fence.optional("max-advance",
                     f -> Values.longInteger(f, 1, Long.MAX_VALUE, "whole number"), Policy.Fence.UNLIMITED);
-            if (!Values.allPresent(header, methods, missing, equal, mode, maxAdvance)) {
+            Optional<Optional<TokenVerification>> verify = fence.optional("verify",
+                    f -> VerifyReader.read(f).map(Optional::of), Optional.empty());
+            if (!Values.allPresent(header, methods, missing, equal, mode, maxAdvance, verify)) {
                 return Optional.empty();
             }
             return Optional.of(new Policy.Fence(header.get(), methods.get(), missing.get(), equal.get(), mode.get(),
-                    maxAdvance.get()));
+                    maxAdvance.get(), verify.get().orElse(null)));
         });
     }
 

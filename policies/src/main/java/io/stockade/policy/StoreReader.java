@@ -76,7 +76,7 @@ final class StoreReader {
     }
 
     /** A list of URLs, or one value of comma-separated URLs (so {@code ${ETCD_ENDPOINTS}} works). */
-    private static Optional<List<URI>> endpoints(Field field) {
+    static Optional<List<URI>> endpoints(Field field) {
         if (field.isScalar()) {
             return Values.text(field).flatMap(text -> {
                 List<URI> uris = new ArrayList<>();

@@ -27,7 +27,14 @@ final class Vocabulary {
     static final List<String> ADMIN_KEYS = List.of("token", "token-file");
     static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
-    static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance");
+    static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance",
+            "verify");
+    static final List<String> VERIFY_KINDS = List.of("etcd", "postgres", "hmac");
+    static final List<String> ETCD_VERIFY_KEYS = List.of("kind", "endpoints", "prefix", "timeout", "cache");
+    static final List<String> POSTGRES_VERIFY_KEYS = List.of("kind", "datasource", "table", "prefix", "cache");
+    static final List<String> HMAC_VERIFY_KEYS = List.of("kind", "keys", "header", "clock-skew");
+    static final List<String> HMAC_KEY_KEYS = List.of("id", "key", "key-file");
+    static final List<String> VERIFY_CACHE_KEYS = List.of("enabled", "ttl", "max-entries");
     static final List<String> FILE_BACKEND_KEYS = List.of("type", "root");
     static final List<String> HTTP_BACKEND_KEYS =
             List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections");

@@ -110,6 +110,13 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.HTTP_BACKEND_KEYS, keys("$defs/httpBackend"));
         assertEquals(Vocabulary.S3_BACKEND_KEYS, keys("$defs/s3Backend"));
         assertEquals(Vocabulary.S3_CLIENT_KEYS, keys("$defs/s3Backend/properties/clients/items"));
+        assertEquals(Vocabulary.ETCD_VERIFY_KEYS, keys("$defs/etcdVerify"));
+        assertEquals(Vocabulary.POSTGRES_VERIFY_KEYS, keys("$defs/postgresVerify"));
+        assertEquals(Vocabulary.HMAC_VERIFY_KEYS, keys("$defs/hmacVerify"));
+        assertEquals(Vocabulary.HMAC_KEY_KEYS, keys("$defs/hmacVerify/properties/keys/items"));
+        assertEquals(Vocabulary.VERIFY_CACHE_KEYS, keys("$defs/verifyCache"));
+        assertEquals(Vocabulary.VERIFY_KINDS, List.of(at("$defs/etcdVerify/properties/kind/const"),
+                at("$defs/postgresVerify/properties/kind/const"), at("$defs/hmacVerify/properties/kind/const")));
     }
 
     @Test
@@ -119,7 +126,9 @@ class PolicySchemaTest {
                 "$defs/datasource", "$defs/postgresBackend", "$defs/etcdStore",
                 "$defs/etcdStore/properties/tls", "$defs/cache", "properties/admin", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
-                "$defs/httpBackend", "$defs/s3Backend", "$defs/s3Backend/properties/clients/items")) {
+                "$defs/httpBackend", "$defs/s3Backend", "$defs/s3Backend/properties/clients/items",
+                "$defs/etcdVerify", "$defs/postgresVerify", "$defs/hmacVerify",
+                "$defs/hmacVerify/properties/keys/items", "$defs/verifyCache")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
         }
     }

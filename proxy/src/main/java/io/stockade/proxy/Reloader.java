@@ -6,6 +6,7 @@ import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.pipeline.FencePipeline;
+import io.stockade.proxy.verify.TokenVerifiers;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -32,6 +33,7 @@ public final class Reloader implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Reloader.class.getName());
 
     private final FencePipeline pipeline;
+    private final TokenVerifiers verifiers;
     private final ScheduledExecutorService closer = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "stockade-backend-closer");
         t.setDaemon(true);
@@ -40,8 +42,9 @@ public final class Reloader implements AutoCloseable {
     private final List<Backend> draining = new ArrayList<>();
     private Map<String, Backend> backends;
 
-    Reloader(FencePipeline pipeline) {
+    Reloader(FencePipeline pipeline, TokenVerifiers verifiers) {
         this.pipeline = pipeline;
+        this.verifiers = verifiers;
         this.backends = new LinkedHashMap<>();
     }
 
@@ -107,6 +110,7 @@ public final class Reloader implements AutoCloseable {
             for (Policy policy : fresh.policies()) {
                 opened.put(policy.name(), StockadeServer.openBackend(policy.backend()));
             }
+            verifiers.open(fresh.policies()); // unchanged fence.verify blocks keep their verifier (and cache)
         } catch (IOException | RuntimeException e) {
             opened.values().forEach(Backend::close);
             throw new Refused(503, "a backend could not be opened (" + e.getMessage() + "); the policies in force stay");
@@ -141,5 +145,6 @@ public final class Reloader implements AutoCloseable {
         draining.forEach(Backend::close);
         draining.clear();
         backends.values().forEach(Backend::close);
+        verifiers.close();
     }
 }

@@ -24,6 +24,7 @@ import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
+import io.stockade.proxy.verify.TokenVerifiers;
 
 import java.io.IOException;
 import java.util.LinkedHashMap;
@@ -70,10 +71,12 @@ public final class StockadeServer implements AutoCloseable {
     public static StockadeServer start(StockadeConfig config) throws IOException {
         FenceStore store = FenceStores.open(config.store());
         Map<String, Backend> backends = new LinkedHashMap<>();
+        TokenVerifiers verifiers = new TokenVerifiers(java.time.Clock.systemUTC());
         try {
             for (Policy policy : config.policies()) {
                 backends.put(policy.name(), openBackend(policy.backend()));
             }
+            verifiers.open(config.policies());
             ProxyMetrics metrics = new ProxyMetrics();
             ScopeGuard guard = new ScopeGuard();
             metrics.gauge("stockade.quarantined.scopes", "Scopes refusing writes after an unknown outcome",
@@ -83,8 +86,9 @@ public final class StockadeServer implements AutoCloseable {
             if (store instanceof CachingFenceStore cache) {
                 metrics.cache(cache::hits, cache::misses, cache::evictions, cache::size);
             }
-            FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime);
-            Reloader reloader = new Reloader(pipeline);
+            FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime,
+                    verifiers);
+            Reloader reloader = new Reloader(pipeline, verifiers);
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
                     : AdminEndpoint.create(config.admin(), FenceStores.admin(store).orElse(null), reloader);
@@ -111,6 +115,7 @@ public final class StockadeServer implements AutoCloseable {
             return new StockadeServer(store, metrics, pipeline, reloader, server);
         } catch (RuntimeException | IOException e) {
             backends.values().forEach(Backend::close);
+            verifiers.close();
             store.close();
             throw e;
         }

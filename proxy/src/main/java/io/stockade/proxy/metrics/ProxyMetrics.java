@@ -39,6 +39,7 @@ public final class ProxyMetrics {
     private final ConcurrentHashMap<String, Counter> upstreamErrors = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, DistributionSummary> jumps = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Counter> verifications = new ConcurrentHashMap<>();
 
     /** What the proxy decided about one request. */
     public enum Outcome {
@@ -52,6 +53,8 @@ public final class ProxyMetrics {
         MALFORMED,
         /** Refused: the token jumps further over the highest than the policy's max-advance allows (422). */
         TOO_FAR,
+        /** Refused: the policy's verifier did not find the token genuine (403; {@code fence.verify}). */
+        UNVERIFIED,
         /** Refused: the request itself is unacceptable, e.g. a path trick (400). */
         BAD_REQUEST,
         /** Refused: the fence could not be decided (503). */
@@ -126,6 +129,26 @@ public final class ProxyMetrics {
                 .description("How far a handoff raised the highest token")
                 .tag("policy", p)
                 .register(registry)).record(jump);
+    }
+
+    /**
+     * A verifier judged a token ({@code fence.verify}).
+     *
+     * @param verdict {@code genuine} (looked up), {@code remembered} (from the verdict cache: no lookup),
+     *                {@code refused} or {@code unavailable}
+     */
+    public void verification(String policy, String verdict) {
+        verifications.computeIfAbsent(policy + '\0' + verdict, k -> Counter.builder("stockade.token.verifications")
+                .description("Tokens judged by the policy's verifier, by verdict (remembered: no lookup)")
+                .tag("policy", policy)
+                .tag("verdict", verdict)
+                .register(registry)).increment();
+    }
+
+    /** Verifier verdicts counted so far, for tests. */
+    public double verifications(String policy, String verdict) {
+        Counter c = verifications.get(policy + '\0' + verdict);
+        return c == null ? 0 : c.count();
     }
 
     /** The fence store failed to decide (the write was refused with 503). */

@@ -25,6 +25,8 @@ import io.stockade.proxy.log.DecisionLog;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.token.FencingToken;
+import io.stockade.proxy.verify.TokenVerifier;
+import io.stockade.proxy.verify.TokenVerifiers;
 
 import java.time.Duration;
 import java.util.List;
@@ -39,7 +41,8 @@ import java.util.logging.Logger;
 /**
  * The request path of the proxy, one stage after another, top to bottom in {@link #handle}:
  * <pre>
- * receive → match policy → parse token → fence + write through the backend → answer → metrics
+ * receive → match policy → parse token → verify (fence.verify) → fence + write through the backend → answer
+ *         → metrics
  * </pre>
  * Every refusal is an RFC 9457 problem. Nothing is forwarded unfenced in {@code enforce} mode: a write reaches
  * a backend's {@link Backend#write} only after the store has durably admitted its token, and only while the
@@ -59,18 +62,20 @@ public final class FencePipeline implements Handler {
     private final ProxyMetrics metrics;
     private final LongSupplier nanoTime;
     private final long startedAt;
+    private final TokenVerifiers verifiers;
 
     /**
      * @param backends one backend per policy name
      */
     public FencePipeline(StockadeConfig config, Map<String, Backend> backends, FenceStore store, ScopeGuard guard,
-                         ProxyMetrics metrics, LongSupplier nanoTime) {
+                         ProxyMetrics metrics, LongSupplier nanoTime, TokenVerifiers verifiers) {
         this.active = new Active(config, Map.copyOf(backends));
         this.store = store;
         this.guard = guard;
         this.metrics = metrics;
         this.nanoTime = nanoTime;
         this.startedAt = nanoTime.getAsLong();
+        this.verifiers = verifiers;
     }
 
     private record Active(StockadeConfig config, Map<String, Backend> backends) {
@@ -197,9 +202,14 @@ public final class FencePipeline implements Handler {
         String name = policy.name();
         String scope = exchange.scope();
         boolean acceptEqual = policy.fence().equal() == Policy.EqualToken.ACCEPT;
+        TokenVerifier verifier = verifiers.of(policy);
 
         if (backend instanceof SelfFencing self) {
-            // The storage checks the token in the same step as the write; the store is not consulted.
+            // The storage checks the token in the same step as the write; the store is not consulted, so every
+            // token is verified.
+            if (verifier != null && !verified(decision, backend, exchange, verifier, token)) {
+                return;
+            }
             long start = nanoTime.getAsLong();
             WriteResult result = self.fencedWrite(exchange, token, acceptEqual);
             metrics.upstream(name, nanoTime.getAsLong() - start);
@@ -232,13 +242,19 @@ public final class FencePipeline implements Handler {
             }
 
             long fenceStart = nanoTime.getAsLong();
-            if (policy.fence().maxAdvance() != Policy.Fence.UNLIMITED) {
+            if (policy.fence().maxAdvance() != Policy.Fence.UNLIMITED || verifier != null) {
                 // Refuse an inflated token before it can raise the fence. A concurrent raise only makes the jump
                 // smaller, so judging against this read is never more lenient than judging atomically.
                 long highest = store.get(scope).map(FenceState::token).orElse(-1L);
                 if (policy.fence().tooFar(token, highest)) {
                     decision.highest(highest);
                     refuse(decision, backend, exchange, Outcome.TOO_FAR, tooFarProblem(policy, scope, token, highest));
+                    return;
+                }
+                // verify: only a token the fence would admit. One below the highest (or equal, with equal: reject)
+                // is refused as stale by the advance below and can raise nothing; highest tokens never go down.
+                boolean admissible = token > highest || token == highest && acceptEqual;
+                if (verifier != null && admissible && !verified(decision, backend, exchange, verifier, token)) {
                     return;
                 }
             }
@@ -285,6 +301,50 @@ public final class FencePipeline implements Handler {
         }
     }
 
+    /**
+     * verify: asks the policy's verifier whether the token is genuine. A refusal is 403 and an undecided verdict
+     * 503 (fail closed); either way nothing is forwarded and the fence is not touched.
+     *
+     * @return whether the write may go on (otherwise it has been answered)
+     */
+    private boolean verified(Decision decision, Backend backend, Exchange exchange, TokenVerifier verifier,
+                             long token) {
+        String name = exchange.route().policy().name();
+        String scope = exchange.scope();
+        switch (verdict(exchange, verifier, token)) {
+            case TokenVerifier.Genuine genuine -> {
+                return true;
+            }
+            case TokenVerifier.Refused refused -> {
+                LOG.warning("policy '" + name + "': token " + token + " for scope '" + scope + "' refused by the "
+                        + verifier.kind() + " verifier: " + refused.reason());
+                refuse(decision, backend, exchange, Outcome.UNVERIFIED, Problem.of(403, "unverified-token",
+                                "Token not verified", "token " + token + " for scope '" + scope + "' was not verified"
+                                        + " by the " + verifier.kind() + " verifier (" + refused.reason()
+                                        + "); it was not accepted and did not raise the fence")
+                        .with("policy", name).with("scope", scope).with("token", token));
+                return false;
+            }
+            case TokenVerifier.Unavailable unavailable -> {
+                LOG.warning("policy '" + name + "': " + verifier.kind() + " verifier unavailable for scope '" + scope
+                        + "': " + unavailable.reason());
+                refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("verifier-unavailable",
+                        "Token verifier unavailable", "the token could not be verified, nothing was written: "
+                                + unavailable.reason(), scope, 1));
+                return false;
+            }
+        }
+    }
+
+    /** The verifier's verdict about this request's token, counted. */
+    private TokenVerifier.Verdict verdict(Exchange exchange, TokenVerifier verifier, long token) {
+        ServerRequest req = exchange.request();
+        TokenVerifier.Verdict verdict = verifier.verify(new TokenVerifier.Claim(exchange.scope(), token,
+                h -> req.headers().all(HeaderNames.create(h), List::of)));
+        metrics.verification(exchange.route().policy().name(), verdict.label());
+        return verdict;
+    }
+
     /** answer: what a fenced write came to, as an answer to the client and a metric. */
     private void answer(Decision decision, Backend backend, Exchange exchange, long token, WriteResult result) {
         Policy policy = exchange.route().policy();
@@ -321,6 +381,22 @@ public final class FencePipeline implements Handler {
      */
     private void observe(Decision decision, Backend backend, Exchange exchange, long token) {
         Policy policy = exchange.route().policy();
+        TokenVerifier verifier = verifiers.of(policy);
+        if (verifier != null) {
+            // A token enforce would refuse as not genuine is forwarded unfenced: it must not raise the fence.
+            switch (verdict(exchange, verifier, token)) {
+                case TokenVerifier.Refused refused -> {
+                    observed(decision, backend, exchange, Outcome.UNVERIFIED, refused.reason());
+                    return;
+                }
+                case TokenVerifier.Unavailable unavailable -> {
+                    observed(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable.reason());
+                    return;
+                }
+                case TokenVerifier.Genuine genuine -> {
+                }
+            }
+        }
         if (backend instanceof SelfFencing self) {
             // The storage keeps the high-water mark; it runs the write unfenced and says what enforce would do.
             long start = nanoTime.getAsLong();

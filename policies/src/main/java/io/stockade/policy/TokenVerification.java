@@ -1,0 +1,128 @@
+package io.stockade.policy;
+
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * How a policy checks that a token is genuine before it may raise the fence ({@code fence.verify}).
+ * <p>
+ * Why: the fence trusts the number a writer sends. A buggy or hostile writer that sends
+ * {@code Fencing-Token: 9223372036854775807} would make every honest holder stale forever; {@code max-advance}
+ * bounds the jump over an existing highest token, but not a scope's first token. A verifier asks the party that
+ * issued the token (the lock service), or checks a signature only key holders can make.
+ */
+public sealed interface TokenVerification {
+
+    /** The header the signed-token verifier reads by default. */
+    String DEFAULT_SIGNATURE_HEADER = "Fencing-Token-Signature";
+    /** The lease table the client SDK's PostgreSQL provider writes. */
+    String DEFAULT_LEASE_TABLE = "stockade_leases";
+
+    /**
+     * The token must be the create revision of the lock key that holds the lock {@code prefix + scope} in etcd
+     * (the key with the lowest create revision under {@code prefix + scope + "/"}, as etcd's lock API and the
+     * client SDK's etcd provider make them).
+     *
+     * @param endpoints the etcd client URLs
+     * @param prefix    prepended to the scope to give the lock name (empty: the lock is named like the scope)
+     * @param timeout   deadline of each lookup; past it the write is refused with 503
+     * @param cache     positive verdicts remembered per (scope, token)
+     */
+    record Etcd(List<URI> endpoints, String prefix, Duration timeout, Cache cache) implements TokenVerification {
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+
+        public Etcd {
+            endpoints = List.copyOf(endpoints);
+            Objects.requireNonNull(prefix, "prefix");
+            Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(cache, "cache");
+        }
+    }
+
+    /**
+     * The token must be the one the lease table holds for the lease {@code prefix + scope} (the client SDK's
+     * PostgreSQL provider: one row per name, the token raised by one on every acquisition).
+     *
+     * @param datasource the database holding the lease table
+     * @param table      the lease table, {@code name text, token bigint} (default {@code stockade_leases})
+     * @param prefix     prepended to the scope to give the lease name
+     * @param cache      positive verdicts remembered per (scope, token)
+     */
+    record Postgres(Datasource datasource, String table, String prefix, Cache cache) implements TokenVerification {
+        public Postgres {
+            Objects.requireNonNull(datasource, "datasource");
+            Objects.requireNonNull(table, "table");
+            Objects.requireNonNull(prefix, "prefix");
+            Objects.requireNonNull(cache, "cache");
+        }
+    }
+
+    /**
+     * The request must carry a signature of (scope, token, expiry) made with one of the shared keys, in
+     * {@code header}: {@code v1; kid=<id>; exp=<unix seconds>; sig=<base64url HMAC-SHA256>}. For deployments where
+     * the proxy cannot reach the lock service; the writers' SDK signs with the same key.
+     *
+     * @param shared    the keys accepted, by id (several during a rotation)
+     * @param header    the header carrying the signature
+     * @param clockSkew how long after its expiry a signature is still accepted (clocks of writers and proxy differ)
+     */
+    record Hmac(List<SharedKey> shared, String header, Duration clockSkew) implements TokenVerification {
+        public static final Duration DEFAULT_CLOCK_SKEW = Duration.ofSeconds(5);
+
+        public Hmac {
+            shared = List.copyOf(shared);
+            if (shared.isEmpty()) {
+                throw new IllegalArgumentException("at least one key");
+            }
+            Objects.requireNonNull(header, "header");
+            Objects.requireNonNull(clockSkew, "clockSkew");
+        }
+    }
+
+    /**
+     * One shared HMAC key. Its text (UTF-8) is the key. Never part of {@link #toString()}.
+     *
+     * @param id      the key id writers name in {@code kid=}
+     * @param key     the key text (after {@code ${VAR}} substitution), or {@code null}
+     * @param keyFile a file whose first line is the key, or {@code null}; read when the proxy starts, never by
+     *                the policy loader
+     */
+    record SharedKey(String id, String key, Path keyFile) {
+        /** The shortest key accepted: 32 characters (e.g. {@code openssl rand -base64 32} gives 44). */
+        public static final int MIN_LENGTH = 32;
+
+        public SharedKey {
+            Objects.requireNonNull(id, "id");
+            if ((key == null) == (keyFile == null)) {
+                throw new IllegalArgumentException("exactly one of key and keyFile");
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "SharedKey[id=" + id + ", key=" + (key == null ? "none" : "***") + ", keyFile=" + keyFile + "]";
+        }
+    }
+
+    /**
+     * Positive verdicts of a lock-service verifier remembered per (scope, token), so the lock service is not
+     * asked on every write. A remembered verdict outlives the lock by at most {@code ttl}.
+     *
+     * @param enabled    whether verdicts are remembered
+     * @param ttl        how long a verdict is remembered
+     * @param maxEntries the most verdicts remembered (least recently used go first)
+     */
+    record Cache(boolean enabled, Duration ttl, long maxEntries) {
+        public static final Cache DEFAULT = new Cache(true, Duration.ofSeconds(10), 100_000);
+
+        public Cache {
+            Objects.requireNonNull(ttl, "ttl");
+            if (maxEntries < 1) {
+                throw new IllegalArgumentException("maxEntries must be positive");
+            }
+        }
+    }
+}

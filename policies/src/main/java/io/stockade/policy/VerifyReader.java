@@ -1,0 +1,137 @@
+package io.stockade.policy;
+
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/** Reads a {@code fence.verify} block: one method and key list per verifier kind. */
+final class VerifyReader {
+    private static final Pattern KEY_ID = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+    private static final Pattern TABLE = Pattern.compile("([a-z_][a-z0-9_]*\\.)?[a-z_][a-z0-9_]*");
+
+    private VerifyReader() {
+    }
+
+    static Optional<TokenVerification> read(Field field) {
+        return field.mapping().flatMap(verify -> verify
+                .required("kind", kind -> Values.keyword(kind, "verifier kind", Vocabulary.VERIFY_KINDS))
+                .flatMap(kind -> switch (kind) {
+                    case "etcd" -> etcd(verify);
+                    case "postgres" -> postgres(verify);
+                    default -> hmac(verify);
+                }));
+    }
+
+    private static Optional<TokenVerification> etcd(Mapping verify) {
+        verify.allowOnly(Vocabulary.ETCD_VERIFY_KEYS);
+        Optional<List<URI>> endpoints = verify.required("endpoints", StoreReader::endpoints);
+        Optional<String> prefix = verify.optional("prefix", Values::text, "");
+        Optional<Duration> timeout = verify.optional("timeout", Values::duration,
+                TokenVerification.Etcd.DEFAULT_TIMEOUT);
+        Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
+                TokenVerification.Cache.DEFAULT);
+        if (!Values.allPresent(endpoints, prefix, timeout, cache)) {
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.Etcd(endpoints.get(), prefix.get(), timeout.get(), cache.get()));
+    }
+
+    private static Optional<TokenVerification> postgres(Mapping verify) {
+        verify.allowOnly(Vocabulary.POSTGRES_VERIFY_KEYS);
+        Optional<Datasource> datasource = verify.required("datasource", DatasourceReader::read);
+        Optional<String> table = verify.optional("table", f -> Values.matching(f, TABLE, "is not a table name: use"
+                + " lower-case letters, digits and '_', optionally schema-qualified (schema.table)"),
+                TokenVerification.DEFAULT_LEASE_TABLE);
+        Optional<String> prefix = verify.optional("prefix", Values::text, "");
+        Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
+                TokenVerification.Cache.DEFAULT);
+        if (!Values.allPresent(datasource, table, prefix, cache)) {
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.Postgres(datasource.get(), table.get(), prefix.get(), cache.get()));
+    }
+
+    private static Optional<TokenVerification> hmac(Mapping verify) {
+        verify.allowOnly(Vocabulary.HMAC_VERIFY_KEYS);
+        Optional<List<TokenVerification.SharedKey>> keys = verify.required("keys", VerifyReader::keys);
+        Optional<String> header = verify.optional("header", Values::headerName,
+                TokenVerification.DEFAULT_SIGNATURE_HEADER);
+        Optional<Duration> skew = verify.optional("clock-skew", Values::duration,
+                TokenVerification.Hmac.DEFAULT_CLOCK_SKEW);
+        if (!Values.allPresent(keys, header, skew)) {
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.Hmac(keys.get(), header.get(), skew.get()));
+    }
+
+    private static Optional<List<TokenVerification.SharedKey>> keys(Field field) {
+        return field.items().flatMap(items -> {
+            if (items.isEmpty()) {
+                field.error("list at least one key: {id: k1, key: ${STOCKADE_FENCE_KEY}}");
+                return Optional.empty();
+            }
+            Map<String, String> owners = new HashMap<>();
+            List<TokenVerification.SharedKey> keys = new ArrayList<>();
+            boolean valid = true;
+            for (Field item : items) {
+                Optional<TokenVerification.SharedKey> key = item.mapping().flatMap(k -> key(item, k, owners));
+                key.ifPresent(keys::add);
+                valid &= key.isPresent();
+            }
+            return valid ? Optional.of(keys) : Optional.empty();
+        });
+    }
+
+    private static Optional<TokenVerification.SharedKey> key(Field item, Mapping key, Map<String, String> owners) {
+        key.allowOnly(Vocabulary.HMAC_KEY_KEYS);
+        Optional<String> id = key.required("id", f -> Values.matching(f, KEY_ID, "is not a key id: use 1 to 64"
+                + " letters, digits, '.', '_' and '-'").flatMap(text -> {
+                    String owner = owners.putIfAbsent(text, item.path());
+                    if (owner != null) {
+                        f.error("key id '" + text + "' is already used by " + owner);
+                        return Optional.empty();
+                    }
+                    return Optional.of(text);
+                }));
+        Optional<Optional<String>> text = key.optional("key", f -> Values.text(f).flatMap(k -> {
+            if (k.length() < TokenVerification.SharedKey.MIN_LENGTH) {
+                f.error("a key must have at least " + TokenVerification.SharedKey.MIN_LENGTH + " characters, got "
+                        + k.length() + " (make one with: openssl rand -base64 32)");
+                return Optional.empty();
+            }
+            return Optional.of(Optional.of(k));
+        }), Optional.empty());
+        Optional<Optional<Path>> file = key.optional("key-file", f -> Values.path(f).map(Optional::of),
+                Optional.empty());
+        if (!Values.allPresent(id, text, file)) {
+            return Optional.empty();
+        }
+        if (text.get().isPresent() == file.get().isPresent()) {
+            item.error("give exactly one of key (e.g. ${STOCKADE_FENCE_KEY}) and key-file");
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.SharedKey(id.get(), text.get().orElse(null),
+                file.get().orElse(null)));
+    }
+
+    private static Optional<TokenVerification.Cache> cache(Field field) {
+        return field.mapping().flatMap(cache -> {
+            cache.allowOnly(Vocabulary.VERIFY_CACHE_KEYS);
+            Optional<Boolean> enabled = cache.optional("enabled", Values::bool, true);
+            Optional<Duration> ttl = cache.optional("ttl", Values::duration, TokenVerification.Cache.DEFAULT.ttl());
+            Optional<Integer> maxEntries = cache.optional("max-entries",
+                    f -> Values.integer(f, 1, Integer.MAX_VALUE, "number of verdicts"),
+                    (int) TokenVerification.Cache.DEFAULT.maxEntries());
+            if (!Values.allPresent(enabled, ttl, maxEntries)) {
+                return Optional.empty();
+            }
+            return Optional.of(new TokenVerification.Cache(enabled.get(), ttl.get(), maxEntries.get()));
+        });
+    }
+}

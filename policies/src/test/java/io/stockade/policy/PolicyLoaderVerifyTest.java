@@ -1,0 +1,129 @@
+package io.stockade.policy;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** {@code fence.verify}: each kind with its defaults, secrets from the environment, located errors. */
+class PolicyLoaderVerifyTest {
+    private static final Path SOURCE = Path.of("test.yaml");
+    private static final String KEY = "0123456789abcdef0123456789abcdef-k1";
+
+    private static String policy(String verify) {
+        return """
+                store:
+                  type: memory
+                  journal: /var/lib/stockade
+                policies:
+                  - name: files
+                    match:
+                      path: /files/{path...}
+                    scope: files/{path}
+                    fence:
+                      verify:
+                %s
+                    backend:
+                      type: file
+                      root: /srv/files
+                """.formatted(verify.indent(8).stripTrailing());
+    }
+
+    private static TokenVerification verify(String verify, Map<String, String> env) throws PolicyException {
+        return PolicyLoader.parse(policy(verify), SOURCE, env).policies().get(0).fence().verify();
+    }
+
+    @Test
+    void withoutVerifyEveryTokenIsTakenAsSent() throws Exception {
+        String yaml = policy("kind: hmac\nkeys: [{id: k1, key: " + KEY + "}]").replaceAll("(?s)      verify:.*?"
+                + "    backend:", "      mode: enforce\n    backend:");
+        assertNull(PolicyLoader.parse(yaml, SOURCE, Map.of()).policies().get(0).fence().verify());
+    }
+
+    @Test
+    void etcdTakesEndpointsAndDefaults() throws Exception {
+        TokenVerification v = verify("kind: etcd\nendpoints: ${ETCD}", Map.of("ETCD",
+                "http://127.0.0.1:2379,http://127.0.0.1:2380"));
+        assertEquals(new TokenVerification.Etcd(List.of(URI.create("http://127.0.0.1:2379"),
+                URI.create("http://127.0.0.1:2380")), "", TokenVerification.Etcd.DEFAULT_TIMEOUT,
+                TokenVerification.Cache.DEFAULT), v);
+    }
+
+    @Test
+    void etcdWithPrefixTimeoutAndCache() throws Exception {
+        TokenVerification v = verify("""
+                kind: etcd
+                endpoints: [http://127.0.0.1:2379]
+                prefix: locks/
+                timeout: 500ms
+                cache: {ttl: 1m, max-entries: 10}""", Map.of());
+        assertEquals(new TokenVerification.Etcd(List.of(URI.create("http://127.0.0.1:2379")), "locks/",
+                Duration.ofMillis(500), new TokenVerification.Cache(true, Duration.ofMinutes(1), 10)), v);
+    }
+
+    @Test
+    void postgresTakesADatasourceAndTheSdkLeaseTable() throws Exception {
+        TokenVerification v = verify("""
+                kind: postgres
+                datasource: {url: "jdbc:postgresql://127.0.0.1:5432/test", password: "${PGPASSWORD}"}
+                cache: {enabled: false}""", Map.of("PGPASSWORD", "pw"));
+        TokenVerification.Postgres pg = (TokenVerification.Postgres) v;
+        assertEquals("stockade_leases", pg.table());
+        assertEquals("", pg.prefix());
+        assertEquals("pw", pg.datasource().password());
+        assertFalse(pg.cache().enabled());
+        assertFalse(pg.toString().contains("pw,"), pg.toString());
+    }
+
+    @Test
+    void hmacTakesSeveralKeysFromTheEnvironmentOrAFile() throws Exception {
+        TokenVerification v = verify("""
+                kind: hmac
+                keys:
+                  - {id: k2, key: "${FENCE_KEY}"}
+                  - {id: k1, key-file: /run/secrets/k1}""", Map.of("FENCE_KEY", KEY));
+        TokenVerification.Hmac hmac = (TokenVerification.Hmac) v;
+        assertEquals(List.of(new TokenVerification.SharedKey("k2", KEY, null),
+                new TokenVerification.SharedKey("k1", null, Path.of("/run/secrets/k1"))), hmac.shared());
+        assertEquals("Fencing-Token-Signature", hmac.header());
+        assertEquals(Duration.ofSeconds(5), hmac.clockSkew());
+        assertFalse(hmac.toString().contains(KEY), "the key must not reach a log: " + hmac);
+    }
+
+    @Test
+    void errorsAreLocatedAtTheValue() {
+        PolicyException e = assertThrows(PolicyException.class, () -> verify("""
+                kind: hmac
+                keys: []
+                header: "Fencing Signature\"""", Map.of()));
+        List<String> errors = e.errors().stream().map(PolicyError::toString).toList();
+        assertEquals(2, errors.size(), errors.toString());
+        assertTrue(errors.get(0).startsWith("test.yaml:12:15: policies[0].fence.verify.keys: list at least one key"),
+                errors.toString());
+        assertTrue(errors.get(1).startsWith("test.yaml:13:17: policies[0].fence.verify.header: 'Fencing Signature'"
+                + " is not a valid header name"), errors.toString());
+    }
+
+    @Test
+    void anUnsetKeyVariableIsAnErrorNotAnEmptyKey() {
+        PolicyException e = assertThrows(PolicyException.class, () -> verify("""
+                kind: hmac
+                keys: [{id: k1, key: "${FENCE_KEY}"}]""", Map.of()));
+        assertTrue(e.getMessage().contains("policies[0].fence.verify.keys[0].key"), e.getMessage());
+        assertTrue(e.getMessage().contains("FENCE_KEY"), e.getMessage());
+    }
+
+    @Test
+    void aMissingKindListsTheKinds() {
+        PolicyException e = assertThrows(PolicyException.class, () -> verify("prefix: x", Map.of()));
+        assertTrue(e.getMessage().contains("policies[0].fence.verify: missing required key 'kind'"), e.getMessage());
+    }
+}

@@ -1,0 +1,81 @@
+package io.stockade.proxy.verify;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Function;
+
+/**
+ * Is this token genuine? Asked by the pipeline between parsing a token and letting it advance the fence, for
+ * policies with {@code fence.verify}. The fence trusts the number a writer sends; a verifier asks the party that
+ * issued it (the lock service) or checks a signature only holders of a shared key can make, so that an invented
+ * token ({@code Fencing-Token: 9223372036854775807}) cannot raise the fence and lock every honest holder out.
+ * <p>
+ * A verifier never throws for a bad claim or an unreachable lock service: every outcome is a {@link Verdict}.
+ * Implementations are thread-safe; each kind lives in its own sub-package.
+ */
+public interface TokenVerifier extends AutoCloseable {
+
+    /**
+     * Judges one claim.
+     *
+     * @return {@link Genuine} (the write may go on), {@link Refused} (403, nothing forwarded, the fence untouched)
+     *         or {@link Unavailable} (503 with {@code Retry-After}: fail closed, nothing forwarded)
+     */
+    Verdict verify(Claim claim);
+
+    /** Short name for logs and problem bodies: {@code hmac}, {@code etcd}, {@code postgres}. */
+    String kind();
+
+    /** Releases connections; verdicts asked after it are {@link Unavailable}. */
+    @Override
+    void close();
+
+    /**
+     * What a request claims.
+     *
+     * @param scope   the fence scope the policy rendered for the request
+     * @param token   the parsed token
+     * @param headers every value of a request header by name (empty list when absent), for verifiers that read
+     *                more than the token (a signature)
+     */
+    record Claim(String scope, long token, Function<String, List<String>> headers) {
+        public Claim {
+            Objects.requireNonNull(scope, "scope");
+            Objects.requireNonNull(headers, "headers");
+        }
+    }
+
+    /** The answer about one claim. */
+    sealed interface Verdict permits Genuine, Refused, Unavailable {
+        /** The value of the {@code verdict} label of {@code stockade_token_verifications_total}. */
+        String label();
+    }
+
+    /**
+     * The token is genuine.
+     *
+     * @param remembered whether the verdict came from the cache (no lookup at the lock service)
+     */
+    record Genuine(boolean remembered) implements Verdict {
+        @Override
+        public String label() {
+            return remembered ? "remembered" : "genuine";
+        }
+    }
+
+    /** The token is forged, unknown to the lock service, or its proof is missing, wrong or expired. */
+    record Refused(String reason) implements Verdict {
+        @Override
+        public String label() {
+            return "refused";
+        }
+    }
+
+    /** The verifier could not decide (lock service down, timed out): the write is refused, fail closed. */
+    record Unavailable(String reason) implements Verdict {
+        @Override
+        public String label() {
+            return "unavailable";
+        }
+    }
+}

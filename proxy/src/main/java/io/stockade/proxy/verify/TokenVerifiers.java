@@ -1,0 +1,61 @@
+package io.stockade.proxy.verify;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.TokenVerification;
+
+import java.io.IOException;
+import java.time.Clock;
+import java.util.Collection;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The open verifiers, one per distinct {@code fence.verify} block: policies with equal blocks share one (and its
+ * cache), and a reload keeps the verifiers whose block did not change. One line per verifier kind in
+ * {@link #openOne}.
+ */
+public final class TokenVerifiers implements AutoCloseable {
+    private final ConcurrentHashMap<TokenVerification, TokenVerifier> open = new ConcurrentHashMap<>();
+    private final Clock clock;
+
+    public TokenVerifiers(Clock clock) {
+        this.clock = clock;
+    }
+
+    /**
+     * Opens the verifiers the policies need and do not have yet (at start, and before a reload is put in force).
+     *
+     * @throws IOException if one cannot be opened (a key file unreadable, a key too short)
+     */
+    public synchronized void open(Collection<Policy> policies) throws IOException {
+        for (Policy policy : policies) {
+            TokenVerification config = policy.fence().verify();
+            if (config != null && !open.containsKey(config)) {
+                open.put(config, openOne(config));
+            }
+        }
+    }
+
+    /** The verifier of a policy, or {@code null} when it takes every token as sent. */
+    public TokenVerifier of(Policy policy) {
+        TokenVerification config = policy.fence().verify();
+        if (config == null) {
+            return null;
+        }
+        TokenVerifier verifier = open.get(config);
+        if (verifier == null) {
+            throw new IllegalStateException("verifier of policy '" + policy.name() + "' was not opened");
+        }
+        return verifier;
+    }
+
+    private TokenVerifier openOne(TokenVerification config) throws IOException {
+        // the verifiers of each kind follow in their own sub-packages
+        throw new IOException("fence.verify kind " + config.getClass().getSimpleName() + " is not built yet");
+    }
+
+    @Override
+    public synchronized void close() {
+        open.values().forEach(TokenVerifier::close);
+        open.clear();
+    }
+}
