@@ -40,14 +40,35 @@ public final class FencedHttpClient extends HttpClient {
     private final Lease lease;
     private final Duration budget;
     private final String header;
+    /** The scope signatures are made for, or {@code null}: unsigned. */
+    private final String scope;
+    private final TokenSigner signer;
     private final Set<CompletableFuture<?>> inFlight = ConcurrentHashMap.newKeySet();
 
-    private FencedHttpClient(HttpClient delegate, Lease lease, Duration budget, String header) {
+    private FencedHttpClient(HttpClient delegate, Lease lease, Duration budget, String header, String scope,
+                             TokenSigner signer) {
         this.delegate = delegate;
         this.lease = lease;
         this.budget = budget;
         this.header = header;
+        this.scope = scope;
+        this.signer = signer;
         lease.addListener((l, reason) -> inFlight.forEach(f -> f.cancel(true)));
+    }
+
+    /**
+     * This client, also signing each token ({@value TokenSigner#HEADER}) for a policy with
+     * {@code fence.verify: {kind: hmac}}. The signature expires when the lease would.
+     *
+     * @param scope  the fence scope the proxy renders for the requests this client sends (the lease's scope:
+     *               the fence scope must equal the lock scope)
+     * @param signer the signer with the shared key
+     * @return a fenced client that signs
+     */
+    public FencedHttpClient signed(String scope, TokenSigner signer) {
+        Objects.requireNonNull(scope, "scope");
+        Objects.requireNonNull(signer, "signer");
+        return new FencedHttpClient(delegate, lease, budget, header, scope, signer);
     }
 
     /**
@@ -82,7 +103,7 @@ public final class FencedHttpClient extends HttpClient {
         if (header == null || header.isBlank()) {
             throw new IllegalArgumentException("header must not be blank");
         }
-        return new FencedHttpClient(client, lease, budget, header);
+        return new FencedHttpClient(client, lease, budget, header, null, null);
     }
 
     /**
@@ -130,9 +151,13 @@ public final class FencedHttpClient extends HttpClient {
 
     private HttpRequest fenced(HttpRequest request) {
         lease.checkpoint(budget);
-        return HttpRequest.newBuilder(request, (name, value) -> !name.equalsIgnoreCase(header))
-                .header(header, Long.toString(lease.token()))
-                .build();
+        HttpRequest.Builder b = HttpRequest.newBuilder(request, (name, value) -> !name.equalsIgnoreCase(header)
+                        && !name.equalsIgnoreCase(TokenSigner.HEADER))
+                .header(header, Long.toString(lease.token()));
+        if (signer != null) {
+            b.header(TokenSigner.HEADER, signer.sign(scope, lease));
+        }
+        return b.build();
     }
 
     @Override

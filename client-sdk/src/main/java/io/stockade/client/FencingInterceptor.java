@@ -28,11 +28,30 @@ public final class FencingInterceptor implements ExecutionInterceptor {
     private final Lease lease;
     private final Duration budget;
     private final String header;
+    private final String scope;
+    private final TokenSigner signer;
 
-    private FencingInterceptor(Lease lease, Duration budget, String header) {
+    private FencingInterceptor(Lease lease, Duration budget, String header, String scope, TokenSigner signer) {
         this.lease = lease;
         this.budget = budget;
         this.header = header;
+        this.scope = scope;
+        this.signer = signer;
+    }
+
+    /**
+     * This interceptor, also signing each token ({@value TokenSigner#HEADER}) for a policy with
+     * {@code fence.verify: {kind: hmac}}.
+     *
+     * @param scope  the fence scope the proxy renders (for an S3 policy: {@code <policy scope>/<bucket>/<key>},
+     *               or the prefix with {@code fence-scope: prefix})
+     * @param signer the signer with the shared key
+     * @return an interceptor that signs
+     */
+    public FencingInterceptor signed(String scope, TokenSigner signer) {
+        Objects.requireNonNull(scope, "scope");
+        Objects.requireNonNull(signer, "signer");
+        return new FencingInterceptor(lease, budget, header, scope, signer);
     }
 
     /**
@@ -64,7 +83,7 @@ public final class FencingInterceptor implements ExecutionInterceptor {
         if (header == null || header.isBlank()) {
             throw new IllegalArgumentException("header must not be blank");
         }
-        return new FencingInterceptor(lease, budget, header);
+        return new FencingInterceptor(lease, budget, header, null, null);
     }
 
     /**
@@ -75,9 +94,12 @@ public final class FencingInterceptor implements ExecutionInterceptor {
     @Override
     public SdkHttpRequest modifyHttpRequest(Context.ModifyHttpRequest context, ExecutionAttributes attributes) {
         lease.checkpoint(budget);
-        return context.httpRequest().toBuilder()
-                .putHeader(header, Long.toString(lease.token()))
-                .build();
+        SdkHttpRequest.Builder b = context.httpRequest().toBuilder()
+                .putHeader(header, Long.toString(lease.token()));
+        if (signer != null) {
+            b.putHeader(TokenSigner.HEADER, signer.sign(scope, lease));
+        }
+        return b.build();
     }
 
     /**

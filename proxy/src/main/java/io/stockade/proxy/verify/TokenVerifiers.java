@@ -2,6 +2,7 @@ package io.stockade.proxy.verify;
 
 import io.stockade.policy.Policy;
 import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.verify.hmac.HmacVerifier;
 
 import java.io.IOException;
 import java.time.Clock;
@@ -49,8 +50,11 @@ public final class TokenVerifiers implements AutoCloseable {
     }
 
     private TokenVerifier openOne(TokenVerification config) throws IOException {
-        // the verifiers of each kind follow in their own sub-packages
-        throw new IOException("fence.verify kind " + config.getClass().getSimpleName() + " is not built yet");
+        return switch (config) {
+            case TokenVerification.Hmac hmac -> HmacVerifier.open(hmac, clock);
+            default -> throw new IOException("fence.verify kind " + config.getClass().getSimpleName()
+                    + " is not built yet");
+        };
     }
 
     @Override
