@@ -2,7 +2,10 @@ package io.stockade.proxy.verify;
 
 import io.stockade.policy.Policy;
 import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.verify.cache.RememberingVerifier;
+import io.stockade.proxy.verify.etcd.EtcdLockVerifier;
 import io.stockade.proxy.verify.hmac.HmacVerifier;
+import io.stockade.proxy.verify.postgres.PostgresLeaseVerifier;
 
 import java.io.IOException;
 import java.time.Clock;
@@ -52,8 +55,8 @@ public final class TokenVerifiers implements AutoCloseable {
     private TokenVerifier openOne(TokenVerification config) throws IOException {
         return switch (config) {
             case TokenVerification.Hmac hmac -> HmacVerifier.open(hmac, clock);
-            default -> throw new IOException("fence.verify kind " + config.getClass().getSimpleName()
-                    + " is not built yet");
+            case TokenVerification.Etcd etcd -> RememberingVerifier.wrap(EtcdLockVerifier.open(etcd), etcd.cache());
+            case TokenVerification.Postgres pg -> RememberingVerifier.wrap(PostgresLeaseVerifier.open(pg), pg.cache());
         };
     }
 

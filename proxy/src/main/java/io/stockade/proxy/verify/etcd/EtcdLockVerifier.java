@@ -1,0 +1,114 @@
+package io.stockade.proxy.verify.etcd;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KV;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.options.GetOption;
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.verify.TokenVerifier;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A token is genuine when it is the create revision of the key that holds the etcd lock named
+ * {@code prefix + scope}. etcd's lock API (and the client SDK's etcd provider, which uses it) puts one key per
+ * contender, {@code <lock name>/<lease id>}, and the holder is the key with the lowest create revision; that
+ * revision is the holder's token. One range read (sorted by create revision, limit 1) answers it.
+ * <p>
+ * Only the current holder's token is genuine: a queued contender cannot use its own revision before it holds the
+ * lock, and a token no key ever had — an invented one — is refused. Any doubt (timeout, connection error) is
+ * {@link Unavailable}, never a pass.
+ */
+public final class EtcdLockVerifier implements TokenVerifier {
+    private static final Duration MIN_RETRY = Duration.ofSeconds(1);
+
+    private final Client client;
+    private final KV kv;
+    private final String prefix;
+    private final Duration timeout;
+    private volatile boolean closed;
+
+    private EtcdLockVerifier(Client client, TokenVerification.Etcd config) {
+        this.client = client;
+        this.kv = client.getKVClient();
+        this.prefix = config.prefix();
+        this.timeout = config.timeout();
+    }
+
+    /** Connects lazily: while etcd is unreachable every verdict is {@link Unavailable}, and the proxy starts. */
+    public static EtcdLockVerifier open(TokenVerification.Etcd config) {
+        Client client = Client.builder()
+                .endpoints(config.endpoints().toArray(java.net.URI[]::new))
+                .connectTimeout(config.timeout())
+                // jetcd refuses a retry budget not above its retry delay (500 ms); the deadline is ours anyway
+                .retryMaxDuration(config.timeout().compareTo(MIN_RETRY) > 0 ? config.timeout() : MIN_RETRY)
+                .waitForReady(false)
+                .keepaliveTime(Duration.ofSeconds(10))
+                .keepaliveTimeout(config.timeout())
+                .build();
+        return new EtcdLockVerifier(client, config);
+    }
+
+    @Override
+    public Verdict verify(Claim claim) {
+        if (closed) {
+            return new Unavailable("verifier closed");
+        }
+        String lock = prefix + claim.scope();
+        GetOption holder = GetOption.builder()
+                .isPrefix(true)
+                .withSortField(GetOption.SortTarget.CREATE)
+                .withSortOrder(GetOption.SortOrder.ASCEND)
+                .withLimit(1)
+                .build();
+        CompletableFuture<GetResponse> call = null;
+        GetResponse response;
+        try {
+            call = kv.get(ByteSequence.from(lock + "/", StandardCharsets.UTF_8), holder);
+            response = call.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            call.cancel(true);
+            return new Unavailable("etcd did not answer within " + timeout.toMillis() + " ms");
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() == null ? e : e.getCause();
+            return new Unavailable("etcd: " + cause.getMessage());
+        } catch (InterruptedException e) {
+            call.cancel(true);
+            Thread.currentThread().interrupt();
+            return new Unavailable("interrupted while waiting for etcd");
+        } catch (RuntimeException e) {
+            if (call != null) {
+                call.cancel(true);
+            }
+            return new Unavailable("etcd client: " + e);
+        }
+        List<KeyValue> kvs = response.getKvs();
+        if (kvs.isEmpty()) {
+            return new Refused("nobody holds the etcd lock '" + lock + "'");
+        }
+        long holderToken = kvs.get(0).getCreateRevision();
+        if (holderToken != claim.token()) {
+            return new Refused("the holder of the etcd lock '" + lock + "' has token " + holderToken);
+        }
+        return new Genuine(false);
+    }
+
+    @Override
+    public String kind() {
+        return "etcd";
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        client.close();
+    }
+}

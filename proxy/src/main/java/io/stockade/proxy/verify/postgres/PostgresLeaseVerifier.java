@@ -1,0 +1,76 @@
+package io.stockade.proxy.verify.postgres;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.postgres.PostgresPools;
+import io.stockade.proxy.verify.TokenVerifier;
+
+import java.io.IOException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+
+/**
+ * A token is genuine when it is the one the lease table holds for the lease named {@code prefix + scope}: the
+ * client SDK's PostgreSQL provider keeps one row per name in {@code stockade_leases(name, holder, token,
+ * expires_at)} and raises the token by one on every acquisition, so the row's token is the current holder's.
+ * A token above it was never issued; one below it belongs to an earlier holder (the fence refuses those as stale
+ * before asking, once the newer holder has written). Any SQL error or timeout is {@link Unavailable}.
+ */
+public final class PostgresLeaseVerifier implements TokenVerifier {
+    private final HikariDataSource pool;
+    private final String query;
+    private final String prefix;
+    private final String table;
+
+    private PostgresLeaseVerifier(HikariDataSource pool, TokenVerification.Postgres config) {
+        this.pool = pool;
+        this.table = config.table();
+        // the table name was checked by the loader: lower-case identifier, optionally schema-qualified
+        this.query = "SELECT token FROM " + config.table() + " WHERE name = ?";
+        this.prefix = config.prefix();
+    }
+
+    /**
+     * Opens the pool. Does not check the table: while the database is unreachable every verdict is
+     * {@link Unavailable}, and the proxy starts.
+     *
+     * @throws IOException when the password file cannot be read
+     */
+    public static PostgresLeaseVerifier open(TokenVerification.Postgres config) throws IOException {
+        return new PostgresLeaseVerifier(PostgresPools.open(config.datasource(), "stockade-verify"), config);
+    }
+
+    @Override
+    public Verdict verify(Claim claim) {
+        String name = prefix + claim.scope();
+        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(query)) {
+            ps.setString(1, name);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return new Refused("no lease '" + name + "' in " + table);
+                }
+                long current = rs.getLong(1);
+                if (current != claim.token()) {
+                    return new Refused("lease '" + name + "' in " + table + " has token " + current);
+                }
+                return new Genuine(false);
+            }
+        } catch (SQLException e) {
+            return new Unavailable("PostgreSQL: " + e.getMessage());
+        } catch (RuntimeException e) {
+            return new Unavailable("PostgreSQL: " + e);
+        }
+    }
+
+    @Override
+    public String kind() {
+        return "postgres";
+    }
+
+    @Override
+    public void close() {
+        pool.close();
+    }
+}

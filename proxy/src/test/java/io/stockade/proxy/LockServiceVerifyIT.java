@@ -1,0 +1,213 @@
+package io.stockade.proxy;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.testing.EtcdServer;
+import io.stockade.proxy.testing.FreePorts;
+import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.Pg;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code fence.verify} against the lock service that issued the token, with real components: an etcd member
+ * ({@code testing/EtcdServer}) whose locks are taken with etcd's own lock API (as the client SDK's etcd provider
+ * takes them), and PostgreSQL with the SDK's lease table written by the SDK's own acquire statement. An invented
+ * token is refused (403) and does not raise the fence — the honest write after it succeeds; a lock service that
+ * cannot answer refuses the write (503) and nothing is written; a remembered verdict spares the lookup.
+ */
+class LockServiceVerifyIT {
+    @TempDir
+    Path dir;
+
+    private static String policy(String verify) {
+        return """
+                store:
+                  type: memory
+                  journal: ${JOURNAL}
+                policies:
+                  - name: files
+                    match:
+                      path: /files/{path...}
+                    scope: files/{path}
+                    fence:
+                      verify:
+                %s
+                    backend:
+                      type: file
+                      root: ${ROOT}
+                """.formatted(verify.indent(8).stripTrailing());
+    }
+
+    private ProxyFixture start(String verify, Map<String, String> vars) throws Exception {
+        Map<String, String> env = new java.util.HashMap<>(vars);
+        env.put("ROOT", dir.resolve("root").toString());
+        return ProxyFixture.start(dir.resolve("journal"), policy(verify), env);
+    }
+
+    private Optional<String> stored(String name) throws Exception {
+        Path file = dir.resolve("root").resolve("files").resolve(name);
+        return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
+    }
+
+    private static Http.Response put(ProxyFixture proxy, String name, String body, long token) throws Exception {
+        return Http.put(proxy.uri("/files/" + name), body, Map.of("Fencing-Token", Long.toString(token)));
+    }
+
+    private static ByteSequence bytes(String s) {
+        return ByteSequence.from(s, StandardCharsets.UTF_8);
+    }
+
+    /** Takes the etcd lock {@code name} with etcd's lock API; the token is the lock key's create revision. */
+    private static long lock(Client etcd, String name) throws Exception {
+        long lease = etcd.getLeaseClient().grant(60).get(5, TimeUnit.SECONDS).getID();
+        ByteSequence key = etcd.getLockClient().lock(bytes(name), lease).get(5, TimeUnit.SECONDS).getKey();
+        return etcd.getKVClient().get(key).get(5, TimeUnit.SECONDS).getKvs().get(0).getCreateRevision();
+    }
+
+    // ---- etcd ----
+
+    @Test
+    void etcdAdmitsTheLockHoldersTokenAndRefusesAnInventedOne() throws Exception {
+        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        try (EtcdServer server = EtcdServer.single();
+             Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
+             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}\nprefix: locks/",
+                     Map.of("ETCD", server.endpoints()))) {
+            long token = lock(etcd, "locks/files/a");
+
+            // an invented token (never a lock key's revision) is refused and does not raise the fence
+            Http.Response inflated = put(proxy, "a", "evil", Long.MAX_VALUE);
+            assertEquals(403, inflated.status(), inflated.body());
+            assertTrue(inflated.body().contains("unverified-token"), inflated.body());
+            assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
+            assertEquals(Optional.empty(), stored("a"));
+            // nor a token for a lock nobody holds
+            assertEquals(403, put(proxy, "b", "evil", token).status());
+
+            // the holder's token passes
+            assertEquals(201, put(proxy, "a", "v", token).status());
+            assertEquals(Optional.of("v"), stored("a"));
+            assertEquals(2, proxy.server().metrics().count("files", Outcome.UNVERIFIED));
+
+            // a queued contender cannot use its own key's revision before it holds the lock
+            long lease = etcd.getLeaseClient().grant(60).get(5, TimeUnit.SECONDS).getID();
+            etcd.getLockClient().lock(bytes("locks/files/a"), lease); // waits behind the holder
+            long queued = waitForQueuedKey(etcd, "locks/files/a/", token);
+            assertEquals(403, put(proxy, "a", "contender", queued).status());
+            assertEquals(Optional.of("v"), stored("a"));
+        }
+    }
+
+    private static long waitForQueuedKey(Client etcd, String prefix, long holder) throws Exception {
+        for (int i = 0; i < 200; i++) {
+            var kvs = etcd.getKVClient().get(bytes(prefix), io.etcd.jetcd.options.GetOption.builder()
+                    .isPrefix(true).build()).get(5, TimeUnit.SECONDS).getKvs();
+            for (var kv : kvs) {
+                if (kv.getCreateRevision() != holder) {
+                    return kv.getCreateRevision();
+                }
+            }
+            Thread.sleep(10);
+        }
+        throw new AssertionError("the contender's key did not appear");
+    }
+
+    @Test
+    void etcdDownIs503AndNothingIsWrittenButARememberedVerdictSparesTheLookup() throws Exception {
+        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        try (EtcdServer server = EtcdServer.single();
+             Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
+             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}\ntimeout: 500ms\ncache: {ttl: 1m}",
+                     Map.of("ETCD", server.endpoints()))) {
+            long a = lock(etcd, "files/a");
+            long b = lock(etcd, "files/b");
+            assertEquals(201, put(proxy, "a", "v1", a).status());
+            assertEquals(1, proxy.server().metrics().verifications("files", "genuine"));
+
+            server.kill(0);
+            // the same holder keeps writing from the remembered verdict: no lookup (etcd is gone)
+            assertEquals(2, put(proxy, "a", "v2", a).status() / 100);
+            assertEquals(Optional.of("v2"), stored("a"));
+            assertEquals(1, proxy.server().metrics().verifications("files", "genuine"), "a second lookup was made");
+            assertEquals(1, proxy.server().metrics().verifications("files", "remembered"));
+
+            // a token not verified before fails closed: 503 with Retry-After, nothing written, fence untouched
+            Http.Response down = put(proxy, "b", "v1", b);
+            assertEquals(503, down.status(), down.body());
+            assertTrue(down.body().contains("verifier-unavailable"), down.body());
+            assertTrue(down.header("Retry-After").isPresent());
+            assertEquals(Optional.empty(), stored("b"));
+            assertEquals(Optional.empty(), proxy.server().store().get("files/b"));
+            assertEquals(1, proxy.server().metrics().verifications("files", "unavailable"));
+        }
+    }
+
+    // ---- PostgreSQL ----
+
+    /** The client SDK's lease table and acquire statement ({@code PostgresBackend}), run as the SDK runs them. */
+    private static final String LEASES = """
+            CREATE TABLE stockade_leases (
+                name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL)""";
+    private static final String ACQUIRE = """
+            INSERT INTO stockade_leases AS l (name, holder, token, expires_at) VALUES (?, ?, 1, now() + interval '60 s')
+            ON CONFLICT (name) DO UPDATE
+               SET token = l.token + 1, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+             WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
+            RETURNING token""";
+
+    private static long acquire(Pg pg, String name, String holder) throws Exception {
+        return Long.parseLong(pg.single(ACQUIRE, name, holder).orElseThrow());
+    }
+
+    @Test
+    void postgresAdmitsTheLeaseTablesTokenAndRefusesOthers() throws Exception {
+        try (Pg pg = Pg.create(LEASES);
+             ProxyFixture proxy = start("kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}\n"
+                     + "prefix: leases/", Map.of("PG", pg.url()))) {
+            acquire(pg, "leases/files/a", "w1");
+            long token = acquire(pg, "leases/files/a", "w1"); // the same holder again: token 2
+            assertEquals(2, token);
+
+            Http.Response inflated = put(proxy, "a", "evil", Long.MAX_VALUE);
+            assertEquals(403, inflated.status(), inflated.body());
+            assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
+            assertEquals(Optional.empty(), stored("a"));
+            // an earlier holder's token (1) is not the current lease's: refused on a fresh scope
+            assertEquals(403, put(proxy, "a", "old", 1).status());
+            // no lease at all
+            assertEquals(403, put(proxy, "b", "evil", 1).status());
+
+            assertEquals(201, put(proxy, "a", "v2", token).status());
+            assertEquals(Optional.of("v2"), stored("a"));
+            // a zombie below the highest is stale (409), as without verification
+            assertEquals(409, put(proxy, "a", "zombie", 1).status());
+            assertEquals(Optional.of("v2"), stored("a"));
+        }
+    }
+
+    @Test
+    void postgresUnreachableIs503AndNothingIsWritten() throws Exception {
+        String nowhere = "jdbc:postgresql://127.0.0.1:" + FreePorts.next() + "/test";
+        try (ProxyFixture proxy = start("kind: postgres\ndatasource: {url: \"" + nowhere
+                + "\", user: postgres, connect-timeout: 500ms}", Map.of())) {
+            Http.Response r = put(proxy, "a", "v", 1);
+            assertEquals(503, r.status(), r.body());
+            assertTrue(r.header("Retry-After").isPresent());
+            assertEquals(Optional.empty(), stored("a"));
+            assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
+        }
+    }
+}
