@@ -1,0 +1,46 @@
+package io.stockade.proxy.admin;
+
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The policy view ({@code GET /admin/policies}) never shows a {@code fence.verify} secret, but shows the rest. */
+class ConfigViewVerifyTest {
+    private static final String KEY = "0123456789abcdef0123456789abcdef-secret";
+
+    @Test
+    void hmacKeysAndVerifierPasswordsAreRedacted() throws Exception {
+        StockadeConfig config = PolicyLoader.parse("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: signed
+                    match: {path: "/s/{id}"}
+                    scope: "s/{id}"
+                    fence:
+                      verify:
+                        kind: hmac
+                        keys: [{id: k1, key: "${KEY}"}, {id: k0, key-file: /run/secrets/k0}]
+                    backend: {type: file, root: ./r}
+                  - name: leased
+                    match: {path: "/l/{id}"}
+                    scope: "l/{id}"
+                    fence:
+                      verify:
+                        kind: postgres
+                        datasource: {url: "jdbc:postgresql://db/app", user: app, password: "${PW}"}
+                    backend: {type: file, root: ./r}
+                """, Path.of("p.yaml"), Map.of("KEY", KEY, "PW", "db-password-xyz"));
+        String json = ConfigView.json(config);
+        assertFalse(json.contains(KEY), json);
+        assertFalse(json.contains("db-password-xyz"), json);
+        assertTrue(json.contains("\"id\":\"k1\""), json);
+        assertTrue(json.contains("/run/secrets/k0"), json);
+        assertTrue(json.contains("stockade_leases"), json);
+    }
+}
