@@ -362,4 +362,156 @@ class ConformanceIT {
             blobs.close();
         }
     }
+
+    private static int freePort() throws java.io.IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** A one-member etcd ({@code /usr/bin/etcd}, Debian etcd-server) on free loopback ports: command and client URL. */
+    private static List<String> etcd(Path dataDir, int client) throws java.io.IOException {
+        String c = "http://127.0.0.1:" + client;
+        String p = "http://127.0.0.1:" + freePort();
+        return List.of("/usr/bin/etcd", "--name", "conf", "--data-dir", dataDir.toString(),
+                "--listen-client-urls", c, "--advertise-client-urls", c, "--listen-peer-urls", p,
+                "--initial-advertise-peer-urls", p, "--initial-cluster", "conf=" + p, "--initial-cluster-state", "new");
+    }
+
+    /**
+     * The etcd fence store, launched by the suite (so {@code store-stop} can SIGSTOP it, kill -9 it and start it
+     * again on the same data), behind the proxy's HTTP backend; the writers hold real leases from a second etcd (the
+     * lock service: the client SDK's etcd provider, TTL 2 s, token = the lock key's create revision), so in
+     * {@code pause} the zombie's lease really expires in etcd while it is stopped. The token cache is off, so the
+     * zombie's write during the outage has to ask the stopped store (and be refused, 503).
+     */
+    @Test
+    void etcdStoreSurvivesAStoreStopWithEtcdLeases(@TempDir Path dir) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/etcd")),
+                "/usr/bin/etcd is missing (apt-get install etcd-server)");
+        int storePort = freePort();
+        try (PlainHttpStore upstream = PlainHttpStore.start(dir.resolve("upstream"))) {
+            List<String> lockCmd = etcd(dir.resolve("locks-etcd"), freePort());
+            String lockUrl = lockCmd.get(lockCmd.indexOf("--listen-client-urls") + 1);
+            io.stockade.conformance.run.StoreProcess lockService = new io.stockade.conformance.run.StoreProcess(
+                    lockCmd, lockUrl.substring("http://".length()), dir.resolve("locks.log"));
+            lockService.start(Duration.ofSeconds(30));
+            try {
+                Path policy = dir.resolve("stockade.yaml");
+                Files.writeString(policy, """
+                        server:
+                          port: 0
+                        store:
+                          type: etcd
+                          endpoints: [http://127.0.0.1:%d]
+                          timeout: 1s
+                          cache: {enabled: false}
+                        policies:
+                          - name: docs
+                            match:
+                              path: /docs/{path...}
+                              methods: [GET, HEAD, PUT, DELETE]
+                            scope: docs/{path}
+                            fence:
+                              methods: [PUT, DELETE]
+                            backend:
+                              type: http
+                              url: %s
+                              conditional: none
+                              timeout: 10s
+                              settle: 1s
+                        """.formatted(storePort, upstream.baseUri()));
+                Path targetFile = dir.resolve("target.yaml");
+                Files.writeString(targetFile, """
+                        name: http+etcd-store
+                        proxy:
+                          path: /docs/{key}
+                          launch: %s
+                        store:
+                          launch: %s
+                          ready: 127.0.0.1:%d
+                        read:
+                          url: %s
+                          path: /docs/{key}
+                        control:
+                          url: %s
+                          path: /docs/{key}
+                        lease:
+                          provider: etcd
+                          etcd: %s
+                          ttl: 2s
+                        """.formatted(yamlList(launch(policy)), yamlList(etcd(dir.resolve("store-etcd"), storePort)),
+                        storePort, upstream.baseUri(), upstream.baseUri(), lockUrl));
+                Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"), Scenario.PAUSE,
+                        Scenario.STORE_STOP);
+                assertEveryScenarioPassedAndEveryControlCaught(r);
+            } finally {
+                lockService.close();
+            }
+        }
+    }
+
+    /**
+     * The PostgreSQL fence store (a fresh schema of database {@code test}) behind the proxy's HTTP backend, the
+     * writers holding leases from the client SDK's PostgreSQL provider ({@code stockade_leases}, expiry on the
+     * database's clock) in the same schema: {@code pause} and {@code proxy-restart}.
+     */
+    @Test
+    void postgresStoreWithPostgresLeases(@TempDir Path dir) throws Exception {
+        String schema = "conf_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+        String url = PG + "?currentSchema=" + schema;
+        pg("CREATE SCHEMA " + schema);
+        try (PlainHttpStore upstream = PlainHttpStore.start(dir.resolve("upstream"))) {
+            Path policy = dir.resolve("stockade.yaml");
+            Files.writeString(policy, """
+                    server:
+                      port: 0
+                    store:
+                      type: postgres
+                      datasource:
+                        url: "%s"
+                        user: %s
+                    policies:
+                      - name: docs
+                        match:
+                          path: /docs/{path...}
+                          methods: [GET, HEAD, PUT, DELETE]
+                        scope: docs/{path}
+                        fence:
+                          methods: [PUT, DELETE]
+                        backend:
+                          type: http
+                          url: %s
+                          conditional: none
+                          timeout: 10s
+                          settle: 1s
+                    """.formatted(url, PG_USER, upstream.baseUri()));
+            Path targetFile = dir.resolve("target.yaml");
+            Files.writeString(targetFile, """
+                    name: http+pg-store
+                    proxy:
+                      path: /docs/{key}
+                      launch: %s
+                    read:
+                      url: %s
+                      path: /docs/{key}
+                    control:
+                      url: %s
+                      path: /docs/{key}
+                    lease:
+                      provider: postgres
+                      jdbc: "%s&user=%s"
+                      ttl: 1s
+                    """.formatted(yamlList(launch(policy)), upstream.baseUri(), upstream.baseUri(), url, PG_USER));
+            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"), Scenario.PAUSE,
+                    Scenario.PROXY_RESTART);
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+            for (ScenarioResult s : r.scenarios()) {   // the leases came from the table, with real tokens
+                assertTrue(pgOne(url, "select token from stockade_leases where name = ?", "conformance/"
+                        + s.proxied().key()) != null, s.scenario().id());
+            }
+        } finally {
+            pg("DROP SCHEMA " + schema + " CASCADE");
+        }
+    }
 }
