@@ -86,6 +86,8 @@ class ConformanceIT {
         System.out.println(io.stockade.conformance.report.Reports.details(r.scenarios()));
         r.assertPassed();
         for (ScenarioResult s : r.scenarios()) {
+            s.control().notes().forEach(n -> System.out.println(s.scenario().id() + " control: " + n));
+            s.proxied().notes().forEach(n -> System.out.println(s.scenario().id() + " proxied: " + n));
             assertEquals(Verdict.PASS, s.verdict(), s.scenario().id());
             assertFalse(s.control().check().ok(), s.scenario().id() + ": the control must see a stale write land");
             assertTrue(s.proxied().faultsEffective() > 0, s.scenario().id());
@@ -507,8 +509,8 @@ class ConformanceIT {
                     Scenario.PROXY_RESTART);
             assertEveryScenarioPassedAndEveryControlCaught(r);
             for (ScenarioResult s : r.scenarios()) {   // the leases came from the table, with real tokens
-                assertTrue(pgOne(url, "select token from stockade_leases where name = ?", "conformance/"
-                        + s.proxied().key()) != null, s.scenario().id());
+                assertTrue(pgOne(url, "select token from stockade_leases where name = ?", s.proxied().key()) != null,
+                        s.scenario().id());
             }
         } finally {
             pg("DROP SCHEMA " + schema + " CASCADE");

@@ -136,7 +136,7 @@ public final class ScenarioRunner {
         long end = System.nanoTime() + options.duration.toNanos();
         CounterLeaseServer leases = options.leaseSpec == null ? CounterLeaseServer.start(options.ttl, 1) : null;
         String leaseSpec = leases != null ? leases.spec()
-                : options.leaseSpec.replace("{lock}", "conformance/" + key);   // one lock per run
+                : options.leaseSpec.replace("{lock}", key);   // one lock per run: the run's key
         Thread sampler = null;
         try {
             for (int i = 1; i <= options.writers; i++) {
