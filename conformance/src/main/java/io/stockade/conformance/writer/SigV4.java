@@ -56,6 +56,12 @@ public record SigV4(String accessKey, String secretKey, String region) {
      */
     public Map<String, String> sign(String method, URI uri, byte[] payload, Map<String, String> headers,
                                     ZonedDateTime now) {
+        return sign(method, RawHttp.host(uri), uri, payload, headers, now);
+    }
+
+    /** As {@link #sign(String, URI, byte[], Map, ZonedDateTime)}, with the {@code Host} value given. */
+    Map<String, String> sign(String method, String host, URI uri, byte[] payload, Map<String, String> headers,
+                             ZonedDateTime now) {
         String stamp = now.withZoneSameInstant(ZoneOffset.UTC).format(STAMP);
         String day = stamp.substring(0, 8);
         String payloadHash = hex(sha256(payload));
@@ -63,7 +69,7 @@ public record SigV4(String accessKey, String secretKey, String region) {
         if (headers != null) {
             headers.forEach((k, v) -> canonical.put(k.toLowerCase(Locale.ROOT), v.trim()));
         }
-        canonical.put("host", RawHttp.host(uri));
+        canonical.put("host", host);
         canonical.put("x-amz-content-sha256", payloadHash);
         canonical.put("x-amz-date", stamp);
         StringBuilder ch = new StringBuilder();
