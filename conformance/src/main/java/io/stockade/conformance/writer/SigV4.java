@@ -32,6 +32,12 @@ public record SigV4(String accessKey, String secretKey, String region) {
 
     private static final DateTimeFormatter STAMP = DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'", Locale.ROOT);
 
+    /** Never shows the secret. */
+    @Override
+    public String toString() {
+        return "SigV4[" + accessKey + ", " + region + "]";
+    }
+
     /** {@code accessKey:region:secretKey} (the secret last: it may hold any character). */
     public String spec() {
         return accessKey + ":" + region + ":" + secretKey;
