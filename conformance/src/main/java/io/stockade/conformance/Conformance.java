@@ -4,9 +4,11 @@ import io.stockade.conformance.report.Reports;
 import io.stockade.conformance.run.ProxyProcess;
 import io.stockade.conformance.run.RunResult;
 import io.stockade.conformance.run.ScenarioRunner;
+import io.stockade.conformance.run.StoreProcess;
 import io.stockade.conformance.storage.JdbcHttpStore;
 import io.stockade.conformance.storage.PlainHttpStore;
 import io.stockade.conformance.storage.StorageReader;
+import io.stockade.conformance.writer.SigV4;
 
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
@@ -17,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -109,10 +112,17 @@ public final class Conformance {
         String runId = Long.toString(System.currentTimeMillis(), 36);
         List<ScenarioResult> results = new ArrayList<>();
         ProxyProcess launched = null;
+        StoreProcess store = null;
         PlainHttpStore controlStore = null;
         JdbcHttpStore controlShim = null;
         try (StorageReader reader = target.reader()) {
             URI proxyBase;
+            if (target.store() != null) {   // before the proxy, which needs it
+                store = new StoreProcess(target.store().launch(), target.store().ready(), work.resolve("store.log"));
+                store.start(Duration.ofSeconds(60));
+                log.println("conformance: launched the fence store, pid " + store.pid() + " (log " + store.log()
+                        + ")");
+            }
             if (target.launch() != null) {
                 launched = new ProxyProcess(target.launch(), work.resolve("proxy.log"));
                 proxyBase = launched.start(Duration.ofSeconds(60));
@@ -130,6 +140,11 @@ public final class Conformance {
                     controlShim = JdbcHttpStore.start(target.control().get("jdbc"), target.control().get("user"),
                             target.control().get("password"), target.control().get("sql"));
                     controlEndpoint = ScenarioRunner.fixed(controlShim.baseUri(), "/{key}");
+                } else if (target.control().containsKey("s3")) {   // path style, signed with the bucket's own key
+                    Map<String, String> c = target.control();
+                    controlEndpoint = ScenarioRunner.fixed(URI.create(c.get("s3")),
+                            "/" + c.get("bucket") + "/" + c.getOrDefault("key", "{key}"),
+                            new SigV4(c.get("access-key"), c.get("secret-key"), c.getOrDefault("region", "us-east-1")));
                 } else {
                     controlEndpoint = ScenarioRunner.fixed(URI.create(target.control().get("url")),
                             target.control().getOrDefault("path", "/{key}"));
@@ -137,10 +152,14 @@ public final class Conformance {
             }
             ScenarioRunner.Endpoint proxied = proxyEndpoint(proxyBase, launched);
             for (Scenario s : scenarios) {
-                if (s == Scenario.PROXY_RESTART && launched == null) {
+                String notApplicable = s == Scenario.PROXY_RESTART && launched == null
+                        ? "the proxy is not launched by the suite (target proxy.launch)"
+                        : s == Scenario.STORE_STOP && (store == null || launched == null)
+                        ? "the fence store and the proxy are not both launched by the suite (target store.launch, "
+                        + "proxy.launch)" : null;
+                if (notApplicable != null) {
                     results.add(new ScenarioResult(s, target.name(), null, null,
-                            explicitScenarios ? Verdict.INCONCLUSIVE : Verdict.SKIPPED,
-                            List.of("the proxy is not launched by the suite (target proxy.launch)"), 0));
+                            explicitScenarios ? Verdict.INCONCLUSIVE : Verdict.SKIPPED, List.of(notApplicable), 0));
                     continue;
                 }
                 long t0 = System.nanoTime();
@@ -149,10 +168,10 @@ public final class Conformance {
                 if (controlEndpoint != null) {
                     log.println("conformance: " + s.id() + " control (no proxy) ...");
                     control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, reader,
-                            options(work)).run();
+                            options(work, store)).run();
                 }
                 log.println("conformance: " + s.id() + " through the proxy ...");
-                RunResult through = new ScenarioRunner(s, false, key, proxied, reader, options(work)).run();
+                RunResult through = new ScenarioRunner(s, false, key, proxied, reader, options(work, store)).run();
                 ScenarioResult r = ScenarioResult.judge(s, target.name(), through, control,
                         (System.nanoTime() - t0) / 1e9);
                 log.println("conformance: " + s.id() + " " + r.verdict() + " " + r.reasons());
@@ -161,6 +180,9 @@ public final class Conformance {
         } finally {
             if (launched != null) {
                 launched.close();
+            }
+            if (store != null) {
+                store.close();
             }
             if (controlStore != null) {
                 controlStore.close();
@@ -172,10 +194,19 @@ public final class Conformance {
         return new Result(target, List.copyOf(results));
     }
 
-    private ScenarioRunner.Options options(Path work) {
-        String spec = target.leaseProvider().equals("counter") ? null : target.leaseProvider();
+    private ScenarioRunner.Options options(Path work, StoreProcess store) {
+        String p = target.leaseProvider();
+        String spec;
+        if (p.equals("counter")) {
+            spec = null;
+        } else if (p.startsWith("etcd:") || p.startsWith("postgres:")) {   // the SDK's: one lock per run
+            int colon = p.indexOf(':');
+            spec = p.substring(0, colon) + ":" + target.ttl().toMillis() + ":{lock}:" + p.substring(colon + 1);
+        } else {
+            spec = p;
+        }
         return new ScenarioRunner.Options(duration, target.ttl(), target.writers(), spec, target.header(), readEvery,
-                work);
+                work, store);
     }
 
     private ScenarioRunner.Endpoint proxyEndpoint(URI base, ProxyProcess launched) {
@@ -190,6 +221,11 @@ public final class Conformance {
             @Override
             public String path(String key) {
                 return prefix + target.proxyPath().replace("{key}", key);
+            }
+
+            @Override
+            public SigV4 signer() {
+                return target.proxySigner();
             }
 
             @Override

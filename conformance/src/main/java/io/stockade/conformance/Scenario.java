@@ -14,7 +14,12 @@ public enum Scenario {
     /** The answer to a committed write is dropped; the writer's retry (same token, same value) arrives late. */
     LOST_RESPONSE("lost-response", "the answer to a committed write is lost; the retry arrives after a handoff"),
     /** PAUSE, plus kill -9 of the proxy and a restart before the zombie resumes (needs proxy.launch). */
-    PROXY_RESTART("proxy-restart", "kill -9 the proxy after a handoff, restart it, then wake the zombie");
+    PROXY_RESTART("proxy-restart", "kill -9 the proxy after a handoff, restart it, then wake the zombie"),
+    /**
+     * PAUSE, plus SIGSTOP of the proxy's fence store after the handoff: the zombie wakes and writes while the store
+     * is down (the proxy must refuse, 503, never forward), then SIGCONT of the store. Needs {@code store.launch}.
+     */
+    STORE_STOP("store-stop", "SIGSTOP the fence store after a handoff; the zombie writes during the outage");
 
     private final String id;
     private final String description;

@@ -39,6 +39,9 @@ public record ScenarioResult(Scenario scenario, String backend, RunResult proxie
                 reasons.add("no paired control (the target has no 'control')");
             } else if (control.check().ok()) {
                 reasons.add("the control saw no stale write land: the scenario did not prove it can fail");
+            } else if (scenario == Scenario.STORE_STOP && control.faultsEffective() == 0) {
+                reasons.add("the control's stale write was not sent during the store outage: the scenario did not "
+                        + "prove that an outage lets one through");
             }
             if (!reasons.isEmpty()) {
                 v = Verdict.INCONCLUSIVE;

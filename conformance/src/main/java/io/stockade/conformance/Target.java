@@ -3,7 +3,9 @@ package io.stockade.conformance;
 import io.stockade.conformance.storage.DirectoryReader;
 import io.stockade.conformance.storage.HttpReader;
 import io.stockade.conformance.storage.JdbcReader;
+import io.stockade.conformance.storage.S3Reader;
 import io.stockade.conformance.storage.StorageReader;
+import io.stockade.conformance.writer.SigV4;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
@@ -28,19 +30,30 @@ import java.util.Set;
  * @param header      the fencing header
  * @param launch      the command that starts the proxy (it must print {@code Stockade listening on http://H:P}),
  *                    or null; needed by {@link Scenario#PROXY_RESTART}
+ * @param proxySigner the writers sign their PUTs to the proxy with AWS SigV4 ({@code proxy.access-key},
+ *                    {@code proxy.secret-key}, {@code proxy.region}: a key of an S3 policy's {@code clients}), or
+ *                    null
  * @param read        how to read the storage directly: {@code url}+{@code path}, {@code directory}+{@code file},
- *                    or {@code jdbc}+{@code sql} (+{@code user}, {@code password})
+ *                    {@code jdbc}+{@code sql} (+{@code user}, {@code password}), or {@code s3}+{@code bucket}
+ *                    (+{@code key}, {@code region}, {@code access-key}, {@code secret-key}, {@code path-style})
  * @param control     how to write the storage without the proxy: {@code url}+{@code path},
- *                    {@code directory}+{@code file}, or {@code jdbc}+{@code sql} (+{@code user}, {@code password}:
- *                    the same upsert run over JDBC, unfenced); null: no control (every scenario is then
- *                    inconclusive)
- * @param ttl         the lease TTL of the built-in counter
+ *                    {@code directory}+{@code file}, {@code jdbc}+{@code sql} (+{@code user}, {@code password}:
+ *                    the same upsert run over JDBC, unfenced), or {@code s3}+{@code bucket} (PUTs signed with the
+ *                    bucket's own credentials); null: no control (every scenario is then inconclusive)
+ * @param store       the proxy's fence store when the suite launches it ({@code store.launch}, {@code store.ready}
+ *                    {@code host:port}), for {@link Scenario#STORE_STOP}; null otherwise
+ * @param ttl         the lease TTL (the built-in counter's; with another provider, its TTL)
  * @param writers     how many writer processes
- * @param leaseProvider {@code counter} (built in) or {@code class:<Name>:<argument>}
+ * @param leaseProvider {@code counter} (built in), {@code etcd:<endpoints>} or {@code postgres:<jdbc url>} (the
+ *                    client SDK's providers), or {@code class:<Name>:<argument>}
  */
 public record Target(String name, String proxyUrl, String proxyPath, String header, List<String> launch,
-                     Map<String, String> read, Map<String, String> control, Duration ttl, int writers,
-                     String leaseProvider) {
+                     SigV4 proxySigner, Map<String, String> read, Map<String, String> control, Store store,
+                     Duration ttl, int writers, String leaseProvider) {
+
+    /** A fence store the suite launches (and may stop): the command, and a {@code host:port} open when it is up. */
+    public record Store(List<String> launch, String ready) {
+    }
 
     /** Loads a target file. */
     public static Target load(Path file) throws IOException {
@@ -54,15 +67,47 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         if (!(doc instanceof Map<?, ?> root)) {
             throw new IllegalArgumentException(source + ": a target file is a YAML mapping");
         }
-        known(source, "", (Map<String, Object>) root, Set.of("name", "proxy", "read", "control", "lease", "writers"));
+        known(source, "", (Map<String, Object>) root, Set.of("name", "proxy", "read", "control", "store", "lease",
+                "writers"));
         Map<String, Object> proxy = section(source, root, "proxy", true);
-        known(source, "proxy.", proxy, Set.of("url", "path", "header", "launch"));
+        known(source, "proxy.", proxy, Set.of("url", "path", "header", "launch", "access-key", "secret-key",
+                "region"));
+        SigV4 signer = null;
+        if (proxy.containsKey("access-key") || proxy.containsKey("secret-key")) {
+            if (proxy.get("access-key") == null || proxy.get("secret-key") == null) {
+                throw new IllegalArgumentException(source + ": proxy.access-key and proxy.secret-key go together");
+            }
+            signer = new SigV4(str(proxy.get("access-key")), str(proxy.get("secret-key")),
+                    str(proxy.getOrDefault("region", "us-east-1")));
+        }
+        Map<String, Object> storeRaw = section(source, root, "store", false);
+        Store store = null;
+        if (storeRaw != null) {
+            known(source, "store.", storeRaw, Set.of("launch", "ready"));
+            if (!(storeRaw.get("launch") instanceof List<?> sl) || storeRaw.get("ready") == null) {
+                throw new IllegalArgumentException(source + ": store needs 'launch' ([program, arg, ...]) and "
+                        + "'ready' (host:port open when the store is up)");
+            }
+            store = new Store(sl.stream().map(String::valueOf).toList(), str(storeRaw.get("ready")));
+        }
         Map<String, String> read = strings(source, "read", section(source, root, "read", true));
         Map<String, Object> controlRaw = section(source, root, "control", false);
         Map<String, String> control = controlRaw == null ? null : strings(source, "control", controlRaw);
         Map<String, Object> lease = section(source, root, "lease", false);
         if (lease != null) {
-            known(source, "lease.", lease, Set.of("ttl", "provider"));
+            known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc"));
+        }
+        String provider = lease == null ? "counter" : str(lease.getOrDefault("provider", "counter"));
+        if (provider.equals("etcd") || provider.equals("postgres")) {
+            String where = str(lease.get(provider.equals("etcd") ? "etcd" : "jdbc"));
+            if (where == null) {
+                throw new IllegalArgumentException(source + ": lease.provider " + provider + " needs lease."
+                        + (provider.equals("etcd") ? "etcd (comma-separated client URLs)" : "jdbc (a JDBC URL)"));
+            }
+            provider = provider + ":" + where;
+        } else if (!provider.equals("counter") && !provider.startsWith("class:")) {
+            throw new IllegalArgumentException(source + ": lease.provider is counter, etcd, postgres or "
+                    + "class:<Name>:<argument>");
         }
         List<String> launch = null;
         if (proxy.get("launch") instanceof List<?> l) {
@@ -77,15 +122,21 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         String path = str(proxy.getOrDefault("path", "/{key}"));
         Target t = new Target(str(root.get("name")) == null ? "target" : str(root.get("name")),
                 url == null ? null : trimSlash(url), path, str(proxy.getOrDefault("header", "Fencing-Token")),
-                launch, read, control,
+                launch, signer, read, control, store,
                 duration(lease == null ? "1s" : str(lease.getOrDefault("ttl", "1s"))),
-                root.get("writers") == null ? 2 : Integer.parseInt(str(root.get("writers"))),
-                lease == null ? "counter" : str(lease.getOrDefault("provider", "counter")));
-        t.reader();   // validates the read section
+                root.get("writers") == null ? 2 : Integer.parseInt(str(root.get("writers"))), provider);
+        try (StorageReader r = t.reader()) {   // validates the read section
+            r.describe();
+        }
         if (control != null && !control.containsKey("url") && !control.containsKey("directory")
-                && !control.containsKey("jdbc")) {
-            throw new IllegalArgumentException(source + ": control needs 'url' (+ path), 'directory' (+ file) or "
-                    + "'jdbc' (+ sql)");
+                && !control.containsKey("jdbc") && !control.containsKey("s3")) {
+            throw new IllegalArgumentException(source + ": control needs 'url' (+ path), 'directory' (+ file), "
+                    + "'jdbc' (+ sql) or 's3' (+ bucket)");
+        }
+        if (control != null && control.containsKey("s3") && (!control.containsKey("bucket")
+                || !control.containsKey("access-key") || !control.containsKey("secret-key"))) {
+            throw new IllegalArgumentException(source + ": control.s3 needs control.bucket, control.access-key and "
+                    + "control.secret-key (the bucket's own credentials: the control writes around the proxy)");
         }
         if (control != null && control.containsKey("jdbc") && !control.containsKey("sql")) {
             throw new IllegalArgumentException(source + ": control.jdbc needs control.sql (one statement, two ?: "
@@ -112,8 +163,16 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             }
             return new JdbcReader(read.get("jdbc"), read.get("user"), read.get("password"), read.get("sql"));
         }
-        throw new IllegalArgumentException("read needs 'url' (+ path), 'directory' (+ file) or 'jdbc' (+ sql); "
-                + "S3 targets are not supported yet");
+        if (read.containsKey("s3")) {
+            if (!read.containsKey("bucket") || !read.containsKey("access-key") || !read.containsKey("secret-key")) {
+                throw new IllegalArgumentException("read.s3 needs read.bucket, read.access-key and read.secret-key");
+            }
+            return new S3Reader(trimSlash(read.get("s3")), read.getOrDefault("region", "us-east-1"),
+                    read.get("access-key"), read.get("secret-key"), read.get("bucket"),
+                    read.getOrDefault("key", "{key}"), !"false".equals(read.getOrDefault("path-style", "true")));
+        }
+        throw new IllegalArgumentException("read needs 'url' (+ path), 'directory' (+ file), 'jdbc' (+ sql) or "
+                + "'s3' (+ bucket)");
     }
 
     /** Parses {@code 250ms}, {@code 30s}, {@code 2m}. */
@@ -155,7 +214,8 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     }
 
     private static Map<String, String> strings(String source, String prefix, Map<String, Object> m) {
-        known(source, prefix + ".", m, Set.of("url", "path", "directory", "file", "jdbc", "user", "password", "sql"));
+        known(source, prefix + ".", m, Set.of("url", "path", "directory", "file", "jdbc", "user", "password", "sql",
+                "s3", "bucket", "key", "region", "access-key", "secret-key", "path-style"));
         java.util.LinkedHashMap<String, String> out = new java.util.LinkedHashMap<>();
         m.forEach((k, v) -> out.put(k, str(v)));
         return Map.copyOf(out);

@@ -27,10 +27,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ConformanceIT {
 
-    private static Scenario[] scenarios() {
+    /** Every scenario but {@code store-stop} (which needs a store the suite launches). */
+    private static final Scenario[] WITHOUT_STORE = Arrays.stream(Scenario.values())
+            .filter(s -> s != Scenario.STORE_STOP).toArray(Scenario[]::new);
+
+    /** {@code applicable}, narrowed by {@code -Dconformance.scenarios} (a test none of whose scenarios is asked
+     *  for runs nothing). */
+    private static List<Scenario> scenarios(Scenario... applicable) {
         String s = System.getProperty("conformance.scenarios");
-        return s == null || s.isBlank() ? Scenario.values()
-                : Arrays.stream(s.split(",")).map(Scenario::parse).toArray(Scenario[]::new);
+        List<Scenario> asked = s == null || s.isBlank() ? List.of(applicable)
+                : Arrays.stream(s.split(",")).map(Scenario::parse).toList();
+        return Arrays.stream(applicable).filter(asked::contains).toList();
     }
 
     private static List<String> launch(Path policy) {
@@ -53,9 +60,12 @@ class ConformanceIT {
      * proved nothing either way) is run again, at most twice. A FAIL is never re-run, and the verdict of the last
      * attempt is the one asserted: a scenario passes only in a run whose control caught a stale write.
      */
-    private static Conformance.Result runConclusively(Target target, Path work) throws Exception {
+    private static Conformance.Result runConclusively(Target target, Path work, Scenario... applicable)
+            throws Exception {
         List<ScenarioResult> settled = new java.util.ArrayList<>();
-        List<Scenario> todo = new java.util.ArrayList<>(List.of(scenarios()));
+        List<Scenario> todo = new java.util.ArrayList<>(scenarios(applicable.length == 0 ? WITHOUT_STORE
+                : applicable));
+        org.junit.jupiter.api.Assumptions.assumeFalse(todo.isEmpty(), "no scenario of this test was asked for");
         for (int attempt = 1; attempt <= 3 && !todo.isEmpty(); attempt++) {
             Conformance.Result r = Conformance.of(target).scenarios(todo.toArray(Scenario[]::new))
                     .duration(Duration.ofSeconds(1)).workDir(work.resolve("attempt-" + attempt)).run();
@@ -76,13 +86,19 @@ class ConformanceIT {
         System.out.println(io.stockade.conformance.report.Reports.details(r.scenarios()));
         r.assertPassed();
         for (ScenarioResult s : r.scenarios()) {
+            s.control().notes().forEach(n -> System.out.println(s.scenario().id() + " control: " + n));
+            s.proxied().notes().forEach(n -> System.out.println(s.scenario().id() + " proxied: " + n));
             assertEquals(Verdict.PASS, s.verdict(), s.scenario().id());
             assertFalse(s.control().check().ok(), s.scenario().id() + ": the control must see a stale write land");
             assertTrue(s.proxied().faultsEffective() > 0, s.scenario().id());
             assertTrue(s.proxied().handoffs() > 0, s.scenario().id());
-            if (s.scenario() != Scenario.TIMEOUT) {   // there the zombie hears nothing: it timed out first
-                assertTrue(s.proxied().history().ops().stream().anyMatch(o -> o.status() == 409),
-                        s.scenario().id() + ": the proxy must have refused the zombie's write with 409");
+            if (s.scenario() == Scenario.STORE_STOP) {   // fail closed: the store was down, the write not forwarded
+                assertTrue(s.proxied().history().ops().stream().anyMatch(o -> o.status() == 503),
+                        s.scenario().id() + ": the proxy must have refused a write with 503 during the outage");
+            } else if (s.scenario() != Scenario.TIMEOUT) {   // there the zombie hears nothing: it timed out first
+                assertTrue(s.proxied().history().ops().stream().anyMatch(o -> o.status() == 409
+                                || o.status() == 412),   // S3: 412 PreconditionFailed
+                        s.scenario().id() + ": the proxy must have refused the zombie's write with 409/412");
             }
         }
     }
@@ -264,6 +280,237 @@ class ConformanceIT {
                         != null, s.scenario().id() + ": the proxied writes must have gone through the fence");
                 assertEquals(null, pgOne(url, "select token from stockade_fences where scope = ?",
                         "docs/" + control.key()), s.scenario().id() + ": the control must not touch the fence");
+            }
+        } finally {
+            pg("DROP SCHEMA " + schema + " CASCADE");
+        }
+    }
+
+    /**
+     * The S3 backend (atomic: conditional PUTs with the token in the object's metadata) in front of a real S3 API
+     * in-process ({@code org.gaul:s3proxy} over a transient blob store, SigV4 required). The writers sign their PUTs
+     * with a client key of the policy ({@code auth: sigv4}, the proxy checks it); the bucket is read back with the
+     * AWS SDK v2 and the upstream's own key; the control PUTs straight into the bucket, signed with that key.
+     */
+    @Test
+    void s3BackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
+        org.jclouds.blobstore.BlobStoreContext blobs = org.jclouds.ContextBuilder.newBuilder("transient")
+                .credentials("identity", "credential").build(org.jclouds.blobstore.BlobStoreContext.class);
+        org.gaul.s3proxy.S3Proxy s3 = org.gaul.s3proxy.S3Proxy.builder()
+                .blobStore(blobs.getBlobStore())
+                .awsAuthentication(org.gaul.s3proxy.AuthenticationType.AWS_V4, "upstream-key", "upstream-secret")
+                .endpoint(java.net.URI.create("http://127.0.0.1:0"))
+                .build();
+        s3.start();
+        try {
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!s3.getState().equals("STARTED") && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            String endpoint = "http://127.0.0.1:" + s3.getPort();
+            blobs.getBlobStore().createContainerInLocation(null, "conformance");
+            Path policy = dir.resolve("stockade.yaml");
+            Files.writeString(policy, """
+                    server:
+                      port: 0
+                    store:
+                      type: memory
+                      journal: %s
+                    policies:
+                      - name: s3
+                        match: {path: "/{path...}"}
+                        scope: s3
+                        backend:
+                          type: s3
+                          endpoint: %s
+                          access-key: upstream-key
+                          secret-key: upstream-secret
+                          auth: sigv4
+                          clients:
+                            - {access-key: app-key, secret-key: app-secret}
+                          timeout: 10s
+                    """.formatted(dir.resolve("journal"), endpoint));
+            Path targetFile = dir.resolve("target.yaml");
+            Files.writeString(targetFile, """
+                    name: s3
+                    proxy:
+                      path: /conformance/{key}
+                      launch: %s
+                      access-key: app-key
+                      secret-key: app-secret
+                    read:
+                      s3: %s
+                      bucket: conformance
+                      access-key: upstream-key
+                      secret-key: upstream-secret
+                    control:
+                      s3: %s
+                      bucket: conformance
+                      access-key: upstream-key
+                      secret-key: upstream-secret
+                    """.formatted(yamlList(launch(policy)), endpoint, endpoint));
+            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"));
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+            // The proxied objects carry the token in their metadata (the atomic class), the control's do not.
+            for (ScenarioResult s : r.scenarios()) {
+                var through = blobs.getBlobStore().blobMetadata("conformance", s.proxied().key());
+                var control = blobs.getBlobStore().blobMetadata("conformance", s.control().key());
+                assertTrue(through.getUserMetadata().containsKey("fencing-token"), s.scenario().id() + ": "
+                        + through.getUserMetadata());
+                assertFalse(control.getUserMetadata().containsKey("fencing-token"), s.scenario().id());
+            }
+        } finally {
+            s3.stop();
+            blobs.close();
+        }
+    }
+
+    private static int freePort() throws java.io.IOException {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** A one-member etcd ({@code /usr/bin/etcd}, Debian etcd-server) on free loopback ports: command and client URL. */
+    private static List<String> etcd(Path dataDir, int client) throws java.io.IOException {
+        String c = "http://127.0.0.1:" + client;
+        String p = "http://127.0.0.1:" + freePort();
+        return List.of("/usr/bin/etcd", "--name", "conf", "--data-dir", dataDir.toString(),
+                "--listen-client-urls", c, "--advertise-client-urls", c, "--listen-peer-urls", p,
+                "--initial-advertise-peer-urls", p, "--initial-cluster", "conf=" + p, "--initial-cluster-state", "new");
+    }
+
+    /**
+     * The etcd fence store, launched by the suite (so {@code store-stop} can SIGSTOP it, kill -9 it and start it
+     * again on the same data), behind the proxy's HTTP backend; the writers hold real leases from a second etcd (the
+     * lock service: the client SDK's etcd provider, TTL 2 s, token = the lock key's create revision), so in
+     * {@code pause} the zombie's lease really expires in etcd while it is stopped. The token cache is off, so the
+     * zombie's write during the outage has to ask the stopped store (and be refused, 503).
+     */
+    @Test
+    void etcdStoreSurvivesAStoreStopWithEtcdLeases(@TempDir Path dir) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/etcd")),
+                "/usr/bin/etcd is missing (apt-get install etcd-server)");
+        int storePort = freePort();
+        try (PlainHttpStore upstream = PlainHttpStore.start(dir.resolve("upstream"))) {
+            List<String> lockCmd = etcd(dir.resolve("locks-etcd"), freePort());
+            String lockUrl = lockCmd.get(lockCmd.indexOf("--listen-client-urls") + 1);
+            io.stockade.conformance.run.StoreProcess lockService = new io.stockade.conformance.run.StoreProcess(
+                    lockCmd, lockUrl.substring("http://".length()), dir.resolve("locks.log"));
+            lockService.start(Duration.ofSeconds(30));
+            try {
+                Path policy = dir.resolve("stockade.yaml");
+                Files.writeString(policy, """
+                        server:
+                          port: 0
+                        store:
+                          type: etcd
+                          endpoints: [http://127.0.0.1:%d]
+                          timeout: 1s
+                          cache: {enabled: false}
+                        policies:
+                          - name: docs
+                            match:
+                              path: /docs/{path...}
+                              methods: [GET, HEAD, PUT, DELETE]
+                            scope: docs/{path}
+                            fence:
+                              methods: [PUT, DELETE]
+                            backend:
+                              type: http
+                              url: %s
+                              conditional: none
+                              timeout: 10s
+                              settle: 1s
+                        """.formatted(storePort, upstream.baseUri()));
+                Path targetFile = dir.resolve("target.yaml");
+                Files.writeString(targetFile, """
+                        name: http+etcd-store
+                        proxy:
+                          path: /docs/{key}
+                          launch: %s
+                        store:
+                          launch: %s
+                          ready: 127.0.0.1:%d
+                        read:
+                          url: %s
+                          path: /docs/{key}
+                        control:
+                          url: %s
+                          path: /docs/{key}
+                        lease:
+                          provider: etcd
+                          etcd: %s
+                          ttl: 2s
+                        """.formatted(yamlList(launch(policy)), yamlList(etcd(dir.resolve("store-etcd"), storePort)),
+                        storePort, upstream.baseUri(), upstream.baseUri(), lockUrl));
+                Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"), Scenario.PAUSE,
+                        Scenario.STORE_STOP);
+                assertEveryScenarioPassedAndEveryControlCaught(r);
+            } finally {
+                lockService.close();
+            }
+        }
+    }
+
+    /**
+     * The PostgreSQL fence store (a fresh schema of database {@code test}) behind the proxy's HTTP backend, the
+     * writers holding leases from the client SDK's PostgreSQL provider ({@code stockade_leases}, expiry on the
+     * database's clock) in the same schema: {@code pause} and {@code proxy-restart}.
+     */
+    @Test
+    void postgresStoreWithPostgresLeases(@TempDir Path dir) throws Exception {
+        String schema = "conf_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+        String url = PG + "?currentSchema=" + schema;
+        pg("CREATE SCHEMA " + schema);
+        try (PlainHttpStore upstream = PlainHttpStore.start(dir.resolve("upstream"))) {
+            Path policy = dir.resolve("stockade.yaml");
+            Files.writeString(policy, """
+                    server:
+                      port: 0
+                    store:
+                      type: postgres
+                      datasource:
+                        url: "%s"
+                        user: %s
+                    policies:
+                      - name: docs
+                        match:
+                          path: /docs/{path...}
+                          methods: [GET, HEAD, PUT, DELETE]
+                        scope: docs/{path}
+                        fence:
+                          methods: [PUT, DELETE]
+                        backend:
+                          type: http
+                          url: %s
+                          conditional: none
+                          timeout: 10s
+                          settle: 1s
+                    """.formatted(url, PG_USER, upstream.baseUri()));
+            Path targetFile = dir.resolve("target.yaml");
+            Files.writeString(targetFile, """
+                    name: http+pg-store
+                    proxy:
+                      path: /docs/{key}
+                      launch: %s
+                    read:
+                      url: %s
+                      path: /docs/{key}
+                    control:
+                      url: %s
+                      path: /docs/{key}
+                    lease:
+                      provider: postgres
+                      jdbc: "%s&user=%s"
+                      ttl: 1s
+                    """.formatted(yamlList(launch(policy)), upstream.baseUri(), upstream.baseUri(), url, PG_USER));
+            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"), Scenario.PAUSE,
+                    Scenario.PROXY_RESTART);
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+            for (ScenarioResult s : r.scenarios()) {   // the leases came from the table, with real tokens
+                assertTrue(pgOne(url, "select token from stockade_leases where name = ?", s.proxied().key()) != null,
+                        s.scenario().id());
             }
         } finally {
             pg("DROP SCHEMA " + schema + " CASCADE");

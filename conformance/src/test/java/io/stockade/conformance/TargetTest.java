@@ -43,4 +43,29 @@ class TargetTest {
         assertEquals(2, Main.run(new String[] {"--nope"}));
         assertEquals(2, Main.run(new String[0]));
     }
+
+    @Test
+    void anS3TargetWithStoreAndSdkLeasesIsRead() {
+        Target t = Target.parse("""
+                name: s3
+                proxy: {url: "http://127.0.0.1:8080", path: "/b/{key}", access-key: app, secret-key: "s:e/c"}
+                read: {s3: "http://127.0.0.1:9000/", bucket: b, access-key: up, secret-key: upsecret}
+                control: {s3: "http://127.0.0.1:9000", bucket: b, access-key: up, secret-key: upsecret}
+                store: {launch: [/usr/bin/etcd, --data-dir, /tmp/d], ready: "127.0.0.1:2379"}
+                lease: {provider: etcd, etcd: "http://127.0.0.1:2379", ttl: 2s}
+                """, "t.yaml");
+        assertEquals("app", t.proxySigner().accessKey());
+        assertEquals("us-east-1", t.proxySigner().region());
+        assertTrue(t.reader().describe().startsWith("s3 http://127.0.0.1:9000 bucket b"), t.reader().describe());
+        assertEquals("127.0.0.1:2379", t.store().ready());
+        assertEquals("etcd:http://127.0.0.1:2379", t.leaseProvider());
+        assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x}\nread: {directory: /d}\nlease: {provider: etcd}\n", "t.yaml"));
+        assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x}\nread: {directory: /d}\ncontrol: {s3: http://h, bucket: b}\n", "t.yaml"));
+        assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x, access-key: a}\nread: {directory: /d}\n", "t.yaml"));
+        assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x}\nread: {directory: /d}\nstore: {ready: h:1}\n", "t.yaml"));
+    }
 }

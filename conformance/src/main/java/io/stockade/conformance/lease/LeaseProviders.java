@@ -10,10 +10,16 @@ public final class LeaseProviders {
     }
 
     /**
-     * {@code counter:<url>} for the suite's own {@link CounterLeaseServer}, or {@code class:<Name>:<argument>} for
-     * any other provider (a public class with a public constructor taking the argument string).
+     * {@code counter:<url>} for the suite's own {@link CounterLeaseServer}; {@code etcd:<ttlMillis>:<name>:<urls>}
+     * or {@code postgres:<ttlMillis>:<name>:<jdbc url>} for the client SDK's providers ({@link SdkLeaseProvider});
+     * or {@code class:<Name>:<argument>} for any other provider (a public class with a public constructor taking
+     * the argument string).
      */
     public static LeaseProvider create(String spec) {
+        if (spec.startsWith("etcd:") || spec.startsWith("postgres:")) {
+            int colon = spec.indexOf(':');
+            return SdkLeaseProvider.create(spec.substring(0, colon), spec.substring(colon + 1));
+        }
         if (spec.startsWith("counter:")) {
             return new CounterLeaseProvider(URI.create(spec.substring("counter:".length())));
         }
@@ -30,6 +36,7 @@ public final class LeaseProviders {
             }
         }
         throw new IllegalArgumentException("unknown lease provider spec '" + spec
-                + "'; valid: counter:<url>, class:<Name>:<argument>");
+                + "'; valid: counter:<url>, etcd:<ttlMillis>:<name>:<urls>, postgres:<ttlMillis>:<name>:<jdbc url>, "
+                + "class:<Name>:<argument>");
     }
 }

@@ -7,6 +7,7 @@ import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.conformance.fault.FaultProxy;
 import io.stockade.conformance.lease.CounterLeaseServer;
 import io.stockade.conformance.storage.StorageReader;
+import io.stockade.conformance.writer.SigV4;
 import io.stockade.conformance.writer.WriterMain;
 
 import java.io.BufferedReader;
@@ -37,9 +38,15 @@ import java.util.function.BooleanSupplier;
  */
 public final class ScenarioRunner {
 
-    /** Knobs of one run. */
+    /**
+     * Knobs of one run.
+     *
+     * @param leaseSpec null for the built-in counter, else a {@link io.stockade.conformance.lease.LeaseProviders}
+     *                  spec in which {@code {lock}} is replaced by the run's lock name
+     * @param store     the fence store the suite launched (for {@link Scenario#STORE_STOP}), or null
+     */
     public record Options(Duration duration, Duration ttl, int writers, String leaseSpec, String header,
-                          Duration readEvery, Path workDir) {
+                          Duration readEvery, Path workDir, StoreProcess store) {
     }
 
     /** Where the writers send their writes. */
@@ -49,6 +56,11 @@ public final class ScenarioRunner {
 
         /** The request path for a key. */
         String path(String key);
+
+        /** How writers sign their PUTs (an S3 endpoint with SigV4), or null for unsigned requests. */
+        default SigV4 signer() {
+            return null;
+        }
 
         /** kill -9 and restart; null when the suite does not own the proxy. */
         default Restarter restarter() {
@@ -74,7 +86,11 @@ public final class ScenarioRunner {
     private final List<Fault> faults = new ArrayList<>();
     private int grants;
 
-    private record Fault(String session, long startNanos) {
+    /** A fault on {@code session}; for STORE_STOP, the store's outage {@code [outageStart, outageEnd]}. */
+    private record Fault(String session, long startNanos, long outageStart, long outageEnd) {
+        Fault(String session, long startNanos) {
+            this(session, startNanos, 0, 0);
+        }
     }
 
     /** One writer process and what it reported. */
@@ -119,7 +135,8 @@ public final class ScenarioRunner {
     public RunResult run() throws Exception {
         long end = System.nanoTime() + options.duration.toNanos();
         CounterLeaseServer leases = options.leaseSpec == null ? CounterLeaseServer.start(options.ttl, 1) : null;
-        String leaseSpec = leases != null ? leases.spec() : options.leaseSpec;
+        String leaseSpec = leases != null ? leases.spec()
+                : options.leaseSpec.replace("{lock}", key);   // one lock per run: the run's key
         Thread sampler = null;
         try {
             for (int i = 1; i <= options.writers; i++) {
@@ -167,7 +184,8 @@ public final class ScenarioRunner {
         }
         for (Fault f : faults) {
             if (all.stream().anyMatch(o -> f.session.equals(o.holder()) && o.endNanos() >= f.startNanos
-                    && exposed(o, all))) {
+                    && exposed(o, all) && (f.outageStart == 0   // store-stop: sent while the store was down
+                    || (o.startNanos() >= f.outageStart && o.startNanos() <= f.outageEnd)))) {
                 effective++;
             }
         }
@@ -220,7 +238,7 @@ public final class ScenarioRunner {
         }
         long faultStart = System.nanoTime();
         switch (scenario) {
-            case PAUSE, PROXY_RESTART -> signal("STOP", v);
+            case PAUSE, PROXY_RESTART, STORE_STOP -> signal("STOP", v);
             case DELAY -> v.faults.latency(lateBy());
             case TIMEOUT -> v.faults.latency(lateBy());
             case LOST_RESPONSE -> {
@@ -233,9 +251,7 @@ public final class ScenarioRunner {
                 }
             }
         }
-        synchronized (lock) {
-            faults.add(new Fault(session, faultStart));
-        }
+        Fault fault = new Fault(session, faultStart);
         // Wait for a handoff: a higher token acknowledged twice.
         boolean handoff = await(wait, () -> writers.stream().anyMatch(w -> w != v && w.session != null
                 && w.token > token && w.acks.getOrDefault(w.session, 0) >= 2));
@@ -260,6 +276,12 @@ public final class ScenarioRunner {
                 }
             }
         }
+        if (scenario == Scenario.STORE_STOP) {
+            fault = storeOutage(n, v, fault, handoff, completionsBefore);
+        }
+        synchronized (lock) {
+            faults.add(fault);
+        }
         // Heal, and wait for the victim's next write to end (or for the delayed write to have arrived).
         switch (scenario) {
             case PAUSE, PROXY_RESTART -> signal("CONT", v);
@@ -272,6 +294,48 @@ public final class ScenarioRunner {
             v.faults.heal();
         }
         return true;
+    }
+
+    /**
+     * STORE_STOP, after the handoff: {@code kill -STOP} the fence store, wake the zombie so its write goes out while
+     * the store hangs, wait for that write to end (through the proxy: refused, 503), let its retries run into the
+     * outage too, then {@code kill -9} the stopped store and start it again (same data), and wait until a write is
+     * acknowledged once more. Without the proxy (the control) the store is stopped all the same, and nothing
+     * stands between the zombie and the storage. Returns the fault with its outage window.
+     */
+    private Fault storeOutage(int n, Writer v, Fault fault, boolean handoff, long completionsBefore)
+            throws Exception {
+        StoreProcess store = options.store;
+        if (store == null) {
+            notes.add("cycle " + n + ": the fence store is not launched by the suite: no outage (a plain pause)");
+            signal("CONT", v);
+            return fault;
+        }
+        if (!handoff) {
+            signal("CONT", v);
+            return fault;
+        }
+        store.pause();
+        long outageStart = System.nanoTime();
+        notes.add("cycle " + n + ": fence store stopped (SIGSTOP, pid " + store.pid() + ")");
+        signal("CONT", v);
+        if (!await(lateBy().plusSeconds(10), () -> v.completions > completionsBefore || v.exited)) {
+            notes.add("cycle " + n + ": the zombie's write did not end during the store outage");
+        }
+        Thread.sleep(Math.max(500, ttlMs()));   // its retries and the others' writes meet the outage as well
+        long outageEnd = System.nanoTime();
+        store.restart(Duration.ofSeconds(30));
+        notes.add("cycle " + n + ": fence store killed (-9) and restarted after " + (outageEnd - outageStart)
+                / 1_000_000 + " ms");
+        Map<String, Integer> before = new HashMap<>();
+        synchronized (lock) {
+            writers.forEach(w -> before.put(w.name, w.session == null ? 0 : w.acks.getOrDefault(w.session, 0)));
+        }
+        if (!await(Duration.ofMillis(4 * ttlMs() + 15_000), () -> writers.stream().anyMatch(w -> w.session != null
+                && w.acks.getOrDefault(w.session, 0) > before.getOrDefault(w.name, 0)))) {
+            notes.add("cycle " + n + ": no write was acknowledged after the store came back");
+        }
+        return new Fault(fault.session(), fault.startNanos(), outageStart, outageEnd);
     }
 
     private void signal(String sig, Writer w) throws IOException, InterruptedException {
@@ -306,7 +370,12 @@ public final class ScenarioRunner {
                 "--work-ms", "100", "--pace-ms", "20", "--timeout-ms", Long.toString(timeoutMs),
                 "--retries", "3", "--retry-backoff-ms", "200",
                 "--max-ms", Long.toString(options.duration.toMillis() + 10 * 60_000L)));
-        w.process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().remove(SigV4.ENV);
+        if (endpoint.signer() != null) {   // the credentials go by environment, never on the command line
+            pb.environment().put(SigV4.ENV, endpoint.signer().spec());
+        }
+        w.process = pb.start();
         w.stdin = new PrintWriter(w.process.getOutputStream(), true, StandardCharsets.UTF_8);
         Thread.ofPlatform().daemon().name("writer-" + w.name).start(() -> pump(w));
     }
@@ -411,6 +480,11 @@ public final class ScenarioRunner {
 
     /** A fixed endpoint. */
     public static Endpoint fixed(URI base, String pathTemplate) {
+        return fixed(base, pathTemplate, null);
+    }
+
+    /** A fixed endpoint whose writes are signed by {@code signer} (null: unsigned). */
+    public static Endpoint fixed(URI base, String pathTemplate, SigV4 signer) {
         InetSocketAddress addr = new InetSocketAddress(base.getHost(), base.getPort() < 0 ? 80 : base.getPort());
         String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/$", "");
         return new Endpoint() {
@@ -422,6 +496,11 @@ public final class ScenarioRunner {
             @Override
             public String path(String key) {
                 return prefix + pathTemplate.replace("{key}", key);
+            }
+
+            @Override
+            public SigV4 signer() {
+                return signer;
             }
         };
     }

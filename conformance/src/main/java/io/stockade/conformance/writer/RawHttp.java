@@ -43,7 +43,7 @@ public final class RawHttp {
         byte[] payload = body == null ? new byte[0] : body.getBytes(StandardCharsets.UTF_8);
         StringBuilder head = new StringBuilder()
                 .append(method).append(' ').append(target).append(" HTTP/1.1\r\n")
-                .append("Host: ").append(uri.getHost()).append(':').append(port).append("\r\n")
+                .append("Host: ").append(host(uri)).append("\r\n")
                 .append("Connection: close\r\n")
                 .append("Content-Length: ").append(payload.length).append("\r\n");
         if (headers != null) {
@@ -60,6 +60,11 @@ public final class RawHttp {
             out.flush();
             return read(s.getInputStream());
         }
+    }
+
+    /** The {@code Host} header sent for {@code uri} (always with the port: {@link SigV4} signs this value). */
+    public static String host(URI uri) {
+        return uri.getHost() + ":" + (uri.getPort() < 0 ? 80 : uri.getPort());
     }
 
     private static Response read(InputStream in) throws IOException {

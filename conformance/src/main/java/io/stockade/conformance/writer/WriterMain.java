@@ -29,7 +29,8 @@ import java.util.Optional;
  * INVOKE n session token value nanos DONE n status nanos     UNKNOWN n nanos why...
  * FENCED session nanos               LOST session nanos why...   EXIT nanos
  * </pre>
- * A line {@code stop} on stdin ends it after the current write.
+ * A line {@code stop} on stdin ends it after the current write. With {@link SigV4#ENV} in its environment
+ * ({@code accessKey:region:secretKey}) every PUT is signed with AWS SigV4, for S3 endpoints.
  *
  * <p>Arguments: {@code --name W --lease SPEC --url URL [--header Fencing-Token] [--work-ms 100] [--pace-ms 20]
  * [--timeout-ms 10000] [--retries 3] [--retry-backoff-ms 50] [--max-ms 600000]}.
@@ -37,6 +38,8 @@ import java.util.Optional;
 public final class WriterMain {
 
     private static volatile boolean stop;
+    /** Set when the endpoint is S3 with SigV4 (environment {@link SigV4#ENV}): every PUT is signed. */
+    private static SigV4 signer;
 
     private WriterMain() {
     }
@@ -56,6 +59,7 @@ public final class WriterMain {
         long backoff = Long.parseLong(a.getOrDefault("retry-backoff-ms", "50"));
         long end = System.nanoTime() + Long.parseLong(a.getOrDefault("max-ms", "600000")) * 1_000_000L;
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        signer = SigV4.parse(System.getenv(SigV4.ENV));
 
         Thread.ofPlatform().daemon().start(() -> {
             try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
@@ -125,7 +129,12 @@ public final class WriterMain {
             String id = attempt == 0 ? "" + n : n + "r" + attempt;
             out.println("INVOKE " + id + " " + session + " " + token + " " + value + " " + System.nanoTime());
             try {
-                RawHttp.Response r = RawHttp.send(url, "PUT", value, Map.of(header, Long.toString(token)), timeout);
+                Map<String, String> headers = new java.util.LinkedHashMap<>(Map.of(header, Long.toString(token)));
+                if (signer != null) {   // signed per attempt, the fencing header with it
+                    headers.putAll(signer.sign("PUT", url, value.getBytes(StandardCharsets.UTF_8), headers,
+                            java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC)));
+                }
+                RawHttp.Response r = RawHttp.send(url, "PUT", value, headers, timeout);
                 status = r.status();
                 out.println("DONE " + id + " " + status + " " + System.nanoTime());
                 if (status < 500) {

@@ -1,0 +1,101 @@
+package io.stockade.conformance.lease;
+
+import io.stockade.client.Leases;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+
+/**
+ * Leases from a real lock service through the client SDK's providers ({@code io.stockade.client}): etcd (token =
+ * the lock key's create revision) or PostgreSQL (token = the {@code stockade_leases} row's counter), with real TTLs
+ * kept alive by the SDK's watchdog, which renews by compare-and-set on the token and ends the lease the moment it
+ * is lost (a refused renewal, a vanished key, or a watchdog that ran late because the process was paused).
+ *
+ * <p>Spec (what the writer processes get): {@code etcd:<ttlMillis>:<lock name>:<endpoint>[,<endpoint>...]} or
+ * {@code postgres:<ttlMillis>:<lock name>:<jdbc url>}. The writer's {@link Lease#renew()} asks the SDK whether the
+ * lease is still valid: renewing is the watchdog's job, not the writer's.
+ */
+public final class SdkLeaseProvider implements LeaseProvider {
+
+    /** How long one {@link #tryAcquire} waits in the lock service's queue before it reports "held". */
+    private static final Duration WAIT = Duration.ofMillis(300);
+
+    private final Function<Leases.Builder, io.stockade.client.LeaseProvider> backend;
+    private final String lockName;
+    private final Duration ttl;
+    private final String describe;
+    private io.stockade.client.LeaseProvider sdk;
+
+    private SdkLeaseProvider(Function<Leases.Builder, io.stockade.client.LeaseProvider> backend, String lockName,
+                             Duration ttl, String describe) {
+        this.backend = backend;
+        this.lockName = lockName;
+        this.ttl = ttl;
+        this.describe = describe;
+    }
+
+    /** From a spec without its {@code etcd:} / {@code postgres:} prefix; {@code kind} is that prefix. */
+    static SdkLeaseProvider create(String kind, String rest) {
+        String[] p = rest.split(":", 3);
+        if (p.length != 3 || p[1].isEmpty()) {
+            throw new IllegalArgumentException(kind + " lease spec is " + kind + ":<ttlMillis>:<lock name>:<where>");
+        }
+        Duration ttl = Duration.ofMillis(Long.parseLong(p[0]));
+        String where = p[2];
+        return switch (kind) {
+            case "etcd" -> new SdkLeaseProvider(b -> b.etcd(where.split(",")), p[1], ttl, "etcd " + where);
+            case "postgres" -> new SdkLeaseProvider(b -> b.postgres(where), p[1], ttl, "postgres");
+            default -> throw new IllegalArgumentException("unknown SDK lease provider '" + kind + "'");
+        };
+    }
+
+    @Override
+    public synchronized Optional<Lease> tryAcquire(String holder) throws IOException {
+        try {
+            if (sdk == null) {   // one SDK provider per writer process, named after the writer
+                sdk = backend.apply(Leases.newBuilder().holderIdentity(holder + "-" + ProcessHandle.current().pid()));
+            }
+            return Optional.of(new SdkLease(sdk.acquire(lockName, ttl, WAIT)));
+        } catch (TimeoutException held) {
+            return Optional.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        } catch (IllegalStateException e) {
+            throw new IOException(describe + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (sdk != null) {
+            sdk.close();
+        }
+    }
+
+    private record SdkLease(io.stockade.client.Lease lease) implements Lease {
+        @Override
+        public long token() {
+            return lease.token();
+        }
+
+        @Override
+        public long deadlineNanos() {
+            long now = System.nanoTime();
+            return lease.isValid() ? now + lease.remaining().toNanos() : now - 1;
+        }
+
+        @Override
+        public boolean renew() {
+            return lease.isValid();
+        }
+
+        @Override
+        public void close() {
+            lease.close();
+        }
+    }
+}
