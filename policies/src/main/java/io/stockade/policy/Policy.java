@@ -1,5 +1,6 @@
 package io.stockade.policy;
 
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
@@ -13,8 +14,10 @@ import java.util.Set;
  * @param scope         the fence scope template, filled from the match's path variables
  * @param fence         how the token is read and checked
  * @param backend       where requests are sent
+ * @param limits        bounds on the size, duration and concurrency of the policy's requests
  */
-public record Policy(String name, Match match, ScopeTemplate scope, Fence fence, BackendConfig backend) {
+public record Policy(String name, Match match, ScopeTemplate scope, Fence fence, BackendConfig backend,
+                     Limits limits) {
 
     public Policy {
         Objects.requireNonNull(name, "name");
@@ -22,6 +25,12 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
         Objects.requireNonNull(scope, "scope");
         Objects.requireNonNull(fence, "fence");
         Objects.requireNonNull(backend, "backend");
+        Objects.requireNonNull(limits, "limits");
+    }
+
+    /** A policy with the default limits. */
+    public Policy(String name, Match match, ScopeTemplate scope, Fence fence, BackendConfig backend) {
+        this(name, match, scope, fence, backend, Limits.defaults());
     }
 
     /** Whether a request with this method must carry a valid token (before the mode is applied). */
@@ -95,6 +104,42 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
 
         public static Fence defaults() {
             return new Fence(DEFAULT_HEADER, DEFAULT_METHODS, MissingToken.REJECT, EqualToken.ACCEPT, Mode.ENFORCE);
+        }
+    }
+
+    /**
+     * Bounds on one policy's requests, checked by the proxy once the policy is known (the listener's own bounds,
+     * {@link ServerConfig.Limits}, apply before that, to every request). A request over a bound is refused before
+     * its token is looked at, so it never raises a fence; a body found too large or too slow only while it streams
+     * is cut off before the backend can commit it.
+     *
+     * @param maxHeaderBytes        the most bytes the request's header lines may take ({@link #UNLIMITED}: only the
+     *                              listener's bound); more is refused with 431
+     * @param maxBodyBytes          the largest body ({@link #UNLIMITED}: any); a larger declared length is refused
+     *                              with 413 before anything is forwarded, a streamed body is cut off at the bound
+     * @param bodyTimeout           the longest a body may take to arrive, counted from the start of handling, so a
+     *                              trickled body cannot hold a scope for ever; past it 408
+     * @param maxConcurrentPerScope the most requests of this policy in flight on one scope ({@link #UNLIMITED_COUNT}:
+     *                              any); more get 503 with {@code Retry-After}
+     */
+    public record Limits(long maxHeaderBytes, long maxBodyBytes, Duration bodyTimeout, int maxConcurrentPerScope) {
+        /** No bound on a size. */
+        public static final long UNLIMITED = Long.MAX_VALUE;
+        /** No bound on a count. */
+        public static final int UNLIMITED_COUNT = Integer.MAX_VALUE;
+        /** Long enough for a large honest upload on a slow link; short enough that a trickler lets go. */
+        public static final Duration DEFAULT_BODY_TIMEOUT = Duration.ofMinutes(5);
+
+        public Limits {
+            Objects.requireNonNull(bodyTimeout, "bodyTimeout");
+            if (maxHeaderBytes < 1 || maxBodyBytes < 1 || maxConcurrentPerScope < 1 || !bodyTimeout.isPositive()) {
+                throw new IllegalArgumentException("limits must be positive: " + maxHeaderBytes + ", " + maxBodyBytes
+                        + ", " + bodyTimeout + ", " + maxConcurrentPerScope);
+            }
+        }
+
+        public static Limits defaults() {
+            return new Limits(UNLIMITED, UNLIMITED, DEFAULT_BODY_TIMEOUT, UNLIMITED_COUNT);
         }
     }
 

@@ -103,10 +103,12 @@ public final class PolicyLoader {
                     ServerConfig.DEFAULT_PORT);
             Optional<Optional<ServerConfig.Tls>> tls = server.optional("tls",
                     f -> serverTls(f).map(Optional::of), Optional.empty());
-            if (!Values.allPresent(host, port, tls)) {
+            Optional<ServerConfig.Limits> limits = server.optional("limits", LimitsReader::server,
+                    ServerConfig.Limits.defaults());
+            if (!Values.allPresent(host, port, tls, limits)) {
                 return Optional.empty();
             }
-            return Optional.of(new ServerConfig(host.get(), port.get(), tls.get().orElse(null)));
+            return Optional.of(new ServerConfig(host.get(), port.get(), tls.get().orElse(null), limits.get()));
         });
     }
 

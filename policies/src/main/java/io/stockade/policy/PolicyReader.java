@@ -62,11 +62,12 @@ final class PolicyReader {
         Optional<Policy.Fence> fence = policy.optional("fence", field -> fence(field, methods), defaultFence(methods));
         Optional<BackendConfig> backend = policy.required("backend", field -> BackendReader.read(field, path, scope,
                 methods, fence));
-        if (!Values.allPresent(name, path, methods, scope, fence, backend)) {
+        Optional<Policy.Limits> limits = policy.optional("limits", LimitsReader::policy, Policy.Limits.defaults());
+        if (!Values.allPresent(name, path, methods, scope, fence, backend, limits)) {
             return Optional.empty();
         }
         Policy result = new Policy(name.get(), new Policy.Match(path.get(), methods.get()), scope.get(), fence.get(),
-                backend.get());
+                backend.get(), limits.get());
         reportOverlaps(result, item, matchField.get());
         read.add(new Located(result, item));
         return Optional.of(result);

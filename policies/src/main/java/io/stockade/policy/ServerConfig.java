@@ -1,6 +1,7 @@
 package io.stockade.policy;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -9,8 +10,9 @@ import java.util.Objects;
  * @param host interface address to bind, e.g. {@code 127.0.0.1}
  * @param port TCP port, 0 for any free port
  * @param tls  TLS on the listener, or {@code null} for plain HTTP
+ * @param limits what the listener enforces on every connection, before any policy is known
  */
-public record ServerConfig(String host, int port, Tls tls) {
+public record ServerConfig(String host, int port, Tls tls, Limits limits) {
     public static final String DEFAULT_HOST = "127.0.0.1";
     public static final int DEFAULT_PORT = 8080;
 
@@ -19,6 +21,12 @@ public record ServerConfig(String host, int port, Tls tls) {
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port must be 0..65535, was " + port);
         }
+        Objects.requireNonNull(limits, "limits");
+    }
+
+    /** A listener with the default limits. */
+    public ServerConfig(String host, int port, Tls tls) {
+        this(host, port, tls, Limits.defaults());
     }
 
     /** A plain-HTTP listener. */
@@ -28,7 +36,47 @@ public record ServerConfig(String host, int port, Tls tls) {
 
     /** A copy on another port. */
     public ServerConfig withPort(int newPort) {
-        return new ServerConfig(host, newPort, tls);
+        return new ServerConfig(host, newPort, tls, limits);
+    }
+
+    /**
+     * What the HTTP listener enforces itself, on every request and connection, before a policy is known: only the
+     * listener can bound what it parses (the request line, the headers) and how long a connection may sit idle.
+     * Per-policy bounds ({@link Policy.Limits}) come after these and can only be tighter.
+     *
+     * @param maxRequestLineBytes the longest request line (method, target, version); longer gets 414
+     * @param maxHeaderBytes      the most bytes of header lines; more gets 431
+     * @param maxBodyBytes        the largest body on any route ({@link Policy.Limits#UNLIMITED}: any); more gets 413
+     * @param headerTimeout       the longest from the end of the request line to the end of the headers; past it the
+     *                            connection is closed (headers trickled a byte at a time: slowloris)
+     * @param idleTimeout         how long a connection may wait for (or trickle) its next request line before it
+     *                            is closed
+     * @param readTimeout         the longest one read of a request may block; a body that stalls longer gets 408
+     */
+    public record Limits(int maxRequestLineBytes, int maxHeaderBytes, long maxBodyBytes, Duration headerTimeout,
+                         Duration idleTimeout, Duration readTimeout) {
+        /** Room for long object keys and presigned query strings. */
+        public static final int DEFAULT_MAX_REQUEST_LINE_BYTES = 8 * 1024;
+        /** Helidon's default. */
+        public static final int DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+        public static final Duration DEFAULT_HEADER_TIMEOUT = Duration.ofSeconds(10);
+        public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(60);
+        /** Helidon's default. */
+        public static final Duration DEFAULT_READ_TIMEOUT = Duration.ofSeconds(30);
+
+        public Limits {
+            Objects.requireNonNull(headerTimeout, "headerTimeout");
+            Objects.requireNonNull(idleTimeout, "idleTimeout");
+            Objects.requireNonNull(readTimeout, "readTimeout");
+            if (maxRequestLineBytes < 1 || maxHeaderBytes < 1 || maxBodyBytes < 1) {
+                throw new IllegalArgumentException("sizes must be positive");
+            }
+        }
+
+        public static Limits defaults() {
+            return new Limits(DEFAULT_MAX_REQUEST_LINE_BYTES, DEFAULT_MAX_HEADER_BYTES, Policy.Limits.UNLIMITED,
+                    DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_READ_TIMEOUT);
+        }
     }
 
     /**

@@ -127,6 +127,28 @@ final class Values {
         });
     }
 
+    /** A size within {@code min..max} bytes; the message names the bounds as written in a policy file. */
+    static Optional<Long> size(Field field, long min, long max) {
+        return size(field).flatMap(bytes -> {
+            if (bytes < min || bytes > max) {
+                field.error("expected a size from " + bytes(min) + " to " + bytes(max) + ", got " + bytes(bytes));
+                return Optional.empty();
+            }
+            return Optional.of(bytes);
+        });
+    }
+
+    /** A size as a policy file would write it: {@code 16KiB}, {@code 300}. */
+    static String bytes(long bytes) {
+        for (String[] unit : new String[][] {{"GiB", "30"}, {"MiB", "20"}, {"KiB", "10"}}) {
+            long scale = 1L << Integer.parseInt(unit[1]);
+            if (bytes % scale == 0) {
+                return bytes / scale + unit[0];
+            }
+        }
+        return Long.toString(bytes);
+    }
+
     /** A positive duration: a whole number with suffix ms, s, m or h. */
     static Optional<Duration> duration(Field field) {
         return field.text().flatMap(text -> {

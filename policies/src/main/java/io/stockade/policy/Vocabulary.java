@@ -13,7 +13,9 @@ import java.util.Map;
  */
 final class Vocabulary {
     static final List<String> ROOT_KEYS = List.of("server", "store", "policies", "admin");
-    static final List<String> SERVER_KEYS = List.of("host", "port", "tls");
+    static final List<String> SERVER_KEYS = List.of("host", "port", "tls", "limits");
+    static final List<String> SERVER_LIMITS_KEYS = List.of("max-request-line-bytes", "max-header-bytes",
+            "max-body-bytes", "header-timeout", "idle-timeout", "read-timeout");
     static final List<String> SERVER_TLS_KEYS = List.of("keystore", "password", "password-file", "truststore",
             "client-auth");
     static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after");
@@ -25,7 +27,9 @@ final class Vocabulary {
     static final List<String> TLS_KEYS = List.of("ca", "cert", "key");
     static final List<String> CACHE_KEYS = List.of("enabled", "max-scopes");
     static final List<String> ADMIN_KEYS = List.of("token", "token-file");
-    static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend");
+    static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend", "limits");
+    static final List<String> POLICY_LIMITS_KEYS = List.of("max-header-bytes", "max-body-bytes", "body-timeout",
+            "max-concurrent-per-scope");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance",
             "verify");

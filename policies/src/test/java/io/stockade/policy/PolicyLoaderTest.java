@@ -51,6 +51,29 @@ class PolicyLoaderTest {
         Policy policy = config.policies().getFirst();
         assertEquals(Set.of(), policy.match().methods());
         assertEquals(Policy.Fence.defaults(), policy.fence());
+        assertEquals(Policy.Limits.defaults(), policy.limits());
+        assertEquals(ServerConfig.Limits.defaults(), config.server().limits());
+    }
+
+    @Test
+    void everyLimitIsRead() throws Exception {
+        StockadeConfig config = parse("""
+                server:
+                  limits: {max-request-line-bytes: 2KiB, max-header-bytes: 4KiB, max-body-bytes: 1GiB,
+                           header-timeout: 2s, idle-timeout: 20s, read-timeout: 5s}
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: files
+                    match: {path: "/files/{path...}"}
+                    scope: files/{path}
+                    backend: {type: file, root: ./f}
+                    limits: {max-header-bytes: 1KiB, max-body-bytes: 10MiB, body-timeout: 30s,
+                             max-concurrent-per-scope: 4}
+                """);
+        assertEquals(new ServerConfig.Limits(2048, 4096, 1L << 30, Duration.ofSeconds(2), Duration.ofSeconds(20),
+                Duration.ofSeconds(5)), config.server().limits());
+        assertEquals(new Policy.Limits(1024, 10L << 20, Duration.ofSeconds(30), 4),
+                config.policies().getFirst().limits());
     }
 
     @Test

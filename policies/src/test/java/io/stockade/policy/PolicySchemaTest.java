@@ -90,6 +90,7 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.ROOT_KEYS, List.copyOf(((Map<?, ?>) at("properties")).keySet()));
         assertEquals(Vocabulary.SERVER_KEYS, keys("properties/server"));
         assertEquals(Vocabulary.SERVER_TLS_KEYS, keys("properties/server/properties/tls"));
+        assertEquals(Vocabulary.SERVER_LIMITS_KEYS, keys("properties/server/properties/limits"));
         assertEquals(List.copyOf(Vocabulary.CLIENT_AUTH.keySet()),
                 at("properties/server/properties/tls/properties/client-auth/enum"));
         assertEquals(Vocabulary.MEMORY_STORE_KEYS, keys("$defs/memoryStore"));
@@ -106,6 +107,7 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.POLICY_KEYS, keys("$defs/policy"));
         assertEquals(Vocabulary.MATCH_KEYS, keys("$defs/policy/properties/match"));
         assertEquals(Vocabulary.FENCE_KEYS, keys("$defs/policy/properties/fence"));
+        assertEquals(Vocabulary.POLICY_LIMITS_KEYS, keys("$defs/policy/properties/limits"));
         assertEquals(Vocabulary.FILE_BACKEND_KEYS, keys("$defs/fileBackend"));
         assertEquals(Vocabulary.HTTP_BACKEND_KEYS, keys("$defs/httpBackend"));
         assertEquals(Vocabulary.S3_BACKEND_KEYS, keys("$defs/s3Backend"));

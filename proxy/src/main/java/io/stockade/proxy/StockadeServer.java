@@ -18,6 +18,7 @@ import io.stockade.proxy.backend.postgres.PostgresBackend;
 import io.stockade.proxy.backend.s3.S3Backend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.http.ListenerLimits;
 import io.stockade.proxy.http.ListenerTls;
 import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.metrics.ProxyMetrics;
@@ -53,14 +54,16 @@ public final class StockadeServer implements AutoCloseable {
     private final FencePipeline pipeline;
     private final Reloader reloader;
     private final WebServer server;
+    private final AutoCloseable listenerLimits;
 
     private StockadeServer(FenceStore store, ProxyMetrics metrics, FencePipeline pipeline, Reloader reloader,
-                           WebServer server) {
+                           WebServer server, AutoCloseable listenerLimits) {
         this.store = store;
         this.metrics = metrics;
         this.pipeline = pipeline;
         this.reloader = reloader;
         this.server = server;
+        this.listenerLimits = listenerLimits;
     }
 
     /**
@@ -104,15 +107,17 @@ public final class StockadeServer implements AutoCloseable {
                     case REQUIRED -> TlsClientAuth.REQUIRED;
                 }));
             }
+            AutoCloseable listenerLimits = ListenerLimits.apply(builder, config.server().limits());
             WebServer server = builder
-                    .connectionOptions(options -> options.tcpNoDelay(true))
+                    .connectionOptions(options -> options.tcpNoDelay(true)
+                            .readTimeout(config.server().limits().readTimeout()))
                     // A proxy passes bodies on as they came: no decoding of Content-Encoding (and no 400 for
                     // encodings Helidon does not know, such as S3's aws-chunked).
                     .contentEncoding(new PassThroughEncoding(io.helidon.http.encoding.ContentEncodingContext.create()))
                     .routing(routing -> routing(routing, pipeline, metrics, admin))
                     .build()
                     .start();
-            return new StockadeServer(store, metrics, pipeline, reloader, server);
+            return new StockadeServer(store, metrics, pipeline, reloader, server, listenerLimits);
         } catch (RuntimeException | IOException e) {
             backends.values().forEach(Backend::close);
             verifiers.close();
@@ -252,6 +257,11 @@ public final class StockadeServer implements AutoCloseable {
     @Override
     public void close() {
         server.stop();
+        try {
+            listenerLimits.close();
+        } catch (Exception e) {
+            LOG.log(Level.FINE, "closing the listener's timers", e);
+        }
         reloader.close();
         store.close();
     }

@@ -4,6 +4,8 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.Route;
 
+import java.io.InputStream;
+
 /**
  * One request on its way through the proxy.
  *
@@ -11,6 +13,21 @@ import io.stockade.policy.Route;
  * @param response the answer to the client
  * @param route    the policy that took it and the path variables it bound
  * @param scope    the fence scope
+ * @param bounds   the policy's bounds on the body; read it with {@link #body()}
  */
-public record Exchange(ServerRequest request, ServerResponse response, Route route, String scope) {
+public record Exchange(ServerRequest request, ServerResponse response, Route route, String scope,
+                       BodyBounds bounds) {
+
+    /** An exchange whose body is not bounded. */
+    public Exchange(ServerRequest request, ServerResponse response, Route route, String scope) {
+        this(request, response, route, scope, BodyBounds.none());
+    }
+
+    /**
+     * The request body, within the policy's bounds: a read past a bound fails with {@link BodyBounds.BodyRefused}.
+     * Backends read the body only through this.
+     */
+    public InputStream body() {
+        return bounds.wrap(request.content().inputStream());
+    }
 }

@@ -72,7 +72,13 @@ public final class ProxyMetrics {
         /** Observe mode: would have been accepted. */
         OBSERVED,
         /** No policy matches the request (404). */
-        NO_POLICY;
+        NO_POLICY,
+        /** Refused: headers or body over a limit of the policy (431, 413), before any fence; or a body cut off. */
+        TOO_LARGE,
+        /** Refused: the body did not arrive in time (408); nothing was committed. */
+        TIMED_OUT,
+        /** Refused: the scope has as many requests in flight as the policy's max-concurrent-per-scope (503). */
+        BUSY;
 
         final String label = name().toLowerCase(java.util.Locale.ROOT);
 

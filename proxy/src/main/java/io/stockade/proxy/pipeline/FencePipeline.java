@@ -10,6 +10,7 @@ import io.stockade.policy.Route;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.SelfFencing;
@@ -63,6 +64,7 @@ public final class FencePipeline implements Handler {
     private final LongSupplier nanoTime;
     private final long startedAt;
     private final TokenVerifiers verifiers;
+    private final Limits limits;
 
     /**
      * @param backends one backend per policy name
@@ -76,6 +78,7 @@ public final class FencePipeline implements Handler {
         this.nanoTime = nanoTime;
         this.startedAt = nanoTime.getAsLong();
         this.verifiers = verifiers;
+        this.limits = new Limits(nanoTime);
     }
 
     private record Active(StockadeConfig config, Map<String, Backend> backends) {
@@ -101,8 +104,12 @@ public final class FencePipeline implements Handler {
     public void handle(ServerRequest req, ServerResponse res) {
         String method = req.prologue().method().text();
         String rawPath = req.path().rawPath();
-        Decision decision = new Decision(nanoTime.getAsLong(), method, rawPath);
+        long received = nanoTime.getAsLong();
+        Decision decision = new Decision(received, method, rawPath);
         AtomicInteger inFlight = null;
+        Backend backend = null;
+        Exchange exchange = null;
+        Limits.Permit permit = null;
         try {
             // receive: one spelling per resource
             Optional<String> badPath = RequestPath.problem(rawPath);
@@ -122,12 +129,25 @@ public final class FencePipeline implements Handler {
             }
             Route route = matched.get();
             Policy policy = route.policy();
-            Backend backend = current.backends().get(policy.name());
-            Exchange exchange = new Exchange(req, res, route, backend.scope(route, req));
+            backend = current.backends().get(policy.name());
+            exchange = new Exchange(req, res, route, backend.scope(route, req),
+                    limits.bodyBounds(policy, received, current.config().server().limits().readTimeout()));
             decision.policy(policy.name(), policy.backend().type(), exchange.scope())
                     .holder(req.headers().first(HOLDER).orElse(null));
             inFlight = metrics.inFlight(policy.name());
             inFlight.incrementAndGet();
+
+            // limits: before the token is read, so a request over them never raises a fence or reaches a backend
+            Optional<Problem> overLimit = Limits.refusal(policy, req);
+            if (overLimit.isPresent()) {
+                refuse(decision, backend, exchange, Outcome.TOO_LARGE, overLimit.get());
+                return;
+            }
+            permit = limits.enter(policy, exchange.scope());
+            if (permit == null) {
+                refuse(decision, backend, exchange, Outcome.BUSY, Limits.busy(policy, exchange.scope()));
+                return;
+            }
             if (!backend.admit(exchange)) {
                 decision.outcome(Outcome.BAD_REQUEST, "refused by the " + policy.backend().type() + " backend");
                 return;
@@ -141,8 +161,15 @@ public final class FencePipeline implements Handler {
             // parse token
             tokenStage(decision, backend, exchange);
         } finally {
+            if (permit != null) {
+                permit.close();
+            }
             if (inFlight != null) {
                 inFlight.decrementAndGet();
+            }
+            // limits: a body cut off while it streamed (too large, too slow) was abandoned by the backend
+            if (exchange != null && exchange.bounds().refused() != null) {
+                bodyRefused(decision, backend, exchange);
             }
             // metrics + log: once per request, whatever happened above
             int status = res.status().code();
@@ -442,6 +469,24 @@ public final class FencePipeline implements Handler {
         long start = nanoTime.getAsLong();
         backend.forward(exchange);
         metrics.upstream(exchange.route().policy().name(), nanoTime.getAsLong() - start);
+    }
+
+    /**
+     * A body that went over a bound while it streamed: the backend abandoned the write (nothing was committed); the
+     * client gets the bound's answer unless the backend's answer has already started.
+     */
+    private static void bodyRefused(Decision decision, Backend backend, Exchange exchange) {
+        BodyBounds.BodyRefused refused = exchange.bounds().refused();
+        Problem problem = refused.problem().with("policy", exchange.route().policy().name())
+                .with("scope", exchange.scope());
+        decision.outcome(problem.status() == 408 ? Outcome.TIMED_OUT : Outcome.TOO_LARGE, problem.detail());
+        if (!exchange.response().isSent()) {
+            try {
+                backend.refuse(exchange, problem);
+            } catch (RuntimeException e) {
+                LOG.log(Level.FINE, "could not answer a cut-off body", e);
+            }
+        }
     }
 
     /** Nanoseconds until a serialized backend opens after start (writes of a crashed run may still land). */

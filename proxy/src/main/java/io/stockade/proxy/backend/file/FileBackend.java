@@ -10,6 +10,7 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
@@ -138,7 +139,7 @@ public final class FileBackend implements Backend {
             if (method == Method.GET || method == Method.HEAD) {
                 read(req, res, target.file(), method == Method.HEAD);
             } else if (method == Method.PUT) {
-                put(req, res, target, null);
+                put(exchange, target, null);
             } else {
                 delete(res, target, null);
             }
@@ -163,7 +164,7 @@ public final class FileBackend implements Backend {
                 read(req, res, target.file(), method == Method.HEAD);
                 return new WriteResult.Answered(res.status().code());
             }
-            WriteResult result = method == Method.PUT ? put(req, res, target, fence) : delete(res, target, fence);
+            WriteResult result = method == Method.PUT ? put(exchange, target, fence) : delete(res, target, fence);
             return result;
         } catch (Refusal r) {
             r.problem.send(res);
@@ -308,8 +309,10 @@ public final class FileBackend implements Backend {
         }
     }
 
-    private WriteResult put(ServerRequest req, ServerResponse res, SafePath.Located target, Fence fence)
+    private WriteResult put(Exchange exchange, SafePath.Located target, Fence fence)
             throws Refusal {
+        ServerRequest req = exchange.request();
+        ServerResponse res = exchange.response();
         Path file = target.file();
         Path sidecarFile = Sidecar.location(tokens, target.relative());
         try {
@@ -332,10 +335,14 @@ public final class FileBackend implements Backend {
 
         Path tmp = file.resolveSibling(SafePath.RESERVED_PREFIX + "-tmp-" + UUID.randomUUID());
         try {
-            receive(req, tmp);
+            receive(exchange, tmp);
         } catch (IncompleteBody e) {
             deleteQuietly(tmp);
             LOG.log(Level.FINE, "file backend: body cut short for " + relative(file), e.getCause());
+            BodyBounds.BodyRefused refused = BodyBounds.BodyRefused.in(e);
+            if (refused != null) {
+                return new WriteResult.Answered(refused.problem().status()); // the pipeline answers a bound's refusal
+            }
             Problem p = Problem.of(400, "incomplete-body", "Incomplete body",
                     "the request body ended early or could not be read; nothing was written");
             if (!res.isSent()) {
@@ -422,11 +429,11 @@ public final class FileBackend implements Backend {
     }
 
     /** Streams the request body into a new file and fsyncs it. */
-    private static void receive(ServerRequest req, Path tmp) throws IOException, IncompleteBody {
+    private static void receive(Exchange exchange, Path tmp) throws IOException, IncompleteBody {
         try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             InputStream in;
             try {
-                in = req.content().inputStream();
+                in = exchange.body();
             } catch (RuntimeException e) {
                 throw new IncompleteBody(e);
             }

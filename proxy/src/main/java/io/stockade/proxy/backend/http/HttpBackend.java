@@ -15,6 +15,7 @@ import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
@@ -105,6 +106,8 @@ public final class HttpBackend implements Backend {
         Sent sent = send(exchange, null, null);
         if (sent instanceof Sent.Failed failed) {
             answerFailure(exchange, failed);
+        } else if (sent instanceof Sent.BodyFailed failed) {
+            bodyFailed(exchange, failed);
         }
     }
 
@@ -114,6 +117,7 @@ public final class HttpBackend implements Backend {
             Sent sent = send(exchange, null, null);
             return switch (sent) {
                 case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
+                case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
                 case Sent.Failed failed when failed.reachedUpstream() -> new WriteResult.Unknown(failed.reason());
                 case Sent.Failed failed -> answerFailure(exchange, failed);
             };
@@ -136,6 +140,9 @@ public final class HttpBackend implements Backend {
                 }
             }
             Sent sent = send(exchange, admission, version);
+            if (sent instanceof Sent.BodyFailed failed) {
+                return bodyFailed(exchange, failed);
+            }
             if (sent instanceof Sent.Failed failed) {
                 // A conditional write that arrives late cannot do harm: its If-Match no longer matches once a
                 // newer write has landed. Unknown, but no quarantine needed; the engine decides.
@@ -205,6 +212,42 @@ public final class HttpBackend implements Backend {
          */
         record Failed(String reason, boolean reachedUpstream, boolean timedOut) implements Sent {
         }
+
+        /**
+         * The client's body could not be read to its end (cut off by a bound, stalled, or the client went away).
+         * The upstream request was abandoned before its end (no last chunk, or fewer bytes than its
+         * {@code Content-Length}), so the upstream never saw a complete request: nothing was applied, the outcome
+         * is known, and the scope needs no quarantine.
+         *
+         * @param refused the bound that cut the body off, or null when the client's side failed
+         */
+        record BodyFailed(BodyBounds.BodyRefused refused, Throwable cause) implements Sent {
+        }
+    }
+
+    /** The client's body failed: the pipeline answers a bound's refusal; any other failure is a 400. */
+    private static WriteResult bodyFailed(Exchange exchange, Sent.BodyFailed failed) {
+        if (failed.refused() != null) {
+            return new WriteResult.Answered(failed.refused().problem().status());
+        }
+        LOG.log(Level.FINE, "the client's body failed; the upstream request was abandoned", failed.cause());
+        if (exchange.response().isSent()) {
+            return new WriteResult.Answered(exchange.response().status().code());
+        }
+        try {
+            return answer(exchange, Problem.of(400, "incomplete-body", "Incomplete body",
+                    "the request body ended early or could not be read; the upstream request was abandoned before "
+                            + "its end, nothing was written").header("Connection", "close"));
+        } catch (RuntimeException e) {
+            return new WriteResult.Answered(400); // the client is gone
+        }
+    }
+
+    /** The client's body could not be read: the upstream request is abandoned, never finished. */
+    private static final class ClientBodyFailed extends IOException {
+        ClientBodyFailed(Throwable cause) {
+            super("reading the client's body failed", cause);
+        }
     }
 
     private static final class PreconditionFailed extends RuntimeException {
@@ -230,7 +273,7 @@ public final class HttpBackend implements Backend {
         copyRequestHeaders(req, upstream, condition);
         boolean hasBody = hasBody(req);
         try (HttpClientResponse response = hasBody
-                ? upstream.outputStream(out -> streamBody(req.content().inputStream(), out))
+                ? upstream.outputStream(out -> streamBody(exchange.body(), out))
                 : upstream.request()) {
             int status = response.status().code();
             if (condition != null && status == Status.PRECONDITION_FAILED_412.code()) {
@@ -244,6 +287,10 @@ public final class HttpBackend implements Backend {
         } catch (PreconditionFailed e) {
             throw e;
         } catch (RuntimeException e) {
+            ClientBodyFailed bodyFailed = causeOf(e, ClientBodyFailed.class);
+            if (bodyFailed != null) {
+                return new Sent.BodyFailed(BodyBounds.BodyRefused.in(bodyFailed), bodyFailed.getCause());
+            }
             if (res.isSent()) {
                 // The answer had started; the client sees a truncated response, nothing more can be said.
                 LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
@@ -341,10 +388,27 @@ public final class HttpBackend implements Backend {
         return req.headers().contentLength().orElse(0) > 0;
     }
 
+    /**
+     * Copies the client's body upstream, and closes the upstream stream (which sends the last chunk, or checks the
+     * length) only when the whole body was read. When reading the client fails, the upstream stream is left
+     * unfinished: closing it would send a last chunk and turn a cut-off body into a complete, shorter request that
+     * the upstream would apply.
+     */
     private static void streamBody(InputStream in, OutputStream out) throws IOException {
-        try (out) {
-            in.transferTo(out);
+        byte[] buffer = new byte[64 * 1024];
+        while (true) {
+            int n;
+            try {
+                n = in.read(buffer);
+            } catch (IOException | RuntimeException e) {
+                throw new ClientBodyFailed(e);
+            }
+            if (n < 0) {
+                break;
+            }
+            out.write(buffer, 0, n);
         }
+        out.close();
     }
 
     private static void relay(HttpClientResponse response, ServerResponse res) {
@@ -361,6 +425,15 @@ public final class HttpBackend implements Backend {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    private static <T extends Throwable> T causeOf(Throwable e, Class<T> type) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (type.isInstance(t)) {
+                return type.cast(t);
+            }
+        }
+        return null;
     }
 
     private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {

@@ -1,0 +1,245 @@
+package io.stockade.proxy.backend;
+
+import io.stockade.proxy.http.Problem;
+
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.SocketTimeoutException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * The per-policy bounds on one request's body: how many bytes, and by when the last of them must have arrived.
+ * Backends read the body through {@link #wrap}; a body that goes over a bound fails the read with
+ * {@link BodyRefused}, which carries the answer (413 or 408), so the backend abandons the write instead of
+ * committing part of it. A read that blocks past the listener's read timeout is reported the same way (408).
+ * <p>
+ * One instance per request. It remembers the first refusal ({@link #refused()}), so the pipeline can tell a body
+ * cut off by a bound from any other failure, whatever the backend made of the exception.
+ * <p>
+ * <b>Why a watchdog.</b> Helidon's server sets no read timeout on accepted sockets, so a body that stops arriving
+ * blocks its read for ever, and with a serialized backend holds its scope for ever. A read that blocks longer than
+ * the read timeout, or past the body's deadline, is ended by the {@link #WATCHDOG}: it interrupts the reading
+ * (virtual) thread, which closes the socket, and the read fails with the 408 refusal. The client then sees the
+ * connection closed rather than the 408: it stopped reading and writing anyway.
+ */
+public final class BodyBounds {
+    private static final String READ_TIMEOUT = "a read of the body blocked longer than the listener's read-timeout";
+    /** How often blocked reads are checked. */
+    static final long WATCH_PERIOD_MILLIS = 100;
+    private static final Set<BodyBounds.Bounded> READING = ConcurrentHashMap.newKeySet();
+    private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "stockade-body-watchdog");
+        t.setDaemon(true);
+        return t;
+    });
+
+    static {
+        WATCHDOG.scheduleWithFixedDelay(BodyBounds::watch, WATCH_PERIOD_MILLIS, WATCH_PERIOD_MILLIS,
+                TimeUnit.MILLISECONDS);
+    }
+
+    /** No bounds: a body is read as it comes. */
+    public static BodyBounds none() {
+        return new BodyBounds(Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, System::nanoTime);
+    }
+
+    private final long maxBytes;
+    private final long deadline;
+    private final long readTimeoutNanos;
+    private final LongSupplier nanoTime;
+    private volatile BodyRefused refused;
+
+    /**
+     * @param maxBytes         the largest body accepted
+     * @param deadline         the {@code nanoTime} by which the body must have arrived ({@code Long.MAX_VALUE}: none)
+     * @param readTimeoutNanos the longest one read may block ({@code Long.MAX_VALUE}: no bound)
+     */
+    public BodyBounds(long maxBytes, long deadline, long readTimeoutNanos, LongSupplier nanoTime) {
+        this.maxBytes = maxBytes;
+        this.deadline = deadline;
+        this.readTimeoutNanos = readTimeoutNanos;
+        this.nanoTime = nanoTime;
+    }
+
+    /** Interrupts each read that has blocked too long (the watchdog's task). */
+    private static void watch() {
+        for (Bounded b : READING) {
+            try {
+                b.expireIfDue();
+            } catch (RuntimeException e) {
+                // never let one stream stop the watchdog
+            }
+        }
+    }
+
+    /** The body refusal that happened, or null. */
+    public BodyRefused refused() {
+        return refused;
+    }
+
+    /** {@code in}, failing with {@link BodyRefused} once it goes over a bound. */
+    public InputStream wrap(InputStream in) {
+        return new Bounded(in);
+    }
+
+    private BodyRefused refuse(BodyRefused e) {
+        if (refused == null) {
+            refused = e;
+        }
+        return e;
+    }
+
+    private final class Bounded extends FilterInputStream {
+        private long count;
+        /** Guarded by {@code this}: the thread blocked in a read, when it started, and whether it was cut off. */
+        private Thread reader;
+        private long readSince;
+        private BodyRefused cutOff;
+
+        Bounded(InputStream in) {
+            super(in);
+        }
+
+        private synchronized void expireIfDue() {
+            if (reader == null || cutOff != null) {
+                return;
+            }
+            long now = nanoTime.getAsLong();
+            String why = now - readSince > readTimeoutNanos
+                    ? READ_TIMEOUT
+                    : deadline != Long.MAX_VALUE && now - deadline > 0
+                    ? "the body did not arrive within the policy's body-timeout" : null;
+            if (why != null) {
+                cutOff = refuse(BodyRefused.timedOut(why, null));
+                reader.interrupt(); // inside the lock: the reader sees the interrupt before it can clear it
+            }
+        }
+
+        private synchronized void startRead() {
+            reader = Thread.currentThread();
+            readSince = nanoTime.getAsLong();
+        }
+
+        /** Ends a read; throws the watchdog's refusal (and clears its interrupt) when it cut the read off. */
+        private void endRead() throws BodyRefused {
+            BodyRefused expired;
+            synchronized (this) {
+                reader = null;
+                expired = cutOff;
+            }
+            READING.remove(this);
+            if (expired != null) {
+                Thread.interrupted();
+                throw expired;
+            }
+        }
+
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            int n = read(one, 0, 1);
+            return n < 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            if (refused != null) {
+                throw refused;
+            }
+            checkDeadline();
+            int n;
+            startRead();
+            READING.add(this);
+            try {
+                // One byte more than allowed tells "exactly at the bound" from "over it".
+                long room = maxBytes - count; // never negative: a read past the bound is refused at once
+                n = in.read(b, off, room >= len ? len : (int) room + 1);
+            } catch (SocketTimeoutException e) {
+                endRead();
+                throw refuse(BodyRefused.timedOut(READ_TIMEOUT, e));
+            } catch (UncheckedIOException e) {
+                endRead(); // the watchdog's refusal, if it caused this failure
+                if (e.getCause() instanceof SocketTimeoutException) {
+                    throw refuse(BodyRefused.timedOut(READ_TIMEOUT, e));
+                }
+                throw e;
+            } catch (IOException | RuntimeException e) {
+                endRead();
+                throw e;
+            }
+            endRead();
+            if (n > 0) {
+                count += n;
+                if (count > maxBytes) {
+                    throw refuse(BodyRefused.tooLarge(maxBytes));
+                }
+                checkDeadline();
+            }
+            return n;
+        }
+
+        private void checkDeadline() throws BodyRefused {
+            if (deadline != Long.MAX_VALUE && nanoTime.getAsLong() - deadline > 0) {
+                throw refuse(BodyRefused.timedOut("the body did not arrive within the policy's body-timeout", null));
+            }
+        }
+
+        @Override
+        public long skip(long n) throws IOException {
+            byte[] buf = new byte[(int) Math.min(8192, Math.max(1, n))];
+            long skipped = 0;
+            while (skipped < n) {
+                int r = read(buf, 0, (int) Math.min(buf.length, n - skipped));
+                if (r < 0) {
+                    break;
+                }
+                skipped += r;
+            }
+            return skipped;
+        }
+    }
+
+    /** A body cut off by a bound: the answer the client gets, and the reason the write was abandoned. */
+    public static final class BodyRefused extends IOException {
+        private final transient Problem problem;
+
+        private BodyRefused(Problem problem, Throwable cause) {
+            super(problem.detail(), cause);
+            this.problem = problem;
+        }
+
+        static BodyRefused tooLarge(long maxBytes) {
+            return new BodyRefused(Problem.of(413, "body-too-large", "Request body too large",
+                    "the body is larger than the policy's max-body-bytes (" + maxBytes + " bytes); it was cut off "
+                            + "and nothing was written").with("maxBodyBytes", maxBytes)
+                    .header("Connection", "close"), null);
+        }
+
+        static BodyRefused timedOut(String why, Throwable cause) {
+            return new BodyRefused(Problem.of(408, "body-timeout", "Request body too slow",
+                    why + "; it was cut off and nothing was written").header("Connection", "close"), cause);
+        }
+
+        /** The answer to send. */
+        public Problem problem() {
+            return problem;
+        }
+
+        /** The refusal in {@code e}'s cause chain, or null. */
+        public static BodyRefused in(Throwable e) {
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                if (t instanceof BodyRefused refused) {
+                    return refused;
+                }
+            }
+            return null;
+        }
+    }
+}

@@ -1,0 +1,190 @@
+package io.stockade.proxy.http;
+
+import io.helidon.http.DirectHandler;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Headers;
+import io.helidon.http.HttpPrologue;
+import io.helidon.http.ServerResponseHeaders;
+import io.helidon.http.Status;
+import io.helidon.webserver.ConnectionContext;
+import io.helidon.webserver.WebServerConfig;
+import io.helidon.webserver.http.DirectHandlers;
+import io.helidon.webserver.http1.Http1Config;
+import io.helidon.webserver.http1.Http1ConnectionListener;
+import io.stockade.policy.Policy;
+import io.stockade.policy.ServerConfig;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.logging.Logger;
+
+/**
+ * What the HTTP listener enforces on every connection before any policy is known ({@code server.limits}): the
+ * request line and header sizes, the largest body, how long headers and idle connections may take, how long one
+ * read may block. Helidon enforces most of them itself; this class sets them, answers its refusals as RFC 9457
+ * problems, and adds the one bound Helidon lacks: a deadline on the header block.
+ * <p>
+ * <b>Why a header deadline.</b> Helidon's socket read timeout bounds each read, and its idle check interrupts a
+ * connection only while it reads a request line. A client that sends the request line and then one header byte
+ * every few seconds would hold its connection for ever. {@link HeaderDeadline} starts a timer when the request
+ * line is in and interrupts the connection's (virtual) thread if the headers are not complete when it fires;
+ * interrupting a virtual thread blocked on a socket closes the socket, so the client is cut off without an answer.
+ */
+public final class ListenerLimits {
+    private static final Logger LOG = Logger.getLogger(ListenerLimits.class.getName());
+    /** The message Helidon's header parser gives when the header block is over its bound (answered 400 by it). */
+    static final String HEADER_SIZE_EXCEEDED = "Header size exceeded";
+    /** How often idle connections are looked for, at most (Helidon's default is every two minutes). */
+    static final Duration MAX_IDLE_PERIOD = Duration.ofSeconds(2);
+
+    private ListenerLimits() {
+    }
+
+    /**
+     * Applies {@code limits} to a web server's default listener.
+     *
+     * @return the header deadline's timer, to be closed with the server
+     */
+    public static AutoCloseable apply(WebServerConfig.Builder builder, ServerConfig.Limits limits) {
+        HeaderDeadline deadline = new HeaderDeadline(limits.headerTimeout());
+        builder.addProtocol(Http1Config.builder()
+                        .maxPrologueLength(limits.maxRequestLineBytes())
+                        .maxHeadersSize(limits.maxHeaderBytes())
+                        .addReceiveListener(deadline)
+                        .build())
+                .maxPayloadSize(limits.maxBodyBytes() == Policy.Limits.UNLIMITED ? -1 : limits.maxBodyBytes())
+                .idleConnectionTimeout(limits.idleTimeout())
+                .idleConnectionPeriod(idlePeriod(limits.idleTimeout()))
+                // Helidon passes the parser's message to direct handlers only with includeEntity; its messages are
+                // about the request's syntax, never about the server.
+                .errorHandling(e -> e.includeEntity(true))
+                .directHandlers(directHandlers());
+        return deadline;
+    }
+
+    static Duration idlePeriod(Duration idleTimeout) {
+        Duration quarter = idleTimeout.dividedBy(4);
+        Duration period = quarter.compareTo(MAX_IDLE_PERIOD) > 0 ? MAX_IDLE_PERIOD : quarter;
+        return period.isZero() ? Duration.ofMillis(1) : period;
+    }
+
+    /** Every refusal Helidon makes before routing, answered as a problem (and 431 for an oversized header block). */
+    static DirectHandlers directHandlers() {
+        DirectHandlers.Builder handlers = DirectHandlers.builder();
+        for (DirectHandler.EventType type : DirectHandler.EventType.values()) {
+            handlers.addHandler(type, ListenerLimits::problem);
+        }
+        return handlers.build();
+    }
+
+    private static DirectHandler.TransportResponse problem(DirectHandler.TransportRequest request,
+                                                           DirectHandler.EventType type, Status status,
+                                                           ServerResponseHeaders headers, String message) {
+        Problem problem = problemFor(type == DirectHandler.EventType.INTERNAL_ERROR ? 500 : status.code(), message);
+        DirectHandler.TransportResponse.Builder response = DirectHandler.TransportResponse.builder()
+                .status(Status.create(problem.status()))
+                .headers(headers)
+                .header(HeaderNames.CONTENT_TYPE, "application/problem+json")
+                .keepAlive(false)
+                .entity(problem.toJson().getBytes(StandardCharsets.UTF_8));
+        return response.build();
+    }
+
+    /** The problem for a refusal by the listener: status as Helidon chose it, but 431 for too many header bytes. */
+    static Problem problemFor(int status, String message) {
+        String detail = message == null || message.isBlank() ? "the request could not be read" : message;
+        if (status == 400 && HEADER_SIZE_EXCEEDED.equals(message)) {
+            return Problem.of(431, "headers-too-large", "Request headers too large",
+                    "the request's header lines are larger than the listener's max-header-bytes; nothing was "
+                            + "forwarded");
+        }
+        return switch (status) {
+            // Before routing, Helidon answers 500 for request bytes its parser chokes on outside its own checks
+            // (a method with a NUL byte: RequestParsingFuzzIT). Failures inside the pipeline never come here: the
+            // routing's error handler answers those. So this is bad input, and bad input is never a 500.
+            case 500 -> Problem.of(400, "bad-request", "Bad request", "the request could not be parsed");
+            case 413 -> Problem.of(413, "body-too-large", "Request body too large", detail
+                    + " (the listener's max-body-bytes); nothing was forwarded");
+            case 414 -> Problem.of(414, "request-line-too-long", "Request line too long", detail
+                    + " (the listener's max-request-line-bytes); nothing was forwarded");
+            case 400 -> Problem.of(400, "bad-request", "Bad request", detail);
+            default -> Problem.of(status, "refused-by-listener", Status.create(status).reasonPhrase(), detail);
+        };
+    }
+
+    /**
+     * The deadline on a request's header block, one timer task per request between its request line and the end of
+     * its headers. Both callbacks run on the connection's own thread; the timer interrupts that thread only while
+     * the request it was set for is still reading headers.
+     */
+    static final class HeaderDeadline implements Http1ConnectionListener, AutoCloseable {
+        private final Duration timeout;
+        private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "stockade-header-deadline");
+            t.setDaemon(true);
+            return t;
+        });
+        /** The pending deadline of each connection reading headers now; removed by the headers or the timer. */
+        private final ConcurrentHashMap<ConnectionContext, Pending> pending = new ConcurrentHashMap<>();
+
+        private record Pending(Thread reader, AtomicBoolean done, ScheduledFuture<?>[] task) {
+        }
+
+        HeaderDeadline(Duration timeout) {
+            this.timeout = timeout;
+        }
+
+        @Override
+        public void prologue(ConnectionContext ctx, HttpPrologue prologue) {
+            Pending p = new Pending(Thread.currentThread(), new AtomicBoolean(), new ScheduledFuture<?>[1]);
+            Pending earlier = pending.put(ctx, p);
+            if (earlier != null) {
+                cancel(earlier);
+            }
+            p.task()[0] = timer.schedule(() -> expire(ctx, p), timeout.toNanos(), TimeUnit.NANOSECONDS);
+        }
+
+        @Override
+        public void headers(ConnectionContext ctx, Headers headers) {
+            Pending p = pending.remove(ctx);
+            if (p != null && !p.done().compareAndSet(false, true)) {
+                // The timer won the race and interrupted (or is about to interrupt) this thread: drop the request.
+                throw new IllegalStateException("header-timeout passed");
+            }
+            if (p != null && p.task()[0] != null) {
+                p.task()[0].cancel(false);
+            }
+        }
+
+        private void expire(ConnectionContext ctx, Pending p) {
+            pending.remove(ctx, p);
+            if (p.done().compareAndSet(false, true)) {
+                LOG.fine(() -> "header-timeout: closing a connection from " + ctx.remotePeer().address());
+                p.reader().interrupt();
+            }
+        }
+
+        private static void cancel(Pending p) {
+            p.done().set(true);
+            if (p.task()[0] != null) {
+                p.task()[0].cancel(false);
+            }
+        }
+
+        /** Connections still reading headers (tests check nothing is left behind). */
+        int pending() {
+            return pending.size();
+        }
+
+        @Override
+        public void close() {
+            timer.shutdownNow();
+        }
+    }
+}

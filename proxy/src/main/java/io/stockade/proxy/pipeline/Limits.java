@@ -1,0 +1,145 @@
+package io.stockade.proxy.pipeline;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
+import io.stockade.policy.Policy;
+import io.stockade.proxy.backend.BodyBounds;
+import io.stockade.proxy.http.Problem;
+
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
+
+/**
+ * A policy's limits ({@code policies[i].limits}), checked by the pipeline once the policy is known and before the
+ * token is read, so a request over a limit never raises a fence and never reaches a backend: header bytes (431),
+ * a declared body length (413), requests in flight on one scope (503). The body's size and arrival time while it
+ * streams are bounded by the {@link BodyBounds} handed to the backend.
+ */
+final class Limits {
+    /** Requests in flight per policy and scope; an entry exists only while its count is above zero. */
+    private final ConcurrentHashMap<String, Integer> inFlight = new ConcurrentHashMap<>();
+    private final LongSupplier nanoTime;
+
+    Limits(LongSupplier nanoTime) {
+        this.nanoTime = nanoTime;
+    }
+
+    /** The refusal of a request whose header lines or declared body are over the policy's limits, if any. */
+    static Optional<Problem> refusal(Policy policy, ServerRequest req) {
+        Policy.Limits limits = policy.limits();
+        if (limits.maxHeaderBytes() != Policy.Limits.UNLIMITED) {
+            long bytes = headerBytes(req);
+            if (bytes > limits.maxHeaderBytes()) {
+                return Optional.of(Problem.of(431, "headers-too-large", "Request headers too large",
+                                "the header lines take " + bytes + " bytes, more than policy '" + policy.name()
+                                        + "' allows (max-header-bytes " + limits.maxHeaderBytes()
+                                        + "); nothing was forwarded")
+                        .with("policy", policy.name()).with("maxHeaderBytes", limits.maxHeaderBytes()));
+            }
+        }
+        if (limits.maxBodyBytes() != Policy.Limits.UNLIMITED && req.headers().contains(HeaderNames.CONTENT_LENGTH)) {
+            long length = req.headers().contentLength().orElse(0L);
+            if (length > limits.maxBodyBytes()) {
+                return Optional.of(Problem.of(413, "body-too-large", "Request body too large",
+                                "Content-Length " + length + " is more than policy '" + policy.name() + "' allows "
+                                        + "(max-body-bytes " + limits.maxBodyBytes() + "); nothing was forwarded and "
+                                        + "no fence was raised")
+                        .with("policy", policy.name()).with("maxBodyBytes", limits.maxBodyBytes())
+                        .header("Connection", "close"));
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** The header block's size as sent: each line's name, {@code ": "}, value and CRLF. */
+    static long headerBytes(ServerRequest req) {
+        long bytes = 0;
+        for (Header header : req.headers()) {
+            for (String value : header.allValues()) {
+                bytes += header.name().length() + 2 + value.length() + 2;
+            }
+        }
+        return bytes;
+    }
+
+    /**
+     * The bounds a backend reads this request's body within.
+     *
+     * @param readTimeout the listener's bound on one blocked read
+     */
+    BodyBounds bodyBounds(Policy policy, long startedAt, java.time.Duration readTimeout) {
+        Policy.Limits limits = policy.limits();
+        long deadline = startedAt + limits.bodyTimeout().toNanos();
+        return new BodyBounds(limits.maxBodyBytes(), deadline, readTimeout.toNanos(), nanoTime);
+    }
+
+    /**
+     * Takes a place among the requests in flight on a scope.
+     *
+     * @return the place, to be closed when the request is done (on every path), or null when the scope is full
+     */
+    Permit enter(Policy policy, String scope) {
+        int max = policy.limits().maxConcurrentPerScope();
+        if (max == Policy.Limits.UNLIMITED_COUNT) {
+            return Permit.NONE;
+        }
+        String key = policy.name() + '\0' + scope;
+        boolean[] admitted = {false};
+        inFlight.compute(key, (k, n) -> {
+            int now = n == null ? 0 : n;
+            if (now >= max) {
+                return n;
+            }
+            admitted[0] = true;
+            return now + 1;
+        });
+        return admitted[0] ? new Permit(this, key) : null;
+    }
+
+    /** The refusal of a request that found its scope full. */
+    static Problem busy(Policy policy, String scope) {
+        return Problem.of(503, "scope-busy", "Too many requests on this scope",
+                        "policy '" + policy.name() + "' allows " + policy.limits().maxConcurrentPerScope()
+                                + " requests in flight on one scope (max-concurrent-per-scope) and that many are; "
+                                + "nothing was forwarded, retry later")
+                .with("policy", policy.name()).with("scope", scope)
+                .with("maxConcurrentPerScope", policy.limits().maxConcurrentPerScope()).retryAfter(1);
+    }
+
+    private void leave(String key) {
+        inFlight.computeIfPresent(key, (k, n) -> n <= 1 ? null : n - 1);
+    }
+
+    /** Requests in flight on a scope of a policy (tests check that none leaks). */
+    int inFlight(String policy, String scope) {
+        return inFlight.getOrDefault(policy + '\0' + scope, 0);
+    }
+
+    /** Scopes with requests in flight now, over all policies. */
+    int scopesInFlight() {
+        return inFlight.size();
+    }
+
+    /** A place among a scope's requests in flight; closing it twice gives it back once. */
+    static final class Permit implements AutoCloseable {
+        static final Permit NONE = new Permit(null, null);
+        private final Limits owner;
+        private final String key;
+        private boolean closed;
+
+        private Permit(Limits owner, String key) {
+            this.owner = owner;
+            this.key = key;
+        }
+
+        @Override
+        public void close() {
+            if (owner != null && !closed) {
+                closed = true;
+                owner.leave(key);
+            }
+        }
+    }
+}

@@ -1,0 +1,369 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.TestUpstream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The limits of issue #10 with a real proxy, a real upstream and raw sockets: each over-limit request is refused
+ * with its status and a problem body, nothing reaches the storage, and the fence is not raised (a later honest
+ * write with a lower token than the refused one succeeds). Slow clients (slowloris headers, stalled or trickled
+ * bodies) are cut off within their timeouts without blocking honest writers, and a scope's concurrency limit gives
+ * 503 with {@code Retry-After} and returns to zero afterwards.
+ */
+class LimitsIT {
+    private static final String POLICY = """
+            server:
+              limits: {max-header-bytes: 4KiB, header-timeout: 1s, idle-timeout: 2s, read-timeout: 1s}
+            store:
+              type: memory
+              journal: ${JOURNAL}
+            policies:
+              - name: docs
+                match: {path: "/docs/{path...}"}
+                scope: docs/{path}
+                backend: {type: http, url: "${UPSTREAM}", settle: 1ms}
+                limits: {max-header-bytes: 2KiB, max-body-bytes: 1KiB, body-timeout: 2s, max-concurrent-per-scope: 2}
+              - name: files
+                match: {path: "/files/{path...}"}
+                scope: files/{path}
+                backend: {type: file, root: "${ROOT}"}
+                limits: {max-body-bytes: 1KiB}
+            """;
+
+    @TempDir
+    Path dir;
+    TestUpstream upstream;
+    ProxyFixture proxy;
+    Path root;
+
+    @BeforeEach
+    void start() throws Exception {
+        upstream = TestUpstream.start();
+        root = dir.resolve("root");
+        proxy = ProxyFixture.start(dir.resolve("j"), POLICY,
+                Map.of("UPSTREAM", upstream.baseUri().toString(), "ROOT", root.toString()));
+    }
+
+    @AfterEach
+    void stop() {
+        proxy.close();
+        upstream.close();
+    }
+
+    // ------------------------------------------------------------------ sizes
+
+    @Test
+    void aDeclaredBodyOverThePolicyLimitIs413BeforeTheFence() throws Exception {
+        Http.Response r = raw("PUT /docs/a HTTP/1.1\r\nHost: x\r\nFencing-Token: 10\r\nContent-Length: 2000\r\n"
+                + "Connection: close\r\n\r\n" + "x".repeat(2000));
+        assertProblem(r, 413, "body-too-large");
+        assertEquals(0, upstream.requestCount(), "nothing may reach the upstream");
+        assertLowerTokenStillWrites("/docs/a", 5);
+        assertOutcomeCounted("too_large");
+    }
+
+    @Test
+    void aChunkedBodyOverThePolicyLimitIsCutOffAndNothingLands() throws Exception {
+        Http.Response r = raw("PUT /docs/b HTTP/1.1\r\nHost: x\r\nFencing-Token: 7\r\nTransfer-Encoding: chunked\r\n"
+                + "Connection: close\r\n\r\n" + chunk("y".repeat(800)) + chunk("y".repeat(800)) + "0\r\n\r\n");
+        assertProblem(r, 413, "body-too-large");
+        Thread.sleep(200);
+        assertTrue(upstream.applied().isEmpty(), "a cut-off body must not be committed upstream");
+        // The token was admitted before the body streamed (documented): the same holder retries and succeeds.
+        assertEquals(201, put("/docs/b", "small", 7).status());
+        assertEquals("small", upstream.contentText("/docs/b").orElseThrow());
+    }
+
+    @Test
+    void aChunkedBodyOverTheLimitLeavesNoFileBehind() throws Exception {
+        Http.Response r = raw("PUT /files/c HTTP/1.1\r\nHost: x\r\nFencing-Token: 3\r\nTransfer-Encoding: chunked\r\n"
+                + "Connection: close\r\n\r\n" + chunk("z".repeat(2000)) + "0\r\n\r\n");
+        assertProblem(r, 413, "body-too-large");
+        assertFalse(Files.exists(root.resolve("files/c")));
+        try (Stream<Path> files = Files.walk(root)) {
+            assertTrue(files.noneMatch(p -> p.getFileName().toString().contains("-tmp-")), "temp file left behind");
+        }
+    }
+
+    @Test
+    void headersOverThePolicyLimitAre431BeforeTheFence() throws Exception {
+        Http.Response r = raw("PUT /docs/d HTTP/1.1\r\nHost: x\r\nFencing-Token: 10\r\nX-Pad: " + "p".repeat(2500)
+                + "\r\nContent-Length: 1\r\nConnection: close\r\n\r\nq");
+        assertProblem(r, 431, "headers-too-large");
+        assertEquals(0, upstream.requestCount());
+        assertLowerTokenStillWrites("/docs/d", 5);
+    }
+
+    @Test
+    void headersOverTheListenerLimitAre431WithAProblemBody() throws Exception {
+        Http.Response r = raw("PUT /files/e HTTP/1.1\r\nHost: x\r\nFencing-Token: 10\r\nX-Pad: " + "p".repeat(6000)
+                + "\r\nContent-Length: 1\r\nConnection: close\r\n\r\nq");
+        assertProblem(r, 431, "headers-too-large");
+        assertFalse(Files.exists(root.resolve("files/e")));
+    }
+
+    // ------------------------------------------------------------------ time
+
+    @Test
+    void aStalledChunkedBodyIs408AndNothingLands() throws Exception {
+        try (Socket s = socket()) {
+            send(s, "PUT /docs/f HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + chunk("part"));
+            long start = System.nanoTime();
+            String answer = readAnswer(s, Duration.ofSeconds(5));
+            assertTrue(answer.isEmpty() || answer.startsWith("HTTP/1.1 408"), answer);
+            assertTrue(Duration.ofNanos(System.nanoTime() - start).toMillis() < 4000, "cut off within read-timeout");
+        }
+        Thread.sleep(200);
+        assertTrue(upstream.applied().isEmpty(), "a stalled body must not be committed upstream");
+        assertEquals(201, put("/docs/f", "whole", 4).status());
+    }
+
+    @Test
+    void aTrickledBodyPastTheBodyTimeoutIs408AndNothingLands() throws Exception {
+        try (Socket s = socket()) {
+            send(s, "PUT /docs/g HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\nContent-Length: 100\r\n\r\n");
+            long start = System.nanoTime();
+            StringBuilder answer = new StringBuilder();
+            // One byte every 300 ms: each read succeeds within read-timeout (1s); body-timeout (2s) cuts it off.
+            for (int i = 0; i < 30 && answer.isEmpty(); i++) {
+                try {
+                    send(s, "t");
+                } catch (IOException closed) {
+                    break;
+                }
+                answer.append(readAnswer(s, Duration.ofMillis(300)));
+            }
+            answer.append(readAnswer(s, Duration.ofSeconds(2)));
+            // 408 when a trickled byte arrives after the deadline; the connection closed when the watchdog cuts
+            // off a read blocked past it.
+            assertTrue(answer.isEmpty() || answer.toString().startsWith("HTTP/1.1 408")
+                    && answer.toString().contains("body-timeout"), answer.toString());
+            assertTrue(Duration.ofNanos(System.nanoTime() - start).toMillis() < 5000);
+        }
+        Thread.sleep(200);
+        assertTrue(upstream.applied().isEmpty(), "a trickled body must not be committed upstream");
+        assertOutcomeCounted("timed_out");
+    }
+
+    @Test
+    void aClientGoneMidChunkedBodyWritesNothingUpstream() throws Exception {
+        // Regression: the http backend closed the upstream stream when reading the client failed, which sent the
+        // last chunk and committed the truncated body.
+        try (Socket s = socket()) {
+            send(s, "PUT /docs/h HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + chunk("half"));
+            Thread.sleep(300);
+        }
+        Thread.sleep(1500);
+        assertTrue(upstream.applied().isEmpty(), "a truncated body must not be committed upstream");
+        assertEquals(201, put("/docs/h", "whole", 4).status(), "no quarantine: the outcome was known");
+    }
+
+    @Test
+    void slowlorisHeadersAreCutOffAndDoNotBlockHonestWriters() throws Exception {
+        int n = 20;
+        ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+        CountDownLatch started = new CountDownLatch(n);
+        List<Future<Long>> closedAfter = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                int id = i;
+                closedAfter.add(pool.submit(() -> trickleHeaders(id, started)));
+            }
+            started.await();
+            for (int t = 1; t <= 5; t++) {
+                long begin = System.nanoTime();
+                assertTrue(put("/docs/honest", "v" + t, t).status() / 100 == 2);
+                assertTrue(Duration.ofNanos(System.nanoTime() - begin).toMillis() < 3000, "honest write was slow");
+            }
+            for (Future<Long> f : closedAfter) {
+                long ms = f.get();
+                assertTrue(ms < 3500, "a trickling connection stayed open " + ms + " ms (header-timeout 1s)");
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertEquals(5, upstream.applied().size(), "only the honest writes reach the upstream");
+    }
+
+    /** Sends a request line, then one header byte every 100 ms; answers how long until the proxy closed. */
+    private long trickleHeaders(int id, CountDownLatch started) throws Exception {
+        try (Socket s = socket()) {
+            send(s, "PUT /docs/slow" + id + " HTTP/1.1\r\n");
+            started.countDown();
+            long start = System.nanoTime();
+            String header = "Fencing-Token: 99\r\nX-Slow: " + "s".repeat(200);
+            for (char c : header.toCharArray()) {
+                try {
+                    send(s, String.valueOf(c));
+                    Thread.sleep(100);
+                    s.setSoTimeout(1);
+                    if (s.getInputStream().read() < 0) {
+                        break;
+                    }
+                } catch (SocketTimeoutException stillOpen) {
+                    // go on trickling
+                } catch (IOException closed) {
+                    break;
+                }
+            }
+            return Duration.ofNanos(System.nanoTime() - start).toMillis();
+        }
+    }
+
+    @Test
+    void anIdleKeepAliveConnectionIsClosed() throws Exception {
+        try (Socket s = socket()) {
+            send(s, "GET /files/none HTTP/1.1\r\nHost: x\r\n\r\n");
+            assertTrue(readAnswer(s, Duration.ofMillis(500)).startsWith("HTTP/1.1 404"));
+            long start = System.nanoTime();
+            s.setSoTimeout(8000);
+            int read;
+            try {
+                read = s.getInputStream().read();
+            } catch (IOException reset) {
+                read = -1;
+            }
+            assertEquals(-1, read, "the proxy closes an idle keep-alive connection");
+            assertTrue(Duration.ofNanos(System.nanoTime() - start).toMillis() < 4000, "idle-timeout 2s");
+        }
+    }
+
+    // ------------------------------------------------------------------ concurrency
+
+    @Test
+    void moreConcurrentWritersOnAScopeThanTheLimitGet503AndTheCounterReturnsToZero() throws Exception {
+        upstream.delayWrites(Duration.ofMillis(500));
+        int writers = 6;
+        ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+        CountDownLatch go = new CountDownLatch(1);
+        List<Future<Http.Response>> answers = new ArrayList<>();
+        try {
+            for (int i = 0; i < writers; i++) {
+                answers.add(pool.submit(() -> {
+                    go.await();
+                    return put("/docs/busy", "w", 1);
+                }));
+            }
+            go.countDown();
+            int busy = 0;
+            int ok = 0;
+            for (Future<Http.Response> f : answers) {
+                Http.Response r = f.get();
+                if (r.status() == 503) {
+                    busy++;
+                    assertEquals("1", r.header("Retry-After").orElse(null));
+                    assertTrue(r.body().contains("urn:stockade:problem:scope-busy"), r.body());
+                } else {
+                    assertTrue(r.status() / 100 == 2, r.status() + " " + r.body());
+                    ok++;
+                }
+            }
+            assertTrue(busy > 0, "more writers than the limit must see 503");
+            assertTrue(ok >= 1 && ok <= writers - busy);
+        } finally {
+            pool.shutdownNow();
+        }
+        upstream.delayWrites(Duration.ZERO);
+        // The counter went back to zero: two writers at once on the scope both get through.
+        Future<Http.Response> a = Executors.newVirtualThreadPerTaskExecutor().submit(() -> put("/docs/busy", "a", 2));
+        assertEquals(2, put("/docs/busy", "b", 2).status() / 100);
+        assertEquals(2, a.get().status() / 100);
+        assertOutcomeCounted("busy");
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private Http.Response put(String path, String body, long token) throws Exception {
+        return Http.put(proxy.uri(path), body, Map.of("Fencing-Token", Long.toString(token)));
+    }
+
+    private void assertLowerTokenStillWrites(String path, long token) throws Exception {
+        Http.Response r = put(path, "honest", token);
+        assertTrue(r.status() / 100 == 2, "the refused request must not have raised the fence: " + r.status() + " "
+                + r.body());
+    }
+
+    private void assertOutcomeCounted(String outcome) throws Exception {
+        String scrape = Http.get(proxy.uri("/metrics")).body();
+        assertTrue(scrape.lines().anyMatch(l -> l.startsWith("stockade_decisions_total")
+                && l.contains("outcome=\"" + outcome + "\"")), "no decision counted as " + outcome);
+    }
+
+    private static void assertProblem(Http.Response r, int status, String type) {
+        assertEquals(status, r.status(), r.body());
+        assertTrue(r.header("Content-Type").orElse("").startsWith("application/problem+json"), r.headers().toString());
+        assertTrue(r.body().contains("\"type\":\"urn:stockade:problem:" + type + "\""), r.body());
+    }
+
+    private Http.Response raw(String request) throws IOException {
+        return RawHttp.send(proxy.server().port(), request);
+    }
+
+    private Socket socket() throws IOException {
+        Socket s = new Socket("127.0.0.1", proxy.server().port());
+        s.setTcpNoDelay(true);
+        return s;
+    }
+
+    private static void send(Socket s, String text) throws IOException {
+        OutputStream out = s.getOutputStream();
+        out.write(text.getBytes(StandardCharsets.ISO_8859_1));
+        out.flush();
+    }
+
+    /** What the server sends within {@code wait} (until it closes or stops sending). */
+    private static String readAnswer(Socket s, Duration wait) throws IOException {
+        ByteArrayOutputStream all = new ByteArrayOutputStream();
+        long end = System.nanoTime() + wait.toNanos();
+        InputStream in = s.getInputStream();
+        byte[] buf = new byte[4096];
+        while (System.nanoTime() < end) {
+            s.setSoTimeout((int) Math.max(1, Duration.ofNanos(end - System.nanoTime()).toMillis()));
+            try {
+                int n = in.read(buf);
+                if (n < 0) {
+                    break;
+                }
+                all.write(buf, 0, n);
+            } catch (SocketTimeoutException e) {
+                break;
+            } catch (IOException reset) {
+                break;
+            }
+        }
+        return all.toString(StandardCharsets.ISO_8859_1);
+    }
+
+    private static String chunk(String data) {
+        return Integer.toHexString(data.length()) + "\r\n" + data + "\r\n";
+    }
+}
