@@ -78,7 +78,9 @@ public final class ProxyMetrics {
         /** Refused: the body did not arrive in time (408); nothing was committed. */
         TIMED_OUT,
         /** Refused: the scope has as many requests in flight as the policy's max-concurrent-per-scope (503). */
-        BUSY;
+        BUSY,
+        /** A bug: an exception escaped the pipeline before it decided (500, logged with its stack trace). */
+        ERROR;
 
         final String label = name().toLowerCase(java.util.Locale.ROOT);
 

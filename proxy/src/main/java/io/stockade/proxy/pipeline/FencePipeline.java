@@ -171,8 +171,13 @@ public final class FencePipeline implements Handler {
             if (exchange != null && exchange.bounds().refused() != null) {
                 bodyRefused(decision, backend, exchange);
             }
-            // metrics + log: once per request, whatever happened above
-            int status = res.status().code();
+            // metrics + log: once per request, whatever happened above. No outcome means an exception is on its
+            // way to the server's error handler (a 500): count it as such rather than hide it behind another.
+            boolean escaped = decision.outcome() == null;
+            if (escaped) {
+                decision.outcome(Outcome.ERROR, "an exception escaped the pipeline; see the log");
+            }
+            int status = escaped && !res.isSent() ? 500 : res.status().code();
             decision.status(status);
             metrics.decision(decision.policy(), decision.backend(), decision.outcome());
             if (status == 502 || status == 504) {
