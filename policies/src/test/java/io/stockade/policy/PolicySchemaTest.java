@@ -108,6 +108,8 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.FENCE_KEYS, keys("$defs/policy/properties/fence"));
         assertEquals(Vocabulary.FILE_BACKEND_KEYS, keys("$defs/fileBackend"));
         assertEquals(Vocabulary.HTTP_BACKEND_KEYS, keys("$defs/httpBackend"));
+        assertEquals(Vocabulary.TLS_KEYS, keys("$defs/httpBackend/properties/tls"));
+        assertEquals(Vocabulary.TLS_KEYS, keys("$defs/s3Backend/properties/tls"));
         assertEquals(Vocabulary.S3_BACKEND_KEYS, keys("$defs/s3Backend"));
         assertEquals(Vocabulary.S3_CLIENT_KEYS, keys("$defs/s3Backend/properties/clients/items"));
     }
@@ -119,7 +121,8 @@ class PolicySchemaTest {
                 "$defs/datasource", "$defs/postgresBackend", "$defs/etcdStore",
                 "$defs/etcdStore/properties/tls", "$defs/cache", "properties/admin", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
-                "$defs/httpBackend", "$defs/s3Backend", "$defs/s3Backend/properties/clients/items")) {
+                "$defs/httpBackend", "$defs/httpBackend/properties/tls", "$defs/s3Backend",
+                "$defs/s3Backend/properties/tls", "$defs/s3Backend/properties/clients/items")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
         }
     }
