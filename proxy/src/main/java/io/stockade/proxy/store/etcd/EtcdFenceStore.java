@@ -19,6 +19,7 @@ import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.http.ClientTlsFiles;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 
@@ -116,19 +117,16 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
             }
             b.user(bytes(config.username())).password(bytes(password == null ? "" : password));
         }
-        StoreConfig.Tls tls = config.tls();
-        if (tls != null) {
-            for (var f : Arrays.asList(tls.ca(), tls.cert(), tls.key())) {
-                if (f != null && !Files.isReadable(f)) {
-                    throw new IOException("etcd TLS file " + f + " is not readable");
-                }
-            }
+        if (config.tls() != null) {
+            // Read and checked here (the same reader as the upstreams'), so a bad file stops the start naming it;
+            // gRPC-netty verifies the server's name against the endpoint's host.
+            ClientTlsFiles files = ClientTlsFiles.read(config.tls(), "store.tls");
             b.sslContext(s -> {
-                if (tls.ca() != null) {
-                    s.trustManager(tls.ca().toFile());
+                if (!files.ca().isEmpty()) {
+                    s.trustManager(files.ca().toArray(java.security.cert.X509Certificate[]::new));
                 }
-                if (tls.cert() != null) {
-                    s.keyManager(tls.cert().toFile(), tls.key().toFile());
+                if (files.key() != null) {
+                    s.keyManager(files.key(), files.chain().toArray(java.security.cert.X509Certificate[]::new));
                 }
             });
         }
