@@ -202,12 +202,7 @@ class UpstreamTlsIT {
 
     /** s3proxy on its secure endpoint only, with the test CA's certificate. */
     S3Proxy s3proxy() throws Exception {
-        Path keystore = dir.resolve("s3proxy.p12");
-        Process p = new ProcessBuilder("openssl", "pkcs12", "-export", "-in", server.cert().toString(), "-inkey",
-                server.key().toString(), "-out", keystore.toString(), "-passout", "pass:changeit", "-name", "s3proxy")
-                .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertEquals(0, p.waitFor(), out);
+        Path keystore = TestPki.keystore(server, dir.resolve("s3proxy.p12"), "changeit");
         BlobStoreContext blobs = ContextBuilder.newBuilder("transient").credentials("identity", "credential")
                 .overrides(new Properties()).build(BlobStoreContext.class);
         open.add(blobs::close);

@@ -9,6 +9,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyStore;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -25,6 +26,7 @@ import java.util.concurrent.TimeUnit;
  * TestPki.Leaf server = pki.server("server");            // SAN: IP 127.0.0.1, DNS localhost
  * TestPki.Leaf client = pki.leaf("proxy", "DNS:proxy");  // any SAN
  * TestPki other = TestPki.create(dir.resolve("other"));  // an unrelated CA
+ * Path p12 = TestPki.keystore(server, dir.resolve("server.p12"), "changeit"); // PKCS#12 for Java servers
  * }</pre>
  */
 public final class TestPki {
@@ -105,6 +107,45 @@ public final class TestPki {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /** A PKCS#12 key store holding {@code leaf}'s key and certificate chain (for {@code server.tls}, s3proxy). */
+    public static Path keystore(Leaf leaf, Path file, String password) {
+        try {
+            ClientTlsFiles files = ClientTlsFiles.read(leaf.clientTls(), leaf.cert().toString());
+            KeyStore store = KeyStore.getInstance("PKCS12");
+            store.load(null, null);
+            store.setKeyEntry("key", files.key(), password.toCharArray(),
+                    files.chain().toArray(java.security.cert.X509Certificate[]::new));
+            return save(store, file, password);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** A PKCS#12 trust store holding this CA's certificate. */
+    public Path truststore(Path file, String password) {
+        try {
+            KeyStore store = KeyStore.getInstance("PKCS12");
+            store.load(null, null);
+            store.setCertificateEntry("ca", ClientTlsFiles.read(new ClientTls(caCert, null, null), "ca").ca()
+                    .getFirst());
+            return save(store, file, password);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Path save(KeyStore store, Path file, String password)
+            throws IOException, java.security.GeneralSecurityException {
+        try (var out = Files.newOutputStream(file)) {
+            store.store(out, password.toCharArray());
+        }
+        return file;
     }
 
     private static void openssl(Path dir, String... args) throws IOException {
