@@ -33,4 +33,10 @@ if ! command -v etcd >/dev/null; then
     || { echo "stockade: could not install etcd-server (run as root: apt-get install -y etcd-server);" \
               "the etcd tests will be skipped" >&2; }
 fi
+# openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
+if ! command -v openssl >/dev/null; then
+  echo "stockade: openssl not found, installing it" >&2
+  { apt-get update && apt-get install -y openssl; } >&2 \
+    || { echo "stockade: could not install openssl (run as root: apt-get install -y openssl)" >&2; exit 1; }
+fi
 mvn -B -ntp verify "$@"

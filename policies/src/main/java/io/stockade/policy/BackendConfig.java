@@ -24,9 +24,11 @@ public sealed interface BackendConfig {
      * @param timeout        time allowed for the upstream's answer; past it the outcome is unknown
      * @param settle         how long a scope stays quarantined after an unknown outcome
      * @param maxConnections the most pooled connections to the upstream
+     * @param tls            whom an {@code https://} upstream is checked against and the certificate the proxy
+     *                       presents to it, or {@code null} for the JVM's default authorities and no certificate
      */
     record Http(URI url, Conditional conditional, Duration connectTimeout, Duration timeout, Duration settle,
-                int maxConnections) implements BackendConfig {
+                int maxConnections, ClientTls tls) implements BackendConfig {
         public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(2);
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
         public static final Duration DEFAULT_SETTLE = Duration.ofSeconds(60);
@@ -38,6 +40,12 @@ public sealed interface BackendConfig {
             Objects.requireNonNull(connectTimeout, "connectTimeout");
             Objects.requireNonNull(timeout, "timeout");
             Objects.requireNonNull(settle, "settle");
+        }
+
+        /** An upstream reached with the JVM's default TLS settings. */
+        public Http(URI url, Conditional conditional, Duration connectTimeout, Duration timeout, Duration settle,
+                    int maxConnections) {
+            this(url, conditional, connectTimeout, timeout, settle, maxConnections, null);
         }
 
         @Override
@@ -192,11 +200,12 @@ public sealed interface BackendConfig {
      * @param timeout           time allowed for an upstream answer
      * @param retries           how many times a conditional write is retried after losing a race (412/409)
      * @param maxConnections    the most pooled connections to the upstream
+     * @param tls               TLS to an {@code https://} endpoint (as for {@link Http#tls()}), or {@code null}
      */
     record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
               boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
-              FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections)
-            implements BackendConfig {
+              FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
+              ClientTls tls) implements BackendConfig {
         public static final String DEFAULT_REGION = "us-east-1";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
         public static final int DEFAULT_RETRIES = 3;
@@ -228,7 +237,7 @@ public sealed interface BackendConfig {
             return "S3[endpoint=" + endpoint + ", region=" + region + ", accessKey=" + accessKey + ", pathStyle="
                     + pathStyle + ", conditionalWrites=" + conditionalWrites + ", auth=" + auth + ", clients="
                     + clients.size() + ", virtualHost=" + virtualHost + ", fenceScope=" + fenceScope
-                    + ", prefixSegments=" + prefixSegments + "]";
+                    + ", prefixSegments=" + prefixSegments + ", tls=" + tls + "]";
         }
     }
 

@@ -47,11 +47,12 @@ final class BackendReader {
         Optional<Duration> settle = backend.optional("settle", Values::duration, BackendConfig.Http.DEFAULT_SETTLE);
         Optional<Integer> maxConnections = backend.optional("max-connections",
                 field -> Values.integer(field, 1, 10_000, "whole number"), BackendConfig.Http.DEFAULT_MAX_CONNECTIONS);
-        if (!Values.allPresent(url, conditional, connectTimeout, timeout, settle, maxConnections)) {
+        Optional<Optional<ClientTls>> tls = tls(backend, url);
+        if (!Values.allPresent(url, conditional, connectTimeout, timeout, settle, maxConnections, tls)) {
             return Optional.empty();
         }
         return Optional.of(new BackendConfig.Http(url.get(), conditional.get(), connectTimeout.get(), timeout.get(),
-                settle.get(), maxConnections.get()));
+                settle.get(), maxConnections.get(), tls.get().orElse(null)));
     }
 
     /**
@@ -81,6 +82,7 @@ final class BackendReader {
                 field -> Values.integer(field, 0, 20, "whole number"), BackendConfig.S3.DEFAULT_RETRIES);
         Optional<Integer> maxConnections = backend.optional("max-connections",
                 field -> Values.integer(field, 1, 10_000, "whole number"), BackendConfig.S3.DEFAULT_MAX_CONNECTIONS);
+        Optional<Optional<ClientTls>> tls = tls(backend, endpoint);
         boolean valid = true;
         if (scope.isPresent() && !scope.get().variables().isEmpty()) {
             backend.required("type").ifPresent(type -> type.error("an s3 policy's scope is a literal prefix such"
@@ -96,13 +98,28 @@ final class BackendReader {
             valid = false;
         }
         if (!valid || !Values.allPresent(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth,
-                clients, virtualHost, fenceScope, prefixSegments, timeout, retries, maxConnections)) {
+                clients, virtualHost, fenceScope, prefixSegments, timeout, retries, maxConnections, tls)) {
             return Optional.empty();
         }
         return Optional.of(new BackendConfig.S3(endpoint.get(), region.get(), accessKey.get(), secretKey.get(),
                 pathStyle.get(), conditionalWrites.get(), auth.get(), clients.get(),
                 virtualHost.get().isEmpty() ? null : virtualHost.get(), fenceScope.get(), prefixSegments.get(),
-                timeout.get(), retries.get(), maxConnections.get()));
+                timeout.get(), retries.get(), maxConnections.get(), tls.get().orElse(null)));
+    }
+
+    /**
+     * The backend's {@code tls} block. It only means something for an {@code https://} upstream: on a plain
+     * {@code http://} one it would look like protection while nothing is encrypted, so that is an error.
+     */
+    private static Optional<Optional<ClientTls>> tls(Mapping backend, Optional<URI> url) {
+        return backend.optional("tls", field -> ClientTlsReader.read(field).flatMap(tls -> {
+            if (url.isPresent() && !url.get().getScheme().equalsIgnoreCase("https")) {
+                field.error("tls applies to an https:// upstream, but the upstream is " + url.get()
+                        + ": write https:// or remove tls");
+                return Optional.empty();
+            }
+            return Optional.of(Optional.of(tls));
+        }), Optional.empty());
     }
 
     private static Optional<List<BackendConfig.Credentials>> credentials(Field field) {

@@ -39,18 +39,6 @@ public sealed interface StoreConfig {
     }
 
     /**
-     * Client TLS for a networked store. Each path may be {@code null}: no {@code ca} trusts the JVM's default
-     * authorities; {@code cert} and {@code key} (both or neither) authenticate the client by certificate.
-     */
-    record Tls(Path ca, Path cert, Path key) {
-        public Tls {
-            if ((cert == null) != (key == null)) {
-                throw new IllegalArgumentException("cert and key go together");
-            }
-        }
-    }
-
-    /**
      * Fence state in etcd (v3 API), shared by every proxy replica configured with the same endpoints and prefix.
      * Every accept is a compare-and-set transaction.
      *
@@ -64,7 +52,7 @@ public sealed interface StoreConfig {
      * @param cache        the token cache
      */
     record Etcd(List<URI> endpoints, String prefix, Duration timeout, String username, String password,
-                Path passwordFile, Tls tls, Cache cache) implements StoreConfig {
+                Path passwordFile, ClientTls tls, Cache cache) implements StoreConfig {
         public static final String DEFAULT_PREFIX = "/stockade/fences/";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 

@@ -56,7 +56,7 @@ final class StoreReader {
                 Optional.empty());
         Optional<Optional<Path>> passwordFile = store.optional("password-file",
                 f -> Values.path(f).map(Optional::of), Optional.empty());
-        Optional<Optional<StoreConfig.Tls>> tls = store.optional("tls", f -> tls(f).map(Optional::of),
+        Optional<Optional<ClientTls>> tls = store.optional("tls", f -> ClientTlsReader.read(f).map(Optional::of),
                 Optional.empty());
         Optional<StoreConfig.Cache> cache = store.optional("cache", StoreReader::cache, StoreConfig.Cache.DEFAULT);
         if (!Values.allPresent(endpoints, prefix, timeout, username, password, passwordFile, tls, cache)) {
@@ -103,27 +103,6 @@ final class StoreReader {
                 uri.ifPresent(uris::add);
             }
             return ok ? Optional.of(uris) : Optional.empty();
-        });
-    }
-
-    private static Optional<StoreConfig.Tls> tls(Field field) {
-        return field.mapping().flatMap(tls -> {
-            tls.allowOnly(Vocabulary.TLS_KEYS);
-            Optional<Optional<Path>> ca = tls.optional("ca", f -> Values.path(f).map(Optional::of), Optional.empty());
-            Optional<Optional<Path>> cert = tls.optional("cert", f -> Values.path(f).map(Optional::of),
-                    Optional.empty());
-            Optional<Optional<Path>> key = tls.optional("key", f -> Values.path(f).map(Optional::of),
-                    Optional.empty());
-            if (!Values.allPresent(ca, cert, key)) {
-                return Optional.empty();
-            }
-            if (cert.get().isPresent() != key.get().isPresent()) {
-                // report the missing one at the mapping
-                tls.required(cert.get().isPresent() ? "key" : "cert");
-                return Optional.empty();
-            }
-            return Optional.of(new StoreConfig.Tls(ca.get().orElse(null), cert.get().orElse(null),
-                    key.get().orElse(null)));
         });
     }
 

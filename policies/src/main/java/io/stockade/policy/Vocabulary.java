@@ -41,14 +41,14 @@ final class Vocabulary {
     static final List<String> VERIFY_CACHE_KEYS = List.of("enabled", "ttl", "max-entries");
     static final List<String> FILE_BACKEND_KEYS = List.of("type", "root");
     static final List<String> HTTP_BACKEND_KEYS =
-            List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections");
+            List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections", "tls");
     static final List<String> POSTGRES_BACKEND_KEYS = List.of("type", "datasource", "fence", "migrate", "params",
             "statements", "check", "body-limit", "retries");
     static final List<String> PARAM_KEYS = List.of("from", "field", "type", "nullable");
     static final List<String> STATEMENT_KEYS = List.of("name", "sql");
     static final List<String> S3_BACKEND_KEYS = List.of("type", "endpoint", "region", "access-key", "secret-key",
             "path-style", "conditional-writes", "auth", "clients", "virtual-host", "fence-scope", "prefix-segments",
-            "timeout", "retries", "max-connections");
+            "timeout", "retries", "max-connections", "tls");
     static final List<String> S3_CLIENT_KEYS = List.of("access-key", "secret-key");
 
     /** The methods a policy can take, in the order messages list them. */

@@ -106,6 +106,20 @@ class PolicyLoaderTest {
     }
 
     @Test
+    void upstreamTlsNamesPemFilesThatExist(@TempDir Path dir) throws Exception {
+        for (String name : List.of("ca.pem", "cert.pem", "key.pem")) {
+            Files.writeString(dir.resolve(name), "PEM\n");
+        }
+        StockadeConfig config = parse(MINIMAL.replace("type: file\n      root: /srv/files", """
+                type: http
+                      url: https://upstream.example
+                      tls: {ca: %1$s/ca.pem, cert: %1$s/cert.pem, key: %1$s/key.pem}""".formatted(dir)));
+
+        assertEquals(new ClientTls(dir.resolve("ca.pem"), dir.resolve("cert.pem"), dir.resolve("key.pem")),
+                ((BackendConfig.Http) config.policies().getFirst().backend()).tls());
+    }
+
+    @Test
     void defaultFencedMethodsAreThoseTheMatchTakes() throws Exception {
         Policy policy = parse(MINIMAL.replace("path: /files/{path...}", "path: /files/{path...}\n"
                 + "      methods: [GET, PUT, DELETE]")).policies().getFirst();

@@ -110,6 +110,8 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.POLICY_LIMITS_KEYS, keys("$defs/policy/properties/limits"));
         assertEquals(Vocabulary.FILE_BACKEND_KEYS, keys("$defs/fileBackend"));
         assertEquals(Vocabulary.HTTP_BACKEND_KEYS, keys("$defs/httpBackend"));
+        assertEquals(Vocabulary.TLS_KEYS, keys("$defs/httpBackend/properties/tls"));
+        assertEquals(Vocabulary.TLS_KEYS, keys("$defs/s3Backend/properties/tls"));
         assertEquals(Vocabulary.S3_BACKEND_KEYS, keys("$defs/s3Backend"));
         assertEquals(Vocabulary.S3_CLIENT_KEYS, keys("$defs/s3Backend/properties/clients/items"));
         assertEquals(Vocabulary.ETCD_VERIFY_KEYS, keys("$defs/etcdVerify"));
@@ -128,7 +130,8 @@ class PolicySchemaTest {
                 "$defs/datasource", "$defs/postgresBackend", "$defs/etcdStore",
                 "$defs/etcdStore/properties/tls", "$defs/cache", "properties/admin", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
-                "$defs/httpBackend", "$defs/s3Backend", "$defs/s3Backend/properties/clients/items",
+                "$defs/httpBackend", "$defs/httpBackend/properties/tls", "$defs/s3Backend",
+                "$defs/s3Backend/properties/tls", "$defs/s3Backend/properties/clients/items",
                 "$defs/etcdVerify", "$defs/postgresVerify", "$defs/hmacVerify",
                 "$defs/hmacVerify/properties/keys/items", "$defs/verifyCache")) {
             assertEquals(false, at(path + "/additionalProperties"), path);

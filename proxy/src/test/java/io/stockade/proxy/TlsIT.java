@@ -1,6 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.policy.PolicyLoader;
+import io.stockade.proxy.testing.TestPki;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,8 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyStore;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -27,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * TLS on the listener: fenced writes over HTTPS, plain HTTP refused on the TLS port, and client certificates
- * required when the policy says so. Key stores are made by the JDK's keytool for each run.
+ * required when the policy says so. Key stores are made for each run from a {@link TestPki}.
  */
 class TlsIT {
     static final String PASS = "changeit";
@@ -36,19 +35,13 @@ class TlsIT {
     Path dir;
 
     @BeforeEach
-    void keys() throws Exception {
-        for (String who : List.of("server", "client")) {
-            keytool("-genkeypair", "-alias", who, "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=" + who,
-                    "-ext", "SAN=ip:127.0.0.1,dns:localhost", "-validity", "2", "-storetype", "PKCS12",
-                    "-keystore", dir.resolve(who + ".p12").toString(), "-storepass", PASS, "-keypass", PASS);
-            keytool("-exportcert", "-alias", who, "-keystore", dir.resolve(who + ".p12").toString(),
-                    "-storepass", PASS, "-file", dir.resolve(who + ".cer").toString());
-        }
-        // the server trusts the client's certificate; the client trusts the server's
-        keytool("-importcert", "-noprompt", "-alias", "client", "-file", dir.resolve("client.cer").toString(),
-                "-keystore", dir.resolve("server-trust.p12").toString(), "-storetype", "PKCS12", "-storepass", PASS);
-        keytool("-importcert", "-noprompt", "-alias", "server", "-file", dir.resolve("server.cer").toString(),
-                "-keystore", dir.resolve("client-trust.p12").toString(), "-storetype", "PKCS12", "-storepass", PASS);
+    void keys() {
+        // a test CA signs both certificates; each side trusts the CA
+        TestPki pki = TestPki.create(dir.resolve("pki"));
+        TestPki.keystore(pki.server("server"), dir.resolve("server.p12"), PASS);
+        TestPki.keystore(pki.leaf("client", "DNS:client.stockade.test"), dir.resolve("client.p12"), PASS);
+        pki.truststore(dir.resolve("server-trust.p12"), PASS);
+        pki.truststore(dir.resolve("client-trust.p12"), PASS);
     }
 
     StockadeServer start(String clientAuth) throws Exception {
@@ -135,17 +128,6 @@ class TlsIT {
             assertThrows(IOException.class, () -> put(client(false), uri, "v", "1"));
             assertEquals(false, Files.exists(dir.resolve("root/files/c")));
             assertEquals(201, put(client(true), uri, "v", "1").statusCode());
-        }
-    }
-
-    private static void keytool(String... args) throws Exception {
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "keytool").toString());
-        command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        if (p.waitFor() != 0) {
-            throw new IllegalStateException("keytool failed: " + out);
         }
     }
 }

@@ -102,7 +102,21 @@ public final class PostgresPools {
             }
         } catch (SQLException e) {
             throw new IOException("cannot prepare the fence table in " + url + ": " + e.getMessage()
-                    + " (SQLSTATE " + e.getSQLState() + ")", e);
+                    + " (SQLSTATE " + e.getSQLState() + ")" + cause(e), e);
         }
+    }
+
+    /**
+     * The pool says only that no connection came within its timeout; why (a refused TLS certificate, a
+     * {@code pg_hba.conf} rule, a wrong password) is in the driver's exception underneath.
+     */
+    private static String cause(SQLException e) {
+        StringBuilder why = new StringBuilder();
+        for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
+            if (t.getMessage() != null && !t.getMessage().isBlank()) {
+                why.append(why.isEmpty() ? ": caused by " : "; ").append(t.getMessage().lines().findFirst().orElse(""));
+            }
+        }
+        return why.toString();
     }
 }

@@ -17,7 +17,8 @@ import java.util.stream.Collectors;
 /**
  * Real etcd members (Debian's {@code etcd-server}, {@code /usr/bin/etcd}) on free loopback ports with temporary data
  * directories, for tests. {@link #single()} starts one member, {@link #cluster(int)} several; each member can be
- * killed ({@code SIGKILL}) and started again on the same ports and data.
+ * killed ({@code SIGKILL}) and started again on the same ports and data. {@link #singleTls} serves clients over TLS
+ * with a certificate of a {@link TestPki}, optionally requiring client certificates of the same CA.
  */
 public final class EtcdServer implements AutoCloseable {
     private static final Duration READY = Duration.ofSeconds(20);
@@ -29,9 +30,11 @@ public final class EtcdServer implements AutoCloseable {
         final int peerPort;
         final Path dataDir;
         final Path log;
+        final TestPki.Leaf tls;
         Process process;
 
-        Member(String name, Path base) {
+        Member(String name, Path base, TestPki.Leaf tls) {
+            this.tls = tls;
             this.name = name;
             this.clientPort = FreePorts.next();
             this.peerPort = FreePorts.next();
@@ -40,7 +43,7 @@ public final class EtcdServer implements AutoCloseable {
         }
 
         public URI clientUrl() {
-            return URI.create("http://127.0.0.1:" + clientPort);
+            return URI.create((tls == null ? "http" : "https") + "://127.0.0.1:" + clientPort);
         }
 
         String peerUrl() {
@@ -54,10 +57,12 @@ public final class EtcdServer implements AutoCloseable {
 
     private final List<Member> members;
     private final Path base;
+    private final boolean clientCertAuth;
 
-    private EtcdServer(List<Member> members, Path base) {
+    private EtcdServer(List<Member> members, Path base, boolean clientCertAuth) {
         this.members = members;
         this.base = base;
+        this.clientCertAuth = clientCertAuth;
     }
 
     /** Whether etcd is installed. */
@@ -71,13 +76,26 @@ public final class EtcdServer implements AutoCloseable {
 
     /** Starts {@code size} members forming one cluster and waits until each answers {@code /health}. */
     public static EtcdServer cluster(int size) {
+        return cluster(size, null, false);
+    }
+
+    /**
+     * One member serving clients over TLS ({@code https://} client URL) with {@code cert}, which must be valid for
+     * {@code 127.0.0.1}; with {@code clientCertAuth} every client must present a certificate of the same CA
+     * ({@code --client-cert-auth}).
+     */
+    public static EtcdServer singleTls(TestPki.Leaf cert, boolean clientCertAuth) {
+        return cluster(1, cert, clientCertAuth);
+    }
+
+    private static EtcdServer cluster(int size, TestPki.Leaf tls, boolean clientCertAuth) {
         try {
             Path base = Files.createTempDirectory("stockade-etcd-");
             List<Member> members = new ArrayList<>();
             for (int i = 0; i < size; i++) {
-                members.add(new Member("m" + i, base));
+                members.add(new Member("m" + i, base, tls));
             }
-            EtcdServer server = new EtcdServer(members, base);
+            EtcdServer server = new EtcdServer(members, base, clientCertAuth);
             for (Member m : members) {
                 server.launch(m);
             }
@@ -129,6 +147,11 @@ public final class EtcdServer implements AutoCloseable {
                 "--initial-cluster", cluster, "--initial-cluster-state", "new",
                 "--initial-cluster-token", "stockade-test-" + base.getFileName(),
                 "--heartbeat-interval", "50", "--election-timeout", "500");
+        if (m.tls != null) {
+            cmd = new ArrayList<>(cmd);
+            cmd.addAll(List.of("--cert-file", m.tls.cert().toString(), "--key-file", m.tls.key().toString(),
+                    "--trusted-ca-file", m.tls.ca().toString(), "--client-cert-auth=" + clientCertAuth));
+        }
         try {
             m.process = new ProcessBuilder(cmd).redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(m.log.toFile())).start();
@@ -145,9 +168,7 @@ public final class EtcdServer implements AutoCloseable {
                 throw new IllegalStateException("etcd " + m.name + " exited: " + tail(m));
             }
             try {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(m.clientUrl() + "/health"))
-                        .timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.ofString());
-                if (r.statusCode() == 200 && r.body().contains("true")) {
+                if (m.tls != null ? healthyOverTls(m) : healthy(http, m)) {
                     return;
                 }
             } catch (IOException e) {
@@ -164,6 +185,29 @@ public final class EtcdServer implements AutoCloseable {
             }
         }
         throw new IllegalStateException("etcd " + m.name + " not healthy within " + READY + ": " + tail(m));
+    }
+
+    private static boolean healthy(HttpClient http, Member m) throws IOException, InterruptedException {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(m.clientUrl() + "/health"))
+                .timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.ofString());
+        return r.statusCode() == 200 && r.body().contains("true");
+    }
+
+    /**
+     * {@code GET /health} over a raw TLS socket presenting the member's own certificate (it is a client
+     * certificate too) and checking the chain but not the name: a test may give etcd a certificate for another
+     * host on purpose.
+     */
+    private static boolean healthyOverTls(Member m) throws IOException {
+        try (javax.net.ssl.SSLSocket socket = (javax.net.ssl.SSLSocket) TestPki.sslContext(m.tls).getSocketFactory()
+                .createSocket()) {
+            socket.connect(new java.net.InetSocketAddress("127.0.0.1", m.clientPort), 1000);
+            socket.setSoTimeout(1000);
+            socket.getOutputStream().write(("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            return answer.startsWith("HTTP/1.1 200") && answer.contains("true");
+        }
     }
 
     private static String tail(Member m) {

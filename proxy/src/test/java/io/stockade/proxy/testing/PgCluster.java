@@ -36,17 +36,54 @@ public final class PgCluster implements AutoCloseable {
 
     /** initdb and start; on failure everything started is stopped again. */
     public static PgCluster create() throws IOException {
+        return create(null, false);
+    }
+
+    /**
+     * A cluster that takes TCP connections over TLS only ({@code ssl = on}; {@code pg_hba.conf}: {@code hostssl}
+     * for 127.0.0.1, {@code hostnossl ... reject}), so a test that gets through has proved TLS was used.
+     *
+     * @param cert              the server's certificate, key and the CA client certificates are checked against
+     * @param clientCertRequired whether a client must also present a certificate of that CA
+     *                          ({@code clientcert=verify-ca})
+     */
+    public static PgCluster createTls(TestPki.Leaf cert, boolean clientCertRequired) throws IOException {
+        return create(cert, clientCertRequired);
+    }
+
+    private static PgCluster create(TestPki.Leaf tls, boolean clientCertRequired) throws IOException {
         Path dir = Files.createTempDirectory("stockade-pg-");
         run(List.of("chown", "postgres:postgres", dir.toString()));
         PgCluster c = new PgCluster(dir, FreePorts.next());
         try {
             c.pg("initdb", "-D", c.data().toString(), "-A", "trust", "-U", "postgres", "--no-sync");
+            if (tls != null) {
+                c.serveTls(tls, clientCertRequired);
+            }
             c.start();
             return c;
         } catch (IOException | RuntimeException e) {
             c.close();
             throw e;
         }
+    }
+
+    /** PostgreSQL wants its key owned by its user and private (0600). */
+    private void serveTls(TestPki.Leaf tls, boolean clientCertRequired) throws IOException {
+        Files.copy(tls.cert(), data().resolve("server.crt"));
+        Files.copy(tls.key(), data().resolve("server.key"));
+        Files.copy(tls.ca(), data().resolve("root.crt"));
+        run(List.of("chown", "postgres:postgres", data().resolve("server.crt").toString(),
+                data().resolve("server.key").toString(), data().resolve("root.crt").toString()));
+        run(List.of("chmod", "600", data().resolve("server.key").toString()));
+        Files.writeString(data().resolve("postgresql.conf"), "\nssl = on\nssl_cert_file = 'server.crt'\n"
+                + "ssl_key_file = 'server.key'\nssl_ca_file = 'root.crt'\n", StandardCharsets.UTF_8,
+                java.nio.file.StandardOpenOption.APPEND);
+        Files.writeString(data().resolve("pg_hba.conf"), """
+                local     all all              trust
+                hostssl   all all 127.0.0.1/32 trust%s
+                hostnossl all all 127.0.0.1/32 reject
+                """.formatted(clientCertRequired ? " clientcert=verify-ca" : ""), StandardCharsets.UTF_8);
     }
 
     public int port() {

@@ -93,21 +93,51 @@ public final class TestUpstream implements AutoCloseable {
     /** Starts an upstream on {@code 127.0.0.1} and an ephemeral port, with virtual-thread handlers. */
     public static TestUpstream start() {
         try {
-            HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1024);
+            return start(HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1024));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start the test upstream", e);
+        }
+    }
+
+    /**
+     * Starts an HTTPS upstream (see {@link TestPki}).
+     *
+     * @param context          the server's certificate and key, and the CA client certificates are checked against
+     * @param clientAuthRequired whether a client must present a certificate the context trusts (mutual TLS)
+     */
+    public static TestUpstream startHttps(javax.net.ssl.SSLContext context, boolean clientAuthRequired) {
+        try {
+            com.sun.net.httpserver.HttpsServer server = com.sun.net.httpserver.HttpsServer.create(
+                    new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1024);
+            server.setHttpsConfigurator(new com.sun.net.httpserver.HttpsConfigurator(context) {
+                @Override
+                public void configure(com.sun.net.httpserver.HttpsParameters params) {
+                    javax.net.ssl.SSLParameters ssl = context.getDefaultSSLParameters();
+                    ssl.setNeedClientAuth(clientAuthRequired);
+                    params.setSSLParameters(ssl);
+                }
+            });
+            return start(server);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start the test upstream", e);
+        }
+    }
+
+    private static TestUpstream start(HttpServer server) {
+        {
             ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
             TestUpstream upstream = new TestUpstream(server, executor);
             server.setExecutor(executor);
             server.createContext("/", upstream::handle);
             server.start();
             return upstream;
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot start the test upstream", e);
         }
     }
 
-    /** {@code http://127.0.0.1:<port>} (no trailing slash). */
+    /** {@code http://127.0.0.1:<port>} ({@code https://} for {@link #startHttps}; no trailing slash). */
     public URI baseUri() {
-        return URI.create("http://127.0.0.1:" + port());
+        return URI.create((server instanceof com.sun.net.httpserver.HttpsServer ? "https" : "http") + "://127.0.0.1:"
+                + port());
     }
 
     /** The URI of a path on this upstream, e.g. {@code uri("/docs/a")}. */

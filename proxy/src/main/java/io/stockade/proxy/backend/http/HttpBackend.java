@@ -10,6 +10,7 @@ import io.helidon.http.Status;
 import io.helidon.webclient.api.HttpClientRequest;
 import io.helidon.webclient.api.HttpClientResponse;
 import io.helidon.webclient.api.WebClient;
+import io.helidon.webclient.api.WebClientConfig;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.BackendConfig;
@@ -21,6 +22,7 @@ import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.http.UpstreamTls;
 import io.stockade.proxy.http.Problem;
 
 import java.io.IOException;
@@ -72,8 +74,13 @@ public final class HttpBackend implements Backend {
         this.basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
     }
 
-    public static HttpBackend open(BackendConfig.Http config) {
-        WebClient client = WebClient.builder()
+    /**
+     * @throws IOException naming the file when a file of the policy's {@code tls} cannot be read or does not parse
+     */
+    public static HttpBackend open(BackendConfig.Http config) throws IOException {
+        WebClientConfig.Builder builder = WebClient.builder();
+        UpstreamTls.configure(builder, config.url(), config.tls(), "backend " + config.url() + " tls");
+        WebClient client = builder
                 .baseUri(config.url())
                 .followRedirects(false)
                 .shareConnectionCache(false)
@@ -296,11 +303,15 @@ public final class HttpBackend implements Backend {
                 LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
                 return new Sent.Relayed(res.status().code());
             }
+            // A failed TLS handshake sent no byte of the request: the request goes out only over an established
+            // session, so it cannot land later and needs no quarantine.
+            boolean handshake = UpstreamTls.refusedInHandshake(e);
             boolean notSent = causedBy(e, ConnectException.class) || causedBy(e, UnknownHostException.class)
-                    || causedBy(e, NoRouteToHostException.class);
-            boolean timedOut = causedBy(e, SocketTimeoutException.class);
-            String reason = (timedOut ? "upstream timed out after " + config.timeout().toMillis() + " ms"
-                    : "upstream failed: " + rootMessage(e));
+                    || causedBy(e, NoRouteToHostException.class) || handshake;
+            boolean timedOut = !handshake && causedBy(e, SocketTimeoutException.class);
+            String reason = timedOut ? "upstream timed out after " + config.timeout().toMillis() + " ms"
+                    : handshake ? "TLS handshake with the upstream failed, nothing was sent: " + rootMessage(e)
+                    : "upstream failed: " + rootMessage(e);
             return new Sent.Failed(reason, !notSent, timedOut);
         }
     }

@@ -299,9 +299,12 @@ public class S3Backend implements Backend {
             LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
             return new WriteResult.Answered(exchange.response().status().code());
         }
+        // A failed TLS handshake sent no byte of the request (it goes out only over an established session).
+        boolean handshake = io.stockade.proxy.http.UpstreamTls.refusedInHandshake(e);
         boolean notSent = !mayHaveReached || cause(e, ConnectException.class) != null
-                || cause(e, UnknownHostException.class) != null;
-        String reason = cause(e, SocketTimeoutException.class) != null
+                || cause(e, UnknownHostException.class) != null || handshake;
+        String reason = handshake ? "TLS handshake with the upstream failed, nothing was sent: " + root(e)
+                : cause(e, SocketTimeoutException.class) != null
                 ? "the upstream did not answer within " + config.timeout().toMillis() + " ms"
                 : "the upstream failed: " + root(e);
         LOG.log(Level.WARNING, reason, e);

@@ -6,7 +6,9 @@ import io.helidon.http.Method;
 import io.helidon.webclient.api.HttpClientRequest;
 import io.helidon.webclient.api.HttpClientResponse;
 import io.helidon.webclient.api.WebClient;
+import io.helidon.webclient.api.WebClientConfig;
 import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.http.UpstreamTls;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -41,7 +43,13 @@ final class Upstream {
         this.host = endpoint.getHost() + (defaultPort ? "" : ":" + port);
         String path = endpoint.getRawPath();
         this.basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
-        this.client = WebClient.builder()
+        WebClientConfig.Builder builder = WebClient.builder();
+        try {
+            UpstreamTls.configure(builder, endpoint, config.tls(), "backend " + config.endpoint() + " tls");
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e.getMessage(), e);
+        }
+        this.client = builder
                 .followRedirects(false)
                 .shareConnectionCache(false)
                 .connectionCacheSize(config.maxConnections())

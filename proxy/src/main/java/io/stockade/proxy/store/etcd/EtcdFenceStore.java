@@ -19,6 +19,7 @@ import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.http.ClientTlsFiles;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 
@@ -116,19 +117,16 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
             }
             b.user(bytes(config.username())).password(bytes(password == null ? "" : password));
         }
-        StoreConfig.Tls tls = config.tls();
-        if (tls != null) {
-            for (var f : Arrays.asList(tls.ca(), tls.cert(), tls.key())) {
-                if (f != null && !Files.isReadable(f)) {
-                    throw new IOException("etcd TLS file " + f + " is not readable");
-                }
-            }
+        if (config.tls() != null) {
+            // Read and checked here (the same reader as the upstreams'), so a bad file stops the start naming it;
+            // gRPC-netty verifies the server's name against the endpoint's host.
+            ClientTlsFiles files = ClientTlsFiles.read(config.tls(), "store.tls");
             b.sslContext(s -> {
-                if (tls.ca() != null) {
-                    s.trustManager(tls.ca().toFile());
+                if (!files.ca().isEmpty()) {
+                    s.trustManager(files.ca().toArray(java.security.cert.X509Certificate[]::new));
                 }
-                if (tls.cert() != null) {
-                    s.keyManager(tls.cert().toFile(), tls.key().toFile());
+                if (files.key() != null) {
+                    s.keyManager(files.key(), files.chain().toArray(java.security.cert.X509Certificate[]::new));
                 }
             });
         }
@@ -397,7 +395,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
                     + " ms (outcome unknown)", e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
-            throw new StoreUnavailableException("etcd: " + cause.getMessage(), cause);
+            throw new StoreUnavailableException("etcd: " + firstLine(cause.getMessage()) + tlsReason(cause), cause);
         } catch (InterruptedException e) {
             call.cancel(true);
             Thread.currentThread().interrupt();
@@ -405,6 +403,28 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
         } catch (RuntimeException e) {
             throw new StoreUnavailableException("etcd client: " + e, e);
         }
+    }
+
+    /** gRPC appends netty's channel pipeline to some messages on further lines; an answer carries one line. */
+    private static String firstLine(String message) {
+        return message == null ? "" : message.lines().findFirst().orElse("");
+    }
+
+    /**
+     * gRPC says only "UNAVAILABLE: ssl exception" when the TLS handshake fails; the operator needs the why
+     * (untrusted CA, wrong name, a certificate etcd refused), which is deeper in the causes.
+     */
+    private static String tlsReason(Throwable cause) {
+        for (Throwable t = cause; t != null; t = t.getCause()) {
+            if (t instanceof javax.net.ssl.SSLException) {
+                Throwable root = t;
+                while (root.getCause() != null) {
+                    root = root.getCause();
+                }
+                return " (TLS: " + firstLine(root.getMessage()) + ")";
+            }
+        }
+        return "";
     }
 
     private ByteSequence scopeKey(String scope) {
