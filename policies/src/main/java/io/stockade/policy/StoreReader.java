@@ -49,7 +49,8 @@ final class StoreReader {
         store.allowOnly(Vocabulary.ETCD_STORE_KEYS);
         Optional<List<URI>> endpoints = store.required("endpoints", StoreReader::endpoints);
         Optional<String> prefix = store.optional("prefix", Values::text, StoreConfig.Etcd.DEFAULT_PREFIX);
-        Optional<Duration> timeout = store.optional("timeout", Values::duration, StoreConfig.Etcd.DEFAULT_TIMEOUT);
+        Optional<Duration> timeout = store.optional("timeout", StoreReader::etcdTimeout,
+                StoreConfig.Etcd.DEFAULT_TIMEOUT);
         Optional<Optional<String>> username = store.optional("username", f -> Values.text(f).map(Optional::of),
                 Optional.empty());
         Optional<Optional<String>> password = store.optional("password", f -> Values.text(f).map(Optional::of),
@@ -73,6 +74,22 @@ final class StoreReader {
         return Optional.of(new StoreConfig.Etcd(endpoints.get(), prefix.get(), timeout.get(),
                 username.get().orElse(null), password.get().orElse(null), passwordFile.get().orElse(null),
                 tls.get().orElse(null), cache.get()));
+    }
+
+    /**
+     * The deadline of an etcd call (the etcd store's and the etcd verifier's {@code timeout}): a duration of at least
+     * {@link StoreConfig.Etcd#MIN_TIMEOUT}. Shorter, a healthy cluster could not commit a write in time, and the
+     * client needs room to derive its retry delay below the deadline.
+     */
+    static Optional<Duration> etcdTimeout(Field field) {
+        return Values.duration(field).flatMap(timeout -> {
+            if (timeout.compareTo(StoreConfig.Etcd.MIN_TIMEOUT) < 0) {
+                field.error("an etcd timeout must be at least " + StoreConfig.Etcd.MIN_TIMEOUT.toMillis() + "ms, got '"
+                        + timeout.toMillis() + "ms'");
+                return Optional.empty();
+            }
+            return Optional.of(timeout);
+        });
     }
 
     /** A list of URLs, or one value of comma-separated URLs (so {@code ${ETCD_ENDPOINTS}} works). */

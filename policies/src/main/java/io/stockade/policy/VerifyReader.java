@@ -32,7 +32,7 @@ final class VerifyReader {
         verify.allowOnly(Vocabulary.ETCD_VERIFY_KEYS);
         Optional<List<URI>> endpoints = verify.required("endpoints", StoreReader::endpoints);
         Optional<String> prefix = verify.optional("prefix", Values::text, "");
-        Optional<Duration> timeout = verify.optional("timeout", Values::duration,
+        Optional<Duration> timeout = verify.optional("timeout", StoreReader::etcdTimeout,
                 TokenVerification.Etcd.DEFAULT_TIMEOUT);
         Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
                 TokenVerification.Cache.DEFAULT);

@@ -155,6 +155,33 @@ class EtcdFaultsIT {
         }
     }
 
+    /**
+     * A deadline below jetcd's default retry delay (500 ms): jetcd refuses a retry budget that is not above its
+     * retry delay, and every call failed with "maxDuration must be > the delay" (every write a 503). The delay is
+     * now derived from the deadline, so 300 ms decides like any other deadline.
+     */
+    @Test
+    void aTimeoutBelowJetcdsRetryDelayStillDecides() throws Exception {
+        try (EtcdServer etcd = EtcdServer.single(); TestUpstream upstream = TestUpstream.start();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), YAML.replace("timeout: 1s", "timeout: 300ms"),
+                     Map.of("ETCD", etcd.endpoints(), "UPSTREAM", upstream.baseUri().toString()))) {
+            // the very first call also connects (and loads gRPC) on a busy machine: it may miss 300 ms, once
+            Http.Response first = put(proxy, "/docs/short", "v1", 1);
+            for (int i = 0; i < 20 && first.status() == 503; i++) {
+                Thread.sleep(100);
+                first = put(proxy, "/docs/short", "v1", 1);
+            }
+            assertEquals(2, first.status() / 100, first.body());
+            Http.Response second = put(proxy, "/docs/short", "v2", 2);
+            assertEquals(2, second.status() / 100, second.body());
+            assertEquals("v2", upstream.contentText("/docs/short").orElseThrow());
+            // the store recorded the fence
+            assertEquals(2, proxy.server().store().get("docs/short").orElseThrow().token());
+            Http.Response stale = put(proxy, "/docs/short", "v0", 0);
+            assertEquals(409, stale.status(), stale.body());
+        }
+    }
+
     /** Three members; the one holding nothing special is stopped: the quorum keeps deciding. */
     @Test
     void aThreeMemberClusterWithOneMemberStoppedKeepsServing() throws Exception {

@@ -2,7 +2,6 @@ package io.stockade.proxy.store.etcd;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
-import io.etcd.jetcd.ClientBuilder;
 import io.etcd.jetcd.KV;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.kv.GetResponse;
@@ -19,13 +18,12 @@ import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.http.ClientTlsFiles;
+import io.stockade.proxy.etcd.EtcdClients;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -102,35 +100,8 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
      * @throws IOException when a TLS file or the password file cannot be read
      */
     public static EtcdFenceStore open(StoreConfig.Etcd config) throws IOException {
-        ClientBuilder b = Client.builder()
-                .endpoints(config.endpoints().toArray(java.net.URI[]::new))
-                .connectTimeout(config.timeout())
-                .retryMaxDuration(config.timeout())
-                .waitForReady(false)
-                .keepaliveTime(Duration.ofSeconds(10))
-                .keepaliveTimeout(config.timeout());
-        if (config.username() != null) {
-            String password = config.password();
-            if (config.passwordFile() != null) {
-                password = Files.readAllLines(config.passwordFile(), StandardCharsets.UTF_8).stream().findFirst()
-                        .orElseThrow(() -> new IOException(config.passwordFile() + ": empty password file"));
-            }
-            b.user(bytes(config.username())).password(bytes(password == null ? "" : password));
-        }
-        if (config.tls() != null) {
-            // Read and checked here (the same reader as the upstreams'), so a bad file stops the start naming it;
-            // gRPC-netty verifies the server's name against the endpoint's host.
-            ClientTlsFiles files = ClientTlsFiles.read(config.tls(), "store.tls");
-            b.sslContext(s -> {
-                if (!files.ca().isEmpty()) {
-                    s.trustManager(files.ca().toArray(java.security.cert.X509Certificate[]::new));
-                }
-                if (files.key() != null) {
-                    s.keyManager(files.key(), files.chain().toArray(java.security.cert.X509Certificate[]::new));
-                }
-            });
-        }
-        return new EtcdFenceStore(b.build(), config);
+        return new EtcdFenceStore(EtcdClients.open(config.endpoints(), config.timeout(), config.tls(),
+                config.username(), config.password(), config.passwordFile(), "store"), config);
     }
 
     // ---- FenceStore ----

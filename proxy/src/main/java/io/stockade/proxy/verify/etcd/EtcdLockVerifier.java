@@ -7,8 +7,10 @@ import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.options.GetOption;
 import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.etcd.EtcdClients;
 import io.stockade.proxy.verify.TokenVerifier;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -28,8 +30,6 @@ import java.util.concurrent.TimeoutException;
  * {@link Unavailable}, never a pass.
  */
 public final class EtcdLockVerifier implements TokenVerifier {
-    private static final Duration MIN_RETRY = Duration.ofSeconds(1);
-
     private final Client client;
     private final KV kv;
     private final String prefix;
@@ -43,18 +43,14 @@ public final class EtcdLockVerifier implements TokenVerifier {
         this.timeout = config.timeout();
     }
 
-    /** Connects lazily: while etcd is unreachable every verdict is {@link Unavailable}, and the proxy starts. */
-    public static EtcdLockVerifier open(TokenVerification.Etcd config) {
-        Client client = Client.builder()
-                .endpoints(config.endpoints().toArray(java.net.URI[]::new))
-                .connectTimeout(config.timeout())
-                // jetcd refuses a retry budget not above its retry delay (500 ms); the deadline is ours anyway
-                .retryMaxDuration(config.timeout().compareTo(MIN_RETRY) > 0 ? config.timeout() : MIN_RETRY)
-                .waitForReady(false)
-                .keepaliveTime(Duration.ofSeconds(10))
-                .keepaliveTimeout(config.timeout())
-                .build();
-        return new EtcdLockVerifier(client, config);
+    /**
+     * Connects lazily: while etcd is unreachable every verdict is {@link Unavailable}, and the proxy starts.
+     *
+     * @throws IOException when a TLS file or the password file cannot be read
+     */
+    public static EtcdLockVerifier open(TokenVerification.Etcd config) throws IOException {
+        return new EtcdLockVerifier(EtcdClients.open(config.endpoints(), config.timeout(), null, null, null, null,
+                "fence.verify"), config);
     }
 
     @Override

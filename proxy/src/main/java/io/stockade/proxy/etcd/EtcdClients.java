@@ -1,0 +1,109 @@
+package io.stockade.proxy.etcd;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
+import io.stockade.policy.ClientTls;
+import io.stockade.proxy.http.ClientTlsFiles;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.cert.X509Certificate;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * Builds the jetcd client of the etcd store and of the etcd verifier from a policy's connection options.
+ * <p>
+ * The client does not wait for the cluster ({@code waitForReady(false)}): while etcd is unreachable, or TLS or
+ * authentication fails, every call fails within the caller's deadline and the caller refuses the write (503);
+ * the proxy still starts. The files (TLS, password) are read here, so a bad one stops the start naming it.
+ * <p>
+ * <b>Retries.</b> jetcd retries a call that failed with a retryable status (e.g. UNAVAILABLE) within
+ * {@code retryMaxDuration}, waiting {@code retryDelay} (500 ms by default) before the first retry, and its retry
+ * library refuses a budget that is not above that delay: with the budget set to a deadline of 500 ms or less,
+ * every call threw {@code IllegalStateException: maxDuration must be > the delay}. The budget stays the
+ * deadline (the callers wait no longer anyway) and the delay is derived from it ({@link #retryDelay}): a fifth of
+ * the deadline, at most jetcd's 500 ms, at least 1 ms. The policy loader takes etcd deadlines of at least
+ * {@code StoreConfig.Etcd.MIN_TIMEOUT} (50 ms), so the delay is always below the budget.
+ */
+public final class EtcdClients {
+    /** jetcd's own retry delay, used whenever the deadline leaves room for it. */
+    static final long DEFAULT_RETRY_DELAY_MS = 500;
+
+    private EtcdClients() {
+    }
+
+    /**
+     * Opens a client.
+     *
+     * @param endpoints    the members' client URLs
+     * @param timeout      the deadline of each call: connect timeout, retry budget and keepalive timeout
+     * @param tls          client TLS, or {@code null}
+     * @param username     etcd user, or {@code null} for none
+     * @param password     the user's password, or {@code null}
+     * @param passwordFile a file whose first line is the password, or {@code null}
+     * @param what         the policy field these options come from, to start messages with (e.g. {@code "store"})
+     * @throws IOException when a TLS file or the password file cannot be read or is not what it should be
+     */
+    public static Client open(List<URI> endpoints, Duration timeout, ClientTls tls, String username, String password,
+                              Path passwordFile, String what) throws IOException {
+        ClientBuilder b = Client.builder()
+                .endpoints(endpoints.toArray(URI[]::new))
+                .connectTimeout(timeout)
+                .retryDelay(retryDelay(timeout))
+                .retryMaxDuration(timeout)
+                .waitForReady(false)
+                .keepaliveTime(Duration.ofSeconds(10))
+                .keepaliveTimeout(timeout);
+        if (username != null) {
+            String secret = password;
+            if (passwordFile != null) {
+                secret = readPassword(passwordFile, what + ".password-file");
+            }
+            b.user(bytes(username)).password(bytes(secret == null ? "" : secret));
+        }
+        if (tls != null) {
+            // Read and checked here (the same reader as the upstreams'), so a bad file stops the start naming it;
+            // gRPC-netty verifies the server's name against the endpoint's host.
+            ClientTlsFiles files = ClientTlsFiles.read(tls, what + ".tls");
+            b.sslContext(s -> {
+                if (!files.ca().isEmpty()) {
+                    s.trustManager(files.ca().toArray(X509Certificate[]::new));
+                }
+                if (files.key() != null) {
+                    s.keyManager(files.key(), files.chain().toArray(X509Certificate[]::new));
+                }
+            });
+        }
+        return b.build();
+    }
+
+    /**
+     * jetcd's retry delay (milliseconds, jetcd's default unit) for a deadline: a fifth of it, at most jetcd's
+     * default of 500 ms, at least 1 ms — strictly below the deadline whenever the deadline is at least 2 ms.
+     */
+    static long retryDelay(Duration timeout) {
+        return Math.clamp(timeout.toMillis() / 5, 1, DEFAULT_RETRY_DELAY_MS);
+    }
+
+    private static String readPassword(Path file, String what) throws IOException {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IOException(what + ": cannot read " + file + " (" + e.getClass().getSimpleName() + ")", e);
+        }
+        if (lines.isEmpty() || lines.getFirst().isEmpty()) {
+            throw new IOException(what + ": " + file + " is empty (its first line is the password)");
+        }
+        return lines.getFirst();
+    }
+
+    private static ByteSequence bytes(String s) {
+        return ByteSequence.from(s, StandardCharsets.UTF_8);
+    }
+}
