@@ -71,7 +71,14 @@ public sealed interface StoreConfig {
             }
         }
 
-        /** An etcd store with defaults for everything but the endpoints. */
+        @Override
+        public String toString() {
+            return "Etcd[endpoints=" + endpoints + ", prefix=" + prefix + ", timeout=" + timeout + ", username="
+                    + username + ", password=" + (password == null ? "none" : "***") + ", passwordFile="
+                    + passwordFile + ", tls=" + tls + ", cache=" + cache + "]";
+        }
+
+                /** An etcd store with defaults for everything but the endpoints. */
         public static Etcd of(List<URI> endpoints) {
             return new Etcd(endpoints, DEFAULT_PREFIX, DEFAULT_TIMEOUT, null, null, null, null, Cache.DEFAULT);
         }

@@ -51,29 +51,63 @@ final class StoreReader {
         Optional<String> prefix = store.optional("prefix", Values::text, StoreConfig.Etcd.DEFAULT_PREFIX);
         Optional<Duration> timeout = store.optional("timeout", StoreReader::etcdTimeout,
                 StoreConfig.Etcd.DEFAULT_TIMEOUT);
-        Optional<Optional<String>> username = store.optional("username", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
-        Optional<Optional<String>> password = store.optional("password", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
-        Optional<Optional<Path>> passwordFile = store.optional("password-file",
-                f -> Values.path(f).map(Optional::of), Optional.empty());
-        Optional<Optional<ClientTls>> tls = store.optional("tls", f -> ClientTlsReader.read(f).map(Optional::of),
-                Optional.empty());
+        Optional<EtcdAccess> access = etcdAccess(store, endpoints);
         Optional<StoreConfig.Cache> cache = store.optional("cache", StoreReader::cache, StoreConfig.Cache.DEFAULT);
-        if (!Values.allPresent(endpoints, prefix, timeout, username, password, passwordFile, tls, cache)) {
+        if (!Values.allPresent(endpoints, prefix, timeout, access, cache)) {
+            return Optional.empty();
+        }
+        EtcdAccess a = access.get();
+        return Optional.of(new StoreConfig.Etcd(endpoints.get(), prefix.get(), timeout.get(), a.username(),
+                a.password(), a.passwordFile(), a.tls(), cache.get()));
+    }
+
+    /** How a client authenticates to etcd and protects the connection (the etcd store's and verifier's keys). */
+    record EtcdAccess(String username, String password, Path passwordFile, ClientTls tls) {
+    }
+
+    /**
+     * Reads {@code username}, {@code password}, {@code password-file} and {@code tls} of an etcd client (the store
+     * and {@code fence.verify} with {@code kind: etcd}). The client speaks TLS to every member or to none, so
+     * {@code tls} with an {@code http://} endpoint, and endpoints mixing {@code http://} and {@code https://}, are
+     * errors.
+     */
+    static Optional<EtcdAccess> etcdAccess(Mapping m, Optional<List<URI>> endpoints) {
+        Optional<Optional<String>> username = m.optional("username", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<String>> password = m.optional("password", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<Path>> passwordFile = m.optional("password-file",
+                f -> Values.path(f).map(Optional::of), Optional.empty());
+        Optional<Optional<ClientTls>> tls = m.optional("tls", f -> ClientTlsReader.read(f).flatMap(t -> {
+            Optional<URI> plain = endpoints.orElse(List.of()).stream()
+                    .filter(u -> !u.getScheme().equalsIgnoreCase("https")).findFirst();
+            if (plain.isPresent()) {
+                f.error("tls applies to https:// endpoints, but " + plain.get() + " is not: write https:// or"
+                        + " remove tls");
+                return Optional.empty();
+            }
+            return Optional.of(Optional.of(t));
+        }), Optional.empty());
+        if (!Values.allPresent(username, password, passwordFile, tls)) {
+            return Optional.empty();
+        }
+        List<String> schemes = endpoints.orElse(List.of()).stream()
+                .map(u -> u.getScheme().toLowerCase(java.util.Locale.ROOT)).distinct().toList();
+        if (schemes.size() > 1) {
+            m.required("endpoints").ifPresent(f -> f.error("endpoints mix http:// and https://: the client speaks"
+                    + " TLS to every member or to none"));
             return Optional.empty();
         }
         if (password.get().isPresent() && passwordFile.get().isPresent()) {
-            store.required("password").ifPresent(f -> f.error("give either password or password-file, not both"));
+            m.required("password").ifPresent(f -> f.error("give either password or password-file, not both"));
             return Optional.empty();
         }
         if (username.get().isEmpty() && (password.get().isPresent() || passwordFile.get().isPresent())) {
-            store.required("username").ifPresent(f -> { });
+            m.required("username").ifPresent(f -> { });
             return Optional.empty();
         }
-        return Optional.of(new StoreConfig.Etcd(endpoints.get(), prefix.get(), timeout.get(),
-                username.get().orElse(null), password.get().orElse(null), passwordFile.get().orElse(null),
-                tls.get().orElse(null), cache.get()));
+        return Optional.of(new EtcdAccess(username.get().orElse(null), password.get().orElse(null),
+                passwordFile.get().orElse(null), tls.get().orElse(null)));
     }
 
     /**

@@ -26,12 +26,17 @@ public sealed interface TokenVerification {
      * (the key with the lowest create revision under {@code prefix + scope + "/"}, as etcd's lock API and the
      * client SDK's etcd provider make them).
      *
-     * @param endpoints the etcd client URLs
-     * @param prefix    prepended to the scope to give the lock name (empty: the lock is named like the scope)
-     * @param timeout   deadline of each lookup; past it the write is refused with 503
-     * @param cache     positive verdicts remembered per (scope, token)
+     * @param endpoints    the etcd client URLs
+     * @param prefix       prepended to the scope to give the lock name (empty: the lock is named like the scope)
+     * @param timeout      deadline of each lookup; past it the write is refused with 503
+     * @param username     etcd user, or {@code null}
+     * @param password     the user's password, or {@code null} (see {@code passwordFile}); never in {@link #toString()}
+     * @param passwordFile a file whose first line is the password, or {@code null}
+     * @param tls          client TLS, or {@code null} for none
+     * @param cache        positive verdicts remembered per (scope, token)
      */
-    record Etcd(List<URI> endpoints, String prefix, Duration timeout, Cache cache) implements TokenVerification {
+    record Etcd(List<URI> endpoints, String prefix, Duration timeout, String username, String password,
+                Path passwordFile, ClientTls tls, Cache cache) implements TokenVerification {
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 
         public Etcd {
@@ -39,6 +44,21 @@ public sealed interface TokenVerification {
             Objects.requireNonNull(prefix, "prefix");
             Objects.requireNonNull(timeout, "timeout");
             Objects.requireNonNull(cache, "cache");
+            if (password != null && passwordFile != null) {
+                throw new IllegalArgumentException("password and passwordFile exclude each other");
+            }
+        }
+
+        /** Without TLS or authentication. */
+        public Etcd(List<URI> endpoints, String prefix, Duration timeout, Cache cache) {
+            this(endpoints, prefix, timeout, null, null, null, null, cache);
+        }
+
+        @Override
+        public String toString() {
+            return "Etcd[endpoints=" + endpoints + ", prefix=" + prefix + ", timeout=" + timeout + ", username="
+                    + username + ", password=" + (password == null ? "none" : "***") + ", passwordFile="
+                    + passwordFile + ", tls=" + tls + ", cache=" + cache + "]";
         }
     }
 

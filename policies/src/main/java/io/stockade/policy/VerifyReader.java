@@ -34,12 +34,15 @@ final class VerifyReader {
         Optional<String> prefix = verify.optional("prefix", Values::text, "");
         Optional<Duration> timeout = verify.optional("timeout", StoreReader::etcdTimeout,
                 TokenVerification.Etcd.DEFAULT_TIMEOUT);
+        Optional<StoreReader.EtcdAccess> access = StoreReader.etcdAccess(verify, endpoints);
         Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
                 TokenVerification.Cache.DEFAULT);
-        if (!Values.allPresent(endpoints, prefix, timeout, cache)) {
+        if (!Values.allPresent(endpoints, prefix, timeout, access, cache)) {
             return Optional.empty();
         }
-        return Optional.of(new TokenVerification.Etcd(endpoints.get(), prefix.get(), timeout.get(), cache.get()));
+        StoreReader.EtcdAccess a = access.get();
+        return Optional.of(new TokenVerification.Etcd(endpoints.get(), prefix.get(), timeout.get(), a.username(),
+                a.password(), a.passwordFile(), a.tls(), cache.get()));
     }
 
     private static Optional<TokenVerification> postgres(Mapping verify) {

@@ -34,7 +34,8 @@ final class Vocabulary {
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance",
             "verify");
     static final List<String> VERIFY_KINDS = List.of("etcd", "postgres", "hmac");
-    static final List<String> ETCD_VERIFY_KEYS = List.of("kind", "endpoints", "prefix", "timeout", "cache");
+    static final List<String> ETCD_VERIFY_KEYS = List.of("kind", "endpoints", "prefix", "timeout", "username",
+            "password", "password-file", "tls", "cache");
     static final List<String> POSTGRES_VERIFY_KEYS = List.of("kind", "datasource", "table", "prefix", "cache");
     static final List<String> HMAC_VERIFY_KEYS = List.of("kind", "keys", "header", "clock-skew");
     static final List<String> HMAC_KEY_KEYS = List.of("id", "key", "key-file");

@@ -70,6 +70,32 @@ class PolicyLoaderVerifyTest {
     }
 
     @Test
+    void etcdTakesTheStoresConnectionOptions() throws Exception {
+        TokenVerification v = verify("""
+                kind: etcd
+                endpoints: https://etcd-0:2379,https://etcd-1:2379
+                username: stockade
+                password: ${ETCD_PASSWORD}
+                tls: {ca: /etc/hostname, cert: /etc/hostname, key: /etc/hostname}""", Map.of("ETCD_PASSWORD", "pw"));
+        TokenVerification.Etcd etcd = (TokenVerification.Etcd) v;
+        assertEquals("stockade", etcd.username());
+        assertEquals("pw", etcd.password());
+        assertNull(etcd.passwordFile());
+        assertEquals(new ClientTls(Path.of("/etc/hostname"), Path.of("/etc/hostname"), Path.of("/etc/hostname")),
+                etcd.tls());
+        assertFalse(etcd.toString().contains("pw,"), etcd.toString());
+
+        TokenVerification.Etcd fromFile = (TokenVerification.Etcd) verify("""
+                kind: etcd
+                endpoints: [http://127.0.0.1:2379]
+                username: stockade
+                password-file: /run/secrets/etcd""", Map.of());
+        assertEquals(Path.of("/run/secrets/etcd"), fromFile.passwordFile());
+        assertNull(fromFile.password());
+        assertNull(fromFile.tls());
+    }
+
+    @Test
     void postgresTakesADatasourceAndTheSdkLeaseTable() throws Exception {
         TokenVerification v = verify("""
                 kind: postgres

@@ -115,6 +115,7 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.S3_BACKEND_KEYS, keys("$defs/s3Backend"));
         assertEquals(Vocabulary.S3_CLIENT_KEYS, keys("$defs/s3Backend/properties/clients/items"));
         assertEquals(Vocabulary.ETCD_VERIFY_KEYS, keys("$defs/etcdVerify"));
+        assertEquals(Vocabulary.TLS_KEYS, keys("$defs/etcdVerify/properties/tls"));
         assertEquals(Vocabulary.POSTGRES_VERIFY_KEYS, keys("$defs/postgresVerify"));
         assertEquals(Vocabulary.HMAC_VERIFY_KEYS, keys("$defs/hmacVerify"));
         assertEquals(Vocabulary.HMAC_KEY_KEYS, keys("$defs/hmacVerify/properties/keys/items"));
@@ -132,7 +133,7 @@ class PolicySchemaTest {
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
                 "$defs/httpBackend", "$defs/httpBackend/properties/tls", "$defs/s3Backend",
                 "$defs/s3Backend/properties/tls", "$defs/s3Backend/properties/clients/items",
-                "$defs/etcdVerify", "$defs/postgresVerify", "$defs/hmacVerify",
+                "$defs/etcdVerify", "$defs/etcdVerify/properties/tls", "$defs/postgresVerify", "$defs/hmacVerify",
                 "$defs/hmacVerify/properties/keys/items", "$defs/verifyCache")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
         }

@@ -1,5 +1,9 @@
 package io.stockade.proxy;
 
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.stockade.policy.ClientTls;
+import io.stockade.proxy.etcd.EtcdClients;
 import io.stockade.proxy.testing.EtcdServer;
 import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.TestPki;
@@ -10,12 +14,17 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.time.Duration;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -26,7 +35,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code --cert-file/--key-file/--trusted-ca-file --client-cert-auth}: fenced writes work with the proxy's
  * certificate, and every way the TLS set-up can be wrong (no client certificate, another CA, a certificate for
  * another name) fails closed: the proxy starts, and each fenced write is refused with 503 and never reaches the
- * backend, as while etcd is unreachable.
+ * backend, as while etcd is unreachable. The etcd token verifier ({@code fence.verify: {kind: etcd, tls: ...}}) takes
+ * the same options: it verifies a lock holder's token through TLS and fails closed (503, nothing written) when TLS
+ * does not work.
  */
 class EtcdTlsIT {
     @TempDir
@@ -142,5 +153,98 @@ class EtcdTlsIT {
             assertFailsClosed(proxy(elsewhere.endpoints(), mutual(proxyCert, pki.ca())),
                     "No subject alternative names matching IP address 127.0.0.1");
         }
+    }
+
+    @Test
+    void httpsEndpointsWithoutATlsBlockSpeakTlsAgainstTheJvmsAuthorities() throws Exception {
+        // jetcd speaks plain text unless given an SSL context, whatever the URL says; https:// now means TLS
+        ProxyFixture proxy = ProxyFixture.start(dir.resolve("journal"), """
+                store:
+                  type: etcd
+                  endpoints: %s
+                  prefix: %s
+                  timeout: 2s
+                policies:
+                  - name: files
+                    match: {path: "/files/{path...}"}
+                    scope: files/{path}
+                    backend: {type: file, root: %s}
+                """.formatted(etcd.endpoints(), prefix, dir.resolve("root")), Map.of());
+        open.add(proxy);
+        assertFailsClosed(proxy, "unable to find valid certification path");
+    }
+
+    // ---- the etcd verifier over TLS ----
+
+    ProxyFixture verifyingProxy(String tls) throws Exception {
+        String yaml = """
+                store:
+                  type: memory
+                  journal: %s
+                policies:
+                  - name: files
+                    match: {path: "/files/{path...}"}
+                    scope: files/{path}
+                    fence:
+                      verify:
+                        kind: etcd
+                        endpoints: %s
+                        prefix: %slocks/
+                        timeout: 2s
+                        tls: %s
+                    backend: {type: file, root: %s}
+                """.formatted(dir.resolve("journal"), etcd.endpoints(), prefix, tls, dir.resolve("root"));
+        ProxyFixture proxy = ProxyFixture.start(dir.resolve("journal"), yaml, Map.of());
+        open.add(proxy);
+        return proxy;
+    }
+
+    /** A lock holder's client, over TLS with the proxy's certificate (etcd requires one). */
+    Client lockClient() throws Exception {
+        Client client = EtcdClients.open(List.of(URI.create(etcd.endpoints())), Duration.ofSeconds(5),
+                new ClientTls(pki.ca(), proxyCert.cert(), proxyCert.key()), null, null, null, "test");
+        open.add(client);
+        return client;
+    }
+
+    /** Takes the etcd lock {@code name} with etcd's lock API, as LockServiceVerifyIT does; the token is its revision. */
+    static long lock(Client etcd, String name) throws Exception {
+        long lease = etcd.getLeaseClient().grant(60).get(10, TimeUnit.SECONDS).getID();
+        ByteSequence key = etcd.getLockClient().lock(ByteSequence.from(name, StandardCharsets.UTF_8), lease)
+                .get(10, TimeUnit.SECONDS).getKey();
+        return etcd.getKVClient().get(key).get(10, TimeUnit.SECONDS).getKvs().get(0).getCreateRevision();
+    }
+
+    @Test
+    void theEtcdVerifierOverTlsAdmitsTheLockHoldersTokenAndRefusesAnInventedOne() throws Exception {
+        long token = lock(lockClient(), prefix + "locks/files/a");
+        ProxyFixture proxy = verifyingProxy(mutual(proxyCert, pki.ca()));
+
+        Http.Response invented = put(proxy, "/files/a", "evil", Long.toString(Long.MAX_VALUE));
+        assertEquals(403, invented.status(), invented.body());
+        assertTrue(invented.body().contains("unverified-token"), invented.body());
+        assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
+        assertFalse(Files.exists(dir.resolve("root/files/a")), "the invented token's write reached the backend");
+
+        Http.Response holder = put(proxy, "/files/a", "v", Long.toString(token));
+        assertEquals(201, holder.status(), holder.body());
+        assertEquals("v", Files.readString(dir.resolve("root/files/a")));
+        assertEquals(token, proxy.server().store().get("files/a").orElseThrow().token());
+    }
+
+    @Test
+    void theEtcdVerifierTrustingAnotherCaFailsClosed() throws Exception {
+        long token = lock(lockClient(), prefix + "locks/files/a");
+        TestPki other = TestPki.create(dir.resolve("other-ca"));
+        ProxyFixture proxy = verifyingProxy(mutual(proxyCert, other.ca()));
+
+        Http.Response r = put(proxy, "/files/a", "genuine but unverifiable", Long.toString(token));
+        assertEquals(503, r.status(), r.body());
+        assertTrue(r.body().contains("verifier-unavailable"), r.body());
+        assertTrue(r.body().contains("TLS: ") && r.body().contains("unable to find valid certification path"),
+                "the answer says why: " + r.body());
+        assertTrue(r.header("Retry-After").isPresent(), r.headers().toString());
+        assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
+        assertFalse(Files.exists(dir.resolve("root/files/a")), "the write reached the backend");
     }
 }

@@ -18,6 +18,10 @@ import java.util.List;
 /**
  * Builds the jetcd client of the etcd store and of the etcd verifier from a policy's connection options.
  * <p>
+ * TLS is used when the block has {@code tls}, or when the endpoints are {@code https://} (then against the JVM's
+ * default authorities); the loader refuses {@code tls} with {@code http://} endpoints and mixed schemes, since
+ * jetcd speaks TLS to every member or to none whatever the URLs say.
+ * <p>
  * The client does not wait for the cluster ({@code waitForReady(false)}): while etcd is unreachable, or TLS or
  * authentication fails, every call fails within the caller's deadline and the caller refuses the write (503);
  * the proxy still starts. The files (TLS, password) are read here, so a bad one stops the start naming it.
@@ -78,6 +82,10 @@ public final class EtcdClients {
                     s.keyManager(files.key(), files.chain().toArray(X509Certificate[]::new));
                 }
             });
+        } else if (endpoints.stream().anyMatch(u -> "https".equalsIgnoreCase(u.getScheme()))) {
+            // jetcd ignores the scheme and speaks TLS only when given an SSL context: without one an https://
+            // endpoint would get plain text. TLS against the JVM's default authorities, as for https:// upstreams.
+            b.sslContext(s -> { });
         }
         return b.build();
     }
@@ -88,6 +96,36 @@ public final class EtcdClients {
      */
     static long retryDelay(Duration timeout) {
         return Math.clamp(timeout.toMillis() / 5, 1, DEFAULT_RETRY_DELAY_MS);
+    }
+
+    /**
+     * A failed call's cause in one line for a 503 answer and the log, with the TLS reason when the handshake failed
+     * (e.g. {@code UNAVAILABLE: ssl exception (TLS: PKIX path building failed: ...)}).
+     */
+    public static String describe(Throwable cause) {
+        return firstLine(cause.getMessage()) + tlsReason(cause);
+    }
+
+    /** gRPC appends netty's channel pipeline to some messages on further lines; an answer carries one line. */
+    private static String firstLine(String message) {
+        return message == null ? "" : message.lines().findFirst().orElse("");
+    }
+
+    /**
+     * gRPC says only "UNAVAILABLE: ssl exception" when the TLS handshake fails; the operator needs the why
+     * (untrusted CA, wrong name, a certificate etcd refused), which is deeper in the causes.
+     */
+    private static String tlsReason(Throwable cause) {
+        for (Throwable t = cause; t != null; t = t.getCause()) {
+            if (t instanceof javax.net.ssl.SSLException) {
+                Throwable root = t;
+                while (root.getCause() != null) {
+                    root = root.getCause();
+                }
+                return " (TLS: " + firstLine(root.getMessage()) + ")";
+            }
+        }
+        return "";
     }
 
     private static String readPassword(Path file, String what) throws IOException {

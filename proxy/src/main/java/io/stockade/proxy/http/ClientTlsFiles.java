@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
 
 /**
  * The PEM files of a policy's {@code tls: {ca, cert, key}}, read and checked once when a client is opened (an
- * upstream of the http or s3 backend, the etcd store), so a bad file stops the proxy at start with a message
+ * upstream of the http or s3 backend, the etcd store and verifier), so a bad file stops the proxy at start with a message
  * naming it instead of failing every handshake later. Only the JDK reads them: no provider that knows more
  * formats is on the class path, so the key must be PKCS#8 and the message says how to convert one that is not.
  *

@@ -34,7 +34,7 @@ public final class TokenVerifiers implements AutoCloseable {
         for (Policy policy : policies) {
             TokenVerification config = policy.fence().verify();
             if (config != null && !open.containsKey(config)) {
-                open.put(config, openOne(config));
+                open.put(config, openOne(config, "policies '" + policy.name() + "' fence.verify"));
             }
         }
     }
@@ -52,10 +52,11 @@ public final class TokenVerifiers implements AutoCloseable {
         return verifier;
     }
 
-    private TokenVerifier openOne(TokenVerification config) throws IOException {
+    private TokenVerifier openOne(TokenVerification config, String what) throws IOException {
         return switch (config) {
             case TokenVerification.Hmac hmac -> HmacVerifier.open(hmac, clock);
-            case TokenVerification.Etcd etcd -> RememberingVerifier.wrap(EtcdLockVerifier.open(etcd), etcd.cache());
+            case TokenVerification.Etcd etcd -> RememberingVerifier.wrap(EtcdLockVerifier.open(etcd, what),
+                    etcd.cache());
             case TokenVerification.Postgres pg -> RememberingVerifier.wrap(PostgresLeaseVerifier.open(pg), pg.cache());
         };
     }

@@ -43,4 +43,39 @@ class ConfigViewVerifyTest {
         assertTrue(json.contains("/run/secrets/k0"), json);
         assertTrue(json.contains("stockade_leases"), json);
     }
+
+    @Test
+    void theEtcdVerifiersPasswordIsRedactedItsUserFileAndTlsShown() throws Exception {
+        StockadeConfig config = PolicyLoader.parse("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: locked
+                    match: {path: "/k/{id}"}
+                    scope: "k/{id}"
+                    fence:
+                      verify:
+                        kind: etcd
+                        endpoints: https://etcd-0:2379
+                        username: stockade-verifier
+                        password: "${PW}"
+                        tls: {ca: /etc/hostname}
+                    backend: {type: file, root: ./r}
+                  - name: filed
+                    match: {path: "/f/{id}"}
+                    scope: "f/{id}"
+                    fence:
+                      verify:
+                        kind: etcd
+                        endpoints: https://etcd-0:2379
+                        username: stockade-verifier
+                        password-file: /run/secrets/etcd-password
+                    backend: {type: file, root: ./r}
+                """, Path.of("p.yaml"), Map.of("PW", "etcd-password-xyz"));
+        String json = ConfigView.json(config);
+        assertFalse(json.contains("etcd-password-xyz"), json);
+        assertTrue(json.contains("\"password\":\"" + ConfigView.REDACTED + "\""), json);
+        assertTrue(json.contains("stockade-verifier"), json);
+        assertTrue(json.contains("/run/secrets/etcd-password"), json);
+        assertTrue(json.contains("\"ca\":\"/etc/hostname\""), json);
+    }
 }

@@ -366,7 +366,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
                     + " ms (outcome unknown)", e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
-            throw new StoreUnavailableException("etcd: " + firstLine(cause.getMessage()) + tlsReason(cause), cause);
+            throw new StoreUnavailableException("etcd: " + EtcdClients.describe(cause), cause);
         } catch (InterruptedException e) {
             call.cancel(true);
             Thread.currentThread().interrupt();
@@ -374,28 +374,6 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
         } catch (RuntimeException e) {
             throw new StoreUnavailableException("etcd client: " + e, e);
         }
-    }
-
-    /** gRPC appends netty's channel pipeline to some messages on further lines; an answer carries one line. */
-    private static String firstLine(String message) {
-        return message == null ? "" : message.lines().findFirst().orElse("");
-    }
-
-    /**
-     * gRPC says only "UNAVAILABLE: ssl exception" when the TLS handshake fails; the operator needs the why
-     * (untrusted CA, wrong name, a certificate etcd refused), which is deeper in the causes.
-     */
-    private static String tlsReason(Throwable cause) {
-        for (Throwable t = cause; t != null; t = t.getCause()) {
-            if (t instanceof javax.net.ssl.SSLException) {
-                Throwable root = t;
-                while (root.getCause() != null) {
-                    root = root.getCause();
-                }
-                return " (TLS: " + firstLine(root.getMessage()) + ")";
-            }
-        }
-        return "";
     }
 
     private ByteSequence scopeKey(String scope) {

@@ -4,6 +4,7 @@
  * doubt (deadline, lost leader, connection error, unknown outcome) is a
  * {@link io.stockade.proxy.fence.StoreUnavailableException}, so the engine answers 503 and forwards nothing.
  * Implements {@link io.stockade.proxy.fence.FenceAdmin} (floors, retire, export) too. Depends on jetcd-core 0.8.5
- * (0.8.6 needs Netty 4.2, which Helidon does not use) and on {@code fence} only.
+ * (0.8.6 needs Netty 4.2, which Helidon does not use), on {@code fence} and on {@code etcd} (the client,
+ * shared with the etcd verifier).
  */
 package io.stockade.proxy.store.etcd;

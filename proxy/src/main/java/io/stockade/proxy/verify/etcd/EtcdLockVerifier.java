@@ -44,13 +44,15 @@ public final class EtcdLockVerifier implements TokenVerifier {
     }
 
     /**
-     * Connects lazily: while etcd is unreachable every verdict is {@link Unavailable}, and the proxy starts.
+     * Connects lazily: while etcd is unreachable (or TLS or authentication fails) every verdict is
+     * {@link Unavailable}, and the proxy starts.
      *
+     * @param what the policy field the block comes from, to start messages with
      * @throws IOException when a TLS file or the password file cannot be read
      */
-    public static EtcdLockVerifier open(TokenVerification.Etcd config) throws IOException {
-        return new EtcdLockVerifier(EtcdClients.open(config.endpoints(), config.timeout(), null, null, null, null,
-                "fence.verify"), config);
+    public static EtcdLockVerifier open(TokenVerification.Etcd config, String what) throws IOException {
+        return new EtcdLockVerifier(EtcdClients.open(config.endpoints(), config.timeout(), config.tls(),
+                config.username(), config.password(), config.passwordFile(), what), config);
     }
 
     @Override
@@ -75,7 +77,7 @@ public final class EtcdLockVerifier implements TokenVerifier {
             return new Unavailable("etcd did not answer within " + timeout.toMillis() + " ms");
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
-            return new Unavailable("etcd: " + cause.getMessage());
+            return new Unavailable("etcd: " + EtcdClients.describe(cause));
         } catch (InterruptedException e) {
             call.cancel(true);
             Thread.currentThread().interrupt();
