@@ -24,7 +24,8 @@ public sealed interface TokenVerification {
     /**
      * The token must be the create revision of the lock key that holds the lock {@code prefix + scope} in etcd
      * (the key with the lowest create revision under {@code prefix + scope + "/"}, as etcd's lock API and the
-     * client SDK's etcd provider make them).
+     * client SDK's etcd provider make them; when that key belongs to a nested lock, {@code prefix + scope + "/x/…"},
+     * nobody holds this lock and every token is refused).
      *
      * @param endpoints    the etcd client URLs
      * @param prefix       prepended to the scope to give the lock name (empty: the lock is named like the scope)

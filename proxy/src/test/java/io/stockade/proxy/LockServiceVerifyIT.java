@@ -111,6 +111,58 @@ class LockServiceVerifyIT {
         }
     }
 
+    /**
+     * etcd's lock API puts the keys of lock {@code x/y} under {@code x/y/}, inside {@code x/}: a key of a nested lock
+     * is never a holder of {@code x}. The holder of {@code x/y} cannot write to scope {@code x} with its token, and
+     * while it holds, a contender for {@code x} waits (etcd's lock sees the nested key as an earlier contender), so
+     * that contender's revision is not genuine either.
+     */
+    @Test
+    void etcdRefusesTheHolderOfANestedLockForTheOuterScope() throws Exception {
+        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        try (EtcdServer server = EtcdServer.single();
+             Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
+             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}\nprefix: locks/\ncache: {enabled: false}",
+                     Map.of("ETCD", server.endpoints()))) {
+            long inner = lock(etcd, "locks/files/x/y");
+
+            Http.Response outer = put(proxy, "x", "not the holder of x", inner);
+            assertEquals(403, outer.status(), outer.body());
+            assertEquals(Optional.empty(), proxy.server().store().get("files/x"));
+            assertEquals(Optional.empty(), stored("x"));
+
+            // a contender for x waits behind the nested key: its revision is not x's holder's
+            long lease = etcd.getLeaseClient().grant(60).get(5, TimeUnit.SECONDS).getID();
+            var waiting = etcd.getLockClient().lock(bytes("locks/files/x"), lease);
+            long queued = waitForQueuedKey(etcd, "locks/files/x/", inner);
+            Thread.sleep(200);
+            assertTrue(!waiting.isDone(), "etcd granted lock x while x/y was held");
+            assertEquals(403, put(proxy, "x", "contender", queued).status());
+            assertEquals(Optional.empty(), stored("x"));
+
+            // the nested lock's own scope is unaffected
+            assertEquals(201, put(proxy, "x/y", "v", inner).status());
+            assertEquals(Optional.of("v"), stored("x/y"));
+        }
+    }
+
+    /** An outer lock taken before a nested one: each holder is genuine for its own scope only. */
+    @Test
+    void etcdTellsTheOuterAndTheNestedHolderApart() throws Exception {
+        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        try (EtcdServer server = EtcdServer.single();
+             Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
+             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}\ncache: {enabled: false}",
+                     Map.of("ETCD", server.endpoints()))) {
+            long outer = lock(etcd, "files/x");
+            long inner = lock(etcd, "files/x/y");
+            assertEquals(403, put(proxy, "x/y", "outer token", outer).status());
+            assertEquals(403, put(proxy, "x", "inner token", inner).status());
+            assertEquals(201, put(proxy, "x", "v", outer).status());
+            assertEquals(Optional.of("v"), stored("x"));
+        }
+    }
+
     private static long waitForQueuedKey(Client etcd, String prefix, long holder) throws Exception {
         for (int i = 0; i < 200; i++) {
             var kvs = etcd.getKVClient().get(bytes(prefix), io.etcd.jetcd.options.GetOption.builder()

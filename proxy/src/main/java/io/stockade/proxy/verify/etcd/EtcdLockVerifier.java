@@ -23,7 +23,13 @@ import java.util.concurrent.TimeoutException;
  * A token is genuine when it is the create revision of the key that holds the etcd lock named
  * {@code prefix + scope}. etcd's lock API (and the client SDK's etcd provider, which uses it) puts one key per
  * contender, {@code <lock name>/<lease id>}, and the holder is the key with the lowest create revision; that
- * revision is the holder's token. One range read (sorted by create revision, limit 1) answers it.
+ * revision is the holder's token. One range read (keys only, sorted by create revision, limit 1) answers it.
+ * <p>
+ * Nested lock names: the keys of lock {@code x/y} ({@code x/y/<lease id>}) lie under {@code x/} too. etcd's lock
+ * takes them for earlier contenders of {@code x} (it asks for the lowest key under {@code x/} the same way), so
+ * while the lowest key under {@code x/} is a nested one ({@code /} in what follows {@code x/}), every contender of
+ * {@code x} waits and nobody holds {@code x}: the claim is refused. That is the lock's own answer, so no scan past
+ * the first key is needed and the lookup stays one key whatever the number of nested locks.
  * <p>
  * Only the current holder's token is genuine: a queued contender cannot use its own revision before it holds the
  * lock, and a token no key ever had — an invented one — is refused. Any doubt (timeout, connection error) is
@@ -66,6 +72,7 @@ public final class EtcdLockVerifier implements TokenVerifier {
                 .withSortField(GetOption.SortTarget.CREATE)
                 .withSortOrder(GetOption.SortOrder.ASCEND)
                 .withLimit(1)
+                .withKeysOnly(true)
                 .build();
         CompletableFuture<GetResponse> call = null;
         GetResponse response;
@@ -91,6 +98,12 @@ public final class EtcdLockVerifier implements TokenVerifier {
         List<KeyValue> kvs = response.getKvs();
         if (kvs.isEmpty()) {
             return new Refused("nobody holds the etcd lock '" + lock + "'");
+        }
+        String first = kvs.get(0).getKey().toString(StandardCharsets.UTF_8);
+        if (first.indexOf('/', lock.length() + 1) >= 0) {
+            // a key of a nested lock (lock/x/<lease id>) is first: etcd's lock makes every contender of this
+            // lock wait behind it, so nobody holds this one
+            return new Refused("nobody holds the etcd lock '" + lock + "' (a nested lock comes first)");
         }
         long holderToken = kvs.get(0).getCreateRevision();
         if (holderToken != claim.token()) {
