@@ -3,6 +3,7 @@ package io.stockade.proxy;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.testing.EtcdServer;
 import io.stockade.proxy.testing.FreePorts;
 import io.stockade.proxy.testing.Http;
@@ -14,11 +15,19 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -163,6 +172,78 @@ class LockServiceVerifyIT {
         }
     }
 
+    /** WARN lines of the pipeline while {@code body} runs. */
+    private static List<String> warnings(ThrowingRunnable body) throws Exception {
+        List<String> lines = new CopyOnWriteArrayList<>();
+        Logger logger = Logger.getLogger(FencePipeline.class.getName());
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                if (r.getLevel() == Level.WARNING) {
+                    lines.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        logger.addHandler(handler);
+        try {
+            body.run();
+        } finally {
+            logger.removeHandler(handler);
+        }
+        return lines;
+    }
+
+    interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    /** Whether {@code text} has {@code n} as a number of its own (not inside a longer one). */
+    private static boolean mentions(String text, long n) {
+        return Pattern.compile("(?<![0-9])" + n + "(?![0-9])").matcher(text).find();
+    }
+
+    /**
+     * A 403 must not tell a forger the token to send instead (it used to say "the holder … has token N"); the
+     * operator's log says it. The WARN line for refusals is limited to one a second per policy, so forged tokens
+     * cannot flood the log; the metric still counts each one.
+     */
+    @Test
+    void etcdRefusalsNeverTellTheClientTheHoldersTokenAndTheirWarningsAreLimited() throws Exception {
+        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        try (EtcdServer server = EtcdServer.single();
+             Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
+             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}", Map.of("ETCD", server.endpoints()))) {
+            long token = lock(etcd, "files/a");
+            int forged = 20;
+            long[] elapsed = new long[1];
+            List<String> warned = warnings(() -> {
+                long start = System.nanoTime();
+                for (int i = 0; i < forged; i++) {
+                    Http.Response r = put(proxy, "a", "evil", Long.MAX_VALUE - i);
+                    assertEquals(403, r.status(), r.body());
+                    assertFalse(mentions(r.body(), token), "the 403 gives the holder's token away: " + r.body());
+                    assertFalse(r.body().contains("has token"), r.body());
+                }
+                elapsed[0] = System.nanoTime() - start;
+            });
+            assertEquals(forged, proxy.server().metrics().count("files", Outcome.UNVERIFIED));
+            List<String> refusals = warned.stream().filter(w -> w.contains("refused by the etcd verifier")).toList();
+            assertTrue(refusals.size() >= 1 && refusals.size() <= 1 + TimeUnit.NANOSECONDS.toSeconds(elapsed[0]),
+                    refusals.size() + " WARN lines in " + elapsed[0] / 1_000_000 + " ms: " + refusals);
+            assertTrue(refusals.get(0).contains("has token " + token), refusals.get(0));
+
+            assertEquals(201, put(proxy, "a", "v", token).status());
+        }
+    }
+
     private static long waitForQueuedKey(Client etcd, String prefix, long holder) throws Exception {
         for (int i = 0; i < 200; i++) {
             var kvs = etcd.getKVClient().get(bytes(prefix), io.etcd.jetcd.options.GetOption.builder()
@@ -235,10 +316,14 @@ class LockServiceVerifyIT {
 
             Http.Response inflated = put(proxy, "a", "evil", Long.MAX_VALUE);
             assertEquals(403, inflated.status(), inflated.body());
+            // the 403 does not tell a forger the lease's token (it used to say "has token 2")
+            assertFalse(mentions(inflated.body(), token), inflated.body());
             assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
             assertEquals(Optional.empty(), stored("a"));
             // an earlier holder's token (1) is not the current lease's: refused on a fresh scope
-            assertEquals(403, put(proxy, "a", "old", 1).status());
+            Http.Response old = put(proxy, "a", "old", 1);
+            assertEquals(403, old.status());
+            assertFalse(mentions(old.body(), token), old.body());
             // no lease at all
             assertEquals(403, put(proxy, "b", "evil", 1).status());
 

@@ -65,6 +65,8 @@ public final class FencePipeline implements Handler {
     private final long startedAt;
     private final TokenVerifiers verifiers;
     private final Limits limits;
+    /** Verifier warnings, at most one line a second per policy: a client sending forged tokens cannot flood. */
+    private final WarnLimiter verifierWarnings;
 
     /**
      * @param backends one backend per policy name
@@ -79,6 +81,7 @@ public final class FencePipeline implements Handler {
         this.startedAt = nanoTime.getAsLong();
         this.verifiers = verifiers;
         this.limits = new Limits(nanoTime);
+        this.verifierWarnings = new WarnLimiter(nanoTime, WarnLimiter.INTERVAL_NANOS);
     }
 
     private record Active(StockadeConfig config, Map<String, Backend> backends) {
@@ -348,8 +351,14 @@ public final class FencePipeline implements Handler {
                 return true;
             }
             case TokenVerifier.Refused refused -> {
-                LOG.warning("policy '" + name + "': token " + token + " for scope '" + scope + "' refused by the "
-                        + verifier.kind() + " verifier: " + refused.reason());
+                // The log line may say what the holder's token is (the operator's business); the client's answer
+                // never does, or a forger would read it and send it back. Every refusal is counted and in the
+                // decision log; the WARN line is limited, since any client can cause one per request.
+                long leftOut = verifierWarnings.admit(name + " refused");
+                if (leftOut >= 0) {
+                    LOG.warning("policy '" + name + "': token " + token + " for scope '" + scope + "' refused by the "
+                            + verifier.kind() + " verifier: " + refused.forLog() + WarnLimiter.leftOut(leftOut));
+                }
                 refuse(decision, backend, exchange, Outcome.UNVERIFIED, Problem.of(403, "unverified-token",
                                 "Token not verified", "token " + token + " for scope '" + scope + "' was not verified"
                                         + " by the " + verifier.kind() + " verifier (" + refused.reason()
@@ -358,8 +367,11 @@ public final class FencePipeline implements Handler {
                 return false;
             }
             case TokenVerifier.Unavailable unavailable -> {
-                LOG.warning("policy '" + name + "': " + verifier.kind() + " verifier unavailable for scope '" + scope
-                        + "': " + unavailable.reason());
+                long leftOut = verifierWarnings.admit(name + " unavailable");
+                if (leftOut >= 0) {
+                    LOG.warning("policy '" + name + "': " + verifier.kind() + " verifier unavailable for scope '"
+                            + scope + "': " + unavailable.reason() + WarnLimiter.leftOut(leftOut));
+                }
                 refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("verifier-unavailable",
                         "Token verifier unavailable", "the token could not be verified, nothing was written: "
                                 + unavailable.reason(), scope, 1));

@@ -63,8 +63,28 @@ public interface TokenVerifier extends AutoCloseable {
         }
     }
 
-    /** The token is forged, unknown to the lock service, or its proof is missing, wrong or expired. */
-    record Refused(String reason) implements Verdict {
+    /**
+     * The token is forged, unknown to the lock service, or its proof is missing, wrong or expired.
+     *
+     * @param reason    why, fit for the client (the 403 body): never the current holder's token or anything else
+     *                  a forger could learn from and send back
+     * @param logDetail more for the operator's log only (e.g. the token the holder really has), or {@code null}
+     */
+    record Refused(String reason, String logDetail) implements Verdict {
+        public Refused {
+            Objects.requireNonNull(reason, "reason");
+        }
+
+        /** A refusal whose reason says everything (nothing to keep from the client). */
+        public Refused(String reason) {
+            this(reason, null);
+        }
+
+        /** The reason with the log-only detail, for the operator's log. */
+        public String forLog() {
+            return logDetail == null ? reason : reason + "; " + logDetail;
+        }
+
         @Override
         public String label() {
             return "refused";

@@ -107,7 +107,9 @@ public final class EtcdLockVerifier implements TokenVerifier {
         }
         long holderToken = kvs.get(0).getCreateRevision();
         if (holderToken != claim.token()) {
-            return new Refused("the holder of the etcd lock '" + lock + "' has token " + holderToken);
+            // the holder's token stays out of the client's answer: a forger would send it back
+            return new Refused("not the token of the holder of the etcd lock '" + lock + "'",
+                    "the holder has token " + holderToken);
         }
         return new Genuine(false);
     }

@@ -53,7 +53,9 @@ public final class PostgresLeaseVerifier implements TokenVerifier {
                 }
                 long current = rs.getLong(1);
                 if (current != claim.token()) {
-                    return new Refused("lease '" + name + "' in " + table + " has token " + current);
+                    // the holder's token stays out of the client's answer: a forger would send it back
+                    return new Refused("not the token of the holder of lease '" + name + "' in " + table,
+                            "the lease has token " + current);
                 }
                 return new Genuine(false);
             }
