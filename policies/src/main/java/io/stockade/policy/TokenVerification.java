@@ -68,7 +68,8 @@ public sealed interface TokenVerification {
      * PostgreSQL provider: one row per name, the token raised by one on every acquisition).
      *
      * @param datasource the database holding the lease table
-     * @param table      the lease table, {@code name text, token bigint} (default {@code stockade_leases})
+     * @param table      the lease table, {@code name text, token bigint, expires_at timestamptz} (default
+     *                   {@code stockade_leases})
      * @param prefix     prepended to the scope to give the lease name
      * @param cache      positive verdicts remembered per (scope, token)
      */

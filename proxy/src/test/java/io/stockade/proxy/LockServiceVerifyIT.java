@@ -335,6 +335,51 @@ class LockServiceVerifyIT {
         }
     }
 
+    /** The SDK's release ({@code PostgresBackend}): the row stays, its expiry goes to minus infinity. */
+    private static final String RELEASE = """
+            UPDATE stockade_leases SET expires_at = '-infinity' WHERE name = ? AND token = ? AND holder = ?""";
+    /** The SDK's acquire with its time to live, as it sends it (microseconds). */
+    private static final String ACQUIRE_TTL = """
+            INSERT INTO stockade_leases AS l (name, holder, token, expires_at)
+            VALUES (?, ?, 1, now() + ?::bigint * interval '1 microsecond')
+            ON CONFLICT (name) DO UPDATE
+               SET token = l.token + 1, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+             WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
+            RETURNING token""";
+
+    /**
+     * A lease that was released, or that expired, has no holder: its token is no longer genuine, though the row
+     * still carries it until someone acquires again (the verifier used to compare tokens only).
+     */
+    @Test
+    void postgresRefusesTheTokenOfAReleasedOrExpiredLease() throws Exception {
+        try (Pg pg = Pg.create(LEASES);
+             ProxyFixture proxy = start("kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}\n"
+                     + "cache: {enabled: false}", Map.of("PG", pg.url()))) {
+            long held = acquire(pg, "files/a", "w1");
+            assertEquals(201, put(proxy, "a", "v1", held).status());
+            pg.single(RELEASE + " RETURNING token", "files/a", held, "w1").orElseThrow();
+            Http.Response released = put(proxy, "a", "after release", held);
+            assertEquals(403, released.status(), released.body());
+            assertTrue(released.body().contains("expired or was released"), released.body());
+            assertEquals(Optional.of("v1"), stored("a"));
+
+            long expiring = Long.parseLong(pg.single(ACQUIRE_TTL, "files/b", "w2", 300_000L).orElseThrow());
+            assertEquals(201, put(proxy, "b", "v1", expiring).status());
+            Thread.sleep(600);
+            Http.Response expired = put(proxy, "b", "after expiry", expiring);
+            assertEquals(403, expired.status(), expired.body());
+            assertTrue(expired.body().contains("expired or was released"), expired.body());
+            assertEquals(Optional.of("v1"), stored("b"));
+
+            // the next holder's token is genuine again
+            long next = acquire(pg, "files/a", "w3");
+            assertEquals(held + 1, next);
+            assertEquals(204, put(proxy, "a", "v2", next).status()); // overwrites v1
+            assertEquals(Optional.of("v2"), stored("a"));
+        }
+    }
+
     @Test
     void postgresUnreachableIs503AndNothingIsWritten() throws Exception {
         String nowhere = "jdbc:postgresql://127.0.0.1:" + FreePorts.next() + "/test";

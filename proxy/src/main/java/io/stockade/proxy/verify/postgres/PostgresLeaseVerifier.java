@@ -14,7 +14,10 @@ import java.sql.SQLException;
 /**
  * A token is genuine when it is the one the lease table holds for the lease named {@code prefix + scope}: the
  * client SDK's PostgreSQL provider keeps one row per name in {@code stockade_leases(name, holder, token,
- * expires_at)} and raises the token by one on every acquisition, so the row's token is the current holder's.
+ * expires_at)} and raises the token by one on every acquisition, so the row's token is the current holder's —
+ * while the lease is held: the SDK releases by setting {@code expires_at} to {@code -infinity} and keeps the row
+ * (the token must never go back), and an expired lease is free for the next acquirer, so the row's token is
+ * genuine only while {@code expires_at > now()}. Expiry is judged by the database's clock, as the SDK judges it.
  * A token above it was never issued; one below it belongs to an earlier holder (the fence refuses those as stale
  * before asking, once the newer holder has written). Any SQL error or timeout is {@link Unavailable}.
  */
@@ -28,7 +31,7 @@ public final class PostgresLeaseVerifier implements TokenVerifier {
         this.pool = pool;
         this.table = config.table();
         // the table name was checked by the loader: lower-case identifier, optionally schema-qualified
-        this.query = "SELECT token FROM " + config.table() + " WHERE name = ?";
+        this.query = "SELECT token, expires_at > now() FROM " + config.table() + " WHERE name = ?";
         this.prefix = config.prefix();
     }
 
@@ -52,6 +55,11 @@ public final class PostgresLeaseVerifier implements TokenVerifier {
                     return new Refused("no lease '" + name + "' in " + table);
                 }
                 long current = rs.getLong(1);
+                if (!rs.getBoolean(2)) {
+                    // released (expires_at = -infinity) or expired: nobody holds it, whatever the token
+                    return new Refused("lease '" + name + "' in " + table + " expired or was released: nobody "
+                            + "holds it");
+                }
                 if (current != claim.token()) {
                     // the holder's token stays out of the client's answer: a forger would send it back
                     return new Refused("not the token of the holder of lease '" + name + "' in " + table,
