@@ -147,6 +147,20 @@ class PolicyLoaderVerifyTest {
         assertTrue(e.getMessage().contains("FENCE_KEY"), e.getMessage());
     }
 
+    /** The default is no prefix; written, a prefix must not be empty (as the schema's minLength 1 says). */
+    @Test
+    void anEmptyPrefixIsRefusedAsTheSchemaSays() {
+        for (String kind : List.of("kind: etcd\nendpoints: http://127.0.0.1:2379",
+                "kind: postgres\ndatasource: {url: \"jdbc:postgresql://127.0.0.1:5432/test\"}")) {
+            for (String prefix : List.of("prefix: \"\"", "prefix: \"${LOCK_PREFIX}\"")) {
+                PolicyException e = assertThrows(PolicyException.class,
+                        () -> verify(kind + "\n" + prefix, Map.of("LOCK_PREFIX", "")));
+                assertTrue(e.getMessage().contains("policies[0].fence.verify.prefix: must not be empty"),
+                        e.getMessage());
+            }
+        }
+    }
+
     @Test
     void aMissingKindListsTheKinds() {
         PolicyException e = assertThrows(PolicyException.class, () -> verify("prefix: x", Map.of()));

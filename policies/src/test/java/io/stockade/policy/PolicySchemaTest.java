@@ -124,6 +124,21 @@ class PolicySchemaTest {
                 at("$defs/postgresVerify/properties/kind/const"), at("$defs/hmacVerify/properties/kind/const")));
     }
 
+    /**
+     * The schema's bounds on {@code fence.verify} values are the loader's: a written prefix is not empty (none is
+     * the default; the loader refuses {@code prefix: ""}), and a key written in the file has at least the loader's
+     * minimum length unless it is an environment reference (whose value the loader checks).
+     */
+    @Test
+    void verifyBoundsAreTheLoaders() {
+        assertEquals(1, (Integer) at("$defs/etcdVerify/properties/prefix/minLength"));
+        assertEquals(1, (Integer) at("$defs/postgresVerify/properties/prefix/minLength"));
+        String key = "$defs/hmacVerify/properties/keys/items/properties/key/anyOf/";
+        assertEquals("string", at(key + "0/type"));
+        assertEquals(TokenVerification.SharedKey.MIN_LENGTH, (Integer) at(key + "0/minLength"));
+        assertEquals("#/$defs/envReference", at(key + "1/$ref"));
+    }
+
     @Test
     void everyObjectRefusesKeysItDoesNotList() {
         assertEquals(false, schema.get("additionalProperties"));
