@@ -57,17 +57,21 @@ public final class FencedHttpClient extends HttpClient {
     }
 
     /**
-     * This client, also signing each token ({@value TokenSigner#HEADER}) for a policy with
-     * {@code fence.verify: {kind: hmac}}. The signature expires when the lease would.
+     * This client, also signing each token (in the signer's {@link TokenSigner#header()}, {@value TokenSigner#HEADER}
+     * by default) for a policy with {@code fence.verify: {kind: hmac}}. The signature expires when the lease would.
      *
      * @param scope  the fence scope the proxy renders for the requests this client sends (the lease's scope:
      *               the fence scope must equal the lock scope)
      * @param signer the signer with the shared key
      * @return a fenced client that signs
+     * @throws IllegalArgumentException if the signer's header is this client's token header
      */
     public FencedHttpClient signed(String scope, TokenSigner signer) {
         Objects.requireNonNull(scope, "scope");
         Objects.requireNonNull(signer, "signer");
+        if (signer.header().equalsIgnoreCase(header)) {
+            throw new IllegalArgumentException("the signature header must differ from the token header " + header);
+        }
         return new FencedHttpClient(delegate, lease, budget, header, scope, signer);
     }
 
@@ -151,11 +155,12 @@ public final class FencedHttpClient extends HttpClient {
 
     private HttpRequest fenced(HttpRequest request) {
         lease.checkpoint(budget);
+        String signatureHeader = signer == null ? TokenSigner.HEADER : signer.header();
         HttpRequest.Builder b = HttpRequest.newBuilder(request, (name, value) -> !name.equalsIgnoreCase(header)
-                        && !name.equalsIgnoreCase(TokenSigner.HEADER))
+                        && !name.equalsIgnoreCase(signatureHeader))
                 .header(header, Long.toString(lease.token()));
         if (signer != null) {
-            b.header(TokenSigner.HEADER, signer.sign(scope, lease));
+            b.header(signatureHeader, signer.sign(scope, lease));
         }
         return b.build();
     }

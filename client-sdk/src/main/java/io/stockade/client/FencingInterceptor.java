@@ -40,17 +40,21 @@ public final class FencingInterceptor implements ExecutionInterceptor {
     }
 
     /**
-     * This interceptor, also signing each token ({@value TokenSigner#HEADER}) for a policy with
-     * {@code fence.verify: {kind: hmac}}.
+     * This interceptor, also signing each token (in the signer's {@link TokenSigner#header()},
+     * {@value TokenSigner#HEADER} by default) for a policy with {@code fence.verify: {kind: hmac}}.
      *
      * @param scope  the fence scope the proxy renders (for an S3 policy: {@code <policy scope>/<bucket>/<key>},
      *               or the prefix with {@code fence-scope: prefix})
      * @param signer the signer with the shared key
      * @return an interceptor that signs
+     * @throws IllegalArgumentException if the signer's header is this interceptor's token header
      */
     public FencingInterceptor signed(String scope, TokenSigner signer) {
         Objects.requireNonNull(scope, "scope");
         Objects.requireNonNull(signer, "signer");
+        if (signer.header().equalsIgnoreCase(header)) {
+            throw new IllegalArgumentException("the signature header must differ from the token header " + header);
+        }
         return new FencingInterceptor(lease, budget, header, scope, signer);
     }
 
@@ -97,7 +101,7 @@ public final class FencingInterceptor implements ExecutionInterceptor {
         SdkHttpRequest.Builder b = context.httpRequest().toBuilder()
                 .putHeader(header, Long.toString(lease.token()));
         if (signer != null) {
-            b.putHeader(TokenSigner.HEADER, signer.sign(scope, lease));
+            b.putHeader(signer.header(), signer.sign(scope, lease));
         }
         return b.build();
     }

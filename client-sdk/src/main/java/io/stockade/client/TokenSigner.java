@@ -27,20 +27,26 @@ import javax.crypto.spec.SecretKeySpec;
  * HttpClient http = FencedHttpClient.of(HttpClient.newHttpClient(), lease, Duration.ofSeconds(2))
  *         .signed("files/report.txt", signer);
  * }</pre>
+ * A policy whose {@code fence.verify.header} is not the default names its header here:
+ * {@code TokenSigner.hmacSha256("k1", key).withHeader("X-Fence-Signature")}.
  * Thread-safe.
  */
 public final class TokenSigner {
     /** The header Stockade reads the signature from by default. */
     public static final String HEADER = "Fencing-Token-Signature";
     private static final Pattern KEY_ID = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+    /** An HTTP header name (RFC 9110 token), as the proxy's policy loader accepts for {@code header}. */
+    private static final Pattern HEADER_NAME = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]+");
     private static final int MIN_KEY_LENGTH = 32;
 
     private final String keyId;
     private final SecretKeySpec key;
+    private final String header;
 
-    private TokenSigner(String keyId, SecretKeySpec key) {
+    private TokenSigner(String keyId, SecretKeySpec key, String header) {
         this.keyId = keyId;
         this.key = key;
+        this.header = header;
     }
 
     /**
@@ -60,7 +66,28 @@ public final class TokenSigner {
         if (key.length() < MIN_KEY_LENGTH) {
             throw new IllegalArgumentException("key must have at least " + MIN_KEY_LENGTH + " characters");
         }
-        return new TokenSigner(keyId, new SecretKeySpec(key.getBytes(StandardCharsets.UTF_8), "HmacSHA256"));
+        return new TokenSigner(keyId, new SecretKeySpec(key.getBytes(StandardCharsets.UTF_8), "HmacSHA256"),
+                HEADER);
+    }
+
+    /**
+     * This signer, for a policy whose {@code fence.verify.header} names another header than {@value #HEADER}.
+     *
+     * @param header the header the proxy reads the signature from
+     * @return a signer with the same key whose signature goes into {@code header}
+     * @throws IllegalArgumentException if {@code header} is not an HTTP header name
+     */
+    public TokenSigner withHeader(String header) {
+        Objects.requireNonNull(header, "header");
+        if (!HEADER_NAME.matcher(header).matches()) {
+            throw new IllegalArgumentException("not an HTTP header name: '" + header + "'");
+        }
+        return new TokenSigner(keyId, key, header);
+    }
+
+    /** The header the signature goes into: {@value #HEADER} unless {@link #withHeader} said otherwise. */
+    public String header() {
+        return header;
     }
 
     /**
@@ -69,7 +96,7 @@ public final class TokenSigner {
      * @param scope     the fence scope the proxy renders for the request
      * @param token     the lease's token
      * @param expiresAt when the signature stops being accepted (rounded up to whole seconds)
-     * @return the value of {@value #HEADER}
+     * @return the value of the signature header ({@link #header()})
      */
     public String sign(String scope, long token, Instant expiresAt) {
         Objects.requireNonNull(scope, "scope");
@@ -93,7 +120,7 @@ public final class TokenSigner {
      *
      * @param scope the fence scope the proxy renders for the request
      * @param lease the lease
-     * @return the value of {@value #HEADER}
+     * @return the value of the signature header ({@link #header()})
      */
     public String sign(String scope, Lease lease) {
         Duration remaining = lease.remaining();
@@ -102,6 +129,6 @@ public final class TokenSigner {
 
     @Override
     public String toString() {
-        return "TokenSigner[kid=" + keyId + "]";
+        return "TokenSigner[kid=" + keyId + ", header=" + header + "]";
     }
 }

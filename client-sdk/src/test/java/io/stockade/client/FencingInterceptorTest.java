@@ -2,6 +2,7 @@ package io.stockade.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.URI;
 import java.time.Duration;
@@ -71,5 +72,24 @@ class FencingInterceptorTest {
         assertThrows(LeaseLostException.class, () -> interceptor.modifyHttpRequest(context(http),
                 new ExecutionAttributes()));
         assertThrows(LeaseLostException.class, () -> interceptor.beforeTransmission(null, new ExecutionAttributes()));
+    }
+
+    @Test
+    void aSignerWithAnotherHeaderSignsIntoThatHeader() throws Exception {
+        WatchedLease lease = lease();
+        SdkHttpRequest http = SdkHttpFullRequest.builder().method(SdkHttpMethod.PUT)
+                .uri(URI.create("http://stockade:8080/bucket/key")).build();
+        TokenSigner signer = TokenSigner.hmacSha256("k1", "0123456789abcdef0123456789abcdef")
+                .withHeader("X-Fence-Signature");
+        SdkHttpRequest out = FencingInterceptor.of(lease, Duration.ofSeconds(1)).signed("bucket/key", signer)
+                .modifyHttpRequest(context(http), new ExecutionAttributes());
+        assertEquals(1, out.headers().get("X-Fence-Signature").size());
+        assertTrue(out.headers().get("X-Fence-Signature").get(0).startsWith("v1; kid=k1; exp="));
+        assertEquals(null, out.headers().get(TokenSigner.HEADER));
+        assertEquals(TokenSigner.HEADER, TokenSigner.hmacSha256("k1", "0123456789abcdef0123456789abcdef").header());
+
+        assertThrows(IllegalArgumentException.class, () -> signer.withHeader("X Fence"));
+        assertThrows(IllegalArgumentException.class, () -> FencingInterceptor.of(lease, Duration.ofSeconds(1))
+                .signed("bucket/key", signer.withHeader("fencing-token")));
     }
 }

@@ -108,6 +108,30 @@ class SignedTokenSdkIT {
         }
     }
 
+    /** A policy with its own signature header ({@code fence.verify.header}): the signer names it. */
+    @Test
+    void aSignerSignsIntoThePolicysOwnHeader() throws Exception {
+        startProxy("kind: hmac\nheader: X-Fence-Signature\nkeys: [{id: k1, key: \"${FENCE_KEY}\"}]");
+        leases = Leases.newBuilder().holderIdentity("signer").postgres(URL);
+        String name = "sdk-" + UUID.randomUUID();
+        String scope = "files/" + name;
+        try (Lease lease = leases.acquire(scope, Duration.ofSeconds(15), Duration.ofSeconds(5))) {
+            // the default header is not what this policy reads
+            HttpClient defaultHeader = FencedHttpClient.of(HttpClient.newHttpClient(), lease, Duration.ofSeconds(1))
+                    .signed(scope, TokenSigner.hmacSha256("k1", KEY));
+            HttpResponse<String> refused = defaultHeader.send(put(name, "v0"), HttpResponse.BodyHandlers.ofString());
+            assertEquals(403, refused.statusCode(), refused.body());
+            assertTrue(refused.body().contains("no X-Fence-Signature header"), refused.body());
+            assertEquals(null, stored(name));
+
+            HttpClient signed = FencedHttpClient.of(HttpClient.newHttpClient(), lease, Duration.ofSeconds(1))
+                    .signed(scope, TokenSigner.hmacSha256("k1", KEY).withHeader("X-Fence-Signature"));
+            HttpResponse<String> ok = signed.send(put(name, "v1"), HttpResponse.BodyHandlers.ofString());
+            assertEquals(201, ok.statusCode(), ok.body());
+            assertEquals("v1", stored(name));
+        }
+    }
+
     @Test
     void theSdksPostgresLeaseIsWhatThePostgresVerifierChecks() throws Exception {
         startProxy("kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}");
