@@ -234,10 +234,10 @@ public final class Conformance {
                     return null;
                 }
                 return () -> {
-                    launched.kill9();
+                    String doubt = launched.kill9();
                     URI u = launched.start(Duration.ofSeconds(60));
                     current[0] = new InetSocketAddress(u.getHost(), u.getPort());
-                    return current[0];
+                    return new ScenarioRunner.Restarted(current[0], doubt);
                 };
             }
         };
