@@ -172,11 +172,13 @@ public final class ScenarioRunner {
             } while (System.nanoTime() < end);
         } finally {
             stopWriters();
-            if (scenario == Scenario.DELAY || scenario == Scenario.TIMEOUT || scenario == Scenario.LOST_RESPONSE) {
-                Thread.sleep(lateBy().toMillis() + 500);   // let delayed bytes arrive before the final read
-            } else {
-                Thread.sleep(300);
-            }
+            // Let delayed bytes arrive before the final read: wait until the last chunk a fault proxy held back is
+            // due, plus 500 ms for the target to apply it (300 ms at least). A delayed write whose answer the
+            // cycle already waited for is long delivered; a timed-out one may still be on its way.
+            long due = writers.stream().mapToLong(w -> w.faults.delayedUntilNanos()).max().orElse(Long.MIN_VALUE);
+            long settleMs = due == Long.MIN_VALUE ? 300
+                    : Math.max(300, (due - System.nanoTime()) / 1_000_000L + 500);
+            Thread.sleep(settleMs);
             if (sampler != null) {
                 sampler.interrupt();
                 sampler.join(2000);
@@ -350,7 +352,7 @@ public final class ScenarioRunner {
         if (!await(lateBy().plusSeconds(10), () -> v.completions > completionsBefore || v.exited)) {
             notes.add("cycle " + n + ": the zombie's write did not end during the store outage");
         }
-        Thread.sleep(Math.max(500, ttlMs()));   // its retries and the others' writes meet the outage as well
+        Thread.sleep(500);   // its first retry (200 ms back-off) and the others' writes meet the outage as well
         long outageEnd = System.nanoTime();
         StoreProcess.Probe hung = during.get(PROBE.toMillis() + 5000, TimeUnit.MILLISECONDS);
         String doubt = up != StoreProcess.Probe.ANSWERED
