@@ -21,6 +21,8 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 
 /**
  * The conformance suite as a library: the command line ({@link Main}) and users' own JUnit tests call it.
@@ -48,6 +50,7 @@ public final class Conformance {
     private Duration readEvery = Duration.ofMillis(10);
     private Path workDir;
     private PrintStream log = System.err;
+    private boolean proxyAnnounced;
 
     private Conformance(Target target) {
         this.target = target;
@@ -110,25 +113,35 @@ public final class Conformance {
     public Result run() throws Exception {
         Path work = workDir != null ? Files.createDirectories(workDir) : Files.createTempDirectory("stockade-conf-");
         String runId = Long.toString(System.currentTimeMillis(), 36);
+        proxyAnnounced = false;
         List<ScenarioResult> results = new ArrayList<>();
         ProxyProcess launched = null;
         StoreProcess store = null;
         PlainHttpStore controlStore = null;
         JdbcHttpStore controlShim = null;
         try (StorageReader reader = target.reader()) {
-            URI proxyBase;
             if (target.store() != null) {   // before the proxy, which needs it
                 store = new StoreProcess(target.store().launch(), target.store().ready(), work.resolve("store.log"));
                 store.start(Duration.ofSeconds(60));
                 log.println("conformance: launched the fence store, pid " + store.pid() + " (log " + store.log()
                         + ")");
             }
+            // A launched proxy starts while the first control runs (the control does not use it); it is waited for
+            // before the first run through the proxy, and before a store-stop control stops the store under it.
+            CompletableFuture<URI> proxyStart;
             if (target.launch() != null) {
                 launched = new ProxyProcess(target.launch(), work.resolve("proxy.log"));
-                proxyBase = launched.start(Duration.ofSeconds(60));
-                log.println("conformance: launched the proxy on " + proxyBase + " (log " + launched.log() + ")");
+                ProxyProcess p = launched;
+                proxyStart = new CompletableFuture<>();
+                Thread.ofPlatform().daemon().name("proxy-start").start(() -> {
+                    try {
+                        proxyStart.complete(p.start(Duration.ofSeconds(60)));
+                    } catch (Throwable t) {
+                        proxyStart.completeExceptionally(t);
+                    }
+                });
             } else {
-                proxyBase = URI.create(target.proxyUrl());
+                proxyStart = CompletableFuture.completedFuture(URI.create(target.proxyUrl()));
             }
             ScenarioRunner.Endpoint controlEndpoint = null;
             if (target.control() != null) {
@@ -150,7 +163,10 @@ public final class Conformance {
                             target.control().getOrDefault("path", "/{key}"));
                 }
             }
-            ScenarioRunner.Endpoint proxied = proxyEndpoint(proxyBase, launched);
+            if (controlEndpoint == null) {
+                awaitProxy(proxyStart, launched);
+            }
+            ScenarioRunner.Endpoint proxied = null;
             for (Scenario s : scenarios) {
                 String notApplicable = s == Scenario.PROXY_RESTART && launched == null
                         ? "the proxy is not launched by the suite (target proxy.launch)"
@@ -162,6 +178,9 @@ public final class Conformance {
                             explicitScenarios ? Verdict.INCONCLUSIVE : Verdict.SKIPPED, List.of(notApplicable), 0));
                     continue;
                 }
+                if (s == Scenario.STORE_STOP) {   // its control stops the store the proxy needs to start
+                    awaitProxy(proxyStart, launched);
+                }
                 long t0 = System.nanoTime();
                 String key = "conformance/" + runId + "/" + s.id();
                 RunResult control = null;
@@ -169,6 +188,9 @@ public final class Conformance {
                     log.println("conformance: " + s.id() + " control (no proxy) ...");
                     control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, reader,
                             options(work, store)).run();
+                }
+                if (proxied == null) {
+                    proxied = proxyEndpoint(awaitProxy(proxyStart, launched), launched);
                 }
                 log.println("conformance: " + s.id() + " through the proxy ...");
                 RunResult through = new ScenarioRunner(s, false, key, proxied, reader, options(work, store)).run();
@@ -192,6 +214,23 @@ public final class Conformance {
             }
         }
         return new Result(target, List.copyOf(results));
+    }
+
+    /** The launched proxy's address once it is ready (or the target's {@code proxy.url}). */
+    private URI awaitProxy(CompletableFuture<URI> start, ProxyProcess launched) throws Exception {
+        try {
+            URI base = start.get();
+            if (launched != null && !proxyAnnounced) {
+                proxyAnnounced = true;
+                log.println("conformance: launched the proxy on " + base + " (log " + launched.log() + ")");
+            }
+            return base;
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof Exception x) {
+                throw x;
+            }
+            throw e;
+        }
     }
 
     private ScenarioRunner.Options options(Path work, StoreProcess store) {
@@ -234,10 +273,10 @@ public final class Conformance {
                     return null;
                 }
                 return () -> {
-                    launched.kill9();
+                    String doubt = launched.kill9();
                     URI u = launched.start(Duration.ofSeconds(60));
                     current[0] = new InetSocketAddress(u.getHost(), u.getPort());
-                    return current[0];
+                    return new ScenarioRunner.Restarted(current[0], doubt);
                 };
             }
         };

@@ -17,7 +17,8 @@ public enum Scenario {
     PROXY_RESTART("proxy-restart", "kill -9 the proxy after a handoff, restart it, then wake the zombie"),
     /**
      * PAUSE, plus SIGSTOP of the proxy's fence store after the handoff: the zombie wakes and writes while the store
-     * is down (the proxy must refuse, 503, never forward), then SIGCONT of the store. Needs {@code store.launch}.
+     * is down (the proxy must refuse, 503, never forward), then kill -9 of the stopped store and a restart on the same
+     * data. Needs {@code store.launch} and {@code proxy.launch}.
      */
     STORE_STOP("store-stop", "SIGSTOP the fence store after a handoff; the zombie writes during the outage");
 

@@ -35,10 +35,13 @@ public record ScenarioResult(Scenario scenario, String backend, RunResult proxie
                 reasons.add("no fault exposed a stale write through the proxy (" + proxied.faultsInjected()
                         + " injected)");
             }
+            proxied.doubts().forEach(d -> reasons.add("the fault did not take effect through the proxy: " + d));
             if (control == null) {
                 reasons.add("no paired control (the target has no 'control')");
             } else if (control.check().ok()) {
                 reasons.add("the control saw no stale write land: the scenario did not prove it can fail");
+            } else if (!control.doubts().isEmpty()) {
+                control.doubts().forEach(d -> reasons.add("the fault did not take effect in the control: " + d));
             } else if (scenario == Scenario.STORE_STOP && control.faultsEffective() == 0) {
                 reasons.add("the control's stale write was not sent during the store outage: the scenario did not "
                         + "prove that an outage lets one through");

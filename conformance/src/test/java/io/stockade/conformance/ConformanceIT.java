@@ -5,11 +5,13 @@ import io.stockade.conformance.storage.PlainHttpStore;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.net.URI;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.Statement;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -21,9 +23,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The suite in this repository's CI: every scenario against the real proxy (a child process the suite launches,
- * so it can kill -9 it) in front of the file backend, an HTTP upstream and a PostgreSQL backend, each with its
- * paired control, which must see a stale write land. Short budget: one fault cycle per run.
- * {@code -Dconformance.scenarios=pause,delay} narrows it.
+ * so it can kill -9 it) in front of the file, HTTP, PostgreSQL and S3 backends, and the HTTP backend on the etcd and
+ * PostgreSQL fence stores, each with its paired control, which must see a stale write land. Short budget: one fault
+ * cycle per run. {@code -Dconformance.scenarios=pause,delay} narrows it. Each case writes the proxy's policy file
+ * and the target file with the helpers below ({@link #policy}, {@link #target}) and states only what differs.
  */
 class ConformanceIT {
 
@@ -103,17 +106,104 @@ class ConformanceIT {
         }
     }
 
-    @Test
-    void fileBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
-        Path root = dir.resolve("files");
+    // ------------------------------------------------------------------ the files each case writes
+
+    /** {@code dir/stockade.yaml}: a proxy on port 0 with this {@code store:} block and these policies (list items). */
+    private static Path policy(Path dir, String store, String policies) throws IOException {
         Path policy = dir.resolve("stockade.yaml");
-        Files.writeString(policy, """
-                server:
-                  port: 0
+        Files.writeString(policy, "server:\n  port: 0\n" + store + "policies:\n" + policies);
+        return policy;
+    }
+
+    /** The in-memory fence store with its journal under {@code dir} (survives the proxy's kill -9). */
+    private static String memoryStore(Path dir) {
+        return """
                 store:
                   type: memory
                   journal: %s
-                policies:
+                """.formatted(dir.resolve("journal"));
+    }
+
+    /** The policy {@code docs}: {@code /docs/{path...}} fenced per path on the HTTP backend in front of {@code upstream}. */
+    private static String httpPolicy(URI upstream) {
+        return """
+                  - name: docs
+                    match:
+                      path: /docs/{path...}
+                      methods: [GET, HEAD, PUT, DELETE]
+                    scope: docs/{path}
+                    fence:
+                      methods: [PUT, DELETE]
+                    backend:
+                      type: http
+                      url: %s
+                      conditional: none
+                      timeout: 10s
+                      settle: 1s
+                """.formatted(upstream);
+    }
+
+    /**
+     * {@code dir/target.yaml}, loaded: {@code name}, the proxy launched by the suite with {@code policy} and written at
+     * {@code proxyPath}, then {@code rest} (indented lines at its start still belong to {@code proxy:}).
+     */
+    private static Target target(Path dir, String name, String proxyPath, Path policy, String rest)
+            throws IOException {
+        Path target = dir.resolve("target.yaml");
+        Files.writeString(target, "name: " + name + "\nproxy:\n  path: " + proxyPath + "\n  launch: "
+                + yamlList(launch(policy)) + "\n" + rest);
+        return Target.load(target);
+    }
+
+    /** Read back with a GET on the upstream, the control PUTs on it: {@code read:} and {@code control:}. */
+    private static String readAndControlOn(URI upstream) {
+        return """
+                read:
+                  url: %s
+                  path: /docs/{key}
+                control:
+                  url: %s
+                  path: /docs/{key}
+                """.formatted(upstream, upstream);
+    }
+
+    /**
+     * The HTTP backend ({@link #httpPolicy}) in front of a fresh {@link PlainHttpStore} under {@code dir}, on the fence
+     * store {@code store}, read back and controlled on that upstream ({@link #readAndControlOn}); {@code moreTarget}
+     * adds to the target file. Runs the scenarios (none: every one but store-stop) and asserts they all passed.
+     */
+    private static Conformance.Result httpBackendOn(Path dir, String name, String store, String moreTarget,
+                                                    Scenario... scenarios) throws Exception {
+        try (PlainHttpStore upstream = PlainHttpStore.start(dir.resolve("upstream"))) {
+            Path policy = policy(dir, store, httpPolicy(upstream.baseUri()));
+            Target target = target(dir, name, "/docs/{key}", policy, readAndControlOn(upstream.baseUri()) + moreTarget);
+            Conformance.Result r = runConclusively(target, dir.resolve("work"), scenarios);
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+            return r;
+        }
+    }
+
+    /** A case's work in a fresh schema of the CI database, dropped afterwards. */
+    private interface InSchema {
+        void run(String schema, String url) throws Exception;
+    }
+
+    private static void inFreshSchema(InSchema body) throws Exception {
+        String schema = "conf_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+        pg("CREATE SCHEMA " + schema);
+        try {
+            body.run(schema, PG + "?currentSchema=" + schema);
+        } finally {
+            pg("DROP SCHEMA " + schema + " CASCADE");
+        }
+    }
+
+    // ------------------------------------------------------------------ the cases
+
+    @Test
+    void fileBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
+        Path root = dir.resolve("files");
+        Path policy = policy(dir, memoryStore(dir), """
                   - name: files
                     match:
                       path: /files/{path...}
@@ -124,13 +214,8 @@ class ConformanceIT {
                     backend:
                       type: file
                       root: %s
-                """.formatted(dir.resolve("journal"), root));
-        Path targetFile = dir.resolve("target.yaml");
-        Files.writeString(targetFile, """
-                name: file
-                proxy:
-                  path: /files/{key}
-                  launch: %s
+                """.formatted(root));
+        Target target = target(dir, "file", "/files/{key}", policy, """
                 read:
                   directory: %s
                   file: files/{key}
@@ -139,52 +224,13 @@ class ConformanceIT {
                   file: files/{key}
                 lease:
                   ttl: 1s
-                """.formatted(yamlList(launch(policy)), root, root));
-        Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"));
-        assertEveryScenarioPassedAndEveryControlCaught(r);
+                """.formatted(root, root));
+        assertEveryScenarioPassedAndEveryControlCaught(runConclusively(target, dir.resolve("work")));
     }
 
     @Test
     void httpBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
-        try (PlainHttpStore upstream = PlainHttpStore.start(dir.resolve("upstream"))) {
-            Path policy = dir.resolve("stockade.yaml");
-            Files.writeString(policy, """
-                    server:
-                      port: 0
-                    store:
-                      type: memory
-                      journal: %s
-                    policies:
-                      - name: docs
-                        match:
-                          path: /docs/{path...}
-                          methods: [GET, HEAD, PUT, DELETE]
-                        scope: docs/{path}
-                        fence:
-                          methods: [PUT, DELETE]
-                        backend:
-                          type: http
-                          url: %s
-                          conditional: none
-                          timeout: 10s
-                          settle: 1s
-                    """.formatted(dir.resolve("journal"), upstream.baseUri()));
-            Path targetFile = dir.resolve("target.yaml");
-            Files.writeString(targetFile, """
-                    name: http
-                    proxy:
-                      path: /docs/{key}
-                      launch: %s
-                    read:
-                      url: %s
-                      path: /docs/{key}
-                    control:
-                      url: %s
-                      path: /docs/{key}
-                    """.formatted(yamlList(launch(policy)), upstream.baseUri(), upstream.baseUri()));
-            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"));
-            assertEveryScenarioPassedAndEveryControlCaught(r);
-        }
+        httpBackendOn(dir, "http", memoryStore(dir), "");
     }
 
     /** The shared CI database (trust auth); {@code -Dconformance.pg=jdbc:postgresql://host:port/db} overrides it. */
@@ -220,19 +266,9 @@ class ConformanceIT {
      */
     @Test
     void postgresBackendPassesAndItsControlFails(@TempDir Path dir) throws Exception {
-        String schema = "conf_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
-        String url = PG + "?currentSchema=" + schema;
-        pg("CREATE SCHEMA " + schema);
-        try {
+        inFreshSchema((schema, url) -> {
             pg("CREATE TABLE " + schema + ".docs (id text PRIMARY KEY, body text NOT NULL)");
-            Path policy = dir.resolve("stockade.yaml");
-            Files.writeString(policy, """
-                    server:
-                      port: 0
-                    store:
-                      type: memory
-                      journal: %s
-                    policies:
+            Path policy = policy(dir, memoryStore(dir), """
                       - name: docs
                         match:
                           path: /docs/{id...}
@@ -249,13 +285,8 @@ class ConformanceIT {
                             body: {from: body-text}
                           statements:
                             PUT: "%s"
-                    """.formatted(dir.resolve("journal"), url, PG_USER, UPSERT_PROXY));
-            Path targetFile = dir.resolve("target.yaml");
-            Files.writeString(targetFile, """
-                    name: postgres
-                    proxy:
-                      path: /docs/{key}
-                      launch: %s
+                    """.formatted(url, PG_USER, UPSERT_PROXY));
+            Target target = target(dir, "postgres", "/docs/{key}", policy, """
                     read:
                       jdbc: "%s"
                       user: %s
@@ -264,8 +295,8 @@ class ConformanceIT {
                       jdbc: "%s"
                       user: %s
                       sql: "%s"
-                    """.formatted(yamlList(launch(policy)), url, PG_USER, url, PG_USER, UPSERT_CONTROL));
-            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"));
+                    """.formatted(url, PG_USER, url, PG_USER, UPSERT_CONTROL));
+            Conformance.Result r = runConclusively(target, dir.resolve("work"));
             assertEveryScenarioPassedAndEveryControlCaught(r);
             // The storage itself, independently of the suite's reader: both runs' rows are there with the values
             // the suite read last; only the proxied key went through the fence (a stockade_fences row), the
@@ -281,9 +312,7 @@ class ConformanceIT {
                 assertEquals(null, pgOne(url, "select token from stockade_fences where scope = ?",
                         "docs/" + control.key()), s.scenario().id() + ": the control must not touch the fence");
             }
-        } finally {
-            pg("DROP SCHEMA " + schema + " CASCADE");
-        }
+        });
     }
 
     /**
@@ -309,14 +338,7 @@ class ConformanceIT {
             }
             String endpoint = "http://127.0.0.1:" + s3.getPort();
             blobs.getBlobStore().createContainerInLocation(null, "conformance");
-            Path policy = dir.resolve("stockade.yaml");
-            Files.writeString(policy, """
-                    server:
-                      port: 0
-                    store:
-                      type: memory
-                      journal: %s
-                    policies:
+            Path policy = policy(dir, memoryStore(dir), """
                       - name: s3
                         match: {path: "/{path...}"}
                         scope: s3
@@ -329,13 +351,8 @@ class ConformanceIT {
                           clients:
                             - {access-key: app-key, secret-key: app-secret}
                           timeout: 10s
-                    """.formatted(dir.resolve("journal"), endpoint));
-            Path targetFile = dir.resolve("target.yaml");
-            Files.writeString(targetFile, """
-                    name: s3
-                    proxy:
-                      path: /conformance/{key}
-                      launch: %s
+                    """.formatted(endpoint));
+            Target target = target(dir, "s3", "/conformance/{key}", policy, """
                       access-key: app-key
                       secret-key: app-secret
                     read:
@@ -348,8 +365,8 @@ class ConformanceIT {
                       bucket: conformance
                       access-key: upstream-key
                       secret-key: upstream-secret
-                    """.formatted(yamlList(launch(policy)), endpoint, endpoint));
-            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"));
+                    """.formatted(endpoint, endpoint));
+            Conformance.Result r = runConclusively(target, dir.resolve("work"));
             assertEveryScenarioPassedAndEveryControlCaught(r);
             // The proxied objects carry the token in their metadata (the atomic class), the control's do not.
             for (ScenarioResult s : r.scenarios()) {
@@ -392,64 +409,27 @@ class ConformanceIT {
         org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/etcd")),
                 "/usr/bin/etcd is missing (apt-get install etcd-server)");
         int storePort = freePort();
-        try (PlainHttpStore upstream = PlainHttpStore.start(dir.resolve("upstream"))) {
-            List<String> lockCmd = etcd(dir.resolve("locks-etcd"), freePort());
-            String lockUrl = lockCmd.get(lockCmd.indexOf("--listen-client-urls") + 1);
-            io.stockade.conformance.run.StoreProcess lockService = new io.stockade.conformance.run.StoreProcess(
-                    lockCmd, lockUrl.substring("http://".length()), dir.resolve("locks.log"));
+        List<String> lockCmd = etcd(dir.resolve("locks-etcd"), freePort());
+        String lockUrl = lockCmd.get(lockCmd.indexOf("--listen-client-urls") + 1);
+        try (io.stockade.conformance.run.StoreProcess lockService = new io.stockade.conformance.run.StoreProcess(
+                lockCmd, lockUrl.substring("http://".length()), dir.resolve("locks.log"))) {
             lockService.start(Duration.ofSeconds(30));
-            try {
-                Path policy = dir.resolve("stockade.yaml");
-                Files.writeString(policy, """
-                        server:
-                          port: 0
-                        store:
-                          type: etcd
-                          endpoints: [http://127.0.0.1:%d]
-                          timeout: 1s
-                          cache: {enabled: false}
-                        policies:
-                          - name: docs
-                            match:
-                              path: /docs/{path...}
-                              methods: [GET, HEAD, PUT, DELETE]
-                            scope: docs/{path}
-                            fence:
-                              methods: [PUT, DELETE]
-                            backend:
-                              type: http
-                              url: %s
-                              conditional: none
-                              timeout: 10s
-                              settle: 1s
-                        """.formatted(storePort, upstream.baseUri()));
-                Path targetFile = dir.resolve("target.yaml");
-                Files.writeString(targetFile, """
-                        name: http+etcd-store
-                        proxy:
-                          path: /docs/{key}
-                          launch: %s
-                        store:
-                          launch: %s
-                          ready: 127.0.0.1:%d
-                        read:
-                          url: %s
-                          path: /docs/{key}
-                        control:
-                          url: %s
-                          path: /docs/{key}
-                        lease:
-                          provider: etcd
-                          etcd: %s
-                          ttl: 2s
-                        """.formatted(yamlList(launch(policy)), yamlList(etcd(dir.resolve("store-etcd"), storePort)),
-                        storePort, upstream.baseUri(), upstream.baseUri(), lockUrl));
-                Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"), Scenario.PAUSE,
-                        Scenario.STORE_STOP);
-                assertEveryScenarioPassedAndEveryControlCaught(r);
-            } finally {
-                lockService.close();
-            }
+            httpBackendOn(dir, "http+etcd-store", """
+                    store:
+                      type: etcd
+                      endpoints: [http://127.0.0.1:%d]
+                      timeout: 1s
+                      cache: {enabled: false}
+                    """.formatted(storePort), """
+                    store:
+                      launch: %s
+                      ready: 127.0.0.1:%d
+                    lease:
+                      provider: etcd
+                      etcd: %s
+                      ttl: 2s
+                    """.formatted(yamlList(etcd(dir.resolve("store-etcd"), storePort)), storePort, lockUrl),
+                    Scenario.PAUSE, Scenario.STORE_STOP);
         }
     }
 
@@ -460,60 +440,23 @@ class ConformanceIT {
      */
     @Test
     void postgresStoreWithPostgresLeases(@TempDir Path dir) throws Exception {
-        String schema = "conf_" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
-        String url = PG + "?currentSchema=" + schema;
-        pg("CREATE SCHEMA " + schema);
-        try (PlainHttpStore upstream = PlainHttpStore.start(dir.resolve("upstream"))) {
-            Path policy = dir.resolve("stockade.yaml");
-            Files.writeString(policy, """
-                    server:
-                      port: 0
+        inFreshSchema((schema, url) -> {
+            Conformance.Result r = httpBackendOn(dir, "http+pg-store", """
                     store:
                       type: postgres
                       datasource:
                         url: "%s"
                         user: %s
-                    policies:
-                      - name: docs
-                        match:
-                          path: /docs/{path...}
-                          methods: [GET, HEAD, PUT, DELETE]
-                        scope: docs/{path}
-                        fence:
-                          methods: [PUT, DELETE]
-                        backend:
-                          type: http
-                          url: %s
-                          conditional: none
-                          timeout: 10s
-                          settle: 1s
-                    """.formatted(url, PG_USER, upstream.baseUri()));
-            Path targetFile = dir.resolve("target.yaml");
-            Files.writeString(targetFile, """
-                    name: http+pg-store
-                    proxy:
-                      path: /docs/{key}
-                      launch: %s
-                    read:
-                      url: %s
-                      path: /docs/{key}
-                    control:
-                      url: %s
-                      path: /docs/{key}
+                    """.formatted(url, PG_USER), """
                     lease:
                       provider: postgres
                       jdbc: "%s&user=%s"
                       ttl: 1s
-                    """.formatted(yamlList(launch(policy)), upstream.baseUri(), upstream.baseUri(), url, PG_USER));
-            Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"), Scenario.PAUSE,
-                    Scenario.PROXY_RESTART);
-            assertEveryScenarioPassedAndEveryControlCaught(r);
+                    """.formatted(url, PG_USER), Scenario.PAUSE, Scenario.PROXY_RESTART);
             for (ScenarioResult s : r.scenarios()) {   // the leases came from the table, with real tokens
                 assertTrue(pgOne(url, "select token from stockade_leases where name = ?", s.proxied().key()) != null,
                         s.scenario().id());
             }
-        } finally {
-            pg("DROP SCHEMA " + schema + " CASCADE");
-        }
+        });
     }
 }

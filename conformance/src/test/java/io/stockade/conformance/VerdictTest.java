@@ -61,6 +61,23 @@ class VerdictTest {
     }
 
     @Test
+    void aFaultThatDidNotTakeEffectMakesTheVerdictInconclusiveAndSaysWhy() {
+        RunResult ok = clean(Scenario.STORE_STOP, 1, 1);
+        RunResult doubted = new RunResult(ok.scenario(), false, ok.key(), ok.history(), ok.finalValue(), ok.check(),
+                1, 1, 1, 1, List.of(), List.of("cycle 1: the fence store still answered on its ready port"));
+        ScenarioResult r = ScenarioResult.judge(Scenario.STORE_STOP, "t", doubted, caught(Scenario.STORE_STOP, 1), 1);
+        assertEquals(Verdict.INCONCLUSIVE, r.verdict());
+        assertTrue(r.reasons().stream().anyMatch(x -> x.contains("did not take effect through the proxy")
+                && x.contains("still answered")), r.reasons().toString());
+        RunResult c = caught(Scenario.STORE_STOP, 1);
+        RunResult controlDoubted = new RunResult(c.scenario(), true, c.key(), c.history(), c.finalValue(), c.check(),
+                1, 1, 1, 1, List.of(), List.of("cycle 1: the fence store still answered on its ready port"));
+        r = ScenarioResult.judge(Scenario.STORE_STOP, "t", ok, controlDoubted, 1);
+        assertEquals(Verdict.INCONCLUSIVE, r.verdict());
+        assertTrue(r.reasons().get(0).contains("in the control"), r.reasons().toString());
+    }
+
+    @Test
     void aViolationThroughTheProxyFails() {
         assertEquals(Verdict.FAIL, ScenarioResult.judge(Scenario.PAUSE, "t", caught(Scenario.PAUSE, 1),
                 caught(Scenario.PAUSE, 1), 1).verdict());

@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A fault-injecting TCP proxy on loopback, between one writer and its target (like Toxiproxy, in process). Toxics,
@@ -44,6 +45,7 @@ public final class FaultProxy implements AutoCloseable {
     private final AtomicBoolean dropNext = new AtomicBoolean();
     private final AtomicInteger dropped = new AtomicInteger();
     private final AtomicInteger delayed = new AtomicInteger();
+    private final AtomicLong delayedDue = new AtomicLong(Long.MIN_VALUE);
     private volatile InetSocketAddress target;
     private volatile long latencyNanos;
     private volatile boolean blackhole;
@@ -120,6 +122,14 @@ public final class FaultProxy implements AutoCloseable {
         return delayed.get();
     }
 
+    /**
+     * When the last chunk delayed by {@link #latency(Duration)} so far is due to be forwarded ({@link System#nanoTime()}),
+     * or {@link Long#MIN_VALUE} if none was delayed: after that, nothing a client sent is still held here.
+     */
+    public long delayedUntilNanos() {
+        return delayedDue.get();
+    }
+
     private void acceptLoop() {
         while (!closed) {
             try {
@@ -163,10 +173,12 @@ public final class FaultProxy implements AutoCloseable {
                     continue;
                 }
                 long lat = latencyNanos;
+                long due = System.nanoTime() + lat;
                 if (lat > 0) {
                     delayed.incrementAndGet();
+                    delayedDue.accumulateAndGet(due, Math::max);
                 }
-                queue.add(new Chunk(Arrays.copyOf(buf, n), System.nanoTime() + lat));
+                queue.add(new Chunk(Arrays.copyOf(buf, n), due));
             }
         } catch (IOException ignored) {
             // the client went away: what it already sent is still delivered

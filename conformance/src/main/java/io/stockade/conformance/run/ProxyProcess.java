@@ -2,11 +2,14 @@ package io.stockade.conformance.run;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -14,8 +17,9 @@ import java.util.regex.Pattern;
 
 /**
  * A proxy the suite launches itself (target {@code proxy.launch}), so it can {@code kill -9} and restart it. The
- * command must run the proxy in the foreground (exec, not a wrapper that forks) and print
- * {@code Stockade listening on http://HOST:PORT}.
+ * command must run the proxy in the foreground and print {@code Stockade listening on http://HOST:PORT}. A wrapper
+ * ({@code sh -c '...'}, a script) is fine: {@link #kill9()} kills the launched process and every descendant, and
+ * checks that the old address stopped accepting connections.
  */
 public final class ProxyProcess implements AutoCloseable {
 
@@ -64,12 +68,40 @@ public final class ProxyProcess implements AutoCloseable {
         }
     }
 
-    /** SIGKILL, and wait for the exit. */
-    public synchronized void kill9() throws InterruptedException {
-        if (process != null) {
-            process.destroyForcibly();
-            process.waitFor(10, TimeUnit.SECONDS);
+    /**
+     * SIGKILL of the launched process and all its descendants, and wait until they are gone. Returns null when the
+     * proxy is down (every process of the tree exited, and its address refuses connections), else what is still
+     * there (a proxy that detached from the tree, say): then the kill -9 did not take effect.
+     */
+    public synchronized String kill9() throws InterruptedException {
+        if (process == null) {
+            return null;
         }
+        List<ProcessHandle> all = new ArrayList<>();   // a snapshot first: a killed wrapper's children are reparented
+        all.add(process.toHandle());
+        process.toHandle().descendants().forEach(all::add);
+        all.forEach(ProcessHandle::destroyForcibly);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (ProcessHandle h : all) {
+            while (h.isAlive() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+        }
+        process.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        List<Long> alive = all.stream().filter(ProcessHandle::isAlive).map(ProcessHandle::pid).toList();
+        if (!alive.isEmpty()) {
+            return "processes " + alive + " survived kill -9";
+        }
+        if (uri != null) {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress(uri.getHost(), uri.getPort()), 1000);
+                return uri + " still accepts connections after kill -9 of " + all.stream().map(ProcessHandle::pid)
+                        .toList() + " (a proxy outside the launched process tree?)";
+            } catch (IOException refused) {
+                return null;
+            }
+        }
+        return null;
     }
 
     public Path log() {
@@ -79,7 +111,10 @@ public final class ProxyProcess implements AutoCloseable {
     @Override
     public synchronized void close() {
         if (process != null && process.isAlive()) {
-            process.destroy();
+            List<ProcessHandle> all = new ArrayList<>();
+            all.add(process.toHandle());
+            process.toHandle().descendants().forEach(all::add);
+            all.forEach(ProcessHandle::destroy);
             try {
                 if (!process.waitFor(5, TimeUnit.SECONDS)) {
                     process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
@@ -87,6 +122,7 @@ public final class ProxyProcess implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+            all.stream().filter(ProcessHandle::isAlive).forEach(ProcessHandle::destroyForcibly);
         }
     }
 }

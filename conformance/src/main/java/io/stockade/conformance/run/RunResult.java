@@ -21,8 +21,23 @@ import java.util.List;
  *                        higher-token acknowledgement (an exposed write)
  * @param exposedOps      writes that could have landed after a higher-token acknowledgement
  * @param notes           what happened, for the report (timeouts, restarts...)
+ * @param doubts          why an injected fault did not take effect (a store still answering after its SIGSTOP, a
+ *                        proxy still up after its kill -9): each one makes the verdict INCONCLUSIVE
  */
 public record RunResult(Scenario scenario, boolean control, String key, History history, String finalValue,
                         HistoryChecker.Result check, int handoffs, int faultsInjected, int faultsEffective,
-                        int exposedOps, List<String> notes) {
+                        int exposedOps, List<String> notes, List<String> doubts) {
+
+    public RunResult {
+        notes = List.copyOf(notes);
+        doubts = List.copyOf(doubts);
+    }
+
+    /** A run without doubts. */
+    public RunResult(Scenario scenario, boolean control, String key, History history, String finalValue,
+                     HistoryChecker.Result check, int handoffs, int faultsInjected, int faultsEffective,
+                     int exposedOps, List<String> notes) {
+        this(scenario, control, key, history, finalValue, check, handoffs, faultsInjected, faultsEffective,
+                exposedOps, notes, List.of());
+    }
 }

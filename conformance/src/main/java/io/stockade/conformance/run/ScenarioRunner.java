@@ -68,9 +68,19 @@ public final class ScenarioRunner {
         }
     }
 
-    /** kill -9 and restart of a launched proxy; returns the new address. */
+    /** kill -9 and restart of a launched proxy. */
     public interface Restarter {
-        InetSocketAddress restart() throws Exception;
+        Restarted restart() throws Exception;
+    }
+
+    /**
+     * A restarted proxy.
+     *
+     * @param address the new address
+     * @param doubt   null if the old proxy was really gone before the restart, else why it was not (the kill -9 did
+     *                not take effect)
+     */
+    public record Restarted(InetSocketAddress address, String doubt) {
     }
 
     private final Scenario scenario;
@@ -81,15 +91,23 @@ public final class ScenarioRunner {
     private final Options options;
     private final History history = new History();
     private final List<String> notes = new ArrayList<>();
+    private final List<String> doubts = new ArrayList<>();
     private final Object lock = new Object();
     private final List<Writer> writers = new ArrayList<>();
     private final List<Fault> faults = new ArrayList<>();
     private int grants;
 
-    /** A fault on {@code session}; for STORE_STOP, the store's outage {@code [outageStart, outageEnd]}. */
-    private record Fault(String session, long startNanos, long outageStart, long outageEnd) {
+    /**
+     * A fault on {@code session}; for STORE_STOP, the store's outage {@code [outageStart, outageEnd]}; {@code tookEffect}
+     * false when the suite saw that the fault did not happen (the store still answered, the proxy survived).
+     */
+    private record Fault(String session, long startNanos, long outageStart, long outageEnd, boolean tookEffect) {
         Fault(String session, long startNanos) {
-            this(session, startNanos, 0, 0);
+            this(session, startNanos, 0, 0, true);
+        }
+
+        Fault failed() {
+            return new Fault(session, startNanos, outageStart, outageEnd, false);
         }
     }
 
@@ -154,11 +172,13 @@ public final class ScenarioRunner {
             } while (System.nanoTime() < end);
         } finally {
             stopWriters();
-            if (scenario == Scenario.DELAY || scenario == Scenario.TIMEOUT || scenario == Scenario.LOST_RESPONSE) {
-                Thread.sleep(lateBy().toMillis() + 500);   // let delayed bytes arrive before the final read
-            } else {
-                Thread.sleep(300);
-            }
+            // Let delayed bytes arrive before the final read: wait until the last chunk a fault proxy held back is
+            // due, plus 500 ms for the target to apply it (300 ms at least). A delayed write whose answer the
+            // cycle already waited for is long delivered; a timed-out one may still be on its way.
+            long due = writers.stream().mapToLong(w -> w.faults.delayedUntilNanos()).max().orElse(Long.MIN_VALUE);
+            long settleMs = due == Long.MIN_VALUE ? 300
+                    : Math.max(300, (due - System.nanoTime()) / 1_000_000L + 500);
+            Thread.sleep(settleMs);
             if (sampler != null) {
                 sampler.interrupt();
                 sampler.join(2000);
@@ -183,14 +203,14 @@ public final class ScenarioRunner {
             }
         }
         for (Fault f : faults) {
-            if (all.stream().anyMatch(o -> f.session.equals(o.holder()) && o.endNanos() >= f.startNanos
+            if (f.tookEffect && all.stream().anyMatch(o -> f.session.equals(o.holder()) && o.endNanos() >= f.startNanos
                     && exposed(o, all) && (f.outageStart == 0   // store-stop: sent while the store was down
                     || (o.startNanos() >= f.outageStart && o.startNanos() <= f.outageEnd)))) {
                 effective++;
             }
         }
         return new RunResult(scenario, control, key, history, finalValue, check, Math.max(0, grants - 1),
-                faults.size(), effective, exposed, List.copyOf(notes));
+                faults.size(), effective, exposed, List.copyOf(notes), List.copyOf(doubts));
     }
 
     /** Could {@code o} have landed after a higher token was acknowledged? (An unknown outcome may land any time.) */
@@ -263,9 +283,14 @@ public final class ScenarioRunner {
             if (r == null) {
                 notes.add("cycle " + n + ": the proxy is not launched by the suite: no kill -9 (a plain pause)");
             } else if (handoff) {
-                InetSocketAddress moved = r.restart();
+                Restarted restarted = r.restart();
+                InetSocketAddress moved = restarted.address();
                 writers.forEach(w -> w.faults.target(moved));
                 notes.add("cycle " + n + ": proxy killed (-9) and restarted on " + moved);
+                if (restarted.doubt() != null) {
+                    doubts.add("cycle " + n + ": the kill -9 of the proxy did not take effect: " + restarted.doubt());
+                    fault = fault.failed();
+                }
                 Map<String, Integer> before = new HashMap<>();
                 synchronized (lock) {
                     writers.forEach(w -> before.put(w.name, w.session == null ? 0 : w.acks.getOrDefault(w.session, 0)));
@@ -315,15 +340,34 @@ public final class ScenarioRunner {
             signal("CONT", v);
             return fault;
         }
-        store.pause();
+        // The store must answer a probe now and hang once stopped, or the outage is not proven (a store outside the
+        // launched process tree keeps serving).
+        StoreProcess.Probe up = store.probe(PROBE);
+        List<Long> stopped = store.pause();
         long outageStart = System.nanoTime();
-        notes.add("cycle " + n + ": fence store stopped (SIGSTOP, pid " + store.pid() + ")");
+        notes.add("cycle " + n + ": fence store stopped (SIGSTOP, pids " + stopped + ")");
+        java.util.concurrent.CompletableFuture<StoreProcess.Probe> during = new java.util.concurrent.CompletableFuture<>();
+        Thread.ofVirtual().start(() -> during.complete(store.probe(PROBE)));
         signal("CONT", v);
         if (!await(lateBy().plusSeconds(10), () -> v.completions > completionsBefore || v.exited)) {
             notes.add("cycle " + n + ": the zombie's write did not end during the store outage");
         }
-        Thread.sleep(Math.max(500, ttlMs()));   // its retries and the others' writes meet the outage as well
+        Thread.sleep(500);   // its first retry (200 ms back-off) and the others' writes meet the outage as well
         long outageEnd = System.nanoTime();
+        StoreProcess.Probe hung = during.get(PROBE.toMillis() + 5000, TimeUnit.MILLISECONDS);
+        String doubt = up != StoreProcess.Probe.ANSWERED
+                ? "the fence store did not answer a probe on its ready port before the SIGSTOP (" + up
+                + "), so the outage cannot be confirmed"
+                : hung == StoreProcess.Probe.ANSWERED
+                ? "the fence store still answered on its ready port after SIGSTOP of " + stopped
+                + " (does store.launch start it outside its own process tree, e.g. a daemon?)"
+                : null;
+        if (doubt != null) {
+            doubts.add("cycle " + n + ": " + doubt);
+        } else {
+            notes.add("cycle " + n + ": the store's port " + hung.name().toLowerCase(java.util.Locale.ROOT)
+                    + " during the outage");
+        }
         store.restart(Duration.ofSeconds(30));
         notes.add("cycle " + n + ": fence store killed (-9) and restarted after " + (outageEnd - outageStart)
                 / 1_000_000 + " ms");
@@ -335,8 +379,12 @@ public final class ScenarioRunner {
                 && w.acks.getOrDefault(w.session, 0) > before.getOrDefault(w.name, 0)))) {
             notes.add("cycle " + n + ": no write was acknowledged after the store came back");
         }
-        return new Fault(fault.session(), fault.startNanos(), outageStart, outageEnd);
+        Fault outage = new Fault(fault.session(), fault.startNanos(), outageStart, outageEnd, true);
+        return doubt == null ? outage : outage.failed();
     }
+
+    /** How long a probe of the fence store waits for an answer (a live store answers in milliseconds). */
+    private static final Duration PROBE = Duration.ofSeconds(1);
 
     private void signal(String sig, Writer w) throws IOException, InterruptedException {
         Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(w.process.pid())).inheritIO().start();

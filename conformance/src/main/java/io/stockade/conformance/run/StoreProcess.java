@@ -1,12 +1,19 @@
 package io.stockade.conformance.run;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -14,6 +21,11 @@ import java.util.concurrent.TimeUnit;
  * can stop it for real: {@code kill -STOP} (every connection hangs), then {@code kill -9} of the stopped process and
  * a restart with the same command (its data directory must survive: the fence must). The command must run the
  * store in the foreground; it is up when {@code ready} ({@code host:port}) accepts a TCP connection.
+ *
+ * <p>Signals go to the whole process tree (the launched process and every descendant, {@link ProcessHandle#descendants()}):
+ * a command wrapped in {@code sh -c '...'} or a script that forks the store is stopped and killed too. A store that
+ * detaches from the tree (double fork, a daemon) cannot be reached that way; {@link #pause()} finds it out with a
+ * probe of the {@code ready} port (see {@link #probe(Duration)}) and says so instead of pretending.
  */
 public final class StoreProcess implements AutoCloseable {
 
@@ -60,16 +72,115 @@ public final class StoreProcess implements AutoCloseable {
         }
     }
 
-    /** {@code kill -STOP}: the store stops answering, its connections stay open and hang. */
-    public synchronized void pause() throws IOException, InterruptedException {
-        signal("STOP");
+    /** What a probe of the {@code ready} port saw. */
+    public enum Probe {
+        /** Some bytes, an end of stream or a reset within the timeout: a process is serving the port. */
+        ANSWERED,
+        /** Connected (the kernel accepts on a stopped process's socket) but nothing came back: it hangs. */
+        HUNG,
+        /** Nobody accepts connections on the port. */
+        REFUSED
     }
 
-    /** {@code kill -9} (also of a stopped process), then the same command again; waits until it is up. */
+    /**
+     * Whether the store's port answers: connects to {@code ready}, sends {@code GET / HTTP/1.0} and waits up to
+     * {@code timeout} for anything (an HTTP answer, an error, the connection closed or reset: every store that
+     * reads what it gets answers garbage one way or another). A stopped store's kernel still completes the TCP
+     * handshake, so a connect alone would not tell.
+     */
+    public Probe probe(Duration timeout) {
+        int ms = (int) Math.max(1, timeout.toMillis());
+        try (Socket s = new Socket()) {
+            try {
+                s.connect(ready, ms);
+            } catch (SocketTimeoutException full) {   // a stopped store's backlog is full: SYNs go unanswered
+                return Probe.HUNG;
+            } catch (IOException e) {
+                return Probe.REFUSED;
+            }
+            try {
+                s.setSoTimeout(ms);
+                s.getOutputStream().write("GET / HTTP/1.0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                s.getOutputStream().flush();
+                InputStream in = s.getInputStream();
+                in.read();   // a byte, or -1 (closed): answered
+                return Probe.ANSWERED;
+            } catch (SocketTimeoutException e) {
+                return Probe.HUNG;
+            } catch (IOException e) {   // reset: a live process reset it
+                return Probe.ANSWERED;
+            }
+        } catch (IOException e) {   // closing the socket
+            return Probe.ANSWERED;
+        }
+    }
+
+    /**
+     * {@code kill -STOP} of the launched process and every descendant, deepest first (a wrapper shell stops after
+     * what it runs): the store stops answering, its connections stay open and hang. Returns the processes stopped.
+     */
+    public synchronized List<Long> pause() throws IOException, InterruptedException {
+        List<Long> stopped = new ArrayList<>();
+        Set<Long> seen = new LinkedHashSet<>();
+        for (int pass = 0; pass < 3; pass++) {   // again for a child forked while the others were being stopped
+            List<ProcessHandle> fresh = tree().stream().filter(h -> !seen.contains(h.pid())).toList();
+            if (fresh.isEmpty()) {
+                break;
+            }
+            List<Long> pids = fresh.stream().sorted(Comparator.comparingInt(StoreProcess::depth).reversed())
+                    .map(ProcessHandle::pid).toList();
+            signal("STOP", pids);
+            seen.addAll(pids);
+            stopped.addAll(pids);
+        }
+        return stopped;
+    }
+
+    /**
+     * {@code kill -9} of the process tree (also of stopped processes), waits until every one of them is gone, then
+     * the same command again; waits until it is up.
+     */
     public synchronized void restart(Duration timeout) throws InterruptedException {
-        process.destroyForcibly();
-        process.waitFor(10, TimeUnit.SECONDS);
+        killTree();
         start(timeout);
+    }
+
+    /** The launched process and its descendants now (empty before the start). */
+    public synchronized List<ProcessHandle> tree() {
+        if (process == null) {
+            return List.of();
+        }
+        List<ProcessHandle> all = new ArrayList<>();
+        ProcessHandle root = process.toHandle();
+        if (root.isAlive()) {
+            all.add(root);
+        }
+        root.descendants().forEach(all::add);
+        return all;
+    }
+
+    /** Distance from the launched process (its descendants' parents are walked up; 0 for the process itself). */
+    private static int depth(ProcessHandle h) {
+        int d = 0;
+        for (var p = h.parent(); p.isPresent() && d < 64; p = p.get().parent()) {
+            d++;
+        }
+        return d;
+    }
+
+    private void killTree() throws InterruptedException {
+        if (process == null) {
+            return;
+        }
+        List<ProcessHandle> all = tree();   // snapshot first: a killed wrapper's children are reparented
+        all.forEach(ProcessHandle::destroyForcibly);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (ProcessHandle h : all) {
+            while (h.isAlive() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+        }
+        process.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
     }
 
     public synchronized long pid() {
@@ -80,22 +191,27 @@ public final class StoreProcess implements AutoCloseable {
         return log;
     }
 
-    private void signal(String sig) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(process.pid())).inheritIO().start();
-        if (!p.waitFor(5, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IOException("kill -" + sig + " " + process.pid() + " failed");
+    /** One {@code kill}, the pids in order (a pid that is gone meanwhile is not an error). */
+    private static void signal(String sig, List<Long> pids) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of("kill", "-" + sig));
+        pids.forEach(p -> cmd.add(Long.toString(p)));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        if (!p.waitFor(5, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IOException("kill -" + sig + " " + pids + " did not return");
+        }
+        if (p.exitValue() != 0 && pids.stream().allMatch(pid -> ProcessHandle.of(pid).isPresent())) {
+            throw new IOException("kill -" + sig + " " + pids + " failed: " + out);
         }
     }
 
     @Override
     public synchronized void close() {
-        if (process != null && process.isAlive()) {
-            process.destroyForcibly();   // also ends a stopped process
-            try {
-                process.waitFor(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+        try {
+            killTree();   // also ends stopped processes
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 }

@@ -1,0 +1,117 @@
+package io.stockade.conformance.run;
+
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link StoreProcess} and {@link ProxyProcess} signal the whole process tree: a launch command wrapped in
+ * {@code sh -c} that forks the real server (instead of exec'ing it) is stopped and killed all the same, and the
+ * store's probe tells a stopped server from a live one. The server is {@link TreeServer}, a small real process.
+ */
+class ProcessTreeTest {
+
+    /** The wrappers: {@code exec} (the server is the launched process), a fork and wait, a nested shell. */
+    private static final String[] WRAPPERS = {"exec %s", "%s & wait", "%s; true", "sh -c '%s & wait'; true"};
+
+    private static String serverCommand(int port) throws Exception {
+        Path classes = Path.of(TreeServer.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        String java = ProcessHandle.current().info().command().orElse("java");
+        return java + " -Xshare:auto -XX:TieredStopAtLevel=1 -cp " + classes + " " + TreeServer.class.getName() + " " + port;
+    }
+
+    private static List<String> wrapped(int wrapper, int port) throws Exception {
+        return List.of("sh", "-c", WRAPPERS[wrapper].formatted(serverCommand(port)));
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** The process's state letter from /proc ({@code T}: stopped), or "gone". */
+    private static String state(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            return stat.substring(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+        } catch (IOException e) {
+            return "gone";
+        }
+    }
+
+    /** The server's own pid in the tree (the java process), whatever wraps it. */
+    private static long serverPid(List<ProcessHandle> tree) {
+        return tree.stream().filter(h -> h.info().command().orElse("").endsWith("java")).mapToLong(ProcessHandle::pid)
+                .findFirst().orElseThrow(() -> new AssertionError("no java process in " + tree));
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1, 2, 3})
+    void theStoreStopStopsAndKillsEveryProcessOfTheTree(int wrapper, @TempDir Path dir) throws Exception {
+        int port = freePort();
+        try (StoreProcess store = new StoreProcess(wrapped(wrapper, port), "127.0.0.1:" + port,
+                dir.resolve("store.log"))) {
+            store.start(Duration.ofSeconds(30));
+            assertEquals(StoreProcess.Probe.ANSWERED, store.probe(Duration.ofSeconds(5)));
+            List<ProcessHandle> tree = store.tree();
+            long server = serverPid(tree);
+            if (wrapper > 0) {
+                assertTrue(server != store.pid(), "the server must be a descendant here: " + tree);
+            }
+
+            List<Long> stopped = store.pause();
+            assertTrue(stopped.contains(server), stopped + " must contain the server " + server);
+            for (ProcessHandle h : tree) {
+                assertEquals("T", state(h.pid()), "pid " + h.pid() + " (" + h.info().command().orElse("?")
+                        + ") must be stopped");
+            }
+            assertEquals(StoreProcess.Probe.HUNG, store.probe(Duration.ofMillis(500)));
+
+            store.restart(Duration.ofSeconds(30));
+            for (ProcessHandle h : tree) {
+                assertFalse(h.isAlive(), "pid " + h.pid() + " must be gone after the kill -9");
+            }
+            assertEquals(StoreProcess.Probe.ANSWERED, store.probe(Duration.ofSeconds(5)));
+            tree = store.tree();
+            store.close();
+            for (ProcessHandle h : tree) {
+                assertFalse(h.isAlive(), "pid " + h.pid() + " must be gone after close");
+            }
+            assertEquals(StoreProcess.Probe.REFUSED, store.probe(Duration.ofSeconds(1)));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {0, 1, 2, 3})
+    void theProxyKillKillsEveryProcessOfTheTree(int wrapper, @TempDir Path dir) throws Exception {
+        try (ProxyProcess proxy = new ProxyProcess(wrapped(wrapper, 0), dir.resolve("proxy.log"))) {
+            proxy.start(Duration.ofSeconds(30));
+            List<ProcessHandle> tree = ProcessHandle.current().children()
+                    .filter(h -> h.info().commandLine().orElse("").contains(TreeServer.class.getName())
+                            || h.descendants().anyMatch(d -> d.info().commandLine().orElse("")
+                            .contains(TreeServer.class.getName())))
+                    .flatMap(h -> java.util.stream.Stream.concat(java.util.stream.Stream.of(h), h.descendants()))
+                    .toList();
+            serverPid(tree);
+            assertNull(proxy.kill9(), "the kill -9 must take effect");
+            for (ProcessHandle h : tree) {
+                assertFalse(h.isAlive(), "pid " + h.pid() + " must be gone after the kill -9");
+            }
+            proxy.start(Duration.ofSeconds(30));   // and it comes back
+        }
+    }
+}
