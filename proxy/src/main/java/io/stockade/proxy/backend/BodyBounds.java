@@ -68,6 +68,19 @@ public final class BodyBounds {
         this.nanoTime = nanoTime;
     }
 
+    /**
+     * {@code d} in nanoseconds, {@code Long.MAX_VALUE} (no bound) when that does not fit a long. The loader takes no
+     * duration over a day; this keeps a model built otherwise from failing every request with an
+     * {@link ArithmeticException}.
+     */
+    public static long nanos(java.time.Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException tooLong) {
+            return Long.MAX_VALUE;
+        }
+    }
+
     /** Interrupts each read that has blocked too long (the watchdog's task). */
     private static void watch() {
         for (Bounded b : READING) {

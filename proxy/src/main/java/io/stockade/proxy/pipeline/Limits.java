@@ -71,8 +71,9 @@ final class Limits {
      */
     BodyBounds bodyBounds(Policy policy, long startedAt, java.time.Duration readTimeout) {
         Policy.Limits limits = policy.limits();
-        long deadline = startedAt + limits.bodyTimeout().toNanos();
-        return new BodyBounds(limits.maxBodyBytes(), deadline, readTimeout.toNanos(), nanoTime);
+        long bodyTimeout = BodyBounds.nanos(limits.bodyTimeout());
+        long deadline = bodyTimeout == Long.MAX_VALUE ? Long.MAX_VALUE : startedAt + bodyTimeout;
+        return new BodyBounds(limits.maxBodyBytes(), deadline, BodyBounds.nanos(readTimeout), nanoTime);
     }
 
     /**
