@@ -1,6 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.OpenSockets;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -185,6 +186,47 @@ class LimitsIT {
         Thread.sleep(1500);
         assertTrue(upstream.applied().isEmpty(), "a truncated body must not be committed upstream");
         assertEquals(201, put("/docs/h", "whole", 4).status(), "no quarantine: the outcome was known");
+    }
+
+    @Test
+    void bodiesCutOffOnTheHttpBackendLeaveNoUpstreamConnectionOpen() throws Exception {
+        // Regression: when the client's body failed, the half-sent upstream request's connection was neither
+        // pooled nor closed (Helidon rethrows the body's failure without closing it): one leaked upstream socket,
+        // with a request the upstream still waits to complete, per 413, 408 or disconnect.
+        int cutOff = 0;
+        for (int i = 0; i < 3; i++, cutOff++) {
+            // Whole body at once: refused at its first read, before any byte went upstream.
+            Http.Response r = raw("PUT /docs/leak" + i + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 7\r\n"
+                    + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunk("y".repeat(800))
+                    + chunk("y".repeat(800)) + "0\r\n\r\n");
+            assertProblem(r, 413, "body-too-large");
+        }
+        for (int i = 0; i < 3; i++, cutOff++) {
+            // In pieces: the upstream has the request line, headers and the first chunks when the bound cuts in.
+            try (Socket s = socket()) {
+                send(s, "PUT /docs/leakp" + i + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 7\r\n"
+                        + "Transfer-Encoding: chunked\r\n\r\n");
+                for (int c = 0; c < 3; c++) {
+                    send(s, chunk("p".repeat(400)));
+                    Thread.sleep(100);
+                }
+                String answer = readAnswer(s, Duration.ofMillis(1200));
+                assertTrue(answer.startsWith("HTTP/1.1 413"), answer);
+            }
+        }
+        for (int i = 0; i < 2; i++, cutOff++) {
+            // The client goes away mid-body.
+            try (Socket s = socket()) {
+                send(s, "PUT /docs/gone" + i + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 7\r\n"
+                        + "Transfer-Encoding: chunked\r\n\r\n" + chunk("half") + chunk("more"));
+                Thread.sleep(200);
+            }
+        }
+        int open = OpenSockets.awaitAtMost(upstream.port(), 0, Duration.ofSeconds(3));
+        assertEquals(0, open, "upstream connections left open after " + cutOff + " cut-off bodies");
+        assertTrue(upstream.applied().isEmpty(), "a cut-off body must not be committed upstream");
+        // The pool still works after the abandoned connections.
+        assertEquals(201, put("/docs/leak0", "whole", 7).status());
     }
 
     @Test
