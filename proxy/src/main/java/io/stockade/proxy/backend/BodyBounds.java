@@ -154,6 +154,22 @@ public final class BodyBounds {
             }
         }
 
+        /** Ends a read without a verdict (idempotent): unregistered, and the watchdog's interrupt, if any, cleared. */
+        private void disarm() {
+            boolean interrupted;
+            synchronized (this) {
+                if (reader == null) {
+                    return; // endRead came first
+                }
+                reader = null;
+                interrupted = cutOff != null;
+            }
+            READING.remove(this);
+            if (interrupted) {
+                Thread.interrupted();
+            }
+        }
+
         @Override
         public int read() throws IOException {
             byte[] one = new byte[1];
@@ -186,6 +202,10 @@ public final class BodyBounds {
             } catch (IOException | RuntimeException e) {
                 endRead();
                 throw e;
+            } finally {
+                // Whatever ended the read (an Error too): the watchdog must never interrupt this thread after it,
+                // when it may be serving another request on the connection.
+                disarm();
             }
             endRead();
             if (n > 0) {
