@@ -22,8 +22,8 @@ import java.util.logging.Logger;
 /**
  * Live policy reload: the policy file is loaded and validated again, its backends opened, and the new policies put
  * in force for every request that starts from then on. A file that does not load is refused with the loader's
- * located errors, and the policies in force stay. What only a restart can change (the listener, the fence store,
- * the admin block) is refused too, rather than half-applied.
+ * located errors, and the policies in force stay. What only a restart can change (the listener's host, limits and
+ * TLS, the fence store, the admin block) is refused too, rather than half-applied.
  * <p>
  * Backends are reopened for every policy, so a changed upstream or directory takes effect; the replaced ones are
  * closed after {@link StockadeServer#DRAIN}, when requests that started before the reload are done. Fence state is
@@ -94,6 +94,14 @@ public final class Reloader implements AutoCloseable {
         List<String> restart = new ArrayList<>();
         if (!Objects.equals(fresh.server().host(), old.server().host())) {
             restart.add("server.host");
+        }
+        // The listener's limits and TLS are fixed when Helidon's listener is built: a changed value would be half
+        // applied (the body watchdog reads read-timeout per request, Helidon keeps the rest).
+        if (!Objects.equals(fresh.server().limits(), old.server().limits())) {
+            restart.add("server.limits");
+        }
+        if (!Objects.equals(fresh.server().tls(), old.server().tls())) {
+            restart.add("server.tls");
         }
         if (!Objects.equals(fresh.store(), old.store())) {
             restart.add("store");
