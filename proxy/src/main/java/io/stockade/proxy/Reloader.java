@@ -26,7 +26,8 @@ import java.util.logging.Logger;
  * TLS, the fence store, the admin block) is refused too, rather than half-applied.
  * <p>
  * Backends are reopened for every policy, so a changed upstream or directory takes effect; the replaced ones are
- * closed after {@link StockadeServer#DRAIN}, when requests that started before the reload are done. Fence state is
+ * closed after {@link StockadeServer#DRAIN}, when requests that started before the reload are done, and so are the
+ * verifiers of {@code fence.verify} blocks no policy has any more. Fence state is
  * untouched: it lives in the store, keyed by scope, and scope locks and quarantines are shared across reloads.
  */
 public final class Reloader implements AutoCloseable {
@@ -140,6 +141,12 @@ public final class Reloader implements AutoCloseable {
                 draining.removeAll(batch);
             }
             batch.forEach(Backend::close);
+            // Verifiers whose fence.verify block the policies in force no longer have (removed or changed): judged
+            // against the config in force now, so a block a later reload brought back keeps its verifier.
+            int closed = verifiers.closeUnused(pipeline.config().policies());
+            if (closed > 0) {
+                LOG.info("closed " + closed + " token verifier(s) no policy uses since a reload");
+            }
         }, StockadeServer.DRAIN.toMillis(), TimeUnit.MILLISECONDS);
     }
 
