@@ -22,6 +22,7 @@ import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.http.AbandonedConnection;
 import io.stockade.proxy.http.UpstreamTls;
 import io.stockade.proxy.http.Problem;
 
