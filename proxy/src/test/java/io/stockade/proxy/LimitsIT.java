@@ -175,6 +175,25 @@ class LimitsIT {
     }
 
     @Test
+    void theBodyTimeoutCountsFromTheFirstReadNotFromTheWaitForTheScope() throws Exception {
+        // Regression: body-timeout counted from receipt, so an honest writer queued behind a slow write on its
+        // scope (serialized backend) got 408 after its token was admitted, though its body was all there.
+        upstream.delayWrites(Duration.ofMillis(2500)); // longer than body-timeout (2s)
+        ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor();
+        try {
+            Future<Http.Response> first = pool.submit(() -> put("/docs/queue", "first", 1));
+            Thread.sleep(300); // the first holds the scope now
+            Http.Response second = put("/docs/queue", "second", 1);
+            assertEquals(2, first.get().status() / 100, first.get().body());
+            assertEquals(2, second.status() / 100, second.status() + " " + second.body());
+        } finally {
+            pool.shutdownNow();
+            upstream.delayWrites(Duration.ZERO);
+        }
+        assertEquals("second", upstream.contentText("/docs/queue").orElseThrow());
+    }
+
+    @Test
     void aClientGoneMidChunkedBodyWritesNothingUpstream() throws Exception {
         // Regression: the http backend closed the upstream stream when reading the client failed, which sent the
         // last chunk and committed the truncated body.

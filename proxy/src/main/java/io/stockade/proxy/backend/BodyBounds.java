@@ -51,19 +51,23 @@ public final class BodyBounds {
     }
 
     private final long maxBytes;
-    private final long deadline;
+    private final long bodyTimeoutNanos;
+    /** When the body must have arrived by: set at the first read ({@code Long.MAX_VALUE} until then, or none). */
+    private volatile long deadline = Long.MAX_VALUE;
     private final long readTimeoutNanos;
     private final LongSupplier nanoTime;
     private volatile BodyRefused refused;
 
     /**
      * @param maxBytes         the largest body accepted
-     * @param deadline         the {@code nanoTime} by which the body must have arrived ({@code Long.MAX_VALUE}: none)
+     * @param bodyTimeoutNanos how long the body may take to arrive, counted from the first read of it
+     *                         ({@code Long.MAX_VALUE}: no bound). Not from the request's receipt: the time a write
+     *                         waits for its scope or its verifier is not the client's doing.
      * @param readTimeoutNanos the longest one read may block ({@code Long.MAX_VALUE}: no bound)
      */
-    public BodyBounds(long maxBytes, long deadline, long readTimeoutNanos, LongSupplier nanoTime) {
+    public BodyBounds(long maxBytes, long bodyTimeoutNanos, long readTimeoutNanos, LongSupplier nanoTime) {
         this.maxBytes = maxBytes;
-        this.deadline = deadline;
+        this.bodyTimeoutNanos = bodyTimeoutNanos;
         this.readTimeoutNanos = readTimeoutNanos;
         this.nanoTime = nanoTime;
     }
@@ -181,6 +185,11 @@ public final class BodyBounds {
         public int read(byte[] b, int off, int len) throws IOException {
             if (refused != null) {
                 throw refused;
+            }
+            if (deadline == Long.MAX_VALUE && bodyTimeoutNanos != Long.MAX_VALUE) {
+                long now = nanoTime.getAsLong();
+                long due = now + bodyTimeoutNanos;
+                deadline = due == Long.MAX_VALUE ? due - 1 : due; // the body clock starts at its first read
             }
             checkDeadline();
             int n;

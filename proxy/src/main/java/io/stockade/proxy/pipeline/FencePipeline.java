@@ -131,7 +131,7 @@ public final class FencePipeline implements Handler {
             Policy policy = route.policy();
             backend = current.backends().get(policy.name());
             exchange = new Exchange(req, res, route, backend.scope(route, req),
-                    limits.bodyBounds(policy, received, current.config().server().limits().readTimeout()));
+                    limits.bodyBounds(policy, current.config().server().limits().readTimeout()));
             decision.policy(policy.name(), policy.backend().type(), exchange.scope())
                     .holder(req.headers().first(HOLDER).orElse(null));
             inFlight = metrics.inFlight(policy.name());

@@ -63,6 +63,20 @@ class BodyBoundsTest {
     }
 
     @Test
+    void theBodyTimeoutCountsFromTheFirstRead() throws Exception {
+        AtomicLong now = new AtomicLong();
+        BodyBounds bounds = new BodyBounds(1024, 1000 * MS, Long.MAX_VALUE, now::get);
+        InputStream in = bounds.wrap(new java.io.ByteArrayInputStream(new byte[100]));
+        now.addAndGet(30_000 * MS); // waited for the scope and the verifier
+        assertEquals(10, in.read(new byte[10]), "the wait before the first read is not the body's time");
+        now.addAndGet(500 * MS);
+        assertEquals(10, in.read(new byte[10]));
+        now.addAndGet(600 * MS); // 1.1 s after the first read
+        BodyBounds.BodyRefused refused = assertThrows(BodyBounds.BodyRefused.class, () -> in.read(new byte[10]));
+        assertEquals(408, refused.problem().status());
+    }
+
+    @Test
     void aHugeDurationIsNoBoundRatherThanAnOverflow() {
         assertEquals(Long.MAX_VALUE, BodyBounds.nanos(java.time.Duration.ofHours(10_000_000)));
         assertEquals(5 * MS, BodyBounds.nanos(java.time.Duration.ofMillis(5)));
