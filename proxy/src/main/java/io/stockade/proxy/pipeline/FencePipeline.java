@@ -100,6 +100,16 @@ public final class FencePipeline implements Handler {
         return old.backends();
     }
 
+    /** Requests holding a place under {@code max-concurrent-per-scope} on a scope of a policy now. */
+    public int inFlight(String policy, String scope) {
+        return limits.inFlight(policy, scope);
+    }
+
+    /** Scopes with requests holding a place under {@code max-concurrent-per-scope} now (tests: none may leak). */
+    public int scopesInFlight() {
+        return limits.scopesInFlight();
+    }
+
     @Override
     public void handle(ServerRequest req, ServerResponse res) {
         String method = req.prologue().method().text();
