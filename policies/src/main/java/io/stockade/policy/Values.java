@@ -19,6 +19,13 @@ import java.util.stream.Stream;
 final class Values {
     private static final Pattern SIZE = Pattern.compile("(\\d+)(KiB|MiB|GiB)?");
     private static final Pattern DURATION = Pattern.compile("(\\d+)(ms|s|m|h)");
+    /**
+     * The longest duration a policy file may give, for every duration key. Each is a timeout, a quarantine, a
+     * cache lifetime or a clock skew on the request path, where a day is already far past any sensible value; and
+     * a bound keeps every later conversion ({@code Duration.toNanos()}, deadlines as {@code nanoTime} sums) from
+     * overflowing, which would otherwise throw on every request that uses the value.
+     */
+    static final Duration MAX_DURATION = Duration.ofHours(24);
     /** RFC 9110 token: one or more tchar. */
     private static final Pattern TOKEN = Pattern.compile("[!#$%&'*+\\-.^_`|~0-9A-Za-z]+");
 
@@ -149,7 +156,7 @@ final class Values {
         return Long.toString(bytes);
     }
 
-    /** A positive duration: a whole number with suffix ms, s, m or h. */
+    /** A positive duration of at most {@link #MAX_DURATION}: a whole number with suffix ms, s, m or h. */
     static Optional<Duration> duration(Field field) {
         return field.text().flatMap(text -> {
             Matcher m = DURATION.matcher(text);
@@ -166,12 +173,15 @@ final class Values {
                     case "m" -> Duration.ofMinutes(amount);
                     default -> Duration.ofHours(amount);
                 };
-                if (duration.isPositive()) {
+                if (!duration.isPositive()) {
+                    field.error("a duration must be positive, got '" + text + "'");
+                } else if (duration.compareTo(MAX_DURATION) > 0) {
+                    field.error("a duration must be at most 24h, got '" + text + "'");
+                } else {
                     return Optional.of(duration);
                 }
-                field.error("a duration must be positive, got '" + text + "'");
             } catch (NumberFormatException | ArithmeticException tooLarge) {
-                field.error("duration '" + text + "' is too large");
+                field.error("a duration must be at most 24h, got '" + text + "'");
             }
             return Optional.empty();
         });

@@ -22,11 +22,12 @@ import java.util.logging.Logger;
 /**
  * Live policy reload: the policy file is loaded and validated again, its backends opened, and the new policies put
  * in force for every request that starts from then on. A file that does not load is refused with the loader's
- * located errors, and the policies in force stay. What only a restart can change (the listener, the fence store,
- * the admin block) is refused too, rather than half-applied.
+ * located errors, and the policies in force stay. What only a restart can change (the listener's host, limits and
+ * TLS, the fence store, the admin block) is refused too, rather than half-applied.
  * <p>
  * Backends are reopened for every policy, so a changed upstream or directory takes effect; the replaced ones are
- * closed after {@link StockadeServer#DRAIN}, when requests that started before the reload are done. Fence state is
+ * closed after {@link StockadeServer#DRAIN}, when requests that started before the reload are done, and so are the
+ * verifiers of {@code fence.verify} blocks no policy has any more. Fence state is
  * untouched: it lives in the store, keyed by scope, and scope locks and quarantines are shared across reloads.
  */
 public final class Reloader implements AutoCloseable {
@@ -95,6 +96,14 @@ public final class Reloader implements AutoCloseable {
         if (!Objects.equals(fresh.server().host(), old.server().host())) {
             restart.add("server.host");
         }
+        // The listener's limits and TLS are fixed when Helidon's listener is built: a changed value would be half
+        // applied (the body watchdog reads read-timeout per request, Helidon keeps the rest).
+        if (!Objects.equals(fresh.server().limits(), old.server().limits())) {
+            restart.add("server.limits");
+        }
+        if (!Objects.equals(fresh.server().tls(), old.server().tls())) {
+            restart.add("server.tls");
+        }
         if (!Objects.equals(fresh.store(), old.store())) {
             restart.add("store");
         }
@@ -132,6 +141,12 @@ public final class Reloader implements AutoCloseable {
                 draining.removeAll(batch);
             }
             batch.forEach(Backend::close);
+            // Verifiers whose fence.verify block the policies in force no longer have (removed or changed): judged
+            // against the config in force now, so a block a later reload brought back keeps its verifier.
+            int closed = verifiers.closeUnused(pipeline.config().policies());
+            if (closed > 0) {
+                LOG.info("closed " + closed + " token verifier(s) no policy uses since a reload");
+            }
         }, StockadeServer.DRAIN.toMillis(), TimeUnit.MILLISECONDS);
     }
 

@@ -240,6 +240,11 @@ public final class StockadeServer implements AutoCloseable {
         return reloader.reload();
     }
 
+    /** The request pipeline (tests read its per-scope counters). */
+    public FencePipeline pipeline() {
+        return pipeline;
+    }
+
     public ProxyMetrics metrics() {
         return metrics;
     }

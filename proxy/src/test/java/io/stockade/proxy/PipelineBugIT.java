@@ -67,6 +67,7 @@ class PipelineBugIT {
                     match: {path: "/files/{path...}"}
                     scope: "files/{path}"
                     backend: {type: file, root: %s}
+                    limits: {max-concurrent-per-scope: 1}
                 """.formatted(dir.resolve("journal"), data), Path.of("bug.yaml"), Map.of());
         Backend backend = StockadeServer.openBackend(config.policies().getFirst().backend());
         ProxyMetrics metrics = new ProxyMetrics();
@@ -88,6 +89,8 @@ class PipelineBugIT {
             assertTrue(scrape.contains(
                     "stockade_decisions_total{backend=\"file\",outcome=\"error\",policy=\"files\"} 1.0"), scrape);
             assertFalse(Files.exists(data.resolve("a.txt")), "nothing written");
+            // The exception did not keep its place on the scope (max-concurrent-per-scope: 1).
+            assertEquals(0, pipeline.scopesInFlight(), "a per-scope place leaked on the exception path");
         } finally {
             server.stop();
             backend.close();

@@ -127,4 +127,26 @@ class PolicyReloadIT {
         assertEquals(409, r.status(), r.body());
         assertTrue(r.body().contains("store"), r.body());
     }
+
+    @Test
+    void aReloadThatChangesTheListenerLimitsIsRefusedAndNothingChanges() throws Exception {
+        // Regression: a changed server.limits reported success, but Helidon's listener kept its limits from start
+        // while the body watchdog took the new read-timeout: half applied.
+        Files.writeString(file, policy("").replace("  port: 0\n", "  port: 0\n  limits: {read-timeout: 5s}\n"));
+        Http.Response r = reload(AUTH);
+        assertEquals(409, r.status(), r.body());
+        assertTrue(r.body().contains("server.limits"), r.body());
+        assertEquals(201, Http.put(uri("/files/a"), "v", Map.of("Fencing-Token", "1")).status());
+    }
+
+    @Test
+    void aReloadThatAddsListenerTlsIsRefused() throws Exception {
+        Path keystore = dir.resolve("server.p12");
+        Files.write(keystore, new byte[] {0});
+        Files.writeString(file, policy("").replace("  port: 0\n", "  port: 0\n  tls: {keystore: " + keystore
+                + ", password: secret}\n"));
+        Http.Response r = reload(AUTH);
+        assertEquals(409, r.status(), r.body());
+        assertTrue(r.body().contains("server.tls"), r.body());
+    }
 }

@@ -33,11 +33,14 @@ public final class S3Fixture implements AutoCloseable {
     public static final String APP_SECRET = "app-secret";
 
     static final String POLICY = """
+            server:
+              limits: {read-timeout: "${READ_TIMEOUT:-30s}"}
             store: {type: memory, journal: "${JOURNAL}"}
             policies:
               - name: s3
                 match: {path: "/{path...}"}
                 scope: s3
+                limits: {body-timeout: "${BODY_TIMEOUT:-5m}"}
                 backend: &s3
                   type: s3
                   endpoint: http://127.0.0.1:${S3PORT}

@@ -51,21 +51,38 @@ public final class BodyBounds {
     }
 
     private final long maxBytes;
-    private final long deadline;
+    private final long bodyTimeoutNanos;
+    /** When the body must have arrived by: set at the first read ({@code Long.MAX_VALUE} until then, or none). */
+    private volatile long deadline = Long.MAX_VALUE;
     private final long readTimeoutNanos;
     private final LongSupplier nanoTime;
     private volatile BodyRefused refused;
 
     /**
      * @param maxBytes         the largest body accepted
-     * @param deadline         the {@code nanoTime} by which the body must have arrived ({@code Long.MAX_VALUE}: none)
+     * @param bodyTimeoutNanos how long the body may take to arrive, counted from the first read of it
+     *                         ({@code Long.MAX_VALUE}: no bound). Not from the request's receipt: the time a write
+     *                         waits for its scope or its verifier is not the client's doing.
      * @param readTimeoutNanos the longest one read may block ({@code Long.MAX_VALUE}: no bound)
      */
-    public BodyBounds(long maxBytes, long deadline, long readTimeoutNanos, LongSupplier nanoTime) {
+    public BodyBounds(long maxBytes, long bodyTimeoutNanos, long readTimeoutNanos, LongSupplier nanoTime) {
         this.maxBytes = maxBytes;
-        this.deadline = deadline;
+        this.bodyTimeoutNanos = bodyTimeoutNanos;
         this.readTimeoutNanos = readTimeoutNanos;
         this.nanoTime = nanoTime;
+    }
+
+    /**
+     * {@code d} in nanoseconds, {@code Long.MAX_VALUE} (no bound) when that does not fit a long. The loader takes no
+     * duration over a day; this keeps a model built otherwise from failing every request with an
+     * {@link ArithmeticException}.
+     */
+    public static long nanos(java.time.Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException tooLong) {
+            return Long.MAX_VALUE;
+        }
     }
 
     /** Interrupts each read that has blocked too long (the watchdog's task). */
@@ -141,6 +158,22 @@ public final class BodyBounds {
             }
         }
 
+        /** Ends a read without a verdict (idempotent): unregistered, and the watchdog's interrupt, if any, cleared. */
+        private void disarm() {
+            boolean interrupted;
+            synchronized (this) {
+                if (reader == null) {
+                    return; // endRead came first
+                }
+                reader = null;
+                interrupted = cutOff != null;
+            }
+            READING.remove(this);
+            if (interrupted) {
+                Thread.interrupted();
+            }
+        }
+
         @Override
         public int read() throws IOException {
             byte[] one = new byte[1];
@@ -152,6 +185,11 @@ public final class BodyBounds {
         public int read(byte[] b, int off, int len) throws IOException {
             if (refused != null) {
                 throw refused;
+            }
+            if (deadline == Long.MAX_VALUE && bodyTimeoutNanos != Long.MAX_VALUE) {
+                long now = nanoTime.getAsLong();
+                long due = now + bodyTimeoutNanos;
+                deadline = due == Long.MAX_VALUE ? due - 1 : due; // the body clock starts at its first read
             }
             checkDeadline();
             int n;
@@ -173,6 +211,10 @@ public final class BodyBounds {
             } catch (IOException | RuntimeException e) {
                 endRead();
                 throw e;
+            } finally {
+                // Whatever ended the read (an Error too): the watchdog must never interrupt this thread after it,
+                // when it may be serving another request on the connection.
+                disarm();
             }
             endRead();
             if (n > 0) {

@@ -13,6 +13,7 @@ import io.helidon.webserver.http1.Http1Config;
 import io.helidon.webserver.http1.Http1ConnectionListener;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
+import io.stockade.proxy.backend.BodyBounds;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -147,7 +148,7 @@ public final class ListenerLimits {
             if (earlier != null) {
                 cancel(earlier);
             }
-            p.task()[0] = timer.schedule(() -> expire(ctx, p), timeout.toNanos(), TimeUnit.NANOSECONDS);
+            p.task()[0] = timer.schedule(() -> expire(ctx, p), BodyBounds.nanos(timeout), TimeUnit.NANOSECONDS);
         }
 
         @Override

@@ -103,6 +103,16 @@ public final class FencePipeline implements Handler {
         return old.backends();
     }
 
+    /** Requests holding a place under {@code max-concurrent-per-scope} on a scope of a policy now. */
+    public int inFlight(String policy, String scope) {
+        return limits.inFlight(policy, scope);
+    }
+
+    /** Scopes with requests holding a place under {@code max-concurrent-per-scope} now (tests: none may leak). */
+    public int scopesInFlight() {
+        return limits.scopesInFlight();
+    }
+
     @Override
     public void handle(ServerRequest req, ServerResponse res) {
         String method = req.prologue().method().text();
@@ -134,7 +144,7 @@ public final class FencePipeline implements Handler {
             Policy policy = route.policy();
             backend = current.backends().get(policy.name());
             exchange = new Exchange(req, res, route, backend.scope(route, req),
-                    limits.bodyBounds(policy, received, current.config().server().limits().readTimeout()));
+                    limits.bodyBounds(policy, current.config().server().limits().readTimeout()));
             decision.policy(policy.name(), policy.backend().type(), exchange.scope())
                     .holder(req.headers().first(HOLDER).orElse(null));
             inFlight = metrics.inFlight(policy.name());

@@ -65,14 +65,15 @@ final class Limits {
     }
 
     /**
-     * The bounds a backend reads this request's body within.
+     * The bounds a backend reads this request's body within; its body-timeout counts from the first read of the
+     * body.
      *
      * @param readTimeout the listener's bound on one blocked read
      */
-    BodyBounds bodyBounds(Policy policy, long startedAt, java.time.Duration readTimeout) {
+    BodyBounds bodyBounds(Policy policy, java.time.Duration readTimeout) {
         Policy.Limits limits = policy.limits();
-        long deadline = startedAt + limits.bodyTimeout().toNanos();
-        return new BodyBounds(limits.maxBodyBytes(), deadline, readTimeout.toNanos(), nanoTime);
+        return new BodyBounds(limits.maxBodyBytes(), BodyBounds.nanos(limits.bodyTimeout()),
+                BodyBounds.nanos(readTimeout), nanoTime);
     }
 
     /**

@@ -10,6 +10,10 @@ import io.stockade.proxy.verify.postgres.PostgresLeaseVerifier;
 import java.io.IOException;
 import java.time.Clock;
 import java.util.Collection;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -18,6 +22,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@link #openOne}.
  */
 public final class TokenVerifiers implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(TokenVerifiers.class.getName());
     private final ConcurrentHashMap<TokenVerification, TokenVerifier> open = new ConcurrentHashMap<>();
     private final Clock clock;
 
@@ -59,6 +64,35 @@ public final class TokenVerifiers implements AutoCloseable {
                     etcd.cache());
             case TokenVerification.Postgres pg -> RememberingVerifier.wrap(PostgresLeaseVerifier.open(pg), pg.cache());
         };
+    }
+
+    /**
+     * Closes the verifiers no policy of {@code inForce} uses (after a reload removed or changed their block, and
+     * requests that started before it are done). A verifier whose block came back in the meantime is kept.
+     *
+     * @return how many were closed
+     */
+    public synchronized int closeUnused(Collection<Policy> inForce) {
+        Set<TokenVerification> used = new HashSet<>();
+        for (Policy policy : inForce) {
+            if (policy.fence().verify() != null) {
+                used.add(policy.fence().verify());
+            }
+        }
+        int closed = 0;
+        for (var it = open.entrySet().iterator(); it.hasNext(); ) {
+            var entry = it.next();
+            if (!used.contains(entry.getKey())) {
+                it.remove();
+                closed++;
+                try {
+                    entry.getValue().close();
+                } catch (RuntimeException e) {
+                    LOG.log(Level.WARNING, "closing an unused " + entry.getValue().kind() + " verifier failed", e);
+                }
+            }
+        }
+        return closed;
     }
 
     @Override

@@ -22,6 +22,7 @@ import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.http.AbandonedConnection;
 import io.stockade.proxy.http.UpstreamTls;
 import io.stockade.proxy.http.Problem;
 
@@ -403,23 +404,34 @@ public final class HttpBackend implements Backend {
      * Copies the client's body upstream, and closes the upstream stream (which sends the last chunk, or checks the
      * length) only when the whole body was read. When reading the client fails, the upstream stream is left
      * unfinished: closing it would send a last chunk and turn a cut-off body into a complete, shorter request that
-     * the upstream would apply.
+     * the upstream would apply. Its connection is closed instead ({@link AbandonedConnection}), so the upstream sees
+     * the request end without its end, and the socket is neither leaked nor pooled with half a request on it.
      */
     private static void streamBody(InputStream in, OutputStream out) throws IOException {
         byte[] buffer = new byte[64 * 1024];
-        while (true) {
-            int n;
-            try {
-                n = in.read(buffer);
-            } catch (IOException | RuntimeException e) {
-                throw new ClientBodyFailed(e);
+        boolean finished = false;
+        try {
+            while (true) {
+                int n;
+                try {
+                    n = in.read(buffer);
+                } catch (IOException | RuntimeException e) {
+                    throw new ClientBodyFailed(e);
+                }
+                if (n < 0) {
+                    break;
+                }
+                out.write(buffer, 0, n);
             }
-            if (n < 0) {
-                break;
+            out.close();
+            finished = true;
+        } finally {
+            if (!finished) {
+                // Any failure here (the client's body, or writing upstream) leaves the connection mid-request;
+                // Helidon rethrows it without closing the connection.
+                AbandonedConnection.close(out);
             }
-            out.write(buffer, 0, n);
         }
-        out.close();
     }
 
     private static void relay(HttpClientResponse response, ServerResponse res) {

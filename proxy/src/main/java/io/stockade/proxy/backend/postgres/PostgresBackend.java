@@ -11,6 +11,7 @@ import io.stockade.policy.BackendConfig.FenceMode;
 import io.stockade.policy.BackendConfig.ParamSource;
 import io.stockade.policy.BackendConfig.Statement;
 import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.SelfFencing;
@@ -164,7 +165,17 @@ public final class PostgresBackend implements SelfFencing {
         }
         Binder binder;
         try {
-            String body = plan.readsBody() ? readBody(req) : null;
+            String body;
+            try {
+                body = plan.readsBody() ? readBody(exchange) : null;
+            } catch (UncheckedIOException e) {
+                BodyBounds.BodyRefused refused = BodyBounds.BodyRefused.in(e);
+                if (refused == null) {
+                    throw e;
+                }
+                // Over max-body-bytes or body-timeout while it streamed: nothing ran; the pipeline answers.
+                return new Outcome(new WriteResult.Answered(refused.problem().status()));
+            }
             if (body == null && plan.readsBody()) {
                 Problem.of(413, "body-too-large", "Body too large", "the request body is larger than the"
                         + " policy's body-limit of " + config.bodyLimit() + " bytes").send(res);
@@ -373,12 +384,15 @@ public final class PostgresBackend implements SelfFencing {
         return new WriteResult.Answered(p.status());
     }
 
-    /** The body as text, or null when it is larger than the limit. */
-    private String readBody(ServerRequest req) {
-        if (!req.content().hasEntity()) {
+    /**
+     * The body as text, or null when it is larger than the backend's {@code body-limit}. Read within the policy's
+     * bounds ({@link Exchange#body()}), before any statement runs.
+     */
+    private String readBody(Exchange exchange) {
+        if (!exchange.request().content().hasEntity()) {
             return "";
         }
-        try (InputStream in = req.content().inputStream()) {
+        try (InputStream in = exchange.body()) {
             byte[] bytes = in.readNBytes((int) Math.min(Integer.MAX_VALUE - 8, config.bodyLimit() + 1));
             if (bytes.length > config.bodyLimit()) {
                 return null;

@@ -133,7 +133,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
         headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-        Upstream.Body body = clientBody(exchange.request(), p.verified());
+        Upstream.Body body = clientBody(exchange, p.verified());
         boolean replayable = body == null || body.length() <= REPLAY_BUFFER;
         Upstream.Body sendable = body != null && replayable ? Upstream.Body.of(smallBodyOf(body)) : body;
         return guarded(exchange, s3.key(), token, acceptEqual, replayable,
@@ -158,7 +158,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
 
     private WriteResult complete(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        byte[] body = smallBody(exchange.request(), p.verified(), REPLAY_BUFFER);
+        byte[] body = smallBody(exchange, p.verified(), REPLAY_BUFFER);
         try {
             S3Xml.checkComplete(body);
         } catch (S3Xml.Malformed e) {
@@ -265,7 +265,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
 
     private WriteResult deleteObjects(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        byte[] body = smallBody(exchange.request(), p.verified(), 2 * 1024 * 1024);
+        byte[] body = smallBody(exchange, p.verified(), 2 * 1024 * 1024);
         S3Xml.DeleteRequest request;
         try {
             request = S3Xml.parseDelete(body);

@@ -11,6 +11,7 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Route;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
@@ -267,7 +268,7 @@ public class S3Backend implements Backend {
         headers.addAll(extraHeaders);
         boolean sent = false;
         try {
-            Upstream.Body body = clientBody(req, p.verified());
+            Upstream.Body body = clientBody(exchange, p.verified());
             sent = true;
             HEAD_ANSWERS.set(s3.method().equals("HEAD"));
             try (HttpClientResponse response = upstream.send(s3.method(), s3.bucket(), s3.key(), s3.upstreamQuery(),
@@ -291,6 +292,12 @@ public class S3Backend implements Backend {
 
     /** What a failed upstream call comes to: a refused body, an unreachable upstream, or an unknown outcome. */
     WriteResult failure(Exchange exchange, RuntimeException e, boolean mayHaveReached) {
+        BodyBounds.BodyRefused refused = BodyBounds.BodyRefused.in(e);
+        if (refused != null) {
+            // The body went over a bound of the policy mid-stream: the upstream request was left short of its
+            // Content-Length, so nothing landed. The pipeline answers the refusal (as S3 XML, through refuse).
+            return new WriteResult.Answered(refused.problem().status());
+        }
         PayloadReader.Rejected rejected = cause(e, PayloadReader.Rejected.class);
         if (rejected != null) {
             return answer(exchange, rejected.status, rejected.code, rejected.getMessage());
@@ -350,8 +357,13 @@ public class S3Backend implements Backend {
         }
     }
 
-    /** The client's body, decoded and checked as it streams; null when there is none. */
-    Upstream.Body clientBody(ServerRequest req, ClientAuth.Verified verified) {
+    /**
+     * The client's body, decoded and checked as it streams, read within the policy's bounds
+     * ({@link Exchange#body()}: {@code max-body-bytes} counts the bytes as sent, aws-chunked framing included);
+     * null when there is none.
+     */
+    Upstream.Body clientBody(Exchange exchange, ClientAuth.Verified verified) {
+        ServerRequest req = exchange.request();
         String sha = req.headers().first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
         boolean chunked = PayloadReader.isChunked(sha);
         long length;
@@ -377,7 +389,7 @@ public class S3Backend implements Backend {
             return null;
         }
         try {
-            InputStream in = PayloadReader.of(new BufferedInputStream(req.content().inputStream(), 64 * 1024), sha,
+            InputStream in = PayloadReader.of(new BufferedInputStream(exchange.body(), 64 * 1024), sha,
                     verified, req.headers().first(HeaderNames.create("x-amz-trailer")).orElse(null));
             return Upstream.Body.of(in, length);
         } catch (PayloadReader.Rejected e) {
@@ -386,8 +398,8 @@ public class S3Backend implements Backend {
     }
 
     /** Reads a small client body whole (XML bodies), refusing one larger than {@code max}. */
-    byte[] smallBody(ServerRequest req, ClientAuth.Verified verified, int max) {
-        Upstream.Body body = clientBody(req, verified);
+    byte[] smallBody(Exchange exchange, ClientAuth.Verified verified, int max) {
+        Upstream.Body body = clientBody(exchange, verified);
         if (body == null) {
             return new byte[0];
         }
@@ -400,6 +412,8 @@ public class S3Backend implements Backend {
             body.writeTo(out);
         } catch (PayloadReader.Rejected e) {
             throw new ClientError(e.status, e.code, e.getMessage());
+        } catch (BodyBounds.BodyRefused e) {
+            throw new UncheckedIOException(e); // answered by the pipeline (see failure)
         } catch (IOException e) {
             throw new ClientError(400, "IncompleteBody", "the request body could not be read: " + e.getMessage());
         }

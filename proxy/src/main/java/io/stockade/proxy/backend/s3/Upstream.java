@@ -172,8 +172,14 @@ final class Upstream {
             return request.submit(new byte[0]);
         }
         return request.outputStream(out -> {
-            try (out) {
+            try {
                 body.writeTo(out);
+                out.close(); // checks the length; only a whole body completes the request
+            } catch (IOException | RuntimeException | Error e) {
+                // The request stays incomplete (fewer bytes than its Content-Length), so nothing lands; its
+                // connection is closed, as Helidon leaves it open when this handler throws.
+                io.stockade.proxy.http.AbandonedConnection.close(out);
+                throw e;
             }
         });
     }
