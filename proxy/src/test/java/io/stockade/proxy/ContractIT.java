@@ -171,7 +171,7 @@ abstract class ContractIT {
     void missingTokenIsForwardedWhenThePolicyAllowsIt() throws Exception {
         assert2xx(put("/lenient/a", "free", null));
         assertEquals(Optional.of("free"), stored("/lenient/a"));
-        assertEquals(1, counted("lenient", Outcome.ALLOWED_WITHOUT_TOKEN, 1));
+        assertEquals(1, proxy.counted("lenient", Outcome.ALLOWED_WITHOUT_TOKEN, 1));
     }
 
     @Test
@@ -254,8 +254,8 @@ abstract class ContractIT {
         assert2xx(put("/observed/a", "none", null));
         assert2xx(put("/observed/a", "bad", "x"));
         assertEquals(Optional.of("bad"), stored("/observed/a"));
-        assertEquals(3, counted("observed", Outcome.WOULD_REJECT, 3));
-        assertEquals(1, counted("observed", Outcome.OBSERVED, 1));
+        assertEquals(3, proxy.counted("observed", Outcome.WOULD_REJECT, 3));
+        assertEquals(1, proxy.counted("observed", Outcome.OBSERVED, 1));
         // the high-water mark is kept as enforce would keep it, so switching to enforce starts from the truth
         assertEquals(OptionalLong.of(9), fenceOf("observed/a"));
     }
@@ -278,7 +278,7 @@ abstract class ContractIT {
         // the honest next holder is not locked out
         assert2xx(put("/capped/a", "v105", "105"));
         assertEquals(Optional.of("v105"), stored("/capped/a"));
-        assertEquals(1, proxy.server().metrics().count("capped", Outcome.TOO_FAR));
+        assertEquals(1, proxy.counted("capped", Outcome.TOO_FAR, 1));
     }
 
     @Test
@@ -297,19 +297,5 @@ abstract class ContractIT {
             assertEquals(400, r.status(), path + " -> " + r.body());
         }
         assertEquals(Optional.empty(), stored("/docs/a"));
-    }
-
-    /**
-     * The count of a decision metric, waiting up to 2 s for it to reach {@code expected}: the pipeline counts a
-     * request after its answer has been sent, so the client can see the answer a moment before the count.
-     */
-    private double counted(String policy, Outcome outcome, double expected) throws InterruptedException {
-        long deadline = System.nanoTime() + 2_000_000_000L;
-        double count = proxy.server().metrics().count(policy, outcome);
-        while (count < expected && System.nanoTime() < deadline) {
-            Thread.sleep(5);
-            count = proxy.server().metrics().count(policy, outcome);
-        }
-        return count;
     }
 }

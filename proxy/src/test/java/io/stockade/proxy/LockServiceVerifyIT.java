@@ -109,7 +109,7 @@ class LockServiceVerifyIT {
             // the holder's token passes
             assertEquals(201, put(proxy, "a", "v", token).status());
             assertEquals(Optional.of("v"), stored("a"));
-            assertEquals(2, proxy.server().metrics().count("files", Outcome.UNVERIFIED));
+            assertEquals(2, proxy.counted("files", Outcome.UNVERIFIED, 2));
 
             // a queued contender cannot use its own key's revision before it holds the lock
             long lease = etcd.getLeaseClient().grant(60).get(5, TimeUnit.SECONDS).getID();
@@ -234,7 +234,7 @@ class LockServiceVerifyIT {
                 }
                 elapsed[0] = System.nanoTime() - start;
             });
-            assertEquals(forged, proxy.server().metrics().count("files", Outcome.UNVERIFIED));
+            assertEquals(forged, proxy.counted("files", Outcome.UNVERIFIED, forged));
             List<String> refusals = warned.stream().filter(w -> w.contains("refused by the etcd verifier")).toList();
             assertTrue(refusals.size() >= 1 && refusals.size() <= 1 + TimeUnit.NANOSECONDS.toSeconds(elapsed[0]),
                     refusals.size() + " WARN lines in " + elapsed[0] / 1_000_000 + " ms: " + refusals);

@@ -3,6 +3,7 @@ package io.stockade.proxy;
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 
 import java.io.IOException;
 import java.net.URI;
@@ -31,6 +32,20 @@ public final class ProxyFixture implements AutoCloseable {
         env.put("JOURNAL", journal.toString());
         StockadeConfig config = PolicyLoader.parse(yaml, Path.of("test-policy.yaml"), env).withPort(0);
         return new ProxyFixture(StockadeServer.start(config), journal);
+    }
+
+    /**
+     * The count of a decision metric, waiting up to 2 s for it to reach {@code expected}: the pipeline counts a
+     * request after its answer has been sent, so the client can see the answer a moment before the count.
+     */
+    public double counted(String policy, Outcome outcome, double expected) throws InterruptedException {
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        double count = server.metrics().count(policy, outcome);
+        while (count < expected && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+            count = server.metrics().count(policy, outcome);
+        }
+        return count;
     }
 
     public URI uri(String path) {

@@ -125,7 +125,7 @@ class SignedTokenIT {
         Http.Response r = put("/files/a", "evil", Long.MAX_VALUE, null);
         assertTrue(r.body().contains("no Fencing-Token-Signature header"), r.body());
         assertRefusedAndFenceUntouched(r, "a");
-        assertEquals(1, proxy.server().metrics().count("files", Outcome.UNVERIFIED));
+        assertEquals(1, proxy.counted("files", Outcome.UNVERIFIED, 1));
         assertEquals(1, proxy.server().metrics().verifications("files", "refused"));
     }
 
