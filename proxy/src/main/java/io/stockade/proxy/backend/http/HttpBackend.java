@@ -7,10 +7,11 @@ import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Method;
 import io.helidon.http.Status;
-import io.helidon.webclient.api.HttpClientRequest;
 import io.helidon.webclient.api.HttpClientResponse;
 import io.helidon.webclient.api.WebClient;
 import io.helidon.webclient.api.WebClientConfig;
+import io.helidon.webclient.http1.Http1Client;
+import io.helidon.webclient.http1.Http1ClientRequest;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.BackendConfig;
@@ -65,10 +66,17 @@ public final class HttpBackend implements Backend {
     private static final HeaderName FORWARDED = HeaderNames.create("Forwarded");
 
     private final BackendConfig.Http config;
-    private final WebClient client;
+    /**
+     * The web client's HTTP/1.1 protocol client, used directly: the generic {@code WebClient.method} builds a
+     * protocol-neutral request, looks up which protocol serves the endpoint, then builds an HTTP/1.1 request from
+     * it (copying every header) and copies the headers back after sending. Only HTTP/1.1 is on the class path, so
+     * the lookup always ends here; going straight to it saves a request object and two header copies per request.
+     * Built from the same {@link WebClient} configuration (base URI, TLS, socket options, connection cache).
+     */
+    private final Http1Client client;
     private final String basePath;
 
-    private HttpBackend(BackendConfig.Http config, WebClient client) {
+    private HttpBackend(BackendConfig.Http config, Http1Client client) {
         this.config = config;
         this.client = client;
         String path = config.url().getRawPath();
@@ -95,7 +103,7 @@ public final class HttpBackend implements Backend {
                         .tcpNoDelay(true)
                         .build())
                 .build();
-        return new HttpBackend(config, client);
+        return new HttpBackend(config, client.client(Http1Client.PROTOCOL));
     }
 
     @Override
@@ -274,7 +282,7 @@ public final class HttpBackend implements Backend {
         ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
         Method method = req.prologue().method();
-        HttpClientRequest upstream = client.method(method)
+        Http1ClientRequest upstream = client.method(method)
                 .uri(upstreamUri(req))
                 .skipUriEncoding(true)
                 .readTimeout(config.timeout());
@@ -350,7 +358,7 @@ public final class HttpBackend implements Backend {
                 + (raw == null || raw.isEmpty() ? "" : "?" + raw);
     }
 
-    private void copyRequestHeaders(ServerRequest req, HttpClientRequest upstream, String condition) {
+    private void copyRequestHeaders(ServerRequest req, Http1ClientRequest upstream, String condition) {
         Set<String> hop = HopByHop.of(req.headers());
         for (Header header : req.headers()) {
             if (HopByHop.skip(hop, header)) {
