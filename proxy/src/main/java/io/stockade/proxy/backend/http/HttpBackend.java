@@ -11,6 +11,7 @@ import io.helidon.webclient.api.HttpClientResponse;
 import io.helidon.webclient.api.WebClient;
 import io.helidon.webclient.api.WebClientConfig;
 import io.helidon.webclient.http1.Http1Client;
+import io.helidon.webclient.http1.Http1ClientProtocolConfig;
 import io.helidon.webclient.http1.Http1ClientRequest;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
@@ -103,7 +104,12 @@ public final class HttpBackend implements Backend {
                         .tcpNoDelay(true)
                         .build())
                 .build();
-        return new HttpBackend(config, client.client(Http1Client.PROTOCOL));
+        // The request headers are not validated again on the way out: each one is a header of the client's request,
+        // which the listener has already validated (Helidon's default, left on), or is built by the proxy from
+        // such values and numbers. The one value from elsewhere, the If-Match version (read from the upstream's
+        // answers, or imported by an operator), is validated in send(), as the client would have.
+        return new HttpBackend(config, client.client(Http1Client.PROTOCOL,
+                Http1ClientProtocolConfig.builder().validateRequestHeaders(false).build()));
     }
 
     @Override
@@ -287,10 +293,7 @@ public final class HttpBackend implements Backend {
                 .skipUriEncoding(true)
                 .readTimeout(config.timeout());
         copyRequestHeaders(req, upstream, condition);
-        boolean hasBody = hasBody(req);
-        try (HttpClientResponse response = hasBody
-                ? upstream.outputStream(out -> streamBody(exchange.body(), out))
-                : upstream.request()) {
+        try (HttpClientResponse response = request(exchange, upstream, condition)) {
             int status = response.status().code();
             if (condition != null && status == Status.PRECONDITION_FAILED_412.code()) {
                 throw new PreconditionFailed();
@@ -323,6 +326,21 @@ public final class HttpBackend implements Backend {
                     : "upstream failed: " + rootMessage(e);
             return new Sent.Failed(reason, !notSent, timedOut);
         }
+    }
+
+    /**
+     * Sends the request (with the client's body, if it has one) and reads the answer's head. The condition header
+     * is validated first, as the client's header validation (switched off, see {@link #open}) would have before
+     * writing anything: a version that is not a valid header value fails the send the same way.
+     */
+    private static HttpClientResponse request(Exchange exchange, Http1ClientRequest upstream, String condition) {
+        if (condition != null) {
+            upstream.headers().get(condition.equals(FenceState.ABSENT) ? HeaderNames.IF_NONE_MATCH
+                    : HeaderNames.IF_MATCH).validate();
+        }
+        return hasBody(exchange.request())
+                ? upstream.outputStream(out -> streamBody(exchange.body(), out))
+                : upstream.request();
     }
 
     /** After a successful conditional write: the new version is the base for the next writer of this token. */
@@ -364,8 +382,8 @@ public final class HttpBackend implements Backend {
             if (HopByHop.skip(hop, header)) {
                 continue;
             }
-            if (condition != null && (header.name().equalsIgnoreCase("If-Match")
-                    || header.name().equalsIgnoreCase("If-None-Match"))) {
+            if (condition != null && (header.headerName().equals(HeaderNames.IF_MATCH)
+                    || header.headerName().equals(HeaderNames.IF_NONE_MATCH))) {
                 continue; // the proxy's condition replaces the client's
             }
             upstream.header(header);
