@@ -1,7 +1,6 @@
 package io.stockade.proxy.backend.http;
 
 import io.helidon.common.socket.SocketOptions;
-import io.helidon.common.uri.UriQuery;
 import io.helidon.http.Header;
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
@@ -35,10 +34,10 @@ import java.io.UncheckedIOException;
 import java.net.ConnectException;
 import java.net.NoRouteToHostException;
 import java.net.SocketTimeoutException;
-import java.net.URI;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -66,6 +65,9 @@ public final class HttpBackend implements Backend {
     private static final HeaderName X_FORWARDED_PROTO = HeaderNames.create("X-Forwarded-Proto");
     private static final HeaderName FORWARDED = HeaderNames.create("Forwarded");
 
+    /** The largest copy buffer of a request body (a small body gets one of its declared length). */
+    private static final int BODY_BUFFER = 64 * 1024;
+
     private final BackendConfig.Http config;
     /**
      * The web client's HTTP/1.1 protocol client, used directly: the generic {@code WebClient.method} builds a
@@ -75,13 +77,15 @@ public final class HttpBackend implements Backend {
      * Built from the same {@link WebClient} configuration (base URI, TLS, socket options, connection cache).
      */
     private final Http1Client client;
-    private final String basePath;
+    /** {@code scheme://authority/base-path} of the upstream, the part of every upstream URI that never changes. */
+    private final String upstreamPrefix;
 
     private HttpBackend(BackendConfig.Http config, Http1Client client) {
         this.config = config;
         this.client = client;
         String path = config.url().getRawPath();
-        this.basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
+        String basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
+        this.upstreamPrefix = config.url().getScheme() + "://" + config.url().getRawAuthority() + basePath;
     }
 
     /**
@@ -339,7 +343,7 @@ public final class HttpBackend implements Backend {
                     : HeaderNames.IF_MATCH).validate();
         }
         return hasBody(exchange.request())
-                ? upstream.outputStream(out -> streamBody(exchange.body(), out))
+                ? upstream.outputStream(out -> streamBody(exchange.body(), out, bufferSize(exchange.request())))
                 : upstream.request();
     }
 
@@ -368,12 +372,9 @@ public final class HttpBackend implements Backend {
     }
 
     private String upstreamUri(ServerRequest req) {
-        UriQuery query = req.query();
-        String raw = query.rawValue();
-        URI base = config.url();
-        String authority = base.getRawAuthority();
-        return base.getScheme() + "://" + authority + basePath + req.path().rawPath()
-                + (raw == null || raw.isEmpty() ? "" : "?" + raw);
+        String raw = req.query().rawValue();
+        String path = req.path().rawPath();
+        return raw == null || raw.isEmpty() ? upstreamPrefix + path : upstreamPrefix + path + "?" + raw;
     }
 
     private void copyRequestHeaders(ServerRequest req, Http1ClientRequest upstream, String condition) {
@@ -419,6 +420,15 @@ public final class HttpBackend implements Backend {
         return value;
     }
 
+    /** The copy buffer of a body: its declared length when that is smaller than the usual 64 KiB. */
+    private static int bufferSize(ServerRequest req) {
+        if (req.headers().contains(HeaderNames.TRANSFER_ENCODING)) {
+            return BODY_BUFFER;
+        }
+        long declared = req.headers().contentLength().orElse(BODY_BUFFER);
+        return (int) Math.max(1, Math.min(declared, BODY_BUFFER));
+    }
+
     private static boolean hasBody(ServerRequest req) {
         if (req.headers().contains(HeaderNames.TRANSFER_ENCODING)) {
             return true;
@@ -433,8 +443,8 @@ public final class HttpBackend implements Backend {
      * the upstream would apply. Its connection is closed instead ({@link AbandonedConnection}), so the upstream sees
      * the request end without its end, and the socket is neither leaked nor pooled with half a request on it.
      */
-    private static void streamBody(InputStream in, OutputStream out) throws IOException {
-        byte[] buffer = new byte[64 * 1024];
+    private static void streamBody(InputStream in, OutputStream out, int bufferSize) throws IOException {
+        byte[] buffer = new byte[bufferSize];
         boolean finished = false;
         try {
             while (true) {
@@ -468,9 +478,16 @@ public final class HttpBackend implements Backend {
                 res.header(header);
             }
         }
-        response.headers().contentLength().ifPresent(res::contentLength);
+        OptionalLong length = response.headers().contentLength();
+        length.ifPresent(res::contentLength);
+        // An answer with no body (204, or Content-Length: 0: the client gives it an empty stream) skips the copy
+        // and its 16 KiB buffer; the streams are opened and closed all the same.
+        boolean mayHaveBody = response.status().code() != Status.NO_CONTENT_204.code()
+                && (length.isEmpty() || length.getAsLong() > 0);
         try (InputStream in = response.inputStream(); OutputStream out = res.outputStream()) {
-            in.transferTo(out);
+            if (mayHaveBody) {
+                in.transferTo(out);
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
