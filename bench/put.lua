@@ -1,5 +1,8 @@
 -- wrk script: fenced PUTs with rising tokens, one scope set per wrk thread so tokens never go backwards
 -- within a scope (every request raises the fence: the journal is written for each one).
+-- Tokens are the start second of this wrk run followed by a 7-digit counter, so they also rise from one run to
+-- the next against the same proxy (a counter restarting at 1 would resend tokens the warm-up or an earlier run
+-- had already raised: equal-token accepts that skip the journal, or stale 409s).
 local counter = 0
 local thread_id = 0
 local threads = {}
@@ -15,12 +18,13 @@ function init(args)
   stale = os.getenv("STALE") == "1"
   scopes = tonumber(os.getenv("SCOPES") or "100000")
   body = string.rep("x", tonumber(os.getenv("BODY_BYTES") or "256"))
+  base = tostring(os.time())
 end
 
 function request()
   counter = counter + 1
   local path = "/docs/t" .. thread_id .. "-" .. (counter % scopes)
-  local token = stale and "0" or tostring(counter)
+  local token = stale and "0" or base .. string.format("%07d", counter % 10000000)
   local headers = { ["Fencing-Token"] = token, ["Content-Type"] = "application/octet-stream" }
   return wrk.format("PUT", path, headers, body)
 end

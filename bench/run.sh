@@ -4,6 +4,10 @@
 #   bench/run.sh                       # DURATION=10s REPEATS=3 CONNECTIONS="32 128"
 #   DURATION=5s REPEATS=1 bench/run.sh # a quick look
 #   TARGETS="direct nginx memory" BACKENDS=no bench/run.sh   # pass-through only
+#   BASELINE_JAR=/elsewhere/proxy/target/stockade-proxy.jar TARGETS="direct nginx memory baseline" BACKENDS=no \
+#     bench/run.sh                     # before/after: a second memory-store proxy from another build, same run
+#   PROXY_JAVA_OPTS="-XX:StartFlightRecording=..." bench/run.sh   # extra JVM options for the proxies (profiling)
+#   WARMUP=30s bench/run.sh            # longer JIT warm-up per proxy (default 15s)
 #
 # Starts a fast upstream (nginx answering 204), measures it directly, through nginx proxy_pass, and through
 # Stockade (HTTP backend, fencing on, every request raises the fence) with the memory store (journal on), the
@@ -30,7 +34,7 @@ for tool in wrk nginx taskset; do
   fi
 done
 
-jar=proxy/target/stockade-proxy.jar
+jar=${JAR:-proxy/target/stockade-proxy.jar}
 if [ ! -f "$jar" ]; then
   mvn -B -q -DskipTests package -pl policies,proxy -am
 fi
@@ -77,7 +81,7 @@ taskset -c 0 nginx -c "$work/proxy.conf" & pids+=($!)
 nginx_master=$!
 
 # One Stockade per fence store, each in front of the same upstream.
-start_stockade() { # $1 = name, $2 = store block (YAML flow mapping) -> sets port_<name> and pid_<name>
+start_stockade() { # $1 = name, $2 = store block (YAML flow mapping), [$3 = jar] -> sets port_<name> and pid_<name>
   local port; port=$(free_port)
   cat > "$work/$1.yaml" <<YAML
 server: {host: 127.0.0.1, port: $port}
@@ -88,8 +92,9 @@ policies:
     scope: docs/{id}
     backend: {type: http, url: "http://127.0.0.1:$upstream_port", settle: 1s, max-connections: 256}
 YAML
-  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g -Dstockade.decision.level=OFF -Djava.util.logging.config.file="$work/logging.properties" \
-    -jar "$jar" --config "$work/$1.yaml" > "$work/$1.out" 2> "$work/$1.err" & pids+=($!)
+  # shellcheck disable=SC2086 # PROXY_JAVA_OPTS is a list of options
+  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g ${PROXY_JAVA_OPTS:-} -Dstockade.decision.level=OFF \
+    -Djava.util.logging.config.file="$work/logging.properties" -jar "${3:-$jar}" --config "$work/$1.yaml" > "$work/$1.out" 2> "$work/$1.err" & pids+=($!)
   eval "port_$1=$port pid_$1=$!"
 }
 # Per-request decision lines off (a log shipper's cost is not the proxy's); warnings still go to stderr.
@@ -97,6 +102,10 @@ printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stoc
 
 TARGETS=${TARGETS:-"direct nginx memory postgres etcd"}
 start_stockade memory "{type: memory, journal: $work/journal}"
+if [[ " $TARGETS " == *" baseline "* ]]; then
+  # The same memory-store proxy from another build (BASELINE_JAR), measured in the same run for before/after.
+  start_stockade baseline "{type: memory, journal: $work/journal-baseline}" "${BASELINE_JAR:?BASELINE_JAR names the jar of the baseline build}"
+fi
 if [[ " $TARGETS " == *" postgres "* ]]; then
   psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'stockade_bench'" | grep -q 1 \
     || psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE stockade_bench"
@@ -114,7 +123,7 @@ if [[ " $TARGETS " == *" etcd "* ]]; then
 fi
 
 wait_port "$upstream_port"; wait_port "$nginx_port"
-for t in memory postgres etcd; do
+for t in memory baseline postgres etcd; do
   [[ " $TARGETS " == *" $t "* ]] && eval "wait_port \$port_$t"
 done
 nginx_pid=$(pgrep -P "$nginx_master" | head -1) # the worker does the proxying; the master only supervises
@@ -131,8 +140,8 @@ run_wrk() { # $1 = url, $2 = connections -> "rps p50 p99 non2xx requests"
 results="$work/results.txt"
 : > "$results"
 echo "warming up the proxies (JIT) ..." >&2
-for t in memory postgres etcd; do
-  [[ " $TARGETS " == *" $t "* ]] && eval "DURATION=15s run_wrk http://127.0.0.1:\$port_$t 32 >/dev/null"
+for t in memory baseline postgres etcd; do
+  [[ " $TARGETS " == *" $t "* ]] && eval "DURATION=${WARMUP:-15s} run_wrk http://127.0.0.1:\$port_$t 32 >/dev/null"
 done
 
 for c in $CONNECTIONS; do
@@ -171,6 +180,8 @@ for c in $CONNECTIONS; do
     END {
       printf "ratios at %s connections: memory/nginx rps %s (target >= 0.80), memory/nginx p99 %s (target <= 1.25), nginx/direct rps %s",
         c, ratio(rps["memory"], rps["nginx"]), ratio(p99["memory"], p99["nginx"]), ratio(rps["nginx"], rps["direct"])
+      if ("baseline" in rps) printf ", baseline/nginx rps %s, memory/baseline rps %s, baseline/nginx p99 %s",
+        ratio(rps["baseline"], rps["nginx"]), ratio(rps["memory"], rps["baseline"]), ratio(p99["baseline"], p99["nginx"])
       if ("postgres" in rps) printf ", postgres-store/memory rps %s", ratio(rps["postgres"], rps["memory"])
       if ("etcd" in rps) printf ", etcd-store/memory rps %s", ratio(rps["etcd"], rps["memory"])
       printf "\n"
@@ -181,7 +192,7 @@ done
 # in front of PostgreSQL and etcd, without a store round trip.
 echo
 echo "stale-token rejections (every answer 409), ${DURATION}, 128 connections:"
-for target in memory postgres etcd; do
+for target in memory baseline postgres etcd; do
   [[ " $TARGETS " == *" $target "* ]] || continue
   eval "url=http://127.0.0.1:\$port_$target"
   read -r rps p50 p99 non2xx requests < <(STALE=1 SCOPES=1000 run_wrk "$url" 128) # scopes the runs above raised

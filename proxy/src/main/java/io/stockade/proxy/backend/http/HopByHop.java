@@ -24,11 +24,17 @@ final class HopByHop {
 
     /** The lower-case names of the headers of this message that stay on this hop. */
     static Set<String> of(Headers headers) {
-        Set<String> names = new HashSet<>(FIXED);
+        if (!headers.contains(HeaderNames.CONNECTION)) {
+            return FIXED; // no copy of the fixed set per message
+        }
+        Set<String> names = FIXED;
         for (String value : headers.all(HeaderNames.CONNECTION, java.util.List::of)) {
             for (String token : value.split(",")) {
                 String name = token.trim().toLowerCase(Locale.ROOT);
-                if (!name.isEmpty()) {
+                if (!name.isEmpty() && !names.contains(name)) {
+                    if (names == FIXED) {
+                        names = new HashSet<>(FIXED); // copied only for a name beyond the fixed set
+                    }
                     names.add(name);
                 }
             }
@@ -37,6 +43,7 @@ final class HopByHop {
     }
 
     static boolean skip(Set<String> hopByHop, Header header) {
-        return hopByHop.contains(header.name().toLowerCase(Locale.ROOT));
+        // HeaderName keeps its lower-case spelling (parsed headers are created with it): no lower-casing per header
+        return hopByHop.contains(header.headerName().lowerCase());
     }
 }
