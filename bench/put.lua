@@ -23,7 +23,9 @@ end
 
 function request()
   counter = counter + 1
-  local path = "/docs/t" .. thread_id .. "-" .. (counter % scopes)
+  -- Scope numbers start at 1 (the write runs reach scope 0 only after `scopes` requests), so the stale run's
+  -- scopes 1..SCOPES are all ones the write runs raised: no token 0 lands on a fresh scope as a 2xx.
+  local path = "/docs/t" .. thread_id .. "-" .. (1 + (counter - 1) % scopes)
   local token = stale and "0" or base .. string.format("%07d", counter % 10000000)
   local headers = { ["Fencing-Token"] = token, ["Content-Type"] = "application/octet-stream" }
   return wrk.format("PUT", path, headers, body)
