@@ -83,6 +83,45 @@ public sealed interface TokenVerification {
     }
 
     /**
+     * The token must be {@code spec.leaseTransitions} of the Kubernetes {@code coordination.k8s.io/v1} Lease named
+     * {@code prefix + scope} in {@code namespace}, as the client SDK's Kubernetes provider keeps it, while the Lease
+     * is held: {@code spec.holderIdentity} not empty and {@code spec.renewTime + spec.leaseDurationSeconds +
+     * clockSkew} after the proxy's clock. The name is not mapped: {@code prefix + scope} must be a valid Lease name
+     * (a DNS subdomain: lower-case letters, digits, '-' and '.', at most 253 characters), otherwise the write is
+     * refused.
+     *
+     * @param apiServer the API server's URL (default {@link #DEFAULT_API_SERVER}, the in-cluster one)
+     * @param namespace the namespace of the Leases
+     * @param prefix    prepended to the scope to give the Lease name
+     * @param tokenFile a file holding the bearer token (default the pod's service-account token), read on every
+     *                  lookup so a rotated token is used at once; only its path is in the model
+     * @param tls       client TLS to an {@code https://} API server, or {@code null}: then the pod's
+     *                  service-account CA ({@link #DEFAULT_CA_FILE}) if that file exists, else the JVM's defaults
+     * @param timeout   deadline of each lookup; past it the write is refused with 503
+     * @param clockSkew how long after {@code renewTime + leaseDurationSeconds} (by the proxy's clock) the Lease is
+     *                  still taken as held: the API server's, the holder's and the proxy's clocks differ
+     * @param cache     positive verdicts remembered per (scope, token)
+     */
+    record Kubernetes(URI apiServer, String namespace, String prefix, Path tokenFile, ClientTls tls,
+                      Duration timeout, Duration clockSkew, Cache cache) implements TokenVerification {
+        public static final URI DEFAULT_API_SERVER = URI.create("https://kubernetes.default.svc");
+        public static final Path DEFAULT_TOKEN_FILE = Path.of("/var/run/secrets/kubernetes.io/serviceaccount/token");
+        public static final Path DEFAULT_CA_FILE = Path.of("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+        public static final Duration DEFAULT_CLOCK_SKEW = Duration.ofSeconds(5);
+
+        public Kubernetes {
+            Objects.requireNonNull(apiServer, "apiServer");
+            Objects.requireNonNull(namespace, "namespace");
+            Objects.requireNonNull(prefix, "prefix");
+            Objects.requireNonNull(tokenFile, "tokenFile");
+            Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(clockSkew, "clockSkew");
+            Objects.requireNonNull(cache, "cache");
+        }
+    }
+
+    /**
      * The request must carry a signature of (scope, token, expiry) made with one of the shared keys, in
      * {@code header}: {@code v1; kid=<id>; exp=<unix seconds>; sig=<base64url HMAC-SHA256>}. For deployments where
      * the proxy cannot reach the lock service; the writers' SDK signs with the same key.

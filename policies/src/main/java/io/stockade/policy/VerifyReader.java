@@ -13,6 +13,10 @@ import java.util.regex.Pattern;
 /** Reads a {@code fence.verify} block: one method and key list per verifier kind. */
 final class VerifyReader {
     private static final Pattern KEY_ID = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+    /** A namespace is a DNS label (RFC 1123). */
+    private static final Pattern NAMESPACE = Pattern.compile("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
+    /** The start of a Lease name (a DNS subdomain): what may come before the scope. */
+    private static final Pattern LEASE_PREFIX = Pattern.compile("[a-z0-9][-a-z0-9.]{0,251}");
     private static final Pattern TABLE = Pattern.compile("([a-z_][a-z0-9_]*\\.)?[a-z_][a-z0-9_]*");
 
     private VerifyReader() {
@@ -24,6 +28,7 @@ final class VerifyReader {
                 .flatMap(kind -> switch (kind) {
                     case "etcd" -> etcd(verify);
                     case "postgres" -> postgres(verify);
+                    case "kubernetes" -> kubernetes(verify);
                     default -> hmac(verify);
                 }));
     }
@@ -58,6 +63,38 @@ final class VerifyReader {
             return Optional.empty();
         }
         return Optional.of(new TokenVerification.Postgres(datasource.get(), table.get(), prefix.get(), cache.get()));
+    }
+
+    private static Optional<TokenVerification> kubernetes(Mapping verify) {
+        verify.allowOnly(Vocabulary.KUBERNETES_VERIFY_KEYS);
+        Optional<URI> apiServer = verify.optional("api-server", Values::httpUrl,
+                TokenVerification.Kubernetes.DEFAULT_API_SERVER);
+        Optional<String> namespace = verify.required("namespace", f -> Values.matching(f, NAMESPACE, "is not a"
+                + " namespace: use at most 63 lower-case letters, digits and '-', starting and ending with a letter"
+                + " or digit"));
+        Optional<String> prefix = verify.optional("prefix", f -> Values.matching(f, LEASE_PREFIX, "cannot start a"
+                + " Lease name: use lower-case letters, digits, '-' and '.', starting with a letter or digit"), "");
+        Optional<Path> tokenFile = verify.optional("token-file", Values::path,
+                TokenVerification.Kubernetes.DEFAULT_TOKEN_FILE);
+        Optional<Optional<ClientTls>> tls = verify.optional("tls", f -> ClientTlsReader.read(f).flatMap(t -> {
+            if (apiServer.isPresent() && !apiServer.get().getScheme().equalsIgnoreCase("https")) {
+                f.error("tls applies to an https:// api-server, but it is " + apiServer.get() + ": write https:// or"
+                        + " remove tls");
+                return Optional.empty();
+            }
+            return Optional.of(Optional.of(t));
+        }), Optional.empty());
+        Optional<Duration> timeout = verify.optional("timeout", Values::duration,
+                TokenVerification.Kubernetes.DEFAULT_TIMEOUT);
+        Optional<Duration> skew = verify.optional("clock-skew", Values::duration,
+                TokenVerification.Kubernetes.DEFAULT_CLOCK_SKEW);
+        Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
+                TokenVerification.Cache.DEFAULT);
+        if (!Values.allPresent(apiServer, namespace, prefix, tokenFile, tls, timeout, skew, cache)) {
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.Kubernetes(apiServer.get(), namespace.get(), prefix.get(),
+                tokenFile.get(), tls.get().orElse(null), timeout.get(), skew.get(), cache.get()));
     }
 
     private static Optional<TokenVerification> hmac(Mapping verify) {

@@ -110,6 +110,70 @@ class PolicyLoaderVerifyTest {
     }
 
     @Test
+    void kubernetesTakesANamespaceAndInClusterDefaults() throws Exception {
+        TokenVerification.Kubernetes k8s = (TokenVerification.Kubernetes) verify("""
+                kind: kubernetes
+                namespace: jobs""", Map.of());
+        assertEquals(URI.create("https://kubernetes.default.svc"), k8s.apiServer());
+        assertEquals("jobs", k8s.namespace());
+        assertEquals("", k8s.prefix());
+        assertEquals(Path.of("/var/run/secrets/kubernetes.io/serviceaccount/token"), k8s.tokenFile());
+        assertNull(k8s.tls());
+        assertEquals(Duration.ofSeconds(2), k8s.timeout());
+        assertEquals(Duration.ofSeconds(5), k8s.clockSkew());
+        assertEquals(TokenVerification.Cache.DEFAULT, k8s.cache());
+    }
+
+    @Test
+    void kubernetesWithEveryOption() throws Exception {
+        TokenVerification.Kubernetes k8s = (TokenVerification.Kubernetes) verify("""
+                kind: kubernetes
+                api-server: https://10.0.0.1:6443
+                namespace: stockade-jobs
+                prefix: lock-
+                token-file: /run/secrets/k8s-token
+                tls: {ca: /etc/hostname}
+                timeout: 500ms
+                clock-skew: 2s
+                cache: {ttl: 3s}""", Map.of());
+        assertEquals(URI.create("https://10.0.0.1:6443"), k8s.apiServer());
+        assertEquals("lock-", k8s.prefix());
+        assertEquals(Path.of("/run/secrets/k8s-token"), k8s.tokenFile());
+        assertEquals(Path.of("/etc/hostname"), k8s.tls().ca());
+        assertEquals(Duration.ofMillis(500), k8s.timeout());
+        assertEquals(Duration.ofSeconds(2), k8s.clockSkew());
+        assertEquals(Duration.ofSeconds(3), k8s.cache().ttl());
+    }
+
+    @Test
+    void kubernetesErrorsAreLocatedAtTheValue() {
+        PolicyException e = assertThrows(PolicyException.class, () -> verify("""
+                kind: kubernetes
+                api-server: http://127.0.0.1:8080
+                namespace: Jobs_1
+                prefix: Lock/
+                tls: {ca: /etc/hostname}
+                timeout: 0s""", Map.of()));
+        List<String> errors = e.errors().stream().map(PolicyError::toString).toList();
+        assertEquals(4, errors.size(), errors.toString());
+        assertTrue(errors.get(0).startsWith("test.yaml:13:20: policies[0].fence.verify.namespace: 'Jobs_1' is not a"
+                + " namespace"), errors.toString());
+        assertTrue(errors.get(1).startsWith("test.yaml:14:17: policies[0].fence.verify.prefix: 'Lock/' cannot start"
+                + " a Lease name"), errors.toString());
+        assertTrue(errors.get(2).startsWith("test.yaml:15:14: policies[0].fence.verify.tls: tls applies to an"
+                + " https:// api-server"), errors.toString());
+        assertTrue(errors.get(3).startsWith("test.yaml:16:18: policies[0].fence.verify.timeout: a duration must be"
+                + " positive"), errors.toString());
+    }
+
+    @Test
+    void kubernetesNeedsANamespace() {
+        PolicyException e = assertThrows(PolicyException.class, () -> verify("kind: kubernetes", Map.of()));
+        assertTrue(e.getMessage().contains("policies[0].fence.verify: missing required key 'namespace'"),
+                e.getMessage());
+    }
+
+    @Test
     void hmacTakesSeveralKeysFromTheEnvironmentOrAFile() throws Exception {
         TokenVerification v = verify("""
                 kind: hmac

@@ -117,11 +117,14 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.ETCD_VERIFY_KEYS, keys("$defs/etcdVerify"));
         assertEquals(Vocabulary.TLS_KEYS, keys("$defs/etcdVerify/properties/tls"));
         assertEquals(Vocabulary.POSTGRES_VERIFY_KEYS, keys("$defs/postgresVerify"));
+        assertEquals(Vocabulary.KUBERNETES_VERIFY_KEYS, keys("$defs/kubernetesVerify"));
+        assertEquals(Vocabulary.TLS_KEYS, keys("$defs/kubernetesVerify/properties/tls"));
         assertEquals(Vocabulary.HMAC_VERIFY_KEYS, keys("$defs/hmacVerify"));
         assertEquals(Vocabulary.HMAC_KEY_KEYS, keys("$defs/hmacVerify/properties/keys/items"));
         assertEquals(Vocabulary.VERIFY_CACHE_KEYS, keys("$defs/verifyCache"));
         assertEquals(Vocabulary.VERIFY_KINDS, List.of(at("$defs/etcdVerify/properties/kind/const"),
-                at("$defs/postgresVerify/properties/kind/const"), at("$defs/hmacVerify/properties/kind/const")));
+                at("$defs/postgresVerify/properties/kind/const"), at("$defs/kubernetesVerify/properties/kind/const"),
+                at("$defs/hmacVerify/properties/kind/const")));
     }
 
     /**
@@ -133,6 +136,9 @@ class PolicySchemaTest {
     void verifyBoundsAreTheLoaders() {
         assertEquals(1, (Integer) at("$defs/etcdVerify/properties/prefix/minLength"));
         assertEquals(1, (Integer) at("$defs/postgresVerify/properties/prefix/minLength"));
+        // the loader's patterns (VerifyReader) for a Kubernetes namespace and Lease name prefix
+        assertEquals("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", at("$defs/kubernetesVerify/properties/namespace/pattern"));
+        assertEquals("^[a-z0-9][-a-z0-9.]{0,251}$", at("$defs/kubernetesVerify/properties/prefix/pattern"));
         String key = "$defs/hmacVerify/properties/keys/items/properties/key/anyOf/";
         assertEquals("string", at(key + "0/type"));
         assertEquals(TokenVerification.SharedKey.MIN_LENGTH, (Integer) at(key + "0/minLength"));
@@ -149,6 +155,7 @@ class PolicySchemaTest {
                 "$defs/httpBackend", "$defs/httpBackend/properties/tls", "$defs/s3Backend",
                 "$defs/s3Backend/properties/tls", "$defs/s3Backend/properties/clients/items",
                 "$defs/etcdVerify", "$defs/etcdVerify/properties/tls", "$defs/postgresVerify", "$defs/hmacVerify",
+                "$defs/kubernetesVerify", "$defs/kubernetesVerify/properties/tls",
                 "$defs/hmacVerify/properties/keys/items", "$defs/verifyCache")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
         }

@@ -5,6 +5,7 @@ import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.verify.cache.RememberingVerifier;
 import io.stockade.proxy.verify.etcd.EtcdLockVerifier;
 import io.stockade.proxy.verify.hmac.HmacVerifier;
+import io.stockade.proxy.verify.kubernetes.KubernetesLeaseVerifier;
 import io.stockade.proxy.verify.postgres.PostgresLeaseVerifier;
 
 import java.io.IOException;
@@ -63,6 +64,8 @@ public final class TokenVerifiers implements AutoCloseable {
             case TokenVerification.Etcd etcd -> RememberingVerifier.wrap(EtcdLockVerifier.open(etcd, what),
                     etcd.cache());
             case TokenVerification.Postgres pg -> RememberingVerifier.wrap(PostgresLeaseVerifier.open(pg), pg.cache());
+            case TokenVerification.Kubernetes k8s -> RememberingVerifier.wrap(
+                    KubernetesLeaseVerifier.open(k8s, clock, what), k8s.cache());
         };
     }
 

@@ -78,4 +78,30 @@ class ConfigViewVerifyTest {
         assertTrue(json.contains("/run/secrets/etcd-password"), json);
         assertTrue(json.contains("\"ca\":\"/etc/hostname\""), json);
     }
+
+    /** The Kubernetes verifier's bearer token is in a file the proxy reads per lookup: the view shows the path only. */
+    @Test
+    void theKubernetesVerifiersTokenFileIsShownAsAPathNeverItsContents() throws Exception {
+        java.nio.file.Path tokenFile = java.nio.file.Files.createTempFile("sa-token", "");
+        try {
+            java.nio.file.Files.writeString(tokenFile, "eyJ-service-account-token-xyz");
+            StockadeConfig config = PolicyLoader.parse("""
+                    store: {type: memory, journal: ./j}
+                    policies:
+                      - name: leased
+                        match: {path: "/k/{id}"}
+                        scope: "k-{id}"
+                        fence:
+                          verify: {kind: kubernetes, namespace: jobs, prefix: lease-, token-file: "${TF}"}
+                        backend: {type: file, root: ./r}
+                    """, Path.of("p.yaml"), Map.of("TF", tokenFile.toString()));
+            String json = ConfigView.json(config);
+            assertFalse(json.contains("eyJ-service-account-token-xyz"), json);
+            assertTrue(json.contains(tokenFile.toString()), json);
+            assertTrue(json.contains("https://kubernetes.default.svc"), json);
+            assertTrue(json.contains("\"namespace\":\"jobs\""), json);
+        } finally {
+            java.nio.file.Files.delete(tokenFile);
+        }
+    }
 }
