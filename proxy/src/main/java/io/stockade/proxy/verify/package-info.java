@@ -2,7 +2,7 @@
  * Token verification ({@code fence.verify}): is a token genuine before it may raise the fence? The seam is
  * {@link io.stockade.proxy.verify.TokenVerifier}; {@code FencePipeline} asks it between parsing the token and the
  * fence advance. Kinds, one sub-package each: {@code hmac} (signed tokens), {@code etcd} (the lock key's create
- * revision), {@code postgres} (the SDK's lease table); {@code cache} remembers positive verdicts of the lock-service
- * kinds.
+ * revision), {@code postgres} (the SDK's lease table), {@code kubernetes} (a held Lease's
+ * {@code leaseTransitions}); {@code cache} remembers positive verdicts of the lock-service kinds.
  */
 package io.stockade.proxy.verify;
