@@ -2,12 +2,16 @@ package io.stockade.proxy;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.TestPki;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import javax.net.ssl.SSLContext;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -60,10 +64,14 @@ class KubernetesLeaseVerifyIT {
         tokenFile = dir.resolve("token");
         Files.writeString(tokenFile, SA_TOKEN + "\n");
         root = dir.resolve("root");
-        proxy = start(api.port());
+        proxy = start("http://127.0.0.1:" + api.port(), "{}");
     }
 
-    ProxyFixture start(int apiPort) throws Exception {
+    /** A proxy whose verifier asks {@code apiServer}, with {@code tls} (a YAML flow mapping, or {@code {}}). */
+    ProxyFixture start(String apiServer, String tls) throws Exception {
+        if (proxy != null) {
+            proxy.close();
+        }
         return ProxyFixture.start(dir.resolve("journal"), """
                 store:
                   type: memory
@@ -76,17 +84,18 @@ class KubernetesLeaseVerifyIT {
                     fence:
                       verify:
                         kind: kubernetes
-                        api-server: http://127.0.0.1:${PORT}
+                        api-server: ${API_SERVER}
                         namespace: jobs
                         prefix: lease-
                         token-file: ${TOKEN_FILE}
                         timeout: 1s
                         cache: {enabled: false}
+                        #TLS#
                     backend:
                       type: file
                       root: ${ROOT}
-                """, Map.of("PORT", Integer.toString(apiPort), "TOKEN_FILE", tokenFile.toString(),
-                "ROOT", root.toString()));
+                """.replace("#TLS#", tls.equals("{}") ? "" : "tls: " + tls),
+                Map.of("API_SERVER", apiServer, "TOKEN_FILE", tokenFile.toString(), "ROOT", root.toString()));
     }
 
     @AfterEach
@@ -162,7 +171,8 @@ class KubernetesLeaseVerifyIT {
     void anExpiredLeaseIsRefused() throws Exception {
         // renewed a minute ago for 15 s: past the default clock-skew of 5 s
         api.lease("lease-job-c", "worker-1", 15, Instant.now().minusSeconds(60), HELD);
-        assertRefusedHoldersToken(put("c", "late", HELD), "c", "Lease 'lease-job-c' in namespace jobs expired: nobody holds it");
+        assertRefusedHoldersToken(put("c", "late", HELD), "c",
+                "Lease 'lease-job-c' in namespace jobs expired: nobody holds it");
     }
 
     @Test
@@ -207,9 +217,28 @@ class KubernetesLeaseVerifyIT {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             closedPort = s.getLocalPort();
         }
-        proxy.close();
-        proxy = start(closedPort);
+        proxy = start("http://127.0.0.1:" + closedPort, "{}");
         assertUnavailable(put("g", "x", 1), "g");
+    }
+
+    /**
+     * Over HTTPS, as a real API server speaks: the proxy trusts the cluster CA given as {@code tls.ca}; a server
+     * whose certificate another CA signed is refused (503, nothing written), never trusted.
+     */
+    @Test
+    void overHttpsTheApiServerIsVerifiedAgainstTheGivenCa() throws Exception {
+        TestPki cluster = TestPki.create(dir.resolve("cluster-ca"));
+        try (LeaseApi https = new LeaseApi(TestPki.sslContext(cluster.server("apiserver")))) {
+            https.lease("lease-job-h", "worker-1", 15, Instant.now(), HELD);
+            proxy = start("https://127.0.0.1:" + https.port(), "{ca: \"" + cluster.ca() + "\"}");
+            assertEquals(201, put("h", "over-tls", HELD).status());
+            assertEquals(Optional.of("over-tls"), stored("h"));
+
+            TestPki other = TestPki.create(dir.resolve("other-ca"));
+            proxy = start("https://127.0.0.1:" + https.port(), "{ca: \"" + other.ca() + "\"}");
+            Http.Response r = put("i", "x", 1);
+            assertUnavailable(r, "i");
+        }
     }
 
     /** The Lease API of a Kubernetes API server, GET only, as it answers (see the class comment). */
@@ -223,7 +252,19 @@ class KubernetesLeaseVerifyIT {
         private int version = 1000;
 
         LeaseApi() throws IOException {
-            server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+            this(null);
+        }
+
+        /** Over HTTPS when {@code tls} is given. */
+        LeaseApi(SSLContext tls) throws IOException {
+            InetSocketAddress address = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+            if (tls == null) {
+                server = HttpServer.create(address, 0);
+            } else {
+                HttpsServer https = HttpsServer.create(address, 0);
+                https.setHttpsConfigurator(new HttpsConfigurator(tls));
+                server = https;
+            }
             server.createContext("/", this::handle);
             server.start();
         }
