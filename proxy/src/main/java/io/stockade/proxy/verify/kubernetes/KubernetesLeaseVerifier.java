@@ -18,7 +18,6 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
-import java.time.format.DateTimeParseException;
 import java.util.Map;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
@@ -148,7 +147,7 @@ public final class KubernetesLeaseVerifier implements TokenVerifier {
         }
         try {
             return judge(LeaseJson.object(r.body()), claim.token(), where);
-        } catch (IllegalArgumentException | ClassCastException | DateTimeParseException e) {
+        } catch (IllegalArgumentException | ClassCastException | java.time.DateTimeException | ArithmeticException e) {
             return new Unavailable("Kubernetes API: " + where + " is not a Lease as expected: " + e.getMessage());
         }
     }
