@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -258,9 +259,15 @@ class MemoryFenceStoreTest {
             Future<Optional<FenceState>> get = pool.submit(() -> store.get("s"));
             Future<Boolean> version = pool.submit(() -> store.recordVersion("s", 4, "v"));
             Thread.sleep(300);
-            for (Future<?> f : List.of(raise, equal, stale, get, version)) {
-                assertFalse(f.isDone(), "answered before the raise was durable");
-            }
+            Map<String, Future<?>> answers = new java.util.LinkedHashMap<>();
+            answers.put("raise", raise);
+            answers.put("equal", equal);
+            answers.put("stale", stale);
+            answers.put("get", get);
+            answers.put("version", version);
+            // Failed once in CI (cause not found): say which answer came early and how, to find it next time.
+            answers.forEach((name, f) -> assertFalse(f.isDone(), () -> name + " answered before the raise was durable: "
+                    + (f.state() == Future.State.FAILED ? "threw " + f.exceptionNow() : f.state() + " " + f.resultNow())));
             faults.forceGate.countDown();
             assertEquals(new Advance.Accepted(NEVER), raise.get(10, TimeUnit.SECONDS));
             assertEquals(new Advance.Accepted(new FenceState(5, null)), equal.get(10, TimeUnit.SECONDS));
