@@ -1,7 +1,5 @@
 package io.stockade.policy;
 
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -17,10 +15,10 @@ import java.util.regex.Pattern;
  * Segments are literals, a variable {@code {name}} that binds exactly one non-empty segment, or, last only, a
  * greedy variable {@code {name...}} that binds one or more segments joined by {@code /}. Request segments are
  * percent-decoded before they are compared or bound, and so are literals of the template ({@code /a%20b} matches
- * {@code /a b} written either way). Matching expects a normalised path (no empty, {@code .} or {@code ..}
- * segments); the proxy refuses other paths before matching. As a second line of defence a path matches nothing
- * if a segment is empty, has a malformed percent escape, or decodes to {@code .}, {@code ..} or to text holding
- * {@code /} or NUL: a bound value can never climb out of a directory or hide a segment boundary.
+ * {@code /a b} written either way). Matching takes the segments of a {@link RequestTarget}, the one parsed form
+ * of a request's path: a path {@code RequestTarget} refuses (empty, {@code .} or {@code ..} segments, malformed
+ * escapes, encoded slashes, control characters, path parameters) matches nothing, so a bound value can never
+ * climb out of a directory or hide a segment boundary.
  */
 public final class PathTemplate {
     private static final Pattern NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
@@ -73,11 +71,15 @@ public final class PathTemplate {
             } else if (part.contains("{") || part.contains("}")) {
                 throw new IllegalArgumentException("a variable must be a whole segment, like /{id}/, in '" + text + "'");
             } else {
-                String literal = decode(part);
-                if (!safe(literal)) {
+                // A literal may be written with raw characters a request must encode ("/a b"): encode them first.
+                Optional<RequestTarget> parsed = RequestTarget.of("/" + RequestTarget.encodeRaw(part));
+                String literal = parsed.isPresent() && parsed.get().segments().size() == 1
+                        ? parsed.get().segments().get(0) : null;
+                if (literal == null) {
                     throw new IllegalArgumentException("segment '" + part + "' of path template '" + text
-                            + "' can never match: it has a malformed percent escape or decodes to '.', '..' or"
-                            + " text holding '/' or NUL");
+                            + "' can never match: " + (RequestTarget.parse("/" + RequestTarget.encodeRaw(part))
+                            instanceof RequestTarget.Refused r
+                            ? r.reason() : "it is not one segment"));
                 }
                 segments.add(new Segment(literal, null, false));
             }
@@ -91,17 +93,17 @@ public final class PathTemplate {
     }
 
     /**
-     * Matches a normalised, still percent-encoded request path (no query string).
+     * Matches a still percent-encoded request path (no query string).
      *
-     * @return the decoded variables, or empty if the path does not match
+     * @return the decoded variables, or empty if the path does not match or is refused by {@link RequestTarget}
      */
     public Optional<Map<String, String>> match(String path) {
-        return Decoded.of(path).flatMap(this::match);
+        return RequestTarget.of(path).flatMap(this::match);
     }
 
-    /** Matches a request path decoded once with {@link Decoded#of} (matching many templates against one path). */
-    public Optional<Map<String, String>> match(Decoded path) {
-        List<String> decoded = path.segments();
+    /** Matches the decoded segments of a parsed request target (matching many templates against one target). */
+    public Optional<Map<String, String>> match(RequestTarget target) {
+        List<String> decoded = target.segments();
         Map<String, String> vars = null;
         int i = 0;
         for (Segment segment : segments) {
@@ -128,33 +130,6 @@ public final class PathTemplate {
         return i == decoded.size() ? Optional.of(vars == null ? Map.of() : vars) : Optional.empty();
     }
 
-    /**
-     * A request path split into percent-decoded segments, once.
-     *
-     * @param segments the decoded segments ({@code /} alone has none)
-     */
-    public record Decoded(List<String> segments) {
-        /**
-         * Decodes a raw request path; empty when it is not a path any template can match (a malformed escape, or a
-         * segment that decodes to {@code .}, {@code ..}, or text holding {@code /} or NUL).
-         */
-        public static Optional<Decoded> of(String path) {
-            if (path == null || !path.startsWith("/")) {
-                return Optional.empty();
-            }
-            String[] parts = path.length() == 1 ? new String[0] : path.substring(1).split("/", -1);
-            List<String> decoded = new ArrayList<>(parts.length);
-            for (String part : parts) {
-                String segment = decode(part);
-                if (!safe(segment)) {
-                    return Optional.empty();
-                }
-                decoded.add(segment);
-            }
-            return Optional.of(new Decoded(List.copyOf(decoded)));
-        }
-    }
-
     /** Whether some path matches both templates. */
     public boolean overlaps(PathTemplate other) {
         return overlaps(segments, 0, other.segments, 0);
@@ -174,24 +149,6 @@ public final class PathTemplate {
             return false;
         }
         return overlaps(a, i + 1, b, j + 1);
-    }
-
-    private static boolean safe(String decoded) {
-        return decoded != null && !decoded.isEmpty() && !decoded.equals(".") && !decoded.equals("..")
-                && decoded.indexOf('/') < 0 && decoded.indexOf('\0') < 0;
-    }
-
-    /** The percent-decoded segment, or {@code null} if an escape is malformed. */
-    private static String decode(String segment) {
-        if (segment.indexOf('%') < 0) {
-            return segment;
-        }
-        try {
-            // '+' is a literal plus in a path, not a space.
-            return URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
-        } catch (IllegalArgumentException malformed) {
-            return null;
-        }
     }
 
     @Override

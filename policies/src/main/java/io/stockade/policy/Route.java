@@ -7,8 +7,9 @@ import java.util.Map;
  *
  * @param policy    the policy that handles it
  * @param variables the path variables bound by the policy's path template (decoded)
+ * @param target    the request's target in its one canonical form: what the storage is asked to act on
  */
-public record Route(Policy policy, Map<String, String> variables) {
+public record Route(Policy policy, Map<String, String> variables, RequestTarget target) {
     public Route {
         variables = Map.copyOf(variables);
     }

@@ -33,21 +33,22 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
      * The policy that handles a request, with the path variables it bound.
      * At most one policy can match a request (overlaps are refused when the file loads).
      */
-    public Optional<Route> route(String method, String path) {
-        Optional<PathTemplate.Decoded> decoded = PathTemplate.Decoded.of(path);
-        if (decoded.isEmpty()) {
-            return Optional.empty();
-        }
+    public Optional<Route> route(String method, RequestTarget target) {
         for (Policy policy : policies) {
             if (!policy.match().matchesMethod(method)) {
                 continue;
             }
-            Optional<java.util.Map<String, String>> vars = policy.match().path().match(decoded.get());
+            Optional<java.util.Map<String, String>> vars = policy.match().path().match(target);
             if (vars.isPresent()) {
-                return Optional.of(new Route(policy, vars.get()));
+                return Optional.of(new Route(policy, vars.get(), target));
             }
         }
         return Optional.empty();
+    }
+
+    /** {@link #route(String, RequestTarget)} for a path with no query; empty when {@link RequestTarget} refuses it. */
+    public Optional<Route> route(String method, String path) {
+        return RequestTarget.of(path).flatMap(target -> route(method, target));
     }
 
     /** A copy with another listener port (the {@code --port} flag). */

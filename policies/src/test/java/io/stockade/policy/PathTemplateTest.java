@@ -63,8 +63,9 @@ class PathTemplateTest {
     @Test
     void literalsCompareDecoded() {
         assertEquals(Optional.of(Map.of()), match("/files", "/%66iles"));
-        assertEquals(Optional.of(Map.of()), match("/a%20b", "/a b"));
         assertEquals(Optional.of(Map.of()), match("/a%20b", "/a%20b"));
+        assertEquals(Optional.of(Map.of()), match("/a b", "/a%20b"), "a literal may be written unencoded");
+        assertEquals(Optional.empty(), match("/a%20b", "/a b"), "a request may not send a raw space");
     }
 
     @ParameterizedTest

@@ -60,7 +60,7 @@ public interface Backend extends AutoCloseable {
      * backend whose protocol uses a fenced method for steps that change nothing visible (S3's UploadPart, which
      * is fenced when the upload is completed) answers no, and the request is forwarded unfenced.
      */
-    default boolean fences(ServerRequest request) {
+    default boolean fences(Exchange exchange) {
         return true;
     }
 

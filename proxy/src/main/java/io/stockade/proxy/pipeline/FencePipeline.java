@@ -6,6 +6,7 @@ import io.helidon.webserver.http.Handler;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.Policy;
+import io.stockade.policy.RequestTarget;
 import io.stockade.policy.Route;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Admission;
@@ -124,17 +125,20 @@ public final class FencePipeline implements Handler {
         Exchange exchange = null;
         Limits.Permit permit = null;
         try {
-            // receive: one spelling per resource
-            Optional<String> badPath = RequestPath.problem(rawPath);
-            if (badPath.isPresent()) {
-                refuse(decision, res, Outcome.BAD_REQUEST,
-                        Problem.of(400, "bad-path", "Path refused", badPath.get()).with("path", rawPath));
-                return;
+            // receive: one canonical form of the target, from which the scope and the storage's resource both come
+            RequestTarget target;
+            switch (RequestTarget.parse(rawPath, rawQuery(req), req.prologue().fragment().hasValue())) {
+                case RequestTarget.Refused refused -> {
+                    refuse(decision, res, Outcome.BAD_REQUEST,
+                            Problem.of(400, "bad-path", "Path refused", refused.reason()).with("path", rawPath));
+                    return;
+                }
+                case RequestTarget.Accepted accepted -> target = accepted.target();
             }
 
             // match policy
             Active current = active;
-            Optional<Route> matched = current.config().route(method, rawPath);
+            Optional<Route> matched = current.config().route(method, target);
             if (matched.isEmpty()) {
                 refuse(decision, res, Outcome.NO_POLICY, Problem.of(404, "no-policy", "No policy",
                         "no policy matches " + method + " " + rawPath).with("path", rawPath));
@@ -165,7 +169,7 @@ public final class FencePipeline implements Handler {
                 decision.outcome(Outcome.BAD_REQUEST, "refused by the " + policy.backend().type() + " backend");
                 return;
             }
-            if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(method) || !backend.fences(req)) {
+            if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(method) || !backend.fences(exchange)) {
                 decision.outcome(Outcome.UNFENCED, null);
                 forward(backend, exchange);
                 return;
@@ -198,6 +202,12 @@ public final class FencePipeline implements Handler {
             }
             DecisionLog.write(decision, nanoTime.getAsLong());
         }
+    }
+
+    /** The raw query, or null when the target has none. */
+    private static String rawQuery(ServerRequest req) {
+        String raw = req.query().rawValue();
+        return raw == null || raw.isEmpty() ? null : raw;
     }
 
     private void tokenStage(Decision decision, Backend backend, Exchange exchange) {

@@ -84,15 +84,27 @@ public final class FileBackend implements Backend {
     private static final HeaderName ALLOW = HeaderNames.create("Allow");
     private static final int BUFFER = 64 * 1024;
     private static final int STRIPES = 256;
+    /** Linux's PATH_MAX less its terminating NUL. */
+    private static final int PATH_MAX = 4095;
+    /** Room for "/" + the sidecar's file name, or a temp file's name, after the path. */
+    private static final int SIDECAR_AND_TEMP_BYTES = 64;
     private static final DateTimeFormatter HTTP_DATE = DateTimeFormatter.RFC_1123_DATE_TIME.withZone(ZoneOffset.UTC);
 
     private final Path root;
     private final Path tokens;
+    /**
+     * The most bytes a request's decoded path may have: Linux takes paths of at most 4095 bytes, and the longest
+     * path the backend opens for a request is its token sidecar, {@code <tokens>/<path>/.stockade-token}, or a
+     * temp file beside the data ({@code .stockade-tmp-} and a random suffix).
+     */
+    private final int maxPathBytes;
     private final ReentrantLock[] locks = new ReentrantLock[STRIPES];
 
     private FileBackend(Path root, Path tokens) {
         this.root = root;
         this.tokens = tokens;
+        this.maxPathBytes = PATH_MAX - tokens.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+                - SIDECAR_AND_TEMP_BYTES;
         for (int i = 0; i < STRIPES; i++) {
             locks[i] = new ReentrantLock();
         }
@@ -113,7 +125,52 @@ public final class FileBackend implements Backend {
         }
         Path tokens = real.resolve(SafePath.RESERVED_PREFIX).resolve("tokens");
         Files.createDirectories(tokens);
-        return new FileBackend(real, tokens);
+        FileBackend backend = new FileBackend(real, tokens);
+        Thread.ofVirtual().name("stockade-file-sweep").start(() -> sweepTempFiles(real,
+                java.nio.file.attribute.FileTime.from(java.time.Instant.now())));
+        return backend;
+    }
+
+    /**
+     * Removes the temp files a crash ({@code kill -9}, power loss) left behind: {@code .stockade-tmp-*} files last
+     * modified before this backend opened, anywhere under the root (the data tree and the sidecar tree). No
+     * request can name them, and none of them can belong to a write in progress of this process. Runs in the
+     * background at start; a tree it cannot read is logged and left alone.
+     *
+     * @return how many were removed
+     */
+    static int sweepTempFiles(Path root, java.nio.file.attribute.FileTime openedAt) {
+        String prefix = SafePath.RESERVED_PREFIX + "-tmp-";
+        int[] removed = {0};
+        try {
+            Files.walkFileTree(root, new java.nio.file.SimpleFileVisitor<>() {
+                @Override
+                public java.nio.file.FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
+                    if (attrs.isRegularFile() && file.getFileName().toString().startsWith(prefix)
+                            && attrs.lastModifiedTime().compareTo(openedAt) < 0) {
+                        try {
+                            Files.deleteIfExists(file);
+                            removed[0]++;
+                        } catch (IOException e) {
+                            LOG.log(Level.WARNING, "could not remove the crash leftover " + root.relativize(file), e);
+                        }
+                    }
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public java.nio.file.FileVisitResult visitFileFailed(Path file, IOException e) {
+                    LOG.log(Level.WARNING, "cannot look for crash leftovers in " + root.relativize(file), e);
+                    return java.nio.file.FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "cannot look for crash leftovers under " + root, e);
+        }
+        if (removed[0] > 0) {
+            LOG.info("file backend " + root + ": removed " + removed[0] + " temp file(s) left by an earlier crash");
+        }
+        return removed[0];
     }
 
     /** The root's real path. */
@@ -126,11 +183,27 @@ public final class FileBackend implements Backend {
         return FenceClass.SERIALIZED;
     }
 
+    /**
+     * Checks the method and the path before any fence question (a refusal here never raises a fence): the path
+     * must name a file under the root that the file system can take, reached through no symbolic link that
+     * leaves the root. The file found is what {@link #forward} and {@link #write} then act on.
+     */
+    @Override
+    public boolean admit(Exchange exchange) {
+        ServerRequest req = exchange.request();
+        SafePath.Located target = target(exchange, exchange.response());
+        if (target == null) {
+            return false;
+        }
+        req.context().register(target);
+        return true;
+    }
+
     @Override
     public void forward(Exchange exchange) {
         ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
-        SafePath.Located target = target(req, res);
+        SafePath.Located target = located(exchange);
         if (target == null) {
             return;
         }
@@ -152,7 +225,7 @@ public final class FileBackend implements Backend {
     public WriteResult write(Exchange exchange, Admission admission) {
         ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
-        SafePath.Located target = target(req, res);
+        SafePath.Located target = located(exchange);
         if (target == null) {
             return new WriteResult.Answered(res.status().code());
         }
@@ -196,17 +269,17 @@ public final class FileBackend implements Backend {
         }
     }
 
+    /** The file {@link #admit} found, or (a caller that skipped it) the file found now; null when answered. */
+    private SafePath.Located located(Exchange exchange) {
+        return exchange.request().context().get(SafePath.Located.class)
+                .orElseGet(() -> target(exchange, exchange.response()));
+    }
+
     /**
      * Checks the method and the path; answers the client and returns {@code null} if either is refused.
      */
-    private SafePath.Located target(ServerRequest req, ServerResponse res) {
-        List<String> segments;
-        try {
-            segments = SafePath.parse(req.path().rawPath());
-        } catch (SafePath.BadPathException e) {
-            badPath(e).send(res);
-            return null;
-        }
+    private SafePath.Located target(Exchange exchange, ServerResponse res) {
+        ServerRequest req = exchange.request();
         Method method = req.prologue().method();
         if (method != Method.GET && method != Method.HEAD && method != Method.PUT && method != Method.DELETE) {
             res.header(ALLOW, ALLOWED);
@@ -215,11 +288,13 @@ public final class FileBackend implements Backend {
             return null;
         }
         try {
-            return SafePath.locate(root, segments);
+            return SafePath.locate(root, SafePath.check(exchange.route().target().segments(), maxPathBytes));
+        } catch (SafePath.TooLongException e) {
+            Problem.of(414, "path-too-long", "Path too long", e.getMessage()).send(res);
         } catch (SafePath.BadPathException e) {
             badPath(e).send(res);
         } catch (IOException e) {
-            storageError("resolving " + req.path().rawPath(), e).send(res);
+            storageError("resolving the path", e).send(res);
         }
         return null;
     }

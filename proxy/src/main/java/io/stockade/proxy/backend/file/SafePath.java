@@ -1,10 +1,6 @@
 package io.stockade.proxy.backend.file;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CharsetDecoder;
-import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -14,11 +10,12 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * Turns a raw request path into a file under the root, or refuses it.
+ * Turns the decoded segments of a request target into a file under the root, or refuses them.
  * <p>
- * Two steps. {@link #parse} is pure string work on the raw (still percent-encoded) path and touches no file:
- * it refuses encoded slashes and backslashes, empty, {@code .} and {@code ..} segments, malformed
- * percent-encoding or UTF-8, NUL and backslash after decoding, over-long segments and the reserved names.
+ * Two steps. {@link #check} is pure string work on the decoded segments of the request's one canonical target
+ * ({@code RequestTarget}, which has already refused encoded slashes and backslashes, empty, {@code .} and
+ * {@code ..} segments, malformed percent-encoding or UTF-8 and control characters) and touches no file: it
+ * refuses the reserved names, over-long segments and paths longer than the file system takes.
  * {@link #locate} then looks at the file system: it finds the deepest ancestor of the target that exists,
  * resolves its real path (following any symlinks) and refuses the request unless that real path is inside the
  * root's real path and outside the reserved {@code .stockade} tree; it refuses a symlink at the target itself.
@@ -39,7 +36,7 @@ final class SafePath {
     }
 
     /** A refused path; the message says why, for the client. */
-    static final class BadPathException extends Exception {
+    static class BadPathException extends Exception {
         BadPathException(String message) {
             super(message, null, false, false);
         }
@@ -55,37 +52,22 @@ final class SafePath {
     }
 
     /**
-     * Checks the raw request path and decodes it into segments. Touches no file.
+     * Checks the decoded segments of a request target (already refused by {@code RequestTarget} if they hold an
+     * empty, {@code .} or {@code ..} segment, a slash, a backslash or a control character; checked again here, as
+     * the file system is where such a segment would do harm). Touches no file.
      *
-     * @param rawPath the path as the client sent it (no query)
-     * @return the decoded segments, at least one
+     * @param segments the target's decoded segments
+     * @param maxBytes the most bytes of UTF-8 the relative path (segments joined by '/') may have
+     * @return the segments, at least one
      */
-    static List<String> parse(String rawPath) throws BadPathException {
-        if (rawPath == null || !rawPath.startsWith("/")) {
-            throw new BadPathException("the path must start with '/'");
-        }
-        if (rawPath.indexOf('\\') >= 0) {
-            throw new BadPathException("the path contains a backslash");
-        }
-        String lower = rawPath.toLowerCase(Locale.ROOT);
-        if (lower.contains("%2f")) {
-            throw new BadPathException("the path contains an encoded slash (%2F)");
-        }
-        if (lower.contains("%5c")) {
-            throw new BadPathException("the path contains an encoded backslash (%5C)");
-        }
-        if (rawPath.length() == 1) {
+    static List<String> check(List<String> segments, int maxBytes) throws BadPathException {
+        if (segments.isEmpty()) {
             throw new BadPathException("the path names no file");
         }
-        String[] raw = rawPath.substring(1).split("/", -1);
-        List<String> segments = new ArrayList<>(raw.length);
-        for (String r : raw) {
-            if (r.isEmpty()) {
-                throw new BadPathException("the path has an empty segment ('//' or a trailing '/')");
-            }
-            String s = decode(r);
-            if (s.equals(".") || s.equals("..")) {
-                throw new BadPathException("the path has a '" + s + "' segment");
+        int total = -1;
+        for (String s : segments) {
+            if (s.isEmpty() || s.equals(".") || s.equals("..") || s.indexOf('/') >= 0) {
+                throw new BadPathException("the path has an empty, '.' or '..' segment");
             }
             if (s.indexOf('\0') >= 0) {
                 throw new BadPathException("the path contains a NUL character");
@@ -96,12 +78,24 @@ final class SafePath {
             if (s.toLowerCase(Locale.ROOT).startsWith(RESERVED_PREFIX)) {
                 throw new BadPathException("names starting with '" + RESERVED_PREFIX + "' are reserved");
             }
-            if (s.getBytes(StandardCharsets.UTF_8).length > MAX_SEGMENT_BYTES) {
+            int bytes = s.getBytes(StandardCharsets.UTF_8).length;
+            if (bytes > MAX_SEGMENT_BYTES) {
                 throw new BadPathException("a path segment is longer than " + MAX_SEGMENT_BYTES + " bytes");
             }
-            segments.add(s);
+            total += bytes + 1;
+        }
+        if (total > maxBytes) {
+            throw new TooLongException("the path is " + total + " bytes long once decoded; this file backend takes "
+                    + "at most " + maxBytes + " (the file system's limit, less the backend's root and token tree)");
         }
         return segments;
+    }
+
+    /** A path longer than the file system can take under the root. */
+    static final class TooLongException extends BadPathException {
+        TooLongException(String message) {
+            super(message);
+        }
     }
 
     /**
@@ -158,44 +152,5 @@ final class SafePath {
             throw new BadPathException("the target is a symbolic link");
         }
         return new Located(file, relative);
-    }
-
-    /** Strict percent-decoding of one segment: '+' stays '+', bad escapes and bad UTF-8 are refused. */
-    private static String decode(String segment) throws BadPathException {
-        if (segment.indexOf('%') < 0) {
-            return segment;
-        }
-        ByteBuffer bytes = ByteBuffer.allocate(segment.length() * 4);
-        for (int i = 0; i < segment.length(); ) {
-            char c = segment.charAt(i);
-            if (c == '%') {
-                if (i + 3 > segment.length()) {
-                    throw new BadPathException("the path has a truncated percent-escape");
-                }
-                int hi = Character.digit(segment.charAt(i + 1), 16);
-                int lo = Character.digit(segment.charAt(i + 2), 16);
-                if (hi < 0 || lo < 0) {
-                    throw new BadPathException("the path has a malformed percent-escape");
-                }
-                bytes.put((byte) (hi << 4 | lo));
-                i += 3;
-            } else if (c < 0x80) {
-                bytes.put((byte) c);
-                i++;
-            } else {
-                int cp = segment.codePointAt(i);
-                bytes.put(new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8));
-                i += Character.charCount(cp);
-            }
-        }
-        bytes.flip();
-        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(CodingErrorAction.REPORT)
-                .onUnmappableCharacter(CodingErrorAction.REPORT);
-        try {
-            return decoder.decode(bytes).toString();
-        } catch (CharacterCodingException e) {
-            throw new BadPathException("the path is not valid UTF-8 once decoded");
-        }
     }
 }

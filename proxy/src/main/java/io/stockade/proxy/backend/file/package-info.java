@@ -11,12 +11,16 @@
  * Every name starting with {@code .stockade} (any case) is reserved: no request can name it, so a client can
  * neither read nor forge a sidecar or a temp file, and a sidecar's file name can never collide with a data
  * path's directory in the sidecar tree (after {@code DELETE /x} leaves its tombstone, {@code PUT /x/y} still
- * works). Temp files left by a crash are invisible to clients and may be removed by the operator at any time.
+ * works). Temp files left by a crash are invisible to clients; when the backend opens, a background sweep removes
+ * every {@code .stockade-tmp-*} file under the root that is older than the start.
  *
  * <h2>Path safety</h2>
- * {@link io.stockade.proxy.backend.file.SafePath} checks the raw path of every request before any file is
- * touched, then resolves the deepest existing ancestor's real path and refuses anything that leaves the root,
- * enters the reserved tree, or is a symlink at the target; refusals are 400 {@code bad-path} with the reason.
+ * The path comes from the request's one canonical target ({@code RequestTarget}: decoded segments, dot-segments,
+ * encoded slashes and control characters already refused). In {@code admit}, before any fence question,
+ * {@link io.stockade.proxy.backend.file.SafePath} checks the segments (reserved names, 255-byte names, a whole
+ * path the file system can take: 414 {@code path-too-long} otherwise), then resolves the deepest existing
+ * ancestor's real path and refuses anything that leaves the root, enters the reserved tree, or is a symlink at
+ * the target; refusals are 400 {@code bad-path} with the reason, and none of them raises a fence.
  *
  * <h2>Durability and the order of steps</h2>
  * A PUT streams the body (never buffered whole: files may be larger than the heap) into a temp file beside the

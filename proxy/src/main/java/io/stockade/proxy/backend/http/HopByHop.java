@@ -42,6 +42,23 @@ final class HopByHop {
         return names;
     }
 
+    /** The lower-case names of the headers of an upstream's answer that stay on that hop. */
+    static Set<String> ofResponse(io.stockade.proxy.upstream.UpstreamResponse response) {
+        Set<String> names = FIXED;
+        for (String value : response.all("Connection")) {
+            for (String token : value.split(",")) {
+                String name = token.trim().toLowerCase(Locale.ROOT);
+                if (!name.isEmpty() && !names.contains(name)) {
+                    if (names == FIXED) {
+                        names = new HashSet<>(FIXED);
+                    }
+                    names.add(name);
+                }
+            }
+        }
+        return names;
+    }
+
     static boolean skip(Set<String> hopByHop, Header header) {
         // HeaderName keeps its lower-case spelling (parsed headers are created with it): no lower-casing per header
         return hopByHop.contains(header.headerName().lowerCase());

@@ -1,17 +1,10 @@
 package io.stockade.proxy.backend.http;
 
-import io.helidon.common.socket.SocketOptions;
 import io.helidon.http.Header;
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Method;
 import io.helidon.http.Status;
-import io.helidon.webclient.api.HttpClientResponse;
-import io.helidon.webclient.api.WebClient;
-import io.helidon.webclient.api.WebClientConfig;
-import io.helidon.webclient.http1.Http1Client;
-import io.helidon.webclient.http1.Http1ClientProtocolConfig;
-import io.helidon.webclient.http1.Http1ClientRequest;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.BackendConfig;
@@ -23,18 +16,16 @@ import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.http.AbandonedConnection;
-import io.stockade.proxy.http.UpstreamTls;
+import io.stockade.proxy.http.ClientTlsFiles;
 import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.upstream.UpstreamClient;
+import io.stockade.proxy.upstream.UpstreamFailure;
+import io.stockade.proxy.upstream.UpstreamResponse;
 
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
-import java.net.ConnectException;
-import java.net.NoRouteToHostException;
-import java.net.SocketTimeoutException;
-import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -43,7 +34,10 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * A plain HTTP upstream, reached through a pooled keep-alive client. Bodies stream both ways.
+ * A plain HTTP upstream, reached through the proxy's own pooled keep-alive client ({@link UpstreamClient}).
+ * Bodies stream both ways. The upstream request target is the route's canonical target
+ * ({@code RequestTarget.upstreamTarget}) after the URL's base path, sent byte for byte: the resource the upstream
+ * acts on is the one the scope was derived from.
  * <p>
  * Two classes, chosen by the policy's {@code conditional}:
  * <ul>
@@ -61,59 +55,36 @@ import java.util.logging.Logger;
 public final class HttpBackend implements Backend {
     private static final Logger LOG = Logger.getLogger(HttpBackend.class.getName());
     private static final HeaderName X_FORWARDED_FOR = HeaderNames.create("X-Forwarded-For");
-    private static final HeaderName X_FORWARDED_HOST = HeaderNames.create("X-Forwarded-Host");
-    private static final HeaderName X_FORWARDED_PROTO = HeaderNames.create("X-Forwarded-Proto");
     private static final HeaderName FORWARDED = HeaderNames.create("Forwarded");
 
     /** The largest copy buffer of a request body (a small body gets one of its declared length). */
     private static final int BODY_BUFFER = 64 * 1024;
 
     private final BackendConfig.Http config;
-    /**
-     * The web client's HTTP/1.1 protocol client, used directly: the generic {@code WebClient.method} builds a
-     * protocol-neutral request, looks up which protocol serves the endpoint, then builds an HTTP/1.1 request from
-     * it (copying every header) and copies the headers back after sending. Only HTTP/1.1 is on the class path, so
-     * the lookup always ends here; going straight to it saves a request object and two header copies per request.
-     * Built from the same {@link WebClient} configuration (base URI, TLS, socket options, connection cache).
-     */
-    private final Http1Client client;
-    /** {@code scheme://authority/base-path} of the upstream, the part of every upstream URI that never changes. */
-    private final String upstreamPrefix;
+    private final UpstreamClient client;
+    private final String host;
+    /** The path of the upstream URL without a trailing slash (empty for none): every target starts with it. */
+    private final String basePath;
+    /** The {@code Host} header of every upstream request. */
+    private final String authority;
 
-    private HttpBackend(BackendConfig.Http config, Http1Client client) {
+    private HttpBackend(BackendConfig.Http config, UpstreamClient client) {
         this.config = config;
         this.client = client;
         String path = config.url().getRawPath();
-        String basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
-        this.upstreamPrefix = config.url().getScheme() + "://" + config.url().getRawAuthority() + basePath;
+        this.basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
+        this.host = config.url().getHost();
+        this.authority = client.authority(host.startsWith("[") ? host.substring(1, host.length() - 1) : host);
     }
 
     /**
      * @throws IOException naming the file when a file of the policy's {@code tls} cannot be read or does not parse
      */
     public static HttpBackend open(BackendConfig.Http config) throws IOException {
-        WebClientConfig.Builder builder = WebClient.builder();
-        UpstreamTls.configure(builder, config.url(), config.tls(), "backend " + config.url() + " tls");
-        WebClient client = builder
-                .baseUri(config.url())
-                .followRedirects(false)
-                .shareConnectionCache(false)
-                .connectionCacheSize(config.maxConnections())
-                .sendExpectContinue(false)
-                .socketOptions(SocketOptions.builder()
-                        .connectTimeout(config.connectTimeout())
-                        .readTimeout(config.timeout())
-                        // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and
-                        // the upstream's delayed ACK add ~40 ms to every request.
-                        .tcpNoDelay(true)
-                        .build())
-                .build();
-        // The request headers are not validated again on the way out: each one is a header of the client's request,
-        // which the listener has already validated (Helidon's default, left on), or is built by the proxy from
-        // such values and numbers. The one value from elsewhere, the If-Match version (read from the upstream's
-        // answers, or imported by an operator), is validated in send(), as the client would have.
-        return new HttpBackend(config, client.client(Http1Client.PROTOCOL,
-                Http1ClientProtocolConfig.builder().validateRequestHeaders(false).build()));
+        javax.net.ssl.SSLContext ssl = config.tls() == null ? null
+                : ClientTlsFiles.read(config.tls(), "backend " + config.url() + " tls").sslContext();
+        return new HttpBackend(config, UpstreamClient.create(config.url(), ssl, config.connectTimeout(),
+                config.maxConnections()));
     }
 
     @Override
@@ -205,21 +176,20 @@ public final class HttpBackend implements Backend {
     }
 
     private Optional<String> headVersion(Exchange exchange) {
-        try (HttpClientResponse response = client.method(Method.HEAD)
-                .uri(upstreamUri(exchange.request()))
-                .skipUriEncoding(true)
-                .request()) {
-            int status = response.status().code();
+        String target = exchange.route().target().upstreamTarget(basePath);
+        try (UpstreamResponse response = client.request("HEAD", host, target).send(config.timeout())) {
+            int status = response.status();
             if (status == 404 || status == 410) {
                 return Optional.of(FenceState.ABSENT);
             }
             if (status / 100 == 2) {
-                return Optional.of(response.headers().first(HeaderNames.ETAG).orElse(FenceState.ABSENT));
+                String etag = response.first("ETag");
+                return Optional.of(etag == null ? FenceState.ABSENT : etag);
             }
-            LOG.warning(() -> "HEAD " + exchange.request().path().rawPath() + " answered " + status);
+            LOG.warning(() -> "HEAD " + target + " answered " + status);
             return Optional.empty();
-        } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "HEAD " + exchange.request().path().rawPath() + " failed", e);
+        } catch (IOException | RuntimeException e) {
+            LOG.log(Level.WARNING, "HEAD " + target + " failed", e);
             return Optional.empty();
         }
     }
@@ -291,67 +261,65 @@ public final class HttpBackend implements Backend {
     private Sent send(Exchange exchange, Admission admission, String condition) {
         ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
-        Method method = req.prologue().method();
-        Http1ClientRequest upstream = client.method(method)
-                .uri(upstreamUri(req))
-                .skipUriEncoding(true)
-                .readTimeout(config.timeout());
-        copyRequestHeaders(req, upstream, condition);
-        try (HttpClientResponse response = request(exchange, upstream, condition)) {
-            int status = response.status().code();
+        UpstreamClient.Request upstream;
+        try {
+            upstream = client.request(req.prologue().method().text(), host,
+                    exchange.route().target().upstreamTarget(basePath));
+            copyRequestHeaders(req, upstream, condition);
+        } catch (IllegalArgumentException e) {
+            // A recorded version that is not a header value, or a request target the proxy cannot send: nothing
+            // left the proxy.
+            return new Sent.Failed("the upstream request could not be built: " + e.getMessage(), false, false);
+        }
+        try (UpstreamResponse response = request(exchange, upstream)) {
+            int status = response.status();
             if (condition != null && status == Status.PRECONDITION_FAILED_412.code()) {
                 throw new PreconditionFailed();
             }
             if (condition != null && status / 100 == 2) {
                 recordNewVersion(exchange, admission, response);
             }
-            relay(response, res);
+            relay(req, response, res);
             return new Sent.Relayed(status);
-        } catch (PreconditionFailed e) {
-            throw e;
-        } catch (RuntimeException e) {
-            ClientBodyFailed bodyFailed = causeOf(e, ClientBodyFailed.class);
-            if (bodyFailed != null) {
-                return new Sent.BodyFailed(BodyBounds.BodyRefused.in(bodyFailed), bodyFailed.getCause());
-            }
+        } catch (UpstreamClient.AbandonedBody e) {
+            return new Sent.BodyFailed(BodyBounds.BodyRefused.in(e), e.getCause());
+        } catch (UpstreamFailure e) {
             if (res.isSent()) {
-                // The answer had started; the client sees a truncated response, nothing more can be said.
                 LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
                 return new Sent.Relayed(res.status().code());
             }
-            // A failed TLS handshake sent no byte of the request: the request goes out only over an established
-            // session, so it cannot land later and needs no quarantine.
-            boolean handshake = UpstreamTls.refusedInHandshake(e);
-            boolean notSent = causedBy(e, ConnectException.class) || causedBy(e, UnknownHostException.class)
-                    || causedBy(e, NoRouteToHostException.class) || handshake;
-            boolean timedOut = !handshake && causedBy(e, SocketTimeoutException.class);
-            String reason = timedOut ? "upstream timed out after " + config.timeout().toMillis() + " ms"
-                    : handshake ? "TLS handshake with the upstream failed, nothing was sent: " + rootMessage(e)
-                    : "upstream failed: " + rootMessage(e);
-            return new Sent.Failed(reason, !notSent, timedOut);
+            String reason = e.timedOut() ? "upstream timed out after " + config.timeout().toMillis() + " ms"
+                    : e.requestSent() ? "upstream failed: " + e.getMessage()
+                    : "upstream unreachable, nothing was sent: " + e.getMessage();
+            return new Sent.Failed(reason, e.requestSent(), e.timedOut());
+        } catch (IOException | UncheckedIOException e) {
+            // The answer's head was relayed and its body failed midway (upstream or client): the client sees a
+            // truncated response, nothing more can be said.
+            LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
+            return new Sent.Relayed(res.isSent() ? res.status().code() : 502);
         }
     }
 
-    /**
-     * Sends the request (with the client's body, if it has one) and reads the answer's head. The condition header
-     * is validated first, as the client's header validation (switched off, see {@link #open}) would have before
-     * writing anything: a version that is not a valid header value fails the send the same way.
-     */
-    private static HttpClientResponse request(Exchange exchange, Http1ClientRequest upstream, String condition) {
-        if (condition != null) {
-            upstream.headers().get(condition.equals(FenceState.ABSENT) ? HeaderNames.IF_NONE_MATCH
-                    : HeaderNames.IF_MATCH).validate();
+    /** Sends the request, with the client's body if it has one, and reads the answer's head. */
+    private UpstreamResponse request(Exchange exchange, UpstreamClient.Request upstream) throws UpstreamFailure {
+        ServerRequest req = exchange.request();
+        boolean chunked = req.headers().contains(HeaderNames.TRANSFER_ENCODING);
+        long length = chunked ? -1 : req.headers().contentLength().orElse(0);
+        if (length == 0) {
+            // No body; a PUT or POST still says so, as the client did.
+            if (req.headers().contentLength().isPresent()) {
+                upstream.header("Content-Length", "0");
+            }
+            return upstream.send(config.timeout());
         }
-        return hasBody(exchange.request())
-                ? upstream.outputStream(out -> streamBody(exchange.body(), out, bufferSize(exchange.request())))
-                : upstream.request();
+        return upstream.send(config.timeout(), length, out -> streamBody(exchange.body(), out, bufferSize(req)));
     }
 
     /** After a successful conditional write: the new version is the base for the next writer of this token. */
-    private static void recordNewVersion(Exchange exchange, Admission admission, HttpClientResponse response) {
+    private static void recordNewVersion(Exchange exchange, Admission admission, UpstreamResponse response) {
         String version = exchange.request().prologue().method() == Method.DELETE
                 ? FenceState.ABSENT
-                : response.headers().first(HeaderNames.ETAG).orElse(null);
+                : response.first("ETag");
         try {
             admission.store().recordVersion(admission.scope(), admission.token(), version);
         } catch (StoreUnavailableException e) {
@@ -371,13 +339,7 @@ public final class HttpBackend implements Backend {
         return new WriteResult.Answered(problem.status());
     }
 
-    private String upstreamUri(ServerRequest req) {
-        String raw = req.query().rawValue();
-        String path = req.path().rawPath();
-        return raw == null || raw.isEmpty() ? upstreamPrefix + path : upstreamPrefix + path + "?" + raw;
-    }
-
-    private void copyRequestHeaders(ServerRequest req, Http1ClientRequest upstream, String condition) {
+    private void copyRequestHeaders(ServerRequest req, UpstreamClient.Request upstream, String condition) {
         Set<String> hop = HopByHop.of(req.headers());
         for (Header header : req.headers()) {
             if (HopByHop.skip(hop, header)) {
@@ -387,28 +349,30 @@ public final class HttpBackend implements Backend {
                     || header.headerName().equals(HeaderNames.IF_NONE_MATCH))) {
                 continue; // the proxy's condition replaces the client's
             }
-            upstream.header(header);
+            String name = header.name();
+            for (String value : header.allValues()) {
+                upstream.header(name, value);
+            }
         }
-        req.headers().contentLength().ifPresent(len -> upstream.header(HeaderNames.CONTENT_LENGTH, Long.toString(len)));
         if (condition != null) {
             if (condition.equals(FenceState.ABSENT)) {
-                upstream.header(HeaderNames.IF_NONE_MATCH, "*");
+                upstream.header("If-None-Match", "*");
             } else {
-                upstream.header(HeaderNames.IF_MATCH, condition);
+                upstream.header("If-Match", condition);
             }
         }
         String peer = req.remotePeer().host();
         String prior = req.headers().first(X_FORWARDED_FOR).orElse(null);
-        upstream.header(X_FORWARDED_FOR, prior == null ? peer : prior + ", " + peer);
-        String host = req.authority();
+        upstream.header("X-Forwarded-For", prior == null ? peer : prior + ", " + peer);
+        String clientHost = req.authority();
         String proto = req.isSecure() ? "https" : "http";
-        if (host != null) {
-            upstream.header(X_FORWARDED_HOST, host);
+        if (clientHost != null) {
+            upstream.header("X-Forwarded-Host", clientHost);
         }
-        upstream.header(X_FORWARDED_PROTO, proto);
-        String forwarded = "for=" + quoteForwarded(peer) + (host == null ? "" : ";host=" + quoteForwarded(host))
-                + ";proto=" + proto;
-        upstream.header(FORWARDED, req.headers().first(FORWARDED).map(f -> f + ", " + forwarded).orElse(forwarded));
+        upstream.header("X-Forwarded-Proto", proto);
+        String forwarded = "for=" + quoteForwarded(peer)
+                + (clientHost == null ? "" : ";host=" + quoteForwarded(clientHost)) + ";proto=" + proto;
+        upstream.header("Forwarded", req.headers().first(FORWARDED).map(f -> f + ", " + forwarded).orElse(forwarded));
     }
 
     private static String quoteForwarded(String value) {
@@ -429,98 +393,67 @@ public final class HttpBackend implements Backend {
         return (int) Math.max(1, Math.min(declared, BODY_BUFFER));
     }
 
-    private static boolean hasBody(ServerRequest req) {
-        if (req.headers().contains(HeaderNames.TRANSFER_ENCODING)) {
-            return true;
-        }
-        return req.headers().contentLength().orElse(0) > 0;
-    }
-
     /**
-     * Copies the client's body upstream, and closes the upstream stream (which sends the last chunk, or checks the
-     * length) only when the whole body was read. When reading the client fails, the upstream stream is left
-     * unfinished: closing it would send a last chunk and turn a cut-off body into a complete, shorter request that
-     * the upstream would apply. Its connection is closed instead ({@link AbandonedConnection}), so the upstream sees
-     * the request end without its end, and the socket is neither leaked nor pooled with half a request on it.
+     * Copies the client's body upstream. A failure to read the client's body is a {@link ClientBodyFailed}; the
+     * upstream client then abandons the request unfinished (no last chunk, or fewer bytes than its
+     * {@code Content-Length}), so the upstream never sees a complete, shorter request that it would apply.
      */
     private static void streamBody(InputStream in, OutputStream out, int bufferSize) throws IOException {
         byte[] buffer = new byte[bufferSize];
-        boolean finished = false;
-        try {
-            while (true) {
-                int n;
-                try {
-                    n = in.read(buffer);
-                } catch (IOException | RuntimeException e) {
-                    throw new ClientBodyFailed(e);
-                }
-                if (n < 0) {
-                    break;
-                }
-                out.write(buffer, 0, n);
+        while (true) {
+            int n;
+            try {
+                n = in.read(buffer);
+            } catch (IOException | RuntimeException e) {
+                throw new ClientBodyFailed(e);
             }
-            out.close();
-            finished = true;
-        } finally {
-            if (!finished) {
-                // Any failure here (the client's body, or writing upstream) leaves the connection mid-request;
-                // Helidon rethrows it without closing the connection.
-                AbandonedConnection.close(out);
+            if (n < 0) {
+                return;
             }
+            out.write(buffer, 0, n);
         }
     }
 
-    private static void relay(HttpClientResponse response, ServerResponse res) {
-        res.status(response.status());
-        Set<String> hop = HopByHop.of(response.headers());
-        for (Header header : response.headers()) {
-            if (!HopByHop.skip(hop, header)) {
-                res.header(header);
+    /**
+     * Relays the answer. Its framing comes from the upstream client: an answer to HEAD, a 204 or a 304 has no body
+     * whatever its headers say (RFC 9110 section 6.4.1), and its {@code Content-Length}, if any, is passed on as
+     * the length of the representation.
+     */
+    private static void relay(ServerRequest req, UpstreamResponse response, ServerResponse res) throws IOException {
+        int code = response.status();
+        res.status(Status.create(code, response.reason().isEmpty() ? String.valueOf(code) : response.reason()));
+        Set<String> hop = HopByHop.ofResponse(response);
+        for (int i = 0; i < response.headerCount(); i++) {
+            String name = response.name(i);
+            if (!hop.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+                res.header(HeaderNames.create(name), response.value(i));
             }
         }
-        OptionalLong length = response.headers().contentLength();
-        length.ifPresent(res::contentLength);
-        // An answer with no body (204, or Content-Length: 0: the client gives it an empty stream) skips the copy
-        // and its 16 KiB buffer; the streams are opened and closed all the same.
-        boolean mayHaveBody = response.status().code() != Status.NO_CONTENT_204.code()
-                && (length.isEmpty() || length.getAsLong() > 0);
-        try (InputStream in = response.inputStream(); OutputStream out = res.outputStream()) {
-            if (mayHaveBody) {
-                in.transferTo(out);
+        if (response.emptyBody()) {
+            OptionalLong declared = response.contentLength();
+            boolean noBodyByDefinition = code == 204 || code == 304 || req.prologue().method() == Method.HEAD;
+            if (declared.isPresent() && code != 204) {
+                res.header(HeaderNames.CONTENT_LENGTH, Long.toString(declared.getAsLong()));
             }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    private static <T extends Throwable> T causeOf(Throwable e, Class<T> type) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (type.isInstance(t)) {
-                return type.cast(t);
+            if (noBodyByDefinition) {
+                res.send();
+            } else {
+                res.contentLength(0);
+                res.send();
             }
+            return;
         }
-        return null;
-    }
-
-    private static boolean causedBy(Throwable e, Class<? extends Throwable> type) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (type.isInstance(t)) {
-                return true;
-            }
+        OptionalLong length = response.contentLength();
+        if (length.isPresent() && response.first("Transfer-Encoding") == null) {
+            res.contentLength(length.getAsLong());
         }
-        return false;
-    }
-
-    private static String rootMessage(Throwable e) {
-        Throwable t = e;
-        while (t.getCause() != null) {
-            t = t.getCause();
+        try (InputStream in = response.body(); OutputStream out = res.outputStream()) {
+            in.transferTo(out);
         }
-        return t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
     }
 
     @Override
     public void close() {
-        // WebClient holds no resources that need closing beyond its cached connections, closed with the JVM.
+        client.close();
     }
 }

@@ -1,7 +1,7 @@
 package io.stockade.proxy.backend.s3;
 
 import io.helidon.http.HeaderNames;
-import io.helidon.webclient.api.HttpClientResponse;
+import io.stockade.proxy.upstream.UpstreamResponse;
 import io.helidon.webserver.http.ServerRequest;
 import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.backend.Exchange;
@@ -73,7 +73,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
 
     /** One attempt of a conditional write: sends it conditional on {@code etag} (null: must not exist). */
     private interface Attempt {
-        HttpClientResponse send(String etag) throws Answered;
+        UpstreamResponse send(String etag) throws Answered;
     }
 
     /** An attempt already answered the client (e.g. a copy whose source is missing). */
@@ -88,7 +88,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
 
     /** What a successful conditional write answers. */
     private interface Success {
-        WriteResult answer(HttpClientResponse response);
+        WriteResult answer(UpstreamResponse response);
     }
 
     @Override
@@ -218,9 +218,9 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
         String[] lastEtag = new String[1];
         return guarded(exchange, s3.key(), token, acceptEqual, true, etag -> {
-            HttpClientResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
-            int status = src.status().code();
-            if (status != 200 || src.headers().contains(HeaderNames.create(DELETED_META))) {
+            UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
+            int status = src.status();
+            if (status != 200 || (src.first(DELETED_META) != null)) {
                 try (src) {
                     if (status == 200 || status == 404) {
                         answer(exchange, 404, "NoSuchKey", "The specified copy source does not exist.");
@@ -234,18 +234,24 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             }
             List<Map.Entry<String, String>> headers = new ArrayList<>(clientHeaders);
             if (!replace) {
-                src.headers().forEach(h -> {
-                    String n = h.name().toLowerCase(Locale.ROOT);
+                for (int i = 0; i < src.headerCount(); i++) {
+                    String n = src.name(i).toLowerCase(Locale.ROOT);
                     if ((n.startsWith("x-amz-meta-") && !n.equals(TOKEN_META) && !n.equals(DELETED_META))
                             || n.equals("content-type") || n.equals("cache-control") || n.equals("content-disposition")
                             || n.equals("content-encoding") || n.equals("content-language") || n.equals("expires")) {
-                        headers.add(Map.entry(n, h.get()));
+                        headers.add(Map.entry(n, src.value(i)));
                     }
-                });
+                }
             }
             headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-            long length = src.headers().contentLength().orElse(0);
-            InputStream in = src.inputStream();
+            long length;
+            try {
+                length = src.contentLength().orElse(0);
+            } catch (io.stockade.proxy.upstream.UpstreamFailure e) {
+                src.close();
+                throw new java.io.UncheckedIOException(e.getMessage(), e);
+            }
+            InputStream in = src.body();
             try {
                 return upstream.send("PUT", s3.bucket(), s3.key(), List.of(), conditional(headers, etag),
                         length == 0 ? null : Upstream.Body.of(in, length));
@@ -253,7 +259,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 src.close();
             }
         }, response -> {
-            lastEtag[0] = response.headers().first(HeaderNames.ETAG).orElse("");
+            lastEtag[0] = java.util.Objects.requireNonNullElse(response.first("ETag"), "");
             String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult xmlns=\"" + S3Xml.NS
                     + "\"><LastModified>" + ISO.format(Instant.now()) + "</LastModified><ETag>"
                     + S3Xml.escape(lastEtag[0]) + "</ETag></CopyObjectResult>";
@@ -308,8 +314,8 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                     return "<Code>PreconditionFailed</Code><Message>" + S3Xml.escape(staleMessage(token, head.token()))
                             + "</Message>";
                 }
-                try (HttpClientResponse r = tombstone(bucket, key, token, head.exists() ? head.etag() : null)) {
-                    int status = r.status().code();
+                try (UpstreamResponse r = tombstone(bucket, key, token, head.exists() ? head.etag() : null)) {
+                    int status = r.status();
                     if (status / 100 == 2) {
                         return null;
                     }
@@ -332,7 +338,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 + highest + " of this object; a newer holder owns it";
     }
 
-    private HttpClientResponse tombstone(String bucket, String key, long token, String etag) {
+    private UpstreamResponse tombstone(String bucket, String key, long token, String etag) {
         List<Map.Entry<String, String>> headers = new ArrayList<>();
         headers.add(Map.entry("content-type", "application/x-stockade-tombstone"));
         headers.add(Map.entry(TOKEN_META, Long.toString(token)));
@@ -368,7 +374,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                     return new WriteResult.TooFar(head.token()); // the write is conditional on this very head
                 }
                 sent = true;
-                HttpClientResponse response;
+                UpstreamResponse response;
                 try {
                     response = attempt.send(head.exists() ? head.etag() : null);
                 } catch (Answered answered) {
@@ -376,7 +382,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 }
                 try (response) {
                     if (!lostRace(response)) {
-                        if (response.status().code() / 100 == 2) {
+                        if (response.status() / 100 == 2) {
                             return success.answer(response);
                         }
                         return relayed(exchange, response);
@@ -402,21 +408,21 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         }
     }
 
-    private WriteResult relayed(Exchange exchange, HttpClientResponse response) {
+    private WriteResult relayed(Exchange exchange, UpstreamResponse response) {
         relayResponse(response, exchange.response());
-        return new WriteResult.Answered(response.status().code());
+        return new WriteResult.Answered(response.status());
     }
 
     /** Whether the upstream refused the condition: 412, or 409 ConditionalRequestConflict. */
-    private static boolean lostRace(HttpClientResponse response) {
-        int status = response.status().code();
+    private static boolean lostRace(UpstreamResponse response) {
+        int status = response.status();
         if (status == 412) {
             return true;
         }
         if (status != 409) {
             return false;
         }
-        try (InputStream in = response.inputStream()) {
+        try (InputStream in = response.body()) {
             String body = new String(in.readNBytes(8192), StandardCharsets.UTF_8);
             return body.contains("ConditionalRequestConflict");
         } catch (IOException e) {
@@ -440,8 +446,8 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     }
 
     private Head head(String bucket, String key) {
-        try (HttpClientResponse r = upstream.send("HEAD", bucket, key, List.of(), List.of(), null)) {
-            int status = r.status().code();
+        try (UpstreamResponse r = upstream.send("HEAD", bucket, key, List.of(), List.of(), null)) {
+            int status = r.status();
             if (status == 404) {
                 return new Head(false, null, -1, null, status);
             }
@@ -449,8 +455,8 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 return new Head(false, null, -1, "reading the object's fencing token (HEAD) answered " + status,
                         status);
             }
-            String etag = r.headers().first(HeaderNames.ETAG).orElse(null);
-            Optional<String> stored = r.headers().first(HeaderNames.create(TOKEN_META));
+            String etag = r.first("ETag");
+            Optional<String> stored = Optional.ofNullable(r.first(TOKEN_META));
             long token = -1;
             if (stored.isPresent()) {
                 try {

@@ -4,7 +4,7 @@ import io.helidon.http.Header;
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
-import io.helidon.webclient.api.HttpClientResponse;
+import io.stockade.proxy.upstream.UpstreamResponse;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.BackendConfig;
@@ -33,6 +33,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -109,8 +110,8 @@ public class S3Backend implements Backend {
         return req.context().get(Parsed.class).orElseThrow(() -> new IllegalStateException("request not admitted"));
     }
 
-    private S3Request read(ServerRequest req) {
-        return req.context().get(Parsed.class).map(Parsed::s3).orElseGet(() -> S3Request.of(req,
+    private S3Request read(ServerRequest req, Route route) {
+        return req.context().get(Parsed.class).map(Parsed::s3).orElseGet(() -> S3Request.of(req, route.target(),
                 config.virtualHost()));
     }
 
@@ -119,7 +120,7 @@ public class S3Backend implements Backend {
         String prefix = route.policy().scope().toString();
         S3Request s3;
         try {
-            s3 = read(request);
+            s3 = read(request, route);
         } catch (IllegalArgumentException e) {
             return prefix;
         }
@@ -149,9 +150,9 @@ public class S3Backend implements Backend {
     }
 
     @Override
-    public boolean fences(ServerRequest request) {
+    public boolean fences(Exchange exchange) {
         try {
-            return read(request).operation().fenced();
+            return read(exchange.request(), exchange.route()).operation().fenced();
         } catch (IllegalArgumentException e) {
             return true; // admit() has refused it already
         }
@@ -163,7 +164,7 @@ public class S3Backend implements Backend {
         boolean head = isHead(req);
         S3Request s3;
         try {
-            s3 = S3Request.of(req, config.virtualHost());
+            s3 = S3Request.of(req, exchange.route().target(), config.virtualHost());
         } catch (IllegalArgumentException e) {
             S3Xml.error(exchange.response(), head, 400, "InvalidURI", "Couldn't parse the specified URI: "
                     + e.getMessage(), null, Map.of());
@@ -220,7 +221,7 @@ public class S3Backend implements Backend {
         }
         String resource;
         try {
-            resource = read(exchange.request()).resource();
+            resource = read(exchange.request(), exchange.route()).resource();
         } catch (IllegalArgumentException e) {
             resource = null;
         }
@@ -270,23 +271,20 @@ public class S3Backend implements Backend {
         try {
             Upstream.Body body = clientBody(exchange, p.verified());
             sent = true;
-            HEAD_ANSWERS.set(s3.method().equals("HEAD"));
-            try (HttpClientResponse response = upstream.send(s3.method(), s3.bucket(), s3.key(), s3.upstreamQuery(),
+            try (UpstreamResponse response = upstream.send(s3.method(), s3.bucket(), s3.key(), s3.upstreamQuery(),
                     headers, body)) {
                 S3Request.Operation op = s3.operation();
                 if ((op == S3Request.Operation.GET_OBJECT || op == S3Request.Operation.HEAD_OBJECT)
-                        && response.headers().contains(HeaderNames.create(DELETED_META))) {
+                        && (response.first(DELETED_META) != null)) {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
                 }
                 relayResponse(response, exchange.response());
-                return new WriteResult.Answered(response.status().code());
+                return new WriteResult.Answered(response.status());
             }
         } catch (ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
             return failure(exchange, e, sent);
-        } finally {
-            HEAD_ANSWERS.remove();
         }
     }
 
@@ -306,14 +304,18 @@ public class S3Backend implements Backend {
             LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
             return new WriteResult.Answered(exchange.response().status().code());
         }
-        // A failed TLS handshake sent no byte of the request (it goes out only over an established session).
-        boolean handshake = io.stockade.proxy.http.UpstreamTls.refusedInHandshake(e);
-        boolean notSent = !mayHaveReached || cause(e, ConnectException.class) != null
-                || cause(e, UnknownHostException.class) != null || handshake;
-        String reason = handshake ? "TLS handshake with the upstream failed, nothing was sent: " + root(e)
-                : cause(e, SocketTimeoutException.class) != null
+        if (cause(e, io.stockade.proxy.upstream.UpstreamClient.AbandonedBody.class) != null) {
+            // The client's body could not be read to its end: the upstream request was abandoned unfinished.
+            return answer(exchange, 400, "IncompleteBody", "the request body could not be read to its end; "
+                    + "nothing was written");
+        }
+        io.stockade.proxy.upstream.UpstreamFailure failed = cause(e, io.stockade.proxy.upstream.UpstreamFailure.class);
+        boolean notSent = !mayHaveReached || failed != null && !failed.requestSent();
+        String reason = failed != null && failed.timedOut()
                 ? "the upstream did not answer within " + config.timeout().toMillis() + " ms"
-                : "the upstream failed: " + root(e);
+                : failed != null && !failed.requestSent() ? "the upstream is unreachable, nothing was sent: "
+                + failed.getMessage()
+                : "the upstream failed: " + (failed != null ? failed.getMessage() : root(e));
         LOG.log(Level.WARNING, reason, e);
         if (notSent) {
             return new WriteResult.Unavailable(reason);
@@ -420,38 +422,45 @@ public class S3Backend implements Backend {
         return out.toByteArray();
     }
 
-    static void relayResponse(HttpClientResponse response, ServerResponse res) {
-        res.status(response.status());
-        for (Header header : response.headers()) {
-            if (!NOT_RELAYED.contains(header.name().toLowerCase(Locale.ROOT))) {
-                res.header(header);
+    /**
+     * Relays an upstream answer. Its framing comes from the upstream client: an answer to HEAD, a 204 or a 304 has
+     * no body whatever its headers say (RFC 9110 section 6.4.1); its {@code Content-Length}, if any, names the
+     * length of the representation and is passed on.
+     */
+    static void relayResponse(UpstreamResponse response, ServerResponse res) {
+        int code = response.status();
+        res.status(io.helidon.http.Status.create(code, response.reason().isEmpty() ? String.valueOf(code)
+                : response.reason()));
+        for (int i = 0; i < response.headerCount(); i++) {
+            String name = response.name(i);
+            if (!NOT_RELAYED.contains(name.toLowerCase(Locale.ROOT))) {
+                res.header(HeaderNames.create(name), response.value(i));
             }
         }
-        if (response.headers().contentLength().isPresent() && isHeadAnswer(response)) {
-            // A HEAD answer names the length of the body it does not carry.
-            res.header(HeaderNames.CONTENT_LENGTH, Long.toString(response.headers().contentLength().getAsLong()));
-            res.send();
-            return;
-        }
-        response.headers().contentLength().ifPresent(res::contentLength);
-        try (InputStream in = response.inputStream(); OutputStream out = res.outputStream()) {
-            in.transferTo(out);
+        try {
+            OptionalLong length = response.contentLength();
+            if (response.emptyBody()) {
+                if (length.isPresent() && code != 204) {
+                    res.header(HeaderNames.CONTENT_LENGTH, Long.toString(length.getAsLong()));
+                }
+                res.send();
+                return;
+            }
+            if (length.isPresent() && response.first("Transfer-Encoding") == null) {
+                res.contentLength(length.getAsLong());
+            }
+            try (InputStream in = response.body(); OutputStream out = res.outputStream()) {
+                in.transferTo(out);
+            }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
     }
 
-    private static boolean isHeadAnswer(HttpClientResponse response) {
-        return response.lastEndpointUri() != null && HEAD_ANSWERS.get() == Boolean.TRUE;
-    }
-
-    /** Set while a HEAD request is relayed (the client response does not say which method it answers). */
-    static final ThreadLocal<Boolean> HEAD_ANSWERS = new ThreadLocal<>();
-
     WriteResult answer(Exchange exchange, int status, String code, String message) {
         String resource;
         try {
-            resource = read(exchange.request()).resource();
+            resource = read(exchange.request(), exchange.route()).resource();
         } catch (IllegalArgumentException e) {
             resource = null;
         }

@@ -2,6 +2,7 @@ package io.stockade.proxy.backend.s3;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import io.stockade.policy.RequestTarget;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -49,12 +50,14 @@ record S3Request(String method, String bucket, String key, String decodedPath,
     /**
      * Reads the request.
      *
+     * @param target      the request's target, parsed once by the pipeline
      * @param virtualHost the host under which buckets are addressed as sub-domains, or null
      * @throws IllegalArgumentException when the path or query has a malformed escape
      */
-    static S3Request of(ServerRequest req, String virtualHost) {
+    static S3Request of(ServerRequest req, RequestTarget target, String virtualHost) {
         String method = req.prologue().method().text().toUpperCase(Locale.ROOT);
-        String decodedPath = SigV4.decode(req.path().rawPath());
+        // The bucket and key come from the target's one canonical form, like the scope: never from the raw path.
+        String decodedPath = "/" + String.join("/", target.segments());
         List<Map.Entry<String, String>> query = parseQuery(req.query().rawValue());
         String bucket = null;
         String key = null;

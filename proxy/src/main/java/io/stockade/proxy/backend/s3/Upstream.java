@@ -1,19 +1,17 @@
 package io.stockade.proxy.backend.s3;
 
-import io.helidon.common.socket.SocketOptions;
-import io.helidon.http.HeaderNames;
-import io.helidon.http.Method;
-import io.helidon.webclient.api.HttpClientRequest;
-import io.helidon.webclient.api.HttpClientResponse;
-import io.helidon.webclient.api.WebClient;
-import io.helidon.webclient.api.WebClientConfig;
 import io.stockade.policy.BackendConfig;
-import io.stockade.proxy.http.UpstreamTls;
+import io.stockade.proxy.http.ClientTlsFiles;
+import io.stockade.proxy.upstream.UpstreamClient;
+import io.stockade.proxy.upstream.UpstreamFailure;
+import io.stockade.proxy.upstream.UpstreamResponse;
 
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.URI;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,42 +21,30 @@ import java.util.TreeMap;
 
 /**
  * The proxy's own S3 client: signs each request with SigV4 and the proxy's credentials ({@code UNSIGNED-PAYLOAD},
- * so bodies stream without being read twice) and sends it through a pooled keep-alive Helidon client. What is
- * signed is exactly what goes on the wire: the path and query are written in SigV4's canonical encoding.
+ * so bodies stream without being read twice) and sends it through the proxy's pooled keep-alive
+ * {@link UpstreamClient}. What is signed is exactly what goes on the wire: the path (built from the decoded bucket
+ * and key) and the query are written once in SigV4's canonical encoding and sent byte for byte.
  */
 final class Upstream {
     private final BackendConfig.S3 config;
-    private final WebClient client;
-    private final String scheme;
+    private final UpstreamClient client;
     private final String host;
     private final String basePath;
 
     Upstream(BackendConfig.S3 config) {
         this.config = config;
         URI endpoint = config.endpoint();
-        this.scheme = endpoint.getScheme().toLowerCase(Locale.ROOT);
-        int port = endpoint.getPort();
-        boolean defaultPort = port < 0 || (scheme.equals("http") && port == 80) || (scheme.equals("https")
-                && port == 443);
-        this.host = endpoint.getHost() + (defaultPort ? "" : ":" + port);
         String path = endpoint.getRawPath();
         this.basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
-        WebClientConfig.Builder builder = WebClient.builder();
+        String name = endpoint.getHost();
+        this.host = name.startsWith("[") ? name.substring(1, name.length() - 1) : name;
         try {
-            UpstreamTls.configure(builder, endpoint, config.tls(), "backend " + config.endpoint() + " tls");
+            javax.net.ssl.SSLContext ssl = config.tls() == null ? null
+                    : ClientTlsFiles.read(config.tls(), "backend " + config.endpoint() + " tls").sslContext();
+            this.client = UpstreamClient.create(endpoint, ssl, Duration.ofSeconds(5), config.maxConnections());
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e.getMessage(), e);
+            throw new UncheckedIOException(e.getMessage(), e);
         }
-        this.client = builder
-                .followRedirects(false)
-                .shareConnectionCache(false)
-                .connectionCacheSize(config.maxConnections())
-                .sendExpectContinue(false)
-                .socketOptions(SocketOptions.builder()
-                        .connectTimeout(java.time.Duration.ofSeconds(5))
-                        .readTimeout(config.timeout())
-                        .build())
-                .build();
     }
 
     /** A request body: its exact length and a way to write it. */
@@ -115,9 +101,11 @@ final class Upstream {
      * @param headers headers to send (lower-case names); the proxy's own Host, date, payload and
      *                Authorization are added here
      * @param body    the body, or null
+     * @throws UncheckedIOException with an {@link UpstreamFailure} as its cause when no answer came; a body that
+     *                              could not be read is an {@link UpstreamClient.AbandonedBody} whose cause says why
      */
-    HttpClientResponse send(String method, String bucket, String key, List<Map.Entry<String, String>> query,
-                            List<Map.Entry<String, String>> headers, Body body) {
+    UpstreamResponse send(String method, String bucket, String key, List<Map.Entry<String, String>> query,
+                          List<Map.Entry<String, String>> headers, Body body) {
         String targetHost = config.pathStyle() || bucket == null ? host : bucket + "." + host;
         String decodedPath = basePath.isEmpty() ? "" : SigV4.decode(basePath);
         if (config.pathStyle()) {
@@ -127,7 +115,7 @@ final class Upstream {
         }
         String amzDate = ClientAuth.AMZ_DATE.format(Instant.now());
         TreeMap<String, String> signed = new TreeMap<>();
-        signed.put("host", targetHost);
+        signed.put("host", client.authority(targetHost));
         signed.put("x-amz-date", amzDate);
         signed.put("x-amz-content-sha256", SigV4.UNSIGNED_PAYLOAD);
         List<Map.Entry<String, String>> unsigned = new ArrayList<>();
@@ -148,43 +136,33 @@ final class Upstream {
                 + ", SignedHeaders=" + String.join(";", signed.keySet()) + ", Signature=" + signature;
 
         String canonicalQuery = SigV4.canonicalQuery(query);
-        String uri = scheme + "://" + targetHost + SigV4.encode(decodedPath, false)
-                + (canonicalQuery.isEmpty() ? "" : "?" + canonicalQuery);
-        HttpClientRequest request = client.method(Method.create(method))
-                .uri(uri)
-                .skipUriEncoding(true)
-                .readTimeout(config.timeout());
+        String target = SigV4.encode(decodedPath, false) + (canonicalQuery.isEmpty() ? "" : "?" + canonicalQuery);
+        UpstreamClient.Request request = client.request(method, targetHost, target);
         signed.forEach((name, value) -> {
             if (!name.equals("host")) {
-                request.header(HeaderNames.create(name), value);
+                request.header(name, value);
             }
         });
-        unsigned.forEach(h -> request.header(HeaderNames.create(h.getKey()), h.getValue()));
-        request.header(HeaderNames.AUTHORIZATION, authorization);
-        if (body == null) {
-            if (method.equals("PUT") || method.equals("POST")) {
-                request.header(HeaderNames.CONTENT_LENGTH, "0");
+        unsigned.forEach(h -> request.header(h.getKey(), h.getValue()));
+        request.header("authorization", authorization);
+        try {
+            if (body == null) {
+                if (method.equals("PUT") || method.equals("POST")) {
+                    request.header("content-length", "0");
+                }
+                return request.send(config.timeout());
             }
-            return request.request();
-        }
-        request.header(HeaderNames.CONTENT_LENGTH, Long.toString(body.length()));
-        if (body.length() == 0) {
-            return request.submit(new byte[0]);
-        }
-        return request.outputStream(out -> {
-            try {
-                body.writeTo(out);
-                out.close(); // checks the length; only a whole body completes the request
-            } catch (IOException | RuntimeException | Error e) {
-                // The request stays incomplete (fewer bytes than its Content-Length), so nothing lands; its
-                // connection is closed, as Helidon leaves it open when this handler throws.
-                io.stockade.proxy.http.AbandonedConnection.close(out);
-                throw e;
+            if (body.length() == 0) {
+                request.header("content-length", "0");
+                return request.send(config.timeout());
             }
-        });
+            return request.send(config.timeout(), body.length(), body::writeTo);
+        } catch (UpstreamFailure e) {
+            throw new UncheckedIOException(e.getMessage(), e);
+        }
     }
 
     void close() {
-        // The client's pooled connections close with the JVM.
+        client.close();
     }
 }

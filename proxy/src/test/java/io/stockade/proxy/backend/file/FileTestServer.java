@@ -6,7 +6,9 @@ import io.helidon.webserver.http.HttpRouting;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.PathTemplate;
 import io.stockade.policy.Policy;
+import io.stockade.policy.RequestTarget;
 import io.stockade.policy.Route;
+import io.stockade.proxy.http.Problem;
 import io.stockade.policy.ScopeTemplate;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Exchange;
@@ -54,15 +56,22 @@ final class FileTestServer implements AutoCloseable {
         server = WebServer.builder()
                 .port(0)
                 .routing(HttpRouting.builder().any((req, res) -> {
-                    Map<String, String> vars;
-                    try {
-                        vars = policy.match().path().match(req.path().rawPath()).orElse(Map.of());
-                    } catch (RuntimeException e) {
-                        vars = Map.of(); // a malformed path: the backend refuses it
+                    // As the pipeline does: one canonical target, refused before anything else (400).
+                    RequestTarget target;
+                    switch (RequestTarget.parse(req.path().rawPath(), null, false)) {
+                        case RequestTarget.Refused refused -> {
+                            Problem.of(400, "bad-path", "Path refused", refused.reason()).send(res);
+                            return;
+                        }
+                        case RequestTarget.Accepted accepted -> target = accepted.target();
                     }
-                    Route route = new Route(policy, vars);
+                    Map<String, String> vars = policy.match().path().match(target).orElse(Map.of());
+                    Route route = new Route(policy, vars, target);
                     String scope = vars.isEmpty() ? "file:?" : route.scope();
                     Exchange exchange = new Exchange(req, res, route, scope);
+                    if (!backend.admit(exchange)) {
+                        return;
+                    }
                     Optional<String> token = req.headers().first(HeaderNames.create(policy.fence().header()));
                     String method = req.prologue().method().text();
                     if (token.isPresent() && policy.fences(method)) {

@@ -1,0 +1,548 @@
+package io.stockade.proxy.upstream;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URI;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The proxy's HTTP/1.1 client for its upstreams (the http backend, the s3 backend's store).
+ * <p>
+ * Written for a proxy rather than for an application, so that what leaves is exactly what the backend built:
+ * <ul>
+ *     <li>the request target is sent byte for byte as given (no URI parsing, no normalising of dot-segments, no
+ *     re-encoding, the query never joined to the path); {@link Request} refuses only bytes that cannot travel in
+ *     a request line;</li>
+ *     <li>the request head and the start of the body go out in one write; a body that cannot be read to its end
+ *     never completes the upstream request (the connection is closed before its last chunk or its last declared
+ *     byte), so a cut-off body is never applied as a shorter one;</li>
+ *     <li>the answer's body is framed by RFC 9112 section 6.3: none after HEAD, 1xx, 204 and 304, then
+ *     {@code Transfer-Encoding: chunked}, then {@code Content-Length}, else until the connection closes;</li>
+ *     <li>keep-alive connections are pooled per host, most recently used first, at most {@code maxIdle} of them;
+ *     one that the upstream has closed while idle is noticed (a non-blocking read finds its end) and dropped
+ *     before a request is written to it.</li>
+ * </ul>
+ * Failures are {@link UpstreamFailure}s that say whether any byte of the request may have reached the upstream,
+ * which the backends need to tell "nothing was sent" (502) from "outcome unknown" (504).
+ */
+public final class UpstreamClient implements AutoCloseable {
+    private final boolean tls;
+    private final int port;
+    private final SSLContext sslContext;
+    private final int connectTimeoutMillis;
+    private final int maxIdle;
+    private final Map<String, Pool> pools = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    private UpstreamClient(boolean tls, int port, SSLContext sslContext, Duration connectTimeout, int maxIdle) {
+        this.tls = tls;
+        this.port = port;
+        this.sslContext = sslContext;
+        this.connectTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, Math.max(1, connectTimeout.toMillis()));
+        this.maxIdle = maxIdle;
+    }
+
+    /**
+     * A client for the scheme and port of {@code url} (the host is given per request).
+     *
+     * @param sslContext whom to trust and which certificate to present over https, or null for the JDK's default
+     * @param maxIdle    the most idle keep-alive connections kept per host
+     */
+    public static UpstreamClient create(URI url, SSLContext sslContext, Duration connectTimeout, int maxIdle) {
+        String scheme = url.getScheme().toLowerCase(Locale.ROOT);
+        boolean tls = scheme.equals("https");
+        if (!tls && !scheme.equals("http")) {
+            throw new IllegalArgumentException("not an http or https URL: " + url);
+        }
+        int port = url.getPort() >= 0 ? url.getPort() : tls ? 443 : 80;
+        try {
+            return new UpstreamClient(tls, port, tls && sslContext == null ? SSLContext.getDefault() : sslContext,
+                    connectTimeout, maxIdle);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no default TLS context", e);
+        }
+    }
+
+    /** The value of a {@code Host} header for {@code host} on this client's port (the port left out when default). */
+    public String authority(String host) {
+        String name = host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host;
+        return port == (tls ? 443 : 80) ? name : name + ":" + port;
+    }
+
+    /**
+     * Starts a request. Add headers to it, then {@link Request#send} it.
+     *
+     * @param host   the host to connect to (a name or an IP literal, with no port; IPv6 with or without brackets)
+     * @param target the request target exactly as it is to be sent (origin form)
+     * @throws IllegalArgumentException if the method or target holds a byte a request line cannot carry
+     */
+    public Request request(String method, String host, String target) {
+        return new Request(this, method, host, target);
+    }
+
+    /** A pooled connection for {@code host}, or a new one. */
+    Connection connection(String host) throws UpstreamFailure {
+        if (closed) {
+            throw new UpstreamFailure("the client is closed", false, false, null);
+        }
+        Pool pool = pools.computeIfAbsent(host, h -> new Pool());
+        Connection idle;
+        while ((idle = pool.poll()) != null) {
+            if (idle.stillOpen()) {
+                return idle;
+            }
+            idle.close();
+        }
+        return open(host);
+    }
+
+    void release(Connection connection) {
+        if (closed || !pools.computeIfAbsent(connection.host, h -> new Pool()).offer(connection, maxIdle)) {
+            connection.close();
+        }
+    }
+
+    private Connection open(String host) throws UpstreamFailure {
+        String literal = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+        SocketChannel channel = null;
+        try {
+            InetAddress address = InetAddress.getByName(literal);
+            if (literal.matches("[0-9.]+") || literal.contains(":")) {
+                // Keep the literal as the name: TLS then checks the certificate's IP entries, not a reverse lookup.
+                address = InetAddress.getByAddress(literal, address.getAddress());
+            }
+            channel = SocketChannel.open();
+            Socket socket = channel.socket();
+            socket.setTcpNoDelay(true);
+            socket.setKeepAlive(true);
+            socket.connect(new InetSocketAddress(address, port), connectTimeoutMillis);
+            if (!tls) {
+                return new Connection(host, channel, socket);
+            }
+        } catch (UnknownHostException e) {
+            closeQuietly(channel);
+            throw new UpstreamFailure("unknown host " + literal, false, false, e);
+        } catch (java.net.SocketTimeoutException e) {
+            closeQuietly(channel);
+            throw new UpstreamFailure("connecting to " + literal + ":" + port + " timed out after "
+                    + connectTimeoutMillis + " ms", false, false, e);
+        } catch (IOException e) {
+            closeQuietly(channel);
+            throw new UpstreamFailure("connecting to " + literal + ":" + port + " failed: " + e.getMessage(),
+                    false, false, e);
+        }
+        try {
+            SSLSocket ssl = (SSLSocket) sslContext.getSocketFactory().createSocket(channel.socket(), literal, port,
+                    true);
+            SSLParameters params = ssl.getSSLParameters();
+            params.setEndpointIdentificationAlgorithm("HTTPS");
+            ssl.setSSLParameters(params);
+            ssl.setSoTimeout(connectTimeoutMillis);
+            ssl.startHandshake(); // before any byte of the request: a refusal here sent nothing
+            return new Connection(host, channel, ssl);
+        } catch (IOException e) {
+            closeQuietly(channel);
+            throw new UpstreamFailure("TLS handshake with " + literal + ":" + port + " failed: " + e.getMessage(),
+                    false, false, e);
+        }
+    }
+
+    private static void closeQuietly(SocketChannel channel) {
+        if (channel != null) {
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // nothing to do
+            }
+        }
+    }
+
+    /** Idle connections currently pooled, over all hosts (tests). */
+    public int idleConnections() {
+        return pools.values().stream().mapToInt(Pool::size).sum();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        pools.values().forEach(Pool::closeAll);
+    }
+
+    /** Idle connections of one host, most recently used first. */
+    private static final class Pool {
+        private final ArrayDeque<Connection> idle = new ArrayDeque<>();
+
+        synchronized Connection poll() {
+            return idle.pollFirst();
+        }
+
+        synchronized boolean offer(Connection connection, int max) {
+            if (idle.size() >= max) {
+                return false;
+            }
+            idle.addFirst(connection);
+            return true;
+        }
+
+        synchronized int size() {
+            return idle.size();
+        }
+
+        void closeAll() {
+            Connection c;
+            while ((c = poll()) != null) {
+                c.close();
+            }
+        }
+    }
+
+    /**
+     * A request being built: the head is written into one buffer as headers are added.
+     */
+    public static final class Request {
+        private final UpstreamClient client;
+        private final String host;
+        private final HeadBuffer head = new HeadBuffer();
+        private final boolean headRequest;
+
+        Request(UpstreamClient client, String method, String host, String target) {
+            this.client = client;
+            this.host = host;
+            this.headRequest = method.equals("HEAD");
+            checkToken(method, "method");
+            for (int i = 0; i < target.length(); i++) {
+                char c = target.charAt(i);
+                if (c <= 0x20 || c >= 0x7f) {
+                    throw new IllegalArgumentException("the request target has a byte a request line cannot carry"
+                            + " (0x" + Integer.toHexString(c) + ") at position " + (i + 1));
+                }
+            }
+            head.ascii(method).put(' ').ascii(target).ascii(" HTTP/1.1\r\nHost: ").ascii(client.authority(host))
+                    .crlf();
+        }
+
+        /**
+         * Adds a header. Names must be HTTP tokens; values may not hold CR, LF or NUL (the value of a header the
+         * listener parsed never does; a value from elsewhere, such as a recorded ETag, is checked here too).
+         *
+         * @throws IllegalArgumentException naming the header when either is not sendable
+         */
+        public Request header(String name, String value) {
+            checkToken(name, "header name");
+            for (int i = 0; i < value.length(); i++) {
+                char c = value.charAt(i);
+                if (c == '\r' || c == '\n' || c == 0) {
+                    throw new IllegalArgumentException("the value of header " + name + " holds a CR, LF or NUL");
+                }
+            }
+            head.ascii(name).put(':').put(' ').latin1(value).crlf();
+            return this;
+        }
+
+        /** Sends a request with no body (and no {@code Content-Length}, unless added as a header). */
+        public UpstreamResponse send(java.time.Duration readTimeout) throws UpstreamFailure {
+            return send(readTimeout, -2, null);
+        }
+
+        /**
+         * Sends the request.
+         *
+         * @param length the body's length, {@code -1} for a chunked body of unknown length
+         * @param body   writes the body; if it throws, the request is abandoned unfinished (the connection closed
+         *               before the body's end) and its exception is rethrown as it is
+         */
+        public UpstreamResponse send(java.time.Duration readTimeout, long length, Body body) throws UpstreamFailure {
+            if (body != null && length >= 0) {
+                head.ascii("Content-Length: ").ascii(Long.toString(length)).crlf();
+            } else if (body != null) {
+                head.ascii("Transfer-Encoding: chunked\r\n");
+            }
+            head.crlf();
+            Connection connection = client.connection(host);
+            boolean done = false;
+            try {
+                connection.timeout(readTimeout);
+                RequestOutput out = new RequestOutput(connection, head, length);
+                if (body != null) {
+                    try {
+                        body.writeTo(out);
+                    } catch (UpstreamFailure e) {
+                        throw e;
+                    } catch (IOException | RuntimeException | Error e) {
+                        if (out.failure != null) {
+                            throw out.failure; // the write to the upstream failed, inside the body writer
+                        }
+                        throw new AbandonedBody(e);
+                    }
+                }
+                out.finish();
+                UpstreamResponse response = UpstreamResponse.read(client, connection, headRequest);
+                done = true;
+                return response;
+            } finally {
+                if (!done) {
+                    connection.close();
+                }
+            }
+        }
+    }
+
+    /** Writes a request body. */
+    @FunctionalInterface
+    public interface Body {
+        void writeTo(OutputStream out) throws IOException;
+    }
+
+    /**
+     * The body writer failed for a reason of its own (the client's body could not be read, it went over a bound):
+     * the upstream request was abandoned unfinished. The writer's exception is the cause.
+     */
+    public static final class AbandonedBody extends UpstreamFailure {
+        AbandonedBody(Throwable cause) {
+            super("the request body could not be read to its end; the upstream request was abandoned unfinished",
+                    true, false, cause);
+        }
+    }
+
+    private static void checkToken(String token, String what) {
+        if (token.isEmpty()) {
+            throw new IllegalArgumentException("empty " + what);
+        }
+        for (int i = 0; i < token.length(); i++) {
+            char c = token.charAt(i);
+            if (c <= 0x20 || c >= 0x7f || "\"(),/:;<=>?@[\\]{}".indexOf(c) >= 0) {
+                throw new IllegalArgumentException("the " + what + " '" + token + "' is not an HTTP token");
+            }
+        }
+    }
+
+    /** A growable byte buffer for the request head. */
+    static final class HeadBuffer {
+        byte[] bytes = new byte[512];
+        int size;
+
+        HeadBuffer put(char c) {
+            ensure(1);
+            bytes[size++] = (byte) c;
+            return this;
+        }
+
+        HeadBuffer ascii(String s) {
+            ensure(s.length());
+            s.getBytes(0, s.length(), bytes, size);
+            size += s.length();
+            return this;
+        }
+
+        /** Header values are ISO-8859-1 on the wire, as the listener read them. */
+        HeadBuffer latin1(String s) {
+            ensure(s.length());
+            for (int i = 0; i < s.length(); i++) {
+                char c = s.charAt(i);
+                bytes[size++] = (byte) (c <= 0xff ? c : '?');
+            }
+            return this;
+        }
+
+        HeadBuffer crlf() {
+            ensure(2);
+            bytes[size++] = '\r';
+            bytes[size++] = '\n';
+            return this;
+        }
+
+        private void ensure(int more) {
+            if (size + more > bytes.length) {
+                bytes = java.util.Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + more));
+            }
+        }
+    }
+
+    /**
+     * The request's body stream: the head and the first bytes of the body leave in one write; a chunked body is
+     * framed here. Write failures are {@link UpstreamFailure}s (the request may have reached the upstream).
+     */
+    private static final class RequestOutput extends OutputStream {
+        private static final int BUFFER = 16 * 1024;
+        private final Connection connection;
+        private final long length;
+        private byte[] buffer;
+        private int size;
+        private long written;
+        UpstreamFailure failure;
+
+        RequestOutput(Connection connection, HeadBuffer head, long length) {
+            this.connection = connection;
+            this.length = length;
+            this.buffer = head.size >= BUFFER ? head.bytes : java.util.Arrays.copyOf(head.bytes, BUFFER);
+            this.size = head.size;
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            write(new byte[] {(byte) b}, 0, 1);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            if (len == 0) {
+                return;
+            }
+            if (length >= 0 && written + len > length) {
+                throw new IOException("the body is longer than its declared length " + length);
+            }
+            written += len;
+            if (length < 0) {
+                byte[] chunkHead = (Integer.toHexString(len) + "\r\n").getBytes(StandardCharsets.US_ASCII);
+                append(chunkHead, 0, chunkHead.length);
+                append(b, off, len);
+                append(CRLF, 0, 2);
+            } else {
+                append(b, off, len);
+            }
+        }
+
+        private void append(byte[] b, int off, int len) throws UpstreamFailure {
+            if (size + len <= buffer.length) {
+                System.arraycopy(b, off, buffer, size, len);
+                size += len;
+                return;
+            }
+            flushBuffer();
+            if (len >= buffer.length) {
+                raw(b, off, len);
+            } else {
+                System.arraycopy(b, off, buffer, 0, len);
+                size = len;
+            }
+        }
+
+        private void flushBuffer() throws UpstreamFailure {
+            if (size > 0) {
+                raw(buffer, 0, size);
+                size = 0;
+            }
+        }
+
+        private void raw(byte[] b, int off, int len) throws UpstreamFailure {
+            try {
+                connection.out.write(b, off, len);
+            } catch (IOException e) {
+                failure = new UpstreamFailure("sending the request failed: " + e.getMessage(), true,
+                        e instanceof java.net.SocketTimeoutException, e);
+                throw failure;
+            }
+        }
+
+        /** Ends the body (last chunk, or checks the declared length) and sends what is buffered. */
+        void finish() throws UpstreamFailure {
+            if (length >= 0 && written != length) {
+                throw new AbandonedBody(new IOException("the body ended " + (length - written)
+                        + " bytes short of its declared length " + length));
+            }
+            if (length == -1) {
+                append(LAST_CHUNK, 0, LAST_CHUNK.length);
+            }
+            flushBuffer();
+            try {
+                connection.out.flush();
+            } catch (IOException e) {
+                throw new UpstreamFailure("sending the request failed: " + e.getMessage(), true, false, e);
+            }
+        }
+
+        private static final byte[] CRLF = {'\r', '\n'};
+        private static final byte[] LAST_CHUNK = "0\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** One keep-alive connection. */
+    static final class Connection {
+        final String host;
+        private final SocketChannel channel;
+        private final Socket socket;
+        final OutputStream out;
+        final java.io.InputStream in;
+        /** Bytes read from the socket and not yet used: the next answer's start, or the body's. */
+        final byte[] buffer = new byte[16 * 1024];
+        int position;
+        int limit;
+
+        Connection(String host, SocketChannel channel, Socket socket) throws IOException {
+            this.host = host;
+            this.channel = channel;
+            this.socket = socket;
+            this.out = socket.getOutputStream();
+            this.in = socket.getInputStream();
+        }
+
+        void timeout(Duration timeout) throws UpstreamFailure {
+            try {
+                socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis())));
+            } catch (IOException e) {
+                throw new UpstreamFailure("the connection is unusable: " + e.getMessage(), false, false, e);
+            }
+        }
+
+        /**
+         * Whether the idle connection is still open: a non-blocking read of the plain socket finds nothing to read.
+         * End of stream (the upstream closed it) or any byte (which no idle connection may receive; for TLS, a
+         * close_notify alert) means the connection cannot carry another request.
+         */
+        boolean stillOpen() {
+            if (position != limit) {
+                return false;
+            }
+            try {
+                channel.configureBlocking(false);
+                try {
+                    return channel.read(ByteBuffer.allocate(1)) == 0;
+                } finally {
+                    channel.configureBlocking(true);
+                }
+            } catch (IOException | RuntimeException e) {
+                return false;
+            }
+        }
+
+        /** Fills the buffer from the socket; -1 at end of stream. */
+        int fill() throws IOException {
+            if (position == limit) {
+                position = 0;
+                limit = 0;
+            }
+            if (limit == buffer.length) {
+                System.arraycopy(buffer, position, buffer, 0, limit - position);
+                limit -= position;
+                position = 0;
+            }
+            int n = in.read(buffer, limit, buffer.length - limit);
+            if (n > 0) {
+                limit += n;
+            }
+            return n;
+        }
+
+        void close() {
+            try {
+                socket.close();
+            } catch (IOException ignored) {
+                // closing is all we wanted
+            }
+            closeQuietly(channel);
+        }
+    }
+}
