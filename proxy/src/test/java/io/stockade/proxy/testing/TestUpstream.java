@@ -243,6 +243,14 @@ public final class TestUpstream implements AutoCloseable {
         return content(path).map(b -> new String(b, java.nio.charset.StandardCharsets.UTF_8));
     }
 
+    /** Every path stored now (raw, as received) with its body as UTF-8 text (a snapshot). */
+    public Map<String, String> contents() {
+        Map<String, String> out = new java.util.TreeMap<>();
+        store.forEach((path, e) -> out.put(path, e.body() == null ? "<discarded " + e.sha256() + ">"
+                : new String(e.body(), java.nio.charset.StandardCharsets.UTF_8)));
+        return out;
+    }
+
     /** The current ETag at {@code path} (with quotes), or empty. */
     public Optional<String> etag(String path) {
         return Optional.ofNullable(store.get(path)).map(Entry::etag);

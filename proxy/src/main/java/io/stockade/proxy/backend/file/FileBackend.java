@@ -288,7 +288,16 @@ public final class FileBackend implements Backend {
             return null;
         }
         try {
-            return SafePath.locate(root, SafePath.check(exchange.route().target().segments(), maxPathBytes));
+            SafePath.Located located = SafePath.locate(root, SafePath.check(exchange.route().target().segments(),
+                    maxPathBytes));
+            if ((method == Method.PUT || method == Method.DELETE) && !fileCanBeThere(located.file())) {
+                // Checked again under the file's lock when the write runs; checking here too means the common
+                // case is refused before the fence (only a directory created meanwhile by a write of another
+                // scope can still make a fenced write fail with 409 after its token was admitted).
+                notAFile(located.file()).problem.send(res);
+                return null;
+            }
+            return located;
         } catch (SafePath.TooLongException e) {
             Problem.of(414, "path-too-long", "Path too long", e.getMessage()).send(res);
         } catch (SafePath.BadPathException e) {
@@ -587,6 +596,19 @@ public final class FileBackend implements Backend {
 
     private Refusal notFound(Path file) {
         return new Refusal(Problem.of(404, "not-found", "Not found", "no file at " + relative(file)));
+    }
+
+    /** Whether a file may be written (or deleted) at {@code file}: it is no directory, and no file blocks its way. */
+    private boolean fileCanBeThere(Path file) {
+        if (Files.isDirectory(file, LinkOption.NOFOLLOW_LINKS)) {
+            return false;
+        }
+        for (Path p = file.getParent(); p != null && p.startsWith(root) && !p.equals(root); p = p.getParent()) {
+            if (Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
+                return Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS);
+            }
+        }
+        return true;
     }
 
     private Refusal notAFile(Path file) {

@@ -175,6 +175,13 @@ public class S3Backend implements Backend {
                     + s3.keyProblem().get(), null, Map.of());
             return false;
         }
+        if (s3.operation() == S3Request.Operation.UNKNOWN_WRITE) {
+            S3Xml.error(exchange.response(), head, 400, "InvalidArgument", "a " + s3.method() + " of an object with"
+                    + " the query parameters " + s3.query().stream().map(Map.Entry::getKey).toList() + " names no S3"
+                    + " operation the fencing proxy knows; it is refused rather than forwarded unfenced",
+                    s3.resource(), Map.of());
+            return false;
+        }
         if (s3.operation() == S3Request.Operation.DELETE_OBJECT && s3.param("versionId").isPresent()) {
             S3Xml.error(exchange.response(), head, 501, "NotImplemented", "deleting one version of an object is"
                     + " not supported through the fencing proxy", s3.resource(), Map.of());

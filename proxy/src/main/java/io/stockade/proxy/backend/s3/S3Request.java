@@ -35,12 +35,15 @@ record S3Request(String method, String bucket, String key, String decodedPath,
     enum Operation {
         LIST_BUCKETS, BUCKET_OTHER, DELETE_OBJECTS,
         GET_OBJECT, HEAD_OBJECT, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
-        CREATE_MULTIPART, UPLOAD_PART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER;
+        CREATE_MULTIPART, UPLOAD_PART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER,
+        /** A write to an object whose method or parameters name no operation the proxy knows: refused. */
+        UNKNOWN_WRITE;
 
         /** Whether the operation changes what an object holds (and so needs a token). */
         boolean fenced() {
             return switch (this) {
-                case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, DELETE_OBJECTS ->
+                case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, DELETE_OBJECTS,
+                     UNKNOWN_WRITE ->
                         true;
                 default -> false;
             };
@@ -97,17 +100,43 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         }
         boolean plain = q.stream().allMatch(e -> PLAIN.contains(e.getKey()) || e.getKey().startsWith("response-")
                 || e.getKey().startsWith("X-Amz-"));
+        // Writes are classified by their exact set of parameters: a write whose parameters name no operation the
+        // proxy knows is refused (UNKNOWN_WRITE), never forwarded unfenced. S3 stores ignore parameters they do
+        // not know, so PUT /b/k?x=1 would otherwise be a PutObject that no fence checked.
+        Set<String> keys = new java.util.TreeSet<>();
+        for (Map.Entry<String, String> e : q) {
+            if (!e.getKey().equals("x-id") && !e.getKey().startsWith("X-Amz-")) {
+                keys.add(e.getKey());
+            }
+        }
         return switch (method) {
             case "GET" -> plain ? Operation.GET_OBJECT : Operation.OBJECT_OTHER;
             case "HEAD" -> plain ? Operation.HEAD_OBJECT : Operation.OBJECT_OTHER;
-            case "PUT" -> has(q, "uploadId") && has(q, "partNumber") ? Operation.UPLOAD_PART
-                    : !plain ? Operation.OBJECT_OTHER : copy ? Operation.COPY_OBJECT : Operation.PUT_OBJECT;
-            case "POST" -> has(q, "uploads") ? Operation.CREATE_MULTIPART
-                    : has(q, "uploadId") ? Operation.COMPLETE_MULTIPART : Operation.OBJECT_OTHER;
-            case "DELETE" -> has(q, "uploadId") ? Operation.ABORT_MULTIPART
-                    : plain ? Operation.DELETE_OBJECT : Operation.OBJECT_OTHER;
-            default -> Operation.OBJECT_OTHER;
+            case "PUT" -> keys.isEmpty() ? (copy ? Operation.COPY_OBJECT : Operation.PUT_OBJECT)
+                    : keys.equals(Set.of("uploadId", "partNumber")) ? Operation.UPLOAD_PART
+                    : metadataOnly(keys, Set.of("acl", "tagging", "retention", "legal-hold")) ? Operation.OBJECT_OTHER
+                    : Operation.UNKNOWN_WRITE;
+            case "POST" -> keys.equals(Set.of("uploads")) ? Operation.CREATE_MULTIPART
+                    : keys.equals(Set.of("uploadId")) ? Operation.COMPLETE_MULTIPART
+                    : metadataOnly(keys, Set.of("restore", "select")) ? Operation.OBJECT_OTHER
+                    : Operation.UNKNOWN_WRITE;
+            case "DELETE" -> keys.equals(Set.of("uploadId")) ? Operation.ABORT_MULTIPART
+                    : keys.isEmpty() || keys.equals(Set.of("versionId")) ? Operation.DELETE_OBJECT
+                    : metadataOnly(keys, Set.of("tagging")) ? Operation.OBJECT_OTHER
+                    : Operation.UNKNOWN_WRITE;
+            default -> Operation.UNKNOWN_WRITE;
         };
+    }
+
+    /**
+     * Whether the parameters are one sub-resource of {@code subresources} (optionally with its companions
+     * {@code versionId} and {@code select-type}): a request that changes or reads something beside the object's
+     * data (its ACL, tags, retention, legal hold; a restore or select), which is not fenced.
+     */
+    private static boolean metadataOnly(Set<String> keys, Set<String> subresources) {
+        long named = keys.stream().filter(subresources::contains).count();
+        return named == 1 && keys.stream().allMatch(k -> subresources.contains(k) || k.equals("versionId")
+                || k.equals("select-type"));
     }
 
     static boolean has(List<Map.Entry<String, String>> query, String name) {
