@@ -294,6 +294,125 @@ class PostgresAtomicWritesIT {
         }
     }
 
+    /**
+     * A connection lost before COMMIT was sent: nothing can have committed, so 503 (retry). Lost during COMMIT:
+     * the proxy cannot know, so 504 unknown outcome. The backend is terminated ({@code pg_terminate_backend}) while
+     * it sleeps in a statement or in a deferred trigger that runs at COMMIT, or stopped ({@code SIGSTOP}) so that
+     * the driver's socket timeout (statement-timeout + 5 s) gives up on it.
+     */
+    @Test
+    void aConnectionLostBeforeCommitIs503AndDuringCommitIsAnUnknownOutcome() throws Exception {
+        String app = "stockade-lost-" + Long.toHexString(System.nanoTime());
+        String ddl = """
+                CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL, balance numeric NOT NULL);
+                INSERT INTO accounts VALUES ('acc-1', 'ann', 1);
+                CREATE TABLE ledger (id bigint);
+                CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.8); RETURN NULL; END $$;
+                CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON accounts DEFERRABLE INITIALLY DEFERRED
+                    FOR EACH ROW WHEN (NEW.owner = 'slow-commit') EXECUTE FUNCTION slow_commit();
+                """;
+        String yaml = """
+                store: {type: memory, journal: "${JOURNAL}"}
+                policies:
+                  - name: slow
+                    match: {path: "/slow/{id}", methods: [PUT]}
+                    scope: accounts/{id}
+                    backend:
+                      type: postgres
+                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 1, statement-timeout: 1s}
+                      params:
+                        id: path
+                        owner: {from: body}
+                        pause: {from: body}
+                      statements:
+                        PUT:
+                          - UPDATE accounts SET owner = :owner, balance = balance + 1 WHERE id = :id RETURNING id, balance
+                          - SELECT 1 AS slept FROM pg_sleep(:pause)
+                """;
+        try (Pg pg = Pg.create(ddl);
+             Connection look = pg.connect();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
+                     Map.of("PG_URL", pg.url() + "&ApplicationName=" + app))) {
+            Route route = new Route("slow", "/slow/acc-1", true, false);
+            assertEquals(200, put(proxy, route, "{\"owner\": \"bob\", \"pause\": \"0\"}", 5).status());
+            List<String> before = snapshot(look);
+
+            // terminated while a statement runs: 503, nothing written
+            Http.Response r = lost(proxy, look, app, "%pg_sleep%", "{\"owner\": \"x\", \"pause\": \"0.8\"}",
+                    6, "pg_terminate_backend");
+            assertEquals(503, r.status(), r.body());
+            assertTrue(r.header("Retry-After").isPresent(), r.headers().toString());
+            assertEquals(before, snapshot(look));
+
+            // terminated during COMMIT (a deferred trigger sleeps in it): the outcome is unknown, 504
+            r = lost(proxy, look, app, "COMMIT", "{\"owner\": \"slow-commit\", \"pause\": \"0\"}", 7,
+                    "pg_terminate_backend");
+            assertEquals(504, r.status(), r.body());
+            assertTrue(r.body().contains("unknown-outcome"), r.body());
+            assertEquals(before, snapshot(look), "in truth it did not commit (the trigger had not finished)");
+
+            // the server stops answering mid-statement: the socket timeout (1 s + 5 s) ends it before COMMIT: 503
+            long start = System.nanoTime();
+            r = lost(proxy, look, app, "%pg_sleep%", "{\"owner\": \"y\", \"pause\": \"0.8\"}", 8,
+                    "SIGSTOP");
+            assertEquals(503, r.status(), r.body());
+            assertTrue(r.body().contains("failed before COMMIT, nothing was written"), r.body());
+            assertTrue(System.nanoTime() - start > 5_000_000_000L, "the socket timeout gave up on it");
+            assertEquals(before, snapshot(look));
+
+            // the pool's one connection was replaced each time; a good write lands
+            assertEquals(200, put(proxy, route, "{\"owner\": \"carl\", \"pause\": \"0\"}", 6).status());
+            assertEquals(OptionalLong.of(6), pg.fence("accounts/acc-1"));
+            assertEquals(List.of("carl"), query(look, "SELECT owner FROM accounts"));
+        }
+    }
+
+    /**
+     * Sends a write and, once its connection (application name {@code app}) sleeps in a query like
+     * {@code query}, terminates the backend or stops it ({@code SIGSTOP}, resumed after the answer).
+     */
+    private static Http.Response lost(ProxyFixture proxy, Connection look, String app, String query, String body,
+                                      long token, String how) throws Exception {
+        var answer = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return Http.put(proxy.uri("/slow/acc-1"), body, Map.of("Fencing-Token", Long.toString(token)));
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        String pid = null;
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (pid == null && System.nanoTime() < deadline) {
+            try (var ps = look.prepareStatement("SELECT pid FROM pg_stat_activity WHERE application_name = ?"
+                    + " AND query LIKE ? AND wait_event = 'PgSleep'")) {
+                ps.setString(1, app);
+                ps.setString(2, query);
+                try (ResultSet r = ps.executeQuery()) {
+                    pid = r.next() ? r.getString(1) : null;
+                }
+            }
+            Thread.sleep(5);
+        }
+        assertTrue(pid != null, "the write never slept in " + query);
+        if (how.equals("SIGSTOP")) {
+            signal("STOP", pid);
+            try {
+                return answer.get(20, java.util.concurrent.TimeUnit.SECONDS);
+            } finally {
+                signal("CONT", pid);
+            }
+        }
+        query(look, "SELECT pg_terminate_backend(" + pid + ")::text");
+        return answer.get(20, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
+    private static void signal(String signal, String pid) throws Exception {
+        Process p = new ProcessBuilder("kill", "-" + signal, pid).inheritIO().start();
+        assertEquals(0, p.waitFor(), "kill -" + signal + " " + pid + " (the test needs the right to signal the"
+                + " PostgreSQL server's processes: root, on the same machine)");
+    }
+
     private static Map<String, String> with(Map<String, String> fields, String name, String value) {
         fields.put(name, value);
         return fields;
