@@ -270,6 +270,7 @@ class PostgresAtomicWritesIT {
         cases.put("a number as text", body(with(good(1), "balance", "\"ten\"")));
         cases.put("null where not nullable", body(with(good(1), "balance", "null")));
         cases.put("a number for a string", body(with(good(1), "qty", "3")));
+        cases.put("a NUL in a string (text cannot hold it)", body(with(good(1), "note", "\"a\\u0000b\"")));
         cases.put("over body-limit", body(with(good(1), "note", "\"" + "x".repeat(3000) + "\"")));
         cases.put("out of the column's range (the database refuses it)", body(with(good(1), "balance", "1e20")));
         Map<String, Integer> status = Map.of("over body-limit", 413);
