@@ -216,7 +216,8 @@ class PostgresAtomicWritesIT {
             try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml(), Map.of("PG_URL", url))) {
                 List<Route> routes = List.of(new Route("table", "/t/acc-t", true, true),
                         new Route("column", "/c/acc-c", true, true), new Route("observe", "/o/acc-o", true, true),
-                        new Route("unfenced", "/u/acc-u", false, true), new Route("table-one", "/t1/acc-t1", true, false),
+                        new Route("unfenced", "/u/acc-u", false, true),
+                        new Route("table-one", "/t1/acc-t1", true, false),
                         new Route("column-one", "/c1/acc-c1", true, false));
                 for (Route route : routes) {
                     HikariDataSource pool = ((PostgresBackend) proxy.server().backend(route.policy)).pool();

@@ -257,7 +257,8 @@ public final class PostgresBackend implements SelfFencing {
     /**
      * Runs one write as one explicit transaction on {@code c}: autocommit off, the fence call (table mode) and the
      * statements sent as one multi-statement prepared statement (pgjdbc pipelines its BEGIN with them), then
-     * COMMIT only when every statement succeeded and the token was not refused; anything else rolls back. Never an autocommit multi-statement: pgjdbc may put a Sync between the statements (it does after
+     * COMMIT only when every statement succeeded and the token was not refused; anything else rolls back. Never
+     * an autocommit multi-statement: pgjdbc may put a Sync between the statements (it does after
      * {@code prepareThreshold} executions, for a statement whose result rows it cannot size), and under autocommit
      * each Sync commits what ran before it.
      */

@@ -11,8 +11,8 @@
  *   statements alone otherwise) as one pgjdbc multi-statement prepared statement; pgjdbc pipelines its BEGIN with
  *   them, so this is one round trip (unless pgjdbc puts Syncs between the statements, see below: inside the
  *   transaction that costs round trips, not atomicity). COMMIT (one more round trip) is sent only when every
- *   statement succeeded and the token was not refused; any failure rolls back, and the connection goes back to the pool rolled back and in
- *   autocommit (one that cannot be made so is evicted). The fence is bumped first (a conditional upsert; see
+ *   statement succeeded and the token was not refused; any failure rolls back, and the connection goes back to
+ *   the pool rolled back and in autocommit (one that cannot be made so is evicted). The fence is bumped first (a conditional upsert; see
  *   {@code stockade-fences.sql}); a stale token raises SQLSTATE {@code SF409} carrying the highest token, which
  *   rolls back everything.
  *   <p>Never an autocommit multi-statement: that relied on pgjdbc sending every statement before one Sync (one
