@@ -4,8 +4,9 @@
  * its functions, created at start when {@code migrate: true} or checked otherwise (resource
  * {@code stockade-fences.sql}).
  * <p>
- * Plain JDBC over HikariCP, not Helidon DbClient: a fenced write is one multi-statement round trip in an implicit
- * transaction (see {@code backend.postgres}), which DbClient cannot express, and DbClient's rollback after a failed
- * statement throws (STACK.md).
+ * Plain JDBC over HikariCP, not Helidon DbClient: a fenced write sends its statements as one multi-statement in
+ * an explicit transaction (see {@code backend.postgres}), which DbClient cannot express, and DbClient's rollback
+ * after a failed statement throws (STACK.md). Pools are autocommit; the backend turns it off for each write and
+ * back on before the connection returns.
  */
 package io.stockade.proxy.postgres;

@@ -78,8 +78,10 @@ public final class PostgresBench {
                     }
                 };
             };
+            // what the backend sends: autocommit off, the fence call and the statement in one go, then COMMIT
             WriterFactory fencedSql = w -> {
                 Connection c = pg.connect();
+                c.setAutoCommit(false);
                 PreparedStatement ps = c.prepareStatement("SELECT stockade_fence(?, ?, ?, ?);\n"
                         + "UPDATE accounts SET balance = ? WHERE id = ?");
                 return (ww, n) -> {
@@ -93,12 +95,13 @@ public final class PostgresBench {
                     while (ps.getMoreResults() || ps.getUpdateCount() != -1) {
                         // drain
                     }
+                    c.commit();
                 };
             };
             System.out.printf("PostgreSQL fenced write benchmark: %d writers, %d s measured after %d s warm-up%n",
                     writers, seconds, warmup);
             double bareRate = run("bare JDBC UPDATE", writers, seconds, warmup, bare);
-            run("fenced SQL over JDBC", writers, seconds, warmup, fencedSql);
+            run("fenced SQL over JDBC (explicit transaction)", writers, seconds, warmup, fencedSql);
             run("HTTP only (GET /health)", writers, seconds, warmup, w -> (ww, n) -> client.send(
                     HttpRequest.newBuilder(proxy.uri("/health/live")).build(), HttpResponse.BodyHandlers.ofString()));
             double proxyRate = run("fenced via proxy", writers, seconds, warmup, w -> viaProxy);

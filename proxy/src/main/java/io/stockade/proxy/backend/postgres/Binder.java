@@ -145,7 +145,7 @@ final class Binder {
         }
         try {
             return switch (p.type()) {
-                case STRING -> text;
+                case STRING -> withoutNul(p, where, text);
                 case INTEGER -> Long.parseLong(text);
                 case NUMBER -> new BigDecimal(text);
                 case BOOLEAN -> switch (text) {
@@ -168,7 +168,7 @@ final class Binder {
             throw new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ") must not be null");
         }
         Object out = switch (p.type()) {
-            case STRING -> v instanceof String ? v : null;
+            case STRING -> v instanceof String text ? withoutNul(p, where, text) : null;
             case INTEGER -> {
                 if (v instanceof BigDecimal d) {
                     try {
@@ -187,6 +187,19 @@ final class Binder {
             throw mistyped(p, where, JsonBody.write(v));
         }
         return out;
+    }
+
+    /**
+     * A string parameter is bound as text, which PostgreSQL cannot hold with a NUL character in it: refused here,
+     * before the fence, rather than by the database (which says "invalid byte sequence", or "invalid message
+     * format" under the simple query protocol, where the NUL ends the query text).
+     */
+    private static String withoutNul(SqlParam p, String where, String text) throws BadParameter {
+        if (text.indexOf('\u0000') >= 0) {
+            throw new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ") must not contain the"
+                    + " character U+0000: PostgreSQL text cannot hold it");
+        }
+        return text;
     }
 
     private static BadParameter mistyped(SqlParam p, String where, String got) {

@@ -56,7 +56,8 @@ public final class PostgresBackend implements SelfFencing {
     private final Plan check;
 
     /**
-     * The statements of one method, joined for one round trip.
+     * The statements of one method, joined into one multi-statement (sent in one go, inside the write's
+     * transaction).
      *
      * @param plain    the statements alone
      * @param fenced   table mode: the fence call first, then the statements
@@ -193,7 +194,7 @@ public final class PostgresBackend implements SelfFencing {
             case OBSERVED -> plan.observed();
             case PLAIN -> plan.plain();
         };
-        boolean prefixed = sql != plan.plain();
+        Call call = new Call(exchange, plan, binder, sql, kind, fencedColumn, token, acceptEqual);
         for (int attempt = 0; ; attempt++) {
             Connection c;
             try {
@@ -201,81 +202,172 @@ public final class PostgresBackend implements SelfFencing {
             } catch (SQLException e) {
                 return new Outcome(new WriteResult.Unavailable("no database connection: " + e.getMessage()));
             }
-            try (c) {
-                long maxAdvance = exchange.route().policy().fence().maxAdvance();
-                if (fencedColumn && maxAdvance != Policy.Fence.UNLIMITED) {
-                    // Column mode's comparison is in the user's SQL, so the jump is judged by a read first. A
-                    // concurrent raise only shrinks the jump: this is never more lenient than an atomic check.
-                    Long highest = checkToken(c, binder);
-                    if (highest != null && exchange.route().policy().fence().tooFar(token, highest)) {
-                        return new Outcome(new WriteResult.TooFar(highest));
-                    }
-                }
-                boolean explicit = fencedColumn && plan.statements().size() > 1;
-                if (explicit) {
-                    c.setAutoCommit(false);
-                }
-                Long before = null;
-                List<Result> results = new ArrayList<>();
-                try (PreparedStatement ps = c.prepareStatement(sql)) {
-                    int index = 1;
-                    if (kind == Kind.FENCED && prefixed) {
-                        ps.setString(index++, exchange.scope());
-                        ps.setLong(index++, token);
-                        ps.setBoolean(index++, acceptEqual);
-                        ps.setLong(index++, exchange.route().policy().fence().maxAdvance());
-                    } else if (kind == Kind.OBSERVED) {
-                        ps.setString(index++, exchange.scope());
-                        ps.setLong(index++, token);
-                    }
-                    for (Statement s : plan.statements()) {
-                        index = binder.bind(ps, index, s);
-                    }
-                    boolean isResultSet = ps.execute();
-                    int n = prefixed ? -1 : 0;
-                    while (true) {
-                        if (!isResultSet && ps.getUpdateCount() == -1) {
-                            break;
-                        }
-                        if (n == -1) {
-                            try (ResultSet r = ps.getResultSet()) {
-                                r.next();
-                                long v = r.getLong(1);
-                                before = r.wasNull() ? null : v;
-                            }
-                        } else if (n < plan.statements().size()) {
-                            Statement s = plan.statements().get(n);
-                            if (isResultSet) {
-                                List<String> rows = Rows.read(ps.getResultSet());
-                                results.add(new Result(s, Rows.isQuery(s) ? 0 : rows.size(), rows));
-                            } else {
-                                results.add(new Result(s, ps.getUpdateCount(), List.of()));
-                            }
-                        }
-                        n++;
-                        isResultSet = ps.getMoreResults();
-                    }
-                }
-                if (fencedColumn && results.stream().anyMatch(r -> r.affected() == 0 && !Rows.isQuery(r.statement()))) {
-                    Long highest = checkToken(c, binder);
-                    if (highest != null && (highest > token || highest == token && !acceptEqual)) {
-                        if (explicit) {
-                            c.rollback();
-                        }
-                        return new Outcome(new WriteResult.Stale(highest));
-                    }
-                }
-                if (explicit) {
-                    c.commit();
-                }
-                return new Outcome(answer(res, method, results), before);
-            } catch (SQLException e) {
-                String state = e.getSQLState() == null ? "" : e.getSQLState();
+            Ran ran;
+            try {
+                ran = transaction(c, call);
+            } catch (Failed f) {
+                String state = f.cause().getSQLState() == null ? "" : f.cause().getSQLState();
                 if ((state.equals("40001") || state.equals("40P01")) && attempt < config.retries()) {
-                    continue; // rolled back; try again
+                    continue; // rolled back (the connection is released below, before the next attempt)
                 }
-                return new Outcome(failure(e, exchange, attempt));
+                return new Outcome(failure(f.cause(), f.committing(), exchange, attempt));
+            } finally {
+                release(c);
             }
+            // answered after the commit and after the connection went back to the pool
+            return switch (ran) {
+                case Ran.Committed done -> new Outcome(answer(res, method, done.results()), done.before());
+                case Ran.Refused refused -> new Outcome(refused.result());
+            };
+        }
+    }
+
+    /** What one run needs, bound once for every attempt. */
+    private record Call(Exchange exchange, Plan plan, Binder binder, String sql, Kind kind, boolean fencedColumn,
+                        long token, boolean acceptEqual) {
+    }
+
+    /** A transaction that ran to its end: committed, or rolled back for a refused token. */
+    private sealed interface Ran {
+        record Committed(List<Result> results, Long before) implements Ran {
+        }
+
+        record Refused(WriteResult result) implements Ran {
+        }
+    }
+
+    /** A transaction that failed; {@code committing}: the failure answered the COMMIT itself. */
+    private static final class Failed extends Exception {
+        private final boolean committing;
+
+        Failed(SQLException cause, boolean committing) {
+            super(cause);
+            this.committing = committing;
+        }
+
+        SQLException cause() {
+            return (SQLException) getCause();
+        }
+
+        boolean committing() {
+            return committing;
+        }
+    }
+
+    /**
+     * Runs one write as one explicit transaction on {@code c}: autocommit off, the fence call (table mode) and the
+     * statements sent as one multi-statement prepared statement (pgjdbc pipelines its BEGIN with them), then
+     * COMMIT only when every statement succeeded and the token was not refused; anything else rolls back. Never
+     * an autocommit multi-statement: pgjdbc may put a Sync between the statements (it does after
+     * {@code prepareThreshold} executions, for a statement whose result rows it cannot size), and under autocommit
+     * each Sync commits what ran before it.
+     */
+    private Ran transaction(Connection c, Call call) throws Failed {
+        Exchange exchange = call.exchange();
+        Plan plan = call.plan();
+        long token = call.token();
+        boolean committing = false;
+        try {
+            c.setAutoCommit(false);
+            long maxAdvance = exchange.route().policy().fence().maxAdvance();
+            if (call.fencedColumn() && maxAdvance != Policy.Fence.UNLIMITED) {
+                // Column mode's comparison is in the user's SQL, so the jump is judged by a read first. A
+                // concurrent raise only shrinks the jump: this is never more lenient than an atomic check.
+                Long highest = checkToken(c, call.binder());
+                if (highest != null && exchange.route().policy().fence().tooFar(token, highest)) {
+                    c.rollback();
+                    return new Ran.Refused(new WriteResult.TooFar(highest));
+                }
+            }
+            // the fence call's result comes first: table mode (enforce or observe)
+            boolean prefixed = call.kind() == Kind.OBSERVED
+                    || call.kind() == Kind.FENCED && config.fence() == FenceMode.TABLE;
+            Long before = null;
+            List<Result> results = new ArrayList<>();
+            try (PreparedStatement ps = c.prepareStatement(call.sql())) {
+                int index = 1;
+                if (call.kind() == Kind.FENCED && prefixed) {
+                    ps.setString(index++, exchange.scope());
+                    ps.setLong(index++, token);
+                    ps.setBoolean(index++, call.acceptEqual());
+                    ps.setLong(index++, maxAdvance);
+                } else if (call.kind() == Kind.OBSERVED) {
+                    ps.setString(index++, exchange.scope());
+                    ps.setLong(index++, token);
+                }
+                for (Statement s : plan.statements()) {
+                    index = call.binder().bind(ps, index, s);
+                }
+                boolean isResultSet = ps.execute();
+                int n = prefixed ? -1 : 0;
+                while (true) {
+                    if (!isResultSet && ps.getUpdateCount() == -1) {
+                        break;
+                    }
+                    if (n == -1) {
+                        try (ResultSet r = ps.getResultSet()) {
+                            r.next();
+                            long v = r.getLong(1);
+                            before = r.wasNull() ? null : v;
+                        }
+                    } else if (n < plan.statements().size()) {
+                        Statement s = plan.statements().get(n);
+                        if (isResultSet) {
+                            List<String> rows = Rows.read(ps.getResultSet());
+                            results.add(new Result(s, Rows.isQuery(s) ? 0 : rows.size(), rows));
+                        } else {
+                            results.add(new Result(s, ps.getUpdateCount(), List.of()));
+                        }
+                    }
+                    n++;
+                    isResultSet = ps.getMoreResults();
+                }
+            }
+            if (call.fencedColumn()
+                    && results.stream().anyMatch(r -> r.affected() == 0 && !Rows.isQuery(r.statement()))) {
+                Long highest = checkToken(c, call.binder());
+                if (highest != null && (highest > token || highest == token && !call.acceptEqual())) {
+                    c.rollback();
+                    return new Ran.Refused(new WriteResult.Stale(highest));
+                }
+            }
+            committing = true;
+            c.commit();
+            return new Ran.Committed(results, before);
+        } catch (SQLException e) {
+            rollbackQuietly(c);
+            throw new Failed(e, committing);
+        }
+    }
+
+    /**
+     * Rolls back whatever is open (nothing is sent when no transaction is); a broken connection is left to
+     * {@link #release}.
+     */
+    private static void rollbackQuietly(Connection c) {
+        try {
+            if (!c.getAutoCommit()) {
+                c.rollback();
+            }
+        } catch (SQLException e) {
+            // the connection is gone: release() evicts it
+        }
+    }
+
+    /**
+     * Returns the connection to the pool clean: no transaction open, autocommit on. Rolling back first matters:
+     * turning autocommit on commits an open transaction. A connection that cannot be made clean is evicted.
+     */
+    private void release(Connection c) {
+        try {
+            if (!c.getAutoCommit()) {
+                c.rollback(); // no round trip after a commit or a rollback: pgjdbc knows no transaction is open
+                c.setAutoCommit(true);
+            }
+            c.close();
+        } catch (SQLException e) {
+            LOG.log(Level.FINE, "a connection could not be made clean; evicting it", e);
+            pool.evictConnection(c);
         }
     }
 
@@ -325,16 +417,24 @@ public final class PostgresBackend implements SelfFencing {
     }
 
     /**
-     * The answer to a failed transaction; it was rolled back in every case (an error ends the implicit
-     * transaction), so the fence bump did not survive either, except for a lost connection, whose outcome is
-     * unknown.
+     * The answer to a failed transaction. It was rolled back in every case (an explicit transaction commits only
+     * when its COMMIT succeeds, and a COMMIT the server refused with an error rolled back too), so the fence bump
+     * did not survive either; except when the COMMIT itself got no clear answer (the connection was lost, the
+     * server was shutting down): then the outcome is unknown.
+     *
+     * @param committing whether the failure was the answer to the COMMIT
      */
-    private WriteResult failure(SQLException e, Exchange exchange, int attempts) {
+    private WriteResult failure(SQLException e, boolean committing, Exchange exchange, int attempts) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
         ServerErrorMessage server = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
         String constraint = server == null ? null : server.getConstraint();
         String detail = server != null && server.getMessage() != null ? server.getMessage() : e.getMessage();
         ServerResponse res = exchange.response();
+        if (committing && (server == null || state.isEmpty() || state.startsWith("08") || state.startsWith("57")
+                || state.startsWith("58") || state.startsWith("XX"))) {
+            return new WriteResult.Unknown("no clear answer to COMMIT (the connection failed or the server"
+                    + " stopped): " + e.getMessage());
+        }
         if (state.equals(STALE) || state.equals(TOO_FAR)) {
             try {
                 long highest = Long.parseLong(server.getDetail());
@@ -365,8 +465,9 @@ public final class PostgresBackend implements SelfFencing {
             return new WriteResult.Unavailable("database unavailable: " + detail);
         }
         if (state.startsWith("08")) {
-            return new WriteResult.Unknown("the database connection failed during the transaction: "
-                    + e.getMessage());
+            // before the COMMIT was sent: the server never committed this transaction
+            return new WriteResult.Unavailable("the database connection failed before COMMIT, nothing was"
+                    + " written: " + e.getMessage());
         }
         if (state.startsWith("22")) {
             return sent(res, Problem.of(400, "bad-parameter", "Bad parameter", "the database refused a value: "

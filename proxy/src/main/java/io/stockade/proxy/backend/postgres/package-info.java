@@ -5,26 +5,38 @@
  *
  * <h2>Design</h2>
  * <ul>
- *   <li><b>One round trip.</b> In {@code fence: table} mode a fenced write sends
- *   {@code SELECT stockade_fence(scope, token, accept_equal); stmt1; stmt2 ...} as one pgjdbc multi-statement
- *   prepared statement on an autocommit connection: pgjdbc sends every statement with a single Sync, so the server
- *   runs them as one implicit transaction that commits at the Sync, or rolls back entirely when any of them fails.
- *   The fence is bumped first (a conditional upsert; see {@code stockade-fences.sql}); a stale token raises
- *   SQLSTATE {@code SF409} carrying the highest token, which rolls back everything. {@code AtomicityIT} proves the
- *   rollback of the fence with a failing second statement.</li>
+ *   <li><b>One explicit transaction per write.</b> Every run (fenced, observed or unfenced, either fence mode,
+ *   any number of statements) takes a pooled connection, turns autocommit off, and sends
+ *   {@code SELECT stockade_fence(scope, token, accept_equal, max_advance); stmt1; stmt2 ...} (table mode; the
+ *   statements alone otherwise) as one pgjdbc multi-statement prepared statement; pgjdbc pipelines its BEGIN with
+ *   them, so this is one round trip (unless pgjdbc puts Syncs between the statements, see below: inside the
+ *   transaction that costs round trips, not atomicity). COMMIT (one more round trip) is sent only when every
+ *   statement succeeded and the token was not refused; any failure rolls back, and the connection goes back to
+ *   the pool rolled back and in autocommit (one that cannot be made so is evicted). The fence is bumped first (a conditional upsert; see
+ *   {@code stockade-fences.sql}); a stale token raises SQLSTATE {@code SF409} carrying the highest token, which
+ *   rolls back everything.
+ *   <p>Never an autocommit multi-statement: that relied on pgjdbc sending every statement before one Sync (one
+ *   implicit transaction), which it does not promise. From the {@code prepareThreshold}-th execution of a
+ *   statement on a connection (5 by default) it runs the statements server-prepared, and after each one whose
+ *   result rows it cannot size (a {@code RETURNING}, the fence call) it sends a Sync to avoid a buffer deadlock;
+ *   under autocommit each Sync committed what ran before it, so a failing second statement left the fence bump
+ *   and the first statement committed. The simple query protocol ({@code preferQueryMode=simple}) sent each
+ *   statement as its own query. {@code PostgresAtomicWritesIT} runs every failing shape 20 times on one
+ *   connection under several driver settings.</li>
  *   <li><b>Column mode.</b> The user's statements compare their own token column with {@code :fencing_token}; a
  *   fenced statement that changed no row triggers the policy's {@code check} SELECT (in the same transaction): a
- *   higher token there is a 409, otherwise the answer reports zero rows. One statement: one autocommit round trip;
- *   several: an explicit transaction rolled back on a stale token.</li>
+ *   higher token there is a 409 and everything is rolled back, otherwise the answer reports zero rows. With
+ *   {@code fence.max-advance}, {@code check} is also read first, in the same transaction.</li>
  *   <li><b>Binding.</b> {@code Binder} reads each declared parameter from the path, the query, a JSON body field or
  *   the whole body and checks its type; {@code :fencing_token} and {@code :scope} are provided. Strings and JSON are
  *   bound with an unspecified type, so PostgreSQL infers the column's type.</li>
  *   <li><b>Errors.</b> stale → 409 (engine); unique violation → 409 naming the constraint; other integrity
  *   violations → 422; serialization failure or deadlock → retried {@code retries} times, then 409; a data exception
- *   → 400; statement timeout → 504 (rolled back); no connection or the server shutting down → 503 (engine,
- *   {@code Retry-After}); a connection lost mid-transaction → 504 unknown outcome; anything else → 502. Every
- *   failure rolls back the fence bump with the write.</li>
- *   <li><b>Plain JDBC over HikariCP</b> rather than Helidon DbClient: the one-round-trip multi-statement is not
+ *   → 400; statement timeout → 504 (rolled back); no connection, the server shutting down, or a connection lost
+ *   before COMMIT was sent → 503 (engine, {@code Retry-After}; nothing committed); a COMMIT without a clear answer
+ *   (connection lost, server stopping) → 504 unknown outcome; anything else → 502. Every failure rolls back the
+ *   fence bump with the write, including a COMMIT the server refused (a deferred constraint).</li>
+ *   <li><b>Plain JDBC over HikariCP</b> rather than Helidon DbClient: the multi-statement in one round trip is not
  *   expressible in DbClient, and its rollback trap (STACK.md) is avoided.</li>
  *   <li><b>Observe and off.</b> {@code observe} (table mode only) runs the statements without refusing, after
  *   {@code stockade_fence_observe} raised the high-water mark as enforce would and answered the highest before, so
