@@ -1,7 +1,5 @@
 package io.stockade.proxy.upstream;
 
-import io.stockade.proxy.http.UpstreamTls;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.SocketTimeoutException;
@@ -100,7 +98,7 @@ public final class UpstreamResponse implements AutoCloseable {
         } catch (UpstreamFailure e) {
             throw e;
         } catch (IOException e) {
-            boolean handshake = UpstreamTls.refusedInHandshake(e);
+            boolean handshake = TlsRefusals.refusedInHandshake(e);
             boolean timedOut = !handshake && e instanceof SocketTimeoutException;
             throw new UpstreamFailure(timedOut ? "the upstream did not answer in time"
                     : handshake ? "the TLS handshake with the upstream was refused, nothing was sent: " + e.getMessage()
