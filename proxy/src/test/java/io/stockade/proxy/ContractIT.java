@@ -198,6 +198,19 @@ abstract class ContractIT {
         assertEquals(Optional.empty(), stored("/docs/a"));
     }
 
+    /** Issue 14: a token header that is there but empty is malformed (400), on every backend, never "missing". */
+    @Test
+    void anEmptyOrBlankTokenHeaderIsMalformedNotMissing() throws Exception {
+        for (String value : List.of("", " ", "   ", "\t")) {
+            Http.Response r = RawHttp.send(proxy.server().port(), "PUT /docs/blank HTTP/1.1\r\nHost: x\r\n"
+                    + "Fencing-Token:" + value + "\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+            assertEquals(400, r.status(), "'" + value + "': " + r.body());
+            assertTrue(r.body().contains("malformed-token"), r.body());
+        }
+        assertEquals(Optional.empty(), stored("/docs/blank"));
+        assertEquals(OptionalLong.empty(), fenceOf("docs/blank"));
+    }
+
     @Test
     void readsPassUnfenced() throws Exception {
         assert2xx(put("/docs/r", "content", "1"));

@@ -26,8 +26,8 @@ import java.util.stream.Stream;
  * ({@link TargetGrammar}) sent to a real proxy in front of a directory, judged by {@link DifferentialOracle}
  * against the files the directory holds (read directly, named by their paths under the root).
  * <p>
- * CI runs a fixed budget ({@code -Dstockade.fuzz.tries}, default 300 per property); run longer on demand:
- * {@code mvn -pl policies,proxy verify -Dtest='*TargetFuzzIT' -Dstockade.fuzz.tries=20000}.
+ * CI runs a fixed budget (300 tries per property, from {@code junit-platform.properties}); run longer on demand:
+ * {@code mvn -pl policies,proxy verify -Dtest='*TargetFuzzIT' -Djqwik.tries.default=20000}.
  */
 class FileTargetFuzzIT {
     private static Path dir;
@@ -86,7 +86,7 @@ class FileTargetFuzzIT {
         return TargetGrammar.attempts("/docs", List.of("PUT", "PUT", "DELETE"), 2);
     }
 
-    @Property(tries = 300)
+    @Property
     void noSpellingLandsAStaleWriteOrMissesTheFence(@ForAll("attempts") TargetGrammar.Attempt attempt)
             throws Exception {
         oracle.judge(attempt, FuzzSend::raw);

@@ -28,8 +28,8 @@ import java.util.Map;
  * policies alike, judged by {@link DifferentialOracle} against what the upstream holds, named as a server that
  * percent-decodes its paths names it.
  * <p>
- * CI runs a fixed budget ({@code -Dstockade.fuzz.tries}, default 300 per property); run longer on demand:
- * {@code mvn -pl policies,proxy verify -Dtest='*TargetFuzzIT' -Dstockade.fuzz.tries=20000}.
+ * CI runs a fixed budget (300 tries per property, from {@code junit-platform.properties}); run longer on demand:
+ * {@code mvn -pl policies,proxy verify -Dtest='*TargetFuzzIT' -Djqwik.tries.default=20000}.
  */
 class HttpTargetFuzzIT {
     private static Path dir;
@@ -98,7 +98,7 @@ class HttpTargetFuzzIT {
                 TargetGrammar.attempts("/objects", List.of("PUT", "PUT", "DELETE"), 1));
     }
 
-    @Property(tries = 300)
+    @Property
     void noSpellingLandsAStaleWriteOrMissesTheFence(@ForAll("attempts") TargetGrammar.Attempt attempt)
             throws Exception {
         oracle.judge(attempt, FuzzSend::raw);

@@ -23,8 +23,8 @@ import java.util.Map;
  * key, judged by {@link DifferentialOracle} against the rows of the table and of {@code stockade_fences}, read
  * directly.
  * <p>
- * CI runs a fixed budget ({@code -Dstockade.fuzz.tries}, default 300 per property); run longer on demand:
- * {@code mvn -pl policies,proxy verify -Dtest='*TargetFuzzIT' -Dstockade.fuzz.tries=20000}.
+ * CI runs a fixed budget (300 tries per property, from {@code junit-platform.properties}); run longer on demand:
+ * {@code mvn -pl policies,proxy verify -Dtest='*TargetFuzzIT' -Djqwik.tries.default=20000}.
  */
 class PostgresTargetFuzzIT {
     private static Path dir;
@@ -93,7 +93,7 @@ class PostgresTargetFuzzIT {
         return TargetGrammar.attempts("/docs", List.of("PUT", "PUT", "DELETE"), 2);
     }
 
-    @Property(tries = 300)
+    @Property
     void noSpellingLandsAStaleWriteOrMissesTheFence(@ForAll("attempts") TargetGrammar.Attempt attempt)
             throws Exception {
         oracle.judge(attempt, FuzzSend::raw);

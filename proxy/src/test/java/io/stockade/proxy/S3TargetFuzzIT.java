@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The differential fuzzer of the s3 backend (issue 14), atomic class ({@code fence-scope: object}, conditional
@@ -32,8 +33,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * s3proxy, judged by {@link DifferentialOracle} against the objects of the bucket and the token each carries,
  * read straight from the store behind s3proxy.
  * <p>
- * CI runs a fixed budget ({@code -Dstockade.fuzz.tries}, default 300 per property); run longer on demand:
- * {@code mvn -pl policies,proxy verify -Dtest='*TargetFuzzIT' -Dstockade.fuzz.tries=20000}.
+ * CI runs a fixed budget (300 tries per property, from {@code junit-platform.properties}); run longer on demand:
+ * {@code mvn -pl policies,proxy verify -Dtest='*TargetFuzzIT' -Djqwik.tries.default=20000}.
  */
 class S3TargetFuzzIT {
     private static Path dir;
@@ -108,7 +109,7 @@ class S3TargetFuzzIT {
         return TargetGrammar.attempts("/fzz", List.of("PUT", "PUT", "DELETE"), 2);
     }
 
-    @Property(tries = 300)
+    @Property
     void noSpellingLandsAStaleWriteOrMissesTheFence(@ForAll("attempts") TargetGrammar.Attempt attempt)
             throws Exception {
         oracle.judge(attempt, FuzzSend::raw);
@@ -130,6 +131,25 @@ class S3TargetFuzzIT {
             oracle.judge(stale, FuzzSend::raw);
             assertEquals(400, FuzzSend.raw(stale, "x").status(), stale.toString());
         }
+    }
+
+    /** Issue 14: a token header that is there but empty is malformed (400), as on every backend. */
+    @Example
+    void anEmptyOrBlankTokenHeaderIsMalformed() throws Exception {
+        Map<String, String> before = oracleSnapshot();
+        for (String value : List.of("", " ", "\t")) {
+            Http.Response r = RawHttp.send(proxy.server().port(), "PUT /fzz/blank HTTP/1.1\r\nHost: fuzz\r\n"
+                    + "Fencing-Token:" + value + "\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+            assertEquals(400, r.status(), "'" + value + "': " + r.body());
+            assertTrue(r.body().contains("<Code>InvalidFencingToken</Code>"), r.body());
+        }
+        assertEquals(before, oracleSnapshot());
+    }
+
+    private static Map<String, String> oracleSnapshot() {
+        Map<String, String> out = new HashMap<>();
+        objects(s3.blobs.getBlobStore()).forEach((key, blob) -> out.put(key, blob.getMetadata().getETag()));
+        return out;
     }
 
     /** Sends an attempt over a raw socket, byte for byte. */
