@@ -2,6 +2,7 @@ package io.stockade.proxy.pipeline;
 
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
+import io.helidon.webserver.CloseConnectionException;
 import io.helidon.webserver.http.Handler;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
@@ -177,6 +178,12 @@ public final class FencePipeline implements Handler {
 
             // parse token
             tokenStage(decision, backend, exchange);
+        } catch (CloseConnectionException e) {
+            // A backend's answer broke off after it started: the connection is closed under the client.
+            if (decision.outcome() == null) {
+                decision.outcome(Outcome.ACCEPTED, "the storage's answer broke off midway; the connection was closed");
+            }
+            throw e;
         } finally {
             if (permit != null) {
                 permit.close();

@@ -1,5 +1,7 @@
 package io.stockade.proxy.upstream;
 
+import io.helidon.webserver.CloseConnectionException;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.SocketTimeoutException;
@@ -323,6 +325,17 @@ public final class UpstreamResponse implements AutoCloseable {
                 return null;
             }
         }
+    }
+
+    /**
+     * The answer's head was relayed and its body broke off midway (the upstream failed, or the client went away):
+     * the client connection is closed, so the client sees a truncated answer (fewer bytes than its
+     * {@code Content-Length}, or no last chunk) and can never take it for a whole one, nor wait for the rest.
+     */
+    public static CloseConnectionException brokeOff(Exception e) {
+        java.util.logging.Logger.getLogger(UpstreamResponse.class.getName()).log(java.util.logging.Level.WARNING,
+                "relaying the upstream answer failed midway; closing the client connection", e);
+        return new CloseConnectionException("the upstream's answer broke off midway", e);
     }
 
     private static UpstreamFailure protocol(String message) {

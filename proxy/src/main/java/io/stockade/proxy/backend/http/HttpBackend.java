@@ -285,18 +285,18 @@ public final class HttpBackend implements Backend {
             return new Sent.BodyFailed(BodyBounds.BodyRefused.in(e), e.getCause());
         } catch (UpstreamFailure e) {
             if (res.isSent()) {
-                LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
-                return new Sent.Relayed(res.status().code());
+                throw UpstreamResponse.brokeOff(e);
             }
             String reason = e.timedOut() ? "upstream timed out after " + config.timeout().toMillis() + " ms"
                     : e.requestSent() ? "upstream failed: " + e.getMessage()
                     : "upstream unreachable, nothing was sent: " + e.getMessage();
             return new Sent.Failed(reason, e.requestSent(), e.timedOut());
         } catch (IOException | UncheckedIOException e) {
-            // The answer's head was relayed and its body failed midway (upstream or client): the client sees a
-            // truncated response, nothing more can be said.
-            LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
-            return new Sent.Relayed(res.isSent() ? res.status().code() : 502);
+            if (res.isSent()) {
+                throw UpstreamResponse.brokeOff(e);
+            }
+            LOG.log(Level.WARNING, "relaying the upstream answer failed before it started", e);
+            return new Sent.Failed("relaying the upstream's answer failed: " + e.getMessage(), true, false);
         }
     }
 

@@ -308,8 +308,9 @@ public class S3Backend implements Backend {
             return answer(exchange, rejected.status, rejected.code, rejected.getMessage());
         }
         if (exchange.response().isSent()) {
-            LOG.log(Level.WARNING, "relaying the upstream answer failed midway", e);
-            return new WriteResult.Answered(exchange.response().status().code());
+            // The answer broke off midway: close the client connection so it cannot take a truncated answer for
+            // a whole one.
+            throw io.stockade.proxy.upstream.UpstreamResponse.brokeOff(e);
         }
         if (cause(e, io.stockade.proxy.upstream.UpstreamClient.AbandonedBody.class) != null) {
             // The client's body could not be read to its end: the upstream request was abandoned unfinished.

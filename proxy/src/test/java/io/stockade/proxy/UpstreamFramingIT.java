@@ -1,0 +1,196 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.testing.Http;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * How the proxy's upstream client frames answers and writes request lines (RFC 9112): answers with no body by
+ * definition (304, 204, any answer to HEAD) are relayed at once whatever their headers say, and a long request
+ * target goes out whole. Before the proxy had its own client, a 304 without {@code Content-Length} hung for the
+ * read timeout (30 s) and a key of ~1 KB went upstream as NUL bytes (issue 15).
+ */
+class UpstreamFramingIT {
+    @TempDir
+    Path dir;
+    ScriptedUpstream upstream;
+    ProxyFixture proxy;
+
+    @BeforeEach
+    void start() throws Exception {
+        upstream = new ScriptedUpstream();
+        proxy = ProxyFixture.start(dir.resolve("j"), """
+                store: {type: memory, journal: "${JOURNAL}"}
+                policies:
+                  - name: docs
+                    match: {path: "/docs/{name}"}
+                    scope: docs/{name}
+                    backend: {type: http, url: "http://127.0.0.1:${PORT}", settle: 1ms, timeout: 20s}
+                """, Map.of("PORT", Integer.toString(upstream.port())));
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        proxy.close();
+        upstream.close();
+    }
+
+    @Test
+    void answersWithoutABodyByDefinitionAreRelayedAtOnceAndTheConnectionIsReused() throws Exception {
+        upstream.answer = "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nCache-Control: max-age=5\r\n\r\n";
+        long start = System.nanoTime();
+        Http.Response r = Http.get(proxy.uri("/docs/a"), Map.of("If-None-Match", "\"v1\""));
+        assertEquals(304, r.status());
+        assertEquals("\"v1\"", r.headers().firstValue("ETag").orElse(null));
+        assertEquals("", r.body());
+        upstream.answer = "HTTP/1.1 200 OK\r\nContent-Length: 12345\r\nETag: \"v1\"\r\n\r\n";
+        Http.Response head = Http.send("HEAD", proxy.uri("/docs/a"), java.net.http.HttpRequest.BodyPublishers.noBody(),
+                Map.of());
+        assertEquals(200, head.status());
+        assertEquals("12345", head.headers().firstValue("Content-Length").orElse(null),
+                "a HEAD answer names the length of the body it does not carry");
+        upstream.answer = "HTTP/1.1 204 No Content\r\nX-Seen: yes\r\n\r\n";
+        assertEquals(204, Http.get(proxy.uri("/docs/a"), Map.of()).status());
+        assertTrue(Duration.ofNanos(System.nanoTime() - start).compareTo(Duration.ofSeconds(5)) < 0,
+                "three bodiless answers took " + Duration.ofNanos(System.nanoTime() - start));
+        assertEquals(1, upstream.connections.size(), "the keep-alive connection was reused for all three");
+    }
+
+    @Test
+    void aLongRequestTargetGoesOutWhole() throws Exception {
+        upstream.answer = "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+        String name = "k".repeat(3000);
+        Http.Response r = Http.put(proxy.uri("/docs/" + name + "?q=" + "v".repeat(2000)), "x",
+                Map.of("Fencing-Token", "1"));
+        assertEquals(201, r.status(), r.body());
+        String line = upstream.requestLines.getLast();
+        assertEquals("PUT /docs/" + name + "?q=" + "v".repeat(2000) + " HTTP/1.1", line);
+    }
+
+    @Test
+    void aBodyCutShortByTheUpstreamIsNeverRelayedAsComplete() throws Exception {
+        upstream.answer = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly twenty bytes...";
+        upstream.closeAfterAnswer = true;
+        try {
+            Http.Response r = Http.get(proxy.uri("/docs/a"), Map.of());
+            assertTrue(r.status() != 200 || r.body().length() != 100, "a truncated body relayed as complete");
+        } catch (IOException expected) {
+            // the client saw the answer cut off: right
+        }
+    }
+
+    @Test
+    void aLongS3KeyGoesUpstreamWhole() throws Exception {
+        try (S3Fixture s3 = S3Fixture.start(dir.resolve("s3j"))) {
+            S3Client direct = s3.direct();
+            direct.createBucket(b -> b.bucket("longkeys"));
+            S3Client client = s3.client();
+            String key = "d/" + "k".repeat(1020); // 1022 bytes: S3 allows 1024
+            client.putObject(b -> b.bucket("longkeys").key(key).overrideConfiguration(o -> o.putHeader(
+                    "Fencing-Token", "4")), RequestBody.fromString("long"));
+            assertEquals("long", direct.getObjectAsBytes(b -> b.bucket("longkeys").key(key)).asUtf8String());
+            String etag = direct.headObject(b -> b.bucket("longkeys").key(key)).eTag();
+            long start = System.nanoTime();
+            S3Exception notModified = org.junit.jupiter.api.Assertions.assertThrows(S3Exception.class,
+                    () -> client.getObject(b -> b.bucket("longkeys").key(key).ifNoneMatch(etag)).close());
+            assertEquals(304, notModified.statusCode());
+            assertTrue(Duration.ofNanos(System.nanoTime() - start).compareTo(Duration.ofSeconds(5)) < 0,
+                    "the 304 took " + Duration.ofNanos(System.nanoTime() - start));
+        }
+    }
+
+    /** An upstream that reads each request's head (and a declared body) and answers with a scripted answer. */
+    static final class ScriptedUpstream implements AutoCloseable {
+        final ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        final List<Socket> connections = new CopyOnWriteArrayList<>();
+        final List<String> requestLines = new CopyOnWriteArrayList<>();
+        volatile String answer = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        volatile boolean closeAfterAnswer;
+
+        ScriptedUpstream() throws IOException {
+            Thread.ofVirtual().start(() -> {
+                while (!server.isClosed()) {
+                    try {
+                        Socket s = server.accept();
+                        connections.add(s);
+                        Thread.ofVirtual().start(() -> serve(s));
+                    } catch (IOException e) {
+                        return;
+                    }
+                }
+            });
+        }
+
+        int port() {
+            return server.getLocalPort();
+        }
+
+        private void serve(Socket s) {
+            try (s; InputStream in = s.getInputStream(); OutputStream out = s.getOutputStream()) {
+                while (true) {
+                    String head = readHead(in);
+                    if (head == null) {
+                        return;
+                    }
+                    requestLines.add(head.substring(0, head.indexOf("\r\n")));
+                    for (String line : head.split("\r\n")) {
+                        if (line.toLowerCase().startsWith("content-length:")) {
+                            in.readNBytes(Integer.parseInt(line.substring(15).trim()));
+                        }
+                    }
+                    out.write(answer.getBytes(StandardCharsets.ISO_8859_1));
+                    out.flush();
+                    if (closeAfterAnswer) {
+                        return;
+                    }
+                }
+            } catch (IOException e) {
+                // the proxy closed the connection
+            }
+        }
+
+        private static String readHead(InputStream in) throws IOException {
+            ByteArrayOutputStream head = new ByteArrayOutputStream();
+            int b;
+            while ((b = in.read()) >= 0) {
+                head.write(b);
+                byte[] h = head.toByteArray();
+                int n = h.length;
+                if (n >= 4 && h[n - 4] == '\r' && h[n - 3] == '\n' && h[n - 2] == '\r' && h[n - 1] == '\n') {
+                    return head.toString(StandardCharsets.ISO_8859_1);
+                }
+            }
+            return null;
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+            for (Socket s : connections) {
+                s.close();
+            }
+        }
+    }
+}
