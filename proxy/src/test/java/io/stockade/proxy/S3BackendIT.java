@@ -214,6 +214,67 @@ class S3BackendIT {
         s3.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload));
     }
 
+    /**
+     * Issue 15, defect 1: created with 9, 10 written, completed with 10: the completed object held the creation's
+     * metadata (token 9) and a zombie's 9 was then accepted. The upload ID now says which token created it, and a
+     * Complete with another token is refused; the fence never goes down.
+     */
+    @Test
+    void aMultipartUploadCannotLowerTheFence() {
+        String key = "lowering.bin";
+        String upload = s3.createMultipartUpload(b -> b.bucket(BUCKET).key(key).overrideConfiguration(token(9)))
+                .uploadId();
+        String etag = s3.uploadPart(b -> b.bucket(BUCKET).key(key).uploadId(upload).partNumber(1),
+                RequestBody.fromString("created with 9")).eTag();
+        put(key, 10, "written with 10");
+        CompletedMultipartUpload parts = CompletedMultipartUpload.builder()
+                .parts(CompletedPart.builder().partNumber(1).eTag(etag).build()).build();
+        S3Exception other = assertThrows(S3Exception.class, () -> s3.completeMultipartUpload(b -> b.bucket(BUCKET)
+                .key(key).uploadId(upload).multipartUpload(parts).overrideConfiguration(token(10))));
+        assertEquals(400, other.statusCode());
+        assertTrue(other.getMessage().contains("created with fencing token 9"), other.getMessage());
+        S3Exception stale = assertThrows(S3Exception.class, () -> s3.completeMultipartUpload(b -> b.bucket(BUCKET)
+                .key(key).uploadId(upload).multipartUpload(parts).overrideConfiguration(token(9))));
+        assertEquals(412, stale.statusCode());
+        assertEquals("written with 10", get(key));
+        assertEquals("10", fixture.direct().headObject(b -> b.bucket(BUCKET).key(key)).metadata()
+                .get("fencing-token"));
+        S3Exception zombie = assertThrows(S3Exception.class, () -> put(key, 9, "zombie"));
+        assertEquals(412, zombie.statusCode());
+        assertEquals("written with 10", get(key));
+        s3.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload));
+    }
+
+    @Test
+    void anAlteredOrForeignUploadIdCannotCompleteWithAToken() {
+        String key = "altered.bin";
+        String upload = s3.createMultipartUpload(b -> b.bucket(BUCKET).key(key).overrideConfiguration(token(5)))
+                .uploadId();
+        assertTrue(upload.contains("~stk5~"), upload);
+        String etag = s3.uploadPart(b -> b.bucket(BUCKET).key(key).uploadId(upload).partNumber(1),
+                RequestBody.fromString("five")).eTag();
+        CompletedMultipartUpload parts = CompletedMultipartUpload.builder()
+                .parts(CompletedPart.builder().partNumber(1).eTag(etag).build()).build();
+        String claimed = upload.replace("~stk5~", "~stk6~");
+        S3Exception altered = assertThrows(S3Exception.class, () -> s3.completeMultipartUpload(b -> b.bucket(BUCKET)
+                .key(key).uploadId(claimed).multipartUpload(parts).overrideConfiguration(token(6))));
+        assertEquals(404, altered.statusCode());
+        // an upload created straight at the store (no token the proxy knows)
+        String foreign = fixture.direct().createMultipartUpload(b -> b.bucket(BUCKET).key(key)).uploadId();
+        String foreignEtag = s3.uploadPart(b -> b.bucket(BUCKET).key(key).uploadId(foreign).partNumber(1),
+                RequestBody.fromString("foreign")).eTag();
+        S3Exception unknown = assertThrows(S3Exception.class, () -> s3.completeMultipartUpload(b -> b.bucket(BUCKET)
+                .key(key).uploadId(foreign).multipartUpload(CompletedMultipartUpload.builder()
+                        .parts(CompletedPart.builder().partNumber(1).eTag(foreignEtag).build()).build())
+                .overrideConfiguration(token(7))));
+        assertEquals(400, unknown.statusCode());
+        assertThrows(NoSuchKeyException.class, () -> get(key));
+        s3.completeMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload).multipartUpload(parts)
+                .overrideConfiguration(token(5)));
+        assertEquals("five", get(key));
+        s3.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(foreign));
+    }
+
     @Test
     void deleteObjectsFencesEachKey() {
         put("many/1", 50, "1");

@@ -13,6 +13,8 @@ import io.stockade.proxy.fence.ScopeGuard;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -49,9 +51,16 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             .withZone(ZoneOffset.UTC);
 
     private final ScopeGuard local = new ScopeGuard();
+    private final UploadIds uploadIds;
 
     ConditionalS3Backend(BackendConfig.S3 config) {
         super(config);
+        this.uploadIds = new UploadIds(config.secretKey());
+    }
+
+    @Override
+    UploadIds uploadIds() {
+        return uploadIds;
     }
 
     @Override
@@ -144,7 +153,8 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
 
     private WriteResult createMultipart(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         // Not conditional (nothing is visible yet); a stale holder is refused before it uploads anything, and the
-        // upload carries its token, which the object will hold once completed.
+        // upload carries its token, which the object will hold once completed. The client gets an upload ID that
+        // says which token that is (UploadIds), so that the upload can only be completed with it.
         S3Request s3 = p.s3();
         Head head = head(s3.bucket(), s3.key());
         if (head.failed()) {
@@ -153,11 +163,49 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         if (stale(head.token(), token, acceptEqual)) {
             return new WriteResult.Stale(head.token());
         }
-        return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(token))));
+        List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
+        headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+        try (UpstreamResponse response = upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), headers,
+                null)) {
+            if (response.status() != 200) {
+                return relayed(exchange, response);
+            }
+            String xml = new String(response.readAll(64 * 1024), StandardCharsets.UTF_8);
+            Matcher id = UPLOAD_ID.matcher(xml);
+            if (!id.find()) {
+                return answer(exchange, 502, "InternalError", "the upstream's CreateMultipartUpload answer has no"
+                        + " UploadId");
+            }
+            String wrapped = uploadIds.wrap(S3Xml.unescape(id.group(1)), token);
+            byte[] answer = (xml.substring(0, id.start(1)) + S3Xml.escape(wrapped) + xml.substring(id.end(1)))
+                    .getBytes(StandardCharsets.UTF_8);
+            exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
+            exchange.response().status(200).send(answer);
+            return new WriteResult.Answered(200);
+        } catch (IOException e) {
+            return failure(exchange, new java.io.UncheckedIOException(e), true);
+        } catch (RuntimeException e) {
+            return failure(exchange, e, true);
+        }
     }
+
+    private static final Pattern UPLOAD_ID = Pattern.compile("<UploadId>([^<]*)</UploadId>");
 
     private WriteResult complete(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
+        if (p.uploadToken().isEmpty()) {
+            return answer(exchange, 400, "InvalidRequest", "this upload was not created through the fencing proxy "
+                    + "with a fencing token, so the token its object would carry is unknown; create the upload "
+                    + "through the proxy with the token you complete it with");
+        }
+        long created = p.uploadToken().getAsLong();
+        if (created != token) {
+            // The completed object holds its CreateMultipartUpload's metadata, so it would carry the creation's
+            // token, not this one: completing with another token could lower the object's fence.
+            return answer(exchange, 400, "InvalidRequest", "this upload was created with fencing token " + created
+                    + "; complete it with token " + created + " (its object will carry " + created + "), or create"
+                    + " a new upload with token " + token);
+        }
         byte[] body = smallBody(exchange, p.verified(), REPLAY_BUFFER);
         try {
             S3Xml.checkComplete(body);

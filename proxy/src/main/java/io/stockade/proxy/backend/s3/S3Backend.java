@@ -33,6 +33,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.logging.Level;
@@ -103,7 +104,16 @@ public class S3Backend implements Backend {
     // ---- the request, read once ----
 
     /** The request read as S3, with its checked signature (null with auth: none). */
-    record Parsed(S3Request s3, ClientAuth.Verified verified) {
+    /**
+     * @param uploadToken the token the multipart upload named by the request's {@code uploadId} was created with,
+     *                    when the ID is one the proxy handed out ({@link UploadIds}); empty otherwise
+     */
+    record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken) {
+    }
+
+    /** Upload IDs that carry their creation's token: only the atomic class needs them (null here). */
+    UploadIds uploadIds() {
+        return null;
     }
 
     static Parsed parsed(ServerRequest req) {
@@ -197,7 +207,21 @@ public class S3Backend implements Backend {
                 return false;
             }
         }
-        req.context().register(new Parsed(s3, verified));
+        java.util.OptionalLong uploadToken = java.util.OptionalLong.empty();
+        Optional<String> uploadId = s3.param("uploadId");
+        if (uploadIds() != null && uploadId.isPresent()) {
+            // The client signed the ID it was given; the upstream gets its own (see UploadIds).
+            try {
+                UploadIds.Id id = uploadIds().read(uploadId.get());
+                s3 = s3.withUploadId(id.upstream());
+                uploadToken = id.token();
+            } catch (IllegalArgumentException e) {
+                S3Xml.error(exchange.response(), head, 404, "NoSuchUpload", "The specified multipart upload does "
+                        + "not exist: " + e.getMessage(), s3.resource(), Map.of());
+                return false;
+            }
+        }
+        req.context().register(new Parsed(s3, verified, uploadToken));
         return true;
     }
 

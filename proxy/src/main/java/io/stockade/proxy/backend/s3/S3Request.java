@@ -147,6 +147,15 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         return query.stream().filter(e -> e.getKey().equals(name)).map(Map.Entry::getValue).findFirst();
     }
 
+    /** This request with the value of its {@code uploadId} parameter replaced (the upstream's own ID). */
+    S3Request withUploadId(String upstreamId) {
+        List<Map.Entry<String, String>> replaced = new ArrayList<>(query.size());
+        for (Map.Entry<String, String> e : query) {
+            replaced.add(e.getKey().equals("uploadId") ? Map.entry("uploadId", upstreamId) : e);
+        }
+        return new S3Request(method, bucket, key, decodedPath, List.copyOf(replaced), operation);
+    }
+
     /** Whether this is a presigned request (SigV4 in the query). */
     boolean presigned() {
         return has(query, "X-Amz-Signature");

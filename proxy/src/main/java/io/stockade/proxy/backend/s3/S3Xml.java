@@ -44,6 +44,41 @@ final class S3Xml {
         res.send(body.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** The text of an XML element's content: the five predefined entities and numeric references decoded. */
+    static String unescape(String text) {
+        if (text.indexOf('&') < 0) {
+            return text;
+        }
+        StringBuilder b = new StringBuilder(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            int semi = c == '&' ? text.indexOf(';', i) : -1;
+            if (semi < 0) {
+                b.append(c);
+                continue;
+            }
+            String entity = text.substring(i + 1, semi);
+            switch (entity) {
+                case "lt" -> b.append('<');
+                case "gt" -> b.append('>');
+                case "amp" -> b.append('&');
+                case "quot" -> b.append('"');
+                case "apos" -> b.append('\'');
+                default -> {
+                    if (entity.startsWith("#x")) {
+                        b.appendCodePoint(Integer.parseInt(entity.substring(2), 16));
+                    } else if (entity.startsWith("#")) {
+                        b.appendCodePoint(Integer.parseInt(entity.substring(1)));
+                    } else {
+                        b.append(text, i, semi + 1);
+                    }
+                }
+            }
+            i = semi;
+        }
+        return b.toString();
+    }
+
     static String escape(String text) {
         StringBuilder b = new StringBuilder(text.length() + 16);
         for (int i = 0; i < text.length(); i++) {
