@@ -201,11 +201,14 @@ public sealed interface BackendConfig {
      * @param retries           how many times a conditional write is retried after losing a race (412/409)
      * @param maxConnections    the most pooled connections to the upstream
      * @param tls               TLS to an {@code https://} endpoint (as for {@link Http#tls()}), or {@code null}
+     * @param signedToken       with {@code auth: sigv4}: whether a fenced request's token header must be one of the
+     *                          headers its signature covers (else anyone holding a signed request or a presigned
+     *                          URL could pick the token)
      */
     record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
               boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
               FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
-              ClientTls tls) implements BackendConfig {
+              ClientTls tls, boolean signedToken) implements BackendConfig {
         public static final String DEFAULT_REGION = "us-east-1";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
         public static final int DEFAULT_RETRIES = 3;
@@ -227,6 +230,15 @@ public sealed interface BackendConfig {
             return "s3";
         }
 
+        /** As the canonical constructor, with the token's signature required. */
+        public S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
+                  boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+                  FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
+                  ClientTls tls) {
+            this(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth, clients, virtualHost,
+                    fenceScope, prefixSegments, timeout, retries, maxConnections, tls, true);
+        }
+
         /** Whether the token is checked by the upstream's conditional write (atomic) rather than serialized. */
         public boolean atomic() {
             return conditionalWrites && fenceScope == FenceScope.OBJECT;
@@ -237,7 +249,7 @@ public sealed interface BackendConfig {
             return "S3[endpoint=" + endpoint + ", region=" + region + ", accessKey=" + accessKey + ", pathStyle="
                     + pathStyle + ", conditionalWrites=" + conditionalWrites + ", auth=" + auth + ", clients="
                     + clients.size() + ", virtualHost=" + virtualHost + ", fenceScope=" + fenceScope
-                    + ", prefixSegments=" + prefixSegments + ", tls=" + tls + "]";
+                    + ", prefixSegments=" + prefixSegments + ", tls=" + tls + ", signedToken=" + signedToken + "]";
         }
     }
 

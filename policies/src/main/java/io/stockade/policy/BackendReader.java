@@ -83,6 +83,7 @@ final class BackendReader {
         Optional<Integer> maxConnections = backend.optional("max-connections",
                 field -> Values.integer(field, 1, 10_000, "whole number"), BackendConfig.S3.DEFAULT_MAX_CONNECTIONS);
         Optional<Optional<ClientTls>> tls = tls(backend, endpoint);
+        Optional<Boolean> signedToken = backend.optional("signed-token", Values::bool, true);
         boolean valid = true;
         if (scope.isPresent() && !scope.get().variables().isEmpty()) {
             backend.required("type").ifPresent(type -> type.error("an s3 policy's scope is a literal prefix such"
@@ -98,13 +99,14 @@ final class BackendReader {
             valid = false;
         }
         if (!valid || !Values.allPresent(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth,
-                clients, virtualHost, fenceScope, prefixSegments, timeout, retries, maxConnections, tls)) {
+                clients, virtualHost, fenceScope, prefixSegments, timeout, retries, maxConnections, tls,
+                signedToken)) {
             return Optional.empty();
         }
         return Optional.of(new BackendConfig.S3(endpoint.get(), region.get(), accessKey.get(), secretKey.get(),
                 pathStyle.get(), conditionalWrites.get(), auth.get(), clients.get(),
                 virtualHost.get().isEmpty() ? null : virtualHost.get(), fenceScope.get(), prefixSegments.get(),
-                timeout.get(), retries.get(), maxConnections.get(), tls.get().orElse(null)));
+                timeout.get(), retries.get(), maxConnections.get(), tls.get().orElse(null), signedToken.get()));
     }
 
     /**

@@ -1,6 +1,8 @@
 package io.stockade.policy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.io.IOException;
@@ -38,6 +40,29 @@ class PolicyLoaderTest {
 
     private static List<PolicyError> errors(String yaml, Map<String, String> env) {
         return assertThrows(PolicyException.class, () -> PolicyLoader.parse(yaml, SOURCE, env)).errors();
+    }
+
+    @Test
+    void anS3TokenMustBeSignedUnlessThePolicySaysOtherwise() throws Exception {
+        String yaml = """
+                store: {type: memory, journal: /tmp/j}
+                policies:
+                  - name: s3
+                    match: {path: "/{path...}"}
+                    scope: s3
+                    backend:
+                      type: s3
+                      endpoint: http://127.0.0.1:9000
+                      access-key: a
+                      secret-key: b
+                      auth: sigv4
+                      clients: [{access-key: c, secret-key: d}]
+                """;
+        BackendConfig.S3 signed = (BackendConfig.S3) parse(yaml).policies().getFirst().backend();
+        assertTrue(signed.signedToken());
+        BackendConfig.S3 unsigned = (BackendConfig.S3) parse(yaml + "      signed-token: false\n").policies()
+                .getFirst().backend();
+        assertFalse(unsigned.signedToken());
     }
 
     @Test

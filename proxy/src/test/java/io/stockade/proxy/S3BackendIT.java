@@ -300,14 +300,35 @@ class S3BackendIT {
             assertEquals(200, response.statusCode());
             assertEquals("signed in the URL", response.body());
 
+            // The token is presigned with the URL: whoever holds it must send exactly that token (issue 15).
             PresignedPutObjectRequest put = presigner.presignPutObject(b -> b.signatureDuration(Duration.ofMinutes(5))
-                    .putObjectRequest(r -> r.bucket(BUCKET).key("presigned-put.txt")));
+                    .putObjectRequest(r -> r.bucket(BUCKET).key("presigned-put.txt")
+                            .overrideConfiguration(token(2))));
+            assertTrue(put.signedHeaders().containsKey("fencing-token"), put.signedHeaders().toString());
             HttpResponse<String> putResponse = HttpClient.newHttpClient().send(
                     HttpRequest.newBuilder(put.url().toURI()).header("Fencing-Token", "2")
                             .PUT(HttpRequest.BodyPublishers.ofString("put by URL")).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, putResponse.statusCode(), putResponse.body());
             assertEquals("put by URL", get("presigned-put.txt"));
+            HttpResponse<String> otherToken = HttpClient.newHttpClient().send(
+                    HttpRequest.newBuilder(put.url().toURI()).header("Fencing-Token", "3")
+                            .PUT(HttpRequest.BodyPublishers.ofString("another token")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(403, otherToken.statusCode(), otherToken.body());
+            // A URL presigned without the token: a token added by whoever holds it is refused.
+            PresignedPutObjectRequest bare = presigner.presignPutObject(b -> b.signatureDuration(Duration.ofMinutes(5))
+                    .putObjectRequest(r -> r.bucket(BUCKET).key("presigned-put.txt")));
+            HttpResponse<String> picked = HttpClient.newHttpClient().send(
+                    HttpRequest.newBuilder(bare.url().toURI()).header("Fencing-Token", "99")
+                            .PUT(HttpRequest.BodyPublishers.ofString("token picked by the URL's holder")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(403, picked.statusCode(), picked.body());
+            assertTrue(picked.body().contains("<Code>AccessDenied</Code>"), picked.body());
+            assertTrue(picked.body().contains("X-Amz-SignedHeaders"), picked.body());
+            assertEquals("put by URL", get("presigned-put.txt"));
+            assertEquals("2", fixture.direct().headObject(b -> b.bucket(BUCKET).key("presigned-put.txt")).metadata()
+                    .get("fencing-token"));
 
             URI tampered = URI.create(get.url().toString().replace("presigned.txt", "presigned-put.txt"));
             HttpResponse<String> bad = HttpClient.newHttpClient().send(HttpRequest.newBuilder(tampered).GET().build(),
@@ -315,6 +336,67 @@ class S3BackendIT {
             assertEquals(403, bad.statusCode());
             assertTrue(bad.body().contains("SignatureDoesNotMatch"), bad.body());
         }
+    }
+
+    /** Issue 15, defect 4: a token header added after signing is refused, the object untouched. */
+    @Test
+    void aTokenHeaderTheSignatureDoesNotCoverIsRefused() throws Exception {
+        put("unsigned-token.txt", 20, "signed with 20");
+        // A request signed over everything but the token, which is added on the wire as whoever holds a signed
+        // request (or a proxy on the way) could: the AWS SDK itself signs every header it sends.
+        String body = "zombie";
+        java.time.Instant now = java.time.Instant.now();
+        String amzDate = java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'")
+                .withZone(java.time.ZoneOffset.UTC).format(now);
+        String date = amzDate.substring(0, 8);
+        String host = "127.0.0.1:" + fixture.proxy.server().port();
+        String payload = "UNSIGNED-PAYLOAD";
+        String canonical = "PUT\n/" + BUCKET + "/unsigned-token.txt\n\nhost:" + host + "\nx-amz-content-sha256:"
+                + payload + "\nx-amz-date:" + amzDate + "\n\nhost;x-amz-content-sha256;x-amz-date\n" + payload;
+        String scope = date + "/us-east-1/s3/aws4_request";
+        String toSign = "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n" + hex(sha256(canonical));
+        byte[] key = hmac(hmac(hmac(hmac(("AWS4" + S3Fixture.APP_SECRET).getBytes(StandardCharsets.UTF_8), date),
+                "us-east-1"), "s3"), "aws4_request");
+        String signature = hex(hmac(key, toSign));
+        io.stockade.proxy.testing.Http.Response r = RawHttp.send(fixture.proxy.server().port(), "PUT /" + BUCKET
+                + "/unsigned-token.txt HTTP/1.1\r\nHost: " + host + "\r\nx-amz-date: " + amzDate
+                + "\r\nx-amz-content-sha256: " + payload + "\r\nAuthorization: AWS4-HMAC-SHA256 Credential="
+                + S3Fixture.APP_KEY + "/" + scope + ", SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature="
+                + signature + "\r\nFencing-Token: 99\r\nContent-Length: " + body.length()
+                + "\r\nConnection: close\r\n\r\n" + body);
+        assertEquals(403, r.status(), r.body());
+        assertTrue(r.body().contains("<Code>AccessDenied</Code>") && r.body().contains("SignedHeaders"), r.body());
+        assertEquals("signed with 20", get("unsigned-token.txt"));
+        assertEquals("20", fixture.direct().headObject(b -> b.bucket(BUCKET).key("unsigned-token.txt")).metadata()
+                .get("fencing-token"));
+        // the same request with the token signed is accepted: the refusal was about the signature alone
+        String signedCanonical = "PUT\n/" + BUCKET + "/unsigned-token.txt\n\nfencing-token:99\nhost:" + host
+                + "\nx-amz-content-sha256:" + payload + "\nx-amz-date:" + amzDate
+                + "\n\nfencing-token;host;x-amz-content-sha256;x-amz-date\n" + payload;
+        String signed = hex(hmac(key, "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n"
+                + hex(sha256(signedCanonical))));
+        io.stockade.proxy.testing.Http.Response ok = RawHttp.send(fixture.proxy.server().port(), "PUT /" + BUCKET
+                + "/unsigned-token.txt HTTP/1.1\r\nHost: " + host + "\r\nx-amz-date: " + amzDate
+                + "\r\nx-amz-content-sha256: " + payload + "\r\nAuthorization: AWS4-HMAC-SHA256 Credential="
+                + S3Fixture.APP_KEY + "/" + scope + ", SignedHeaders=fencing-token;host;x-amz-content-sha256;"
+                + "x-amz-date, Signature=" + signed + "\r\nFencing-Token: 99\r\nContent-Length: " + body.length()
+                + "\r\nConnection: close\r\n\r\n" + body);
+        assertEquals(200, ok.status(), ok.body());
+        assertEquals("zombie", get("unsigned-token.txt"));
+    }
+
+    private static byte[] sha256(String text) throws Exception {
+        return java.security.MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static byte[] hmac(byte[] key, String text) throws Exception {
+        javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+        mac.init(new javax.crypto.spec.SecretKeySpec(key, "HmacSHA256"));
+        return mac.doFinal(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static String hex(byte[] bytes) {
+        return java.util.HexFormat.of().formatHex(bytes);
     }
 
     @Test

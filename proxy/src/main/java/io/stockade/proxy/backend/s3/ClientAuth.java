@@ -38,8 +38,11 @@ final class ClientAuth {
     }
 
     /** A checked signature, for the payload checks that follow. */
+    /**
+     * @param signedHeaders the lower-case names of the headers the signature covers
+     */
     record Verified(String accessKey, byte[] signingKey, String amzDate, String scope, String seedSignature,
-                    String payloadHash) {
+                    String payloadHash, java.util.Set<String> signedHeaders) {
     }
 
     /** A refusal: S3 error code, HTTP status and message. */
@@ -164,7 +167,7 @@ final class ClientAuth {
             throw new Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
                     + " signature you provided. Check your key and signing method.");
         }
-        return new Verified(accessKey, key, amzDate, scope, signature, payload);
+        return new Verified(accessKey, key, amzDate, scope, signature, payload, java.util.Set.copyOf(headers.keySet()));
     }
 
     private static Map<String, String> headerMap(ServerRequest req) {

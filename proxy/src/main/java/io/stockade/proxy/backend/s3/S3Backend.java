@@ -207,6 +207,19 @@ public class S3Backend implements Backend {
                 return false;
             }
         }
+        String tokenHeader = exchange.route().policy().fence().header();
+        if (verified != null && config.signedToken() && s3.operation().fenced()
+                && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE
+                && req.headers().contains(HeaderNames.create(tokenHeader))
+                && !verified.signedHeaders().contains(tokenHeader.toLowerCase(Locale.ROOT))) {
+            // An unsigned token can be set by anyone holding the signed request or a presigned URL.
+            S3Xml.error(exchange.response(), head, 403, "AccessDenied", "the " + tokenHeader + " header is not "
+                    + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
+                    ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
+                    + "nobody who holds the signed request can change the token (policy option signed-token)",
+                    s3.resource(), Map.of());
+            return false;
+        }
         java.util.OptionalLong uploadToken = java.util.OptionalLong.empty();
         Optional<String> uploadId = s3.param("uploadId");
         if (uploadIds() != null && uploadId.isPresent()) {
