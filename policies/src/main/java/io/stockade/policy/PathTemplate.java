@@ -103,7 +103,11 @@ public final class PathTemplate {
 
     /** Matches the decoded segments of a parsed request target (matching many templates against one target). */
     public Optional<Map<String, String>> match(RequestTarget target) {
-        List<String> decoded = target.segments();
+        return match(target.segments());
+    }
+
+    /** Matches decoded segments. */
+    public Optional<Map<String, String>> match(List<String> decoded) {
         Map<String, String> vars = null;
         int i = 0;
         for (Segment segment : segments) {

@@ -19,7 +19,8 @@ import java.util.Optional;
  * decoding is unambiguous:
  * <ul>
  *     <li>it starts with {@code /} (origin form; an absolute-form or asterisk-form target is refused);</li>
- *     <li>no segment is empty ({@code //}, a trailing {@code /}) or decodes to {@code .} or {@code ..};</li>
+ *     <li>no segment is empty ({@code //}) or decodes to {@code .} or {@code ..}; a trailing {@code /} is kept as
+ *     {@link #trailingSlash()}, which only backends that name resources by exact bytes take;</li>
  *     <li>every raw character is an RFC 3986 {@code pchar} (unreserved, sub-delims, {@code :} or {@code @}) or
  *     part of a {@code %HH} escape, except {@code ;}: servers such as Tomcat, Jetty and Helidon strip
  *     {@code ;parameters} from a segment, so {@code /a;x/b} and {@code /a/b} could be one resource with two
@@ -65,12 +66,14 @@ public final class RequestTarget {
 
     private final String rawPath;
     private final List<String> segments;
+    private final boolean trailingSlash;
     private final String path;
     private final String query;
 
-    private RequestTarget(String rawPath, List<String> segments, String path, String query) {
+    private RequestTarget(String rawPath, List<String> segments, boolean trailingSlash, String path, String query) {
         this.rawPath = rawPath;
         this.segments = segments;
+        this.trailingSlash = trailingSlash;
         this.path = path;
         this.query = query;
     }
@@ -118,23 +121,23 @@ public final class RequestTarget {
             }
         }
         if (rawPath.length() == 1) {
-            return new Accepted(new RequestTarget(rawPath, List.of(), "/", rawQuery));
+            return new Accepted(new RequestTarget(rawPath, List.of(), false, "/", rawQuery));
         }
+        boolean trailingSlash = rawPath.length() > 1 && rawPath.charAt(rawPath.length() - 1) == '/';
+        String body = trailingSlash ? rawPath.substring(0, rawPath.length() - 1) : rawPath;
         List<String> segments = new ArrayList<>();
         boolean canonical = true; // whether the raw spelling is already the canonical one (the common case)
         int start = 1;
         while (true) {
-            int end = rawPath.indexOf('/', start);
+            int end = body.indexOf('/', start);
             if (end < 0) {
-                end = rawPath.length();
+                end = body.length();
             }
             int number = segments.size() + 1;
             if (end == start) {
-                return new Refused(end == rawPath.length()
-                        ? "the path ends with '/' (an empty last segment); name the resource without a trailing slash"
-                        : "segment " + number + " is empty ('//'); send the path without empty segments");
+                return new Refused("segment " + number + " is empty ('//'); send the path without empty segments");
             }
-            String raw = rawPath.substring(start, end);
+            String raw = body.substring(start, end);
             Object decoded = decode(raw, number);
             if (decoded instanceof Refused refused) {
                 return refused;
@@ -146,13 +149,14 @@ public final class RequestTarget {
             }
             canonical &= raw.equals(segment) && isCanonical(segment);
             segments.add(segment);
-            if (end == rawPath.length()) {
+            if (end == body.length()) {
                 break;
             }
             start = end + 1;
         }
         List<String> list = List.copyOf(segments);
-        return new Accepted(new RequestTarget(rawPath, list, canonical ? rawPath : encodePath(list), rawQuery));
+        String path = canonical ? rawPath : encodePath(list) + (trailingSlash ? "/" : "");
+        return new Accepted(new RequestTarget(rawPath, list, trailingSlash, path, rawQuery));
     }
 
     /** Parses a path with no query and no fragment (tests, tools). */
@@ -175,7 +179,16 @@ public final class RequestTarget {
         return segments;
     }
 
-    /** The canonical path: the segments encoded by the one rule, starting with {@code /}. */
+    /**
+     * Whether the path ends with {@code /} after its last segment ({@code /a/b/}). Most servers take {@code /a/b/}
+     * and {@code /a/b} for one resource (or redirect one to the other), so the pipeline refuses such a target
+     * unless the policy's backend names resources by exact bytes (S3 keys such as {@code folder/}).
+     */
+    public boolean trailingSlash() {
+        return trailingSlash;
+    }
+
+    /** The canonical path: the segments encoded by the one rule, starting with {@code /}; the trailing slash kept. */
     public String path() {
         return path;
     }

@@ -46,6 +46,36 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
         return Optional.empty();
     }
 
+    /**
+     * The policy a refused target was most likely meant for, only to answer the refusal in the shape its clients
+     * understand (an S3 client gets S3 XML): the raw path split at {@code /}, empty segments dropped, each segment
+     * percent-decoded leniently. Never used to route a request.
+     */
+    public Optional<Policy> policyForRefusal(String method, String rawPath) {
+        if (rawPath == null || !rawPath.startsWith("/")) {
+            return Optional.empty();
+        }
+        List<String> segments = new java.util.ArrayList<>();
+        for (String raw : rawPath.substring(1).split("/")) {
+            if (!raw.isEmpty()) {
+                String decoded;
+                try {
+                    decoded = java.net.URLDecoder.decode(raw.replace("+", "%2B"),
+                            java.nio.charset.StandardCharsets.UTF_8);
+                } catch (IllegalArgumentException e) {
+                    decoded = raw;
+                }
+                segments.add(decoded);
+            }
+        }
+        for (Policy policy : policies) {
+            if (policy.match().matchesMethod(method) && policy.match().path().match(segments).isPresent()) {
+                return Optional.of(policy);
+            }
+        }
+        return Optional.empty();
+    }
+
     /** {@link #route(String, RequestTarget)} for a path with no query; empty when {@link RequestTarget} refuses it. */
     public Optional<Route> route(String method, String path) {
         return RequestTarget.of(path).flatMap(target -> route(method, target));

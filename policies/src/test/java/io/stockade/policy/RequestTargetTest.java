@@ -75,7 +75,6 @@ class RequestTargetTest {
             /a/../b           | is '..'
             /a/%2E%2e/b       | is '..'
             /a//b             | is empty
-            /a/               | ends with '/'
             /a%2Fb            | encoded slash
             /a%2fb            | encoded slash
             /a%5Cb            | encoded backslash
@@ -108,6 +107,20 @@ class RequestTargetTest {
     @ValueSource(strings = {"/a|b", "/a^b", "/a`b", "/a[b]"})
     void charactersOutsideRfc3986MustBeEncoded(String raw) {
         assertTrue(refused(raw, null, false).contains("percent-encode it"));
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            /a/            | a       | /a/
+            /f/a%20b/      | f»a b   | /f/a%20b/
+            /f/x%3A/       | f»x:    | /f/x:/
+            """)
+    void aTrailingSlashIsKeptAsAFlagForTheBackendsThatTakeIt(String raw, String segments, String canonical) {
+        RequestTarget target = accepted(raw, null);
+        assertTrue(target.trailingSlash());
+        assertEquals(List.of(segments.split("»")), target.segments());
+        assertEquals(canonical, target.path());
+        assertEquals(canonical + "?q", target.upstreamTarget("") + "?q");
     }
 
     @ParameterizedTest

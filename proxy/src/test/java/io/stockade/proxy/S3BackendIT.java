@@ -399,6 +399,53 @@ class S3BackendIT {
         return java.util.HexFormat.of().formatHex(bytes);
     }
 
+    /** Issue 15, defect 5: keys ending in '/' (folder markers) are keys of their own in S3. */
+    @Test
+    void folderMarkersAreKeysOfTheirOwnAndFenced() {
+        put("folder/", 3, "");
+        put("folder", 1, "a file beside the folder");
+        assertEquals("", get("folder/"));
+        assertEquals("a file beside the folder", get("folder"));
+        assertEquals("3", fixture.direct().headObject(b -> b.bucket(BUCKET).key("folder/")).metadata()
+                .get("fencing-token"));
+        S3Exception stale = assertThrows(S3Exception.class, () -> put("folder/", 2, "zombie"));
+        assertEquals(412, stale.statusCode());
+        s3.deleteObject(b -> b.bucket(BUCKET).key("folder/").overrideConfiguration(token(4)));
+        assertThrows(NoSuchKeyException.class, () -> get("folder/"));
+        assertEquals("a file beside the folder", get("folder"));
+        assertTrue(s3.listObjectsV2(b -> b.bucket(BUCKET).prefix("folder")).contents().stream()
+                .anyMatch(o -> o.key().equals("folder")));
+    }
+
+    /** Issue 15, defect 5: a path refusal is S3 XML for an s3 policy, so SDKs report the reason. */
+    @Test
+    void pathRefusalsAreS3Errors() throws Exception {
+        for (String path : List.of("/" + BUCKET + "/a/../b", "/" + BUCKET + "/a/%2e%2e/b", "/" + BUCKET + "/a//b",
+                "/" + BUCKET + "/a%00b", "/" + BUCKET + "/a;x")) {
+            io.stockade.proxy.testing.Http.Response r = RawHttp.send(fixture.proxy.server().port(), "PUT " + path
+                    + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 9\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+            assertEquals(400, r.status(), path + ": " + r.body());
+            assertTrue(r.body().startsWith("<?xml") && r.body().contains("<Code>InvalidURI</Code>"), path + ": "
+                    + r.body());
+        }
+    }
+
+    /** Issue 15, defect 6: SigV2 gets an answer that says what to do. */
+    @Test
+    void sigV2IsRefusedWithWhatToDoInstead() throws Exception {
+        io.stockade.proxy.testing.Http.Response header = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
+                + "/x HTTP/1.1\r\nHost: x\r\nDate: Mon, 30 Nov 2026 10:00:00 GMT\r\nAuthorization: AWS "
+                + S3Fixture.APP_KEY + ":c2lnbmF0dXJl\r\nConnection: close\r\n\r\n");
+        assertEquals(400, header.status(), header.body());
+        assertTrue(header.body().contains("<Code>InvalidRequest</Code>") && header.body().contains("s3v4"),
+                header.body());
+        io.stockade.proxy.testing.Http.Response url = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
+                + "/x?AWSAccessKeyId=" + S3Fixture.APP_KEY + "&Expires=1900000000&Signature=c2ln HTTP/1.1\r\n"
+                + "Host: x\r\nConnection: close\r\n\r\n");
+        assertEquals(400, url.status(), url.body());
+        assertTrue(url.body().contains("Signature Version 2"), url.body());
+    }
+
     @Test
     void wrongSignatureAndUnknownKeyAre403() {
         try (S3Client wrongSecret = S3Fixture.client(fixture.proxyUri(), S3Fixture.APP_KEY, "not-the-secret");

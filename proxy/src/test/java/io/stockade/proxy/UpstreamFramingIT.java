@@ -121,6 +121,32 @@ class UpstreamFramingIT {
         }
     }
 
+    /** Issue 15, defect 2: an S3 store's error without a body reaches the client as an S3 error, never a 500. */
+    @Test
+    void anS3StoreErrorWithoutABodyIsAnS3Error() throws Exception {
+        try (ProxyFixture s3 = ProxyFixture.start(dir.resolve("s3j"), """
+                store: {type: memory, journal: "${JOURNAL}"}
+                policies:
+                  - name: s3
+                    match: {path: "/{path...}"}
+                    scope: s3
+                    backend: {type: s3, endpoint: "http://127.0.0.1:${PORT}", access-key: k, secret-key: s,
+                              auth: none}
+                """, Map.of("PORT", Integer.toString(upstream.port())))) {
+            upstream.answer = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n";
+            upstream.closeAfterAnswer = true;
+            Http.Response r = Http.get(s3.uri("/bucket/key"), Map.of());
+            assertEquals(400, r.status(), r.body());
+            assertTrue(r.body().contains("<Code>InvalidRequest</Code>") && r.body().contains("without a body"),
+                    r.body());
+            upstream.answer = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+            upstream.closeAfterAnswer = false;
+            Http.Response denied = Http.get(s3.uri("/bucket/key"), Map.of());
+            assertEquals(403, denied.status(), denied.body());
+            assertTrue(denied.body().contains("<Code>AccessDenied</Code>"), denied.body());
+        }
+    }
+
     /** An upstream that reads each request's head (and a declared body) and answers with a scripted answer. */
     static final class ScriptedUpstream implements AutoCloseable {
         final ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());

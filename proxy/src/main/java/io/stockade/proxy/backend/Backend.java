@@ -65,6 +65,16 @@ public interface Backend extends AutoCloseable {
     }
 
     /**
+     * Whether this backend takes a request path that ends with {@code /} as naming another resource than the same
+     * path without it. Most HTTP servers take {@code /a/} and {@code /a} for one resource (or redirect), so the
+     * default is no, and the engine refuses such a path (400) before any fence question. S3, whose keys are exact
+     * bytes ({@code folder/} is a key of its own), says yes.
+     */
+    default boolean takesTrailingSlash() {
+        return false;
+    }
+
+    /**
      * Sends a refusal the engine decided (stale, missing or malformed token, store unavailable, quarantine) in
      * the shape this backend's clients understand. The default is the RFC 9457 problem itself; a backend whose
      * clients expect another shape (S3's XML errors) overrides it, keeping the status and the meaning.

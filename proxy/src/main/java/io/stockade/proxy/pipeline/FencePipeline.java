@@ -130,8 +130,8 @@ public final class FencePipeline implements Handler {
             RequestTarget target;
             switch (RequestTarget.parse(rawPath, rawQuery(req), req.prologue().fragment().hasValue())) {
                 case RequestTarget.Refused refused -> {
-                    refuse(decision, res, Outcome.BAD_REQUEST,
-                            Problem.of(400, "bad-path", "Path refused", refused.reason()).with("path", rawPath));
+                    badTarget(decision, req, res, Problem.of(400, "bad-path", "Path refused", refused.reason())
+                            .with("path", rawPath));
                     return;
                 }
                 case RequestTarget.Accepted accepted -> target = accepted.target();
@@ -148,6 +148,12 @@ public final class FencePipeline implements Handler {
             Route route = matched.get();
             Policy policy = route.policy();
             backend = current.backends().get(policy.name());
+            if (target.trailingSlash() && !backend.takesTrailingSlash()) {
+                refuse(decision, backend, new Exchange(req, res, route, "-"), Outcome.BAD_REQUEST,
+                        Problem.of(400, "bad-path", "Path refused", "the path ends with '/' (an empty last segment);"
+                                + " name the resource without a trailing slash").with("path", rawPath));
+                return;
+            }
             exchange = new Exchange(req, res, route, backend.scope(route, req),
                     limits.bodyBounds(policy, current.config().server().limits().readTimeout()));
             decision.policy(policy.name(), policy.backend().type(), exchange.scope())
@@ -209,6 +215,23 @@ public final class FencePipeline implements Handler {
             }
             DecisionLog.write(decision, nanoTime.getAsLong());
         }
+    }
+
+    /**
+     * A refused target: answered in the shape of the policy it was most likely meant for (S3 XML for an s3 policy),
+     * else as a problem. Nothing else of that policy runs.
+     */
+    private void badTarget(Decision decision, ServerRequest req, ServerResponse res, Problem problem) {
+        Active current = active;
+        Optional<Policy> meant = current.config().policyForRefusal(req.prologue().method().text(),
+                req.path().rawPath());
+        if (meant.isEmpty()) {
+            refuse(decision, res, Outcome.BAD_REQUEST, problem);
+            return;
+        }
+        Backend backend = current.backends().get(meant.get().name());
+        refuse(decision, backend, new Exchange(req, res, new Route(meant.get(), Map.of(), null), "-"),
+                Outcome.BAD_REQUEST, problem);
     }
 
     /** The raw query, or null when the target has none. */

@@ -242,6 +242,25 @@ public final class UpstreamResponse implements AutoCloseable {
     }
 
     /**
+     * Whether the body turns out to be empty: declared empty (or none by definition), or, for a body that runs
+     * until the connection closes, closed before its first byte. Consumes nothing (it may wait for that first
+     * byte, within the read timeout).
+     */
+    public boolean bodyIsEmpty() throws IOException {
+        if (emptyBody()) {
+            return true;
+        }
+        if (!(body instanceof UntilClose) || connection.position < connection.limit) {
+            return false;
+        }
+        if (connection.fill() < 0) {
+            body.finished = true;
+            return true;
+        }
+        return false;
+    }
+
+    /**
      * The body. Reading past a failure of the upstream throws an {@link IOException}; a body cut short by the
      * upstream (closed before its declared end, or before its last chunk) is such a failure, never a silent end.
      */

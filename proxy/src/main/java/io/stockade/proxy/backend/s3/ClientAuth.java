@@ -58,13 +58,27 @@ final class ClientAuth {
     }
 
     Verified verify(ServerRequest req, S3Request s3, Instant now) throws Refused {
+        if (!s3.presigned() && s3.param("Signature").isPresent() && s3.param("AWSAccessKeyId").isPresent()) {
+            throw sigV2("a presigned URL");
+        }
         return s3.presigned() ? presigned(req, s3, now) : header(req, s3, now);
+    }
+
+    /** What S3 answers a SigV2 request in a region that takes SigV4 only, and what to do instead. */
+    private static Refused sigV2(String what) {
+        return new Refused(400, "InvalidRequest", "The authorization mechanism you have provided is not supported: "
+                + what + " signed with Signature Version 2 (AWS CLI v1 and boto3 presign with it in some regions);"
+                + " sign with " + SigV4.ALGORITHM + " instead (e.g. signature_version = s3v4 in ~/.aws/config, or"
+                + " Config(signature_version='s3v4') in boto3)");
     }
 
     private Verified header(ServerRequest req, S3Request s3, Instant now) throws Refused {
         String authorization = req.headers().first(HeaderNames.AUTHORIZATION).orElse(null);
         if (authorization == null) {
             throw new Refused(403, "AccessDenied", "Anonymous access is refused: sign the request with SigV4");
+        }
+        if (authorization.startsWith("AWS ")) {
+            throw sigV2("a request");
         }
         if (!authorization.startsWith(SigV4.ALGORITHM + " ")) {
             throw new Refused(400, "AuthorizationHeaderMalformed", "only " + SigV4.ALGORITHM + " is accepted");

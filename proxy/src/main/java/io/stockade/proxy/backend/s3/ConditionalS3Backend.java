@@ -457,7 +457,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     }
 
     private WriteResult relayed(Exchange exchange, UpstreamResponse response) {
-        relayResponse(response, exchange.response());
+        relayResponse(response, exchange);
         return new WriteResult.Answered(response.status());
     }
 

@@ -159,6 +159,12 @@ public class S3Backend implements Backend {
         return key.substring(0, at + 1);
     }
 
+    /** S3 keys are exact bytes: {@code folder/} is a key of its own (a folder marker). */
+    @Override
+    public boolean takesTrailingSlash() {
+        return true;
+    }
+
     @Override
     public boolean fences(Exchange exchange) {
         try {
@@ -255,6 +261,7 @@ public class S3Backend implements Backend {
                 code = "MissingFencingToken";
             }
             case "malformed-token" -> code = "InvalidFencingToken";
+            case "bad-path" -> code = "InvalidURI";
             case "scope-busy" -> code = "SlowDown";
             case "unknown-outcome" -> code = "UnknownOutcome";
             default -> code = status == 503 ? "ServiceUnavailable" : camel(type);
@@ -265,7 +272,8 @@ public class S3Backend implements Backend {
         }
         String resource;
         try {
-            resource = read(exchange.request(), exchange.route()).resource();
+            resource = exchange.route().target() == null ? exchange.request().path().rawPath()
+                    : read(exchange.request(), exchange.route()).resource();
         } catch (IllegalArgumentException e) {
             resource = null;
         }
@@ -322,7 +330,7 @@ public class S3Backend implements Backend {
                         && (response.first(DELETED_META) != null)) {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
                 }
-                relayResponse(response, exchange.response());
+                relayResponse(response, exchange);
                 return new WriteResult.Answered(response.status());
             }
         } catch (ClientError e) {
@@ -472,8 +480,26 @@ public class S3Backend implements Backend {
      * no body whatever its headers say (RFC 9110 section 6.4.1); its {@code Content-Length}, if any, names the
      * length of the representation and is passed on.
      */
-    static void relayResponse(UpstreamResponse response, ServerResponse res) {
+    private static boolean bodyIsEmpty(UpstreamResponse response) {
+        try {
+            return response.bodyIsEmpty();
+        } catch (IOException e) {
+            return false; // relayed as it is; the relay meets the same failure
+        }
+    }
+
+    static void relayResponse(UpstreamResponse response, Exchange exchange) {
+        ServerResponse res = exchange.response();
         int code = response.status();
+        if (code >= 400 && !isHead(exchange.request()) && bodyIsEmpty(response)) {
+            // An error without a body (a store closing the connection on a 400, a bare 403 from a gateway): the
+            // client still gets an S3 error it can read, with the store's status.
+            S3Xml.error(res, false, code, code == 403 ? "AccessDenied" : code == 404 ? "NoSuchKey"
+                            : code == 412 ? "PreconditionFailed" : code >= 500 ? "InternalError" : "InvalidRequest",
+                    "the upstream store answered " + code + (response.reason().isEmpty() ? "" : " "
+                            + response.reason()) + " without a body", null, Map.of());
+            return;
+        }
         res.status(io.helidon.http.Status.create(code, response.reason().isEmpty() ? String.valueOf(code)
                 : response.reason()));
         for (int i = 0; i < response.headerCount(); i++) {

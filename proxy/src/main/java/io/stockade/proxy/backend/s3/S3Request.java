@@ -60,7 +60,8 @@ record S3Request(String method, String bucket, String key, String decodedPath,
     static S3Request of(ServerRequest req, RequestTarget target, String virtualHost) {
         String method = req.prologue().method().text().toUpperCase(Locale.ROOT);
         // The bucket and key come from the target's one canonical form, like the scope: never from the raw path.
-        String decodedPath = "/" + String.join("/", target.segments());
+        String decodedPath = "/" + String.join("/", target.segments())
+                + (target.trailingSlash() && !target.segments().isEmpty() ? "/" : "");
         List<Map.Entry<String, String>> query = parseQuery(req.query().rawValue());
         String bucket = null;
         String key = null;

@@ -65,6 +65,11 @@ final class FileTestServer implements AutoCloseable {
                         }
                         case RequestTarget.Accepted accepted -> target = accepted.target();
                     }
+                    if (target.trailingSlash()) {
+                        Problem.of(400, "bad-path", "Path refused", "the path ends with '/' (an empty last segment)")
+                                .send(res);
+                        return;
+                    }
                     Map<String, String> vars = policy.match().path().match(target).orElse(Map.of());
                     Route route = new Route(policy, vars, target);
                     String scope = vars.isEmpty() ? "file:?" : route.scope();
