@@ -3,6 +3,7 @@ package io.stockade.proxy.http;
 import io.helidon.common.tls.Tls;
 import io.helidon.webclient.api.DefaultDnsResolver;
 import io.helidon.webclient.api.DnsAddressLookup;
+import io.helidon.webclient.api.Proxy;
 import io.helidon.webclient.api.WebClientConfig;
 import io.helidon.webclient.spi.DnsResolver;
 import io.stockade.policy.ClientTls;
@@ -35,7 +36,14 @@ public final class UpstreamTls {
 
     /**
      * Sets the client up for {@code url}: the policy's trust and client certificate when {@code tls} is given, and
-     * always a resolver that keeps an IP address written in the URL as the name to verify.
+     * always a resolver that keeps an IP address written in the URL as the name to verify, and no proxy.
+     * <p>
+     * No proxy: left unset, Helidon's web client takes {@code Proxy.create()} (the JVM's proxy settings,
+     * {@code -Dhttp.proxyHost} and the like), and with any proxy type but none it adds {@code Proxy-Connection:
+     * keep-alive} to every request (Helidon 4.5 {@code Http1ClientRequestImpl.additionalHeaders}): every upstream
+     * request carried a hop-by-hop header the client never sent, and a JVM proxy setting meant for something else
+     * would have sent the fenced writes through that proxy. The upstream is the URL in the policy, reached
+     * directly.
      *
      * @param what who the files are for, at the start of every message (e.g. {@code "backend https://s:8443 tls"})
      * @throws IOException naming the file when a file of {@code tls} cannot be read or does not parse
@@ -48,6 +56,7 @@ public final class UpstreamTls {
             client.tls(Tls.builder().sslContext(ClientTlsFiles.read(tls, what).sslContext()).build());
         }
         client.dnsResolver(new LiteralKeepingResolver());
+        client.proxy(Proxy.noProxy());
     }
 
     /** Whether the failure is a TLS refusal during the handshake: no byte of the request was read upstream. */
