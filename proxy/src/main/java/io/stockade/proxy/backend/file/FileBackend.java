@@ -126,6 +126,33 @@ public final class FileBackend implements Backend {
         return FenceClass.SERIALIZED;
     }
 
+    /**
+     * Refuses, before any fence question, what {@link #write} would refuse for the client's own doing: a path this
+     * backend does not take ({@link SafePath#parse}: too long a segment, reserved names, dot segments...: 400
+     * {@code bad-path}) and a method it does not serve (405). Otherwise a token admitted for such a request would
+     * raise the fence for a write that could never happen. Pure string work; what the directory holds (a
+     * symbolic link at the target) is checked by {@link #write}.
+     */
+    @Override
+    public boolean admit(Exchange exchange) {
+        ServerRequest req = exchange.request();
+        ServerResponse res = exchange.response();
+        try {
+            SafePath.parse(req.path().rawPath());
+        } catch (SafePath.BadPathException e) {
+            badPath(e).send(res);
+            return false;
+        }
+        Method method = req.prologue().method();
+        if (method != Method.GET && method != Method.HEAD && method != Method.PUT && method != Method.DELETE) {
+            res.header(ALLOW, ALLOWED);
+            Problem.of(405, "method-not-allowed", "Method not allowed",
+                    "the file backend takes " + ALLOWED + ", not " + method.text()).send(res);
+            return false;
+        }
+        return true;
+    }
+
     @Override
     public void forward(Exchange exchange) {
         ServerRequest req = exchange.request();
