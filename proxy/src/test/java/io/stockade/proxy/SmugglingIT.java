@@ -281,25 +281,56 @@ class SmugglingIT {
     }
 
     @Test
-    void aMalformedChunkedBodyGetsOneAnswerAndAClosedConnection() throws Exception {
+    void aMalformedChunkedBodyThatCameWithItsHeadIsRefusedBeforeTheFence() throws Exception {
         // Issue #7: two answers (400 incomplete-body, then "400 Bad request, see server log": the rest of the body
-        // read as a request) and a decision logged as "accepted, 400".
+        // read as a request) and a decision logged as "accepted, 400". Sent in one piece, the broken body arrives
+        // with the head: the request is refused before any policy sees it.
         Conversation c = converse("PUT /up/bad HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\nTransfer-Encoding: chunked"
                 + "\r\n\r\n5\r\nhello\r\nzz\r\nGET /health/live HTTP/1.1\r\nHost: x\r\n\r\n");
         assertEquals(List.of(400), c.statuses(), c.text());
         assertTrue(c.text().contains("urn:stockade:problem:malformed-body"), c.text());
         assertTrue(c.closedByServer(), c.text());
-        assertTrue(upstream.applied("/up/bad").isEmpty(), "the upstream applied a cut-off body");
-        assertEquals(1, proxy.counted("up", Outcome.BAD_REQUEST, 1));
+        assertEquals(0, upstream.requestCount(), "nothing may reach the upstream");
+        assertEquals(-1, highest("up/bad"), "no fence may be raised");
         assertEquals(0, proxy.server().metrics().count("up", Outcome.ACCEPTED));
-        // Honest: the token was admitted before the body proved malformed, so the fence stands at it (SECURITY.md).
-        assertEquals(4, highest("up/bad"));
 
         Conversation f = converse("PUT /files/bad HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\nTransfer-Encoding: chunked"
                 + "\r\n\r\n5\r\nhelloXX0\r\n\r\n" + SMUGGLED);
         assertEquals(List.of(400), f.statuses(), f.text());
         assertTrue(f.closedByServer(), f.text());
         assertFalse(written("bad"));
+        assertFalse(written("x1evil"));
+        assertEquals(-1, highest("files/bad"));
+        assertEquals(-1, highest("files/x1evil"));
+    }
+
+    @Test
+    void aMalformedChunkedBodyFoundWhileItStreamsGetsOneAnswerAndAClosedConnection() throws Exception {
+        // The head goes first and is routed (the 100 Continue says the body is being read: the token is admitted);
+        // then the broken body. One answer, 400 malformed-body, logged as bad_request; the connection is closed.
+        for (String backend : List.of("up", "files")) {
+            try (Socket socket = new Socket("127.0.0.1", proxy.server().port())) {
+                socket.setSoTimeout(5000);
+                var out = socket.getOutputStream();
+                out.write(("PUT /" + backend + "/late HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\nExpect: 100-continue\r\n"
+                        + "Transfer-Encoding: chunked\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+                InputStream in = socket.getInputStream();
+                String interim = new String(in.readNBytes("HTTP/1.1 100 Continue\r\n\r\n".length()),
+                        StandardCharsets.ISO_8859_1);
+                assertEquals("HTTP/1.1 100 Continue\r\n\r\n", interim);
+                out.write(("5\r\nhello\r\nzz\r\n" + SMUGGLED).getBytes(StandardCharsets.ISO_8859_1));
+                String answer = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1); // until the server closes
+                assertEquals(List.of(400), statuses(answer), answer);
+                assertTrue(answer.contains("urn:stockade:problem:malformed-body"), answer);
+            }
+            assertEquals(1, proxy.counted(backend, Outcome.BAD_REQUEST, 1), backend);
+            assertEquals(0, proxy.server().metrics().count(backend, Outcome.ACCEPTED), backend);
+            // Honest: the token was admitted before the body proved malformed, so the fence stands at it
+            // (SECURITY.md); nothing was written.
+            assertEquals(4, highest(backend + "/late"), backend);
+        }
+        assertTrue(upstream.applied("/up/late").isEmpty(), "the upstream applied a cut-off body");
+        assertFalse(written("late"));
         assertFalse(written("x1evil"));
         assertEquals(-1, highest("files/x1evil"));
         try (Stream<Path> files = Files.walk(root)) {

@@ -10,11 +10,13 @@ import io.helidon.webserver.ConnectionContext;
 import io.helidon.webserver.ListenerContext;
 import io.helidon.webserver.ProxyProtocolData;
 import io.helidon.webserver.Router;
+import io.helidon.webserver.ServerConnectionException;
 import io.helidon.webserver.http1.Http1Config;
 import io.helidon.webserver.http1.Http1ConnectionSelector;
 import io.helidon.webserver.spi.ServerConnection;
 import io.helidon.webserver.spi.ServerConnectionSelector;
 
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.Set;
@@ -83,6 +85,7 @@ public final class ClientConnections implements ServerConnectionSelector {
     private static final class Framed implements ConnectionContext {
         private final ConnectionContext ctx;
         private final DataReader raw;
+        private final HelidonSocket socket;
         private final DataReader framed;
         private final RequestFraming framing;
         private final ListenerLog log;
@@ -90,9 +93,38 @@ public final class ClientConnections implements ServerConnectionSelector {
         Framed(ConnectionContext ctx, RequestFraming framing, ListenerLog log) {
             this.ctx = ctx;
             this.raw = ctx.dataReader();
+            this.socket = socketOf(ctx);
             this.framing = framing;
             this.log = log;
             this.framed = DataReader.create(this::next);
+        }
+
+        private static HelidonSocket socketOf(ConnectionContext ctx) {
+            try {
+                return ctx.serverSocket();
+            } catch (UnsupportedOperationException e) {
+                return null;
+            }
+        }
+
+        /**
+         * The next bytes from the client, null at the end of the stream. Straight from the socket, which hands out a
+         * fresh array per read (the connection's own reader would copy it once more), once the reader holds nothing.
+         */
+        private byte[] read() {
+            if (socket == null || raw.available() > 0) {
+                try {
+                    raw.ensureAvailable();
+                    return raw.readBytes(raw.available());
+                } catch (DataReader.InsufficientDataAvailableException e) {
+                    return null;
+                }
+            }
+            try {
+                return socket.get();
+            } catch (UncheckedIOException e) {
+                throw new ServerConnectionException("Failed to get data from socket", e); // as Helidon's reader does
+            }
         }
 
         /** The next bytes for Helidon's parser; null at the end of the stream (the client closed). */
@@ -101,11 +133,8 @@ public final class ClientConnections implements ServerConnectionSelector {
                 if (framing.failure() != null) {
                     throw framing.failure();
                 }
-                byte[] in;
-                try {
-                    raw.ensureAvailable();
-                    in = raw.readBytes(raw.available());
-                } catch (DataReader.InsufficientDataAvailableException e) {
+                byte[] in = read();
+                if (in == null) {
                     return null;
                 }
                 byte[] out = framing.process(in);

@@ -41,6 +41,8 @@ public final class ListenerLimits {
     private static final Logger LOG = Logger.getLogger(ListenerLimits.class.getName());
     /** The message Helidon's header parser gives when the header block is over its bound (answered 400 by it). */
     static final String HEADER_SIZE_EXCEEDED = "Header size exceeded";
+    /** The start of RequestFraming's refusals of a chunked body. */
+    static final String MALFORMED_CHUNKED = RequestFraming.MALFORMED;
     /** How often idle connections are looked for, at most (Helidon's default is every two minutes). */
     static final Duration MAX_IDLE_PERIOD = Duration.ofSeconds(2);
 
@@ -125,6 +127,10 @@ public final class ListenerLimits {
             return Problem.of(431, "headers-too-large", "Request headers too large",
                     "the request's header lines are larger than the listener's max-header-bytes; nothing was "
                             + "forwarded");
+        }
+        if (status == 400 && message != null && message.startsWith(MALFORMED_CHUNKED)) {
+            return Problem.of(400, "malformed-body", "Malformed body", message + "; the request was refused before "
+                    + "any policy saw it: nothing was forwarded and no fence was raised");
         }
         String version = otherVersion(protocolVersion);
         if (status == 505 || status == 400 && version != null) {

@@ -12,7 +12,7 @@ import java.util.Locale;
 
 /**
  * What one client connection sends, as Helidon's HTTP/1.1 parser gets to read it: the bytes pass through unchanged,
- * except chunked request bodies, which are checked against RFC 9112 section 7.1 and re-framed.
+ * except where a chunked request body needs rewriting, and chunked bodies are checked against RFC 9112 section 7.1.
  * <p>
  * <b>Why.</b> Helidon 4.5's chunked reader ({@code Http1Connection.readNextChunk}) takes a chunk-size line only
  * when it is bare hexadecimal and a last chunk only when no trailer field follows it, so a valid body with a chunk
@@ -22,11 +22,16 @@ import java.util.Locale;
  * so this class sits below it instead: it follows the message framing of the connection and, for a chunked body,
  * checks every chunk-size line (hexadecimal size, extensions as {@code *( BWS ";" BWS token [ BWS "=" BWS
  * ( token / quoted-string ) ] )}), the CRLF after each chunk's data and the trailer section (field lines, at most
- * {@code maxTrailerBytes}), drops extensions and trailer fields (RFC 9112 7.1.1 lets a recipient ignore
- * extensions; RFC 9110 6.5.1 lets one that removes the chunked coding discard trailers), and hands Helidon the same
- * data as chunks of plain sizes, one per piece read from the socket. A body that breaks the rules fails its reader
- * with a 400 {@link RequestException}; the connection is then unusable for good: every later read fails too, so no
- * byte after a malformed body can ever be read as a request.
+ * {@code maxTrailerBytes}). It rewrites only what Helidon would refuse or hold: a size line with extensions or
+ * spaces becomes a bare one (RFC 9112 7.1.1 lets a recipient ignore extensions), trailer fields are dropped (RFC
+ * 9110 6.5.1 lets a recipient that removes the chunked coding discard them; nothing is forwarded as a header), and
+ * a chunk larger than {@value #MAX_PIECE} bytes is announced to Helidon as pieces of at most that size. Plain
+ * chunks pass untouched, so their sizes (and the upstream writes that follow them) stay the client's. A body that
+ * breaks the rules fails Helidon's next read with a 400 {@link RequestException}: when the request's head came in
+ * the same read from the socket, the parser never sees the request (it is refused before routing: no token read,
+ * no fence raised); otherwise the parser is reading the body, which fails (after the token was admitted). Either
+ * way the connection is unusable for good: every later read fails too, so no byte after a malformed body can ever
+ * be read as a request.
  * <p>
  * <b>Following the framing.</b> Request heads are scanned as they pass, never held back (the listener's header
  * deadline still starts at the request line), to learn each message's framing exactly as Helidon decides it: a
@@ -46,16 +51,19 @@ import java.util.Locale;
 final class RequestFraming {
     /** The HTTP/2 client connection preface (RFC 9113 section 3.4). */
     static final byte[] H2_PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+    /** The start of every refusal's message. */
+    static final String MALFORMED = "malformed chunked body: ";
     /** The longest chunk-size line taken, extensions included. */
     static final int MAX_CHUNK_LINE = 4096;
     /** The largest chunk size taken (2^56 - 1: no sum of chunk sizes can overflow a long). */
     static final long MAX_CHUNK_SIZE = (1L << 56) - 1;
+    /** The largest chunk Helidon's reader is given whole (it holds a chunk in memory before passing it on). */
+    static final int MAX_PIECE = 256 * 1024;
 
     private static final byte CR = '\r';
     private static final byte LF = '\n';
     private static final byte[] EMPTY = new byte[0];
     private static final byte[] CRLF = {CR, LF};
-    private static final byte[] LAST_CHUNK = "0\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
 
     enum State {
         /** Before the first byte: the connection may open with the HTTP/2 preface. */
@@ -102,12 +110,20 @@ final class RequestFraming {
 
     /** LENGTH_BODY: bytes left; CHUNK_DATA: bytes of the chunk left. */
     private long remaining;
+    /** CHUNK_DATA: bytes left of the piece announced to Helidon. */
+    private long piece;
     private long trailerBytes;
 
-    // the output of one call of process
+    // one call of process: the input, where the bytes passed as they are start, what replaced others
     private byte[] in;
     private int plainFrom;
     private Out out;
+    /** CHUNK_SIZE, TRAILERS: where the current line starts in the input, -1 when it started in an earlier call. */
+    private int lineStart;
+    /** Where the current message starts in the input (-1: in an earlier call), the output and plain run before it. */
+    private int messageStart;
+    private int messageOut;
+    private int messagePlainFrom;
 
     /**
      * @param maxHeadLine     the longest head line worth reading (Helidon refuses longer ones)
@@ -135,8 +151,8 @@ final class RequestFraming {
     /**
      * Takes the next bytes read from the client.
      *
-     * @return what Helidon's parser is to read of them (possibly nothing, never null): everything up to a malformed
-     *         body's first bad byte, after which {@link #failure()} is set
+     * @return what Helidon's parser is to read of them (possibly nothing, never null); once a malformed body was
+     *         found ({@link #failure()}), only what came before the request it belongs to
      */
     byte[] process(byte[] bytes) {
         if (state == State.FAILED) {
@@ -156,27 +172,45 @@ final class RequestFraming {
                 return EMPTY;
             }
             held = EMPTY;
-            newMessage();
+            resetMessage();
             bytes = data;
         }
         this.in = bytes;
-        // the bytes from the start are plain (passed as they are) unless the call starts inside a chunked body
-        this.plainFrom = state == State.HEAD || state == State.LENGTH_BODY || state == State.PASSTHROUGH
-                ? 0 : bytes.length;
+        this.plainFrom = 0;
         this.out = null;
+        this.lineStart = lineLength == 0 && !sawCr ? 0 : -1;
+        boolean messageNotStarted = state == State.HEAD && requestLine && lineLength == 0 && !sawCr;
+        this.messageStart = messageNotStarted ? 0 : -1;
+        this.messageOut = 0;
+        this.messagePlainFrom = 0;
         int i = 0;
         while (i < bytes.length && state != State.PASSTHROUGH && state != State.FAILED) {
             i = step(bytes, i);
         }
         byte[] result;
         if (state == State.FAILED) {
-            // failures happen inside chunked bodies only, where nothing plain is pending
-            result = out == null ? EMPTY : out.bytes();
-        } else if (out == null) {
-            result = plainFrom == 0 ? bytes : Arrays.copyOfRange(bytes, plainFrom, bytes.length);
+            // A request whose head came in this same read never reaches the parser: it is refused before routing,
+            // before any token is read (what came before it, earlier requests, is passed on as usual). Otherwise the
+            // parser has its head already, and the failure ends the body it is reading.
+            if (messageStart < 0) {
+                result = EMPTY;
+            } else {
+                Out before = new Out(messageOut + messageStart - messagePlainFrom);
+                if (out != null) {
+                    before.write(out.buf, 0, messageOut);
+                }
+                before.write(bytes, messagePlainFrom, messageStart - messagePlainFrom);
+                result = before.bytes();
+            }
         } else {
-            out.write(bytes, plainFrom, bytes.length - plainFrom);
-            result = out.bytes();
+            // a chunk-size or trailer line not complete yet is held back: it may still need rewriting
+            int end = state == State.CHUNK_SIZE || state == State.TRAILERS ? Math.max(lineStart, 0) : bytes.length;
+            if (out == null) {
+                result = plainFrom == 0 && end == bytes.length ? bytes : Arrays.copyOfRange(bytes, plainFrom, end);
+            } else {
+                out.write(bytes, plainFrom, end - plainFrom);
+                result = out.bytes();
+            }
         }
         this.in = null;
         this.out = null;
@@ -193,32 +227,39 @@ final class RequestFraming {
                 int n = (int) Math.min(remaining, b.length - i);
                 remaining -= n;
                 if (remaining == 0) {
-                    newMessage();
+                    newMessage(i + n);
                 }
                 return i + n;
             }
             case CHUNK_SIZE -> {
-                chunkSizeByte(b[i]);
+                chunkSizeByte(b[i], i);
                 return i + 1;
             }
             case CHUNK_DATA -> {
-                int n = (int) Math.min(remaining, b.length - i);
-                out().write(Long.toHexString(n).getBytes(StandardCharsets.US_ASCII));
-                out().write(CRLF, 0, 2);
-                out().write(b, i, n);
-                out().write(CRLF, 0, 2);
+                int n = (int) Math.min(piece, b.length - i);
+                piece -= n;
                 remaining -= n;
-                if (remaining == 0) {
-                    state = State.CHUNK_DATA_CR;
+                i += n;
+                if (piece == 0) {
+                    if (remaining == 0) {
+                        state = State.CHUNK_DATA_CR; // the client's CRLF ends the last piece
+                    } else {
+                        // a chunk larger than MAX_PIECE: end this piece, announce the next
+                        piece = Math.min(remaining, MAX_PIECE);
+                        replace(i, i, concat(CRLF, sizeLine(piece)));
+                    }
                 }
-                return i + n;
+                return i;
             }
             case CHUNK_DATA_CR, CHUNK_DATA_LF -> {
                 boolean cr = state == State.CHUNK_DATA_CR;
                 if (b[i] != (cr ? CR : LF)) {
                     fail("a chunk's data is not followed by CRLF (the chunk size does not match its data)");
+                } else if (cr) {
+                    state = State.CHUNK_DATA_LF;
                 } else {
-                    state = cr ? State.CHUNK_DATA_LF : State.CHUNK_SIZE;
+                    state = State.CHUNK_SIZE;
+                    lineStart = i + 1;
                 }
                 return i + 1;
             }
@@ -232,7 +273,15 @@ final class RequestFraming {
 
     // ------------------------------------------------------------------------------------------------ the head
 
-    private void newMessage() {
+    /** The next message starts at {@code at} in the input. */
+    private void newMessage(int at) {
+        resetMessage();
+        messageStart = at;
+        messageOut = out == null ? 0 : out.size;
+        messagePlainFrom = plainFrom;
+    }
+
+    private void resetMessage() {
         state = State.HEAD;
         requestLine = true;
         transferEncodings = null;
@@ -307,8 +356,8 @@ final class RequestFraming {
     private void bodyFraming(int next) {
         if (transferEncodings != null) {
             if (contentLengths == 0 && transferEncodings.size() == 1 && transferEncodings.getFirst().equals("chunked")) {
-                flushPlain(next);
                 state = State.CHUNK_SIZE;
+                lineStart = next;
                 lineLength = 0;
                 sawCr = false;
             } else {
@@ -327,7 +376,7 @@ final class RequestFraming {
                 return;
             }
         }
-        newMessage();
+        newMessage(next);
     }
 
     private String value(int from, int to) {
@@ -336,14 +385,14 @@ final class RequestFraming {
 
     // ------------------------------------------------------------------------------------------ the chunked body
 
-    private void chunkSizeByte(byte c) {
+    private void chunkSizeByte(byte c, int i) {
         if (sawCr) {
             sawCr = false;
             if (c != LF) {
                 fail("a chunk-size line has a CR without LF");
                 return;
             }
-            chunkSizeLine();
+            chunkSizeLine(i + 1);
         } else if (c == CR) {
             sawCr = true;
         } else if (c == LF) {
@@ -355,7 +404,8 @@ final class RequestFraming {
         }
     }
 
-    private void chunkSizeLine() {
+    /** A chunk-size line ended (its LF is at {@code next - 1}). */
+    private void chunkSizeLine(int next) {
         int length = lineLength;
         lineLength = 0;
         int p = 0;
@@ -377,9 +427,17 @@ final class RequestFraming {
             fail("a chunk extension is malformed (" + bad + ")");
             return;
         }
+        long first = Math.min(size, MAX_PIECE);
+        // Passed as it is when Helidon reads it the same: in this input, bare hexadecimal, small enough.
+        boolean plain = lineStart >= 0 && p == length && p <= 8 && size == first;
+        if (!plain) {
+            replace(Math.max(lineStart, 0), next, sizeLine(first));
+        }
+        lineStart = next;
         if (size > 0) {
             state = State.CHUNK_DATA;
             remaining = size;
+            piece = first;
         } else {
             state = State.TRAILERS;
             trailerBytes = 0;
@@ -472,17 +530,22 @@ final class RequestFraming {
             }
             int length = lineLength;
             lineLength = 0;
+            int next = i + 1;
             if (length == 0) {
-                // the end of the body: Helidon gets a last chunk without trailers, the next request follows
-                out().write(LAST_CHUNK, 0, LAST_CHUNK.length);
-                newMessage();
-                plainFrom = i + 1;
+                // the end of the body (Helidon reads this empty line after the last chunk); the next request follows
+                if (lineStart < 0) {
+                    replace(0, next, CRLF);
+                }
+                newMessage(next);
                 return;
             }
             String bad = fieldLine(line, length);
             if (bad != null) {
                 fail("a trailer field is malformed (" + bad + ")");
+                return;
             }
+            replace(Math.max(lineStart, 0), next, EMPTY); // dropped
+            lineStart = next;
         } else if (c == CR) {
             sawCr = true;
         } else if (c == LF) {
@@ -524,16 +587,22 @@ final class RequestFraming {
         failure = RequestException.builder()
                 .type(DirectHandler.EventType.BAD_REQUEST)
                 .status(Status.BAD_REQUEST_400)
-                .message("malformed chunked body: " + why)
+                .message(MALFORMED + why)
                 .safeMessage(true)
                 .setKeepAlive(false)
                 .build();
     }
 
-    /** Copies the plain bytes before {@code to} to the output, which from then on is written explicitly. */
-    private void flushPlain(int to) {
-        out().write(in, plainFrom, to - plainFrom);
-        plainFrom = in.length; // nothing plain until the body ends
+    /** Replaces the input's bytes {@code [from, to)} (nothing of which was passed on yet) with {@code with}. */
+    private void replace(int from, int to, byte[] with) {
+        Out o = out();
+        o.write(in, plainFrom, from - plainFrom);
+        o.write(with, 0, with.length);
+        plainFrom = to;
+    }
+
+    private static byte[] sizeLine(long size) {
+        return (Long.toHexString(size) + "\r\n").getBytes(StandardCharsets.US_ASCII);
     }
 
     private Out out() {
