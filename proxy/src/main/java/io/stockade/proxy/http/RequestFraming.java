@@ -335,8 +335,7 @@ final class RequestFraming {
             passThrough(); // not a field line: refused by Helidon
             return;
         }
-        String name = new String(line, 0, colon, StandardCharsets.ISO_8859_1).toLowerCase(Locale.ROOT);
-        if (name.equals("transfer-encoding")) {
+        if (nameIs(colon, "transfer-encoding")) {
             if (transferEncodings == null) {
                 transferEncodings = new ArrayList<>(1);
             }
@@ -346,10 +345,27 @@ final class RequestFraming {
                     transferEncodings.add(c.toLowerCase(Locale.ROOT));
                 }
             }
-        } else if (name.equals("content-length")) {
+        } else if (nameIs(colon, "content-length")) {
             contentLengths++;
             contentLength = value(colon + 1, length);
         }
+    }
+
+    /** Whether the line's first {@code length} bytes are {@code lowerCaseName}, in any case (no allocation). */
+    private boolean nameIs(int length, String lowerCaseName) {
+        if (length != lowerCaseName.length()) {
+            return false;
+        }
+        for (int i = 0; i < length; i++) {
+            int c = line[i];
+            if (c >= 'A' && c <= 'Z') {
+                c += 'a' - 'A';
+            }
+            if (c != lowerCaseName.charAt(i)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The head ended at {@code next}: how is the body framed, as Helidon decides it. */
