@@ -201,17 +201,29 @@ public final class FrontProxy implements AutoCloseable {
         return b.toString();
     }
 
-    /** Kills the process and its children (nginx's workers) by PID, and waits for them. */
+    /**
+     * Stops the process by its PID (SIGTERM: nginx's master then stops its workers), waits up to 5 s, then kills it
+     * and every child it had (SIGKILL). The master goes first: killed after a worker, it could start a new one.
+     */
     @Override
     public void close() {
-        List<ProcessHandle> all = new ArrayList<>(process.descendants().toList());
-        all.add(process.toHandle());
-        all.forEach(ProcessHandle::destroyForcibly);
-        for (ProcessHandle h : all) {
+        List<ProcessHandle> children = process.descendants().toList();
+        process.destroy();
+        try {
+            if (!process.waitFor(5, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        List<ProcessHandle> left = new ArrayList<>(children);
+        left.addAll(process.descendants().toList());
+        for (ProcessHandle h : left) {
+            h.destroyForcibly();
             try {
-                h.onExit().get(10, TimeUnit.SECONDS);
+                h.onExit().get(5, TimeUnit.SECONDS);
             } catch (Exception e) {
-                // reported by the next test's port check at worst
+                // gone already, or reported by the next test's port check at worst
             }
         }
     }
