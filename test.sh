@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd), then builds every module and runs every test (unit tests *Test, integration tests *IT
-# against real servers).
+# need (PostgreSQL, etcd, HAProxy, nginx), then builds every module and runs every test (unit tests *Test,
+# integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/lib.sh
@@ -32,6 +32,20 @@ if ! command -v etcd >/dev/null; then
   { apt-get update && apt-get install -y etcd-server; } >&2 \
     || { echo "stockade: could not install etcd-server (run as root: apt-get install -y etcd-server);" \
               "the etcd tests will be skipped" >&2; }
+fi
+# HAProxy and nginx (Debian haproxy, nginx-light) for FrontProxySmugglingIT, which starts its own instances on free
+# loopback ports in front of the proxy (nothing is started here).
+if ! command -v haproxy >/dev/null && [ ! -x /usr/sbin/haproxy ]; then
+  echo "stockade: haproxy not found, installing haproxy" >&2
+  { apt-get update && apt-get install -y haproxy; } >&2 \
+    || { echo "stockade: could not install haproxy (run as root: apt-get install -y haproxy);" \
+              "FrontProxySmugglingIT will be skipped" >&2; }
+fi
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+  echo "stockade: nginx not found, installing nginx-light" >&2
+  { apt-get update && apt-get install -y nginx-light; } >&2 \
+    || { echo "stockade: could not install nginx-light (run as root: apt-get install -y nginx-light);" \
+              "FrontProxySmugglingIT will be skipped" >&2; }
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then

@@ -21,6 +21,7 @@ import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.http.ListenerLimits;
 import io.stockade.proxy.http.ListenerTls;
 import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.http.UnreadBody;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.store.FenceStores;
@@ -132,6 +133,8 @@ public final class StockadeServer implements AutoCloseable {
      */
     static void routing(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics,
                         AdminEndpoint admin) {
+        // first: no answer may leave an unread body on the connection, and Connection: close closes it
+        routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(METRICS, (req, res) -> metrics(req, res, metrics));

@@ -96,6 +96,33 @@ class DeployFilesIT {
         assertTrue(missing.isEmpty(), "metrics used by deploy/ but absent from /metrics: " + missing);
     }
 
+    /**
+     * The image's HEALTHCHECK command, run against a real proxy (its port for 8080). It asked in HTTP/1.0, which the
+     * proxy never answered (and now answers 505): the container could never become healthy.
+     */
+    @Test
+    void theDockerHealthCheckPassesAgainstARealProxy() throws Exception {
+        String dockerfile = Files.readString(DEPLOY.resolve("Dockerfile"));
+        Matcher m = Pattern.compile("HEALTHCHECK[^\\n]*\\\\\\n\\s*CMD bash -c '([^']*)'").matcher(dockerfile);
+        assertTrue(m.find(), "a HEALTHCHECK CMD bash -c '...' in deploy/Dockerfile");
+        String yaml = """
+                store:
+                  type: memory
+                  journal: ${JOURNAL}
+                policies:
+                  - name: docs
+                    match: {path: "/docs/{id}"}
+                    scope: docs/{id}
+                    backend: {type: file, root: "${ROOT}"}
+                """;
+        try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("hc"), yaml, Map.of("ROOT", dir.resolve("r").toString()))) {
+            String script = m.group(1).replace("/127.0.0.1/8080", "/127.0.0.1/" + proxy.server().port());
+            Process check = new ProcessBuilder("bash", "-c", script).redirectErrorStream(true).start();
+            assertTrue(check.waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "the health check hung");
+            assertEquals(0, check.exitValue(), script + ": " + new String(check.getInputStream().readAllBytes()));
+        }
+    }
+
     /** A load in which each kind of event happens once: accept, handoff, stale, timeout, store failure. */
     private String scrapeAfterLoad() throws Exception {
         String yaml = """

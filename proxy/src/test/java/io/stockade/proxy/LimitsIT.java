@@ -318,6 +318,24 @@ class LimitsIT {
         }
     }
 
+    @Test
+    void aConnectionThatNeverSendsAByteIsClosed() throws Exception {
+        // Helidon used to read the first bytes to choose between two HTTP/1.1 selectors before a connection object
+        // existed, and such a connection was never timed out; with one selector it is covered from the start.
+        try (Socket s = socket()) {
+            long start = System.nanoTime();
+            s.setSoTimeout(8000);
+            int read;
+            try {
+                read = s.getInputStream().read();
+            } catch (IOException reset) {
+                read = -1;
+            }
+            assertEquals(-1, read, "the proxy closes a connection that sends nothing");
+            assertTrue(Duration.ofNanos(System.nanoTime() - start).toMillis() < 4000, "idle-timeout 2s");
+        }
+    }
+
     // ------------------------------------------------------------------ concurrency
 
     @Test

@@ -21,7 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * Bodies stream both ways: a 1 GiB PUT passes through a proxy whose heap is 256 MiB, to an HTTP upstream and
- * into the file backend, and the file comes back out through the proxy byte for byte.
+ * into the file backend, and the file comes back out through the proxy byte for byte; a single 256 MiB chunk
+ * passes through a 96 MiB heap.
  */
 class StreamingIT {
     static final long GIB = 1L << 30;
@@ -85,6 +86,50 @@ class StreamingIT {
                 }
                 assertEquals(GIB, n);
                 assertEquals(expected, HexFormat.of().formatHex(sha.digest()));
+            }
+        }
+    }
+
+    /**
+     * One chunk larger than the heap: Helidon's chunk reader holds a whole chunk in memory, so before RequestFraming
+     * passed chunks on in pieces of at most 256 KiB this ran the proxy out of heap (every connection suffered).
+     */
+    @Test
+    void oneChunkLargerThanTheHeapStreamsThrough() throws Exception {
+        long size = 256L << 20;
+        try (TestUpstream upstream = TestUpstream.start().discardBodies(true)) {
+            Path config = dir.resolve("stockade.yaml");
+            Files.writeString(config, """
+                    server:
+                      port: 0
+                    store:
+                      type: memory
+                      journal: %s
+                    policies:
+                      - name: blobs
+                        match:
+                          path: /blobs/{id}
+                        scope: blobs/{id}
+                        backend:
+                          type: http
+                          url: %s
+                          settle: 100ms
+                          timeout: 120s
+                    """.formatted(dir.resolve("journal"), upstream.baseUri()));
+            try (ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx96m"));
+                 java.net.Socket socket = new java.net.Socket(proxy.baseUri().getHost(), proxy.baseUri().getPort())) {
+                socket.setSoTimeout(120_000);
+                var out = new java.io.BufferedOutputStream(socket.getOutputStream(), 1 << 16);
+                out.write(("PUT /blobs/one-chunk HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\nConnection: close\r\n"
+                        + "Transfer-Encoding: chunked\r\n\r\n" + Long.toHexString(size) + ";name=value\r\n")
+                        .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                new PatternStream(size).transferTo(out);
+                out.write("\r\n0\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                out.flush();
+                String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
+                assertEquals("HTTP/1.1 201", answer.substring(0, 12), answer + proxy.log());
+                assertEquals(size, upstream.bytesReceived("/blobs/one-chunk"));
+                assertEquals(sha256OfPattern(size), upstream.sha256("/blobs/one-chunk"));
             }
         }
     }

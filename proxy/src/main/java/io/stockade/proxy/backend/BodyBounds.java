@@ -1,5 +1,6 @@
 package io.stockade.proxy.backend;
 
+import io.helidon.http.RequestException;
 import io.stockade.proxy.http.Problem;
 
 import java.io.FilterInputStream;
@@ -208,6 +209,12 @@ public final class BodyBounds {
                     throw refuse(BodyRefused.timedOut(READ_TIMEOUT, e));
                 }
                 throw e;
+            } catch (RequestException e) {
+                // The body's framing is broken (a malformed chunk: RequestFraming, or Helidon's own chunk reader),
+                // or a chunked body went over the listener's max-body-bytes. The connection is closed after the
+                // answer (Connection: close, UnreadBody), as nothing after a broken body can be read as a request.
+                endRead();
+                throw refuse(BodyRefused.framing(e));
             } catch (IOException | RuntimeException e) {
                 endRead();
                 throw e;
@@ -262,6 +269,19 @@ public final class BodyBounds {
                     "the body is larger than the policy's max-body-bytes (" + maxBytes + " bytes); it was cut off "
                             + "and nothing was written").with("maxBodyBytes", maxBytes)
                     .header("Connection", "close"), null);
+        }
+
+        /** The body's framing failed in Helidon's reader: 413 over the listener's bound, else 400 malformed-body. */
+        static BodyRefused framing(RequestException e) {
+            if (e.status().code() == 413) {
+                return new BodyRefused(Problem.of(413, "body-too-large", "Request body too large",
+                        "the chunked body is larger than the listener's max-body-bytes; it was cut off and nothing "
+                                + "was written").header("Connection", "close"), e);
+            }
+            String why = e.getMessage() == null || e.getMessage().isBlank() ? "the body's framing is malformed"
+                    : e.getMessage();
+            return new BodyRefused(Problem.of(400, "malformed-body", "Malformed body", why
+                    + "; it was cut off and nothing was written").header("Connection", "close"), e);
         }
 
         static BodyRefused timedOut(String why, Throwable cause) {

@@ -41,6 +41,8 @@ public final class ListenerLimits {
     private static final Logger LOG = Logger.getLogger(ListenerLimits.class.getName());
     /** The message Helidon's header parser gives when the header block is over its bound (answered 400 by it). */
     static final String HEADER_SIZE_EXCEEDED = "Header size exceeded";
+    /** The start of RequestFraming's refusals of a chunked body. */
+    static final String MALFORMED_CHUNKED = RequestFraming.MALFORMED;
     /** How often idle connections are looked for, at most (Helidon's default is every two minutes). */
     static final Duration MAX_IDLE_PERIOD = Duration.ofSeconds(2);
 
@@ -54,18 +56,23 @@ public final class ListenerLimits {
      */
     public static AutoCloseable apply(WebServerConfig.Builder builder, ServerConfig.Limits limits) {
         HeaderDeadline deadline = new HeaderDeadline(limits.headerTimeout());
-        builder.addProtocol(Http1Config.builder()
-                        .maxPrologueLength(limits.maxRequestLineBytes())
-                        .maxHeadersSize(limits.maxHeaderBytes())
-                        .addReceiveListener(deadline)
-                        .build())
+        ListenerLog log = new ListenerLog(System::nanoTime);
+        Http1Config http1 = Http1Config.builder()
+                .maxPrologueLength(limits.maxRequestLineBytes())
+                .maxHeadersSize(limits.maxHeaderBytes())
+                .addReceiveListener(deadline)
+                .build();
+        // One connection selector, ours (ClientConnections): with service discovery on, Helidon would add an HTTP/1.1
+        // selector with its default limits next to it and pick between them by the first bytes.
+        builder.protocolsDiscoverServices(false)
+                .addConnectionSelector(ClientConnections.of(http1, log))
                 .maxPayloadSize(limits.maxBodyBytes() == Policy.Limits.UNLIMITED ? -1 : limits.maxBodyBytes())
                 .idleConnectionTimeout(limits.idleTimeout())
                 .idleConnectionPeriod(idlePeriod(limits.idleTimeout()))
                 // Helidon passes the parser's message to direct handlers only with includeEntity; its messages are
                 // about the request's syntax, never about the server.
                 .errorHandling(e -> e.includeEntity(true))
-                .directHandlers(directHandlers());
+                .directHandlers(directHandlers(log));
         return deadline;
     }
 
@@ -76,20 +83,25 @@ public final class ListenerLimits {
     }
 
     /** Every refusal Helidon makes before routing, answered as a problem (and 431 for an oversized header block). */
-    static DirectHandlers directHandlers() {
+    static DirectHandlers directHandlers(ListenerLog log) {
         DirectHandlers.Builder handlers = DirectHandlers.builder();
         for (DirectHandler.EventType type : DirectHandler.EventType.values()) {
-            handlers.addHandler(type, ListenerLimits::problem);
+            handlers.addHandler(type, (request, event, status, headers, message) ->
+                    problem(log, request, event, status, headers, message));
         }
         return handlers.build();
     }
 
-    private static DirectHandler.TransportResponse problem(DirectHandler.TransportRequest request,
+    private static DirectHandler.TransportResponse problem(ListenerLog log, DirectHandler.TransportRequest request,
                                                            DirectHandler.EventType type, Status status,
                                                            ServerResponseHeaders headers, String message) {
-        Problem problem = problemFor(type == DirectHandler.EventType.INTERNAL_ERROR ? 500 : status.code(), message);
+        Problem problem = problemFor(type == DirectHandler.EventType.INTERNAL_ERROR ? 500 : status.code(), message,
+                request.protocolVersion());
+        log.refused(problem.status() + problem.type(), () -> "the listener refused a request before routing: "
+                + problem.status() + " " + problem.type().substring(Problem.TYPE_PREFIX.length())
+                + (problem.status() == 505 ? " (" + problem.detail() + ")" : ""));
         DirectHandler.TransportResponse.Builder response = DirectHandler.TransportResponse.builder()
-                .status(Status.create(problem.status()))
+                .status(Statuses.of(problem.status()))
                 .headers(headers)
                 .header(HeaderNames.CONTENT_TYPE, "application/problem+json")
                 .keepAlive(false)
@@ -99,11 +111,33 @@ public final class ListenerLimits {
 
     /** The problem for a refusal by the listener: status as Helidon chose it, but 431 for too many header bytes. */
     static Problem problemFor(int status, String message) {
+        return problemFor(status, message, "");
+    }
+
+    /**
+     * The problem for a refusal by the listener.
+     *
+     * @param protocolVersion what Helidon's parser says of the request line's version: {@code HTTP/1.0} for an
+     *                        HTTP/1.0 request, else for a version it does not take the whole request line and a
+     *                        {@code /} (so {@code PRI * HTTP/2.0/} for an HTTP/2 preface after a first request)
+     */
+    static Problem problemFor(int status, String message, String protocolVersion) {
         String detail = message == null || message.isBlank() ? "the request could not be read" : message;
         if (status == 400 && HEADER_SIZE_EXCEEDED.equals(message)) {
             return Problem.of(431, "headers-too-large", "Request headers too large",
                     "the request's header lines are larger than the listener's max-header-bytes; nothing was "
                             + "forwarded");
+        }
+        if (status == 400 && message != null && message.startsWith(MALFORMED_CHUNKED)) {
+            return Problem.of(400, "malformed-body", "Malformed body", message + "; the request was refused before "
+                    + "any policy saw it: nothing was forwarded and no fence was raised");
+        }
+        String version = otherVersion(protocolVersion);
+        if (status == 505 || status == 400 && version != null) {
+            return Problem.of(505, "http-version-not-supported", "HTTP version not supported",
+                    (version == null ? "this HTTP version" : "HTTP/" + version) + " is not supported: this server "
+                            + "speaks HTTP/1.1 only; send the request as HTTP/1.1 (curl: --http1.1; nginx: "
+                            + "proxy_http_version 1.1)").with("supported", "HTTP/1.1");
         }
         return switch (status) {
             // Before routing, Helidon answers 500 for request bytes its parser chokes on outside its own checks
@@ -115,8 +149,20 @@ public final class ListenerLimits {
             case 414 -> Problem.of(414, "request-line-too-long", "Request line too long", detail
                     + " (the listener's max-request-line-bytes); nothing was forwarded");
             case 400 -> Problem.of(400, "bad-request", "Bad request", detail);
-            default -> Problem.of(status, "refused-by-listener", Status.create(status).reasonPhrase(), detail);
+            default -> Problem.of(status, "refused-by-listener", Statuses.of(status).reasonPhrase(), detail);
         };
+    }
+
+    private static final java.util.regex.Pattern VERSION =
+            java.util.regex.Pattern.compile("(?:^| )HTTP/([0-9](?:\\.[0-9])?)/?$");
+
+    /** The version of a request line in another HTTP version than 1.1 (e.g. {@code 1.0}, {@code 2.0}), or null. */
+    static String otherVersion(String protocolVersion) {
+        if (protocolVersion == null) {
+            return null;
+        }
+        java.util.regex.Matcher m = VERSION.matcher(protocolVersion);
+        return m.find() && !m.group(1).equals("1.1") ? m.group(1) : null;
     }
 
     /**

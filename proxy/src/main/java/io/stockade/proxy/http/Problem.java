@@ -1,7 +1,6 @@
 package io.stockade.proxy.http;
 
 import io.helidon.http.HeaderNames;
-import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerResponse;
 
 import java.nio.charset.StandardCharsets;
@@ -75,7 +74,7 @@ public final class Problem {
     /** Sends this problem as the whole answer. */
     public void send(ServerResponse response) {
         byte[] body = toJson().getBytes(StandardCharsets.UTF_8);
-        response.status(Status.create(status));
+        response.status(Statuses.of(status));
         headers.forEach(response::header);
         response.header(HeaderNames.CONTENT_TYPE, "application/problem+json");
         response.send(body);

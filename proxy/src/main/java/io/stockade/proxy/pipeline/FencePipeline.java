@@ -539,14 +539,14 @@ public final class FencePipeline implements Handler {
     }
 
     /**
-     * A body that went over a bound while it streamed: the backend abandoned the write (nothing was committed); the
-     * client gets the bound's answer unless the backend's answer has already started.
+     * A body that went over a bound, or proved malformed, while it streamed: the backend abandoned the write (nothing
+     * was committed); the client gets the refusal unless the backend's answer has already started.
      */
     private static void bodyRefused(Decision decision, Backend backend, Exchange exchange) {
         BodyBounds.BodyRefused refused = exchange.bounds().refused();
         Problem problem = refused.problem().with("policy", exchange.route().policy().name())
                 .with("scope", exchange.scope());
-        decision.outcome(problem.status() == 408 ? Outcome.TIMED_OUT : Outcome.TOO_LARGE, problem.detail());
+        decision.outcome(bodyOutcome(problem.status()), problem.detail());
         if (!exchange.response().isSent()) {
             try {
                 backend.refuse(exchange, problem);
@@ -554,6 +554,15 @@ public final class FencePipeline implements Handler {
                 LOG.log(Level.FINE, "could not answer a cut-off body", e);
             }
         }
+    }
+
+    /** The outcome of a body refused while it streamed: too slow (408), malformed (400), else too large. */
+    static Outcome bodyOutcome(int status) {
+        return switch (status) {
+            case 408 -> Outcome.TIMED_OUT;
+            case 400 -> Outcome.BAD_REQUEST;
+            default -> Outcome.TOO_LARGE;
+        };
     }
 
     /** Nanoseconds until a serialized backend opens after start (writes of a crashed run may still land). */

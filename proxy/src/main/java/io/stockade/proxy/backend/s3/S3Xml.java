@@ -1,8 +1,8 @@
 package io.stockade.proxy.backend.s3;
 
 import io.helidon.http.HeaderNames;
-import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerResponse;
+import io.stockade.proxy.http.Statuses;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
 import org.w3c.dom.Node;
@@ -28,7 +28,7 @@ final class S3Xml {
     /** Sends an S3 error ({@code <Error><Code>..}); a HEAD answer carries no body, as S3's own. */
     static void error(ServerResponse res, boolean head, int status, String code, String message, String resource,
                       Map<String, String> headers) {
-        res.status(Status.create(status));
+        res.status(Statuses.of(status));
         headers.forEach(res::header);
         String requestId = UUID.randomUUID().toString();
         res.header("x-amz-request-id", requestId);
