@@ -95,10 +95,11 @@ public final class PathTemplate {
     /**
      * Matches a still percent-encoded request path (no query string).
      *
-     * @return the decoded variables, or empty if the path does not match or is refused by {@link RequestTarget}
+     * @return the decoded variables, or empty if the path does not match, is refused by {@link RequestTarget}, or
+     *         ends with '/' (which only some backends take, see {@link RequestTarget#trailingSlash()})
      */
     public Optional<Map<String, String>> match(String path) {
-        return RequestTarget.of(path).flatMap(this::match);
+        return RequestTarget.of(path).filter(t -> !t.trailingSlash()).flatMap(this::match);
     }
 
     /** Matches the decoded segments of a parsed request target (matching many templates against one target). */

@@ -76,9 +76,12 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
         return Optional.empty();
     }
 
-    /** {@link #route(String, RequestTarget)} for a path with no query; empty when {@link RequestTarget} refuses it. */
+    /**
+     * {@link #route(String, RequestTarget)} for a path with no query; empty when {@link RequestTarget} refuses it or
+     * it ends with '/'.
+     */
     public Optional<Route> route(String method, String path) {
-        return RequestTarget.of(path).flatMap(target -> route(method, target));
+        return RequestTarget.of(path).filter(t -> !t.trailingSlash()).flatMap(target -> route(method, target));
     }
 
     /** A copy with another listener port (the {@code --port} flag). */
