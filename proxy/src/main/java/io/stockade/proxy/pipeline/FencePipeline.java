@@ -42,14 +42,15 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * The request path of the proxy, one stage after another, top to bottom in {@link #handle}:
+ * The request path of the proxy, one stage after another, listed in order in {@link #handle}:
  * <pre>
- * receive → match policy → parse token → verify (fence.verify) → fence + write through the backend → answer
- *         → metrics
+ * receive → match policy → limits → admit (backend) → fenced? → parse token → verify (fence.verify)
+ *         → fence + write (by the storage, or by the store) → answer → metrics and log ({@code Call.close})
  * </pre>
- * Every refusal is an RFC 9457 problem. Nothing is forwarded unfenced in {@code enforce} mode: a write reaches
- * a backend's {@link Backend#write} only after the store has durably admitted its token, and only while the
- * engine holds its scope when the backend is of the serialized class.
+ * Each stage is a method that either hands the request on or answers it. Every refusal is built in
+ * {@link Refusals} and answered in the backend's shape ({@link Backend#refuse}). Nothing is forwarded unfenced
+ * in {@code enforce} mode: a write reaches a backend's {@link Backend#write} only after the store has durably
+ * admitted its token, and only while the engine holds its scope when the backend is of the serialized class.
  */
 public final class FencePipeline implements Handler {
     private static final Logger LOG = Logger.getLogger(FencePipeline.class.getName());
@@ -115,94 +116,88 @@ public final class FencePipeline implements Handler {
         return limits.scopesInFlight();
     }
 
+    /**
+     * The request path, one stage after another. Each stage either hands the request on or has answered it (and
+     * said so in the decision); the per-request bookkeeping (in-flight counts, the per-scope place, a body cut off
+     * while it streamed, metrics and the decision log) is {@link Call#close}, whatever happened.
+     */
     @Override
     public void handle(ServerRequest req, ServerResponse res) {
-        String method = req.prologue().method().text();
-        String rawPath = req.path().rawPath();
-        long received = nanoTime.getAsLong();
-        Decision decision = new Decision(received, method, rawPath);
-        AtomicInteger inFlight = null;
-        Backend backend = null;
-        Exchange exchange = null;
-        Limits.Permit permit = null;
-        try {
-            // receive: one canonical form of the target, from which the scope and the storage's resource both come
-            RequestTarget target;
-            switch (RequestTarget.parse(rawPath, rawQuery(req), req.prologue().fragment().hasValue())) {
-                case RequestTarget.Refused refused -> {
-                    badTarget(decision, req, res, Problem.of(400, "bad-path", "Path refused", refused.reason())
-                            .with("path", rawPath));
-                    return;
+        try (Call call = new Call(req, res)) {
+            try {
+                if (receive(call)          // one canonical form of the target (400)
+                        && match(call)     // the one policy for method and path (404)
+                        && withinLimits(call) // headers, declared body (431, 413), a place in the scope (503)
+                        && admitted(call)  // the backend's own checks: signatures, paths it cannot take
+                        && fenced(call)) { // reads, unfenced methods, mode off: forwarded as they are
+                    tokenStage(call);      // token (400, 428) → verify → fence + write → answer
                 }
-                case RequestTarget.Accepted accepted -> target = accepted.target();
+            } catch (CloseConnectionException e) {
+                // A backend's answer broke off after it started: the connection is closed under the client.
+                call.brokeOff();
+                throw e;
             }
+        }
+    }
 
-            // match policy
-            Active current = active;
-            Optional<Route> matched = current.config().route(method, target);
-            if (matched.isEmpty()) {
-                refuse(decision, res, Outcome.NO_POLICY, Problem.of(404, "no-policy", "No policy",
-                        "no policy matches " + method + " " + rawPath).with("path", rawPath));
-                return;
-            }
-            Route route = matched.get();
-            Policy policy = route.policy();
-            backend = current.backends().get(policy.name());
-            if (target.trailingSlash() && !backend.takesTrailingSlash()) {
-                refuse(decision, backend, new Exchange(req, res, route, "-"), Outcome.BAD_REQUEST,
-                        Problem.of(400, "bad-path", "Path refused", "the path ends with '/' (an empty last segment);"
-                                + " name the resource without a trailing slash").with("path", rawPath));
-                return;
-            }
-            exchange = new Exchange(req, res, route, backend.scope(route, req),
-                    limits.bodyBounds(policy, current.config().server().limits().readTimeout()));
-            decision.policy(policy.name(), policy.backend().type(), exchange.scope())
-                    .holder(req.headers().first(HOLDER).orElse(null));
-            inFlight = metrics.inFlight(policy.name());
-            inFlight.incrementAndGet();
+    /**
+     * One request on its way: what the stages found so far, and the bookkeeping {@link #close} does once, whatever
+     * happened (the {@code finally} of the request path).
+     */
+    private final class Call implements AutoCloseable {
+        final ServerRequest req;
+        final ServerResponse res;
+        final String method;
+        final String rawPath;
+        final Decision decision;
+        RequestTarget target;
+        Backend backend;
+        Exchange exchange;
+        AtomicInteger inFlight;
+        Limits.Permit permit;
 
-            // limits: before the token is read, so a request over them never raises a fence or reaches a backend
-            Optional<Problem> overLimit = Limits.refusal(policy, req);
-            if (overLimit.isPresent()) {
-                refuse(decision, backend, exchange, Outcome.TOO_LARGE, overLimit.get());
-                return;
-            }
-            permit = limits.enter(policy, exchange.scope());
-            if (permit == null) {
-                refuse(decision, backend, exchange, Outcome.BUSY, Limits.busy(policy, exchange.scope()));
-                return;
-            }
-            if (!backend.admit(exchange)) {
-                decision.outcome(Outcome.BAD_REQUEST, "refused by the " + policy.backend().type() + " backend");
-                return;
-            }
-            if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(method) || !backend.fences(exchange)) {
-                decision.outcome(Outcome.UNFENCED, null);
-                forward(backend, exchange);
-                return;
-            }
+        Call(ServerRequest req, ServerResponse res) {
+            this.req = req;
+            this.res = res;
+            this.method = req.prologue().method().text();
+            this.rawPath = req.path().rawPath();
+            this.decision = new Decision(nanoTime.getAsLong(), method, rawPath);
+        }
 
-            // parse token
-            tokenStage(decision, backend, exchange);
-        } catch (CloseConnectionException e) {
-            // A backend's answer broke off after it started: the connection is closed under the client.
+        Policy policy() {
+            return exchange.route().policy();
+        }
+
+        /** Answers a refusal: in the backend's shape once a policy matched, else as a problem. */
+        void refuse(Outcome outcome, Problem problem) {
+            decision.outcome(outcome, problem.detail());
+            if (backend != null && exchange != null) {
+                backend.refuse(exchange, problem);
+            } else {
+                problem.send(res);
+            }
+        }
+
+        void brokeOff() {
             if (decision.outcome() == null) {
                 decision.outcome(Outcome.ACCEPTED, "the storage's answer broke off midway; the connection was closed");
             }
-            throw e;
-        } finally {
+        }
+
+        @Override
+        public void close() {
             if (permit != null) {
                 permit.close();
             }
             if (inFlight != null) {
                 inFlight.decrementAndGet();
             }
-            // limits: a body cut off while it streamed (too large, too slow) was abandoned by the backend
+            // limits: a body cut off while it streamed (too large, too slow, malformed) was abandoned by the backend
             if (exchange != null && exchange.bounds().refused() != null) {
                 bodyRefused(decision, backend, exchange);
             }
-            // metrics + log: once per request, whatever happened above. No outcome means an exception is on its
-            // way to the server's error handler (a 500): count it as such rather than hide it behind another.
+            // metrics + log: once per request. No outcome means an exception is on its way to the server's error
+            // handler (a 500): count it as such rather than hide it behind another.
             boolean escaped = decision.outcome() == null;
             if (escaped) {
                 decision.outcome(Outcome.ERROR, "an exception escaped the pipeline; see the log");
@@ -217,21 +212,88 @@ public final class FencePipeline implements Handler {
         }
     }
 
-    /**
-     * A refused target: answered in the shape of the policy it was most likely meant for (S3 XML for an s3 policy),
-     * else as a problem. Nothing else of that policy runs.
-     */
-    private void badTarget(Decision decision, ServerRequest req, ServerResponse res, Problem problem) {
-        Active current = active;
-        Optional<Policy> meant = current.config().policyForRefusal(req.prologue().method().text(),
-                req.path().rawPath());
-        if (meant.isEmpty()) {
-            refuse(decision, res, Outcome.BAD_REQUEST, problem);
-            return;
+    /** receive: the target's one canonical form, from which the scope and the storage's resource both come. */
+    private boolean receive(Call call) {
+        switch (RequestTarget.parse(call.rawPath, rawQuery(call.req), call.req.prologue().fragment().hasValue())) {
+            case RequestTarget.Accepted accepted -> {
+                call.target = accepted.target();
+                return true;
+            }
+            case RequestTarget.Refused refused -> {
+                // Answered in the shape of the policy the target was most likely meant for (S3 XML for s3).
+                Active current = active;
+                Optional<Policy> meant = current.config().policyForRefusal(call.method, call.rawPath);
+                if (meant.isPresent()) {
+                    call.backend = current.backends().get(meant.get().name());
+                    call.exchange = new Exchange(call.req, call.res, new Route(meant.get(), Map.of(), null), "-");
+                }
+                call.refuse(Outcome.BAD_REQUEST, Refusals.badPath(call.rawPath, refused.reason()));
+                return false;
+            }
         }
-        Backend backend = current.backends().get(meant.get().name());
-        refuse(decision, backend, new Exchange(req, res, new Route(meant.get(), Map.of(), null), "-"),
-                Outcome.BAD_REQUEST, problem);
+    }
+
+    /** match: the one policy for the method and the path, its backend, the scope. */
+    private boolean match(Call call) {
+        Active current = active;
+        Optional<Route> matched = current.config().route(call.method, call.target);
+        if (matched.isEmpty()) {
+            call.refuse(Outcome.NO_POLICY, Refusals.noPolicy(call.method, call.rawPath));
+            return false;
+        }
+        Route route = matched.get();
+        Policy policy = route.policy();
+        call.backend = current.backends().get(policy.name());
+        if (call.target.trailingSlash() && !call.backend.takesTrailingSlash()) {
+            call.exchange = new Exchange(call.req, call.res, route, "-");
+            call.refuse(Outcome.BAD_REQUEST, Refusals.trailingSlash(call.rawPath));
+            return false;
+        }
+        call.exchange = new Exchange(call.req, call.res, route, call.backend.scope(route, call.req),
+                limits.bodyBounds(policy, current.config().server().limits().readTimeout()));
+        call.decision.policy(policy.name(), policy.backend().type(), call.exchange.scope())
+                .holder(call.req.headers().first(HOLDER).orElse(null));
+        call.inFlight = metrics.inFlight(policy.name());
+        call.inFlight.incrementAndGet();
+        return true;
+    }
+
+    /** limits: before the token is read, so a request over them never raises a fence or reaches a backend. */
+    private boolean withinLimits(Call call) {
+        Policy policy = call.policy();
+        Optional<Problem> overLimit = Limits.refusal(policy, call.req);
+        if (overLimit.isPresent()) {
+            call.refuse(Outcome.TOO_LARGE, overLimit.get());
+            return false;
+        }
+        call.permit = limits.enter(policy, call.exchange.scope());
+        if (call.permit == null) {
+            call.refuse(Outcome.BUSY, Limits.busy(policy, call.exchange.scope()));
+            return false;
+        }
+        return true;
+    }
+
+    /** admit: what the backend checks from the request alone, before any fence question. */
+    private boolean admitted(Call call) {
+        if (!call.backend.admit(call.exchange)) {
+            call.decision.outcome(Outcome.BAD_REQUEST, "refused by the " + call.policy().backend().type()
+                    + " backend");
+            return false;
+        }
+        return true;
+    }
+
+    /** Whether the request is fenced; if not (a read, an unfenced method, mode off), it is forwarded as it is. */
+    private boolean fenced(Call call) {
+        Policy policy = call.policy();
+        if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(call.method)
+                || !call.backend.fences(call.exchange)) {
+            call.decision.outcome(Outcome.UNFENCED, null);
+            forward(call.backend, call.exchange);
+            return false;
+        }
+        return true;
     }
 
     /** The raw query, or null when the target has none. */
@@ -240,68 +302,71 @@ public final class FencePipeline implements Handler {
         return raw == null || raw.isEmpty() ? null : raw;
     }
 
-    private void tokenStage(Decision decision, Backend backend, Exchange exchange) {
-        Policy policy = exchange.route().policy();
-        String name = policy.name();
+    /** parse token, then (observe) judge and forward, or (enforce) verify, fence and write. */
+    private void tokenStage(Call call) {
+        Policy policy = call.policy();
         String header = policy.fence().header();
-        ServerRequest req = exchange.request();
-        FencingToken.Parsed parsed = FencingToken.parse(header, req.headers().all(HeaderNames.create(header), List::of));
         boolean observe = policy.fence().mode() == Policy.Mode.OBSERVE;
-        switch (parsed) {
+        switch (FencingToken.parse(header, call.req.headers().all(HeaderNames.create(header), List::of))) {
             case FencingToken.Malformed malformed -> {
                 if (observe) {
-                    observed(decision, backend, exchange, Outcome.MALFORMED, malformed.reason());
+                    observed(call, Outcome.MALFORMED, malformed.reason());
                 } else {
-                    refuse(decision, backend, exchange, Outcome.MALFORMED, Problem.of(400, "malformed-token",
-                            "Malformed fencing token", malformed.reason()).with("policy", name)
-                            .with("scope", exchange.scope()));
+                    call.refuse(Outcome.MALFORMED, Refusals.malformedToken(policy, call.exchange.scope(),
+                            malformed.reason()));
                 }
             }
             case FencingToken.Missing missing -> {
                 if (policy.fence().missing() == Policy.MissingToken.ALLOW) {
-                    decision.outcome(Outcome.ALLOWED_WITHOUT_TOKEN, null);
-                    forward(backend, exchange);
+                    call.decision.outcome(Outcome.ALLOWED_WITHOUT_TOKEN, null);
+                    forward(call.backend, call.exchange);
                 } else if (observe) {
-                    observed(decision, backend, exchange, Outcome.MISSING, "no " + header + " header");
+                    observed(call, Outcome.MISSING, "no " + header + " header");
                 } else {
-                    refuse(decision, backend, exchange, Outcome.MISSING, Problem.of(428, "missing-token",
-                            "Fencing token required", req.prologue().method().text() + " is fenced by policy '"
-                                    + name + "': send the token of your lock in the " + header + " header")
-                            .with("policy", name).with("scope", exchange.scope()));
+                    call.refuse(Outcome.MISSING, Refusals.missingToken(policy, call.exchange.scope(), call.method));
                 }
             }
             case FencingToken.Present present -> {
-                decision.token(present.value());
+                call.decision.token(present.value());
                 if (observe) {
-                    observe(decision, backend, exchange, present.value());
+                    observe(call, present.value());
                 } else {
-                    fencedWrite(decision, backend, exchange, present.value());
+                    fencedWrite(call, present.value());
                 }
             }
         }
     }
 
-    /** fence + write: the heart of the proxy. */
-    private void fencedWrite(Decision decision, Backend backend, Exchange exchange, long token) {
-        Policy policy = exchange.route().policy();
-        String name = policy.name();
-        String scope = exchange.scope();
-        boolean acceptEqual = policy.fence().equal() == Policy.EqualToken.ACCEPT;
-        TokenVerifier verifier = verifiers.of(policy);
+    /**
+     * fence + write: the heart of the proxy. Who keeps the fence decides the path: the storage itself (a
+     * {@link SelfFencing} backend checks the token in the same step as the write), or the fence store (the engine
+     * admits the token durably first; for a serialized backend it holds the scope until the write is answered).
+     */
+    private void fencedWrite(Call call, long token) {
+        TokenVerifier verifier = verifiers.of(call.policy());
+        switch (call.backend) {
+            case SelfFencing self -> fencedByTheStorage(call, self, verifier, token);
+            default -> fencedByTheStore(call, verifier, token);
+        }
+    }
 
-        if (backend instanceof SelfFencing self) {
-            // The storage checks the token in the same step as the write; the store is not consulted, so every
-            // token is verified.
-            if (verifier != null && !verified(decision, backend, exchange, verifier, token)) {
-                return;
-            }
-            long start = nanoTime.getAsLong();
-            WriteResult result = self.fencedWrite(exchange, token, acceptEqual);
-            metrics.upstream(name, nanoTime.getAsLong() - start);
-            answer(decision, backend, exchange, token, result);
+    private void fencedByTheStorage(Call call, SelfFencing self, TokenVerifier verifier, long token) {
+        // The store is not consulted, so every token is verified.
+        if (verifier != null && !verified(call, verifier, token)) {
             return;
         }
+        long start = nanoTime.getAsLong();
+        WriteResult result = self.fencedWrite(call.exchange, token, acceptsEqual(call.policy()));
+        metrics.upstream(call.policy().name(), nanoTime.getAsLong() - start);
+        answer(call, token, result);
+    }
 
+    private void fencedByTheStore(Call call, TokenVerifier verifier, long token) {
+        Policy policy = call.policy();
+        String name = policy.name();
+        String scope = call.exchange.scope();
+        Backend backend = call.backend;
+        boolean acceptEqual = acceptsEqual(policy);
         boolean serialized = backend.fenceClass() == FenceClass.SERIALIZED;
         ScopeGuard.Held held = null;
         long heldSince = 0;
@@ -312,16 +377,19 @@ public final class FencePipeline implements Handler {
                 heldSince = nanoTime.getAsLong();
                 metrics.scopeWait(name, heldSince - waitStart);
                 if (held == null) {
-                    refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("scope-busy", "Scope busy",
-                            "other writes of this scope held it for " + SCOPE_WAIT.toSeconds() + " s", scope, 1));
+                    call.refuse(Outcome.UNAVAILABLE, Refusals.scopeBusy(scope, SCOPE_WAIT.toSeconds()));
                     return;
                 }
-                long closed = Math.max(guard.quarantineRemaining(scope), notOpenFor(backend));
-                if (closed > 0) {
-                    refuse(decision, backend, exchange, Outcome.QUARANTINED, unavailable("scope-quarantined",
-                            "Scope quarantined", "an earlier write to this scope has an unknown outcome and may "
-                                    + "still land; writes resume when the settle time has passed", scope,
-                            seconds(closed)));
+                long quarantined = guard.quarantineRemaining(scope);
+                if (quarantined > 0) {
+                    call.refuse(Outcome.QUARANTINED, Refusals.quarantined(scope, quarantined));
+                    return;
+                }
+                long settling = notOpenFor(backend);
+                if (settling > 0) {
+                    call.refuse(Outcome.QUARANTINED, Refusals.settlingAfterStart(policy, scope, settling,
+                            backend.settle().toSeconds(), TimeUnit.NANOSECONDS.toSeconds(nanoTime.getAsLong()
+                                    - startedAt)));
                     return;
                 }
             }
@@ -332,32 +400,32 @@ public final class FencePipeline implements Handler {
                 // smaller, so judging against this read is never more lenient than judging atomically.
                 long highest = store.get(scope).map(FenceState::token).orElse(-1L);
                 if (policy.fence().tooFar(token, highest)) {
-                    decision.highest(highest);
-                    refuse(decision, backend, exchange, Outcome.TOO_FAR, tooFarProblem(policy, scope, token, highest));
+                    call.decision.highest(highest);
+                    call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, scope, token, highest));
                     return;
                 }
                 // verify: only a token the fence would admit. One below the highest (or equal, with equal: reject)
                 // is refused as stale by the advance below and can raise nothing; highest tokens never go down.
                 boolean admissible = token > highest || token == highest && acceptEqual;
-                if (verifier != null && admissible && !verified(decision, backend, exchange, verifier, token)) {
+                if (verifier != null && admissible && !verified(call, verifier, token)) {
                     return;
                 }
             }
             Advance advance = store.advance(scope, token, acceptEqual);
             metrics.fenceDecision(name, nanoTime.getAsLong() - fenceStart);
             if (advance instanceof Advance.Stale stale) {
-                decision.highest(stale.highest());
-                refuse(decision, backend, exchange, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
+                call.decision.highest(stale.highest());
+                call.refuse(Outcome.STALE, Refusals.stale(policy, scope, token, stale.highest()));
                 return;
             }
             FenceState previous = ((Advance.Accepted) advance).previous();
-            decision.highest(Math.max(token, previous.token()));
+            call.decision.highest(Math.max(token, previous.token()));
             if (previous.token() >= 0 && token > previous.token()) {
                 metrics.handoff(name, token - previous.token());
             }
 
             long upstreamStart = nanoTime.getAsLong();
-            WriteResult result = backend.write(exchange, new Admission(scope, token, previous, store));
+            WriteResult result = backend.write(call.exchange, new Admission(scope, token, previous, store));
             metrics.upstream(name, nanoTime.getAsLong() - upstreamStart);
             if (result instanceof WriteResult.Stale stale) {
                 // The storage knew a higher token than the store (e.g. the file backend's sidecar after a lost
@@ -367,17 +435,14 @@ public final class FencePipeline implements Handler {
             if (result instanceof WriteResult.Unknown && serialized && !backend.settle().isZero()) {
                 guard.quarantine(scope, backend.settle().toNanos());
             }
-            answer(decision, backend, exchange, token, result);
+            answer(call, token, result);
         } catch (StoreUnavailableException e) {
             LOG.log(Level.WARNING, "fence store unavailable for scope " + scope, e);
             metrics.storeError(name);
-            refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("store-unavailable",
-                    "Fence store unavailable", "the fence could not be decided, nothing was written: "
-                            + e.getMessage(), scope, 1));
+            call.refuse(Outcome.UNAVAILABLE, Refusals.storeUnavailable(scope, e.getMessage()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("shutting-down", "Shutting down",
-                    "the proxy is stopping", scope, 1));
+            call.refuse(Outcome.UNAVAILABLE, Refusals.shuttingDown(scope));
         } finally {
             if (held != null) {
                 held.close();
@@ -386,17 +451,21 @@ public final class FencePipeline implements Handler {
         }
     }
 
+    private static boolean acceptsEqual(Policy policy) {
+        return policy.fence().equal() == Policy.EqualToken.ACCEPT;
+    }
+
     /**
      * verify: asks the policy's verifier whether the token is genuine. A refusal is 403 and an undecided verdict
      * 503 (fail closed); either way nothing is forwarded and the fence is not touched.
      *
      * @return whether the write may go on (otherwise it has been answered)
      */
-    private boolean verified(Decision decision, Backend backend, Exchange exchange, TokenVerifier verifier,
-                             long token) {
-        String name = exchange.route().policy().name();
-        String scope = exchange.scope();
-        switch (verdict(exchange, verifier, token)) {
+    private boolean verified(Call call, TokenVerifier verifier, long token) {
+        Policy policy = call.policy();
+        String name = policy.name();
+        String scope = call.exchange.scope();
+        switch (verdict(call.exchange, verifier, token)) {
             case TokenVerifier.Genuine genuine -> {
                 return true;
             }
@@ -409,11 +478,8 @@ public final class FencePipeline implements Handler {
                     LOG.warning("policy '" + name + "': token " + token + " for scope '" + scope + "' refused by the "
                             + verifier.kind() + " verifier: " + refused.forLog() + WarnLimiter.leftOut(leftOut));
                 }
-                refuse(decision, backend, exchange, Outcome.UNVERIFIED, Problem.of(403, "unverified-token",
-                                "Token not verified", "token " + token + " for scope '" + scope + "' was not verified"
-                                        + " by the " + verifier.kind() + " verifier (" + refused.reason()
-                                        + "); it was not accepted and did not raise the fence")
-                        .with("policy", name).with("scope", scope).with("token", token));
+                call.refuse(Outcome.UNVERIFIED, Refusals.unverified(policy, scope, token, verifier.kind(),
+                        refused.reason()));
                 return false;
             }
             case TokenVerifier.Unavailable unavailable -> {
@@ -422,9 +488,7 @@ public final class FencePipeline implements Handler {
                     LOG.warning("policy '" + name + "': " + verifier.kind() + " verifier unavailable for scope '"
                             + scope + "': " + unavailable.reason() + WarnLimiter.leftOut(leftOut));
                 }
-                refuse(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable("verifier-unavailable",
-                        "Token verifier unavailable", "the token could not be verified, nothing was written: "
-                                + unavailable.reason(), scope, 1));
+                call.refuse(Outcome.UNAVAILABLE, Refusals.verifierUnavailable(scope, unavailable.reason()));
                 return false;
             }
         }
@@ -440,31 +504,24 @@ public final class FencePipeline implements Handler {
     }
 
     /** answer: what a fenced write came to, as an answer to the client and a metric. */
-    private void answer(Decision decision, Backend backend, Exchange exchange, long token, WriteResult result) {
-        Policy policy = exchange.route().policy();
-        String scope = exchange.scope();
+    private void answer(Call call, long token, WriteResult result) {
+        Policy policy = call.policy();
+        String scope = call.exchange.scope();
         switch (result) {
-            case WriteResult.Answered answered -> decision.outcome(Outcome.ACCEPTED, null);
+            case WriteResult.Answered answered -> call.decision.outcome(Outcome.ACCEPTED, null);
             case WriteResult.Stale stale -> {
-                decision.highest(stale.highest());
-                refuse(decision, backend, exchange, Outcome.STALE, staleProblem(policy, scope, token, stale.highest()));
+                call.decision.highest(stale.highest());
+                call.refuse(Outcome.STALE, Refusals.stale(policy, scope, token, stale.highest()));
             }
             case WriteResult.TooFar tooFar -> {
-                decision.highest(tooFar.highest());
-                refuse(decision, backend, exchange, Outcome.TOO_FAR,
-                        tooFarProblem(policy, scope, token, tooFar.highest()));
+                call.decision.highest(tooFar.highest());
+                call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, scope, token, tooFar.highest()));
             }
-            case WriteResult.Unavailable unavailable -> refuse(decision, backend, exchange, Outcome.UNAVAILABLE,
-                    unavailable("store-unavailable", "Fence unavailable", "the fence could not be decided, "
-                            + "nothing was written: " + unavailable.reason(), scope, 1));
-            case WriteResult.Unknown unknown -> {
-                boolean quarantined = guard.quarantineRemaining(scope) > 0;
-                refuse(decision, backend, exchange, Outcome.UNKNOWN_OUTCOME, Problem.of(504, "unknown-outcome",
-                                "Outcome unknown", unknown.reason() + "; the write may or may not have been applied"
-                                        + (quarantined ? "; the scope is quarantined for "
-                                        + backend.settle().toSeconds() + " s" : ""))
-                        .with("policy", policy.name()).with("scope", scope).with("token", token));
-            }
+            case WriteResult.Unavailable unavailable -> call.refuse(Outcome.UNAVAILABLE,
+                    Refusals.fenceUnavailable(scope, unavailable.reason()));
+            case WriteResult.Unknown unknown -> call.refuse(Outcome.UNKNOWN_OUTCOME, Refusals.unknownOutcome(policy,
+                    scope, token, unknown.reason(), guard.quarantineRemaining(scope) > 0
+                            ? call.backend.settle().toSeconds() : 0));
         }
     }
 
@@ -473,63 +530,61 @@ public final class FencePipeline implements Handler {
      * to enforce later starts from the truth), but the request is forwarded whatever the verdict, with no scope
      * held. What enforce would have refused is counted and logged.
      */
-    private void observe(Decision decision, Backend backend, Exchange exchange, long token) {
-        Policy policy = exchange.route().policy();
+    private void observe(Call call, long token) {
+        Policy policy = call.policy();
+        Exchange exchange = call.exchange;
         TokenVerifier verifier = verifiers.of(policy);
         if (verifier != null) {
             // A token enforce would refuse as not genuine is forwarded unfenced: it must not raise the fence.
             switch (verdict(exchange, verifier, token)) {
                 case TokenVerifier.Refused refused -> {
-                    observed(decision, backend, exchange, Outcome.UNVERIFIED, refused.reason());
+                    observed(call, Outcome.UNVERIFIED, refused.reason());
                     return;
                 }
                 case TokenVerifier.Unavailable unavailable -> {
-                    observed(decision, backend, exchange, Outcome.UNAVAILABLE, unavailable.reason());
+                    observed(call, Outcome.UNAVAILABLE, unavailable.reason());
                     return;
                 }
                 case TokenVerifier.Genuine genuine -> {
                 }
             }
         }
-        if (backend instanceof SelfFencing self) {
+        if (call.backend instanceof SelfFencing self) {
             // The storage keeps the high-water mark; it runs the write unfenced and says what enforce would do.
             long start = nanoTime.getAsLong();
-            SelfFencing.Observed observed = self.observe(exchange, token,
-                    policy.fence().equal() == Policy.EqualToken.ACCEPT);
+            SelfFencing.Observed observed = self.observe(exchange, token, acceptsEqual(policy));
             metrics.upstream(policy.name(), nanoTime.getAsLong() - start);
             if (observed.wouldReject()) {
-                decision.highest(observed.highest());
-                decision.outcome(Outcome.WOULD_REJECT, "stale: token " + token + " is not above the highest "
+                call.decision.highest(observed.highest());
+                call.decision.outcome(Outcome.WOULD_REJECT, "stale: token " + token + " is not above the highest "
                         + observed.highest());
             } else {
-                decision.outcome(Outcome.OBSERVED, null);
+                call.decision.outcome(Outcome.OBSERVED, null);
             }
             if (!(observed.result() instanceof WriteResult.Answered)) {
-                answer(decision, backend, exchange, token, observed.result());
+                answer(call, token, observed.result());
             }
             return;
         }
         try {
-            Advance advance = store.advance(exchange.scope(), token,
-                    policy.fence().equal() == Policy.EqualToken.ACCEPT);
+            Advance advance = store.advance(exchange.scope(), token, acceptsEqual(policy));
             if (advance instanceof Advance.Stale stale) {
-                decision.highest(stale.highest());
-                observed(decision, backend, exchange, Outcome.STALE,
-                        "token " + token + " is not above the highest " + stale.highest());
+                call.decision.highest(stale.highest());
+                observed(call, Outcome.STALE, "token " + token + " is not above the highest " + stale.highest());
                 return;
             }
         } catch (StoreUnavailableException e) {
-            observed(decision, backend, exchange, Outcome.UNAVAILABLE, e.getMessage());
+            observed(call, Outcome.UNAVAILABLE, e.getMessage());
             return;
         }
-        decision.outcome(Outcome.OBSERVED, null);
-        forward(backend, exchange);
+        call.decision.outcome(Outcome.OBSERVED, null);
+        forward(call.backend, exchange);
     }
 
     /** Observe mode: what enforce would have refused, forwarded anyway; the log line says what and why. */
-    private void observed(Decision decision, Backend backend, Exchange exchange, Outcome wouldBe, String why) {
-        decision.outcome(Outcome.WOULD_REJECT, wouldBe.label() + ": " + why);
-        forward(backend, exchange);
+    private void observed(Call call, Outcome wouldBe, String why) {
+        call.decision.outcome(Outcome.WOULD_REJECT, wouldBe.label() + ": " + why);
+        forward(call.backend, call.exchange);
     }
 
     private void forward(Backend backend, Exchange exchange) {
@@ -539,8 +594,8 @@ public final class FencePipeline implements Handler {
     }
 
     /**
-     * A body that went over a bound, or proved malformed, while it streamed: the backend abandoned the write (nothing
-     * was committed); the client gets the refusal unless the backend's answer has already started.
+     * A body that went over a bound while it streamed: the backend abandoned the write (nothing was committed); the
+     * client gets the bound's answer unless the backend's answer has already started.
      */
     private static void bodyRefused(Decision decision, Backend backend, Exchange exchange) {
         BodyBounds.BodyRefused refused = exchange.bounds().refused();
@@ -568,42 +623,5 @@ public final class FencePipeline implements Handler {
     /** Nanoseconds until a serialized backend opens after start (writes of a crashed run may still land). */
     private long notOpenFor(Backend backend) {
         return Math.max(0, startedAt + backend.settle().toNanos() - nanoTime.getAsLong());
-    }
-
-    /** A refusal before any policy matched: always a problem body. */
-    private static void refuse(Decision decision, ServerResponse res, Outcome outcome, Problem problem) {
-        decision.outcome(outcome, problem.detail());
-        problem.send(res);
-    }
-
-    /** A refusal of a policy's request, in the shape its backend's clients understand. */
-    private static void refuse(Decision decision, Backend backend, Exchange exchange, Outcome outcome,
-                               Problem problem) {
-        decision.outcome(outcome, problem.detail());
-        backend.refuse(exchange, problem);
-    }
-
-    private static Problem staleProblem(Policy policy, String scope, long token, long highest) {
-        return Problem.of(409, "stale-token", "Stale fencing token",
-                        "token " + token + " is " + (token == highest ? "equal to" : "below")
-                                + " the highest token " + highest + " accepted for scope '" + scope
-                                + "'; a newer holder owns this resource")
-                .with("policy", policy.name()).with("scope", scope).with("token", token).with("highest", highest);
-    }
-
-    private static Problem tooFarProblem(Policy policy, String scope, long token, long highest) {
-        return Problem.of(422, "token-too-far", "Token jumps too far", "token " + token + " is more than "
-                        + policy.fence().maxAdvance() + " above the highest token " + highest + " of scope '" + scope
-                        + "' (the policy's max-advance); it was not accepted and did not raise the fence")
-                .with("policy", policy.name()).with("scope", scope).with("token", token)
-                .with("highest", highest).with("maxAdvance", policy.fence().maxAdvance());
-    }
-
-    private static Problem unavailable(String type, String title, String detail, String scope, long retryAfter) {
-        return Problem.of(503, type, title, detail).with("scope", scope).retryAfter(retryAfter);
-    }
-
-    private static long seconds(long nanos) {
-        return Math.max(1, TimeUnit.NANOSECONDS.toSeconds(nanos + 999_999_999L));
     }
 }

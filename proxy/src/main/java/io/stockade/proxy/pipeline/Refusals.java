@@ -1,0 +1,121 @@
+package io.stockade.proxy.pipeline;
+
+import io.stockade.policy.Policy;
+import io.stockade.proxy.http.Problem;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Every refusal the pipeline decides, as an RFC 9457 problem, in one place: its status, type, title and the words
+ * a client reads. A backend may answer them in another shape ({@code Backend.refuse}: S3 XML), keeping the status
+ * and the meaning.
+ */
+final class Refusals {
+    private Refusals() {
+    }
+
+    static Problem badPath(String rawPath, String reason) {
+        return Problem.of(400, "bad-path", "Path refused", reason).with("path", rawPath);
+    }
+
+    static Problem trailingSlash(String rawPath) {
+        return badPath(rawPath, "the path ends with '/' (an empty last segment); name the resource without a "
+                + "trailing slash");
+    }
+
+    static Problem noPolicy(String method, String rawPath) {
+        return Problem.of(404, "no-policy", "No policy", "no policy matches " + method + " " + rawPath)
+                .with("path", rawPath);
+    }
+
+    static Problem malformedToken(Policy policy, String scope, String reason) {
+        return Problem.of(400, "malformed-token", "Malformed fencing token", reason).with("policy", policy.name())
+                .with("scope", scope);
+    }
+
+    static Problem missingToken(Policy policy, String scope, String method) {
+        return Problem.of(428, "missing-token", "Fencing token required", method + " is fenced by policy '"
+                        + policy.name() + "': send the token of your lock in the " + policy.fence().header() + " header")
+                .with("policy", policy.name()).with("scope", scope);
+    }
+
+    static Problem stale(Policy policy, String scope, long token, long highest) {
+        return Problem.of(409, "stale-token", "Stale fencing token",
+                        "token " + token + " is " + (token == highest ? "equal to" : "below")
+                                + " the highest token " + highest + " accepted for scope '" + scope
+                                + "'; a newer holder owns this resource")
+                .with("policy", policy.name()).with("scope", scope).with("token", token).with("highest", highest);
+    }
+
+    static Problem tooFar(Policy policy, String scope, long token, long highest) {
+        return Problem.of(422, "token-too-far", "Token jumps too far", "token " + token + " is more than "
+                        + policy.fence().maxAdvance() + " above the highest token " + highest + " of scope '" + scope
+                        + "' (the policy's max-advance); it was not accepted and did not raise the fence")
+                .with("policy", policy.name()).with("scope", scope).with("token", token)
+                .with("highest", highest).with("maxAdvance", policy.fence().maxAdvance());
+    }
+
+    static Problem unverified(Policy policy, String scope, long token, String kind, String reason) {
+        return Problem.of(403, "unverified-token", "Token not verified", "token " + token + " for scope '" + scope
+                        + "' was not verified by the " + kind + " verifier (" + reason
+                        + "); it was not accepted and did not raise the fence")
+                .with("policy", policy.name()).with("scope", scope).with("token", token);
+    }
+
+    static Problem verifierUnavailable(String scope, String reason) {
+        return unavailable("verifier-unavailable", "Token verifier unavailable", "the token could not be verified,"
+                + " nothing was written: " + reason, scope, 1);
+    }
+
+    static Problem storeUnavailable(String scope, String reason) {
+        return unavailable("store-unavailable", "Fence store unavailable", "the fence could not be decided, "
+                + "nothing was written: " + reason, scope, 1);
+    }
+
+    /** The backend's own fence (the storage's) could not decide. */
+    static Problem fenceUnavailable(String scope, String reason) {
+        return unavailable("store-unavailable", "Fence unavailable", "the fence could not be decided, "
+                + "nothing was written: " + reason, scope, 1);
+    }
+
+    static Problem scopeBusy(String scope, long waitedSeconds) {
+        return unavailable("scope-busy", "Scope busy", "other writes of this scope held it for " + waitedSeconds
+                + " s", scope, 1);
+    }
+
+    /** An earlier write of the scope has an unknown outcome and may still land. */
+    static Problem quarantined(String scope, long closedNanos) {
+        return unavailable("scope-quarantined", "Scope quarantined", "an earlier write to this scope has an "
+                + "unknown outcome and may still land; writes resume when the settle time has passed", scope,
+                seconds(closedNanos));
+    }
+
+    /** A serialized scope right after start: a write of a previous run may still be in flight. */
+    static Problem settlingAfterStart(Policy policy, String scope, long closedNanos, long settleSeconds,
+                                      long upSeconds) {
+        return unavailable("scope-quarantined", "Scope settling after start", "the proxy started " + upSeconds
+                + " s ago; serialized scopes of policy '" + policy.name() + "' open after its settle time ("
+                + settleSeconds + " s) in case a write of a previous run is still in flight", scope,
+                seconds(closedNanos));
+    }
+
+    static Problem shuttingDown(String scope) {
+        return unavailable("shutting-down", "Shutting down", "the proxy is stopping", scope, 1);
+    }
+
+    static Problem unknownOutcome(Policy policy, String scope, long token, String reason, long quarantineSeconds) {
+        return Problem.of(504, "unknown-outcome", "Outcome unknown", reason
+                        + "; the write may or may not have been applied" + (quarantineSeconds > 0
+                        ? "; the scope is quarantined for " + quarantineSeconds + " s" : ""))
+                .with("policy", policy.name()).with("scope", scope).with("token", token);
+    }
+
+    private static Problem unavailable(String type, String title, String detail, String scope, long retryAfter) {
+        return Problem.of(503, type, title, detail).with("scope", scope).retryAfter(retryAfter);
+    }
+
+    /** Whole seconds, rounded up, at least 1: a {@code Retry-After}. */
+    static long seconds(long nanos) {
+        return Math.max(1, TimeUnit.NANOSECONDS.toSeconds(nanos + 999_999_999L));
+    }
+}
