@@ -105,6 +105,9 @@ public final class Main {
         StockadeServer server;
         try {
             server = StockadeServer.start(loaded);
+        } catch (StockadeServer.ListenFailure e) {
+            err.println("stockade: " + e.getMessage());
+            return EXIT_START_FAILED;
         } catch (IOException | RuntimeException e) {
             err.println("stockade: could not start: " + e.getMessage());
             return EXIT_START_FAILED;

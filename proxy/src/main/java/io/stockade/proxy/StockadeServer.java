@@ -73,6 +73,7 @@ public final class StockadeServer implements AutoCloseable {
      * @throws IOException if the store or a backend cannot be opened
      */
     public static StockadeServer start(StockadeConfig config) throws IOException {
+        checkListenable(config.server().host(), config.server().port());
         FenceStore store = FenceStores.open(config.store());
         Map<String, Backend> backends = new LinkedHashMap<>();
         TokenVerifiers verifiers = new TokenVerifiers(java.time.Clock.systemUTC());
@@ -118,12 +119,47 @@ public final class StockadeServer implements AutoCloseable {
                     .routing(routing -> routing(routing, pipeline, metrics, admin))
                     .build()
                     .start();
+            if (server.port() < 0) {
+                // Helidon logs the failure and goes on without a listener (port -1): taken between the check above
+                // and its own bind.
+                server.stop();
+                throw new ListenFailure(config.server().host(), config.server().port(), "the listener did not start");
+            }
             return new StockadeServer(store, metrics, pipeline, reloader, server, listenerLimits);
         } catch (RuntimeException | IOException e) {
             backends.values().forEach(Backend::close);
             verifiers.close();
             store.close();
             throw e;
+        }
+    }
+
+    /** The listener's address cannot be bound; the message says where and what to change. */
+    public static final class ListenFailure extends IOException {
+        ListenFailure(String host, int port, String reason) {
+            super("cannot listen on " + host + ":" + port + ": " + reason + " (server.port, or --port)");
+        }
+    }
+
+    /**
+     * Binds the listener's address once and lets it go, so that a port in use (or a host that is not this
+     * machine's) is one clear line before anything opens, instead of Helidon's stack trace and a server without a
+     * listener. Port 0 (any free port) needs no check.
+     */
+    static void checkListenable(String host, int port) throws ListenFailure {
+        if (port == 0) {
+            return;
+        }
+        try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+            probe.setReuseAddress(true);
+            probe.bind(new java.net.InetSocketAddress(host, port));
+        } catch (java.net.BindException e) {
+            String message = e.getMessage() == null ? "" : e.getMessage().toLowerCase(java.util.Locale.ROOT);
+            throw new ListenFailure(host, port, message.contains("in use") ? "address already in use"
+                    : message.contains("permission") ? "permission denied (ports below 1024 need privileges)"
+                    : message.contains("assign") ? "the host is not an address of this machine" : message);
+        } catch (IOException | IllegalArgumentException e) {
+            throw new ListenFailure(host, port, e.getMessage());
         }
     }
 

@@ -52,6 +52,33 @@ class MainTest {
         assertTrue(err().contains("enforce"), err());
     }
 
+    /** Issue 18: a taken port used to hang the proxy after printing "listening on ...:-1". */
+    @Test
+    void aTakenPortExitsWith1InOneLineAndNeverSaysListening() throws Exception {
+        Path file = dir.resolve("ok.yaml");
+        Files.writeString(file, """
+                store:
+                  type: memory
+                  journal: %s
+                policies:
+                  - name: files
+                    match:
+                      path: /files/{path...}
+                    scope: files/{path}
+                    backend:
+                      type: file
+                      root: %s
+                """.formatted(dir.resolve("j"), dir.resolve("r")));
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1,
+                java.net.InetAddress.getByName("127.0.0.1"))) {
+            int port = taken.getLocalPort();
+            assertEquals(1, run("--config", file.toString(), "--port", Integer.toString(port)));
+            assertEquals("stockade: cannot listen on 127.0.0.1:" + port + ": address already in use (server.port, or "
+                    + "--port)", err().strip());
+            assertTrue(out.toString(StandardCharsets.UTF_8).isEmpty(), out.toString(StandardCharsets.UTF_8));
+        }
+    }
+
     @Test
     void aMissingFileExitsWith2() {
         assertEquals(2, run("--config", dir.resolve("nope.yaml").toString()));
