@@ -23,3 +23,7 @@ CREATE TABLE IF NOT EXISTS profiles (
     display_name text NOT NULL,
     fence_token  bigint NOT NULL DEFAULT 0
 );
+
+-- Seed rows, so that the example's session (policies/examples/postgres-accounts.yaml) works on a fresh database.
+INSERT INTO accounts (id, owner, balance) VALUES ('acc-1', 'alice', 100.00), ('acc-2', 'bob', 50.00)
+    ON CONFLICT (id) DO NOTHING;

@@ -94,16 +94,32 @@ public sealed interface BackendConfig {
      * @param bodyLimit  the largest request body read, in bytes (413 above)
      * @param retries    how many times a transaction that hit a serialization failure or deadlock is retried
      */
+    /** What a GET (or HEAD) of the postgres backend answers when its statements return no row. */
+    enum EmptyGet {
+        /** 404 {@code not-found}: the route reads one resource, and it is not there. */
+        NOT_FOUND,
+        /** 200 {@code []}: the route reads a list, which may be empty. */
+        EMPTY_LIST
+    }
+
     record Postgres(Datasource datasource, FenceMode fence, boolean migrate, Map<String, SqlParam> params,
                     Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
-                    int retries) implements BackendConfig {
+                    int retries, EmptyGet emptyGet) implements BackendConfig {
         public static final long DEFAULT_BODY_LIMIT = 1024 * 1024;
         public static final int DEFAULT_RETRIES = 3;
         /** Parameters every statement may use without declaring them. */
         public static final String FENCING_TOKEN = "fencing_token";
         public static final String SCOPE = "scope";
 
+        /** As the canonical constructor, with a read of no row answering 404. */
+        public Postgres(Datasource datasource, FenceMode fence, boolean migrate, Map<String, SqlParam> params,
+                        Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
+                        int retries) {
+            this(datasource, fence, migrate, params, statements, check, bodyLimit, retries, EmptyGet.NOT_FOUND);
+        }
+
         public Postgres {
+            Objects.requireNonNull(emptyGet, "emptyGet");
             Objects.requireNonNull(datasource, "datasource");
             Objects.requireNonNull(fence, "fence");
             params = Map.copyOf(params);

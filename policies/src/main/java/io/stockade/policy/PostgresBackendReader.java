@@ -42,12 +42,14 @@ final class PostgresBackendReader {
                 BackendConfig.Postgres.DEFAULT_BODY_LIMIT);
         Optional<Integer> retries = backend.optional("retries", f -> Values.integer(f, 0, 100, "whole number"),
                 BackendConfig.Postgres.DEFAULT_RETRIES);
+        Optional<BackendConfig.EmptyGet> emptyGet = backend.optional("empty-get",
+                f -> Values.keyword(f, "empty-get", Vocabulary.EMPTY_GET), BackendConfig.EmptyGet.NOT_FOUND);
         Optional<Map<String, SqlParam>> params = backend.optional("params", f -> params(f, path), Map.of());
         Optional<Map<String, List<Located>>> statements = backend.required("statements",
                 f -> statements(f, methods));
         Optional<Optional<Located>> check = backend.optional("check",
                 f -> statement(f, "check").map(Optional::of), Optional.empty());
-        if (!Values.allPresent(datasource, mode, migrate, bodyLimit, retries, params, statements, check)) {
+        if (!Values.allPresent(datasource, mode, migrate, bodyLimit, retries, emptyGet, params, statements, check)) {
             return Optional.empty();
         }
         boolean valid = checkPlaceholders(backend, params.get(), statements.get(), check.get());
@@ -61,7 +63,7 @@ final class PostgresBackendReader {
         statements.get().forEach((method, list) -> byMethod.put(method,
                 list.stream().map(Located::statement).toList()));
         return Optional.of(new BackendConfig.Postgres(datasource.get(), mode.get(), migrate.get(), params.get(),
-                byMethod, check.get().map(Located::statement), bodyLimit.get(), retries.get()));
+                byMethod, check.get().map(Located::statement), bodyLimit.get(), retries.get(), emptyGet.get()));
     }
 
     /** A statement with the field it was read from, for messages. */

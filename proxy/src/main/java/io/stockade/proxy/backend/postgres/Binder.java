@@ -108,11 +108,12 @@ final class Binder {
             }
             default -> {
                 Map<?, ?> object = jsonBody(p);
-                if (!object.containsKey(p.field())) {
+                if (!object.containsKey(p.field()) && !p.nullable()) {
                     throw new BadParameter(p.name(), "parameter '" + p.name() + "': the JSON body has no field '"
-                            + p.field() + "'" + (p.nullable() ? " (send null for no value)" : ""));
+                            + p.field() + "'");
                 }
-                return json(p, where, object.get(p.field()));
+                // An absent field of a nullable parameter is null, as an absent query parameter is.
+                return json(p, where, object.containsKey(p.field()) ? object.get(p.field()) : JsonBody.NULL);
             }
         }
     }

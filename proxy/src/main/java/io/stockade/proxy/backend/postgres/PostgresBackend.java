@@ -216,7 +216,8 @@ public final class PostgresBackend implements SelfFencing {
             }
             // answered after the commit and after the connection went back to the pool
             return switch (ran) {
-                case Ran.Committed done -> new Outcome(answer(res, method, done.results()), done.before());
+                case Ran.Committed done -> new Outcome(answer(res, method, done.results(), config.emptyGet()),
+                        done.before());
                 case Ran.Refused refused -> new Outcome(refused.result());
             };
         }
@@ -385,9 +386,16 @@ public final class PostgresBackend implements SelfFencing {
         }
     }
 
-    private static WriteResult answer(ServerResponse res, String method, List<Result> results) {
+    private static WriteResult answer(ServerResponse res, String method, List<Result> results,
+                                      BackendConfig.EmptyGet emptyGet) {
         StringBuilder b = new StringBuilder(256);
-        if (method.equals("GET") || method.equals("HEAD")) {
+        boolean read = method.equals("GET") || method.equals("HEAD");
+        if (read && emptyGet == BackendConfig.EmptyGet.NOT_FOUND && results.stream().allMatch(r -> r.rows().isEmpty())) {
+            Problem.of(404, "not-found", "Not found", "the read found no row (the policy's empty-get: not-found; "
+                    + "empty-list answers 200 [] instead)").send(res);
+            return new WriteResult.Answered(404);
+        }
+        if (read) {
             b.append('[');
             appendRows(b, results);
             b.append(']');
