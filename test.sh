@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd), then builds every module and runs every test (unit tests *Test, integration tests *IT
+# need (PostgreSQL, etcd, redis-server), then builds every module and runs every test (unit tests *Test, integration tests *IT
 # against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,6 +32,14 @@ if ! command -v etcd >/dev/null; then
   { apt-get update && apt-get install -y etcd-server; } >&2 \
     || { echo "stockade: could not install etcd-server (run as root: apt-get install -y etcd-server);" \
               "the etcd tests will be skipped" >&2; }
+fi
+# redis-server (Debian's, built with TLS) for the Redis lease provider, verifier and failover tests; the tests start
+# their own servers on free ports (skipped, saying so, when the binary is missing).
+if ! command -v redis-server >/dev/null; then
+  echo "stockade: redis-server not found, installing it" >&2
+  { apt-get update && apt-get install -y redis-server; } >&2 \
+    || { echo "stockade: could not install redis-server (run as root: apt-get install -y redis-server);" \
+              "the Redis tests will be skipped" >&2; }
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then

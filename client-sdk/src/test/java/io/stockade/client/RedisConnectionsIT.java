@@ -28,7 +28,8 @@ import redis.clients.jedis.util.JedisClusterCRC16;
 /**
  * How the Redis provider reaches Redis: TLS only (the server's name verified, a client certificate for
  * {@code tls-auth-clients yes}), an ACL user with only the permissions the client SDK README lists, and a Redis
- * Cluster (the lock and counter keys in one slot; a name that cannot share a slot is refused, saying why).
+ * Cluster of two nodes (the lock and counter keys in one slot, on the node serving it; a name that cannot share a
+ * slot is refused, saying why).
  */
 class RedisConnectionsIT {
 
@@ -127,32 +128,57 @@ class RedisConnectionsIT {
     }
 
     /**
-     * A one-node Redis Cluster (every slot on it): the lock key and its counter hash to one slot, so the script runs;
-     * a name with its own hash tag keeps it; a name with a '}' but no hash tag cannot share a slot with any counter
-     * key and is refused before anything is sent, saying what to write instead.
+     * A Redis Cluster of two nodes, the provider given the first: each lock goes to the node serving its slot, its
+     * counter with it (one slot); a name with its own hash tag keeps it; a name with a '}' but no hash tag cannot
+     * share a slot with any counter key and is refused before anything is sent, saying what to write instead.
      */
     @Test
-    void aRedisClusterGetsTheLockAndItsCounterInOneSlot() throws Exception {
-        try (RedisServer cluster = RedisServer.start(RedisServer.options().cluster(true));
-             LeaseProvider leases = Leases.newBuilder().holderIdentity("c").redis(cluster.url());
-             Jedis admin = new Jedis(cluster.url())) {
-            assertTrue(admin.info("cluster").contains("cluster_enabled:1"));
-            Lease lease = leases.acquire("jobs/report", Duration.ofSeconds(2), Duration.ofSeconds(5));
-            assertEquals(JedisClusterCRC16.getSlot("jobs/report"),
-                    JedisClusterCRC16.getSlot("stockade:token:{jobs/report}"));
-            assertEquals(Long.toString(lease.token()), admin.get("stockade:token:{jobs/report}"));
-            lease.close();
-            try (Lease again = leases.acquire("jobs/report", Duration.ofSeconds(2), Duration.ofSeconds(5))) {
-                assertTrue(again.token() > lease.token());
+    void aRedisClusterGetsTheLockAndItsCounterInOneSlotOnTheRightNode() throws Exception {
+        java.util.List<RedisServer> nodes = RedisServer.startCluster(2);
+        try (LeaseProvider leases = Leases.newBuilder().holderIdentity("c").redis(nodes.get(0).url());
+             Jedis first = new Jedis(nodes.get(0).url());
+             Jedis second = new Jedis(nodes.get(1).url())) {
+            String remote = nameWithSlot(8192, 16383);
+            String local = nameWithSlot(0, 8191);
+            Lease onSecond = leases.acquire(remote, Duration.ofSeconds(2), Duration.ofSeconds(5));
+            Lease onFirst = leases.acquire(local, Duration.ofSeconds(2), Duration.ofSeconds(5));
+            assertEquals(Long.toString(onSecond.token()), second.get("stockade:token:{" + remote + "}"));
+            assertTrue(second.get(remote).startsWith(onSecond.token() + ":"));
+            assertEquals(Long.toString(onFirst.token()), first.get("stockade:token:{" + local + "}"));
+            onSecond.close();
+            try (Lease again = leases.acquire(remote, Duration.ofSeconds(2), Duration.ofSeconds(5))) {
+                assertTrue(again.token() > onSecond.token());
+                // renewals reach the right node too: the key's expiry moves forward
+                long left = second.pttl(remote);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+                while (second.pttl(remote) <= left && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                assertTrue(second.pttl(remote) > left, "not renewed: " + again.lossReason());
+                assertTrue(again.isValid() && onFirst.isValid(), again + " " + onFirst);
             }
+            onFirst.close();
             try (Lease tagged = leases.acquire("{jobs}:report", Duration.ofSeconds(2), Duration.ofSeconds(5))) {
-                assertNotNull(admin.get("stockade:token:{jobs}:report"));
+                Jedis owner = JedisClusterCRC16.getSlot("jobs") < 8192 ? first : second;
+                assertNotNull(owner.get("stockade:token:{jobs}:report"));
                 assertTrue(tagged.isValid());
             }
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> leases.acquire("jobs}report", Duration.ofSeconds(2), Duration.ofSeconds(1)));
             assertTrue(e.getMessage().contains("cannot share a Redis Cluster slot") && e.getMessage()
                     .contains("'{jobsreport}'"), e.getMessage());
+        } finally {
+            nodes.forEach(RedisServer::close);
+        }
+    }
+
+    /** A lease name whose slot is in {@code [from, to]}. */
+    private static String nameWithSlot(int from, int to) {
+        for (int i = 0; ; i++) {
+            int slot = JedisClusterCRC16.getSlot("jobs/k" + i);
+            if (slot >= from && slot <= to) {
+                return "jobs/k" + i;
+            }
         }
     }
 }

@@ -38,7 +38,8 @@ public final class RedisServer implements AutoCloseable {
      * @param aclRules     the ACL user's rules, space-separated (null: {@code ~* +@all})
      * @param tls          serve TLS only ({@code port 0}, {@code tls-port}) with this certificate, or null
      * @param clientCerts  with {@code tls}: require client certificates of the same CA ({@code tls-auth-clients})
-     * @param cluster      {@code cluster-enabled yes}; {@link #start} assigns every slot to it (a one-node cluster)
+     * @param cluster      {@code cluster-enabled yes}; {@link #start} assigns every slot to it (a one-node cluster),
+     *                     {@link #startCluster} splits them
      * @param extra        more {@code --name value} arguments
      */
     public record Options(boolean aof, String password, String aclUser, String aclPassword, String aclRules,
@@ -74,12 +75,14 @@ public final class RedisServer implements AutoCloseable {
     private final Options options;
     private final Path dir;
     private final int port;
+    private final boolean allSlots;
     private Process process;
 
-    private RedisServer(Options options, Path dir, int port) {
+    private RedisServer(Options options, Path dir, int port, boolean allSlots) {
         this.options = options;
         this.dir = dir;
         this.port = port;
+        this.allSlots = allSlots;
     }
 
     /** Whether {@code redis-server} is installed ({@code ./test.sh} installs it). */
@@ -100,11 +103,60 @@ public final class RedisServer implements AutoCloseable {
     public static RedisServer start(Options options) {
         try {
             RedisServer server = new RedisServer(options, Files.createTempDirectory("stockade-redis-"),
-                    FreePorts.next());
+                    FreePorts.next(), true);
             server.launch();
             return server;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * A Redis Cluster of {@code size} primaries (no replicas), the 16384 slots split evenly between them in order
+     * (node 0 serves the lowest slots), the nodes introduced with {@code CLUSTER MEET}; returns once every node says
+     * the cluster is ok.
+     */
+    public static List<RedisServer> startCluster(int size) {
+        List<RedisServer> nodes = new ArrayList<>();
+        try {
+            for (int i = 0; i < size; i++) {
+                RedisServer node = new RedisServer(options().cluster(true), Files.createTempDirectory("stockade-redis-"),
+                        FreePorts.next(), false);
+                nodes.add(node);
+                node.launch();
+            }
+            for (int i = 0; i < size; i++) {
+                nodes.get(i).cli("cluster", "addslotsrange", Integer.toString(16384 * i / size),
+                        Integer.toString(16384 * (i + 1) / size - 1));
+                if (i > 0) {
+                    nodes.get(0).cli("cluster", "meet", "127.0.0.1", Integer.toString(nodes.get(i).port));
+                }
+            }
+            for (RedisServer node : nodes) {
+                node.awaitLog("Cluster state changed: ok", READY);
+            }
+            return nodes;
+        } catch (IOException | RuntimeException e) {
+            nodes.forEach(RedisServer::close);
+            throw e instanceof IOException io ? new UncheckedIOException(io) : (RuntimeException) e;
+        }
+    }
+
+    /** Runs {@code redis-cli} against this server (plain TCP, no password) and returns its output. */
+    public String cli(String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of("redis-cli", "-p", Integer.toString(port)));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        try {
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0 || out.startsWith("(error)")
+                    || out.startsWith("ERR")) {
+                throw new IllegalStateException(cmd + ": " + out);
+            }
+            return out;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
         }
     }
 
@@ -162,9 +214,8 @@ public final class RedisServer implements AutoCloseable {
         process = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("stdout.log").toFile())).start();
         awaitLogAfter(logged, "Ready to accept connections", READY);
-        if (options.cluster()) {
-            new ProcessBuilder(List.of("redis-cli", "-p", Integer.toString(port), "cluster", "addslotsrange", "0",
-                    "16383")).redirectErrorStream(true).redirectOutput(dir.resolve("cli.log").toFile()).start();
+        if (options.cluster() && allSlots && logged == 0) {
+            cli("cluster", "addslotsrange", "0", "16383");
             awaitLogAfter(logged, "Cluster state changed: ok", READY);
         }
     }
