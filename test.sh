@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd, HAProxy, nginx), then builds every module and runs every test (unit tests *Test,
-# integration tests *IT against real servers).
+# need (PostgreSQL, etcd, redis-server, HAProxy, nginx), then builds every module and runs every test (unit
+# tests *Test, integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/lib.sh
@@ -46,6 +46,14 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
   { apt-get update && apt-get install -y nginx-light; } >&2 \
     || { echo "stockade: could not install nginx-light (run as root: apt-get install -y nginx-light);" \
               "FrontProxySmugglingIT will be skipped" >&2; }
+fi
+# redis-server (Debian's, built with TLS) for the Redis lease provider, verifier and failover tests; the tests start
+# their own servers on free ports (skipped, saying so, when the binary is missing).
+if ! command -v redis-server >/dev/null; then
+  echo "stockade: redis-server not found, installing it" >&2
+  { apt-get update && apt-get install -y redis-server; } >&2 \
+    || { echo "stockade: could not install redis-server (run as root: apt-get install -y redis-server);" \
+              "the Redis tests will be skipped" >&2; }
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then

@@ -3,7 +3,7 @@ package io.stockade.client;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 
-/** One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL. */
+/** One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL, Redis. */
 interface LeaseBackend extends AutoCloseable {
 
     /**

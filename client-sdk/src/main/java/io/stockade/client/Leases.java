@@ -27,7 +27,7 @@ import javax.sql.DataSource;
  * LeaseProvider leases = Leases.newBuilder()
  *         .holderIdentity("report-writer-1")      // default: host, pid and a random suffix
  *         .exitOnLoss(75)                          // optional: stop the process when a lease is lost
- *         .etcd("http://127.0.0.1:2379");          // or .postgres(dataSource), .kubernetes(...)
+ *         .etcd("http://127.0.0.1:2379");          // or .postgres(dataSource), .kubernetes(...), .redis(url)
  * }</pre>
  *
  * <h2>Providers and their tokens</h2>
@@ -42,6 +42,12 @@ import javax.sql.DataSource;
  *   <li><b>PostgreSQL</b> ({@link Builder#postgres(DataSource)}, needs {@code org.postgresql:postgresql}): a row in
  *       {@code stockade_leases}; expiry uses the database's clock ({@code now()}), and the token is a per-name
  *       counter raised by every acquisition. Caveat: never delete the rows.</li>
+ *   <li><b>Redis</b> ({@link Builder#redis(String)}, needs {@code redis.clients:jedis} 8): a key set with
+ *       {@code NX PX ttl} by a Lua script that also raises a per-name counter key (never expiring) and stores the
+ *       token in the lock's value; renewal and release compare that value. The token is the counter, never below
+ *       the server's clock in milliseconds, so it also rises across a failover that lost the last acquisition.
+ *       Optionally {@code WAIT} for replicas ({@link Builder#redisReplicas}). Caveat: never delete the
+ *       {@code stockade:token:} keys.</li>
  * </ul>
  *
  * <h2>Renewal</h2>
@@ -96,7 +102,7 @@ public final class Leases {
 
     /**
      * Builds a {@link LeaseProvider}. The options apply to the provider built by the terminal method
-     * ({@link #etcd}, {@link #postgres}, {@link #kubernetes}); a builder may build several.
+     * ({@link #etcd}, {@link #postgres}, {@link #kubernetes}, {@link #redis}); a builder may build several.
      */
     public static final class Builder {
 
@@ -106,6 +112,10 @@ public final class Leases {
         private Ticker ticker = Ticker.system();
         private Integer exitStatus;
         private IntConsumer exiter = status -> Runtime.getRuntime().halt(status);
+        private RedisBackend.Replicas redisReplicas;
+        private SSLContext redisTls;
+        private String redisUser;
+        private String redisPassword;
 
         private Builder() {
         }
@@ -189,6 +199,57 @@ public final class Leases {
             return this;
         }
 
+        /**
+         * Redis only: after every acquisition and renewal, {@code WAIT replicas timeout} on the same connection. An
+         * acquisition that fewer replicas acknowledged is not granted (it is released on the primary and
+         * {@code acquire} throws); a renewal that fewer acknowledged ends the lease
+         * ({@link LossReason#CONNECTION_LOST}). It narrows the failover window (a replica promoted without the
+         * lock), it does not close it: see the locks guide. The renewal's {@code WAIT} gets at most the time left
+         * before the lease would expire.
+         *
+         * @param replicas how many replicas must acknowledge, at least 1
+         * @param timeout  how long Redis may wait for them (positive; {@code WAIT 0} would wait forever)
+         * @return this builder
+         * @throws IllegalArgumentException if out of range
+         */
+        public Builder redisReplicas(int replicas, Duration timeout) {
+            if (replicas < 1) {
+                throw new IllegalArgumentException("replicas must be at least 1, was " + replicas);
+            }
+            if (timeout.toMillis() < 1) {
+                throw new IllegalArgumentException("the replica timeout must be at least 1 ms, was " + timeout);
+            }
+            this.redisReplicas = new RedisBackend.Replicas(replicas, timeout);
+            return this;
+        }
+
+        /**
+         * Redis only: the TLS context for a {@code rediss://} URL (the CA to trust, a client certificate for a server
+         * with {@code tls-auth-clients yes}). Without it, the JVM's default context. The server's name is always
+         * verified against the URL's host.
+         *
+         * @param context the context
+         * @return this builder
+         */
+        public Builder redisTls(SSLContext context) {
+            this.redisTls = Objects.requireNonNull(context, "context");
+            return this;
+        }
+
+        /**
+         * Redis only: the credentials ({@code AUTH user password}, or {@code AUTH password} for the default user when
+         * {@code user} is null), instead of putting them in the URL.
+         *
+         * @param user     the ACL user, or null for the default user
+         * @param password the password
+         * @return this builder
+         */
+        public Builder redisCredentials(String user, String password) {
+            this.redisUser = user;
+            this.redisPassword = Objects.requireNonNull(password, "password");
+            return this;
+        }
+
         /** Tests replace {@link Runtime#halt(int)}. */
         Builder exiter(IntConsumer exiter) {
             this.exiter = exiter;
@@ -237,6 +298,24 @@ public final class Leases {
             Settings s = settings();
             return new WatchdogProvider(
                     new PostgresBackend(() -> java.sql.DriverManager.getConnection(jdbcUrl), s.ticker()), s);
+        }
+
+        /**
+         * A Redis provider (jedis 8 on the class path): the lock is the key named like the lease, its value
+         * {@code <token>:<nonce>:<holder>}; the token counter is the key {@code stockade:token:{NAME}}. Works with a
+         * standalone server (or a Sentinel-managed primary: give the primary's address) and with a Redis Cluster
+         * (found out at the first connection). Connects at the first {@code acquire}.
+         *
+         * @param url {@code redis://host:port[/db]}, {@code rediss://host:port} (TLS, see {@link #redisTls}), with
+         *            {@code user:password@} or {@code :password@} before the host, or see {@link #redisCredentials}
+         * @return the provider
+         * @throws IllegalArgumentException if the URL is not a Redis URL, or the renewal fractions break the
+         *                                  arithmetic
+         */
+        public LeaseProvider redis(String url) {
+            Settings s = settings();
+            RedisBackend.Target target = RedisBackend.Target.parse(url, redisUser, redisPassword, redisTls);
+            return new WatchdogProvider(new RedisBackend(target, redisReplicas, s.ticker()), s);
         }
 
         /**

@@ -77,6 +77,11 @@ final class Children {
         final String base;
 
         Proxy(Path dir) throws Exception {
+            this(dir, "");
+        }
+
+        /** With {@code verify} (a {@code fence.verify} block, e.g. {@code "{kind: redis, url: ...}"}) on the policy. */
+        Proxy(Path dir, String verify) throws Exception {
             Path config = dir.resolve("policy.yaml");
             Files.writeString(config, """
                     server:
@@ -97,10 +102,12 @@ final class Children {
                           missing: reject
                           equal: accept
                           mode: enforce
+                    %s
                         backend:
                           type: file
                           root: %s
-                    """.formatted(dir.resolve("journal"), dir.resolve("files")));
+                    """.formatted(dir.resolve("journal"), verify.isEmpty() ? "" : "      verify: " + verify,
+                    dir.resolve("files")));
             Path log = dir.resolve("proxy.log");
             process = java("io.stockade.proxy.Main", "--config", config.toString())
                     .redirectErrorStream(true).redirectOutput(log.toFile()).start();

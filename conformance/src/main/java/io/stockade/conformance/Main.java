@@ -10,7 +10,9 @@ import java.util.List;
 
 /**
  * {@code java -jar stockade-conformance.jar --target target.yaml [--scenario NAME]... [--duration 30s]
- * [--report DIR]}: runs the suite, prints the table, writes {@code conformance-report.json} and
+ * [--report DIR] [--lease SPEC]}: runs the suite (with {@code --lease}, the writers take their leases from there
+ * instead of the target file's {@code lease.provider}: {@code redis://host:port}, {@code etcd:<urls>},
+ * {@code postgres:<jdbc url>}, {@code counter}), prints the table, writes {@code conformance-report.json} and
  * {@code TEST-conformance.xml} (JUnit) into the report directory (default {@code ./conformance-report}). Exit code
  * 0 only when every scenario passed; 1 when one failed or was inconclusive; 2 on bad arguments.
  */
@@ -28,6 +30,7 @@ public final class Main {
         Path reportDir = Path.of("conformance-report");
         List<Scenario> scenarios = new ArrayList<>();
         String duration = null;
+        String lease = null;
         try {
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
@@ -40,6 +43,7 @@ public final class Main {
                     }
                     case "--duration" -> duration = args[++i];
                     case "--report" -> reportDir = Path.of(args[++i]);
+                    case "--lease" -> lease = args[++i];
                     case "--help", "-h" -> {
                         usage();
                         return 0;
@@ -57,6 +61,15 @@ public final class Main {
         }
         try {
             Target target = Target.load(targetFile);
+            if (lease != null) {
+                try {
+                    target = target.withLeaseProvider(lease);
+                } catch (IllegalArgumentException e) {
+                    System.err.println("error: " + e.getMessage());
+                    usage();
+                    return 2;
+                }
+            }
             Conformance suite = Conformance.of(target).workDir(reportDir.resolve("work"));
             if (!scenarios.isEmpty()) {
                 suite.scenarios(scenarios.toArray(Scenario[]::new));
@@ -83,7 +96,9 @@ public final class Main {
 
     private static void usage() {
         System.err.println("usage: java -jar stockade-conformance.jar --target target.yaml [--scenario NAME[,NAME]]"
-                + " [--duration 30s] [--report DIR]\nscenarios: "
+                + " [--duration 30s] [--report DIR]\n       [--lease redis://host:port | etcd:URLS | postgres:JDBC_URL"
+                + " | counter]"
+                + "\nscenarios: "
                 + java.util.Arrays.stream(Scenario.values()).map(Scenario::id).toList());
     }
 }

@@ -44,8 +44,8 @@ import java.util.Set;
  *                    {@code host:port}), for {@link Scenario#STORE_STOP}; null otherwise
  * @param ttl         the lease TTL (the built-in counter's; with another provider, its TTL)
  * @param writers     how many writer processes
- * @param leaseProvider {@code counter} (built in), {@code etcd:<endpoints>} or {@code postgres:<jdbc url>} (the
- *                    client SDK's providers), or {@code class:<Name>:<argument>}
+ * @param leaseProvider {@code counter} (built in), {@code etcd:<endpoints>}, {@code postgres:<jdbc url>} or
+ *                    {@code redis:<redis url>} (the client SDK's providers), or {@code class:<Name>:<argument>}
  */
 public record Target(String name, String proxyUrl, String proxyPath, String header, List<String> launch,
                      SigV4 proxySigner, Map<String, String> read, Map<String, String> control, Store store,
@@ -95,18 +95,27 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         Map<String, String> control = controlRaw == null ? null : strings(source, "control", controlRaw);
         Map<String, Object> lease = section(source, root, "lease", false);
         if (lease != null) {
-            known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc"));
+            known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis"));
         }
         String provider = lease == null ? "counter" : str(lease.getOrDefault("provider", "counter"));
-        if (provider.equals("etcd") || provider.equals("postgres")) {
-            String where = str(lease.get(provider.equals("etcd") ? "etcd" : "jdbc"));
+        if (provider.equals("etcd") || provider.equals("postgres") || provider.equals("redis")) {
+            String key = switch (provider) {
+                case "etcd" -> "etcd";
+                case "postgres" -> "jdbc";
+                default -> "redis";
+            };
+            String where = str(lease.get(key));
             if (where == null) {
-                throw new IllegalArgumentException(source + ": lease.provider " + provider + " needs lease."
-                        + (provider.equals("etcd") ? "etcd (comma-separated client URLs)" : "jdbc (a JDBC URL)"));
+                throw new IllegalArgumentException(source + ": lease.provider " + provider + " needs lease." + key
+                        + switch (provider) {
+                            case "etcd" -> " (comma-separated client URLs)";
+                            case "postgres" -> " (a JDBC URL)";
+                            default -> " (redis://host:port or rediss://host:port)";
+                        });
             }
-            provider = provider + ":" + where;
+            provider = leaseSpec(provider + ":" + where, source);
         } else if (!provider.equals("counter") && !provider.startsWith("class:")) {
-            throw new IllegalArgumentException(source + ": lease.provider is counter, etcd, postgres or "
+            throw new IllegalArgumentException(source + ": lease.provider is counter, etcd, postgres, redis or "
                     + "class:<Name>:<argument>");
         }
         List<String> launch = null;
@@ -146,6 +155,32 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             throw new IllegalArgumentException(source + ": writers must be at least 2 (a handoff needs two)");
         }
         return t;
+    }
+
+    /**
+     * The same target with another lease provider, as {@code --lease} gives it: {@code counter},
+     * {@code redis://…} or {@code rediss://…} (the client SDK's Redis provider), {@code etcd:<urls>},
+     * {@code postgres:<jdbc url>}, or {@code class:<Name>:<argument>}.
+     *
+     * @throws IllegalArgumentException naming the valid forms
+     */
+    public Target withLeaseProvider(String spec) {
+        String s = spec.startsWith("redis://") || spec.startsWith("rediss://") ? "redis:" + spec : spec;
+        return new Target(name, proxyUrl, proxyPath, header, launch, proxySigner, read, control, store, ttl, writers,
+                leaseSpec(s, "--lease"));
+    }
+
+    /** Checks a lease provider spec (counter, etcd:…, postgres:…, redis:redis://…, class:…). */
+    private static String leaseSpec(String spec, String source) {
+        boolean known = spec.equals("counter") || spec.startsWith("class:") || spec.startsWith("etcd:")
+                || spec.startsWith("postgres:") || spec.startsWith("redis:redis://")
+                || spec.startsWith("redis:rediss://");
+        if (!known || spec.endsWith(":")) {
+            throw new IllegalArgumentException(source + ": '" + spec.replaceFirst("(?<=://)[^@/]*@", "…@")
+                    + "' is not a lease provider; valid: counter, redis://host:port (or rediss://), etcd:<client URLs>,"
+                    + " postgres:<JDBC URL>, class:<Name>:<argument>");
+        }
+        return spec;
     }
 
     /** A new reader for {@link #read}. */

@@ -2,8 +2,10 @@ package io.stockade.conformance;
 
 import io.stockade.conformance.run.RunResult;
 import io.stockade.conformance.storage.PlainHttpStore;
+import io.stockade.proxy.testing.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import redis.clients.jedis.Jedis;
 
 import java.io.IOException;
 import java.net.URI;
@@ -226,6 +228,59 @@ class ConformanceIT {
                   ttl: 1s
                 """.formatted(root, root));
         assertEveryScenarioPassedAndEveryControlCaught(runConclusively(target, dir.resolve("work")));
+    }
+
+    /**
+     * The file backend with the writers holding real leases from a real redis-server (the client SDK's Redis provider,
+     * TTL 1 s: the zombie's lock really expires in Redis while it is stopped or delayed), and the proxy verifying every
+     * token against the same Redis ({@code fence.verify: {kind: redis}}: the lock key is the run's key, which the
+     * policy's scope {@code {path}} gives): {@code pause} and {@code proxy-restart}. ({@code delay}, {@code timeout}
+     * and {@code lost-response} fault the writer's connection to the proxy only; the SDK's watchdog keeps renewing
+     * the lease meanwhile, so no handoff happens and they stay inconclusive, as with the etcd and PostgreSQL
+     * providers.)
+     */
+    @Test
+    void fileBackendWithRedisLeasesPassesPauseAndProxyRestart(@TempDir Path dir) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
+        try (RedisServer redis = RedisServer.start(RedisServer.options())) {
+            Path root = dir.resolve("files");
+            Path policy = policy(dir, memoryStore(dir), """
+                      - name: files
+                        match:
+                          path: /files/{path...}
+                          methods: [GET, HEAD, PUT, DELETE]
+                        scope: "{path}"
+                        fence:
+                          methods: [PUT, DELETE]
+                          verify: {kind: redis, url: "%s"}
+                        backend:
+                          type: file
+                          root: %s
+                    """.formatted(redis.url(), root));
+            Target target = target(dir, "file+redis-leases", "/files/{key}", policy, """
+                    read:
+                      directory: %s
+                      file: files/{key}
+                    control:
+                      directory: %s
+                      file: files/{key}
+                    lease:
+                      provider: redis
+                      redis: %s
+                      ttl: 1s
+                    """.formatted(root, root, redis.url()));
+            Conformance.Result r = runConclusively(target, dir.resolve("work"), Scenario.PAUSE, Scenario.PROXY_RESTART);
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+            try (Jedis locks = new Jedis(redis.url())) {   // the leases came from Redis, one lock per run
+                for (ScenarioResult s : r.scenarios()) {
+                    for (String key : List.of(s.proxied().key(), s.control().key())) {
+                        String counter = locks.get("stockade:token:{" + key + "}");
+                        assertTrue(counter != null && Long.parseLong(counter) > 1_000_000_000_000L,
+                                s.scenario().id() + ": " + key + " -> " + counter);
+                    }
+                }
+            }
+        }
     }
 
     @Test

@@ -2,6 +2,8 @@ package io.stockade.conformance;
 
 import org.junit.jupiter.api.Test;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -67,5 +69,34 @@ class TargetTest {
                 "proxy: {url: x, access-key: a}\nread: {directory: /d}\n", "t.yaml"));
         assertThrows(IllegalArgumentException.class, () -> Target.parse(
                 "proxy: {url: x}\nread: {directory: /d}\nstore: {ready: h:1}\n", "t.yaml"));
+    }
+
+    @Test
+    void redisLeasesComeFromTheTargetFileOrFromDashDashLease() throws Exception {
+        Target t = Target.parse("""
+                proxy: {url: "http://127.0.0.1:8080"}
+                read: {directory: /d}
+                lease: {provider: redis, redis: "redis://127.0.0.1:6379/1", ttl: 1s}
+                """, "t.yaml");
+        assertEquals("redis:redis://127.0.0.1:6379/1", t.leaseProvider());
+        IllegalArgumentException missing = assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x}\nread: {directory: /d}\nlease: {provider: redis}\n", "t.yaml"));
+        assertTrue(missing.getMessage().contains("lease.provider redis needs lease.redis"), missing.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x}\nread: {directory: /d}\nlease: {provider: redis, redis: \"http://h:1\"}\n", "t.yaml"));
+
+        Target counter = Target.parse("proxy: {url: x}\nread: {directory: /d}\n", "t.yaml");
+        assertEquals("redis:rediss://h:6380", counter.withLeaseProvider("rediss://h:6380").leaseProvider());
+        assertEquals("etcd:http://e:2379", counter.withLeaseProvider("etcd:http://e:2379").leaseProvider());
+        assertEquals("counter", t.withLeaseProvider("counter").leaseProvider());
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+                () -> counter.withLeaseProvider("mongodb://app:secret@h"));
+        assertTrue(bad.getMessage().startsWith("--lease: ") && bad.getMessage().contains("redis://host:port")
+                && !bad.getMessage().contains("secret"), bad.getMessage());
+
+        Path file = Files.createTempFile("target", ".yaml");
+        Files.writeString(file, "proxy: {url: x}\nread: {directory: /d}\n");
+        assertEquals(2, Main.run(new String[] {"--target", file.toString(), "--lease", "zookeeper://h"}));
+        Files.delete(file);
     }
 }

@@ -122,6 +122,64 @@ public sealed interface TokenVerification {
     }
 
     /**
+     * The token must be the one held in the value of the Redis key {@code prefix + scope}, as the client SDK's Redis
+     * provider writes it ({@code <token>:<nonce>:<holder>}, the key expiring with the lease, deleted on release): the
+     * key exists while the lock is held, and its value names the holder's token. One {@code GET} per lookup.
+     *
+     * @param url          {@code redis://host[:port][/db]} or {@code rediss://…} (TLS); never with credentials
+     * @param prefix       prepended to the scope to give the lock key (empty: the key is named like the scope)
+     * @param timeout      deadline of each lookup (connecting, and the answer); past it the write is refused with 503
+     * @param username     the Redis ACL user, or {@code null} for the default user
+     * @param password     the password ({@code AUTH}), or {@code null}; never in {@link #toString()}
+     * @param passwordFile a file whose first line is the password, or {@code null}
+     * @param tls          client TLS for a {@code rediss://} url, or {@code null} (the JVM's default authorities)
+     * @param cache        positive verdicts remembered per (scope, token)
+     */
+    record Redis(URI url, String prefix, Duration timeout, String username, String password, Path passwordFile,
+                 ClientTls tls, Cache cache) implements TokenVerification {
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+        public static final int DEFAULT_PORT = 6379;
+
+        public Redis {
+            Objects.requireNonNull(url, "url");
+            Objects.requireNonNull(prefix, "prefix");
+            Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(cache, "cache");
+            if (password != null && passwordFile != null) {
+                throw new IllegalArgumentException("password and passwordFile exclude each other");
+            }
+        }
+
+        /** Without TLS or authentication. */
+        public Redis(URI url, String prefix, Duration timeout, Cache cache) {
+            this(url, prefix, timeout, null, null, null, null, cache);
+        }
+
+        /** Whether the url is {@code rediss://}: TLS. */
+        public boolean secure() {
+            return "rediss".equalsIgnoreCase(url.getScheme());
+        }
+
+        /** The port of the url, {@value #DEFAULT_PORT} when it names none. */
+        public int port() {
+            return url.getPort() < 0 ? DEFAULT_PORT : url.getPort();
+        }
+
+        /** The database the url selects ({@code /3}), 0 when it names none. */
+        public int database() {
+            String path = url.getPath();
+            return path == null || path.isEmpty() || path.equals("/") ? 0 : Integer.parseInt(path.substring(1));
+        }
+
+        @Override
+        public String toString() {
+            return "Redis[url=" + url + ", prefix=" + prefix + ", timeout=" + timeout + ", username=" + username
+                    + ", password=" + (password == null ? "none" : "***") + ", passwordFile=" + passwordFile
+                    + ", tls=" + tls + ", cache=" + cache + "]";
+        }
+    }
+
+    /**
      * The request must carry a signature of (scope, token, expiry) made with one of the shared keys, in
      * {@code header}: {@code v1; kid=<id>; exp=<unix seconds>; sig=<base64url HMAC-SHA256>}. For deployments where
      * the proxy cannot reach the lock service; the writers' SDK signs with the same key.

@@ -1,6 +1,7 @@
 package io.stockade.policy;
 
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -29,6 +30,7 @@ final class VerifyReader {
                     case "etcd" -> etcd(verify);
                     case "postgres" -> postgres(verify);
                     case "kubernetes" -> kubernetes(verify);
+                    case "redis" -> redis(verify);
                     default -> hmac(verify);
                 }));
     }
@@ -95,6 +97,83 @@ final class VerifyReader {
         }
         return Optional.of(new TokenVerification.Kubernetes(apiServer.get(), namespace.get(), prefix.get(),
                 tokenFile.get(), tls.get().orElse(null), timeout.get(), skew.get(), cache.get()));
+    }
+
+    private static Optional<TokenVerification> redis(Mapping verify) {
+        verify.allowOnly(Vocabulary.REDIS_VERIFY_KEYS);
+        Optional<URI> url = verify.required("url", VerifyReader::redisUrl);
+        Optional<String> prefix = verify.optional("prefix", Values::text, "");
+        Optional<Duration> timeout = verify.optional("timeout", Values::duration,
+                TokenVerification.Redis.DEFAULT_TIMEOUT);
+        Optional<Optional<String>> username = verify.optional("username", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<String>> password = verify.optional("password", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<Path>> passwordFile = verify.optional("password-file",
+                f -> Values.path(f).map(Optional::of), Optional.empty());
+        Optional<Optional<ClientTls>> tls = verify.optional("tls", f -> ClientTlsReader.read(f).flatMap(t -> {
+            if (url.isPresent() && !url.get().getScheme().equalsIgnoreCase("rediss")) {
+                f.error("tls applies to a rediss:// url, but it is " + url.get() + ": write rediss:// or remove tls");
+                return Optional.empty();
+            }
+            return Optional.of(Optional.of(t));
+        }), Optional.empty());
+        Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
+                TokenVerification.Cache.DEFAULT);
+        boolean secret = Values.allPresent(username, password, passwordFile);
+        if (secret && password.get().isPresent() && passwordFile.get().isPresent()) {
+            verify.required("password").ifPresent(f -> f.error("give either password or password-file, not both"));
+            secret = false;
+        } else if (secret && username.get().isPresent() && password.get().isEmpty()
+                && passwordFile.get().isEmpty()) {
+            verify.required("username").ifPresent(f -> f.error("a Redis user authenticates with a password: give"
+                    + " password (e.g. ${REDIS_PASSWORD}) or password-file"));
+            secret = false;
+        }
+        if (!secret || !Values.allPresent(url, prefix, timeout, tls, cache)) {
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.Redis(url.get(), prefix.get(), timeout.get(),
+                username.get().orElse(null), password.get().orElse(null), passwordFile.get().orElse(null),
+                tls.get().orElse(null), cache.get()));
+    }
+
+    /**
+     * {@code redis://host[:port][/db]} or {@code rediss://…} (TLS). Credentials in the URL are refused: the URL is
+     * shown in {@code GET /admin/policies} and in messages, the {@code password} key is redacted.
+     */
+    private static Optional<URI> redisUrl(Field field) {
+        return Values.text(field).flatMap(text -> {
+            URI uri;
+            try {
+                uri = new URI(text);
+            } catch (URISyntaxException e) {
+                field.error("not a valid URL: " + e.getMessage());
+                return Optional.empty();
+            }
+            String problem = null;
+            if (uri.getScheme() == null || !uri.getScheme().matches("(?i)rediss?")) {
+                problem = "expected redis://host:port or rediss://host:port (TLS), got '" + text + "'";
+            } else if (uri.getRawUserInfo() != null) {
+                problem = "URL '" + text.replace(uri.getRawUserInfo() + "@", "…@") + "' carries credentials: give"
+                        + " username and password (e.g. ${REDIS_PASSWORD}) or password-file instead (the URL is"
+                        + " shown in GET /admin/policies and in messages)";
+            } else if (uri.getHost() == null) {
+                problem = "URL '" + text + "' has no host (or a host name with characters a URL cannot hold)";
+            } else if (uri.getPort() == 0 || uri.getPort() > 65535) {
+                problem = "the port of '" + text + "' must be 1..65535 (6379 when left out)";
+            } else if (uri.getRawQuery() != null || uri.getRawFragment() != null) {
+                problem = "URL '" + text + "' must not have a query or fragment";
+            } else if (uri.getPath() != null && !uri.getPath().isEmpty() && !uri.getPath().equals("/")
+                    && !uri.getPath().matches("/(0|[1-9][0-9]{0,4})")) {
+                problem = "the path of '" + text + "' must be a database number (redis://host:6379/0), or none";
+            }
+            if (problem != null) {
+                field.error(problem);
+                return Optional.empty();
+            }
+            return Optional.of(uri);
+        });
     }
 
     private static Optional<TokenVerification> hmac(Mapping verify) {

@@ -174,6 +174,76 @@ class PolicyLoaderVerifyTest {
     }
 
     @Test
+    void redisTakesAUrlAndDefaults() throws Exception {
+        TokenVerification v = verify("kind: redis\nurl: ${REDIS}", Map.of("REDIS", "redis://127.0.0.1:6380"));
+        assertEquals(new TokenVerification.Redis(URI.create("redis://127.0.0.1:6380"), "",
+                TokenVerification.Redis.DEFAULT_TIMEOUT, TokenVerification.Cache.DEFAULT), v);
+        TokenVerification.Redis redis = (TokenVerification.Redis) v;
+        assertFalse(redis.secure());
+        assertEquals(6380, redis.port());
+        assertEquals(0, redis.database());
+        TokenVerification.Redis defaults = (TokenVerification.Redis) verify("kind: redis\nurl: redis://cache/3",
+                Map.of());
+        assertEquals(6379, defaults.port());
+        assertEquals(3, defaults.database());
+    }
+
+    @Test
+    void redisTakesAnAclUserAPasswordTlsAndACache() throws Exception {
+        TokenVerification.Redis redis = (TokenVerification.Redis) verify("""
+                kind: redis
+                url: rediss://redis.internal:6380/2
+                prefix: "locks:"
+                username: stockade-verifier
+                password: ${REDIS_PASSWORD}
+                tls: {ca: /etc/hostname, cert: /etc/hostname, key: /etc/hostname}
+                timeout: 300ms
+                cache: {ttl: 1m}""", Map.of("REDIS_PASSWORD", "pw-xyz"));
+        assertTrue(redis.secure());
+        assertEquals(2, redis.database());
+        assertEquals("locks:", redis.prefix());
+        assertEquals("stockade-verifier", redis.username());
+        assertEquals("pw-xyz", redis.password());
+        assertEquals(Path.of("/etc/hostname"), redis.tls().ca());
+        assertEquals(Duration.ofMillis(300), redis.timeout());
+        assertEquals(Duration.ofMinutes(1), redis.cache().ttl());
+        assertFalse(redis.toString().contains("pw-xyz"), redis.toString());
+
+        TokenVerification.Redis fromFile = (TokenVerification.Redis) verify("""
+                kind: redis
+                url: redis://127.0.0.1
+                password-file: /run/secrets/redis""", Map.of());
+        assertNull(fromFile.username(), "no username: the default user (requirepass)");
+        assertEquals(Path.of("/run/secrets/redis"), fromFile.passwordFile());
+    }
+
+    @Test
+    void redisErrorsAreLocatedAtTheValue() {
+        PolicyException e = assertThrows(PolicyException.class, () -> verify("""
+                kind: redis
+                url: redis://app:secret@127.0.0.1:6379
+                password: other""", Map.of()));
+        List<String> errors = e.errors().stream().map(PolicyError::toString).toList();
+        assertEquals(1, errors.size(), errors.toString());
+        assertTrue(errors.get(0).startsWith("test.yaml:12:14: policies[0].fence.verify.url: URL 'redis://…@127.0.0.1"
+                + ":6379' carries credentials"), errors.toString());
+        assertFalse(e.getMessage().contains("secret"), "the password must not reach a message: " + e.getMessage());
+
+        e = assertThrows(PolicyException.class, () -> verify("""
+                kind: redis
+                url: redis://127.0.0.1:6379
+                username: stockade
+                tls: {ca: /etc/hostname}""", Map.of()));
+        errors = e.errors().stream().map(PolicyError::toString).toList();
+        assertEquals(2, errors.size(), errors.toString());
+        assertTrue(errors.get(0).startsWith("test.yaml:13:19: policies[0].fence.verify.username: a Redis user"
+                + " authenticates with a password"), errors.toString());
+        assertTrue(errors.get(1).startsWith("test.yaml:14:14: policies[0].fence.verify.tls: tls applies to a"
+                + " rediss:// url"), errors.toString());
+
+    }
+
+    @Test
     void hmacTakesSeveralKeysFromTheEnvironmentOrAFile() throws Exception {
         TokenVerification v = verify("""
                 kind: hmac
@@ -215,7 +285,8 @@ class PolicyLoaderVerifyTest {
     @Test
     void anEmptyPrefixIsRefusedAsTheSchemaSays() {
         for (String kind : List.of("kind: etcd\nendpoints: http://127.0.0.1:2379",
-                "kind: postgres\ndatasource: {url: \"jdbc:postgresql://127.0.0.1:5432/test\"}")) {
+                "kind: postgres\ndatasource: {url: \"jdbc:postgresql://127.0.0.1:5432/test\"}",
+                "kind: redis\nurl: redis://127.0.0.1:6379")) {
             for (String prefix : List.of("prefix: \"\"", "prefix: \"${LOCK_PREFIX}\"")) {
                 PolicyException e = assertThrows(PolicyException.class,
                         () -> verify(kind + "\n" + prefix, Map.of("LOCK_PREFIX", "")));

@@ -23,11 +23,15 @@ import java.util.regex.Pattern;
  * {@code lease run}: holds a lease while a command runs, and stops the command the moment the lease is lost.
  *
  * <pre>
- * java -jar stockade-client-sdk.jar run (--etcd URL | --postgres JDBC_URL | --kubernetes NAMESPACE|-)
- *      --name NAME --ttl 15s [--grace 10s] [--wait 0s] [--identity ID] -- COMMAND [ARGS...]
+ * java -jar stockade-client-sdk.jar run (--etcd URL | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL)
+ *      --name NAME --ttl 15s [--grace 10s] [--wait 0s] [--identity ID] [--redis-replicas N]
+ *      [--redis-replicas-timeout 500ms] -- COMMAND [ARGS...]
  * </pre>
  *
- * The command gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
+ * With {@code --redis}, the password comes from the URL or, when it has none, from {@code REDISCLI_AUTH} (as for
+ * {@code redis-cli}: a command line is visible to every user of the machine); {@code rediss://} trusts the JVM's
+ * default authorities ({@code -Djavax.net.ssl.trustStore}, and {@code -Djavax.net.ssl.keyStore} for a client
+ * certificate). The command gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
  * command's own when it ends while the lease is held; {@value #LOST} when the lease was lost (the command was
  * stopped: SIGTERM, then SIGKILL after the grace); {@value #BUSY} when another holder kept the lease for the whole
  * {@code --wait}; {@value #UNAVAILABLE} when the lock service failed; {@value #NO_COMMAND} when the command could
@@ -47,10 +51,12 @@ public final class LeaseCommand {
     public static final int USAGE = 2;
 
     private static final String USAGE_TEXT = """
-            usage: lease run (--etcd URL[,URL...] | --postgres JDBC_URL | --kubernetes NAMESPACE|-)
+            usage: lease run (--etcd URL[,URL...] | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL)
                              --name NAME --ttl DURATION [--grace DURATION] [--wait DURATION] [--identity ID]
-                             -- COMMAND [ARGS...]
+                             [--redis-replicas N] [--redis-replicas-timeout DURATION] -- COMMAND [ARGS...]
               DURATION: 15s, 500ms, 2m, 1h or ISO-8601 (PT15S). Defaults: --grace 10s, --wait 0s.
+              --redis redis://[user:password@]host:port[/db] or rediss://... (TLS); no password in it: REDISCLI_AUTH.
+              --redis-replicas N: WAIT for N replicas after acquiring and renewing (timeout default 500ms).
               exit: the command's code; 75 lease lost (command stopped); 73 lease busy; 69 lock service failed;
                     127 command not started; 2 usage""";
 
@@ -79,12 +85,16 @@ public final class LeaseCommand {
         if (o.identity != null) {
             builder.holderIdentity(o.identity);
         }
+        if (o.replicas > 0) {
+            builder.redisReplicas(o.replicas, o.replicasTimeout);
+        }
         LeaseProvider provider;
         Lease lease;
         try {
             provider = switch (o.service) {
                 case "etcd" -> builder.etcd(o.target.split(","));
                 case "postgres" -> builder.postgres(o.target);
+                case "redis" -> redis(builder, o.target, System.getenv("REDISCLI_AUTH"));
                 default -> builder.kubernetesInCluster(o.target.equals("-") ? null : o.target);
             };
         } catch (RuntimeException e) {
@@ -108,6 +118,19 @@ public final class LeaseCommand {
                 return supervise(o, lease, err);
             }
         }
+    }
+
+    /** The Redis provider; the password from {@code REDISCLI_AUTH} when the URL has none. */
+    static LeaseProvider redis(Leases.Builder builder, String url, String envPassword) {
+        java.net.URI uri = java.net.URI.create(url);
+        String info = uri.getUserInfo();
+        boolean hasPassword = info != null && (info.indexOf(':') < 0 ? !info.isEmpty()
+                : info.indexOf(':') < info.length() - 1);
+        if (!hasPassword && envPassword != null && !envPassword.isEmpty()) {
+            String user = info == null || info.indexOf(':') < 0 ? null : info.substring(0, info.indexOf(':'));
+            builder.redisCredentials(user == null || user.isEmpty() ? null : user, envPassword);
+        }
+        return builder.redis(url);
     }
 
     private static int supervise(Options o, Lease lease, PrintStream err) {
@@ -194,6 +217,8 @@ public final class LeaseCommand {
         }
     }
 
+    private static final String ONE_OF = "give one of --etcd, --postgres, --kubernetes, --redis";
+
     /** The parsed command line. */
     static final class Options {
         String service;
@@ -203,6 +228,8 @@ public final class LeaseCommand {
         Duration grace = Duration.ofSeconds(10);
         Duration wait = Duration.ZERO;
         String identity;
+        int replicas;
+        Duration replicasTimeout = Duration.ofMillis(500);
         List<String> command = List.of();
 
         static Options parse(String[] args) {
@@ -223,9 +250,9 @@ public final class LeaseCommand {
                 }
                 String v = a.get(++i);
                 switch (opt) {
-                    case "--etcd", "--postgres", "--kubernetes" -> {
+                    case "--etcd", "--postgres", "--kubernetes", "--redis" -> {
                         if (o.service != null) {
-                            throw new IllegalArgumentException("give one of --etcd, --postgres, --kubernetes");
+                            throw new IllegalArgumentException(ONE_OF);
                         }
                         o.service = opt.substring(2);
                         o.target = v;
@@ -235,11 +262,26 @@ public final class LeaseCommand {
                     case "--grace" -> o.grace = duration(opt, v);
                     case "--wait" -> o.wait = duration(opt, v);
                     case "--identity" -> o.identity = v;
+                    case "--redis-replicas" -> {
+                        try {
+                            o.replicas = Integer.parseInt(v);
+                        } catch (NumberFormatException e) {
+                            o.replicas = 0;
+                        }
+                        if (o.replicas < 1) {
+                            throw new IllegalArgumentException("--redis-replicas: '" + v + "' is not a number of"
+                                    + " replicas (1 or more)");
+                        }
+                    }
+                    case "--redis-replicas-timeout" -> o.replicasTimeout = duration(opt, v);
                     default -> throw new IllegalArgumentException("unknown option " + opt);
                 }
             }
             if (o.service == null) {
-                throw new IllegalArgumentException("give one of --etcd, --postgres, --kubernetes");
+                throw new IllegalArgumentException(ONE_OF);
+            }
+            if (o.replicas > 0 && !o.service.equals("redis")) {
+                throw new IllegalArgumentException("--redis-replicas goes with --redis");
             }
             if (o.name == null || o.name.isEmpty()) {
                 throw new IllegalArgumentException("--name is required");

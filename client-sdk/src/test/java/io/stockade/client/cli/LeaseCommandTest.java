@@ -44,4 +44,21 @@ class LeaseCommandTest {
         assertEquals(LeaseCommand.USAGE, LeaseCommand.run(new String[] {"run", "--etcd", "a", "--name", "n",
                 "--ttl", "1s"}, new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)));
     }
+
+    @Test
+    void redisTakesItsReplicasAndTheyNeedRedis() {
+        LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--redis", "rediss://r:6380/1",
+                "--name", "job", "--ttl", "15s", "--redis-replicas", "2", "--redis-replicas-timeout", "250ms", "--",
+                "true"});
+        assertEquals("redis", o.service);
+        assertEquals("rediss://r:6380/1", o.target);
+        assertEquals(2, o.replicas);
+        assertEquals(Duration.ofMillis(250), o.replicasTimeout);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--etcd", "http://e:2379", "--name", "job", "--ttl", "15s", "--redis-replicas", "1", "--", "true"}))
+                .getMessage().contains("--redis-replicas goes with --redis"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--redis", "redis://r", "--name", "job", "--ttl", "15s", "--redis-replicas", "0", "--", "true"}))
+                .getMessage().contains("not a number of replicas"));
+    }
 }

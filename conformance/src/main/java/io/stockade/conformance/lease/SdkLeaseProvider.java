@@ -10,13 +10,15 @@ import java.util.function.Function;
 
 /**
  * Leases from a real lock service through the client SDK's providers ({@code io.stockade.client}): etcd (token =
- * the lock key's create revision) or PostgreSQL (token = the {@code stockade_leases} row's counter), with real TTLs
+ * the lock key's create revision), PostgreSQL (token = the {@code stockade_leases} row's counter) or Redis (token =
+ * the lock's counter, never below the server's clock in milliseconds), with real TTLs
  * kept alive by the SDK's watchdog, which renews by compare-and-set on the token and ends the lease the moment it
  * is lost (a refused renewal, a vanished key, or a watchdog that ran late because the process was paused).
  *
- * <p>Spec (what the writer processes get): {@code etcd:<ttlMillis>:<lock name>:<endpoint>[,<endpoint>...]} or
- * {@code postgres:<ttlMillis>:<lock name>:<jdbc url>}. The writer's {@link Lease#renew()} asks the SDK whether the
- * lease is still valid: renewing is the watchdog's job, not the writer's.
+ * <p>Spec (what the writer processes get): {@code etcd:<ttlMillis>:<lock name>:<endpoint>[,<endpoint>...]},
+ * {@code postgres:<ttlMillis>:<lock name>:<jdbc url>} or {@code redis:<ttlMillis>:<lock name>:<redis url>}. The
+ * writer's {@link Lease#renew()} asks the SDK whether the lease is still valid: renewing is the watchdog's job, not
+ * the writer's.
  */
 public final class SdkLeaseProvider implements LeaseProvider {
 
@@ -37,7 +39,7 @@ public final class SdkLeaseProvider implements LeaseProvider {
         this.describe = describe;
     }
 
-    /** From a spec without its {@code etcd:} / {@code postgres:} prefix; {@code kind} is that prefix. */
+    /** From a spec without its {@code etcd:}/{@code postgres:}/{@code redis:} prefix; {@code kind} is that prefix. */
     static SdkLeaseProvider create(String kind, String rest) {
         String[] p = rest.split(":", 3);
         if (p.length != 3 || p[1].isEmpty()) {
@@ -48,8 +50,14 @@ public final class SdkLeaseProvider implements LeaseProvider {
         return switch (kind) {
             case "etcd" -> new SdkLeaseProvider(b -> b.etcd(where.split(",")), p[1], ttl, "etcd " + where);
             case "postgres" -> new SdkLeaseProvider(b -> b.postgres(where), p[1], ttl, "postgres");
+            case "redis" -> new SdkLeaseProvider(b -> b.redis(where), p[1], ttl, "redis " + withoutPassword(where));
             default -> throw new IllegalArgumentException("unknown SDK lease provider '" + kind + "'");
         };
+    }
+
+    /** A Redis URL for messages: its password left out. */
+    static String withoutPassword(String url) {
+        return url.replaceFirst("(?<=://)[^@/]*@", "…@");
     }
 
     @Override

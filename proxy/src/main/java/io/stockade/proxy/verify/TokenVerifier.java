@@ -23,7 +23,10 @@ public interface TokenVerifier extends AutoCloseable {
      */
     Verdict verify(Claim claim);
 
-    /** Short name for logs and problem bodies: {@code hmac}, {@code etcd}, {@code postgres}, {@code kubernetes}. */
+    /**
+     * Short name for logs and problem bodies: {@code hmac}, {@code etcd}, {@code postgres}, {@code kubernetes},
+     * {@code redis}.
+     */
     String kind();
 
     /** Releases connections; verdicts asked after it are {@link Unavailable}. */

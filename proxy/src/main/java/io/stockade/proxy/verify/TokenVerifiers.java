@@ -7,6 +7,7 @@ import io.stockade.proxy.verify.etcd.EtcdLockVerifier;
 import io.stockade.proxy.verify.hmac.HmacVerifier;
 import io.stockade.proxy.verify.kubernetes.KubernetesLeaseVerifier;
 import io.stockade.proxy.verify.postgres.PostgresLeaseVerifier;
+import io.stockade.proxy.verify.redis.RedisLockVerifier;
 
 import java.io.IOException;
 import java.time.Clock;
@@ -66,6 +67,8 @@ public final class TokenVerifiers implements AutoCloseable {
             case TokenVerification.Postgres pg -> RememberingVerifier.wrap(PostgresLeaseVerifier.open(pg), pg.cache());
             case TokenVerification.Kubernetes k8s -> RememberingVerifier.wrap(
                     KubernetesLeaseVerifier.open(k8s, clock, what), k8s.cache());
+            case TokenVerification.Redis redis -> RememberingVerifier.wrap(RedisLockVerifier.open(redis, what),
+                    redis.cache());
         };
     }
 

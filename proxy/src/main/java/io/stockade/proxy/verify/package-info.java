@@ -3,6 +3,7 @@
  * {@link io.stockade.proxy.verify.TokenVerifier}; {@code FencePipeline} asks it between parsing the token and the
  * fence advance. Kinds, one sub-package each: {@code hmac} (signed tokens), {@code etcd} (the lock key's create
  * revision), {@code postgres} (the SDK's lease table), {@code kubernetes} (a held Lease's
- * {@code leaseTransitions}); {@code cache} remembers positive verdicts of the lock-service kinds.
+ * {@code leaseTransitions}), {@code redis} (the token in the value of the lock key); {@code cache} remembers
+ * positive verdicts of the lock-service kinds.
  */
 package io.stockade.proxy.verify;

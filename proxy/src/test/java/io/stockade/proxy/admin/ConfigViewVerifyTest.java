@@ -104,4 +104,28 @@ class ConfigViewVerifyTest {
             java.nio.file.Files.delete(tokenFile);
         }
     }
+
+    @Test
+    void theRedisVerifiersPasswordIsRedactedItsUrlUserAndTlsShown() throws Exception {
+        StockadeConfig config = PolicyLoader.parse("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: locked
+                    match: {path: "/k/{id}"}
+                    scope: "k/{id}"
+                    fence:
+                      verify:
+                        kind: redis
+                        url: rediss://redis.internal:6380/2
+                        username: stockade-verifier
+                        password: "${PW}"
+                        tls: {ca: /etc/hostname}
+                    backend: {type: file, root: ./r}
+                """, Path.of("p.yaml"), Map.of("PW", "redis-password-xyz"));
+        String json = ConfigView.json(config);
+        assertFalse(json.contains("redis-password-xyz"), json);
+        assertTrue(json.contains("\"password\":\"" + ConfigView.REDACTED + "\""), json);
+        assertTrue(json.contains("rediss://redis.internal:6380/2"), json);
+        assertTrue(json.contains("stockade-verifier"), json);
+    }
 }

@@ -1,0 +1,212 @@
+package io.stockade.proxy.verify.redis;
+
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.http.ClientTlsFiles;
+import redis.clients.jedis.ClientSetInfoConfig;
+import redis.clients.jedis.DefaultJedisClientConfig;
+import redis.clients.jedis.HostAndPort;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisClientConfig;
+import redis.clients.jedis.JedisCluster;
+import redis.clients.jedis.JedisPool;
+import redis.clients.jedis.exceptions.JedisException;
+import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The verifier's way to the Redis server of a {@code fence.verify: {kind: redis}} block: the client options (AUTH
+ * with the ACL user or the default user, the database, TLS with the policy's {@code tls} files and the server's name
+ * always verified against the URL's host), and a reader of one key that works against a standalone server (a pool
+ * of connections) and against a Redis Cluster. The reader starts as a pool to the URL's node; a {@code MOVED} answer
+ * (the key's slot is served by another node of a cluster) switches it to the cluster client, which follows the
+ * cluster's slots from then on. So the verifier needs {@code +get} on the lock keys and nothing else on a standalone
+ * server (and {@code +cluster|slots} in a cluster), and the proxy starts while Redis is down.
+ */
+final class RedisConnections implements AutoCloseable {
+
+    /** Reads one string key; throws {@link JedisException} on anything but an answer. */
+    interface Reader extends AutoCloseable {
+        String get(String key, Duration timeout);
+
+        @Override
+        void close();
+    }
+
+    private final HostAndPort node;
+    private final JedisClientConfig config;
+    private final Duration timeout;
+    private volatile Reader reader;
+    private volatile boolean closed;
+
+    private RedisConnections(HostAndPort node, JedisClientConfig config, Duration timeout) {
+        this.node = node;
+        this.config = config;
+        this.timeout = timeout;
+    }
+
+    /**
+     * Reads the files (TLS, password) now, so a bad one stops the start naming it; connects later.
+     *
+     * @param what the policy field the block comes from, to start messages with
+     */
+    static RedisConnections open(TokenVerification.Redis c, String what) throws IOException {
+        int millis = (int) Math.min(Integer.MAX_VALUE, c.timeout().toMillis());
+        DefaultJedisClientConfig.Builder b = DefaultJedisClientConfig.builder()
+                .connectionTimeoutMillis(millis)
+                .socketTimeoutMillis(millis)
+                .database(c.database())
+                // no CLIENT SETNAME / SETINFO: the verifier's ACL user needs +get and nothing else
+                .clientSetInfoConfig(ClientSetInfoConfig.DISABLED);
+        String password = c.passwordFile() != null ? readPassword(c.passwordFile(), what + ".password-file")
+                : c.password();
+        if (password != null) {
+            b.password(password);
+            if (c.username() != null) {
+                b.user(c.username());
+            }
+        }
+        if (c.secure()) {
+            SSLContext context;
+            try {
+                context = c.tls() == null ? SSLContext.getDefault()
+                        : ClientTlsFiles.read(c.tls(), what + ".tls").sslContext();
+            } catch (NoSuchAlgorithmException e) {
+                throw new IOException(what + ".tls: " + e.getMessage(), e);
+            }
+            SSLParameters parameters = new SSLParameters();
+            parameters.setEndpointIdentificationAlgorithm("HTTPS"); // the server's name against the URL's host
+            b.ssl(true).sslSocketFactory(context.getSocketFactory()).sslParameters(parameters);
+        }
+        return new RedisConnections(new HostAndPort(c.url().getHost(), c.port()), b.build(), c.timeout());
+    }
+
+    /** The reader: a pool to the URL's node, or the cluster client once a {@code MOVED} said it is a cluster. */
+    Reader reader() {
+        Reader r = reader;
+        if (r != null) {
+            return r;
+        }
+        synchronized (this) {
+            if (closed) {
+                throw new JedisException("verifier closed");
+            }
+            if (reader == null) {
+                reader = standalone();
+            }
+            return reader;
+        }
+    }
+
+    /** After a {@code MOVED}: from now on through the cluster client (built once). */
+    Reader cluster(Reader seen) {
+        synchronized (this) {
+            if (closed) {
+                throw new JedisException("verifier closed");
+            }
+            if (reader == seen) {
+                GenericObjectPoolConfig<redis.clients.jedis.Connection> pool = new GenericObjectPoolConfig<>();
+                pool.setMaxTotal(32);
+                pool.setMaxWait(timeout);
+                JedisCluster client = new JedisCluster(Set.of(node), config, 2, timeout, pool);
+                Reader before = reader;
+                reader = new Reader() {
+                    @Override
+                    public String get(String key, Duration deadline) {
+                        return client.get(key);
+                    }
+
+                    @Override
+                    public void close() {
+                        client.close();
+                    }
+                };
+                if (before != null) {
+                    before.close();
+                }
+            }
+            return reader;
+        }
+    }
+
+    private Reader standalone() {
+        GenericObjectPoolConfig<Jedis> poolConfig = new GenericObjectPoolConfig<>();
+        poolConfig.setMaxTotal(32);
+        poolConfig.setMaxIdle(8);
+        poolConfig.setMaxWait(timeout);
+        JedisPool pool = new JedisPool(poolConfig, node, config);
+        return new Reader() {
+            @Override
+            public String get(String key, Duration deadline) {
+                try (Jedis jedis = pool.getResource()) {
+                    jedis.getConnection().setSoTimeout((int) Math.clamp(deadline.toMillis(), 1, Integer.MAX_VALUE));
+                    return jedis.get(key);
+                }
+            }
+
+            @Override
+            public void close() {
+                pool.close();
+            }
+        };
+    }
+
+    /** {@code host:port} for messages. */
+    String where() {
+        return node.toString();
+    }
+
+    @Override
+    public synchronized void close() {
+        closed = true;
+        if (reader != null) {
+            reader.close();
+            reader = null;
+        }
+    }
+
+    /**
+     * A failure in one line for a 503 answer and the log, with the TLS reason when the handshake failed (Jedis says
+     * only "Failed to connect" or "SSL peer shut down incorrectly"; the operator needs the why).
+     */
+    static String describe(Throwable e) {
+        String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst()
+                .orElse("");
+        for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
+            if (t instanceof javax.net.ssl.SSLException) {
+                Throwable root = t;
+                while (root.getCause() != null) {
+                    root = root.getCause();
+                }
+                return message.contains(String.valueOf(root.getMessage())) ? message
+                        : message + " (TLS: " + root.getMessage() + ")";
+            }
+            if (t.getCause() == null && t.getMessage() != null && !message.contains(t.getMessage())) {
+                return message + " (" + t.getMessage() + ")";
+            }
+        }
+        return message;
+    }
+
+    private static String readPassword(Path file, String what) throws IOException {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IOException(what + ": cannot read " + file + " (" + e.getClass().getSimpleName() + ")", e);
+        }
+        if (lines.isEmpty() || lines.getFirst().isEmpty()) {
+            throw new IOException(what + ": " + file + " is empty (its first line is the password)");
+        }
+        return lines.getFirst();
+    }
+}

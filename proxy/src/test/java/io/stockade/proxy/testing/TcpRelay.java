@@ -1,0 +1,121 @@
+package io.stockade.proxy.testing;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * A TCP relay on a loopback port in front of {@code 127.0.0.1:target}, whose two directions can be cut on purpose:
+ * bytes are then read and dropped (the sender sees no error, its peer never gets them), as on a network that loses
+ * packets one way or both. A Redis replica told to replicate from the relay's port loses the primary's writes while
+ * {@link #dropToClient} is on — what a primary that acknowledged a write and died before replicating it looks like to
+ * the replica.
+ */
+public final class TcpRelay implements AutoCloseable {
+    private final ServerSocket server;
+    private final int target;
+    private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+    private volatile boolean dropToClient;
+    private volatile boolean dropToTarget;
+    private volatile boolean closed;
+
+    private TcpRelay(ServerSocket server, int target) {
+        this.server = server;
+        this.target = target;
+    }
+
+    /** A relay to {@code 127.0.0.1:target}. */
+    public static TcpRelay to(int target) {
+        try {
+            ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+            TcpRelay relay = new TcpRelay(server, target);
+            Thread accept = new Thread(relay::accept, "relay-accept-" + server.getLocalPort());
+            accept.setDaemon(true);
+            accept.start();
+            return relay;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public int port() {
+        return server.getLocalPort();
+    }
+
+    /** From now on, drop what the target sends (a replica no longer hears its primary). */
+    public void dropToClient(boolean drop) {
+        this.dropToClient = drop;
+    }
+
+    /** From now on, drop what the client sends (the primary no longer hears the replica's acknowledgements). */
+    public void dropToTarget(boolean drop) {
+        this.dropToTarget = drop;
+    }
+
+    private void accept() {
+        while (!closed) {
+            try {
+                Socket client = server.accept();
+                Socket upstream = new Socket();
+                upstream.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), target), 2000);
+                sockets.add(client);
+                sockets.add(upstream);
+                pump(client, upstream, true);
+                pump(upstream, client, false);
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+            }
+        }
+    }
+
+    private void pump(Socket from, Socket to, boolean towardsTarget) {
+        Thread t = new Thread(() -> {
+            byte[] buffer = new byte[16384];
+            try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+                int n;
+                while ((n = in.read(buffer)) >= 0) {
+                    if (towardsTarget ? dropToTarget : dropToClient) {
+                        continue;
+                    }
+                    out.write(buffer, 0, n);
+                    out.flush();
+                }
+            } catch (IOException ended) {
+                // one side closed
+            } finally {
+                closeQuietly(from);
+                closeQuietly(to);
+            }
+        }, "relay-" + (towardsTarget ? "up" : "down"));
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // closing
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException ignored) {
+            // closing
+        }
+        sockets.forEach(TcpRelay::closeQuietly);
+    }
+}
