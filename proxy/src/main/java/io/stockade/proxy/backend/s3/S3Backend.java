@@ -323,8 +323,8 @@ public class S3Backend implements Backend {
         try {
             Upstream.Body body = clientBody(exchange, p.verified());
             sent = true;
-            try (UpstreamResponse response = upstream.send(s3.method(), s3.bucket(), s3.key(), s3.upstreamQuery(),
-                    headers, body)) {
+            try (UpstreamResponse response = send(exchange, p, s3.method(), s3.bucket(), s3.key(),
+                    s3.upstreamQuery(), headers, body)) {
                 S3Request.Operation op = s3.operation();
                 if ((op == S3Request.Operation.GET_OBJECT || op == S3Request.Operation.HEAD_OBJECT)
                         && (response.first(DELETED_META) != null)) {
@@ -338,6 +338,13 @@ public class S3Backend implements Backend {
         } catch (RuntimeException e) {
             return failure(exchange, e, sent);
         }
+    }
+
+    /** Sends a request upstream on the client's behalf, signed by the proxy. */
+    UpstreamResponse send(Exchange exchange, Parsed p, String method, String bucket, String key,
+                          List<Map.Entry<String, String>> query, List<Map.Entry<String, String>> headers,
+                          Upstream.Body body) {
+        return upstream.send(method, bucket, key, query, headers, body);
     }
 
     /** What a failed upstream call comes to: a refused body, an unreachable upstream, or an unknown outcome. */

@@ -34,6 +34,12 @@ record S3Request(String method, String bucket, String key, String decodedPath,
     /** What an S3 request does; the fenced ones are the writes of object data. */
     enum Operation {
         LIST_BUCKETS, BUCKET_OTHER, DELETE_OBJECTS,
+        /** ListObjects (v1) or ListObjectsV2: tombstones are hidden from it (atomic class). */
+        LIST_OBJECTS,
+        /** ListObjectVersions: tombstone versions are hidden from it (atomic class). */
+        LIST_OBJECT_VERSIONS,
+        /** DeleteBucket: refused with the reason when only tombstones are left in the bucket (atomic class). */
+        DELETE_BUCKET,
         GET_OBJECT, HEAD_OBJECT, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
         CREATE_MULTIPART, UPLOAD_PART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER,
         /** A write to an object whose method or parameters name no operation the proxy knows: refused. */
@@ -97,7 +103,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
             return method.equals("GET") ? Operation.LIST_BUCKETS : Operation.BUCKET_OTHER;
         }
         if (key == null) {
-            return method.equals("POST") && has(q, "delete") ? Operation.DELETE_OBJECTS : Operation.BUCKET_OTHER;
+            return bucketOperation(method, q);
         }
         boolean plain = q.stream().allMatch(e -> PLAIN.contains(e.getKey()) || e.getKey().startsWith("response-")
                 || e.getKey().startsWith("X-Amz-"));
@@ -126,6 +132,31 @@ record S3Request(String method, String bucket, String key, String decodedPath,
                     : metadataOnly(keys, Set.of("tagging")) ? Operation.OBJECT_OTHER
                     : Operation.UNKNOWN_WRITE;
             default -> Operation.UNKNOWN_WRITE;
+        };
+    }
+
+    /** Query parameters of ListObjects (v1) and ListObjectsV2. */
+    private static final Set<String> LIST_PARAMETERS = Set.of("list-type", "prefix", "delimiter", "marker", "max-keys",
+            "continuation-token", "start-after", "fetch-owner", "encoding-type", "x-id", "allow-unordered");
+    /** Query parameters of ListObjectVersions. */
+    private static final Set<String> VERSIONS_PARAMETERS = Set.of("versions", "prefix", "delimiter", "key-marker",
+            "version-id-marker", "max-keys", "encoding-type", "x-id");
+
+    private static Operation bucketOperation(String method, List<Map.Entry<String, String>> q) {
+        Set<String> keys = new java.util.TreeSet<>();
+        for (Map.Entry<String, String> e : q) {
+            if (!e.getKey().startsWith("X-Amz-")) {
+                keys.add(e.getKey());
+            }
+        }
+        return switch (method) {
+            case "POST" -> has(q, "delete") ? Operation.DELETE_OBJECTS : Operation.BUCKET_OTHER;
+            case "GET" -> keys.contains("versions") && VERSIONS_PARAMETERS.containsAll(keys)
+                    ? Operation.LIST_OBJECT_VERSIONS
+                    : LIST_PARAMETERS.containsAll(keys) ? Operation.LIST_OBJECTS : Operation.BUCKET_OTHER;
+            case "DELETE" -> keys.isEmpty() || keys.equals(Set.of("x-id")) ? Operation.DELETE_BUCKET
+                    : Operation.BUCKET_OTHER;
+            default -> Operation.BUCKET_OTHER;
         };
     }
 
