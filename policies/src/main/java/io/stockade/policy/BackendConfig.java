@@ -204,11 +204,15 @@ public sealed interface BackendConfig {
      * @param signedToken       with {@code auth: sigv4}: whether a fenced request's token header must be one of the
      *                          headers its signature covers (else anyone holding a signed request or a presigned
      *                          URL could pick the token)
+     * @param tokenFromMetadata whether a fenced request without the token header may carry its token as the user
+     *                          metadata {@code x-amz-meta-fencing-token} (what the AWS CLI can send:
+     *                          {@code --metadata fencing-token=7}); a CompleteMultipartUpload without either then
+     *                          takes the token its upload ID carries
      */
     record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
               boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
               FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
-              ClientTls tls, boolean signedToken) implements BackendConfig {
+              ClientTls tls, boolean signedToken, boolean tokenFromMetadata) implements BackendConfig {
         public static final String DEFAULT_REGION = "us-east-1";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
         public static final int DEFAULT_RETRIES = 3;
@@ -230,6 +234,15 @@ public sealed interface BackendConfig {
             return "s3";
         }
 
+        /** As the canonical constructor, with the token read from its header only. */
+        public S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
+                  boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+                  FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
+                  ClientTls tls, boolean signedToken) {
+            this(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth, clients, virtualHost,
+                    fenceScope, prefixSegments, timeout, retries, maxConnections, tls, signedToken, false);
+        }
+
         /** As the canonical constructor, with the token's signature required. */
         public S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
                   boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
@@ -249,7 +262,8 @@ public sealed interface BackendConfig {
             return "S3[endpoint=" + endpoint + ", region=" + region + ", accessKey=" + accessKey + ", pathStyle="
                     + pathStyle + ", conditionalWrites=" + conditionalWrites + ", auth=" + auth + ", clients="
                     + clients.size() + ", virtualHost=" + virtualHost + ", fenceScope=" + fenceScope
-                    + ", prefixSegments=" + prefixSegments + ", tls=" + tls + ", signedToken=" + signedToken + "]";
+                    + ", prefixSegments=" + prefixSegments + ", tls=" + tls + ", signedToken=" + signedToken
+                    + ", tokenFromMetadata=" + tokenFromMetadata + "]";
         }
     }
 

@@ -63,6 +63,13 @@ class PolicyLoaderTest {
         BackendConfig.S3 unsigned = (BackendConfig.S3) parse(yaml + "      signed-token: false\n").policies()
                 .getFirst().backend();
         assertFalse(unsigned.signedToken());
+        assertFalse(signed.tokenFromMetadata());
+        BackendConfig.S3 metadata = (BackendConfig.S3) parse(yaml + "      token-from-metadata: true\n").policies()
+                .getFirst().backend();
+        assertTrue(metadata.tokenFromMetadata());
+        List<PolicyError> bad = errors(yaml + "      token-from-metadata: sometimes\n", Map.of());
+        assertEquals(1, bad.size(), bad.toString());
+        assertTrue(bad.getFirst().toString().contains("token-from-metadata"), bad.toString());
     }
 
     @Test

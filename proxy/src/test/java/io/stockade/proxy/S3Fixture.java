@@ -47,6 +47,7 @@ public final class S3Fixture implements AutoCloseable {
                   access-key: upstream-key
                   secret-key: upstream-secret
                   auth: ${AUTH:-sigv4}
+                  token-from-metadata: ${TOKEN_FROM_METADATA:-false}
                   fence-scope: ${FENCE_SCOPE:-object}
                   timeout: 10s
                   clients:

@@ -245,7 +245,7 @@ public final class FencePipeline implements Handler {
         String name = policy.name();
         String header = policy.fence().header();
         ServerRequest req = exchange.request();
-        FencingToken.Parsed parsed = FencingToken.parse(header, req.headers().all(HeaderNames.create(header), List::of));
+        FencingToken.Parsed parsed = backend.token(exchange);
         boolean observe = policy.fence().mode() == Policy.Mode.OBSERVE;
         switch (parsed) {
             case FencingToken.Malformed malformed -> {

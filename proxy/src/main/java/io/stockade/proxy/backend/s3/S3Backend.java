@@ -213,18 +213,18 @@ public class S3Backend implements Backend {
                 return false;
             }
         }
-        String tokenHeader = exchange.route().policy().fence().header();
-        if (verified != null && config.signedToken() && s3.operation().fenced()
-                && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE
-                && req.headers().contains(HeaderNames.create(tokenHeader))
-                && !verified.signedHeaders().contains(tokenHeader.toLowerCase(Locale.ROOT))) {
-            // An unsigned token can be set by anyone holding the signed request or a presigned URL.
-            S3Xml.error(exchange.response(), head, 403, "AccessDenied", "the " + tokenHeader + " header is not "
-                    + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
-                    ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
-                    + "nobody who holds the signed request can change the token (policy option signed-token)",
-                    s3.resource(), Map.of());
-            return false;
+        for (String carrier : tokenCarriers(exchange.route(), req)) {
+            if (verified != null && config.signedToken() && s3.operation().fenced()
+                    && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE
+                    && !verified.signedHeaders().contains(carrier.toLowerCase(Locale.ROOT))) {
+                // An unsigned token can be set by anyone holding the signed request or a presigned URL.
+                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "the " + carrier + " header is not "
+                        + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
+                        ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
+                        + "nobody who holds the signed request can change the token (policy option signed-token)",
+                        s3.resource(), Map.of());
+                return false;
+            }
         }
         java.util.OptionalLong uploadToken = java.util.OptionalLong.empty();
         Optional<String> uploadId = s3.param("uploadId");
@@ -244,6 +244,62 @@ public class S3Backend implements Backend {
         return true;
     }
 
+    // ---- the token: the policy's header, or the user metadata the AWS CLI can send ----
+
+    /**
+     * The headers that carry a token in this request: the policy's token header, and with
+     * {@code token-from-metadata} the user metadata {@value #TOKEN_META} (each must be signed).
+     */
+    private List<String> tokenCarriers(Route route, ServerRequest req) {
+        String header = route.policy().fence().header();
+        List<String> carriers = new ArrayList<>(2);
+        if (req.headers().contains(HeaderNames.create(header))) {
+            carriers.add(header);
+        }
+        if (config.tokenFromMetadata() && !header.equalsIgnoreCase(TOKEN_META)
+                && req.headers().contains(HeaderNames.create(TOKEN_META))) {
+            carriers.add(TOKEN_META);
+        }
+        return carriers;
+    }
+
+    /**
+     * The request's token: the policy's header; with {@code token-from-metadata}, else the user metadata
+     * {@value #TOKEN_META} (both: they must agree), else, for a CompleteMultipartUpload, the token its upload ID
+     * carries (the CLI cannot send metadata with it, and the upload can only be completed with that token anyway).
+     */
+    @Override
+    public FencingToken.Parsed token(Exchange exchange) {
+        ServerRequest req = exchange.request();
+        String header = exchange.route().policy().fence().header();
+        List<String> values = req.headers().all(HeaderNames.create(header), List::of);
+        if (!config.tokenFromMetadata() || header.equalsIgnoreCase(TOKEN_META)) {
+            return FencingToken.parse(header, values);
+        }
+        List<String> metadata = req.headers().all(HeaderNames.create(TOKEN_META), List::of);
+        if (metadata.isEmpty()) {
+            if (values.isEmpty()) {
+                Optional<Parsed> p = req.context().get(Parsed.class);
+                if (p.isPresent() && p.get().s3().operation() == S3Request.Operation.COMPLETE_MULTIPART
+                        && p.get().uploadToken().isPresent()) {
+                    return new FencingToken.Present(p.get().uploadToken().getAsLong());
+                }
+            }
+            return FencingToken.parse(header, values);
+        }
+        FencingToken.Parsed fromMetadata = FencingToken.parse(TOKEN_META, metadata);
+        if (values.isEmpty()) {
+            return fromMetadata;
+        }
+        FencingToken.Parsed fromHeader = FencingToken.parse(header, values);
+        if (fromHeader instanceof FencingToken.Present h && fromMetadata instanceof FencingToken.Present m
+                && h.value() != m.value()) {
+            return new FencingToken.Malformed(header + " (" + h.value() + ") and " + TOKEN_META + " (" + m.value()
+                    + ") name two different tokens; send one");
+        }
+        return fromHeader instanceof FencingToken.Present ? fromHeader : fromMetadata;
+    }
+
     // ---- refusals as S3 errors ----
 
     @Override
@@ -259,6 +315,13 @@ public class S3Backend implements Backend {
             case "missing-token" -> {
                 status = 400;
                 code = "MissingFencingToken";
+                String detail = problem.detail();
+                problem = Problem.of(400, "missing-token", "Fencing token required", detail
+                        + (config.tokenFromMetadata() ? " (or as the object metadata fencing-token: "
+                        + TOKEN_META + ", e.g. aws s3 cp --metadata fencing-token=N)"
+                        : exchange.request().headers().contains(HeaderNames.create(TOKEN_META))
+                        ? "; " + TOKEN_META + " is not read as the token unless the policy says "
+                        + "token-from-metadata: true" : ""));
             }
             case "malformed-token" -> code = "InvalidFencingToken";
             case "bad-path" -> code = "InvalidURI";
@@ -548,10 +611,8 @@ public class S3Backend implements Backend {
     }
 
     /** The request's token, when it carries a valid one (for metadata on unfenced steps). */
-    static java.util.Optional<Long> tokenOf(Exchange exchange) {
-        String header = exchange.route().policy().fence().header();
-        FencingToken.Parsed parsed = FencingToken.parse(header,
-                exchange.request().headers().all(HeaderNames.create(header), List::of));
+    java.util.Optional<Long> tokenOf(Exchange exchange) {
+        FencingToken.Parsed parsed = token(exchange);
         return parsed instanceof FencingToken.Present present ? java.util.Optional.of(present.value())
                 : java.util.Optional.empty();
     }
