@@ -124,17 +124,33 @@ final class ClientAuth {
             throw new Refused(400, "AuthorizationQueryParametersError", "a presigned URL needs X-Amz-Credential,"
                     + " X-Amz-SignedHeaders, X-Amz-Date, X-Amz-Expires and X-Amz-Signature");
         }
+        // What AWS S3 answers, case by case: a malformed or out-of-range X-Amz-Expires or X-Amz-Date is 400
+        // AuthorizationQueryParametersError; an expired URL (X-Amz-Expires=0 included) and one signed for a time
+        // still to come are 403 AccessDenied.
         long seconds;
         try {
             seconds = Long.parseLong(expires);
         } catch (NumberFormatException e) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be a number");
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires should be a number");
         }
-        if (seconds < 1 || seconds > MAX_EXPIRES) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be 1.." + MAX_EXPIRES);
+        if (seconds < 0) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be non-negative");
         }
-        Instant signedAt = parseDate(amzDate);
-        if (now.isAfter(signedAt.plusSeconds(seconds)) || signedAt.isAfter(now.plus(MAX_SKEW))) {
+        if (seconds > MAX_EXPIRES) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be less than a week (in"
+                    + " seconds); that is, the given X-Amz-Expires must be less than " + MAX_EXPIRES + " seconds");
+        }
+        Instant signedAt;
+        try {
+            signedAt = AMZ_DATE.parse(amzDate, Instant::from);
+        } catch (DateTimeParseException e) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Date must be in the ISO8601 Long "
+                    + "Format \"yyyyMMdd'T'HHmmss'Z'\"");
+        }
+        if (signedAt.isAfter(now.plus(MAX_SKEW))) {
+            throw new Refused(403, "AccessDenied", "Request is not valid yet");
+        }
+        if (!now.isBefore(signedAt.plusSeconds(seconds))) {
             throw new Refused(403, "AccessDenied", "Request has expired");
         }
         List<Map.Entry<String, String>> query = s3.query().stream()

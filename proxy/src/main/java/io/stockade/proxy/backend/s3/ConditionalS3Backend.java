@@ -115,7 +115,9 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         try {
             return switch (s3.operation()) {
                 case PUT_OBJECT -> putObject(exchange, p, token, acceptEqual);
-                case DELETE_OBJECT -> guarded(exchange, s3.key(), token, acceptEqual, true,
+                case DELETE_OBJECT -> conditionalDelete(exchange) ? answer(exchange, 501, "NotImplemented",
+                        "a DeleteObject with If-Match or If-None-Match is not supported through the fencing proxy")
+                        : guarded(exchange, s3.key(), token, acceptEqual, true,
                         etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
@@ -607,6 +609,12 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 if (exchange.route().policy().fence().tooFar(token, head.token())) {
                     return new WriteResult.TooFar(head.token()); // the write is conditional on this very head
                 }
+                // The client's own If-Match / If-None-Match, judged against this very head (a tombstone is no
+                // object): the write below is conditional on it, so what was judged is what is overwritten.
+                WriteResult precondition = clientPreconditions(exchange, head);
+                if (precondition != null) {
+                    return precondition;
+                }
                 sent = true;
                 UpstreamResponse response;
                 try {
@@ -640,6 +648,69 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         } catch (RuntimeException e) {
             return failure(exchange, e, sent);
         }
+    }
+
+    /** Whether a delete carries preconditions of its own (not supported: refused rather than ignored). */
+    private static boolean conditionalDelete(Exchange exchange) {
+        var headers = exchange.request().headers();
+        return headers.contains(HeaderNames.IF_MATCH) || headers.contains(HeaderNames.IF_NONE_MATCH);
+    }
+
+    /**
+     * The client's {@code If-Match} and {@code If-None-Match} on a write, judged as S3 judges them against the
+     * object the proxy read: {@code If-Match} on a missing object is 404 {@code NoSuchKey}, on another ETag 412;
+     * {@code If-None-Match} ({@code *} or a matching ETag) on an existing object 412. {@code If-Match} is judged
+     * first (RFC 9110 section 13.2.2). A tombstone is no object.
+     *
+     * @return null when the write may go on, else what the client was answered
+     */
+    private WriteResult clientPreconditions(Exchange exchange, Head head) {
+        var headers = exchange.request().headers();
+        List<String> ifMatch = headers.all(HeaderNames.IF_MATCH, List::of);
+        List<String> ifNoneMatch = headers.all(HeaderNames.IF_NONE_MATCH, List::of);
+        boolean exists = head.exists() && !head.tombstone();
+        if (!ifMatch.isEmpty()) {
+            if (!exists) {
+                return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
+            }
+            if (!matches(ifMatch, head.etag())) {
+                return answer(exchange, 412, "PreconditionFailed", "At least one of the pre-conditions you "
+                        + "specified did not hold (If-Match)");
+            }
+        }
+        if (!ifNoneMatch.isEmpty() && exists && matches(ifNoneMatch, head.etag())) {
+            return answer(exchange, 412, "PreconditionFailed", "At least one of the pre-conditions you specified "
+                    + "did not hold (If-None-Match)");
+        }
+        return null;
+    }
+
+    /** Whether an entity-tag list ({@code *}, or ETags with or without quotes) names the object's ETag. */
+    static boolean matches(List<String> values, String etag) {
+        String have = bareEtag(etag);
+        for (String value : values) {
+            for (String part : value.split(",")) {
+                String tag = part.trim();
+                if (tag.equals("*") || (!tag.isEmpty() && bareEtag(tag).equals(have))) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static String bareEtag(String etag) {
+        if (etag == null) {
+            return "";
+        }
+        String t = etag.trim();
+        if (t.startsWith("W/")) {
+            t = t.substring(2);
+        }
+        if (t.length() >= 2 && t.startsWith("\"") && t.endsWith("\"")) {
+            t = t.substring(1, t.length() - 1);
+        }
+        return t;
     }
 
     private WriteResult relayed(Exchange exchange, UpstreamResponse response) {
