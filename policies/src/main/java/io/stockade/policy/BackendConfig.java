@@ -208,11 +208,13 @@ public sealed interface BackendConfig {
      *                          metadata {@code x-amz-meta-fencing-token} (what the AWS CLI can send:
      *                          {@code --metadata fencing-token=7}); a CompleteMultipartUpload without either then
      *                          takes the token its upload ID carries
+     * @param unsignedReads     with {@code auth: sigv4}: what happens to an unsigned (anonymous) GET or HEAD
      */
     record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
               boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
               FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
-              ClientTls tls, boolean signedToken, boolean tokenFromMetadata) implements BackendConfig {
+              ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads)
+            implements BackendConfig {
         public static final String DEFAULT_REGION = "us-east-1";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
         public static final int DEFAULT_RETRIES = 3;
@@ -227,11 +229,22 @@ public sealed interface BackendConfig {
             clients = List.copyOf(clients);
             Objects.requireNonNull(fenceScope, "fenceScope");
             Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(unsignedReads, "unsignedReads");
         }
 
         @Override
         public String type() {
             return "s3";
+        }
+
+        /** As the canonical constructor, with unsigned reads refused. */
+        public S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
+                  boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+                  FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
+                  ClientTls tls, boolean signedToken, boolean tokenFromMetadata) {
+            this(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth, clients, virtualHost,
+                    fenceScope, prefixSegments, timeout, retries, maxConnections, tls, signedToken, tokenFromMetadata,
+                    UnsignedReads.REFUSE);
         }
 
         /** As the canonical constructor, with the token read from its header only. */
@@ -263,7 +276,7 @@ public sealed interface BackendConfig {
                     + pathStyle + ", conditionalWrites=" + conditionalWrites + ", auth=" + auth + ", clients="
                     + clients.size() + ", virtualHost=" + virtualHost + ", fenceScope=" + fenceScope
                     + ", prefixSegments=" + prefixSegments + ", tls=" + tls + ", signedToken=" + signedToken
-                    + ", tokenFromMetadata=" + tokenFromMetadata + "]";
+                    + ", tokenFromMetadata=" + tokenFromMetadata + ", unsignedReads=" + unsignedReads + "]";
         }
     }
 
@@ -273,6 +286,14 @@ public sealed interface BackendConfig {
         SIGV4,
         /** No check at all: for a trusted network only; the proxy says so loudly when it starts. */
         NONE
+    }
+
+    /** What an s3 policy with {@code auth: sigv4} does with an unsigned (anonymous) GET or HEAD. */
+    enum UnsignedReads {
+        /** 403 AccessDenied, like every unsigned request. */
+        REFUSE,
+        /** Forwarded to the store without the proxy's signature: the store's own ACLs and policies answer it. */
+        FORWARD
     }
 
     /** What one S3 fence scope covers. */

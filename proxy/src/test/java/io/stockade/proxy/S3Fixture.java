@@ -48,6 +48,7 @@ public final class S3Fixture implements AutoCloseable {
                   secret-key: upstream-secret
                   auth: ${AUTH:-sigv4}
                   token-from-metadata: ${TOKEN_FROM_METADATA:-false}
+                  unsigned-reads: ${UNSIGNED_READS:-refuse}
                   fence-scope: ${FENCE_SCOPE:-object}
                   timeout: 10s
                   clients:

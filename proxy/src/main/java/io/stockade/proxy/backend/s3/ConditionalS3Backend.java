@@ -160,6 +160,12 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         }
     }
 
+    @Override
+    boolean deletedForAnonymous(String bucket, String key) {
+        Head head = head(bucket, key);
+        return !head.failed() && head.tombstone() && anonymousMayList(bucket, key);
+    }
+
     /** The most bytes of a listing the proxy reads to edit (a page of 1000 keys of 1024 bytes is ~1.5 MB). */
     private static final int MAX_LISTING = 32 * 1024 * 1024;
 
@@ -330,13 +336,44 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
         headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-        Upstream.Body body = clientBody(exchange, p.verified());
-        boolean replayable = body == null || body.length() <= REPLAY_BUFFER;
-        Upstream.Body sendable = body != null && replayable ? Upstream.Body.of(smallBodyOf(body)) : body;
+        // The body is opened only once the token and the client's conditions have passed: opening it asks a client
+        // that sent Expect: 100-continue for it, and a refusal of a large body that is on its way closes the
+        // connection under the client (SECURITY.md). So a refused write never has its body sent.
+        boolean replayable = declaredLength(exchange) <= REPLAY_BUFFER;
+        Upstream.Body[] body = new Upstream.Body[1];
+        boolean[] opened = new boolean[1];
         return guarded(exchange, s3.key(), token, acceptEqual, replayable,
-                etag -> upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
-                        sendable),
+                etag -> {
+                    if (!opened[0]) {
+                        opened[0] = true;
+                        Upstream.Body b = clientBody(exchange, p.verified());
+                        body[0] = b != null && replayable ? Upstream.Body.of(smallBodyOf(b)) : b;
+                    }
+                    return upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
+                            body[0]);
+                },
                 response -> relayed(exchange, response));
+    }
+
+    /**
+     * The body's length as its headers declare it (the decoded length of an aws-chunked body), 0 without one, and
+     * {@code Long.MAX_VALUE} when it cannot be read from them (the body is then refused when it is opened).
+     */
+    private static long declaredLength(Exchange exchange) {
+        var headers = exchange.request().headers();
+        String sha = headers.first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
+        try {
+            if (PayloadReader.isChunked(sha)) {
+                return headers.first(HeaderNames.create("x-amz-decoded-content-length")).map(v -> Long.parseLong(
+                        v.trim())).orElse(Long.MAX_VALUE);
+            }
+            if (headers.contentLength().isPresent()) {
+                return headers.contentLength().getAsLong();
+            }
+            return headers.contains(HeaderNames.TRANSFER_ENCODING) ? Long.MAX_VALUE : 0;
+        } catch (NumberFormatException e) {
+            return Long.MAX_VALUE;
+        }
     }
 
     private WriteResult createMultipart(Exchange exchange, Parsed p, long token, boolean acceptEqual) {

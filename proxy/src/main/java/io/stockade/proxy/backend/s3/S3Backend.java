@@ -108,7 +108,11 @@ public class S3Backend implements Backend {
      * @param uploadToken the token the multipart upload named by the request's {@code uploadId} was created with,
      *                    when the ID is one the proxy handed out ({@link UploadIds}); empty otherwise
      */
-    record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken) {
+    /**
+     * @param unsigned    an unsigned read (or CORS preflight) the policy forwards: sent upstream without the proxy's
+     *                    signature, for the store to judge as the anonymous request it is
+     */
+    record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned) {
     }
 
     /** Upload IDs that carry their creation's token: only the atomic class needs them (null here). */
@@ -204,7 +208,32 @@ public class S3Backend implements Backend {
             return false;
         }
         ClientAuth.Verified verified = null;
-        if (auth != null) {
+        boolean unsigned = false;
+        if (s3.operation() == S3Request.Operation.PREFLIGHT) {
+            // A browser's CORS preflight is never signed (S3 does not check a signature on OPTIONS) and changes
+            // nothing: the store answers it from its CORS configuration when the policy forwards unsigned reads.
+            if (!req.headers().contains(HeaderNames.ORIGIN)) {
+                S3Xml.error(exchange.response(), head, 400, "BadRequest", "Insufficient information. Origin "
+                        + "request header needed.", s3.resource(), Map.of());
+                return false;
+            }
+            if (auth != null && config.unsignedReads() != BackendConfig.UnsignedReads.FORWARD) {
+                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "CORS preflight requests are answered "
+                        + "by the store only when the policy forwards unsigned reads (unsigned-reads: forward)",
+                        s3.resource(), Map.of());
+                return false;
+            }
+            unsigned = auth != null;
+        } else if (auth != null && unsignedRequest(req, s3)) {
+            if (!s3.read() || config.unsignedReads() != BackendConfig.UnsignedReads.FORWARD) {
+                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "Anonymous access is refused: sign the "
+                        + "request with SigV4" + (s3.read() ? " (this policy does not forward unsigned reads to the "
+                        + "store: unsigned-reads: refuse)" : "; unsigned writes are never forwarded"),
+                        s3.resource(), Map.of());
+                return false;
+            }
+            unsigned = true;
+        } else if (auth != null) {
             try {
                 verified = auth.verify(req, s3, Instant.now());
             } catch (ClientAuth.Refused refused) {
@@ -240,7 +269,7 @@ public class S3Backend implements Backend {
                 return false;
             }
         }
-        req.context().register(new Parsed(s3, verified, uploadToken));
+        req.context().register(new Parsed(s3, verified, uploadToken, unsigned));
         return true;
     }
 
@@ -393,6 +422,10 @@ public class S3Backend implements Backend {
                         && (response.first(DELETED_META) != null)) {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
                 }
+                if (p.unsigned() && response.status() == 403 && (op == S3Request.Operation.GET_OBJECT
+                        || op == S3Request.Operation.HEAD_OBJECT) && deletedForAnonymous(s3.bucket(), s3.key())) {
+                    return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
+                }
                 relayResponse(response, exchange);
                 return new WriteResult.Answered(response.status());
             }
@@ -403,11 +436,42 @@ public class S3Backend implements Backend {
         }
     }
 
-    /** Sends a request upstream on the client's behalf, signed by the proxy. */
+    /**
+     * Sends a request upstream on the client's behalf: signed by the proxy, or, for an unsigned read the policy
+     * forwards, unsigned (the proxy's credentials never answer for an anonymous client).
+     */
     UpstreamResponse send(Exchange exchange, Parsed p, String method, String bucket, String key,
                           List<Map.Entry<String, String>> query, List<Map.Entry<String, String>> headers,
                           Upstream.Body body) {
-        return upstream.send(method, bucket, key, query, headers, body);
+        return p.unsigned() ? upstream.sendUnsigned(method, bucket, key, query, headers, body)
+                : upstream.send(method, bucket, key, query, headers, body);
+    }
+
+    /**
+     * An unsigned read the store refused (403): whether the key is a tombstone that an anonymous client would be
+     * told is missing. A tombstone does not carry the deleted object's ACL, so the store refuses it to anonymous
+     * clients where S3 would say 404 for a deleted key, which it does when the client may list the bucket. Only
+     * the atomic class writes tombstones.
+     */
+    boolean deletedForAnonymous(String bucket, String key) {
+        return false;
+    }
+
+    /** Whether an anonymous client may list a bucket (S3 then answers 404 for a missing key, else 403). */
+    boolean anonymousMayList(String bucket, String key) {
+        try (UpstreamResponse r = upstream.sendUnsigned("GET", bucket, null, List.of(Map.entry("list-type", "2"),
+                Map.entry("max-keys", "1"), Map.entry("prefix", key)), List.of(), null)) {
+            return r.status() == 200;
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** Whether a request carries no signature at all: no Authorization header, no signature in its query. */
+    private static boolean unsignedRequest(ServerRequest req, S3Request s3) {
+        return !req.headers().contains(HeaderNames.AUTHORIZATION) && !s3.presigned()
+                && s3.param("X-Amz-Credential").isEmpty() && s3.param("X-Amz-Algorithm").isEmpty()
+                && s3.param("Signature").isEmpty() && s3.param("AWSAccessKeyId").isEmpty();
     }
 
     /** What a failed upstream call comes to: a refused body, an unreachable upstream, or an unknown outcome. */

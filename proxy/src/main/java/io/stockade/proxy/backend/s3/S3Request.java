@@ -42,6 +42,8 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         DELETE_BUCKET,
         GET_OBJECT, HEAD_OBJECT, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
         CREATE_MULTIPART, UPLOAD_PART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER,
+        /** An OPTIONS request (a browser's CORS preflight): never signed, never fenced. */
+        PREFLIGHT,
         /** A write to an object whose method or parameters name no operation the proxy knows: refused. */
         UNKNOWN_WRITE;
 
@@ -99,6 +101,9 @@ record S3Request(String method, String bucket, String key, String decodedPath,
 
     private static Operation operation(String method, String bucket, String key, List<Map.Entry<String, String>> q,
                                        boolean copy) {
+        if (method.equals("OPTIONS")) {
+            return Operation.PREFLIGHT;
+        }
         if (bucket == null) {
             return method.equals("GET") ? Operation.LIST_BUCKETS : Operation.BUCKET_OTHER;
         }
@@ -186,6 +191,11 @@ record S3Request(String method, String bucket, String key, String decodedPath,
             replaced.add(e.getKey().equals("uploadId") ? Map.entry("uploadId", upstreamId) : e);
         }
         return new S3Request(method, bucket, key, decodedPath, List.copyOf(replaced), operation);
+    }
+
+    /** Whether the request reads and changes nothing (GET, HEAD): the only kind an unsigned request may be. */
+    boolean read() {
+        return method.equals("GET") || method.equals("HEAD");
     }
 
     /** Whether this is a presigned request (SigV4 in the query). */
