@@ -280,6 +280,45 @@ class S3CliIT {
         assertEquals("", ok(aws(plainConfig, null, "s3", "ls", "s3://cli-rb")).out().strip());
     }
 
+    /** A browser form made by boto3's generate_presigned_post, posted as a browser would (python3-requests). */
+    @Test
+    void boto3PresignedPostIsFencedByItsSignedTokenField() throws Exception {
+        Assumptions.assumeTrue(run(List.of(python, "-c", "import requests"), Map.of(), work).code() == 0,
+                "python3-requests is not installed (a dependency of awscli)");
+        String script = """
+                import json, sys
+                import boto3, requests
+                from botocore.config import Config
+                s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
+                                  aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3],
+                                  config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"))
+                def form(token, body):
+                    post = s3.generate_presigned_post("cli", "form/${filename}",
+                        Fields={"x-amz-meta-fencing-token": token},
+                        Conditions=[{"x-amz-meta-fencing-token": token}, ["content-length-range", 1, 1048576]],
+                        ExpiresIn=600)
+                    r = requests.post(post["url"], data=post["fields"], files={"file": ("page.html", body)})
+                    code = r.text.split("<Code>")[1].split("</Code>")[0] if "<Code>" in r.text else None
+                    print(json.dumps({"token": token, "status": r.status_code, "code": code}))
+                form("30", b"<p>30</p>")
+                form("29", b"<p>zombie</p>")
+                form("31", b"<p>31</p>")
+                """;
+        Path py = Files.writeString(work.resolve("boto3_form.py"), script);
+        Map<String, String> env = new HashMap<>();
+        env.put("HOME", work.toString());
+        env.put("AWS_CONFIG_FILE", work.resolve("none").toString());
+        env.put("AWS_SHARED_CREDENTIALS_FILE", work.resolve("none").toString());
+        Result r = ok(run(List.of(python, py.toString(), fixture.proxyUri().toString(), S3Fixture.APP_KEY,
+                S3Fixture.APP_SECRET), env, work));
+        assertEquals(List.of(
+                "{\"token\": \"30\", \"status\": 204, \"code\": null}",
+                "{\"token\": \"29\", \"status\": 412, \"code\": \"PreconditionFailed\"}",
+                "{\"token\": \"31\", \"status\": 204, \"code\": null}"), r.out().lines().toList(), r.toString());
+        assertEquals("<p>31</p>", storedBody(BUCKET, "form/page.html"));
+        assertEquals("31", storedToken(BUCKET, "form/page.html"));
+    }
+
     @Test
     void boto3WithTheHookAndWithMetadata() throws Exception {
         String script = """

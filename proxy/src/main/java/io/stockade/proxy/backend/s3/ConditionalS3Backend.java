@@ -126,6 +126,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 case COMPLETE_MULTIPART -> complete(exchange, p, token, acceptEqual);
                 case CREATE_MULTIPART -> createMultipart(exchange, p, token, acceptEqual);
                 case DELETE_OBJECTS -> deleteObjects(exchange, p, token, acceptEqual);
+                case POST_OBJECT -> postObject(exchange, p, token, acceptEqual);
                 default -> relay(exchange, p, List.of());
             };
         } catch (ClientError e) {
@@ -142,7 +143,8 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     public Observed observe(Exchange exchange, long token, boolean acceptEqual) {
         Parsed p = parsed(exchange.request());
         S3Request s3 = p.s3();
-        long stored = s3.key() == null ? -1 : head(s3.bucket(), s3.key()).token();
+        String key = p.form() != null ? p.form().key() : s3.key();
+        long stored = key == null ? -1 : head(s3.bucket(), key).token();
         forward(exchange);
         return new Observed(stale(stored, token, acceptEqual), stored,
                 new WriteResult.Answered(exchange.response().status().code()));
@@ -353,6 +355,36 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                             body[0]);
                 },
                 response -> relayed(exchange, response));
+    }
+
+    /**
+     * A browser-form upload: the token (the signed form field) is judged against the object before the file is
+     * read; then the file is read within the policy's content-length-range (kept in memory up to 1 MiB, else in a
+     * temporary file, so that a lost race can be retried) and written as a conditional PUT, as PutObject.
+     */
+    private WriteResult postObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        Form form = p.form();
+        Head before = head(s3.bucket(), form.key());
+        if (before.failed()) {
+            return new WriteResult.Unavailable(before.failure());
+        }
+        if (stale(before.token(), token, acceptEqual)) {
+            return new WriteResult.Stale(before.token()); // the file is never read
+        }
+        try (Spool file = spool(exchange, form)) {
+            if (file == null) {
+                return new WriteResult.Answered(exchange.response().status().code());
+            }
+            List<Map.Entry<String, String>> headers = formHeaders(form);
+            headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+            return guarded(exchange, form.key(), token, acceptEqual, true,
+                    etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
+                            file.body()),
+                    response -> formAnswer(exchange, form, s3.bucket(), response.first("ETag")));
+        } catch (RuntimeException e) {
+            return failure(exchange, e, false);
+        }
     }
 
     /**

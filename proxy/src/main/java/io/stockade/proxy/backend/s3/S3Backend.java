@@ -112,7 +112,23 @@ public class S3Backend implements Backend {
      * @param unsigned    an unsigned read (or CORS preflight) the policy forwards: sent upstream without the proxy's
      *                    signature, for the store to judge as the anonymous request it is
      */
-    record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned) {
+    record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned,
+                  Form form) {
+        Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned) {
+            this(s3, verified, uploadToken, unsigned, null);
+        }
+    }
+
+    /**
+     * A browser-form upload (POST Object), read up to its file and judged in {@link #admit}.
+     *
+     * @param form      the form; its file is still to be read
+     * @param key       the object's key ({@code ${filename}} filled in)
+     * @param minLength the smallest file its policy allows
+     * @param maxLength the largest file its policy allows
+     * @param fields    its fields by lower-case name (the first of each name)
+     */
+    record Form(PostForm form, String key, long minLength, long maxLength, Map<String, String> fields) {
     }
 
     /** Upload IDs that carry their creation's token: only the atomic class needs them (null here). */
@@ -207,6 +223,9 @@ public class S3Backend implements Backend {
                     + " not supported through the fencing proxy", s3.resource(), Map.of());
             return false;
         }
+        if (s3.operation() == S3Request.Operation.POST_OBJECT) {
+            return admitForm(exchange, s3, head);
+        }
         ClientAuth.Verified verified = null;
         boolean unsigned = false;
         if (s3.operation() == S3Request.Operation.PREFLIGHT) {
@@ -273,6 +292,241 @@ public class S3Backend implements Backend {
         return true;
     }
 
+    // ---- browser-form uploads (POST Object) ----
+
+    /** The form field that carries a form upload's token (covered by the policy's signature like every field). */
+    static final String TOKEN_FIELD = TOKEN_META;
+
+    /**
+     * Reads a browser-form upload up to its file and judges it before any fence question: its signature over the
+     * policy document, the policy's expiration and conditions, the key. The file is read by the write.
+     */
+    private boolean admitForm(Exchange exchange, S3Request s3, boolean head) {
+        ServerRequest req = exchange.request();
+        String boundary = PostForm.boundary(req.headers().first(HeaderNames.CONTENT_TYPE).orElse(null));
+        if (boundary == null) {
+            S3Xml.error(exchange.response(), head, 400, "MalformedPOSTRequest", "The body of your POST request is "
+                    + "not well-formed multipart/form-data: no boundary in its Content-Type.", s3.resource(), Map.of());
+            return false;
+        }
+        PostForm form;
+        try {
+            form = PostForm.read(exchange.body(), boundary);
+        } catch (PostForm.Malformed e) {
+            S3Xml.error(exchange.response(), head, 400, e.code, e.getMessage(), s3.resource(), Map.of());
+            return false;
+        } catch (IOException e) {
+            if (BodyBounds.BodyRefused.in(e) != null) {
+                return false; // over a bound of the policy: the pipeline answers it
+            }
+            S3Xml.error(exchange.response(), head, 400, "IncompleteBody", "the form could not be read: "
+                    + e.getMessage(), s3.resource(), Map.of());
+            return false;
+        }
+        Map<String, String> fields = new java.util.LinkedHashMap<>();
+        for (PostForm.Field f : form.fields()) {
+            fields.putIfAbsent(f.name().toLowerCase(Locale.ROOT), f.value());
+        }
+        String key = fields.get("key");
+        if (key == null) {
+            S3Xml.error(exchange.response(), head, 400, "InvalidArgument", "Bucket POST must contain a field named "
+                    + "'key'.  If it is specified, please check the order of the fields.", s3.resource(), Map.of());
+            return false;
+        }
+        key = key.replace("${filename}", form.fileName());
+        fields.put("key", key);
+        fields.put("bucket", s3.bucket());
+        String resource = "/" + s3.bucket() + "/" + key;
+        String policyText = fields.get("policy");
+        boolean signed = fields.containsKey("x-amz-signature") || fields.containsKey("signature");
+        try {
+            if (auth != null) {
+                if (policyText == null && !signed) {
+                    throw new PostPolicy.Refused(403, "AccessDenied", "Anonymous access is refused: a browser form"
+                            + " must carry a policy document signed with SigV4 (x-amz-signature); unsigned writes "
+                            + "are never forwarded");
+                }
+                if (policyText == null) {
+                    throw new PostPolicy.Refused(400, "InvalidArgument", "Bucket POST must contain a field named "
+                            + "'policy'.  If it is specified, please check the order of the fields.");
+                }
+                auth.verifyForm(fields::get, policyText, Instant.now());
+            }
+            long min = 0;
+            long max = Long.MAX_VALUE;
+            if (policyText != null) {
+                PostPolicy policy = PostPolicy.parse(policyText);
+                policy.check(fields, Instant.now());
+                min = policy.minLength();
+                max = policy.maxLength();
+            }
+            Optional<String> keyProblem = formKeyProblem(s3.bucket(), key);
+            if (keyProblem.isPresent()) {
+                throw new PostPolicy.Refused(400, key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+                        > S3Request.MAX_KEY_BYTES ? "KeyTooLongError" : "InvalidArgument", keyProblem.get());
+            }
+            String tokenHeader = exchange.route().policy().fence().header();
+            if (auth != null && config.signedToken() && req.headers().contains(HeaderNames.create(tokenHeader))
+                    && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE) {
+                throw new PostPolicy.Refused(403, "AccessDenied", "a browser form's token is the form field "
+                        + TOKEN_FIELD + ", which its policy signs; the " + tokenHeader + " header of a form upload"
+                        + " is covered by no signature (policy option signed-token)");
+            }
+            req.context().register(new Parsed(s3, null, java.util.OptionalLong.empty(), false,
+                    new Form(form, key, min, max, java.util.Collections.unmodifiableMap(fields))));
+            return true;
+        } catch (ClientAuth.Refused e) {
+            S3Xml.error(exchange.response(), head, e.status, e.code, e.getMessage(), resource, Map.of());
+        } catch (PostPolicy.Refused e) {
+            S3Xml.error(exchange.response(), head, e.status, e.code, e.getMessage(), resource, Map.of());
+        }
+        return false;
+    }
+
+    /**
+     * Why a form's key is refused: empty, over 1024 bytes, or a key the proxy refuses in a path (dot segments,
+     * empty segments: the proxy writes it in a path, where stores and servers may normalise it).
+     */
+    private static Optional<String> formKeyProblem(String bucket, String key) {
+        if (key.isEmpty()) {
+            return Optional.of("the key is empty");
+        }
+        int bytes = key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (bytes > S3Request.MAX_KEY_BYTES) {
+            return Optional.of("Your key is too long: " + bytes + " bytes of UTF-8; S3 allows at most "
+                    + S3Request.MAX_KEY_BYTES);
+        }
+        String raw = "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(key, false);
+        if (!(io.stockade.policy.RequestTarget.parse(raw, null, false)
+                instanceof io.stockade.policy.RequestTarget.Accepted accepted)) {
+            return Optional.of("the key '" + key + "' is refused as an ambiguous path (empty, '.' or '..' "
+                    + "segments, control characters; docs/request-targets.md)");
+        }
+        List<String> expected = new ArrayList<>();
+        expected.add(bucket);
+        expected.addAll(List.of(key.split("/", -1)));
+        if (key.endsWith("/")) {
+            expected.removeLast();
+        }
+        if (!accepted.target().segments().equals(expected) || accepted.target().trailingSlash() != key.endsWith("/")) {
+            return Optional.of("the key '" + key + "' does not read back as itself in a path");
+        }
+        return Optional.empty();
+    }
+
+    /** The headers a form upload's fields give the object (its type, content headers, ACL, metadata). */
+    static List<Map.Entry<String, String>> formHeaders(Form form) {
+        List<Map.Entry<String, String>> out = new ArrayList<>();
+        for (PostForm.Field f : form.form().fields()) {
+            String name = f.name().toLowerCase(Locale.ROOT);
+            if (name.equals("content-type") || name.equals("cache-control") || name.equals("content-disposition")
+                    || name.equals("content-encoding") || name.equals("expires")
+                    || name.equals("x-amz-storage-class") || name.equals("x-amz-website-redirect-location")
+                    || name.startsWith("x-amz-server-side-encryption")
+                    || (name.startsWith("x-amz-meta-") && !name.equals(TOKEN_META) && !name.equals(DELETED_META))) {
+                out.add(Map.entry(name, f.value()));
+            } else if (name.equals("acl")) {
+                out.add(Map.entry("x-amz-acl", f.value()));
+            }
+        }
+        return out;
+    }
+
+    /** What a successful form upload answers: a redirect, 200, 201 with XML, or 204 (S3's default). */
+    static WriteResult formAnswer(Exchange exchange, Form form, String bucket, String etag) {
+        var res = exchange.response();
+        String quoted = etag == null ? "" : etag;
+        String host = exchange.request().headers().first(HeaderNames.HOST).orElse("localhost");
+        String location = "http://" + host + "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(form.key(), false);
+        String redirect = form.fields().getOrDefault("success_action_redirect", form.fields().get("redirect"));
+        if (!quoted.isEmpty()) {
+            res.header(HeaderNames.ETAG, quoted);
+        }
+        if (redirect != null && !redirect.isBlank()) {
+            String target = redirect + (redirect.contains("?") ? "&" : "?") + "bucket="
+                    + java.net.URLEncoder.encode(bucket, java.nio.charset.StandardCharsets.UTF_8) + "&key="
+                    + java.net.URLEncoder.encode(form.key(), java.nio.charset.StandardCharsets.UTF_8) + "&etag="
+                    + java.net.URLEncoder.encode(quoted, java.nio.charset.StandardCharsets.UTF_8);
+            res.header(HeaderNames.LOCATION, target);
+            res.status(303).send();
+            return new WriteResult.Answered(303);
+        }
+        res.header(HeaderNames.LOCATION, location);
+        String status = form.fields().getOrDefault("success_action_status", "204").trim();
+        switch (status) {
+            case "200" -> {
+                res.status(200).send();
+                return new WriteResult.Answered(200);
+            }
+            case "201" -> {
+                String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>"
+                        + S3Xml.escape(location) + "</Location><Bucket>" + S3Xml.escape(bucket) + "</Bucket><Key>"
+                        + S3Xml.escape(form.key()) + "</Key><ETag>" + S3Xml.escape(quoted) + "</ETag></PostResponse>";
+                res.header(HeaderNames.CONTENT_TYPE, "application/xml");
+                res.status(201).send(xml.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                return new WriteResult.Answered(201);
+            }
+            default -> {
+                res.status(204).send();
+                return new WriteResult.Answered(204);
+            }
+        }
+    }
+
+    /**
+     * A form upload without a fence (mode off or observe, missing: allow): the file is read and written as a plain
+     * PutObject, as the other unfenced writes are forwarded.
+     */
+    void formUpload(Exchange exchange, Parsed p) {
+        Form form = p.form();
+        try (Spool file = spool(exchange, form)) {
+            if (file == null) {
+                return;
+            }
+            try (UpstreamResponse response = upstream.send("PUT", p.s3().bucket(), form.key(), List.of(),
+                    formHeaders(form), file.body())) {
+                if (response.status() / 100 != 2) {
+                    relayResponse(response, exchange);
+                    return;
+                }
+                formAnswer(exchange, form, p.s3().bucket(), response.first("ETag"));
+            }
+        } catch (RuntimeException e) {
+            failure(exchange, e, true);
+        }
+    }
+
+    /**
+     * Reads a form's file within its policy's content-length-range; null after answering when it is not.
+     */
+    Spool spool(Exchange exchange, Form form) {
+        long max = Math.min(form.maxLength(), MAX_FORM_FILE);
+        try {
+            Spool file = Spool.of(form.form().file(), max, ConditionalS3Backend.REPLAY_BUFFER);
+            if (file.length() < form.minLength()) {
+                file.close();
+                answer(exchange, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed "
+                        + "size (" + form.minLength() + " bytes, the policy's content-length-range)");
+                return null;
+            }
+            return file;
+        } catch (Spool.TooLarge e) {
+            answer(exchange, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size ("
+                    + max + " bytes" + (max == MAX_FORM_FILE ? ", S3's limit for a POST upload" : ", the policy's "
+                    + "content-length-range") + ")");
+            return null;
+        } catch (IOException e) {
+            if (BodyBounds.BodyRefused.in(e) != null) {
+                throw new UncheckedIOException(e); // answered by the pipeline (see failure)
+            }
+            answer(exchange, 400, "IncompleteBody", "the form's file could not be read: " + e.getMessage());
+            return null;
+        }
+    }
+
+    /** S3's largest POST upload: 5 GiB. */
+    static final long MAX_FORM_FILE = 5L * 1024 * 1024 * 1024;
+
     // ---- the token: the policy's header, or the user metadata the AWS CLI can send ----
 
     /**
@@ -302,6 +556,21 @@ public class S3Backend implements Backend {
         ServerRequest req = exchange.request();
         String header = exchange.route().policy().fence().header();
         List<String> values = req.headers().all(HeaderNames.create(header), List::of);
+        Form form = req.context().get(Parsed.class).map(Parsed::form).orElse(null);
+        if (form != null) {
+            // a browser form: the token is the form field its policy signs (a header, where allowed, must agree)
+            String field = form.fields().get(TOKEN_FIELD);
+            if (field == null) {
+                return FencingToken.parse(header, values);
+            }
+            FencingToken.Parsed fromField = FencingToken.parse(TOKEN_FIELD, field);
+            if (!values.isEmpty() && FencingToken.parse(header, values) instanceof FencingToken.Present h
+                    && fromField instanceof FencingToken.Present f && h.value() != f.value()) {
+                return new FencingToken.Malformed(header + " (" + h.value() + ") and the form field " + TOKEN_FIELD
+                        + " (" + f.value() + ") name two different tokens; send one");
+            }
+            return fromField;
+        }
         if (!config.tokenFromMetadata() || header.equalsIgnoreCase(TOKEN_META)) {
             return FencingToken.parse(header, values);
         }
@@ -345,7 +614,11 @@ public class S3Backend implements Backend {
                 status = 400;
                 code = "MissingFencingToken";
                 String detail = problem.detail();
-                problem = Problem.of(400, "missing-token", "Fencing token required", detail
+                boolean form = exchange.request().context().get(Parsed.class).map(p -> p.form() != null)
+                        .orElse(false);
+                problem = Problem.of(400, "missing-token", "Fencing token required", form ? "a browser-form "
+                        + "upload is fenced: send the token of your lock as the form field " + TOKEN_FIELD + ", with a"
+                        + " condition for it in the signed policy document" : detail
                         + (config.tokenFromMetadata() ? " (or as the object metadata fencing-token: "
                         + TOKEN_META + ", e.g. aws s3 cp --metadata fencing-token=N)"
                         : exchange.request().headers().contains(HeaderNames.create(TOKEN_META))
@@ -388,6 +661,10 @@ public class S3Backend implements Backend {
     @Override
     public void forward(Exchange exchange) {
         Parsed p = parsed(exchange.request());
+        if (p.form() != null) {
+            formUpload(exchange, p);
+            return;
+        }
         List<Map.Entry<String, String>> extra = new ArrayList<>();
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
             tokenOf(exchange).ifPresent(t -> extra.add(Map.entry(TOKEN_META, Long.toString(t))));
@@ -401,6 +678,11 @@ public class S3Backend implements Backend {
         if (p.s3().operation() == S3Request.Operation.DELETE_OBJECTS) {
             return answer(exchange, 501, "NotImplemented", "DeleteObjects spans several scopes, which the serialized"
                     + " class cannot hold at once; delete the objects one by one (DeleteObject)");
+        }
+        if (p.form() != null) {
+            return answer(exchange, 501, "NotImplemented", "a browser-form upload names its key in its body, not in"
+                    + " the path the serialized class fences; it is fenced only with fence-scope: object and "
+                    + "conditional-writes: true");
         }
         return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(admission.token()))));
     }

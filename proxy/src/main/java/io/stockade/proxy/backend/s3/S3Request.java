@@ -34,6 +34,8 @@ record S3Request(String method, String bucket, String key, String decodedPath,
     /** What an S3 request does; the fenced ones are the writes of object data. */
     enum Operation {
         LIST_BUCKETS, BUCKET_OTHER, DELETE_OBJECTS,
+        /** POST Object: a browser-form upload (multipart/form-data, a signed policy document) to a bucket. */
+        POST_OBJECT,
         /** ListObjects (v1) or ListObjectsV2: tombstones are hidden from it (atomic class). */
         LIST_OBJECTS,
         /** ListObjectVersions: tombstone versions are hidden from it (atomic class). */
@@ -51,7 +53,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         boolean fenced() {
             return switch (this) {
                 case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, DELETE_OBJECTS,
-                     UNKNOWN_WRITE ->
+                     POST_OBJECT, UNKNOWN_WRITE ->
                         true;
                 default -> false;
             };
@@ -85,7 +87,13 @@ record S3Request(String method, String bucket, String key, String decodedPath,
             key = slash < 0 || slash == rest.length() - 1 ? null : rest.substring(slash + 1);
         }
         boolean copy = req.headers().contains(HeaderNames.create("x-amz-copy-source"));
-        return new S3Request(method, bucket, key, decodedPath, query, operation(method, bucket, key, query, copy));
+        Operation operation = operation(method, bucket, key, query, copy);
+        if (operation == Operation.BUCKET_OTHER && method.equals("POST") && query.stream().allMatch(e ->
+                e.getKey().equals("x-id")) && req.headers().first(HeaderNames.CONTENT_TYPE).map(t -> t.trim()
+                .toLowerCase(Locale.ROOT).startsWith("multipart/form-data")).orElse(false)) {
+            operation = Operation.POST_OBJECT;
+        }
+        return new S3Request(method, bucket, key, decodedPath, query, operation);
     }
 
     private static String hostBucket(String host, String virtualHost) {
