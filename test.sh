@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd, HAProxy, nginx, the AWS CLI and boto3), then builds every module and runs every test
+# need (PostgreSQL, etcd, HAProxy, nginx, the AWS CLI, boto3, rclone), then builds every module and runs every test
 # (unit tests *Test, integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -47,13 +47,13 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
     || { echo "stockade: could not install nginx-light (run as root: apt-get install -y nginx-light);" \
               "FrontProxySmugglingIT will be skipped" >&2; }
 fi
-# The AWS CLI (Debian awscli, v2) and boto3 (python3-boto3) for S3CliIT, which runs them as processes against the
-# proxy (nothing is started here).
-if [ ! -x /usr/bin/aws ] || ! /usr/bin/python3 -c 'import boto3' 2>/dev/null; then
-  echo "stockade: the AWS CLI or boto3 not found, installing awscli and python3-boto3" >&2
-  { apt-get update && apt-get install -y awscli python3-boto3; } >&2 \
-    || { echo "stockade: could not install awscli python3-boto3 (run as root: apt-get install -y awscli" \
-              "python3-boto3); S3CliIT will be skipped" >&2; }
+# The AWS CLI (Debian awscli, v2), boto3 (python3-boto3) and rclone for S3CliIT and S3RcloneIT, which run them as
+# processes against the proxy (nothing is started here).
+if [ ! -x /usr/bin/aws ] || ! /usr/bin/python3 -c 'import boto3' 2>/dev/null || [ ! -x /usr/bin/rclone ]; then
+  echo "stockade: the AWS CLI, boto3 or rclone not found, installing awscli, python3-boto3 and rclone" >&2
+  { apt-get update && apt-get install -y awscli python3-boto3 rclone; } >&2 \
+    || { echo "stockade: could not install awscli python3-boto3 rclone (run as root: apt-get install -y" \
+              "awscli python3-boto3 rclone); S3CliIT and S3RcloneIT will be skipped" >&2; }
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then
