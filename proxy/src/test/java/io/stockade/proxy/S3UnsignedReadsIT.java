@@ -77,6 +77,11 @@ class S3UnsignedReadsIT {
         assertS3Error(unsigned("GET", "/public/closed.txt", "", null), 403, "AccessDenied");
         assertS3Error(unsigned("GET", "/private/k", "", null), 403, "AccessDenied");
         assertS3Error(unsigned("GET", "/public/missing.txt", "", null), 404, "NoSuchKey");
+        Http.Response noBucket = unsigned("GET", "/no-such-bucket/k", "", null);
+        Http.Response noBucketStraight = RawHttp.send(fixture.s3proxy.getPort(), "GET /no-such-bucket/k HTTP/1.1\r\n"
+                + "Host: x\r\nConnection: close\r\n\r\n");
+        assertEquals(noBucketStraight.status(), noBucket.status(), noBucket.body());
+        assertS3Error(noBucket, 404, "NoSuchBucket");
         Http.Response listing = unsigned("GET", "/public?list-type=2", "", null);
         assertEquals(200, listing.status(), listing.body());
         assertTrue(listing.body().contains("<Key>open.txt</Key>"), listing.body());
