@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd, redis-server, HAProxy, nginx), then builds every module and runs every test (unit
-# tests *Test, integration tests *IT against real servers).
+# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone), then builds every module
+# and runs every test (unit tests *Test, integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
 . scripts/lib.sh
@@ -54,6 +54,14 @@ if ! command -v redis-server >/dev/null; then
   { apt-get update && apt-get install -y redis-server; } >&2 \
     || { echo "stockade: could not install redis-server (run as root: apt-get install -y redis-server);" \
               "the Redis tests will be skipped" >&2; }
+fi
+# The AWS CLI (Debian awscli, v2), boto3 (python3-boto3) and rclone for S3CliIT and S3RcloneIT, which run them as
+# processes against the proxy (nothing is started here).
+if [ ! -x /usr/bin/aws ] || ! /usr/bin/python3 -c 'import boto3' 2>/dev/null || [ ! -x /usr/bin/rclone ]; then
+  echo "stockade: the AWS CLI, boto3 or rclone not found, installing awscli, python3-boto3 and rclone" >&2
+  { apt-get update && apt-get install -y awscli python3-boto3 rclone; } >&2 \
+    || { echo "stockade: could not install awscli python3-boto3 rclone (run as root: apt-get install -y" \
+              "awscli python3-boto3 rclone); S3CliIT and S3RcloneIT will be skipped" >&2; }
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then

@@ -220,11 +220,17 @@ public sealed interface BackendConfig {
      * @param signedToken       with {@code auth: sigv4}: whether a fenced request's token header must be one of the
      *                          headers its signature covers (else anyone holding a signed request or a presigned
      *                          URL could pick the token)
+     * @param tokenFromMetadata whether a fenced request without the token header may carry its token as the user
+     *                          metadata {@code x-amz-meta-fencing-token} (what the AWS CLI can send:
+     *                          {@code --metadata fencing-token=7}); a CompleteMultipartUpload without either then
+     *                          takes the token its upload ID carries
+     * @param unsignedReads     with {@code auth: sigv4}: what happens to an unsigned (anonymous) GET or HEAD
      */
     record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
               boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
               FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
-              ClientTls tls, boolean signedToken) implements BackendConfig {
+              ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads)
+            implements BackendConfig {
         public static final String DEFAULT_REGION = "us-east-1";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
         public static final int DEFAULT_RETRIES = 3;
@@ -239,11 +245,31 @@ public sealed interface BackendConfig {
             clients = List.copyOf(clients);
             Objects.requireNonNull(fenceScope, "fenceScope");
             Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(unsignedReads, "unsignedReads");
         }
 
         @Override
         public String type() {
             return "s3";
+        }
+
+        /** As the canonical constructor, with unsigned reads refused. */
+        public S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
+                  boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+                  FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
+                  ClientTls tls, boolean signedToken, boolean tokenFromMetadata) {
+            this(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth, clients, virtualHost,
+                    fenceScope, prefixSegments, timeout, retries, maxConnections, tls, signedToken, tokenFromMetadata,
+                    UnsignedReads.REFUSE);
+        }
+
+        /** As the canonical constructor, with the token read from its header only. */
+        public S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
+                  boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+                  FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
+                  ClientTls tls, boolean signedToken) {
+            this(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth, clients, virtualHost,
+                    fenceScope, prefixSegments, timeout, retries, maxConnections, tls, signedToken, false);
         }
 
         /** As the canonical constructor, with the token's signature required. */
@@ -265,7 +291,8 @@ public sealed interface BackendConfig {
             return "S3[endpoint=" + endpoint + ", region=" + region + ", accessKey=" + accessKey + ", pathStyle="
                     + pathStyle + ", conditionalWrites=" + conditionalWrites + ", auth=" + auth + ", clients="
                     + clients.size() + ", virtualHost=" + virtualHost + ", fenceScope=" + fenceScope
-                    + ", prefixSegments=" + prefixSegments + ", tls=" + tls + ", signedToken=" + signedToken + "]";
+                    + ", prefixSegments=" + prefixSegments + ", tls=" + tls + ", signedToken=" + signedToken
+                    + ", tokenFromMetadata=" + tokenFromMetadata + ", unsignedReads=" + unsignedReads + "]";
         }
     }
 
@@ -275,6 +302,14 @@ public sealed interface BackendConfig {
         SIGV4,
         /** No check at all: for a trusted network only; the proxy says so loudly when it starts. */
         NONE
+    }
+
+    /** What an s3 policy with {@code auth: sigv4} does with an unsigned (anonymous) GET or HEAD. */
+    enum UnsignedReads {
+        /** 403 AccessDenied, like every unsigned request. */
+        REFUSE,
+        /** Forwarded to the store without the proxy's signature: the store's own ACLs and policies answer it. */
+        FORWARD
     }
 
     /** What one S3 fence scope covers. */

@@ -84,6 +84,10 @@ final class BackendReader {
                 field -> Values.integer(field, 1, 10_000, "whole number"), BackendConfig.S3.DEFAULT_MAX_CONNECTIONS);
         Optional<Optional<ClientTls>> tls = tls(backend, endpoint);
         Optional<Boolean> signedToken = backend.optional("signed-token", Values::bool, true);
+        Optional<Boolean> tokenFromMetadata = backend.optional("token-from-metadata", Values::bool, false);
+        Optional<BackendConfig.UnsignedReads> unsignedReads = backend.optional("unsigned-reads",
+                field -> Values.keyword(field, "unsigned reads", Vocabulary.S3_UNSIGNED_READS),
+                BackendConfig.UnsignedReads.REFUSE);
         boolean valid = true;
         if (scope.isPresent() && !scope.get().variables().isEmpty()) {
             backend.required("type").ifPresent(type -> type.error("an s3 policy's scope is a literal prefix such"
@@ -100,13 +104,14 @@ final class BackendReader {
         }
         if (!valid || !Values.allPresent(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth,
                 clients, virtualHost, fenceScope, prefixSegments, timeout, retries, maxConnections, tls,
-                signedToken)) {
+                signedToken, tokenFromMetadata, unsignedReads)) {
             return Optional.empty();
         }
         return Optional.of(new BackendConfig.S3(endpoint.get(), region.get(), accessKey.get(), secretKey.get(),
                 pathStyle.get(), conditionalWrites.get(), auth.get(), clients.get(),
                 virtualHost.get().isEmpty() ? null : virtualHost.get(), fenceScope.get(), prefixSegments.get(),
-                timeout.get(), retries.get(), maxConnections.get(), tls.get().orElse(null), signedToken.get()));
+                timeout.get(), retries.get(), maxConnections.get(), tls.get().orElse(null), signedToken.get(),
+                tokenFromMetadata.get(), unsignedReads.get()));
     }
 
     /**

@@ -52,8 +52,8 @@ final class Vocabulary {
     static final List<String> PARAM_KEYS = List.of("from", "field", "type", "nullable");
     static final List<String> STATEMENT_KEYS = List.of("name", "sql");
     static final List<String> S3_BACKEND_KEYS = List.of("type", "endpoint", "region", "access-key", "secret-key",
-            "path-style", "conditional-writes", "auth", "signed-token", "clients", "virtual-host", "fence-scope",
-            "prefix-segments", "timeout", "retries", "max-connections", "tls");
+            "path-style", "conditional-writes", "auth", "signed-token", "token-from-metadata", "unsigned-reads",
+            "clients", "virtual-host", "fence-scope", "prefix-segments", "timeout", "retries", "max-connections", "tls");
     static final List<String> S3_CLIENT_KEYS = List.of("access-key", "secret-key");
 
     /** The methods a policy can take, in the order messages list them. */
@@ -72,6 +72,8 @@ final class Vocabulary {
     static final Map<String, BackendConfig.ParamType> PARAM_TYPES = keywords(BackendConfig.ParamType.class);
     static final Map<String, BackendConfig.Auth> S3_AUTH = keywords(BackendConfig.Auth.class);
     static final Map<String, BackendConfig.FenceScope> S3_FENCE_SCOPES = keywords(BackendConfig.FenceScope.class);
+    static final Map<String, BackendConfig.UnsignedReads> S3_UNSIGNED_READS =
+            keywords(BackendConfig.UnsignedReads.class);
 
     private Vocabulary() {
     }

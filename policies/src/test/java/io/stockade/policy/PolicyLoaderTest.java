@@ -63,6 +63,39 @@ class PolicyLoaderTest {
         BackendConfig.S3 unsigned = (BackendConfig.S3) parse(yaml + "      signed-token: false\n").policies()
                 .getFirst().backend();
         assertFalse(unsigned.signedToken());
+        assertFalse(signed.tokenFromMetadata());
+        BackendConfig.S3 metadata = (BackendConfig.S3) parse(yaml + "      token-from-metadata: true\n").policies()
+                .getFirst().backend();
+        assertTrue(metadata.tokenFromMetadata());
+        List<PolicyError> bad = errors(yaml + "      token-from-metadata: sometimes\n", Map.of());
+        assertEquals(1, bad.size(), bad.toString());
+        assertTrue(bad.getFirst().toString().contains("token-from-metadata"), bad.toString());
+    }
+
+    @Test
+    void unsignedS3ReadsAreRefusedUnlessThePolicyForwardsThem() throws Exception {
+        String yaml = """
+                store: {type: memory, journal: /tmp/j}
+                policies:
+                  - name: s3
+                    match: {path: "/{path...}"}
+                    scope: s3
+                    backend:
+                      type: s3
+                      endpoint: http://127.0.0.1:9000
+                      access-key: a
+                      secret-key: b
+                      auth: sigv4
+                      clients: [{access-key: c, secret-key: d}]
+                """;
+        assertEquals(BackendConfig.UnsignedReads.REFUSE,
+                ((BackendConfig.S3) parse(yaml).policies().getFirst().backend()).unsignedReads());
+        assertEquals(BackendConfig.UnsignedReads.FORWARD, ((BackendConfig.S3) parse(yaml
+                + "      unsigned-reads: forward\n").policies().getFirst().backend()).unsignedReads());
+        List<PolicyError> bad = errors(yaml + "      unsigned-reads: public\n", Map.of());
+        assertEquals(1, bad.size(), bad.toString());
+        assertTrue(bad.getFirst().toString().contains("refuse") && bad.getFirst().toString().contains("forward"),
+                bad.toString());
     }
 
     @Test

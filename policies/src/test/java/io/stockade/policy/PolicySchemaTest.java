@@ -64,6 +64,8 @@ class PolicySchemaTest {
         assertEquals(List.copyOf(Vocabulary.S3_AUTH.keySet()), at("$defs/s3Backend/properties/auth/enum"));
         assertEquals(List.copyOf(Vocabulary.S3_FENCE_SCOPES.keySet()),
                 at("$defs/s3Backend/properties/fence-scope/enum"));
+        assertEquals(List.copyOf(Vocabulary.S3_UNSIGNED_READS.keySet()),
+                at("$defs/s3Backend/properties/unsigned-reads/enum"));
     }
 
     @Test

@@ -446,6 +446,24 @@ class S3BackendIT {
         assertTrue(url.body().contains("Signature Version 2"), url.body());
     }
 
+    /** Issue 15: the default refuses every unsigned request, and says what the policy could do about reads. */
+    @Test
+    void unsignedRequestsAreRefusedByDefault() throws Exception {
+        put("unsigned-default.txt", 1, "kept");
+        io.stockade.proxy.testing.Http.Response read = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
+                + "/unsigned-default.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        assertEquals(403, read.status(), read.body());
+        assertTrue(read.body().contains("<Code>AccessDenied</Code>") && read.body().contains("unsigned-reads"),
+                read.body());
+        io.stockade.proxy.testing.Http.Response missing = RawHttp.send(fixture.proxy.server().port(), "GET /"
+                + BUCKET + "/no-such-key HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        assertEquals(403, missing.status(), missing.body());
+        io.stockade.proxy.testing.Http.Response preflight = RawHttp.send(fixture.proxy.server().port(), "OPTIONS /"
+                + BUCKET + "/unsigned-default.txt HTTP/1.1\r\nHost: x\r\nOrigin: https://example.org\r\n"
+                + "Connection: close\r\n\r\n");
+        assertEquals(403, preflight.status(), preflight.body());
+    }
+
     @Test
     void wrongSignatureAndUnknownKeyAre403() {
         try (S3Client wrongSecret = S3Fixture.client(fixture.proxyUri(), S3Fixture.APP_KEY, "not-the-secret");

@@ -47,6 +47,9 @@ public final class S3Fixture implements AutoCloseable {
                   access-key: upstream-key
                   secret-key: upstream-secret
                   auth: ${AUTH:-sigv4}
+                  signed-token: ${SIGNED_TOKEN:-true}
+                  token-from-metadata: ${TOKEN_FROM_METADATA:-false}
+                  unsigned-reads: ${UNSIGNED_READS:-refuse}
                   fence-scope: ${FENCE_SCOPE:-object}
                   timeout: 10s
                   clients:

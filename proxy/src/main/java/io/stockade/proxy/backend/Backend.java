@@ -3,8 +3,10 @@ package io.stockade.proxy.backend;
 import io.helidon.webserver.http.ServerRequest;
 import io.stockade.policy.Route;
 import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.token.FencingToken;
 
 import java.time.Duration;
+import java.util.List;
 
 /**
  * Where a policy's requests go. One implementation per backend type, each in its own package.
@@ -62,6 +64,18 @@ public interface Backend extends AutoCloseable {
      */
     default boolean fences(Exchange exchange) {
         return true;
+    }
+
+    /**
+     * The token of a fenced request. The default reads the policy's token header ({@code Fencing-Token}). A backend
+     * whose clients cannot add a header to every write may also read the token from another part of the request
+     * that the policy allows (S3's user metadata {@code x-amz-meta-fencing-token}, which the AWS CLI can send), and
+     * answers for it being as trustworthy as the header (signed, where the backend checks signatures).
+     */
+    default FencingToken.Parsed token(Exchange exchange) {
+        String header = exchange.route().policy().fence().header();
+        return FencingToken.parse(header, exchange.request().headers().all(
+                io.helidon.http.HeaderNames.create(header), List::of));
     }
 
     /**

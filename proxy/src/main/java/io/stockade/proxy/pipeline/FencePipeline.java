@@ -307,7 +307,7 @@ public final class FencePipeline implements Handler {
         Policy policy = call.policy();
         String header = policy.fence().header();
         boolean observe = policy.fence().mode() == Policy.Mode.OBSERVE;
-        switch (FencingToken.parse(header, call.req.headers().all(HeaderNames.create(header), List::of))) {
+        switch (call.backend.token(call.exchange)) {
             case FencingToken.Malformed malformed -> {
                 if (observe) {
                     observed(call, Outcome.MALFORMED, malformed.reason());

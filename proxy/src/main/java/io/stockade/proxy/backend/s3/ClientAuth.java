@@ -124,17 +124,33 @@ final class ClientAuth {
             throw new Refused(400, "AuthorizationQueryParametersError", "a presigned URL needs X-Amz-Credential,"
                     + " X-Amz-SignedHeaders, X-Amz-Date, X-Amz-Expires and X-Amz-Signature");
         }
+        // What AWS S3 answers, case by case: a malformed or out-of-range X-Amz-Expires or X-Amz-Date is 400
+        // AuthorizationQueryParametersError; an expired URL (X-Amz-Expires=0 included) and one signed for a time
+        // still to come are 403 AccessDenied.
         long seconds;
         try {
             seconds = Long.parseLong(expires);
         } catch (NumberFormatException e) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be a number");
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires should be a number");
         }
-        if (seconds < 1 || seconds > MAX_EXPIRES) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be 1.." + MAX_EXPIRES);
+        if (seconds < 0) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be non-negative");
         }
-        Instant signedAt = parseDate(amzDate);
-        if (now.isAfter(signedAt.plusSeconds(seconds)) || signedAt.isAfter(now.plus(MAX_SKEW))) {
+        if (seconds > MAX_EXPIRES) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be less than a week (in"
+                    + " seconds); that is, the given X-Amz-Expires must be less than " + MAX_EXPIRES + " seconds");
+        }
+        Instant signedAt;
+        try {
+            signedAt = AMZ_DATE.parse(amzDate, Instant::from);
+        } catch (DateTimeParseException e) {
+            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Date must be in the ISO8601 Long "
+                    + "Format \"yyyyMMdd'T'HHmmss'Z'\"");
+        }
+        if (signedAt.isAfter(now.plus(MAX_SKEW))) {
+            throw new Refused(403, "AccessDenied", "Request is not valid yet");
+        }
+        if (!now.isBefore(signedAt.plusSeconds(seconds))) {
             throw new Refused(403, "AccessDenied", "Request has expired");
         }
         List<Map.Entry<String, String>> query = s3.query().stream()
@@ -182,6 +198,83 @@ final class ClientAuth {
                     + " signature you provided. Check your key and signing method.");
         }
         return new Verified(accessKey, key, amzDate, scope, signature, payload, java.util.Set.copyOf(headers.keySet()));
+    }
+
+    /**
+     * Checks a browser form's signature over its policy document (S3's POST Object): SigV4 ({@code x-amz-algorithm},
+     * {@code x-amz-credential}, {@code x-amz-date}, {@code x-amz-signature}: the hex HMAC-SHA256 of the base64
+     * policy under the signing key) or SigV2 ({@code AWSAccessKeyId}, {@code signature}: the base64 HMAC-SHA1 of
+     * the base64 policy under the secret). Unlike a SigV2 request, whose canonical form the proxy does not
+     * rebuild, a SigV2 form signature covers exactly what a SigV4 one does: the policy text.
+     *
+     * @param field the form's fields by lower-case name
+     */
+    void verifyForm(java.util.function.Function<String, String> field, String policy, Instant now) throws Refused {
+        String v4 = field.apply("x-amz-signature");
+        if (v4 != null) {
+            String algorithm = field.apply("x-amz-algorithm");
+            String credential = field.apply("x-amz-credential");
+            String amzDate = field.apply("x-amz-date");
+            if (!SigV4.ALGORITHM.equals(algorithm)) {
+                throw new Refused(400, "InvalidArgument", "Bucket POST must contain a field named "
+                        + "'x-amz-algorithm' with the value " + SigV4.ALGORITHM);
+            }
+            if (credential == null || amzDate == null) {
+                throw new Refused(400, "InvalidArgument", "Bucket POST must contain the fields 'x-amz-credential'"
+                        + " and 'x-amz-date'");
+            }
+            String[] scope = credential.split("/");
+            if (scope.length != 5 || !scope[4].equals("aws4_request")) {
+                throw new Refused(400, "InvalidArgument", "x-amz-credential must be "
+                        + "ACCESSKEY/DATE/REGION/SERVICE/aws4_request");
+            }
+            String secret = secrets.get(scope[0]);
+            if (secret == null) {
+                throw new Refused(403, "InvalidAccessKeyId",
+                        "The AWS Access Key Id you provided does not exist in our records.");
+            }
+            if (!amzDate.startsWith(scope[1])) {
+                throw new Refused(400, "InvalidArgument", "the credential date " + scope[1] + " is not the date"
+                        + " of x-amz-date");
+            }
+            try {
+                AMZ_DATE.parse(amzDate, Instant::from);
+            } catch (DateTimeParseException e) {
+                throw new Refused(400, "InvalidArgument", "x-amz-date '" + amzDate + "' is not yyyyMMddTHHmmssZ");
+            }
+            byte[] key = SigV4.signingKey(secret, scope[1], scope[2], scope[3]);
+            if (!SigV4.same(SigV4.signature(key, policy), v4.trim().toLowerCase(Locale.ROOT))) {
+                throw new Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not "
+                        + "match the signature you provided. Check your key and signing method.");
+            }
+            return;
+        }
+        String accessKey = field.apply("awsaccesskeyid");
+        String v2 = field.apply("signature");
+        if (accessKey == null || v2 == null) {
+            throw new Refused(400, "InvalidArgument", "Bucket POST must contain a field named 'x-amz-signature' "
+                    + "(SigV4: with x-amz-algorithm, x-amz-credential and x-amz-date) or the fields "
+                    + "'AWSAccessKeyId' and 'signature' (SigV2)");
+        }
+        String secret = secrets.get(accessKey);
+        if (secret == null) {
+            throw new Refused(403, "InvalidAccessKeyId",
+                    "The AWS Access Key Id you provided does not exist in our records.");
+        }
+        String expected;
+        try {
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA1");
+            mac.init(new javax.crypto.spec.SecretKeySpec(secret.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                    "HmacSHA1"));
+            expected = java.util.Base64.getEncoder().encodeToString(mac.doFinal(policy.getBytes(
+                    java.nio.charset.StandardCharsets.UTF_8)));
+        } catch (java.security.GeneralSecurityException e) {
+            throw new IllegalStateException("the JDK has no HmacSHA1", e);
+        }
+        if (!SigV4.same(expected, v2.trim())) {
+            throw new Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
+                    + " signature you provided. Check your key and signing method.");
+        }
     }
 
     private static Map<String, String> headerMap(ServerRequest req) {

@@ -74,7 +74,15 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     }
 
     /** The object's state at the upstream. */
-    private record Head(boolean exists, String etag, long token, String failure, int status) {
+    /**
+     * @param exists    whether an object (a tombstone included) is stored under the key
+     * @param tombstone whether that object is a tombstone (a deleted object's token)
+     */
+    private record Head(boolean exists, String etag, long token, String failure, int status, boolean tombstone) {
+        Head(boolean exists, String etag, long token, String failure, int status) {
+            this(exists, etag, token, failure, status, false);
+        }
+
         boolean failed() {
             return failure != null;
         }
@@ -107,7 +115,9 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         try {
             return switch (s3.operation()) {
                 case PUT_OBJECT -> putObject(exchange, p, token, acceptEqual);
-                case DELETE_OBJECT -> guarded(exchange, s3.key(), token, acceptEqual, true,
+                case DELETE_OBJECT -> conditionalDelete(exchange) ? answer(exchange, 501, "NotImplemented",
+                        "a DeleteObject with If-Match or If-None-Match is not supported through the fencing proxy")
+                        : guarded(exchange, s3.key(), token, acceptEqual, true,
                         etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
@@ -116,6 +126,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 case COMPLETE_MULTIPART -> complete(exchange, p, token, acceptEqual);
                 case CREATE_MULTIPART -> createMultipart(exchange, p, token, acceptEqual);
                 case DELETE_OBJECTS -> deleteObjects(exchange, p, token, acceptEqual);
+                case POST_OBJECT -> postObject(exchange, p, token, acceptEqual);
                 default -> relay(exchange, p, List.of());
             };
         } catch (ClientError e) {
@@ -132,23 +143,269 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     public Observed observe(Exchange exchange, long token, boolean acceptEqual) {
         Parsed p = parsed(exchange.request());
         S3Request s3 = p.s3();
-        long stored = s3.key() == null ? -1 : head(s3.bucket(), s3.key()).token();
+        String key = p.form() != null ? p.form().key() : s3.key();
+        long stored = key == null ? -1 : head(s3.bucket(), key).token();
         forward(exchange);
         return new Observed(stale(stored, token, acceptEqual), stored,
                 new WriteResult.Answered(exchange.response().status().code()));
+    }
+
+    // ---- listings without tombstones, and a bucket that only tombstones keep ----
+
+    @Override
+    public void forward(Exchange exchange) {
+        Parsed p = parsed(exchange.request());
+        switch (p.s3().operation()) {
+            case LIST_OBJECTS, LIST_OBJECT_VERSIONS -> listing(exchange, p);
+            case DELETE_BUCKET -> deleteBucket(exchange, p);
+            default -> super.forward(exchange);
+        }
+    }
+
+    @Override
+    boolean deletedForAnonymous(String bucket, String key) {
+        Head head = head(bucket, key);
+        return !head.failed() && head.tombstone() && anonymousMayList(bucket, key);
+    }
+
+    /** The most bytes of a listing the proxy reads to edit (a page of 1000 keys of 1024 bytes is ~1.5 MB). */
+    private static final int MAX_LISTING = 32 * 1024 * 1024;
+
+    /** A listing answered without its tombstones ({@link Listings}). */
+    private void listing(Exchange exchange, Parsed p) {
+        S3Request s3 = p.s3();
+        try (UpstreamResponse response = send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
+                forwardHeaders(exchange), null)) {
+            if (response.status() != 200) {
+                relayed(exchange, response);
+                return;
+            }
+            String xml = new String(response.readAll(MAX_LISTING), StandardCharsets.UTF_8);
+            Listings.Kind kind = s3.operation() == S3Request.Operation.LIST_OBJECT_VERSIONS ? Listings.Kind.VERSIONS
+                    : s3.param("list-type").orElse("1").equals("2") ? Listings.Kind.V2 : Listings.Kind.V1;
+            boolean urlEncoded = s3.param("encoding-type").map("url"::equalsIgnoreCase).orElse(false);
+            Listings.Filtered filtered;
+            try {
+                filtered = Listings.filter(xml, kind, urlEncoded, probe(s3.bucket()));
+            } catch (Listings.Unavailable e) {
+                answer(exchange, 503, "ServiceUnavailable", "the listing could not be answered without its "
+                        + "tombstones: " + e.getMessage());
+                return;
+            }
+            var res = exchange.response();
+            res.status(200);
+            for (int i = 0; i < response.headerCount(); i++) {
+                String name = response.name(i).toLowerCase(Locale.ROOT);
+                if (!name.equals("content-length") && !name.equals("transfer-encoding") && !name.equals("connection")
+                        && !name.equals("keep-alive") && !name.equals("content-md5")) {
+                    res.header(HeaderNames.create(response.name(i)), response.value(i));
+                }
+            }
+            res.send(filtered.xml().getBytes(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            failure(exchange, new java.io.UncheckedIOException(e), true);
+        } catch (ClientError e) {
+            answer(exchange, e.status, e.code, e.getMessage());
+        } catch (RuntimeException e) {
+            failure(exchange, e, true);
+        }
+    }
+
+    /** The store's view of a bucket's entries: HEAD for tombstones, a listing for prefixes. */
+    private Listings.Probe probe(String bucket) {
+        return new Listings.Probe() {
+            @Override
+            public boolean tombstone(String key, String versionId) {
+                List<Map.Entry<String, String>> query = versionId == null ? List.of()
+                        : List.of(Map.entry("versionId", versionId));
+                try (UpstreamResponse r = upstream.send("HEAD", bucket, key, query, List.of(), null)) {
+                    return switch (r.status()) {
+                        case 200 -> r.first(DELETED_META) != null;
+                        case 404 -> true; // gone since it was listed: nothing to show
+                        default -> throw new Listings.Unavailable("HEAD of '" + key + "' answered " + r.status());
+                    };
+                }
+            }
+
+            @Override
+            public boolean live(String prefix) {
+                return onlyTombstones(bucket, prefix, PREFIX_PAGES).isEmpty();
+            }
+        };
+    }
+
+    /** How many pages of a prefix are read to find it holds only tombstones; past that it is taken as live. */
+    private static final int PREFIX_PAGES = 3;
+
+    /**
+     * Whether only tombstones are left under a prefix of a bucket, reading at most {@code pages} pages.
+     *
+     * @return empty when something else lives there (or the pages ran out: taken as live); else the count of
+     * tombstones and the highest token they hold
+     */
+    private Optional<long[]> onlyTombstones(String bucket, String prefix, int pages) {
+        long count = 0;
+        long highest = -1;
+        String next = null;
+        for (int page = 0; page < pages; page++) {
+            List<Map.Entry<String, String>> query = new ArrayList<>();
+            query.add(Map.entry("list-type", "2"));
+            query.add(Map.entry("max-keys", "1000"));
+            if (!prefix.isEmpty()) {
+                query.add(Map.entry("prefix", prefix));
+            }
+            if (next != null) {
+                query.add(Map.entry("continuation-token", next));
+            }
+            Listings.Page listed;
+            try (UpstreamResponse r = upstream.send("GET", bucket, null, query, List.of(), null)) {
+                if (r.status() != 200) {
+                    throw new Listings.Unavailable("listing '" + prefix + "' answered " + r.status());
+                }
+                listed = Listings.page(new String(r.readAll(MAX_LISTING), StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                throw new Listings.Unavailable("listing '" + prefix + "' failed: " + e.getMessage());
+            }
+            for (Listings.Entry entry : listed.entries()) {
+                if (entry.size() != 0) {
+                    return Optional.empty();
+                }
+                Head head = head(bucket, entry.key());
+                if (head.failed()) {
+                    throw new Listings.Unavailable(head.failure());
+                }
+                if (head.exists() && !head.tombstone()) {
+                    return Optional.empty();
+                }
+                if (head.tombstone()) {
+                    count++;
+                    highest = Math.max(highest, head.token());
+                }
+            }
+            if (listed.next() == null) {
+                return Optional.of(new long[]{count, highest});
+            }
+            next = listed.next();
+        }
+        return Optional.empty();
+    }
+
+    /** How many pages of a bucket DeleteBucket reads to tell "only tombstones" (and say how many). */
+    private static final int BUCKET_PAGES = 10;
+
+    /**
+     * DeleteBucket. Removing a bucket that holds only tombstones would drop the fences of its deleted objects: a
+     * writer with an older lease could then recreate the bucket and those objects. So the proxy does not remove
+     * them; when the store refuses the bucket as not empty and only tombstones are left, the answer says so, with
+     * how many and the highest token, and what to do (docs/s3.md).
+     */
+    private void deleteBucket(Exchange exchange, Parsed p) {
+        S3Request s3 = p.s3();
+        try (UpstreamResponse response = send(exchange, p, "DELETE", s3.bucket(), null, s3.upstreamQuery(),
+                forwardHeaders(exchange), null)) {
+            if (response.status() != 409) {
+                relayed(exchange, response);
+                return;
+            }
+            byte[] body = response.readAll(64 * 1024);
+            String xml = new String(body, StandardCharsets.UTF_8);
+            Optional<long[]> tombstones = xml.contains("BucketNotEmpty")
+                    ? onlyTombstones(s3.bucket(), "", BUCKET_PAGES) : Optional.empty();
+            if (tombstones.isEmpty()) {
+                exchange.response().status(409);
+                exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
+                exchange.response().send(body);
+                return;
+            }
+            long[] t = tombstones.get();
+            answer(exchange, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty: it holds no "
+                    + "objects, but " + t[0] + " tombstone" + (t[0] == 1 ? "" : "s") + " (the fencing tokens of "
+                    + "deleted objects, highest " + t[1] + "). The fencing proxy keeps them: removing the bucket "
+                    + "would let a writer holding a lease older than token " + t[1] + " recreate the bucket and "
+                    + "those objects. Once no such writer can be alive, remove the bucket at the store itself "
+                    + "(aws --endpoint-url <store> s3 rb --force s3://" + s3.bucket() + "); see docs/s3.md");
+        } catch (Listings.Unavailable e) {
+            answer(exchange, 503, "ServiceUnavailable", "the bucket is not empty and the proxy could not tell "
+                    + "whether only tombstones are left: " + e.getMessage());
+        } catch (IOException e) {
+            failure(exchange, new java.io.UncheckedIOException(e), true);
+        } catch (RuntimeException e) {
+            failure(exchange, e, true);
+        }
     }
 
     private WriteResult putObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
         headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-        Upstream.Body body = clientBody(exchange, p.verified());
-        boolean replayable = body == null || body.length() <= REPLAY_BUFFER;
-        Upstream.Body sendable = body != null && replayable ? Upstream.Body.of(smallBodyOf(body)) : body;
+        // The body is opened only once the token and the client's conditions have passed: opening it asks a client
+        // that sent Expect: 100-continue for it, and a refusal of a large body that is on its way closes the
+        // connection under the client (SECURITY.md). So a refused write never has its body sent.
+        boolean replayable = declaredLength(exchange) <= REPLAY_BUFFER;
+        Upstream.Body[] body = new Upstream.Body[1];
+        boolean[] opened = new boolean[1];
         return guarded(exchange, s3.key(), token, acceptEqual, replayable,
-                etag -> upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
-                        sendable),
+                etag -> {
+                    if (!opened[0]) {
+                        opened[0] = true;
+                        Upstream.Body b = clientBody(exchange, p.verified());
+                        body[0] = b != null && replayable ? Upstream.Body.of(smallBodyOf(b)) : b;
+                    }
+                    return upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
+                            body[0]);
+                },
                 response -> relayed(exchange, response));
+    }
+
+    /**
+     * A browser-form upload: the token (the signed form field) is judged against the object before the file is
+     * read; then the file is read within the policy's content-length-range (kept in memory up to 1 MiB, else in a
+     * temporary file, so that a lost race can be retried) and written as a conditional PUT, as PutObject.
+     */
+    private WriteResult postObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        Form form = p.form();
+        Head before = head(s3.bucket(), form.key());
+        if (before.failed()) {
+            return new WriteResult.Unavailable(before.failure());
+        }
+        if (stale(before.token(), token, acceptEqual)) {
+            return new WriteResult.Stale(before.token()); // the file is never read
+        }
+        try (Spool file = spool(exchange, form)) {
+            if (file == null) {
+                return new WriteResult.Answered(exchange.response().status().code());
+            }
+            List<Map.Entry<String, String>> headers = formHeaders(form);
+            headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+            return guarded(exchange, form.key(), token, acceptEqual, true,
+                    etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
+                            file.body()),
+                    response -> formAnswer(exchange, form, s3.bucket(), response.first("ETag")));
+        } catch (RuntimeException e) {
+            return failure(exchange, e, false);
+        }
+    }
+
+    /**
+     * The body's length as its headers declare it (the decoded length of an aws-chunked body), 0 without one, and
+     * {@code Long.MAX_VALUE} when it cannot be read from them (the body is then refused when it is opened).
+     */
+    private static long declaredLength(Exchange exchange) {
+        var headers = exchange.request().headers();
+        String sha = headers.first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
+        try {
+            if (PayloadReader.isChunked(sha)) {
+                return headers.first(HeaderNames.create("x-amz-decoded-content-length")).map(v -> Long.parseLong(
+                        v.trim())).orElse(Long.MAX_VALUE);
+            }
+            if (headers.contentLength().isPresent()) {
+                return headers.contentLength().getAsLong();
+            }
+            return headers.contains(HeaderNames.TRANSFER_ENCODING) ? Long.MAX_VALUE : 0;
+        } catch (NumberFormatException e) {
+            return Long.MAX_VALUE;
+        }
     }
 
     private WriteResult createMultipart(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
@@ -421,6 +678,12 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 if (exchange.route().policy().fence().tooFar(token, head.token())) {
                     return new WriteResult.TooFar(head.token()); // the write is conditional on this very head
                 }
+                // The client's own If-Match / If-None-Match, judged against this very head (a tombstone is no
+                // object): the write below is conditional on it, so what was judged is what is overwritten.
+                WriteResult precondition = clientPreconditions(exchange, head);
+                if (precondition != null) {
+                    return precondition;
+                }
                 sent = true;
                 UpstreamResponse response;
                 try {
@@ -454,6 +717,69 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         } catch (RuntimeException e) {
             return failure(exchange, e, sent);
         }
+    }
+
+    /** Whether a delete carries preconditions of its own (not supported: refused rather than ignored). */
+    private static boolean conditionalDelete(Exchange exchange) {
+        var headers = exchange.request().headers();
+        return headers.contains(HeaderNames.IF_MATCH) || headers.contains(HeaderNames.IF_NONE_MATCH);
+    }
+
+    /**
+     * The client's {@code If-Match} and {@code If-None-Match} on a write, judged as S3 judges them against the
+     * object the proxy read: {@code If-Match} on a missing object is 404 {@code NoSuchKey}, on another ETag 412;
+     * {@code If-None-Match} ({@code *} or a matching ETag) on an existing object 412. {@code If-Match} is judged
+     * first (RFC 9110 section 13.2.2). A tombstone is no object.
+     *
+     * @return null when the write may go on, else what the client was answered
+     */
+    private WriteResult clientPreconditions(Exchange exchange, Head head) {
+        var headers = exchange.request().headers();
+        List<String> ifMatch = headers.all(HeaderNames.IF_MATCH, List::of);
+        List<String> ifNoneMatch = headers.all(HeaderNames.IF_NONE_MATCH, List::of);
+        boolean exists = head.exists() && !head.tombstone();
+        if (!ifMatch.isEmpty()) {
+            if (!exists) {
+                return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
+            }
+            if (!matches(ifMatch, head.etag())) {
+                return answer(exchange, 412, "PreconditionFailed", "At least one of the pre-conditions you "
+                        + "specified did not hold (If-Match)");
+            }
+        }
+        if (!ifNoneMatch.isEmpty() && exists && matches(ifNoneMatch, head.etag())) {
+            return answer(exchange, 412, "PreconditionFailed", "At least one of the pre-conditions you specified "
+                    + "did not hold (If-None-Match)");
+        }
+        return null;
+    }
+
+    /** Whether an entity-tag list ({@code *}, or ETags with or without quotes) names the object's ETag. */
+    static boolean matches(List<String> values, String etag) {
+        String have = bareEtag(etag);
+        for (String value : values) {
+            for (String part : value.split(",")) {
+                String tag = part.trim();
+                if (tag.equals("*") || (!tag.isEmpty() && bareEtag(tag).equals(have))) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    private static String bareEtag(String etag) {
+        if (etag == null) {
+            return "";
+        }
+        String t = etag.trim();
+        if (t.startsWith("W/")) {
+            t = t.substring(2);
+        }
+        if (t.length() >= 2 && t.startsWith("\"") && t.endsWith("\"")) {
+            t = t.substring(1, t.length() - 1);
+        }
+        return t;
     }
 
     private WriteResult relayed(Exchange exchange, UpstreamResponse response) {
@@ -514,7 +840,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                             + stored.get() + "'", 500);
                 }
             }
-            return new Head(true, etag, token, null, status);
+            return new Head(true, etag, token, null, status, r.first(DELETED_META) != null);
         } catch (RuntimeException e) {
             return new Head(false, null, -1, "reading the object's fencing token (HEAD) failed: " + root(e), 0);
         }

@@ -108,7 +108,27 @@ public class S3Backend implements Backend {
      * @param uploadToken the token the multipart upload named by the request's {@code uploadId} was created with,
      *                    when the ID is one the proxy handed out ({@link UploadIds}); empty otherwise
      */
-    record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken) {
+    /**
+     * @param unsigned    an unsigned read (or CORS preflight) the policy forwards: sent upstream without the proxy's
+     *                    signature, for the store to judge as the anonymous request it is
+     */
+    record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned,
+                  Form form) {
+        Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned) {
+            this(s3, verified, uploadToken, unsigned, null);
+        }
+    }
+
+    /**
+     * A browser-form upload (POST Object), read up to its file and judged in {@link #admit}.
+     *
+     * @param form      the form; its file is still to be read
+     * @param key       the object's key ({@code ${filename}} filled in)
+     * @param minLength the smallest file its policy allows
+     * @param maxLength the largest file its policy allows
+     * @param fields    its fields by lower-case name (the first of each name)
+     */
+    record Form(PostForm form, String key, long minLength, long maxLength, Map<String, String> fields) {
     }
 
     /** Upload IDs that carry their creation's token: only the atomic class needs them (null here). */
@@ -203,8 +223,36 @@ public class S3Backend implements Backend {
                     + " not supported through the fencing proxy", s3.resource(), Map.of());
             return false;
         }
+        if (s3.operation() == S3Request.Operation.POST_OBJECT) {
+            return admitForm(exchange, s3, head);
+        }
         ClientAuth.Verified verified = null;
-        if (auth != null) {
+        boolean unsigned = false;
+        if (s3.operation() == S3Request.Operation.PREFLIGHT) {
+            // A browser's CORS preflight is never signed (S3 does not check a signature on OPTIONS) and changes
+            // nothing: the store answers it from its CORS configuration when the policy forwards unsigned reads.
+            if (!req.headers().contains(HeaderNames.ORIGIN)) {
+                S3Xml.error(exchange.response(), head, 400, "BadRequest", "Insufficient information. Origin "
+                        + "request header needed.", s3.resource(), Map.of());
+                return false;
+            }
+            if (auth != null && config.unsignedReads() != BackendConfig.UnsignedReads.FORWARD) {
+                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "CORS preflight requests are answered "
+                        + "by the store only when the policy forwards unsigned reads (unsigned-reads: forward)",
+                        s3.resource(), Map.of());
+                return false;
+            }
+            unsigned = auth != null;
+        } else if (auth != null && unsignedRequest(req, s3)) {
+            if (!s3.read() || config.unsignedReads() != BackendConfig.UnsignedReads.FORWARD) {
+                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "Anonymous access is refused: sign the "
+                        + "request with SigV4" + (s3.read() ? " (this policy does not forward unsigned reads to the "
+                        + "store: unsigned-reads: refuse)" : "; unsigned writes are never forwarded"),
+                        s3.resource(), Map.of());
+                return false;
+            }
+            unsigned = true;
+        } else if (auth != null) {
             try {
                 verified = auth.verify(req, s3, Instant.now());
             } catch (ClientAuth.Refused refused) {
@@ -213,18 +261,18 @@ public class S3Backend implements Backend {
                 return false;
             }
         }
-        String tokenHeader = exchange.route().policy().fence().header();
-        if (verified != null && config.signedToken() && s3.operation().fenced()
-                && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE
-                && req.headers().contains(HeaderNames.create(tokenHeader))
-                && !verified.signedHeaders().contains(tokenHeader.toLowerCase(Locale.ROOT))) {
-            // An unsigned token can be set by anyone holding the signed request or a presigned URL.
-            S3Xml.error(exchange.response(), head, 403, "AccessDenied", "the " + tokenHeader + " header is not "
-                    + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
-                    ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
-                    + "nobody who holds the signed request can change the token (policy option signed-token)",
-                    s3.resource(), Map.of());
-            return false;
+        for (String carrier : tokenCarriers(exchange.route(), req)) {
+            if (verified != null && config.signedToken() && s3.operation().fenced()
+                    && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE
+                    && !verified.signedHeaders().contains(carrier.toLowerCase(Locale.ROOT))) {
+                // An unsigned token can be set by anyone holding the signed request or a presigned URL.
+                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "the " + carrier + " header is not "
+                        + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
+                        ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
+                        + "nobody who holds the signed request can change the token (policy option signed-token)",
+                        s3.resource(), Map.of());
+                return false;
+            }
         }
         java.util.OptionalLong uploadToken = java.util.OptionalLong.empty();
         Optional<String> uploadId = s3.param("uploadId");
@@ -240,8 +288,314 @@ public class S3Backend implements Backend {
                 return false;
             }
         }
-        req.context().register(new Parsed(s3, verified, uploadToken));
+        req.context().register(new Parsed(s3, verified, uploadToken, unsigned));
         return true;
+    }
+
+    // ---- browser-form uploads (POST Object) ----
+
+    /** The form field that carries a form upload's token (covered by the policy's signature like every field). */
+    static final String TOKEN_FIELD = TOKEN_META;
+
+    /**
+     * Reads a browser-form upload up to its file and judges it before any fence question: its signature over the
+     * policy document, the policy's expiration and conditions, the key. The file is read by the write.
+     */
+    private boolean admitForm(Exchange exchange, S3Request s3, boolean head) {
+        ServerRequest req = exchange.request();
+        String boundary = PostForm.boundary(req.headers().first(HeaderNames.CONTENT_TYPE).orElse(null));
+        if (boundary == null) {
+            S3Xml.error(exchange.response(), head, 400, "MalformedPOSTRequest", "The body of your POST request is "
+                    + "not well-formed multipart/form-data: no boundary in its Content-Type.", s3.resource(), Map.of());
+            return false;
+        }
+        PostForm form;
+        try {
+            form = PostForm.read(exchange.body(), boundary);
+        } catch (PostForm.Malformed e) {
+            S3Xml.error(exchange.response(), head, 400, e.code, e.getMessage(), s3.resource(), Map.of());
+            return false;
+        } catch (IOException e) {
+            if (BodyBounds.BodyRefused.in(e) != null) {
+                return false; // over a bound of the policy: the pipeline answers it
+            }
+            S3Xml.error(exchange.response(), head, 400, "IncompleteBody", "the form could not be read: "
+                    + e.getMessage(), s3.resource(), Map.of());
+            return false;
+        }
+        Map<String, String> fields = new java.util.LinkedHashMap<>();
+        for (PostForm.Field f : form.fields()) {
+            fields.putIfAbsent(f.name().toLowerCase(Locale.ROOT), f.value());
+        }
+        String key = fields.get("key");
+        if (key == null) {
+            S3Xml.error(exchange.response(), head, 400, "InvalidArgument", "Bucket POST must contain a field named "
+                    + "'key'.  If it is specified, please check the order of the fields.", s3.resource(), Map.of());
+            return false;
+        }
+        key = key.replace("${filename}", form.fileName());
+        fields.put("key", key);
+        fields.put("bucket", s3.bucket());
+        String resource = "/" + s3.bucket() + "/" + key;
+        String policyText = fields.get("policy");
+        boolean signed = fields.containsKey("x-amz-signature") || fields.containsKey("signature");
+        try {
+            if (auth != null) {
+                if (policyText == null && !signed) {
+                    throw new PostPolicy.Refused(403, "AccessDenied", "Anonymous access is refused: a browser form"
+                            + " must carry a policy document signed with SigV4 (x-amz-signature); unsigned writes "
+                            + "are never forwarded");
+                }
+                if (policyText == null) {
+                    throw new PostPolicy.Refused(400, "InvalidArgument", "Bucket POST must contain a field named "
+                            + "'policy'.  If it is specified, please check the order of the fields.");
+                }
+                auth.verifyForm(fields::get, policyText, Instant.now());
+            }
+            long min = 0;
+            long max = Long.MAX_VALUE;
+            if (policyText != null) {
+                PostPolicy policy = PostPolicy.parse(policyText);
+                policy.check(fields, Instant.now());
+                min = policy.minLength();
+                max = policy.maxLength();
+            }
+            Optional<String> keyProblem = formKeyProblem(s3.bucket(), key);
+            if (keyProblem.isPresent()) {
+                throw new PostPolicy.Refused(400, key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+                        > S3Request.MAX_KEY_BYTES ? "KeyTooLongError" : "InvalidArgument", keyProblem.get());
+            }
+            String tokenHeader = exchange.route().policy().fence().header();
+            if (auth != null && config.signedToken() && req.headers().contains(HeaderNames.create(tokenHeader))
+                    && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE) {
+                throw new PostPolicy.Refused(403, "AccessDenied", "a browser form's token is the form field "
+                        + TOKEN_FIELD + ", which its policy signs; the " + tokenHeader + " header of a form upload"
+                        + " is covered by no signature (policy option signed-token)");
+            }
+            req.context().register(new Parsed(s3, null, java.util.OptionalLong.empty(), false,
+                    new Form(form, key, min, max, java.util.Collections.unmodifiableMap(fields))));
+            return true;
+        } catch (ClientAuth.Refused e) {
+            S3Xml.error(exchange.response(), head, e.status, e.code, e.getMessage(), resource, Map.of());
+        } catch (PostPolicy.Refused e) {
+            S3Xml.error(exchange.response(), head, e.status, e.code, e.getMessage(), resource, Map.of());
+        }
+        return false;
+    }
+
+    /**
+     * Why a form's key is refused: empty, over 1024 bytes, or a key the proxy refuses in a path (dot segments,
+     * empty segments: the proxy writes it in a path, where stores and servers may normalise it).
+     */
+    private static Optional<String> formKeyProblem(String bucket, String key) {
+        if (key.isEmpty()) {
+            return Optional.of("the key is empty");
+        }
+        int bytes = key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (bytes > S3Request.MAX_KEY_BYTES) {
+            return Optional.of("Your key is too long: " + bytes + " bytes of UTF-8; S3 allows at most "
+                    + S3Request.MAX_KEY_BYTES);
+        }
+        String raw = "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(key, false);
+        if (!(io.stockade.policy.RequestTarget.parse(raw, null, false)
+                instanceof io.stockade.policy.RequestTarget.Accepted accepted)) {
+            return Optional.of("the key '" + key + "' is refused as an ambiguous path (empty, '.' or '..' "
+                    + "segments, control characters; docs/request-targets.md)");
+        }
+        List<String> expected = new ArrayList<>();
+        expected.add(bucket);
+        expected.addAll(List.of(key.split("/", -1)));
+        if (key.endsWith("/")) {
+            expected.removeLast();
+        }
+        if (!accepted.target().segments().equals(expected) || accepted.target().trailingSlash() != key.endsWith("/")) {
+            return Optional.of("the key '" + key + "' does not read back as itself in a path");
+        }
+        return Optional.empty();
+    }
+
+    /** The headers a form upload's fields give the object (its type, content headers, ACL, metadata). */
+    static List<Map.Entry<String, String>> formHeaders(Form form) {
+        List<Map.Entry<String, String>> out = new ArrayList<>();
+        for (PostForm.Field f : form.form().fields()) {
+            String name = f.name().toLowerCase(Locale.ROOT);
+            if (name.equals("content-type") || name.equals("cache-control") || name.equals("content-disposition")
+                    || name.equals("content-encoding") || name.equals("expires")
+                    || name.equals("x-amz-storage-class") || name.equals("x-amz-website-redirect-location")
+                    || name.startsWith("x-amz-server-side-encryption")
+                    || (name.startsWith("x-amz-meta-") && !name.equals(TOKEN_META) && !name.equals(DELETED_META))) {
+                out.add(Map.entry(name, f.value()));
+            } else if (name.equals("acl")) {
+                out.add(Map.entry("x-amz-acl", f.value()));
+            }
+        }
+        return out;
+    }
+
+    /** What a successful form upload answers: a redirect, 200, 201 with XML, or 204 (S3's default). */
+    static WriteResult formAnswer(Exchange exchange, Form form, String bucket, String etag) {
+        var res = exchange.response();
+        String quoted = etag == null ? "" : etag;
+        String host = exchange.request().headers().first(HeaderNames.HOST).orElse("localhost");
+        String location = "http://" + host + "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(form.key(), false);
+        String redirect = form.fields().getOrDefault("success_action_redirect", form.fields().get("redirect"));
+        if (!quoted.isEmpty()) {
+            res.header(HeaderNames.ETAG, quoted);
+        }
+        if (redirect != null && !redirect.isBlank()) {
+            String target = redirect + (redirect.contains("?") ? "&" : "?") + "bucket="
+                    + java.net.URLEncoder.encode(bucket, java.nio.charset.StandardCharsets.UTF_8) + "&key="
+                    + java.net.URLEncoder.encode(form.key(), java.nio.charset.StandardCharsets.UTF_8) + "&etag="
+                    + java.net.URLEncoder.encode(quoted, java.nio.charset.StandardCharsets.UTF_8);
+            res.header(HeaderNames.LOCATION, target);
+            res.status(303).send();
+            return new WriteResult.Answered(303);
+        }
+        res.header(HeaderNames.LOCATION, location);
+        String status = form.fields().getOrDefault("success_action_status", "204").trim();
+        switch (status) {
+            case "200" -> {
+                res.status(200).send();
+                return new WriteResult.Answered(200);
+            }
+            case "201" -> {
+                String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>"
+                        + S3Xml.escape(location) + "</Location><Bucket>" + S3Xml.escape(bucket) + "</Bucket><Key>"
+                        + S3Xml.escape(form.key()) + "</Key><ETag>" + S3Xml.escape(quoted) + "</ETag></PostResponse>";
+                res.header(HeaderNames.CONTENT_TYPE, "application/xml");
+                res.status(201).send(xml.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                return new WriteResult.Answered(201);
+            }
+            default -> {
+                res.status(204).send();
+                return new WriteResult.Answered(204);
+            }
+        }
+    }
+
+    /**
+     * A form upload without a fence (mode off or observe, missing: allow): the file is read and written as a plain
+     * PutObject, as the other unfenced writes are forwarded.
+     */
+    void formUpload(Exchange exchange, Parsed p) {
+        Form form = p.form();
+        try (Spool file = spool(exchange, form)) {
+            if (file == null) {
+                return;
+            }
+            try (UpstreamResponse response = upstream.send("PUT", p.s3().bucket(), form.key(), List.of(),
+                    formHeaders(form), file.body())) {
+                if (response.status() / 100 != 2) {
+                    relayResponse(response, exchange);
+                    return;
+                }
+                formAnswer(exchange, form, p.s3().bucket(), response.first("ETag"));
+            }
+        } catch (RuntimeException e) {
+            failure(exchange, e, true);
+        }
+    }
+
+    /**
+     * Reads a form's file within its policy's content-length-range; null after answering when it is not.
+     */
+    Spool spool(Exchange exchange, Form form) {
+        long max = Math.min(form.maxLength(), MAX_FORM_FILE);
+        try {
+            Spool file = Spool.of(form.form().file(), max, ConditionalS3Backend.REPLAY_BUFFER);
+            if (file.length() < form.minLength()) {
+                file.close();
+                answer(exchange, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed "
+                        + "size (" + form.minLength() + " bytes, the policy's content-length-range)");
+                return null;
+            }
+            return file;
+        } catch (Spool.TooLarge e) {
+            answer(exchange, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size ("
+                    + max + " bytes" + (max == MAX_FORM_FILE ? ", S3's limit for a POST upload" : ", the policy's "
+                    + "content-length-range") + ")");
+            return null;
+        } catch (IOException e) {
+            if (BodyBounds.BodyRefused.in(e) != null) {
+                throw new UncheckedIOException(e); // answered by the pipeline (see failure)
+            }
+            answer(exchange, 400, "IncompleteBody", "the form's file could not be read: " + e.getMessage());
+            return null;
+        }
+    }
+
+    /** S3's largest POST upload: 5 GiB. */
+    static final long MAX_FORM_FILE = 5L * 1024 * 1024 * 1024;
+
+    // ---- the token: the policy's header, or the user metadata the AWS CLI can send ----
+
+    /**
+     * The headers that carry a token in this request: the policy's token header, and with
+     * {@code token-from-metadata} the user metadata {@value #TOKEN_META} (each must be signed).
+     */
+    private List<String> tokenCarriers(Route route, ServerRequest req) {
+        String header = route.policy().fence().header();
+        List<String> carriers = new ArrayList<>(2);
+        if (req.headers().contains(HeaderNames.create(header))) {
+            carriers.add(header);
+        }
+        if (config.tokenFromMetadata() && !header.equalsIgnoreCase(TOKEN_META)
+                && req.headers().contains(HeaderNames.create(TOKEN_META))) {
+            carriers.add(TOKEN_META);
+        }
+        return carriers;
+    }
+
+    /**
+     * The request's token: the policy's header; with {@code token-from-metadata}, else the user metadata
+     * {@value #TOKEN_META} (both: they must agree), else, for a CompleteMultipartUpload, the token its upload ID
+     * carries (the CLI cannot send metadata with it, and the upload can only be completed with that token anyway).
+     */
+    @Override
+    public FencingToken.Parsed token(Exchange exchange) {
+        ServerRequest req = exchange.request();
+        String header = exchange.route().policy().fence().header();
+        List<String> values = req.headers().all(HeaderNames.create(header), List::of);
+        Form form = req.context().get(Parsed.class).map(Parsed::form).orElse(null);
+        if (form != null) {
+            // a browser form: the token is the form field its policy signs (a header, where allowed, must agree)
+            String field = form.fields().get(TOKEN_FIELD);
+            if (field == null) {
+                return FencingToken.parse(header, values);
+            }
+            FencingToken.Parsed fromField = FencingToken.parse(TOKEN_FIELD, field);
+            if (!values.isEmpty() && FencingToken.parse(header, values) instanceof FencingToken.Present h
+                    && fromField instanceof FencingToken.Present f && h.value() != f.value()) {
+                return new FencingToken.Malformed(header + " (" + h.value() + ") and the form field " + TOKEN_FIELD
+                        + " (" + f.value() + ") name two different tokens; send one");
+            }
+            return fromField;
+        }
+        if (!config.tokenFromMetadata() || header.equalsIgnoreCase(TOKEN_META)) {
+            return FencingToken.parse(header, values);
+        }
+        List<String> metadata = req.headers().all(HeaderNames.create(TOKEN_META), List::of);
+        if (metadata.isEmpty()) {
+            if (values.isEmpty()) {
+                Optional<Parsed> p = req.context().get(Parsed.class);
+                if (p.isPresent() && p.get().s3().operation() == S3Request.Operation.COMPLETE_MULTIPART
+                        && p.get().uploadToken().isPresent()) {
+                    return new FencingToken.Present(p.get().uploadToken().getAsLong());
+                }
+            }
+            return FencingToken.parse(header, values);
+        }
+        FencingToken.Parsed fromMetadata = FencingToken.parse(TOKEN_META, metadata);
+        if (values.isEmpty()) {
+            return fromMetadata;
+        }
+        FencingToken.Parsed fromHeader = FencingToken.parse(header, values);
+        if (fromHeader instanceof FencingToken.Present h && fromMetadata instanceof FencingToken.Present m
+                && h.value() != m.value()) {
+            return new FencingToken.Malformed(header + " (" + h.value() + ") and " + TOKEN_META + " (" + m.value()
+                    + ") name two different tokens; send one");
+        }
+        return fromHeader instanceof FencingToken.Present ? fromHeader : fromMetadata;
     }
 
     // ---- refusals as S3 errors ----
@@ -259,6 +613,17 @@ public class S3Backend implements Backend {
             case "missing-token" -> {
                 status = 400;
                 code = "MissingFencingToken";
+                String detail = problem.detail();
+                boolean form = exchange.request().context().get(Parsed.class).map(p -> p.form() != null)
+                        .orElse(false);
+                problem = Problem.of(400, "missing-token", "Fencing token required", form ? "a browser-form "
+                        + "upload is fenced: send the token of your lock as the form field " + TOKEN_FIELD + ", with a"
+                        + " condition for it in the signed policy document" : detail
+                        + (config.tokenFromMetadata() ? " (or as the object metadata fencing-token: "
+                        + TOKEN_META + ", e.g. aws s3 cp --metadata fencing-token=N)"
+                        : exchange.request().headers().contains(HeaderNames.create(TOKEN_META))
+                        ? "; " + TOKEN_META + " is not read as the token unless the policy says "
+                        + "token-from-metadata: true" : ""));
             }
             case "malformed-token" -> code = "InvalidFencingToken";
             case "bad-path" -> code = "InvalidURI";
@@ -296,6 +661,10 @@ public class S3Backend implements Backend {
     @Override
     public void forward(Exchange exchange) {
         Parsed p = parsed(exchange.request());
+        if (p.form() != null) {
+            formUpload(exchange, p);
+            return;
+        }
         List<Map.Entry<String, String>> extra = new ArrayList<>();
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
             tokenOf(exchange).ifPresent(t -> extra.add(Map.entry(TOKEN_META, Long.toString(t))));
@@ -310,6 +679,11 @@ public class S3Backend implements Backend {
             return answer(exchange, 501, "NotImplemented", "DeleteObjects spans several scopes, which the serialized"
                     + " class cannot hold at once; delete the objects one by one (DeleteObject)");
         }
+        if (p.form() != null) {
+            return answer(exchange, 501, "NotImplemented", "a browser-form upload names its key in its body, not in"
+                    + " the path the serialized class fences; it is fenced only with fence-scope: object and "
+                    + "conditional-writes: true");
+        }
         return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(admission.token()))));
     }
 
@@ -323,11 +697,15 @@ public class S3Backend implements Backend {
         try {
             Upstream.Body body = clientBody(exchange, p.verified());
             sent = true;
-            try (UpstreamResponse response = upstream.send(s3.method(), s3.bucket(), s3.key(), s3.upstreamQuery(),
-                    headers, body)) {
+            try (UpstreamResponse response = send(exchange, p, s3.method(), s3.bucket(), s3.key(),
+                    s3.upstreamQuery(), headers, body)) {
                 S3Request.Operation op = s3.operation();
                 if ((op == S3Request.Operation.GET_OBJECT || op == S3Request.Operation.HEAD_OBJECT)
                         && (response.first(DELETED_META) != null)) {
+                    return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
+                }
+                if (p.unsigned() && response.status() == 403 && (op == S3Request.Operation.GET_OBJECT
+                        || op == S3Request.Operation.HEAD_OBJECT) && deletedForAnonymous(s3.bucket(), s3.key())) {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
                 }
                 relayResponse(response, exchange);
@@ -338,6 +716,44 @@ public class S3Backend implements Backend {
         } catch (RuntimeException e) {
             return failure(exchange, e, sent);
         }
+    }
+
+    /**
+     * Sends a request upstream on the client's behalf: signed by the proxy, or, for an unsigned read the policy
+     * forwards, unsigned (the proxy's credentials never answer for an anonymous client).
+     */
+    UpstreamResponse send(Exchange exchange, Parsed p, String method, String bucket, String key,
+                          List<Map.Entry<String, String>> query, List<Map.Entry<String, String>> headers,
+                          Upstream.Body body) {
+        return p.unsigned() ? upstream.sendUnsigned(method, bucket, key, query, headers, body)
+                : upstream.send(method, bucket, key, query, headers, body);
+    }
+
+    /**
+     * An unsigned read the store refused (403): whether the key is a tombstone that an anonymous client would be
+     * told is missing. A tombstone does not carry the deleted object's ACL, so the store refuses it to anonymous
+     * clients where S3 would say 404 for a deleted key, which it does when the client may list the bucket. Only
+     * the atomic class writes tombstones.
+     */
+    boolean deletedForAnonymous(String bucket, String key) {
+        return false;
+    }
+
+    /** Whether an anonymous client may list a bucket (S3 then answers 404 for a missing key, else 403). */
+    boolean anonymousMayList(String bucket, String key) {
+        try (UpstreamResponse r = upstream.sendUnsigned("GET", bucket, null, List.of(Map.entry("list-type", "2"),
+                Map.entry("max-keys", "1"), Map.entry("prefix", key)), List.of(), null)) {
+            return r.status() == 200;
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** Whether a request carries no signature at all: no Authorization header, no signature in its query. */
+    private static boolean unsignedRequest(ServerRequest req, S3Request s3) {
+        return !req.headers().contains(HeaderNames.AUTHORIZATION) && !s3.presigned()
+                && s3.param("X-Amz-Credential").isEmpty() && s3.param("X-Amz-Algorithm").isEmpty()
+                && s3.param("Signature").isEmpty() && s3.param("AWSAccessKeyId").isEmpty();
     }
 
     /** What a failed upstream call comes to: a refused body, an unreachable upstream, or an unknown outcome. */
@@ -541,10 +957,8 @@ public class S3Backend implements Backend {
     }
 
     /** The request's token, when it carries a valid one (for metadata on unfenced steps). */
-    static java.util.Optional<Long> tokenOf(Exchange exchange) {
-        String header = exchange.route().policy().fence().header();
-        FencingToken.Parsed parsed = FencingToken.parse(header,
-                exchange.request().headers().all(HeaderNames.create(header), List::of));
+    java.util.Optional<Long> tokenOf(Exchange exchange) {
+        FencingToken.Parsed parsed = token(exchange);
         return parsed instanceof FencingToken.Present present ? java.util.Optional.of(present.value())
                 : java.util.Optional.empty();
     }

@@ -34,8 +34,18 @@ record S3Request(String method, String bucket, String key, String decodedPath,
     /** What an S3 request does; the fenced ones are the writes of object data. */
     enum Operation {
         LIST_BUCKETS, BUCKET_OTHER, DELETE_OBJECTS,
+        /** POST Object: a browser-form upload (multipart/form-data, a signed policy document) to a bucket. */
+        POST_OBJECT,
+        /** ListObjects (v1) or ListObjectsV2: tombstones are hidden from it (atomic class). */
+        LIST_OBJECTS,
+        /** ListObjectVersions: tombstone versions are hidden from it (atomic class). */
+        LIST_OBJECT_VERSIONS,
+        /** DeleteBucket: refused with the reason when only tombstones are left in the bucket (atomic class). */
+        DELETE_BUCKET,
         GET_OBJECT, HEAD_OBJECT, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
         CREATE_MULTIPART, UPLOAD_PART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER,
+        /** An OPTIONS request (a browser's CORS preflight): never signed, never fenced. */
+        PREFLIGHT,
         /** A write to an object whose method or parameters name no operation the proxy knows: refused. */
         UNKNOWN_WRITE;
 
@@ -43,7 +53,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         boolean fenced() {
             return switch (this) {
                 case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, DELETE_OBJECTS,
-                     UNKNOWN_WRITE ->
+                     POST_OBJECT, UNKNOWN_WRITE ->
                         true;
                 default -> false;
             };
@@ -77,7 +87,13 @@ record S3Request(String method, String bucket, String key, String decodedPath,
             key = slash < 0 || slash == rest.length() - 1 ? null : rest.substring(slash + 1);
         }
         boolean copy = req.headers().contains(HeaderNames.create("x-amz-copy-source"));
-        return new S3Request(method, bucket, key, decodedPath, query, operation(method, bucket, key, query, copy));
+        Operation operation = operation(method, bucket, key, query, copy);
+        if (operation == Operation.BUCKET_OTHER && method.equals("POST") && query.stream().allMatch(e ->
+                e.getKey().equals("x-id")) && req.headers().first(HeaderNames.CONTENT_TYPE).map(t -> t.trim()
+                .toLowerCase(Locale.ROOT).startsWith("multipart/form-data")).orElse(false)) {
+            operation = Operation.POST_OBJECT;
+        }
+        return new S3Request(method, bucket, key, decodedPath, query, operation);
     }
 
     private static String hostBucket(String host, String virtualHost) {
@@ -93,11 +109,14 @@ record S3Request(String method, String bucket, String key, String decodedPath,
 
     private static Operation operation(String method, String bucket, String key, List<Map.Entry<String, String>> q,
                                        boolean copy) {
+        if (method.equals("OPTIONS")) {
+            return Operation.PREFLIGHT;
+        }
         if (bucket == null) {
             return method.equals("GET") ? Operation.LIST_BUCKETS : Operation.BUCKET_OTHER;
         }
         if (key == null) {
-            return method.equals("POST") && has(q, "delete") ? Operation.DELETE_OBJECTS : Operation.BUCKET_OTHER;
+            return bucketOperation(method, q);
         }
         boolean plain = q.stream().allMatch(e -> PLAIN.contains(e.getKey()) || e.getKey().startsWith("response-")
                 || e.getKey().startsWith("X-Amz-"));
@@ -129,6 +148,31 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         };
     }
 
+    /** Query parameters of ListObjects (v1) and ListObjectsV2. */
+    private static final Set<String> LIST_PARAMETERS = Set.of("list-type", "prefix", "delimiter", "marker", "max-keys",
+            "continuation-token", "start-after", "fetch-owner", "encoding-type", "x-id", "allow-unordered");
+    /** Query parameters of ListObjectVersions. */
+    private static final Set<String> VERSIONS_PARAMETERS = Set.of("versions", "prefix", "delimiter", "key-marker",
+            "version-id-marker", "max-keys", "encoding-type", "x-id");
+
+    private static Operation bucketOperation(String method, List<Map.Entry<String, String>> q) {
+        Set<String> keys = new java.util.TreeSet<>();
+        for (Map.Entry<String, String> e : q) {
+            if (!e.getKey().startsWith("X-Amz-")) {
+                keys.add(e.getKey());
+            }
+        }
+        return switch (method) {
+            case "POST" -> has(q, "delete") ? Operation.DELETE_OBJECTS : Operation.BUCKET_OTHER;
+            case "GET" -> keys.contains("versions") && VERSIONS_PARAMETERS.containsAll(keys)
+                    ? Operation.LIST_OBJECT_VERSIONS
+                    : LIST_PARAMETERS.containsAll(keys) ? Operation.LIST_OBJECTS : Operation.BUCKET_OTHER;
+            case "DELETE" -> keys.isEmpty() || keys.equals(Set.of("x-id")) ? Operation.DELETE_BUCKET
+                    : Operation.BUCKET_OTHER;
+            default -> Operation.BUCKET_OTHER;
+        };
+    }
+
     /**
      * Whether the parameters are one sub-resource of {@code subresources} (optionally with its companions
      * {@code versionId} and {@code select-type}): a request that changes or reads something beside the object's
@@ -155,6 +199,11 @@ record S3Request(String method, String bucket, String key, String decodedPath,
             replaced.add(e.getKey().equals("uploadId") ? Map.entry("uploadId", upstreamId) : e);
         }
         return new S3Request(method, bucket, key, decodedPath, List.copyOf(replaced), operation);
+    }
+
+    /** Whether the request reads and changes nothing (GET, HEAD): the only kind an unsigned request may be. */
+    boolean read() {
+        return method.equals("GET") || method.equals("HEAD");
     }
 
     /** Whether this is a presigned request (SigV4 in the query). */

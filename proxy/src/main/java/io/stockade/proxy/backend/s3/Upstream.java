@@ -106,6 +106,21 @@ final class Upstream {
      */
     UpstreamResponse send(String method, String bucket, String key, List<Map.Entry<String, String>> query,
                           List<Map.Entry<String, String>> headers, Body body) {
+        return send(method, bucket, key, query, headers, body, true);
+    }
+
+    /**
+     * Sends a request <em>without</em> the proxy's signature (no {@code Authorization}, no SigV4 headers): for an
+     * unsigned read a policy forwards ({@code unsigned-reads: forward}), which the store then judges as the
+     * anonymous request it is. Otherwise as {@link #send(String, String, String, List, List, Body)}.
+     */
+    UpstreamResponse sendUnsigned(String method, String bucket, String key, List<Map.Entry<String, String>> query,
+                                  List<Map.Entry<String, String>> headers, Body body) {
+        return send(method, bucket, key, query, headers, body, false);
+    }
+
+    private UpstreamResponse send(String method, String bucket, String key, List<Map.Entry<String, String>> query,
+                                  List<Map.Entry<String, String>> headers, Body body, boolean sign) {
         String targetHost = config.pathStyle() || bucket == null ? host : bucket + "." + host;
         String decodedPath = basePath.isEmpty() ? "" : SigV4.decode(basePath);
         if (config.pathStyle()) {
@@ -139,12 +154,14 @@ final class Upstream {
         String target = SigV4.encode(decodedPath, false) + (canonicalQuery.isEmpty() ? "" : "?" + canonicalQuery);
         UpstreamClient.Request request = client.request(method, targetHost, target);
         signed.forEach((name, value) -> {
-            if (!name.equals("host")) {
+            if (!name.equals("host") && (sign || !(name.equals("x-amz-date") || name.equals("x-amz-content-sha256")))) {
                 request.header(name, value);
             }
         });
         unsigned.forEach(h -> request.header(h.getKey(), h.getValue()));
-        request.header("authorization", authorization);
+        if (sign) {
+            request.header("authorization", authorization);
+        }
         try {
             if (body == null) {
                 if (method.equals("PUT") || method.equals("POST")) {

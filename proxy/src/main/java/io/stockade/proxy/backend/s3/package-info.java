@@ -11,7 +11,11 @@
  * tombstone) and {@link io.stockade.proxy.backend.s3.S3Backend} (<em>serialized</em>: a prefix scope or an
  * upstream without conditional writes; the engine's store and scope guard do the fencing). See docs/s3.md.
  * <p>
+ * What real tools need besides (issue 15): {@link io.stockade.proxy.backend.s3.Listings} cuts tombstones out of
+ * listings; {@link io.stockade.proxy.backend.s3.PostForm}, {@link io.stockade.proxy.backend.s3.PostPolicy} and
+ * {@link io.stockade.proxy.backend.s3.Spool} read, judge and hold browser-form uploads (POST Object).
+ * <p>
  * Depends only on {@code io.stockade.proxy.backend}, {@code fence.ScopeGuard}, {@code http.Problem},
- * {@code token.FencingToken} and the policy model; Helidon's web client is the upstream HTTP client.
+ * {@code token.FencingToken}, {@code upstream} (the proxy's own HTTP client) and the policy model.
  */
 package io.stockade.proxy.backend.s3;
