@@ -17,17 +17,33 @@ Per scenario and report (one report = one run of the suite, a "round"), from the
                  look at the final value (absent although writes were acknowledged, or its token below the highest
                  acknowledged token); the larger is shown
   other          any other violation of the checker (UNKNOWN_VALUE, DISHONEST_REJECTION, TOKEN_*, BAD_HISTORY)
-  caught         violations the checker found in the paired CONTROL run (must be > 0 for PASS)
+  caught         violations the checker found in the paired CONTROL run (must be > 0 for PASS); the checker lists
+                 20 per rule and then "... and N more", which counts N; most are STALE_READ (every sampled read
+                 that showed a stale value counts); in brackets the control's stale writes acknowledged (recount)
 and the verdict, the reasons and the wall time of the scenario (control + proxied).
 
 Exit code: 0 when no report shows a violation through the proxy, 3 otherwise (a stale write accepted or an
 acknowledged write lost would be a correctness bug: stop and look), 2 on unreadable input.
 """
 import json
+import re
 import sys
 
 STALE_RULES = {"STALE_ACK", "STALE_READ", "STALE_APPLIED"}
 LOST_RULES = {"LOST_ACK", "FINAL_STATE"}
+MORE = re.compile(r"^\.\.\. and (\d+) more$")
+
+
+def count(violations, rules=None):
+    """Violations of these rules (all if None). The checker lists at most 20 per rule and scope, then one entry
+    '... and N more': that entry counts N."""
+    n = 0
+    for v in violations:
+        if rules is not None and v["rule"] not in rules:
+            continue
+        m = MORE.match(v["message"])
+        n += int(m.group(1)) if m else 1
+    return n
 
 
 def stale_recount(ops):
@@ -70,24 +86,30 @@ def summarise(path):
                "seconds": round(s["seconds"], 1), "reasons": s["reasons"]}
         if p is None:
             row.update(ops=0, acked=0, refused=0, unknown=0, handoffs=0, faults=0, effective=0, stale=0, lost=0,
-                       other=0, caught=None, violations=[], notes=[])
+                       other=0, caught=None, caught_acks=None, violations=[], notes=[])
             rows.append(row)
             continue
         ops = p["ops"]
-        rules = [v["rule"] for v in p["violations"]]
+        vs = p["violations"]
+        other_rules = {v["rule"] for v in vs} - STALE_RULES - LOST_RULES
         row.update(
             ops=len(ops),
             acked=sum(1 for o in ops if o["outcome"] == "OK"),
             refused=sum(1 for o in ops if o["status"] in (409, 412)),
             unknown=sum(1 for o in ops if o["outcome"] in ("UNKNOWN", "PENDING")),
             handoffs=p["handoffs"], faults=p["faultsInjected"], effective=p["faultsEffective"],
-            stale=max(sum(1 for r in rules if r in STALE_RULES), stale_recount(ops)),
-            lost=max(sum(1 for r in rules if r in LOST_RULES), lost_recount(p)),
-            other=sum(1 for r in rules if r not in STALE_RULES and r not in LOST_RULES),
-            caught=None if c is None else len(c["violations"]),
+            stale=max(count(vs, STALE_RULES), stale_recount(ops)),
+            lost=max(count(vs, LOST_RULES), lost_recount(p)),
+            other=count(vs, other_rules),
+            caught=None if c is None else count(c["violations"]),
+            caught_acks=None if c is None else stale_recount(c["ops"]),
             violations=p["violations"], notes=p["notes"])
         rows.append(row)
     return rows
+
+
+def caught(r):
+    return "-" if r["caught"] is None else f"{r['caught']} ({r['caught_acks']})"
 
 
 KEYS = ("ops", "acked", "refused", "unknown", "handoffs", "faults", "effective", "stale", "lost", "other")
@@ -113,6 +135,7 @@ def main(argv):
     total = {k: sum(r[k] for r in rows) for k in KEYS}
     total["seconds"] = round(sum(r["seconds"] for r in rows), 1)
     total["caught"] = sum(r["caught"] or 0 for r in rows)
+    total["caught_acks"] = sum(r["caught_acks"] or 0 for r in rows)
     verdicts = {}
     for r in rows:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
@@ -124,31 +147,32 @@ def main(argv):
                       f, indent=2)
     if markdown:
         print("| round | scenario | operations | acked | stale refused (409/412) | 5xx/unknown | handoffs "
-              "| faults (effective) | stale accepted | ack. lost | other violations | control caught | verdict "
-              "| wall s |")
+              "| faults (effective) | stale accepted | ack. lost | other violations | control caught (stale acks) "
+              "| verdict | wall s |")
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
         for r in rows:
             rnd = r["report"].rsplit("/", 2)[-2] if "/" in r["report"] else r["report"]
             print(f"| {rnd} | {r['scenario']} | {r['ops']} | {r['acked']} | {r['refused']} | {r['unknown']} "
                   f"| {r['handoffs']} | {r['faults']} ({r['effective']}) | {r['stale']} | {r['lost']} "
-                  f"| {r['other']} | {'-' if r['caught'] is None else r['caught']} | {r['verdict']} "
+                  f"| {r['other']} | {caught(r)} | {r['verdict']} "
                   f"| {r['seconds']} |")
         print(f"| **total** | | **{total['ops']}** | {total['acked']} | **{total['refused']}** | "
               f"{total['unknown']} | {total['handoffs']} | {total['faults']} ({total['effective']}) | "
-              f"**{total['stale']}** | **{total['lost']}** | {total['other']} | {total['caught']} | "
+              f"**{total['stale']}** | **{total['lost']}** | {total['other']} | "
+              f"{total['caught']} ({total['caught_acks']}) | "
               f"{', '.join(f'{v} {k}' for k, v in sorted(verdicts.items()))} | {total['seconds']} |")
     else:
-        fmt = "%-8s %-14s %6s %6s %8s %7s %8s %11s %6s %5s %6s %7s %-12s %7s"
+        fmt = "%-8s %-14s %6s %6s %8s %7s %8s %11s %6s %5s %6s %14s %-12s %7s"
         print(fmt % ("round", "scenario", "ops", "acked", "refused", "unknown", "handoffs", "faults(eff)",
                      "stale", "lost", "other", "caught", "verdict", "wall s"))
         for r in rows:
             rnd = r["report"].rsplit("/", 2)[-2] if "/" in r["report"] else r["report"]
             print(fmt % (rnd, r["scenario"], r["ops"], r["acked"], r["refused"], r["unknown"], r["handoffs"],
                          f"{r['faults']}({r['effective']})", r["stale"], r["lost"], r["other"],
-                         "-" if r["caught"] is None else r["caught"], r["verdict"], r["seconds"]))
+                         caught(r).replace(" ", ""), r["verdict"], r["seconds"]))
         print(fmt % ("total", "", total["ops"], total["acked"], total["refused"], total["unknown"],
                      total["handoffs"], f"{total['faults']}({total['effective']})", total["stale"], total["lost"],
-                     total["other"], total["caught"], "", total["seconds"]))
+                     total["other"], f"{total['caught']}({total['caught_acks']})", "", total["seconds"]))
     bad = [r for r in rows if r["violations"] or r["stale"] or r["lost"] or r["verdict"] == "FAIL"]
     for r in rows:
         if r["reasons"]:
