@@ -119,6 +119,8 @@ public final class ScenarioRunner {
         PrintWriter stdin;
         String session;
         long token;
+        /** True from LEASE until the writer reports FENCED or LOST for that session (or exits). */
+        boolean holding;
         long checks;
         long completions;
         boolean exited;
@@ -226,12 +228,18 @@ public final class ScenarioRunner {
     private boolean cycle(int n) throws Exception {
         Duration wait = Duration.ofMillis(4 * ttlMs() + 15_000);
         Writer[] victim = new Writer[1];
+        // The victim is the current holder: the writer holding the highest token granted (a writer fenced or
+        // lost in an earlier cycle keeps its old session, and must not be picked: it makes no lease check).
         if (!await(wait, () -> {
+            Writer holder = null;
             for (Writer w : writers) {
-                if (w.session != null && !w.exited && w.acks.getOrDefault(w.session, 0) >= 2) {
-                    victim[0] = w;
-                    return true;
+                if (w.session != null && w.holding && !w.exited && (holder == null || w.token > holder.token)) {
+                    holder = w;
                 }
+            }
+            if (holder != null && holder.acks.getOrDefault(holder.session, 0) >= 2) {
+                victim[0] = holder;
+                return true;
             }
             return false;
         })) {
@@ -453,8 +461,15 @@ public final class ScenarioRunner {
                     case "LEASE" -> {
                         w.session = f[1];
                         w.token = Long.parseLong(f[2]);
+                        w.holding = true;
                         grants++;
                     }
+                    case "FENCED", "LOST" -> {
+                        if (f[1].equals(w.session)) {
+                            w.holding = false;
+                        }
+                    }
+                    case "EXIT" -> w.holding = false;
                     case "CHECK" -> w.checks++;
                     case "INVOKE" -> w.ops.put(f[1], history.invokeAt(key, f[2], Long.parseLong(f[3]), f[4],
                             Long.parseLong(f[5])));
@@ -471,7 +486,7 @@ public final class ScenarioRunner {
                         w.completions++;
                     }
                     default -> {
-                        // FENCED, LOST, EXIT: informative only
+                        // nothing else is reported
                     }
                 }
             } catch (RuntimeException e) {
