@@ -1,9 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.TargetGrammar;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;
@@ -46,7 +43,6 @@ class FileTargetFuzzIT {
                     scope: docs/{path}
                     backend: {type: file, root: "${ROOT}"}
                 """, Map.of("ROOT", root.toString()));
-        FenceAdmin admin = FenceStores.admin(proxy.server().store()).orElseThrow();
         oracle = new DifferentialOracle(new DifferentialOracle.Storage() {
             @Override
             public Map<String, String> snapshot() throws IOException {
@@ -66,11 +62,7 @@ class FileTargetFuzzIT {
             public String scopeOf(String resource) {
                 return resource;
             }
-        }, () -> {
-            Map<String, Long> out = new HashMap<>();
-            admin.scopes("", 1_000_000).forEach(e -> out.put(e.scope(), e.token()));
-            return out;
-        });
+        }, RawAttempts.storeFences(proxy));
     }
 
     @AfterContainer
@@ -89,29 +81,19 @@ class FileTargetFuzzIT {
     @Property
     void noSpellingLandsAStaleWriteOrMissesTheFence(@ForAll("attempts") TargetGrammar.Attempt attempt)
             throws Exception {
-        oracle.judge(attempt, FuzzSend::raw);
+        oracle.judge(attempt, FileTargetFuzzIT::send);
     }
 
     /** Found by the property: a write where a directory stands was refused (409) only after raising the fence. */
     @Example
     void aWriteWhereADirectoryStandsIsRefusedBeforeTheFence() throws Exception {
-        oracle.judge(new TargetGrammar.Attempt("PUT", "/docs/dirx/child", 3L), FuzzSend::raw);
-        oracle.judge(new TargetGrammar.Attempt("PUT", "/docs/dirx", 5L), FuzzSend::raw);
-        oracle.judge(new TargetGrammar.Attempt("DELETE", "/docs/dirx", 5L), FuzzSend::raw);
-        oracle.judge(new TargetGrammar.Attempt("PUT", "/docs/dirx/child/below", 5L), FuzzSend::raw);
+        oracle.judge(new TargetGrammar.Attempt("PUT", "/docs/dirx/child", 3L), FileTargetFuzzIT::send);
+        oracle.judge(new TargetGrammar.Attempt("PUT", "/docs/dirx", 5L), FileTargetFuzzIT::send);
+        oracle.judge(new TargetGrammar.Attempt("DELETE", "/docs/dirx", 5L), FileTargetFuzzIT::send);
+        oracle.judge(new TargetGrammar.Attempt("PUT", "/docs/dirx/child/below", 5L), FileTargetFuzzIT::send);
     }
 
-    /** Sends an attempt over a raw socket, byte for byte. */
-    static final class FuzzSend {
-        private FuzzSend() {
-        }
-
-        static DifferentialOracle.Result raw(TargetGrammar.Attempt attempt, String body) throws Exception {
-            Http.Response r = RawHttp.send(proxy.server().port(), attempt.method() + " " + attempt.target()
-                    + " HTTP/1.1\r\nHost: fuzz\r\n" + (attempt.token() == null ? ""
-                    : "Fencing-Token: " + attempt.token() + "\r\n")
-                    + "Content-Length: " + body.length() + "\r\nConnection: close\r\n\r\n" + body);
-            return new DifferentialOracle.Result(r.status(), r.body());
-        }
+    static DifferentialOracle.Result send(TargetGrammar.Attempt attempt, String body) throws Exception {
+        return RawAttempts.send(proxy, attempt, body);
     }
 }

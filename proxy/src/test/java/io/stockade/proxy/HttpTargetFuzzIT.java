@@ -1,9 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.TargetGrammar;
 import io.stockade.proxy.testing.TestUpstream;
 import net.jqwik.api.Arbitraries;
@@ -53,7 +50,6 @@ class HttpTargetFuzzIT {
                     scope: objects/{key}
                     backend: {type: http, url: "${UPSTREAM}/store", conditional: if-match}
                 """, Map.of("UPSTREAM", upstream.baseUri().toString().replaceAll("/$", "")));
-        FenceAdmin admin = FenceStores.admin(proxy.server().store()).orElseThrow();
         oracle = new DifferentialOracle(new DifferentialOracle.Storage() {
             @Override
             public Map<String, String> snapshot() {
@@ -69,11 +65,7 @@ class HttpTargetFuzzIT {
             public String scopeOf(String resource) {
                 return resource.substring("/store/".length());
             }
-        }, () -> {
-            Map<String, Long> out = new HashMap<>();
-            admin.scopes("", 1_000_000).forEach(e -> out.put(e.scope(), e.token()));
-            return out;
-        });
+        }, RawAttempts.storeFences(proxy));
     }
 
     /** The path as a server that percent-decodes each segment once ('+' a literal plus) names it. */
@@ -101,20 +93,10 @@ class HttpTargetFuzzIT {
     @Property
     void noSpellingLandsAStaleWriteOrMissesTheFence(@ForAll("attempts") TargetGrammar.Attempt attempt)
             throws Exception {
-        oracle.judge(attempt, FuzzSend::raw);
+        oracle.judge(attempt, HttpTargetFuzzIT::send);
     }
 
-    /** Sends an attempt over a raw socket, byte for byte. */
-    static final class FuzzSend {
-        private FuzzSend() {
-        }
-
-        static DifferentialOracle.Result raw(TargetGrammar.Attempt attempt, String body) throws Exception {
-            Http.Response r = RawHttp.send(proxy.server().port(), attempt.method() + " " + attempt.target()
-                    + " HTTP/1.1\r\nHost: fuzz\r\n" + (attempt.token() == null ? ""
-                    : "Fencing-Token: " + attempt.token() + "\r\n")
-                    + "Content-Length: " + body.length() + "\r\nConnection: close\r\n\r\n" + body);
-            return new DifferentialOracle.Result(r.status(), r.body());
-        }
+    static DifferentialOracle.Result send(TargetGrammar.Attempt attempt, String body) throws Exception {
+        return RawAttempts.send(proxy, attempt, body);
     }
 }

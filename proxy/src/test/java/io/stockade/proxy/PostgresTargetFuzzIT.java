@@ -1,7 +1,6 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.Pg;
 import io.stockade.proxy.testing.TargetGrammar;
 import net.jqwik.api.Arbitrary;
@@ -96,20 +95,10 @@ class PostgresTargetFuzzIT {
     @Property
     void noSpellingLandsAStaleWriteOrMissesTheFence(@ForAll("attempts") TargetGrammar.Attempt attempt)
             throws Exception {
-        oracle.judge(attempt, FuzzSend::raw);
+        oracle.judge(attempt, PostgresTargetFuzzIT::send);
     }
 
-    /** Sends an attempt over a raw socket, byte for byte. */
-    static final class FuzzSend {
-        private FuzzSend() {
-        }
-
-        static DifferentialOracle.Result raw(TargetGrammar.Attempt attempt, String body) throws Exception {
-            Http.Response r = RawHttp.send(proxy.server().port(), attempt.method() + " " + attempt.target()
-                    + " HTTP/1.1\r\nHost: fuzz\r\n" + (attempt.token() == null ? ""
-                    : "Fencing-Token: " + attempt.token() + "\r\n")
-                    + "Content-Length: " + body.length() + "\r\nConnection: close\r\n\r\n" + body);
-            return new DifferentialOracle.Result(r.status(), r.body());
-        }
+    static DifferentialOracle.Result send(TargetGrammar.Attempt attempt, String body) throws Exception {
+        return RawAttempts.send(proxy, attempt, body);
     }
 }

@@ -112,7 +112,7 @@ class S3TargetFuzzIT {
     @Property
     void noSpellingLandsAStaleWriteOrMissesTheFence(@ForAll("attempts") TargetGrammar.Attempt attempt)
             throws Exception {
-        oracle.judge(attempt, FuzzSend::raw);
+        oracle.judge(attempt, S3TargetFuzzIT::send);
     }
 
     /**
@@ -122,14 +122,14 @@ class S3TargetFuzzIT {
      */
     @Example
     void aWriteWithAnUnknownQueryParameterIsRefusedNotForwardedUnfenced() throws Exception {
-        oracle.judge(new TargetGrammar.Attempt("PUT", "/fzz/unk", 9L), FuzzSend::raw);
+        oracle.judge(new TargetGrammar.Attempt("PUT", "/fzz/unk", 9L), S3TargetFuzzIT::send);
         for (String attempt : List.of("PUT ?x=1", "DELETE ?x=1", "POST ?x=1", "PATCH ?x=1", "PUT ?uploadId=1",
                 "PUT ?partNumber=1", "DELETE ?partNumber=1", "PUT ?acl&x=1", "POST ?tagging&uploads",
                 "DELETE ?uploads", "PATCH ")) {
             String[] parts = attempt.split(" ", -1);
             TargetGrammar.Attempt stale = new TargetGrammar.Attempt(parts[0], "/fzz/unk" + parts[1], 3L);
-            oracle.judge(stale, FuzzSend::raw);
-            assertEquals(400, FuzzSend.raw(stale, "x").status(), stale.toString());
+            oracle.judge(stale, S3TargetFuzzIT::send);
+            assertEquals(400, send(stale, "x").status(), stale.toString());
         }
     }
 
@@ -152,17 +152,7 @@ class S3TargetFuzzIT {
         return out;
     }
 
-    /** Sends an attempt over a raw socket, byte for byte. */
-    static final class FuzzSend {
-        private FuzzSend() {
-        }
-
-        static DifferentialOracle.Result raw(TargetGrammar.Attempt attempt, String body) throws Exception {
-            Http.Response r = RawHttp.send(proxy.server().port(), attempt.method() + " " + attempt.target()
-                    + " HTTP/1.1\r\nHost: fuzz\r\n" + (attempt.token() == null ? ""
-                    : "Fencing-Token: " + attempt.token() + "\r\n")
-                    + "Content-Length: " + body.length() + "\r\nConnection: close\r\n\r\n" + body);
-            return new DifferentialOracle.Result(r.status(), r.body());
-        }
+    static DifferentialOracle.Result send(TargetGrammar.Attempt attempt, String body) throws Exception {
+        return RawAttempts.send(proxy, attempt, body);
     }
 }

@@ -1,0 +1,36 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.store.FenceStores;
+import io.stockade.proxy.testing.DifferentialOracle;
+import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.TargetGrammar;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/** What the differential fuzzers ({@code *TargetFuzzIT}) share: how an attempt is sent, and the memory store's fences. */
+final class RawAttempts {
+    private RawAttempts() {
+    }
+
+    /** Sends an attempt over a raw socket, byte for byte (its target exactly as generated). */
+    static DifferentialOracle.Result send(ProxyFixture proxy, TargetGrammar.Attempt attempt, String body)
+            throws Exception {
+        Http.Response r = RawHttp.send(proxy.server().port(), attempt.method() + " " + attempt.target()
+                + " HTTP/1.1\r\nHost: fuzz\r\n" + (attempt.token() == null ? ""
+                : "Fencing-Token: " + attempt.token() + "\r\n")
+                + "Content-Length: " + body.length() + "\r\nConnection: close\r\n\r\n" + body);
+        return new DifferentialOracle.Result(r.status(), r.body());
+    }
+
+    /** The fences of the proxy's store (memory, etcd or postgres), every scope. */
+    static DifferentialOracle.Fences storeFences(ProxyFixture proxy) {
+        FenceAdmin admin = FenceStores.admin(proxy.server().store()).orElseThrow();
+        return () -> {
+            Map<String, Long> out = new HashMap<>();
+            admin.scopes("", 1_000_000).forEach(e -> out.put(e.scope(), e.token()));
+            return out;
+        };
+    }
+}
