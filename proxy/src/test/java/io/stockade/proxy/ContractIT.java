@@ -2,6 +2,7 @@ package io.stockade.proxy;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.Warnings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -12,9 +13,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.logging.LogRecord;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -253,11 +256,19 @@ abstract class ContractIT {
     @Test
     void storeUnavailableIs503WithRetryAfterAndNothingWritten() throws Exception {
         takeFenceAway();
-        Http.Response r = put("/docs/u", "v", "5");
-        assertEquals(503, r.status(), r.body());
-        assertTrue(r.header("Retry-After").isPresent());
-        assertTrue(r.body().contains("store-unavailable"), r.body());
+        List<LogRecord> warned = Warnings.during("io.stockade", () -> {
+            for (int i = 0; i < 5; i++) {
+                Http.Response r = put("/docs/u", "v", Integer.toString(5 + i));
+                assertEquals(503, r.status(), r.body());
+                assertTrue(r.header("Retry-After").isPresent());
+                assertTrue(r.body().contains("store-unavailable"), r.body());
+            }
+        });
         assertEquals(Optional.empty(), stored("/docs/u"));
+        // What the operator reads: one line (at most one a second per policy) with the cause, no stack trace.
+        assertEquals(1, warned.size(), warned.stream().map(LogRecord::getMessage).toList().toString());
+        assertNull(warned.getFirst().getThrown(), "no stack trace at WARNING");
+        assertTrue(warned.getFirst().getMessage().contains("policy 'docs'"), warned.getFirst().getMessage());
     }
 
     @Test

@@ -3,13 +3,16 @@ package io.stockade.proxy;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.proxy.testing.Warnings;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
 import java.util.Map;
+import java.util.logging.LogRecord;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The contract through the HTTP backend, serialized class, plus what is particular to proxying HTTP. */
@@ -48,9 +51,19 @@ class HttpContractIT extends UpstreamContractIT {
 
     @Test
     void upstreamDownIs502AndTheScopeStaysOpen() throws Exception {
+        int port = upstream.port();
         upstream.close();
-        Http.Response r = put("/docs/d", "v", "5");
-        assertEquals(502, r.status(), r.body());
+        List<LogRecord> warned = Warnings.during("io.stockade", () -> {
+            Http.Response r = put("/docs/d", "v", "5");
+            assertEquals(502, r.status(), r.body());
+            // The answer and the log line name the upstream and say that nothing reached it.
+            assertTrue(r.body().contains("upstream 127.0.0.1:" + port + ": refused the connection; nothing was sent"),
+                    r.body());
+        });
+        assertEquals(1, warned.size(), warned.toString());
+        assertNull(warned.getFirst().getThrown(), "no stack trace at WARNING");
+        assertTrue(warned.getFirst().getMessage().contains("policy 'docs': PUT /docs/d: upstream 127.0.0.1:" + port
+                + ": refused the connection; nothing was sent"), warned.getFirst().getMessage());
         // nothing was sent, so nothing can land late: no quarantine
         Http.Response again = put("/docs/d", "v", "6");
         assertEquals(502, again.status(), again.body());

@@ -8,6 +8,7 @@ import io.stockade.proxy.testing.EtcdServer;
 import io.stockade.proxy.testing.FreePorts;
 import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.Pg;
+import io.stockade.proxy.testing.Warnings;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,12 +19,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -173,36 +169,8 @@ class LockServiceVerifyIT {
     }
 
     /** WARN lines of the pipeline while {@code body} runs. */
-    private static List<String> warnings(ThrowingRunnable body) throws Exception {
-        List<String> lines = new CopyOnWriteArrayList<>();
-        Logger logger = Logger.getLogger(FencePipeline.class.getName());
-        Handler handler = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                if (r.getLevel() == Level.WARNING) {
-                    lines.add(r.getMessage());
-                }
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        logger.addHandler(handler);
-        try {
-            body.run();
-        } finally {
-            logger.removeHandler(handler);
-        }
-        return lines;
-    }
-
-    interface ThrowingRunnable {
-        void run() throws Exception;
+    private static List<String> warnings(Warnings.ThrowingRunnable body) throws Exception {
+        return Warnings.messages(FencePipeline.class, body);
     }
 
     /** Whether {@code text} has {@code n} as a number of its own (not inside a longer one). */

@@ -25,6 +25,7 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.log.Decision;
 import io.stockade.proxy.log.DecisionLog;
+import io.stockade.proxy.log.WarnLimiter;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.token.FencingToken;
@@ -69,7 +70,7 @@ public final class FencePipeline implements Handler {
     private final TokenVerifiers verifiers;
     private final Limits limits;
     /** Verifier warnings, at most one line a second per policy: a client sending forged tokens cannot flood. */
-    private final WarnLimiter verifierWarnings;
+    private final WarnLimiter warnings;
 
     /**
      * @param backends one backend per policy name
@@ -84,7 +85,7 @@ public final class FencePipeline implements Handler {
         this.startedAt = nanoTime.getAsLong();
         this.verifiers = verifiers;
         this.limits = new Limits(nanoTime);
-        this.verifierWarnings = new WarnLimiter(nanoTime, WarnLimiter.INTERVAL_NANOS);
+        this.warnings = new WarnLimiter(nanoTime, WarnLimiter.INTERVAL_NANOS);
     }
 
     private record Active(StockadeConfig config, Map<String, Backend> backends) {
@@ -437,7 +438,10 @@ public final class FencePipeline implements Handler {
             }
             answer(call, token, result);
         } catch (StoreUnavailableException e) {
-            LOG.log(Level.WARNING, "fence store unavailable for scope " + scope, e);
+            // One line with the cause, at most one a second per policy (every request fails alike while the
+            // store is down); the stack only at FINE.
+            warn(policy, "store", "fence store unavailable for scope '" + scope + "': " + e.getMessage());
+            LOG.log(Level.FINE, "fence store unavailable for scope " + scope, e);
             metrics.storeError(name);
             call.refuse(Outcome.UNAVAILABLE, Refusals.storeUnavailable(scope, e.getMessage()));
         } catch (InterruptedException e) {
@@ -473,21 +477,15 @@ public final class FencePipeline implements Handler {
                 // The log line may say what the holder's token is (the operator's business); the client's answer
                 // never does, or a forger would read it and send it back. Every refusal is counted and in the
                 // decision log; the WARN line is limited, since any client can cause one per request.
-                long leftOut = verifierWarnings.admit(name + " refused");
-                if (leftOut >= 0) {
-                    LOG.warning("policy '" + name + "': token " + token + " for scope '" + scope + "' refused by the "
-                            + verifier.kind() + " verifier: " + refused.forLog() + WarnLimiter.leftOut(leftOut));
-                }
+                warn(policy, "refused", "token " + token + " for scope '" + scope + "' refused by the "
+                        + verifier.kind() + " verifier: " + refused.forLog());
                 call.refuse(Outcome.UNVERIFIED, Refusals.unverified(policy, scope, token, verifier.kind(),
                         refused.reason()));
                 return false;
             }
             case TokenVerifier.Unavailable unavailable -> {
-                long leftOut = verifierWarnings.admit(name + " unavailable");
-                if (leftOut >= 0) {
-                    LOG.warning("policy '" + name + "': " + verifier.kind() + " verifier unavailable for scope '"
-                            + scope + "': " + unavailable.reason() + WarnLimiter.leftOut(leftOut));
-                }
+                warn(policy, "verifier", verifier.kind() + " verifier unavailable for scope '" + scope + "': "
+                        + unavailable.reason());
                 call.refuse(Outcome.UNAVAILABLE, Refusals.verifierUnavailable(scope, unavailable.reason()));
                 return false;
             }
@@ -501,6 +499,17 @@ public final class FencePipeline implements Handler {
                 h -> req.headers().all(HeaderNames.create(h), List::of)));
         metrics.verification(exchange.route().policy().name(), verdict.label());
         return verdict;
+    }
+
+    /**
+     * One WARN line for a failure every request may meet alike while something is down: at most one a second per
+     * policy and kind, with the count of the lines left out.
+     */
+    private void warn(Policy policy, String kind, String text) {
+        long leftOut = warnings.admit(policy.name() + " " + kind);
+        if (leftOut >= 0) {
+            LOG.warning("policy '" + policy.name() + "': " + text + WarnLimiter.leftOut(leftOut));
+        }
     }
 
     /** answer: what a fenced write came to, as an answer to the client and a metric. */
@@ -517,11 +526,17 @@ public final class FencePipeline implements Handler {
                 call.decision.highest(tooFar.highest());
                 call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, scope, token, tooFar.highest()));
             }
-            case WriteResult.Unavailable unavailable -> call.refuse(Outcome.UNAVAILABLE,
-                    Refusals.fenceUnavailable(scope, unavailable.reason()));
-            case WriteResult.Unknown unknown -> call.refuse(Outcome.UNKNOWN_OUTCOME, Refusals.unknownOutcome(policy,
-                    scope, token, unknown.reason(), guard.quarantineRemaining(scope) > 0
-                            ? call.backend.settle().toSeconds() : 0));
+            case WriteResult.Unavailable unavailable -> {
+                warn(policy, "unavailable", "the fence could not be decided for scope '" + scope + "': "
+                        + unavailable.reason());
+                call.refuse(Outcome.UNAVAILABLE, Refusals.fenceUnavailable(scope, unavailable.reason()));
+            }
+            case WriteResult.Unknown unknown -> {
+                warn(policy, "unknown", "the outcome of the write of token " + token + " to scope '" + scope
+                        + "' is unknown: " + unknown.reason());
+                call.refuse(Outcome.UNKNOWN_OUTCOME, Refusals.unknownOutcome(policy, scope, token, unknown.reason(),
+                        guard.quarantineRemaining(scope) > 0 ? call.backend.settle().toSeconds() : 0));
+            }
         }
     }
 

@@ -94,6 +94,12 @@ public final class UpstreamClient implements AutoCloseable {
         return new Request(this, method, host, target);
     }
 
+    /** {@code host:port} of the upstream at {@code host} (IPv6 in brackets), as failures name it. */
+    public String address(String host) {
+        String name = host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host;
+        return name + ":" + port;
+    }
+
     /** A pooled connection for {@code host}, or a new one. */
     Connection connection(String host) throws UpstreamFailure {
         if (closed) {
@@ -136,14 +142,16 @@ public final class UpstreamClient implements AutoCloseable {
         } catch (UnknownHostException e) {
             closeQuietly(channel);
             throw new UpstreamFailure("unknown host " + literal, false, false, e);
+        } catch (java.net.ConnectException e) {
+            closeQuietly(channel);
+            throw new UpstreamFailure("refused the connection", false, false, e);
         } catch (java.net.SocketTimeoutException e) {
             closeQuietly(channel);
-            throw new UpstreamFailure("connecting to " + literal + ":" + port + " timed out after "
-                    + connectTimeoutMillis + " ms", false, false, e);
+            throw new UpstreamFailure("did not accept the connection within " + connectTimeoutMillis + " ms",
+                    false, false, e);
         } catch (IOException e) {
             closeQuietly(channel);
-            throw new UpstreamFailure("connecting to " + literal + ":" + port + " failed: " + e.getMessage(),
-                    false, false, e);
+            throw new UpstreamFailure("connecting failed: " + e.getMessage(), false, false, e);
         }
         try {
             SSLSocket ssl = (SSLSocket) sslContext.getSocketFactory().createSocket(channel.socket(), literal, port,
@@ -156,8 +164,7 @@ public final class UpstreamClient implements AutoCloseable {
             return new Connection(host, channel, ssl);
         } catch (IOException e) {
             closeQuietly(channel);
-            throw new UpstreamFailure("TLS handshake with " + literal + ":" + port + " failed: " + e.getMessage(),
-                    false, false, e);
+            throw new UpstreamFailure("the TLS handshake failed: " + e.getMessage(), false, false, e);
         }
     }
 
@@ -272,6 +279,15 @@ public final class UpstreamClient implements AutoCloseable {
                 head.ascii("Transfer-Encoding: chunked\r\n");
             }
             head.crlf();
+            try {
+                return exchange(readTimeout, length, body);
+            } catch (UpstreamFailure e) {
+                throw e.at(client.address(host));
+            }
+        }
+
+        private UpstreamResponse exchange(java.time.Duration readTimeout, long length, Body body)
+                throws UpstreamFailure {
             Connection connection = client.connection(host);
             boolean done = false;
             try {

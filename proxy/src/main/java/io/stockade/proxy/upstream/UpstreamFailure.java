@@ -3,11 +3,14 @@ package io.stockade.proxy.upstream;
 import java.io.IOException;
 
 /**
- * An upstream request that got no answer.
+ * An upstream request that got no answer. Its message names the upstream ({@code upstream 127.0.0.1:9000: refused
+ * the connection}) once the client that failed has said which it was, so an operator reading a problem detail or a
+ * log line knows where to look.
  */
 public class UpstreamFailure extends IOException {
     private final boolean requestSent;
     private final boolean timedOut;
+    private volatile String upstream;
 
     /**
      * @param requestSent whether any byte of the request may have reached the upstream (if not, the request cannot
@@ -18,6 +21,25 @@ public class UpstreamFailure extends IOException {
         super(message, cause);
         this.requestSent = requestSent;
         this.timedOut = timedOut;
+    }
+
+    /** Names the upstream that failed ({@code host:port}), unless it is named already. */
+    UpstreamFailure at(String address) {
+        if (upstream == null) {
+            upstream = address;
+        }
+        return this;
+    }
+
+    /** The upstream that failed ({@code host:port}), or null when not known. */
+    public String upstream() {
+        return upstream;
+    }
+
+    @Override
+    public String getMessage() {
+        String message = super.getMessage();
+        return upstream == null ? message : "upstream " + upstream + ": " + message;
     }
 
     /** Whether any byte of the request may have reached the upstream: the outcome of a write is then unknown. */

@@ -54,8 +54,8 @@ public final class UpstreamResponse implements AutoCloseable {
                 while (true) {
                     String line = readLine(connection, MAX_HEAD - headBytes);
                     if (line == null) {
-                        throw new UpstreamFailure(anyByte ? "the upstream closed the connection in the middle of "
-                                + "its answer's head" : "the upstream closed the connection without answering",
+                        throw new UpstreamFailure(anyByte ? "closed the connection in the middle of its answer's "
+                                + "head" : "closed the connection without answering",
                                 true, false, null);
                     }
                     anyByte = true;
@@ -70,7 +70,7 @@ public final class UpstreamResponse implements AutoCloseable {
                 }
                 String statusLine = lines.get(0);
                 if (!statusLine.startsWith("HTTP/1.") || statusLine.length() < 12 || statusLine.charAt(8) != ' ') {
-                    throw protocol("the upstream's status line is not HTTP/1.x: '" + shorten(statusLine) + "'");
+                    throw protocol("its status line is not HTTP/1.x: '" + shorten(statusLine) + "'");
                 }
                 int status = parseStatus(statusLine);
                 String reason = statusLine.length() > 13 ? statusLine.substring(13) : "";
@@ -82,14 +82,14 @@ public final class UpstreamResponse implements AutoCloseable {
                     int colon = line.indexOf(':');
                     if (colon <= 0 || line.charAt(0) == ' ' || line.charAt(0) == '\t'
                             || line.charAt(colon - 1) == ' ' || line.charAt(colon - 1) == '\t') {
-                        throw protocol("the upstream sent a malformed header line: '" + shorten(line) + "'");
+                        throw protocol("sent a malformed header line: '" + shorten(line) + "'");
                     }
                     names.add(line.substring(0, colon));
                     values.add(line.substring(colon + 1).strip());
                 }
                 if (status / 100 == 1) {
                     if (status == 101) {
-                        throw protocol("the upstream switched protocols (101), which the proxy does not relay");
+                        throw protocol("switched protocols (101), which the proxy does not relay");
                     }
                     continue; // 100 Continue, 102, 103: interim, the final answer follows
                 }
@@ -102,8 +102,8 @@ public final class UpstreamResponse implements AutoCloseable {
         } catch (IOException e) {
             boolean handshake = TlsRefusals.refusedInHandshake(e);
             boolean timedOut = !handshake && e instanceof SocketTimeoutException;
-            throw new UpstreamFailure(timedOut ? "the upstream did not answer in time"
-                    : handshake ? "the TLS handshake with the upstream was refused, nothing was sent: " + e.getMessage()
+            throw new UpstreamFailure(timedOut ? "did not answer in time"
+                    : handshake ? "refused the TLS handshake, nothing was sent: " + e.getMessage()
                     : "reading the upstream's answer failed: " + e.getMessage(), !handshake, timedOut, e);
         }
     }
@@ -113,12 +113,12 @@ public final class UpstreamResponse implements AutoCloseable {
         for (int i = 9; i < 12; i++) {
             char c = line.charAt(i);
             if (c < '0' || c > '9') {
-                throw protocol("the upstream's status code is not three digits: '" + shorten(line) + "'");
+                throw protocol("its status code is not three digits: '" + shorten(line) + "'");
             }
             status = status * 10 + (c - '0');
         }
         if (status < 100 || line.length() > 12 && line.charAt(12) != ' ') {
-            throw protocol("the upstream's status line is malformed: '" + shorten(line) + "'");
+            throw protocol("its status line is malformed: '" + shorten(line) + "'");
         }
         return status;
     }
@@ -213,7 +213,7 @@ public final class UpstreamResponse implements AutoCloseable {
             for (String part : header.split(",")) {
                 long v = parseLength(part.strip());
                 if (value >= 0 && v != value) {
-                    throw protocol("the upstream sent conflicting Content-Length values " + lengths);
+                    throw protocol("sent conflicting Content-Length values " + lengths);
                 }
                 value = v;
             }
@@ -223,13 +223,13 @@ public final class UpstreamResponse implements AutoCloseable {
 
     private static long parseLength(String text) throws UpstreamFailure {
         if (text.isEmpty() || text.length() > 18) {
-            throw protocol("the upstream sent a malformed Content-Length '" + shorten(text) + "'");
+            throw protocol("sent a malformed Content-Length '" + shorten(text) + "'");
         }
         long v = 0;
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
             if (c < '0' || c > '9') {
-                throw protocol("the upstream sent a malformed Content-Length '" + shorten(text) + "'");
+                throw protocol("sent a malformed Content-Length '" + shorten(text) + "'");
             }
             v = v * 10 + (c - '0');
         }

@@ -18,6 +18,7 @@ import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.http.ClientTlsFiles;
 import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.log.WarnLimiter;
 import io.stockade.proxy.upstream.UpstreamClient;
 import io.stockade.proxy.upstream.UpstreamFailure;
 import io.stockade.proxy.upstream.UpstreamResponse;
@@ -67,6 +68,8 @@ public final class HttpBackend implements Backend {
     private final String basePath;
     /** The {@code Host} header of every upstream request. */
     private final String authority;
+    /** Upstream failures: one WARN line a second per policy, however many requests fail alike. */
+    private final WarnLimiter warnings = new WarnLimiter(System::nanoTime, WarnLimiter.INTERVAL_NANOS);
 
     private HttpBackend(BackendConfig.Http config, UpstreamClient client) {
         this.config = config;
@@ -287,9 +290,9 @@ public final class HttpBackend implements Backend {
             if (res.isSent()) {
                 throw UpstreamResponse.brokeOff(e);
             }
-            String reason = e.timedOut() ? "upstream timed out after " + config.timeout().toMillis() + " ms"
-                    : e.requestSent() ? "upstream failed: " + e.getMessage()
-                    : "upstream unreachable, nothing was sent: " + e.getMessage();
+            String reason = e.timedOut()
+                    ? "upstream " + e.upstream() + " did not answer within " + config.timeout().toMillis() + " ms"
+                    : e.requestSent() ? e.getMessage() : e.getMessage() + "; nothing was sent";
             return new Sent.Failed(reason, e.requestSent(), e.timedOut());
         } catch (IOException | UncheckedIOException e) {
             if (res.isSent()) {
@@ -328,7 +331,17 @@ public final class HttpBackend implements Backend {
         }
     }
 
+    /**
+     * A 502 or 504 answered here (an unfenced forward, or a write that never reached the upstream), with one WARN
+     * line naming the upstream. An unknown outcome is the pipeline's to answer and log.
+     */
     private WriteResult answerFailure(Exchange exchange, Sent.Failed failed) {
+        String policy = exchange.route().policy().name();
+        long leftOut = warnings.admit(policy);
+        if (leftOut >= 0) {
+            LOG.warning("policy '" + policy + "': " + exchange.request().prologue().method().text() + " "
+                    + exchange.route().target().rawPath() + ": " + failed.reason() + WarnLimiter.leftOut(leftOut));
+        }
         int status = failed.timedOut() ? 504 : 502;
         return answer(exchange, Problem.of(status, failed.timedOut() ? "upstream-timeout" : "upstream-unreachable",
                 failed.timedOut() ? "Upstream timed out" : "Upstream unreachable", failed.reason()));

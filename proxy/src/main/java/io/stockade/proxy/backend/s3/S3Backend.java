@@ -68,7 +68,6 @@ public class S3Backend implements Backend {
     final BackendConfig.S3 config;
     final Upstream upstream;
     private final ClientAuth auth;
-
     S3Backend(BackendConfig.S3 config) {
         this.config = config;
         this.upstream = new Upstream(config);
@@ -781,11 +780,11 @@ public class S3Backend implements Backend {
         io.stockade.proxy.upstream.UpstreamFailure failed = cause(e, io.stockade.proxy.upstream.UpstreamFailure.class);
         boolean notSent = !mayHaveReached || failed != null && !failed.requestSent();
         String reason = failed != null && failed.timedOut()
-                ? "the upstream did not answer within " + config.timeout().toMillis() + " ms"
-                : failed != null && !failed.requestSent() ? "the upstream is unreachable, nothing was sent: "
-                + failed.getMessage()
-                : "the upstream failed: " + (failed != null ? failed.getMessage() : root(e));
-        LOG.log(Level.WARNING, reason, e);
+                ? "upstream " + failed.upstream() + " did not answer within " + config.timeout().toMillis() + " ms"
+                : failed != null && !failed.requestSent() ? failed.getMessage() + "; nothing was sent"
+                : failed != null ? failed.getMessage() : "the upstream failed: " + root(e);
+        // The pipeline logs the result in one line; the stack only here, at FINE.
+        LOG.log(Level.FINE, reason, e);
         if (notSent) {
             return new WriteResult.Unavailable(reason);
         }

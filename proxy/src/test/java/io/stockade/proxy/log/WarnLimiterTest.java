@@ -1,4 +1,4 @@
-package io.stockade.proxy.pipeline;
+package io.stockade.proxy.log;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,4 +1,4 @@
-package io.stockade.proxy.pipeline;
+package io.stockade.proxy.log;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -12,9 +12,9 @@ import java.util.function.LongSupplier;
  * <p>
  * Keys are policy names with a suffix, so there are as many windows as policies (a reload may leave a few behind).
  */
-final class WarnLimiter {
+public final class WarnLimiter {
     /** The default interval: one line a second per key. */
-    static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+    public static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private static final class Window {
         boolean started;
@@ -26,7 +26,7 @@ final class WarnLimiter {
     private final long intervalNanos;
     private final ConcurrentHashMap<String, Window> windows = new ConcurrentHashMap<>();
 
-    WarnLimiter(LongSupplier nanoTime, long intervalNanos) {
+    public WarnLimiter(LongSupplier nanoTime, long intervalNanos) {
         this.nanoTime = nanoTime;
         this.intervalNanos = intervalNanos;
     }
@@ -37,7 +37,7 @@ final class WarnLimiter {
      * @return {@code -1} to leave this line out (it is counted), otherwise how many lines were left out since the
      *         previous line for the key was logged
      */
-    long admit(String key) {
+    public long admit(String key) {
         Window w = windows.computeIfAbsent(key, k -> new Window());
         synchronized (w) {
             long now = nanoTime.getAsLong();
@@ -54,7 +54,7 @@ final class WarnLimiter {
     }
 
     /** The text to add to a logged line that says how many were left out before it (empty when none). */
-    static String leftOut(long count) {
+    public static String leftOut(long count) {
         return count <= 0 ? "" : " [" + count + " more such line" + (count == 1 ? "" : "s")
                 + " left out since the previous one: at most one a second per policy]";
     }
