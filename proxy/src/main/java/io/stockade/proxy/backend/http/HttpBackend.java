@@ -27,6 +27,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.net.URI;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -318,6 +319,38 @@ public final class HttpBackend implements Backend {
         return upstream.send(config.timeout(), length, out -> streamBody(exchange.body(), out, bufferSize(req)));
     }
 
+    /**
+     * A {@code Location} that points into the upstream (its scheme, host and port, under the URL's path) as the
+     * path the client reaches it by through the proxy, as nginx's {@code proxy_redirect default} does: {@code
+     * http://127.0.0.1:18901/store/docs/a} behind {@code url: http://127.0.0.1:18901/store} becomes {@code
+     * /docs/a}. A path-absolute reference is resolved by the client against the proxy's own address, whatever
+     * name and port the client used. Any other value (elsewhere, relative, not a URI) is relayed as it is.
+     */
+    String proxiedLocation(String location) {
+        URI uri;
+        try {
+            uri = new URI(location);
+        } catch (java.net.URISyntaxException e) {
+            return location;
+        }
+        String scheme = config.url().getScheme();
+        if (!uri.isAbsolute() || uri.getRawAuthority() == null || !scheme.equalsIgnoreCase(uri.getScheme())
+                || uri.getHost() == null || !uri.getHost().equalsIgnoreCase(config.url().getHost())
+                || uri.getRawUserInfo() != null) {
+            return location;
+        }
+        int defaultPort = scheme.equalsIgnoreCase("https") ? 443 : 80;
+        int port = uri.getPort() < 0 ? defaultPort : uri.getPort();
+        int upstreamPort = config.url().getPort() < 0 ? defaultPort : config.url().getPort();
+        String path = uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath();
+        if (port != upstreamPort || !(path.equals(basePath) || path.startsWith(basePath + "/"))) {
+            return location;
+        }
+        String rest = path.substring(basePath.length());
+        return (rest.isEmpty() ? "/" : rest) + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery())
+                + (uri.getRawFragment() == null ? "" : "#" + uri.getRawFragment());
+    }
+
     /** After a successful conditional write: the new version is the base for the next writer of this token. */
     private static void recordNewVersion(Exchange exchange, Admission admission, UpstreamResponse response) {
         String version = exchange.request().prologue().method() == Method.DELETE
@@ -432,14 +465,16 @@ public final class HttpBackend implements Backend {
      * whatever its headers say (RFC 9110 section 6.4.1), and its {@code Content-Length}, if any, is passed on as
      * the length of the representation.
      */
-    private static void relay(ServerRequest req, UpstreamResponse response, ServerResponse res) throws IOException {
+    private void relay(ServerRequest req, UpstreamResponse response, ServerResponse res) throws IOException {
         int code = response.status();
         res.status(Status.create(code, response.reason().isEmpty() ? String.valueOf(code) : response.reason()));
         Set<String> hop = HopByHop.ofResponse(response);
         for (int i = 0; i < response.headerCount(); i++) {
             String name = response.name(i);
             if (!hop.contains(name.toLowerCase(java.util.Locale.ROOT))) {
-                res.header(HeaderNames.create(name), response.value(i));
+                String value = name.equalsIgnoreCase("Location") ? proxiedLocation(response.value(i))
+                        : response.value(i);
+                res.header(HeaderNames.create(name), value);
             }
         }
         if (response.emptyBody()) {
