@@ -18,12 +18,14 @@ import io.stockade.proxy.backend.postgres.PostgresBackend;
 import io.stockade.proxy.backend.s3.S3Backend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.http.Json;
 import io.stockade.proxy.http.ListenerLimits;
 import io.stockade.proxy.http.ListenerTls;
 import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.http.UnreadBody;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
+import io.stockade.proxy.pipeline.Readiness;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.verify.TokenVerifiers;
@@ -172,7 +174,7 @@ public final class StockadeServer implements AutoCloseable {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
-                .get(READY, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
+                .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
                 .get(METRICS, (req, res) -> metrics(req, res, metrics));
         if (admin != null) {
             routing.any(admin);
@@ -188,6 +190,19 @@ public final class StockadeServer implements AutoCloseable {
             Problem.of(500, "internal-error", "Internal error",
                     "the proxy failed unexpectedly (" + e.getClass().getSimpleName() + "); see its log").send(res);
         }
+    }
+
+    /** 200 UP, or 503 DOWN with what cannot be reached (a reason per component, as the log says it). */
+    private static void ready(ServerResponse res, Readiness.Report report) {
+        StringBuilder body = new StringBuilder("{\"status\":\"").append(report.up() ? "UP" : "DOWN").append('"');
+        if (!report.up()) {
+            body.append(",\"down\":[");
+            for (int i = 0; i < report.down().size(); i++) {
+                body.append(i == 0 ? "" : ",").append(Json.quote(report.down().get(i)));
+            }
+            body.append(']');
+        }
+        json(res, report.up() ? 200 : 503, body.append('}').toString());
     }
 
     private static void metrics(ServerRequest req, ServerResponse res, ProxyMetrics metrics) {

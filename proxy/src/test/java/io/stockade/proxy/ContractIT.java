@@ -269,6 +269,9 @@ abstract class ContractIT {
         assertEquals(1, warned.size(), warned.stream().map(LogRecord::getMessage).toList().toString());
         assertNull(warned.getFirst().getThrown(), "no stack trace at WARNING");
         assertTrue(warned.getFirst().getMessage().contains("policy 'docs'"), warned.getFirst().getMessage());
+        // and the proxy says it is not ready (ReadinessIT: and ready again when the store is back)
+        Http.Response ready = ReadinessIT.awaitReady(proxy, 503);
+        assertTrue(ready.body().contains("\"status\":\"DOWN\""), ready.body());
     }
 
     @Test

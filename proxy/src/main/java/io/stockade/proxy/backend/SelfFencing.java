@@ -33,6 +33,14 @@ public interface SelfFencing extends Backend {
     Observed observe(Exchange exchange, long token, boolean acceptEqual);
 
     /**
+     * For {@code /health/ready}: why the storage that keeps the fence cannot be reached now, asked within the
+     * backend's own timeout; empty when it can, or when the backend cannot tell without a write (the default).
+     */
+    default java.util.Optional<String> unreachable() {
+        return java.util.Optional.empty();
+    }
+
+    /**
      * What an observed write came to.
      *
      * @param wouldReject whether enforce mode would have refused the token

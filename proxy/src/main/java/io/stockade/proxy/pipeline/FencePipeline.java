@@ -71,6 +71,7 @@ public final class FencePipeline implements Handler {
     private final Limits limits;
     /** Verifier warnings, at most one line a second per policy: a client sending forged tokens cannot flood. */
     private final WarnLimiter warnings;
+    private final Readiness readiness;
 
     /**
      * @param backends one backend per policy name
@@ -86,6 +87,12 @@ public final class FencePipeline implements Handler {
         this.verifiers = verifiers;
         this.limits = new Limits(nanoTime);
         this.warnings = new WarnLimiter(nanoTime, WarnLimiter.INTERVAL_NANOS);
+        this.readiness = new Readiness(() -> active.config(), () -> active.backends(), store, verifiers, nanoTime);
+    }
+
+    /** {@code /health/ready}: whether the fence store and the policies' verifiers can be reached now. */
+    public Readiness readiness() {
+        return readiness;
     }
 
     private record Active(StockadeConfig config, Map<String, Backend> backends) {

@@ -34,6 +34,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -509,6 +510,16 @@ public final class PostgresBackend implements SelfFencing {
             return new String(bytes, StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public Optional<String> unreachable() {
+        try (java.sql.Connection c = pool.getConnection()) {
+            return c.isValid(2) ? Optional.empty()
+                    : Optional.of("database " + config.datasource().url() + ": the connection did not answer");
+        } catch (java.sql.SQLException e) {
+            return Optional.of("database " + config.datasource().url() + ": " + e.getMessage());
         }
     }
 

@@ -1,0 +1,106 @@
+package io.stockade.proxy.pipeline;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.verify.TokenVerifier;
+import io.stockade.proxy.verify.TokenVerifiers;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+import java.util.logging.Logger;
+
+/**
+ * {@code /health/ready}: whether the proxy can decide fences now. It is DOWN while the fence store, a policy's
+ * token verifier or a self-fencing backend's database cannot be reached (writes would answer 503), and UP again as
+ * soon as they can. An upstream that is down does not make the proxy unready: another replica could not write to
+ * it either, and reads and the other policies still work.
+ * <p>
+ * Each component is asked as a write would ask it, within its own timeout: the store for a scope no write uses,
+ * each verifier for a claim no lock holds (a refusal is an answer: only "cannot answer" counts), each self-fencing
+ * backend for a connection. One check runs at a time and its result is kept for a second, so probes from several
+ * kubelets and load balancers cost one round of lookups a second. A change of state is logged once.
+ */
+public final class Readiness {
+    private static final Logger LOG = Logger.getLogger(Readiness.class.getName());
+    /**
+     * The scope the store and the verifiers are asked about: only read, never written, so a policy whose scope
+     * could be spelled so loses nothing. A valid Kubernetes name, so that the Lease verifier asks the API server
+     * (it refuses names that cannot be Leases without asking).
+     */
+    static final String PROBE_SCOPE = "stockade-readiness-probe";
+    private static final long KEEP_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    /** The outcome of a check: UP when nothing is down. */
+    public record Report(List<String> down) {
+        public boolean up() {
+            return down.isEmpty();
+        }
+    }
+
+    private final Supplier<StockadeConfig> config;
+    private final Supplier<Map<String, Backend>> backends;
+    private final FenceStore store;
+    private final TokenVerifiers verifiers;
+    private final LongSupplier nanoTime;
+    private Report last;
+    private long checkedAt;
+
+    Readiness(Supplier<StockadeConfig> config, Supplier<Map<String, Backend>> backends, FenceStore store,
+              TokenVerifiers verifiers, LongSupplier nanoTime) {
+        this.config = config;
+        this.backends = backends;
+        this.store = store;
+        this.verifiers = verifiers;
+        this.nanoTime = nanoTime;
+    }
+
+    /** The state now, or as checked less than a second ago. */
+    public synchronized Report check() {
+        long now = nanoTime.getAsLong();
+        if (last != null && now - checkedAt < KEEP_NANOS) {
+            return last;
+        }
+        Report report = new Report(List.copyOf(down()));
+        if (last == null ? !report.up() : last.up() != report.up() || !last.down().equals(report.down())) {
+            LOG.warning(report.up() ? "ready: the fence store and verifiers answer again"
+                    : "not ready: " + String.join("; ", report.down()));
+        }
+        last = report;
+        checkedAt = nanoTime.getAsLong();
+        return report;
+    }
+
+    private List<String> down() {
+        List<String> down = new ArrayList<>();
+        try {
+            store.get(PROBE_SCOPE);
+        } catch (StoreUnavailableException e) {
+            down.add("fence store: " + e.getMessage());
+        }
+        Map<TokenVerifier, Boolean> asked = new IdentityHashMap<>();
+        Map<String, Backend> byPolicy = backends.get();
+        for (Policy policy : config.get().policies()) {
+            TokenVerifier verifier = verifiers.of(policy);
+            if (verifier != null && asked.put(verifier, Boolean.TRUE) == null
+                    && verifier.verify(new TokenVerifier.Claim(PROBE_SCOPE, 1, h -> List.of()))
+                    instanceof TokenVerifier.Unavailable unavailable) {
+                down.add("policy '" + policy.name() + "': " + verifier.kind() + " verifier: " + unavailable.reason());
+            }
+            if (byPolicy.get(policy.name()) instanceof SelfFencing self) {
+                Optional<String> unreachable = self.unreachable();
+                unreachable.ifPresent(why -> down.add("policy '" + policy.name() + "': " + why));
+            }
+        }
+        return down;
+    }
+}

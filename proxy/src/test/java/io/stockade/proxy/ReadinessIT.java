@@ -1,0 +1,105 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.testing.EtcdServer;
+import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.TestUpstream;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code /health/ready} tells the truth: DOWN (503, naming what cannot be reached) while the fence store or a
+ * policy's verifier is down, UP again when it answers; {@code /health/live} stays up throughout. Real etcd, killed
+ * and started again on its ports and data.
+ */
+class ReadinessIT {
+    @TempDir
+    Path dir;
+
+    @BeforeEach
+    void needEtcd() {
+        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+    }
+
+    @Test
+    void anEtcdFenceStoreThatIsDownMakesTheProxyUnreadyUntilItIsBack() throws Exception {
+        try (EtcdServer etcd = EtcdServer.single(); TestUpstream upstream = TestUpstream.start();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), """
+                     store: {type: etcd, endpoints: "${ETCD}", prefix: /ready/, timeout: 1s}
+                     policies:
+                       - name: docs
+                         match: {path: "/docs/{id}"}
+                         scope: docs/{id}
+                         backend: {type: http, url: "${UPSTREAM}", conditional: if-match}
+                     """, Map.of("ETCD", etcd.endpoints(), "UPSTREAM", upstream.baseUri().toString()))) {
+            awaitReady(proxy, 200);
+            etcd.kill(0);
+            Http.Response down = awaitReady(proxy, 503);
+            assertTrue(down.body().contains("\"status\":\"DOWN\""), down.body());
+            assertTrue(down.body().contains("fence store"), down.body());
+            assertEquals(200, Http.get(proxy.uri(StockadeServer.LIVE)).status(), "live stays up");
+            // the truth it tells: a write now is refused, and nothing reached the upstream
+            Http.Response write = Http.put(proxy.uri("/docs/a"), "v", Map.of("Fencing-Token", "5"));
+            assertEquals(503, write.status(), write.body());
+            assertEquals(0, upstream.requestCount());
+
+            etcd.restart(0);
+            Http.Response up = awaitReady(proxy, 200);
+            assertEquals("{\"status\":\"UP\"}", up.body());
+            assertEquals(201, Http.put(proxy.uri("/docs/a"), "v", Map.of("Fencing-Token", "5")).status());
+        }
+    }
+
+    @Test
+    void aVerifierThatCannotAnswerMakesTheProxyUnreadyAndNamesThePolicy() throws Exception {
+        Path root = Files.createDirectories(dir.resolve("root"));
+        try (EtcdServer etcd = EtcdServer.single();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), """
+                     store: {type: memory, journal: "${JOURNAL}"}
+                     policies:
+                       - name: files
+                         match: {path: "/files/{name}"}
+                         scope: files/{name}
+                         fence:
+                           verify: {kind: etcd, endpoints: "${ETCD}", prefix: locks/, timeout: 1s}
+                         backend: {type: file, root: "${ROOT}"}
+                       - name: open
+                         match: {path: "/open/{name}"}
+                         scope: open/{name}
+                         backend: {type: file, root: "${ROOT}"}
+                     """, Map.of("ETCD", etcd.endpoints(), "ROOT", root.toString()))) {
+            awaitReady(proxy, 200);
+            etcd.kill(0);
+            Http.Response down = awaitReady(proxy, 503);
+            assertTrue(down.body().contains("policy 'files': etcd verifier"), down.body());
+            assertFalse(down.body().contains("fence store"), "the memory store answers: " + down.body());
+            etcd.restart(0);
+            awaitReady(proxy, 200);
+        }
+    }
+
+    /** Polls {@code /health/ready} (its answer is kept for a second) until it answers {@code status}. */
+    static Http.Response awaitReady(ProxyFixture proxy, int status) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        Http.Response r;
+        do {
+            r = Http.get(proxy.uri(StockadeServer.READY));
+            if (r.status() == status) {
+                return r;
+            }
+            Thread.sleep(100);
+        } while (System.nanoTime() < deadline);
+        throw new AssertionError("/health/ready did not answer " + status + " within 30 s; last: " + r.status()
+                + " " + r.body());
+    }
+}
