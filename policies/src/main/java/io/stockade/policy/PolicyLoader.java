@@ -27,9 +27,35 @@ public final class PolicyLoader {
 
     /** Reads a UTF-8 policy file, substituting variables from the process environment. */
     public static StockadeConfig load(Path file) throws PolicyException {
-        String yaml;
+        return parse(read(file), file, System.getenv());
+    }
+
+    /**
+     * Reads only the {@code store} of a UTF-8 policy file (the root keys are checked, the other sections are not
+     * read): what the offline {@code fence} command needs, so that it does not ask for the variables of the admin
+     * token, the upstreams or the verifiers.
+     */
+    public static StoreConfig loadStore(Path file) throws PolicyException {
+        return parseStore(read(file), file, System.getenv());
+    }
+
+    /** {@link #loadStore} of a document. */
+    public static StoreConfig parseStore(String yaml, Path sourceName, Map<String, String> env)
+            throws PolicyException {
+        Problems problems = new Problems(sourceName);
+        Optional<StoreConfig> store = compose(yaml, problems)
+                .map(root -> Field.root(root, problems, new EnvSubstitution(env)))
+                .flatMap(root -> root.mapping().flatMap(document -> {
+                    document.allowOnly(Vocabulary.ROOT_KEYS);
+                    return document.required("store", StoreReader::read);
+                }));
+        problems.throwIfAny();
+        return store.orElseThrow(() -> new IllegalStateException("no store, yet no error reported"));
+    }
+
+    private static String read(Path file) throws PolicyException {
         try {
-            yaml = Files.readString(file);
+            return Files.readString(file);
         } catch (NoSuchFileException e) {
             throw fileError(file, "no such file");
         } catch (CharacterCodingException e) {
@@ -37,7 +63,6 @@ public final class PolicyLoader {
         } catch (IOException e) {
             throw fileError(file, "cannot read: " + e.getMessage());
         }
-        return parse(yaml, file, System.getenv());
     }
 
     /**

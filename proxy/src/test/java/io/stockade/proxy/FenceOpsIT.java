@@ -298,4 +298,31 @@ class FenceOpsIT {
             }
         }
     }
+
+    @Test
+    void theCommandReadsOnlyTheStoreSoTheVariablesOfTheRestNeedNotBeSet() throws Exception {
+        // the admin token, an upstream and a verifier's password from variables nobody set for an offline run
+        Path config = dir.resolve("offline.yaml");
+        Files.writeString(config, """
+                store:
+                  type: memory
+                  journal: %s
+                policies:
+                  - name: docs
+                    match: {path: "/docs/{id}"}
+                    scope: docs/{id}
+                    backend: {type: http, url: "${STOCKADE_TEST_UNSET_UPSTREAM}"}
+                admin:
+                  token: ${STOCKADE_TEST_UNSET_ADMIN_TOKEN}
+                """.formatted(dir.resolve("j")));
+        Run raise = cli(config, "", "raise", "--scope", "docs/a", "--token", "7");
+        assertEquals(0, raise.code(), raise.err());
+        Run show = cli(config, "", "show", "docs/a");
+        assertTrue(show.out().contains("\"token\":7"), show.out());
+        // the store's own variables are still required, with the loader's message
+        Files.writeString(config, "store: {type: memory, journal: \"${STOCKADE_TEST_UNSET_JOURNAL}\"}\npolicies: []\n");
+        Run missing = cli(config, "", "show", "docs/a");
+        assertEquals(2, missing.code());
+        assertTrue(missing.err().contains("STOCKADE_TEST_UNSET_JOURNAL is not set"), missing.err());
+    }
 }

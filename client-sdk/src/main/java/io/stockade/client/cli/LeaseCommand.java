@@ -69,10 +69,24 @@ public final class LeaseCommand {
      * @param args {@code run ...} as in the class description
      */
     public static void main(String[] args) {
-        System.exit(run(args, System.err));
+        System.exit(run(args, System.out, System.err));
     }
 
     static int run(String[] args, PrintStream err) {
+        return run(args, System.out, err);
+    }
+
+    /** {@code -h}/{@code --help} (before {@code --}) prints the usage to {@code out} and exits 0. */
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        for (String arg : args) {
+            if (arg.equals("--")) {
+                break;
+            }
+            if (arg.equals("--help") || arg.equals("-h") || arg.equals("help")) {
+                out.println(USAGE_TEXT);
+                return 0;
+            }
+        }
         Options o;
         try {
             o = Options.parse(args);

@@ -46,6 +46,23 @@ class LeaseCommandTest {
     }
 
     @Test
+    void helpPrintsTheUsageAndExits0WhereverItIsBeforeTheCommand() {
+        for (String[] args : List.of(new String[] {"--help"}, new String[] {"run", "--help"}, new String[] {"-h"},
+                new String[] {"run", "--etcd", "a", "--help"})) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            assertEquals(0, LeaseCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                    new PrintStream(err, true, StandardCharsets.UTF_8)), List.of(args).toString());
+            assertTrue(out.toString(StandardCharsets.UTF_8).startsWith("usage: lease run"), out.toString());
+            assertEquals("", err.toString(StandardCharsets.UTF_8));
+        }
+        // after --, --help is the command's
+        LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--etcd", "http://e:2379",
+                "--name", "job", "--ttl", "15s", "--", "tool", "--help"});
+        assertEquals(List.of("tool", "--help"), o.command);
+    }
+
+    @Test
     void redisTakesItsReplicasAndTheyNeedRedis() {
         LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--redis", "rediss://r:6380/1",
                 "--name", "job", "--ttl", "15s", "--redis-replicas", "2", "--redis-replicas-timeout", "250ms", "--",

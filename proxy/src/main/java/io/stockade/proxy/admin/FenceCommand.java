@@ -2,7 +2,6 @@ package io.stockade.proxy.admin;
 
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
-import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
@@ -68,9 +67,10 @@ public final class FenceCommand {
         if (config == null || rest.isEmpty()) {
             return usage(err, config == null ? "--config FILE is required" : "an operation is required");
         }
-        StockadeConfig loaded;
+        StoreConfig storeConfig;
         try {
-            loaded = PolicyLoader.load(config);
+            // only the store: the offline command needs no admin token, upstream or verifier variables
+            storeConfig = PolicyLoader.loadStore(config);
         } catch (PolicyException e) {
             err.println("stockade fence: " + config + " is not a valid policy file:");
             err.println(e.getMessage());
@@ -86,22 +86,22 @@ public final class FenceCommand {
         }
         FenceStore store;
         try {
-            store = FenceStores.open(loaded.store());
+            store = FenceStores.open(storeConfig);
         } catch (IOException e) {
             String msg = e.getMessage();
-            if (loaded.store() instanceof StoreConfig.Memory m && msg != null
+            if (storeConfig instanceof StoreConfig.Memory m && msg != null
                     && (msg.contains("in use") || msg.contains("already open"))) {
                 err.println("stockade fence: the journal " + m.journal() + " is locked by a running proxy "
                         + "(journal.lock). Stop that proxy first, or use its admin endpoints (/admin/fences).");
             } else {
-                err.println("stockade fence: cannot open the " + loaded.store().type() + " store: " + msg);
+                err.println("stockade fence: cannot open the " + storeConfig.type() + " store: " + msg);
             }
             return 1;
         }
         try (store) {
             Optional<FenceAdmin> admin = FenceStores.admin(store);
             if (admin.isEmpty()) {
-                err.println("stockade fence: the " + loaded.store().type() + " store has no fence-state operations");
+                err.println("stockade fence: the " + storeConfig.type() + " store has no fence-state operations");
                 return 1;
             }
             return operate(new FenceOperations(admin.get()), op, params, in, out, err);
