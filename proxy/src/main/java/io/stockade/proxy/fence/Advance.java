@@ -18,8 +18,13 @@ public sealed interface Advance {
     /**
      * The token was refused: {@code highest} was already accepted.
      *
-     * @param highest the scope's highest token
+     * @param highest   the scope's highest token
+     * @param fromFloor whether the highest is a prefix floor's (raised by an operator) rather than a write's; a
+     *                  store that cannot tell says false
      */
-    record Stale(long highest) implements Advance {
+    record Stale(long highest, boolean fromFloor) implements Advance {
+        public Stale(long highest) {
+            this(highest, false);
+        }
     }
 }

@@ -423,7 +423,7 @@ public final class FencePipeline implements Handler {
             metrics.fenceDecision(name, nanoTime.getAsLong() - fenceStart);
             if (advance instanceof Advance.Stale stale) {
                 call.decision.highest(stale.highest());
-                call.refuse(Outcome.STALE, Refusals.stale(policy, scope, token, stale.highest()));
+                call.refuse(Outcome.STALE, Refusals.stale(policy, scope, token, stale.highest(), stale.fromFloor()));
                 return;
             }
             FenceState previous = ((Advance.Accepted) advance).previous();

@@ -40,11 +40,20 @@ final class Refusals {
     }
 
     static Problem stale(Policy policy, String scope, long token, long highest) {
-        return Problem.of(409, "stale-token", "Stale fencing token",
-                        "token " + token + " is " + (token == highest ? "equal to" : "below")
-                                + " the highest token " + highest + " accepted for scope '" + scope
-                                + "'; a newer holder owns this resource")
+        return stale(policy, scope, token, highest, false);
+    }
+
+    /** @param fromFloor whether the highest is a prefix floor an operator raised, not a write's token */
+    static Problem stale(Policy policy, String scope, long token, long highest, boolean fromFloor) {
+        Problem problem = Problem.of(409, "stale-token", "Stale fencing token", fromFloor
+                        ? "token " + token + " is " + (token == highest ? "equal to" : "below") + " the floor "
+                        + highest + " an operator raised over scope '" + scope + "' (fence raise --prefix; see "
+                        + "'fence floors'); lock tokens must now start above it"
+                        : "token " + token + " is " + (token == highest ? "equal to" : "below")
+                        + " the highest token " + highest + " accepted for scope '" + scope
+                        + "'; a newer holder owns this resource")
                 .with("policy", policy.name()).with("scope", scope).with("token", token).with("highest", highest);
+        return fromFloor ? problem.with("floor", true) : problem;
     }
 
     static Problem tooFar(Policy policy, String scope, long token, long highest) {

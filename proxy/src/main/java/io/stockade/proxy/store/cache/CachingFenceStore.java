@@ -57,11 +57,12 @@ public final class CachingFenceStore implements FenceStore {
         }
         misses.increment();
         Advance answer = store.advance(scope, token, acceptEqual);
-        long seen = switch (answer) {
-            case Advance.Accepted a -> Math.max(token, a.previous().token());
-            case Advance.Stale s -> s.highest();
-        };
-        remember(scope, seen);
+        switch (answer) {
+            case Advance.Accepted a -> remember(scope, Math.max(token, a.previous().token()));
+            // A floor's highest is not kept: the store's answer says it is a floor's, the cache's could not.
+            case Advance.Stale s when s.fromFloor() -> { }
+            case Advance.Stale s -> remember(scope, s.highest());
+        }
         return answer;
     }
 

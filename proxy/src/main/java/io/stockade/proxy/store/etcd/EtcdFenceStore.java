@@ -120,7 +120,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
             long highest = Math.max(k.token(), floor);
             if (f.epochRev() >= 0 && (token < highest || token == highest && !acceptEqual)) {
                 // Both values were committed in etcd and tokens only rise: the token is below a taken one now.
-                return new Advance.Stale(highest);
+                return new Advance.Stale(highest, floor > k.token());
             }
             boolean raise = token > k.token();
             TxnResponse r = commit(kv.txn()

@@ -132,7 +132,8 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
             if (floor != null && (token < floor.token() || token == floor.token() && !acceptEqual)) {
                 Entry current = states.get(scope);
                 journal.awaitDurable(Math.max(floor.lsn(), current == null ? 0 : current.lsn()));
-                return new Advance.Stale(Math.max(floor.token(), current == null ? -1 : current.token()));
+                long own = current == null ? -1 : current.token();
+                return new Advance.Stale(Math.max(floor.token(), own), floor.token() > own);
             }
         }
         Entry current = states.get(scope);
