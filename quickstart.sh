@@ -4,12 +4,6 @@
 # Builds the proxy first if needed. Extra arguments go to the proxy (e.g. --port 9090).
 set -euo pipefail
 cd "$(dirname "$0")"
-. scripts/lib.sh
-stockade_find_jdk
-stockade_quiet_maven
-jar=proxy/target/stockade-proxy.jar
-if [ ! -f "$jar" ] || [ -n "$(find policies/src proxy/src pom.xml policies/pom.xml proxy/pom.xml -newer "$jar" -print -quit)" ]; then
-  echo "stockade: building the proxy (mvn package, tests skipped)..." >&2
-  mvn -B -q -Dstyle.color=never -DskipTests package -pl policies,conformance-checker,proxy -am
-fi
-exec "$JAVA_HOME/bin/java" -jar "$jar" --config policies/examples/quickstart.yaml "$@"
+# bin/stockade finds a JDK 21+, says which, builds the proxy when it is missing or older than its sources (showing
+# Maven's progress), and runs it.
+exec bin/stockade --config policies/examples/quickstart.yaml "$@"

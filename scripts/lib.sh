@@ -1,6 +1,7 @@
 # Shared by the repository's scripts. Source it; do not run it.
 
-# Finds a JDK 21 or newer: $JAVA_HOME if it is one, else the newest under /usr/lib/jvm. Exports JAVA_HOME.
+# Finds a JDK 21 or newer: $JAVA_HOME if it is one, else the newest under /usr/lib/jvm (STOCKADE_JDK_DIR: another
+# directory of JDKs). Exports JAVA_HOME.
 stockade_find_jdk() {
   local candidate version best="" best_version=0
   if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; then
@@ -9,18 +10,25 @@ stockade_find_jdk() {
       export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
       return 0
     fi
-    echo "stockade: JAVA_HOME=$JAVA_HOME is JDK ${version:-?}; looking for a JDK 21+ under /usr/lib/jvm" >&2
+    echo "stockade: JAVA_HOME=$JAVA_HOME is JDK ${version:-?}; looking for a JDK 21+ under" \
+         "${STOCKADE_JDK_DIR:-/usr/lib/jvm}" >&2
   fi
-  for candidate in /usr/lib/jvm/*; do
-    [ -x "$candidate/bin/javac" ] || continue
+  local found=""
+  for candidate in "${STOCKADE_JDK_DIR:-/usr/lib/jvm}"/*; do
+    [ -x "$candidate/bin/java" ] || continue
     version=$(stockade_jdk_major "$candidate")
+    found="$found${found:+, }${version:-?} at $candidate"
+    [ -x "$candidate/bin/javac" ] || continue
     if [ "${version:-0}" -ge 21 ] && [ "$version" -gt "$best_version" ]; then
       best="$candidate"; best_version="$version"
     fi
   done
   if [ -z "$best" ]; then
-    echo "stockade: no JDK 21 or newer found (JAVA_HOME unset or too old, nothing suitable under /usr/lib/jvm)." >&2
-    echo "          Install one (e.g. 'apt-get install openjdk-21-jdk-headless') or set JAVA_HOME." >&2
+    if [ -z "$found" ] && command -v java >/dev/null; then
+      found="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1) at $(command -v java)"
+    fi
+    echo "stockade: Stockade needs Java 21+ (a JDK); found ${found:-none} (JAVA_HOME: ${JAVA_HOME:-unset})." >&2
+    echo "          Install one (e.g. 'apt-get install openjdk-21-jdk-headless') or set JAVA_HOME to one." >&2
     return 1
   fi
   export JAVA_HOME="$best" PATH="$best/bin:$PATH"
@@ -42,4 +50,14 @@ stockade_quiet_maven() {
   if [ "$(stockade_jdk_major "$JAVA_HOME")" -ge 24 ]; then
     export MAVEN_OPTS="${MAVEN_OPTS:-} --sun-misc-unsafe-memory-access=allow"
   fi
+}
+
+# Builds modules (mvn package, tests skipped) showing Maven's progress on stderr: what it builds and downloads (a
+# first build with an empty ~/.m2 downloads for minutes), warnings, errors and the result, without colour codes
+# or the per-plugin chatter. Usage: stockade_build MODULE[,MODULE...]
+stockade_build() {
+  stockade_quiet_maven
+  mvn -B -Dstyle.color=never -DskipTests package -pl "$1" -am 2>&1 \
+    | sed -u 's/\x1b\[[0-9;]*m//g' \
+    | grep --line-buffered -E '^\[(ERROR|WARNING)\]|Downloading from|Downloaded from|Building Stockade|BUILD|Total time' >&2
 }

@@ -1,0 +1,123 @@
+package io.stockade.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code bin/stockade}, the one launcher, as a user runs it: the proxy (on an etcd fence store, whose client
+ * brings Netty: no {@code sun.misc.Unsafe} warnings), the offline {@code fence} command beside it, and the message
+ * for a machine without a JDK 21+. Runs after the proxy's jar is built (the reactor packages the proxy before this
+ * module's tests), so the launcher finds it up to date and builds nothing; {@code bin/stockade lease} is not run
+ * here, since this module's own jar is not packaged yet when its tests run (LeaseCommandTest covers its help).
+ */
+class LauncherIT {
+    private static final Path LAUNCHER = Path.of("..", "bin", "stockade").toAbsolutePath().normalize();
+
+    @TempDir
+    Path dir;
+
+    record Run(int code, String out, String err) {
+    }
+
+    private Run run(Map<String, String> env, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(LAUNCHER.toString()));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile())
+                .redirectOutput(dir.resolve("out").toFile()).redirectError(dir.resolve("err").toFile());
+        pb.environment().putAll(env);
+        Process p = pb.start();
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the launcher did not end");
+        return new Run(p.exitValue(), Files.readString(dir.resolve("out")), Files.readString(dir.resolve("err")));
+    }
+
+    @Test
+    void helpAndAnUnknownCommand() throws Exception {
+        Run help = run(Map.of(), "help");
+        assertEquals(0, help.code(), help.err());
+        assertTrue(help.out().contains("bin/stockade fence --config FILE"), help.out());
+        Run unknown = run(Map.of(), "frobnicate");
+        assertEquals(2, unknown.code());
+        assertTrue(unknown.err().contains("stockade: unknown command 'frobnicate'"), unknown.err());
+    }
+
+    @Test
+    void withoutAJdk21TheLauncherSaysWhatItFound() throws Exception {
+        Path java17 = Path.of("/usr/lib/jvm/java-17-openjdk-amd64");
+        Assumptions.assumeTrue(Files.isExecutable(java17.resolve("bin/java")), "no JDK 17 on this machine");
+        Path jdks = Files.createDirectories(dir.resolve("jdks"));
+        Files.createSymbolicLink(jdks.resolve("java-17"), java17);
+        Run old = run(Map.of("JAVA_HOME", java17.toString(), "STOCKADE_JDK_DIR", jdks.toString()), "help");
+        assertEquals(1, old.code());
+        assertTrue(old.err().contains("Stockade needs Java 21+ (a JDK); found 17 at " + jdks.resolve("java-17")),
+                old.err());
+        assertEquals("", old.out());
+    }
+
+    @Test
+    void theProxyAndTheFenceCommandRunThroughTheLauncher() throws Exception {
+        Assumptions.assumeTrue(Files.isExecutable(EtcdServer.BINARY), "etcd is not installed");
+        try (EtcdServer etcd = EtcdServer.start()) {
+            int port = EtcdServer.freePort();
+            Path config = dir.resolve("stockade.yaml");
+            Files.writeString(config, """
+                    server: {port: %d}
+                    store: {type: etcd, endpoints: "%s", prefix: /launcher/}
+                    policies:
+                      - name: files
+                        match: {path: "/files/{path...}"}
+                        scope: files/{path}
+                        backend: {type: file, root: "%s"}
+                    """.formatted(port, etcd.endpoint(), dir.resolve("files")));
+            Path err = dir.resolve("proxy.err");
+            Process proxy = new ProcessBuilder(LAUNCHER.toString(), "--config", config.toString())
+                    .redirectOutput(dir.resolve("proxy.out").toFile()).redirectError(err.toFile()).start();
+            try {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!Files.readString(dir.resolve("proxy.out")).contains("Stockade listening")) {
+                    assertTrue(proxy.isAlive() && System.nanoTime() < deadline,
+                            "the proxy did not start: " + Files.readString(err));
+                    Thread.sleep(50);
+                }
+                // a real client: curl
+                assertEquals("201", curl("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
+                        "http://127.0.0.1:" + port + "/files/a"));
+                assertEquals("409", curl("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4",
+                        "http://127.0.0.1:" + port + "/files/a"));
+                assertEquals("v5", Files.readString(dir.resolve("files/files/a")));
+
+                // the etcd store can be operated on while the proxy runs
+                Run show = run(Map.of(), "fence", "--config", config.toString(), "show", "files/a");
+                assertEquals(0, show.code(), show.err());
+                assertTrue(show.out().contains("\"token\":5"), show.out());
+            } finally {
+                proxy.destroy();
+                proxy.waitFor(20, TimeUnit.SECONDS);
+            }
+            String stderr = Files.readString(err);
+            assertTrue(stderr.startsWith("stockade: Java "), stderr);
+            assertFalse(stderr.contains("sun.misc.Unsafe"), "Netty's Unsafe warnings are silenced: " + stderr);
+        }
+    }
+
+    private String curl(String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+        return out.strip();
+    }
+}
