@@ -117,7 +117,9 @@ public final class Reloader implements AutoCloseable {
         Map<String, Backend> opened = new LinkedHashMap<>();
         try {
             for (Policy policy : fresh.policies()) {
-                opened.put(policy.name(), StockadeServer.openBackend(policy.backend()));
+                Backend backend = StockadeServer.openBackend(policy.backend());
+                opened.put(policy.name(), backend);
+                backend.checkAtStart(policy.name());
             }
             verifiers.open(fresh.policies()); // unchanged fence.verify blocks keep their verifier (and cache)
         } catch (IOException | RuntimeException e) {

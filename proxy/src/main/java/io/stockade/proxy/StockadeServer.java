@@ -81,7 +81,9 @@ public final class StockadeServer implements AutoCloseable {
         TokenVerifiers verifiers = new TokenVerifiers(java.time.Clock.systemUTC());
         try {
             for (Policy policy : config.policies()) {
-                backends.put(policy.name(), openBackend(policy.backend()));
+                Backend backend = openBackend(policy.backend());
+                backends.put(policy.name(), backend);
+                backend.checkAtStart(policy.name());
             }
             verifiers.open(config.policies());
             ProxyMetrics metrics = new ProxyMetrics();

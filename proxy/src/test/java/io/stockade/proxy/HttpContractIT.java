@@ -72,6 +72,25 @@ class HttpContractIT extends UpstreamContractIT {
     }
 
     @Test
+    void anUpstreamUnreachableAtStartIsOneWarnLineNamingIt() throws Exception {
+        int dead = io.stockade.proxy.testing.FreePorts.next();
+        String expected = "policy 'docs': at start, upstream 127.0.0.1:" + dead + ": refused the connection";
+        try (Warnings.Capture log = Warnings.capture("io.stockade");
+             ProxyFixture other = ProxyFixture.start(dir.resolve("other"), policyYaml(),
+                     Map.of("UPSTREAM", "http://127.0.0.1:" + dead))) {
+            // the check runs in the background, beside the start
+            assertTrue(log.await(expected, java.time.Duration.ofSeconds(10)),
+                    log.records().stream().map(LogRecord::getMessage).toList().toString());
+            // one line per policy (this file's policies share the upstream), each naming it
+            List<LogRecord> atStart = log.records().stream()
+                    .filter(r -> r.getMessage().contains("policy 'docs': at start")).toList();
+            assertEquals(1, atStart.size(), log.records().stream().map(LogRecord::getMessage).toList().toString());
+            assertNull(atStart.getFirst().getThrown(), "no stack trace");
+            assertEquals(2, put("/docs/x", "v", "1").status() / 100, "this class's proxy, reachable upstream");
+        }
+    }
+
+    @Test
     void upstreamErrorsAreRelayedAsTheyAre() throws Exception {
         upstream.failNext(507);
         Http.Response r = put("/docs/e", "v", "5");

@@ -106,6 +106,15 @@ public interface Backend extends AutoCloseable {
         return Duration.ZERO;
     }
 
+    /**
+     * At start, in the background: one WARN line naming the storage when it cannot be reached now. The proxy
+     * starts all the same (the storage may come up later); the default checks nothing.
+     *
+     * @param policy the name of the policy this backend serves, for the log line
+     */
+    default void checkAtStart(String policy) {
+    }
+
     @Override
     void close();
 }

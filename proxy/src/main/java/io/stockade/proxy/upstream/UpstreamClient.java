@@ -100,6 +100,21 @@ public final class UpstreamClient implements AutoCloseable {
         return name + ":" + port;
     }
 
+    /**
+     * A start-up check: opens a connection to {@code host} (with the TLS handshake over https) and keeps it in the
+     * pool for the first request.
+     *
+     * @return why the upstream cannot be reached, naming it; empty when it can
+     */
+    public java.util.Optional<UpstreamFailure> probe(String host) {
+        try {
+            release(connection(host));
+            return java.util.Optional.empty();
+        } catch (UpstreamFailure e) {
+            return java.util.Optional.of(e.at(address(host)));
+        }
+    }
+
     /** A pooled connection for {@code host}, or a new one. */
     Connection connection(String host) throws UpstreamFailure {
         if (closed) {

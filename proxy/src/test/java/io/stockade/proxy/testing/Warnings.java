@@ -58,4 +58,57 @@ public final class Warnings {
     public static List<String> messages(Class<?> source, ThrowingRunnable body) throws Exception {
         return during(source, body).stream().map(LogRecord::getMessage).toList();
     }
+
+    /** A capture that stays open until closed, for records logged in the background. */
+    public static Capture capture(String name) {
+        return new Capture(name);
+    }
+
+    /** The WARNING-and-above records of a logger and its children, from creation until {@link #close}. */
+    public static final class Capture implements AutoCloseable {
+        private final List<LogRecord> records = new CopyOnWriteArrayList<>();
+        private final Logger logger;
+        private final Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
+                    records.add(r);
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+
+        private Capture(String name) {
+            logger = Logger.getLogger(name);
+            logger.addHandler(handler);
+        }
+
+        public List<LogRecord> records() {
+            return List.copyOf(records);
+        }
+
+        /** Waits until a record's message contains {@code text}; false if none did within the timeout. */
+        public boolean await(String text, java.time.Duration timeout) throws InterruptedException {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            while (records.stream().noneMatch(r -> r.getMessage().contains(text))) {
+                if (System.nanoTime() > deadline) {
+                    return false;
+                }
+                Thread.sleep(10);
+            }
+            return true;
+        }
+
+        @Override
+        public void close() {
+            logger.removeHandler(handler);
+        }
+    }
 }

@@ -364,6 +364,13 @@ public final class HttpBackend implements Backend {
         }
     }
 
+    @Override
+    public void checkAtStart(String policy) {
+        Thread.ofVirtual().name("upstream-check-" + policy).start(() -> client.probe(host).ifPresent(e ->
+                LOG.warning("policy '" + policy + "': at start, " + e.getMessage()
+                        + "; its requests answer 502 until it can be reached")));
+    }
+
     /**
      * A 502 or 504 answered here (an unfenced forward, or a write that never reached the upstream), with one WARN
      * line naming the upstream. An unknown outcome is the pipeline's to answer and log.

@@ -992,6 +992,13 @@ public class S3Backend implements Backend {
     }
 
     @Override
+    public void checkAtStart(String policy) {
+        Thread.ofVirtual().name("upstream-check-" + policy).start(() -> upstream.probe().ifPresent(e ->
+                LOG.warning("policy '" + policy + "': at start, " + e.getMessage()
+                        + "; its requests answer 502 or 503 until it can be reached")));
+    }
+
+    @Override
     public void close() {
         upstream.close();
     }

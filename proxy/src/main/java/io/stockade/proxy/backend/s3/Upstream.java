@@ -179,6 +179,11 @@ final class Upstream {
         }
     }
 
+    /** A start-up check of the endpoint (see {@link UpstreamClient#probe}). */
+    java.util.Optional<io.stockade.proxy.upstream.UpstreamFailure> probe() {
+        return client.probe(host);
+    }
+
     void close() {
         client.close();
     }
