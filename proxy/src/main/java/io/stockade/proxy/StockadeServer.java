@@ -10,6 +10,7 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.admin.AdminEndpoint;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.file.FileBackend;
@@ -31,9 +32,11 @@ import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.verify.TokenVerifiers;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -47,6 +50,8 @@ public final class StockadeServer implements AutoCloseable {
     /** Paths the proxy answers itself; no policy may take them. */
     public static final String LIVE = "/health/live";
     public static final String READY = "/health/ready";
+    /** How long a stop waits for writes holding a scope before it gives up recording a clean stop. */
+    static final int DRAIN_SECONDS = 10;
     public static final String METRICS = "/metrics";
 
     /** How long replaced backends stay open after a reload, for requests that started before it. */
@@ -58,9 +63,12 @@ public final class StockadeServer implements AutoCloseable {
     private final Reloader reloader;
     private final WebServer server;
     private final AutoCloseable listenerLimits;
+    /** The memory store's journal directory, where a clean stop is recorded; null for the shared stores. */
+    private final Path journal;
 
     private StockadeServer(FenceStore store, ProxyMetrics metrics, FencePipeline pipeline, Reloader reloader,
-                           WebServer server, AutoCloseable listenerLimits) {
+                           WebServer server, AutoCloseable listenerLimits, Path journal) {
+        this.journal = journal;
         this.store = store;
         this.metrics = metrics;
         this.pipeline = pipeline;
@@ -97,6 +105,12 @@ public final class StockadeServer implements AutoCloseable {
             }
             FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime,
                     verifiers);
+            // The store has locked the journal: this proxy alone reads and removes the record of a clean stop.
+            Path journal = config.store() instanceof StoreConfig.Memory memory ? memory.journal() : null;
+            if (journal != null && CleanShutdown.consume(journal)) {
+                pipeline.previousRunStoppedCleanly();
+                LOG.info("the previous run stopped cleanly (nothing in flight): serialized policies open at once");
+            }
             Reloader reloader = new Reloader(pipeline, verifiers);
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
@@ -129,7 +143,7 @@ public final class StockadeServer implements AutoCloseable {
                 server.stop();
                 throw new ListenFailure(config.server().host(), config.server().port(), "the listener did not start");
             }
-            return new StockadeServer(store, metrics, pipeline, reloader, server, listenerLimits);
+            return new StockadeServer(store, metrics, pipeline, reloader, server, listenerLimits, journal);
         } catch (RuntimeException | IOException e) {
             backends.values().forEach(Backend::close);
             verifiers.close();
@@ -314,16 +328,43 @@ public final class StockadeServer implements AutoCloseable {
         return reloader.backends().get(policy);
     }
 
-    /** Stops listening, then closes the backends (those replaced by reloads too) and the store. */
+    /**
+     * Stops listening, then closes the backends (those replaced by reloads too) and the store. With the memory
+     * store, a stop that leaves nothing in flight (writes holding a scope are waited for, up to {@value
+     * #DRAIN_SECONDS} s) is recorded in the journal directory, so the next start need not settle.
+     */
     @Override
     public void close() {
         server.stop();
+        boolean clean = false;
+        if (journal != null) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DRAIN_SECONDS);
+            while (!(clean = pipeline.quiescent()) && System.nanoTime() < deadline) {
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
         try {
             listenerLimits.close();
         } catch (Exception e) {
             LOG.log(Level.FINE, "closing the listener's timers", e);
         }
         reloader.close();
+        if (clean) {
+            try {
+                CleanShutdown.record(journal);
+            } catch (IOException e) {
+                LOG.log(Level.WARNING, "could not record the clean stop in " + journal
+                        + "; the next start settles as after a crash", e);
+            }
+        } else if (journal != null) {
+            LOG.info("stopped with writes in flight, a scope quarantined or policies settling: the next start "
+                    + "settles as after a crash");
+        }
         store.close();
     }
 

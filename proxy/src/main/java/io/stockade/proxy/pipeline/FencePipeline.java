@@ -72,6 +72,8 @@ public final class FencePipeline implements Handler {
     /** Verifier warnings, at most one line a second per policy: a client sending forged tokens cannot flood. */
     private final WarnLimiter warnings;
     private final Readiness readiness;
+    /** The previous run stopped cleanly: no write of it can still land, so nothing settles after start. */
+    private volatile boolean previousRunClean;
 
     /**
      * @param backends one backend per policy name
@@ -88,6 +90,24 @@ public final class FencePipeline implements Handler {
         this.limits = new Limits(nanoTime);
         this.warnings = new WarnLimiter(nanoTime, WarnLimiter.INTERVAL_NANOS);
         this.readiness = new Readiness(() -> active.config(), () -> active.backends(), store, verifiers, nanoTime);
+    }
+
+    /**
+     * The previous run on this journal stopped cleanly (nothing in flight, nothing quarantined): serialized
+     * policies open at once instead of settling after start. Called before the listener starts.
+     */
+    public void previousRunStoppedCleanly() {
+        previousRunClean = true;
+    }
+
+    /**
+     * Whether a stop now leaves nothing that may still land: no write holds a scope (a serialized write holds its
+     * scope until the upstream answered), no scope is quarantined after an unknown outcome, and no serialized policy
+     * is still settling after start (writes of a crashed run before this one may still be in flight).
+     */
+    public boolean quiescent() {
+        return guard.activeScopes() == 0 && guard.quarantinedScopes() == 0
+                && active.backends().values().stream().allMatch(b -> notOpenFor(b) == 0);
     }
 
     /** {@code /health/ready}: whether the fence store and the policies' verifiers can be reached now. */
@@ -644,6 +664,6 @@ public final class FencePipeline implements Handler {
 
     /** Nanoseconds until a serialized backend opens after start (writes of a crashed run may still land). */
     private long notOpenFor(Backend backend) {
-        return Math.max(0, startedAt + backend.settle().toNanos() - nanoTime.getAsLong());
+        return previousRunClean ? 0 : Math.max(0, startedAt + backend.settle().toNanos() - nanoTime.getAsLong());
     }
 }
