@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone), then builds every module
+# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium), then builds every module
 # and runs every test (unit tests *Test, integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -62,6 +62,12 @@ if [ ! -x /usr/bin/aws ] || ! /usr/bin/python3 -c 'import boto3' 2>/dev/null || 
   { apt-get update && apt-get install -y awscli python3-boto3 rclone; } >&2 \
     || { echo "stockade: could not install awscli python3-boto3 rclone (run as root: apt-get install -y" \
               "awscli python3-boto3 rclone); S3CliIT and S3RcloneIT will be skipped" >&2; }
+fi
+# Debian's chromium (headless) draws the conformance suite's HTML report in ConformanceIT.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "stockade: chromium not found, installing it (for the HTML report's browser test)" >&2
+  { apt-get update && apt-get install -y chromium; } >&2 \
+    || { echo "stockade: could not install chromium (run as root: apt-get install -y chromium)" >&2; exit 1; }
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then

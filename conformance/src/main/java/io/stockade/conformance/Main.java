@@ -12,7 +12,7 @@ import java.util.List;
  * {@code java -jar stockade-conformance.jar --target target.yaml [--scenario NAME]... [--duration 30s]
  * [--report DIR] [--lease SPEC]}: runs the suite (with {@code --lease}, the writers take their leases from there
  * instead of the target file's {@code lease.provider}: {@code redis://host:port}, {@code etcd:<urls>},
- * {@code postgres:<jdbc url>}, {@code counter}), prints the table, writes {@code conformance-report.json} and
+ * {@code postgres:<jdbc url>}, {@code counter}), prints the table, writes {@code conformance-report.json}, {@code conformance-report.html} (a timeline per scenario) and
  * {@code TEST-conformance.xml} (JUnit) into the report directory (default {@code ./conformance-report}). Exit code
  * 0 only when every scenario passed; 1 when one failed or was inconclusive; 2 on bad arguments.
  */
@@ -81,6 +81,8 @@ public final class Main {
             Files.createDirectories(reportDir);
             Files.writeString(reportDir.resolve("conformance-report.json"),
                     Reports.json(target.name(), result.scenarios()), StandardCharsets.UTF_8);
+            Files.writeString(reportDir.resolve("conformance-report.html"),
+                    Reports.html(target.name(), result.scenarios()), StandardCharsets.UTF_8);
             Files.writeString(reportDir.resolve("TEST-conformance.xml"),
                     Reports.junitXml(target.name(), result.scenarios()), StandardCharsets.UTF_8);
             System.out.print(Reports.table(result.scenarios()));

@@ -204,7 +204,48 @@ class ConformanceIT {
 
     @Test
     void fileBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
-        assertEveryScenarioPassedAndEveryControlCaught(runConclusively(fileTarget(dir), dir.resolve("work")));
+        Conformance.Result r = runConclusively(fileTarget(dir), dir.resolve("work"));
+        assertEveryScenarioPassedAndEveryControlCaught(r);
+        theHtmlReportDrawsTheRunInABrowser(r, dir);
+    }
+
+    /**
+     * The HTML report of a real run, in a real browser (Debian's chromium, headless): the page's script ran without
+     * error and drew one mark per write of the run, one shaded interval per fault, a section per scenario, and ringed
+     * the writes of the control's violations (the stale writes that landed).
+     */
+    private static void theHtmlReportDrawsTheRunInABrowser(Conformance.Result r, Path dir) throws Exception {
+        assertTrue(HeadlessBrowser.available(), "chromium is not installed (./test.sh installs it)");
+        // kept under target/ to look at after the build
+        Path page = Files.createDirectories(Path.of("target")).resolve("conformance-report-file.html");
+        Files.writeString(page, io.stockade.conformance.report.Reports.html("file", r.scenarios()));
+        String dom = HeadlessBrowser.dumpDom(page, Files.createDirectories(dir.resolve("browser")));
+        String body = dom.substring(dom.indexOf("<body"), dom.indexOf('>', dom.indexOf("<body")) + 1);
+        assertFalse(body.contains("data-error"), body);
+        long writes = 0;
+        long faults = 0;
+        long ringed = 0;
+        for (ScenarioResult s : r.scenarios()) {
+            assertTrue(dom.contains("data-scenario=\"" + s.scenario().id() + "\""), s.scenario().id());
+            for (io.stockade.conformance.run.RunResult run : java.util.Arrays.asList(s.proxied(), s.control())) {
+                writes += run.history().ops().size();
+                faults += run.faultWindows().size();
+            }
+            ringed += s.control().check().details().stream().flatMap(v -> v.ops().stream()).distinct().count();
+        }
+        assertTrue(writes > 0 && faults > 0 && ringed > 0, writes + " " + faults + " " + ringed);
+        assertTrue(body.contains("data-rendered=\"" + writes + "\""), body + ": marks drawn, expected " + writes);
+        assertEquals(writes, count(dom, "<circle class=\"write "), "one mark per write");
+        assertEquals(faults, count(dom, "<rect class=\"fault\""), "one shaded interval per fault");
+        assertTrue(count(dom, "stroke=\"#000\"") >= ringed, "the control's stale writes are ringed");
+    }
+
+    private static long count(String text, String needle) {
+        long n = 0;
+        for (int i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + 1)) {
+            n++;
+        }
+        return n;
     }
 
     /**

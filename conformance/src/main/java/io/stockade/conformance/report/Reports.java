@@ -99,12 +99,37 @@ public final class Reports {
             }
             j.close('}');
         }
+        j.close(']').field("faults").open('[');
+        for (RunResult.FaultWindow f : r.faultWindows()) {
+            j.open('{').field("holder").str(f.holder()).field("startMs").num((f.startNanos() - origin) / 1e6)
+                    .field("endMs").raw(f.endNanos() <= 0 ? "null" : Json.number((f.endNanos() - origin) / 1e6))
+                    .close('}');
+        }
         j.close(']').field("reads").open('[');
         for (History.Read rd : r.history().reads()) {
             j.open('{').field("startMs").num((rd.startNanos() - origin) / 1e6)
                     .field("endMs").num((rd.endNanos() - origin) / 1e6).field("value").str(rd.value()).close('}');
         }
         j.close(']').close('}');
+    }
+
+    /**
+     * The HTML report: one self-contained file (no network, no other file) with the JSON report inside and a
+     * timeline per scenario and run, drawn by the page's own script: each lease session as a bar, each write as a
+     * mark coloured by its outcome, each fault's interval shaded, and the writes of a violation (the control's
+     * stale write landing) ringed.
+     */
+    public static String html(String target, List<ScenarioResult> results) {
+        String template;
+        try (java.io.InputStream in = Reports.class.getResourceAsStream("report.html")) {
+            template = new String(java.util.Objects.requireNonNull(in, "report.html").readAllBytes(),
+                    java.nio.charset.StandardCharsets.UTF_8);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        // Inside <script>, "</" could end the element early: JSON allows "<\/" for it.
+        String json = json(target, results).replace("</", "<\\/");
+        return template.replace("__TITLE__", xml(target)).replace("__REPORT__", json);
     }
 
     /** JUnit XML: one test case per scenario, failed or skipped unless it passed. */

@@ -23,14 +23,28 @@ import java.util.List;
  * @param notes           what happened, for the report (timeouts, restarts...)
  * @param doubts          why an injected fault did not take effect (a store still answering after its SIGSTOP, a
  *                        proxy still up after its kill -9): each one makes the verdict INCONCLUSIVE
+ * @param faultWindows    when each fault was injected and healed, on the history's clock (for the HTML report)
  */
 public record RunResult(Scenario scenario, boolean control, String key, History history, String finalValue,
                         HistoryChecker.Result check, int handoffs, int faultsInjected, int faultsEffective,
-                        int exposedOps, List<String> notes, List<String> doubts) {
+                        int exposedOps, List<String> notes, List<String> doubts, List<FaultWindow> faultWindows) {
+
+    /** One fault: on whose lease session, from injection to healing (System.nanoTime, as the history's ops). */
+    public record FaultWindow(String holder, long startNanos, long endNanos) {
+    }
 
     public RunResult {
         notes = List.copyOf(notes);
         doubts = List.copyOf(doubts);
+        faultWindows = List.copyOf(faultWindows);
+    }
+
+    /** A run with its doubts, without fault windows. */
+    public RunResult(Scenario scenario, boolean control, String key, History history, String finalValue,
+                     HistoryChecker.Result check, int handoffs, int faultsInjected, int faultsEffective,
+                     int exposedOps, List<String> notes, List<String> doubts) {
+        this(scenario, control, key, history, finalValue, check, handoffs, faultsInjected, faultsEffective,
+                exposedOps, notes, doubts, List.of());
     }
 
     /** A run without doubts. */

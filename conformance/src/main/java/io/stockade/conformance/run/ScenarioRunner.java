@@ -101,7 +101,16 @@ public final class ScenarioRunner {
      * A fault on {@code session}; for STORE_STOP, the store's outage {@code [outageStart, outageEnd]}; {@code tookEffect}
      * false when the suite saw that the fault did not happen (the store still answered, the proxy survived).
      */
-    private record Fault(String session, long startNanos, long outageStart, long outageEnd, boolean tookEffect) {
+    private record Fault(String session, long startNanos, long outageStart, long outageEnd, boolean tookEffect,
+                         long healedNanos) {
+        Fault(String session, long startNanos, long outageStart, long outageEnd, boolean tookEffect) {
+            this(session, startNanos, outageStart, outageEnd, tookEffect, 0);
+        }
+
+        Fault healed(long nanos) {
+            return new Fault(session, startNanos, outageStart, outageEnd, tookEffect, nanos);
+        }
+
         Fault(String session, long startNanos) {
             this(session, startNanos, 0, 0, true);
         }
@@ -211,8 +220,10 @@ public final class ScenarioRunner {
                 effective++;
             }
         }
+        List<RunResult.FaultWindow> windows = faults.stream()
+                .map(f -> new RunResult.FaultWindow(f.session, f.startNanos, f.healedNanos)).toList();
         return new RunResult(scenario, control, key, history, finalValue, check, Math.max(0, grants - 1),
-                faults.size(), effective, exposed, List.copyOf(notes), List.copyOf(doubts));
+                faults.size(), effective, exposed, List.copyOf(notes), List.copyOf(doubts), windows);
     }
 
     /** Could {@code o} have landed after a higher token was acknowledged? (An unknown outcome may land any time.) */
@@ -312,19 +323,21 @@ public final class ScenarioRunner {
         if (scenario == Scenario.STORE_STOP) {
             fault = storeOutage(n, v, fault, handoff, completionsBefore);
         }
-        synchronized (lock) {
-            faults.add(fault);
-        }
         // Heal, and wait for the victim's next write to end (or for the delayed write to have arrived).
         switch (scenario) {
             case PAUSE, PROXY_RESTART -> signal("CONT", v);
             default -> {
             }
         }
+        long healed = System.nanoTime();
         await(lateBy().plusSeconds(5), () -> v.completions > completionsBefore || v.exited);
         if (scenario == Scenario.TIMEOUT || scenario == Scenario.DELAY || scenario == Scenario.LOST_RESPONSE) {
             Thread.sleep(100);
             v.faults.heal();
+            healed = System.nanoTime();
+        }
+        synchronized (lock) {
+            faults.add(fault.healed(healed));
         }
         return true;
     }
