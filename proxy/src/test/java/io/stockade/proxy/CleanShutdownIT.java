@@ -45,6 +45,13 @@ class CleanShutdownIT {
                 Long.toString(token)));
     }
 
+    /** Records a clean stop in the journal directory, as a run before would have; returns the record's path. */
+    private Path previousRunStoppedCleanly() throws Exception {
+        Path journal = Files.createDirectories(dir.resolve("journal"));
+        CleanShutdown.record(journal);
+        return journal.resolve(CleanShutdown.FILE);
+    }
+
     private static void assertSettling(Http.Response r) {
         assertEquals(503, r.status(), r.body());
         assertTrue(r.body().contains("Scope settling after start"), r.body());
@@ -71,10 +78,7 @@ class CleanShutdownIT {
     void aCleanStopIsRecordedAndConsumedAndAKill9IsNot() throws Exception {
         try (TestUpstream upstream = TestUpstream.start()) {
             Path config = config(upstream);
-            Path record = dir.resolve("journal").resolve(CleanShutdown.FILE);
-            Files.createDirectories(record.getParent());
-            // as if a run before had stopped cleanly
-            CleanShutdown.record(record.getParent());
+            Path record = previousRunStoppedCleanly();
 
             try (ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m"))) {
                 assertFalse(Files.exists(record), "consumed before serving");
@@ -102,9 +106,7 @@ class CleanShutdownIT {
     void aStopWithAScopeQuarantinedIsNotClean() throws Exception {
         try (TestUpstream upstream = TestUpstream.start()) {
             Path config = config(upstream);
-            Path record = dir.resolve("journal").resolve(CleanShutdown.FILE);
-            Files.createDirectories(record.getParent());
-            CleanShutdown.record(record.getParent());
+            Path record = previousRunStoppedCleanly();
             try (ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m"))) {
                 // the upstream applies the write after the proxy gave up: an unknown outcome, the scope quarantined
                 upstream.delayWrites(Duration.ofMillis(1000));

@@ -27,31 +27,10 @@ public final class Warnings {
      * io.stockade.proxy}: the whole proxy), published while {@code body} ran.
      */
     public static List<LogRecord> during(String name, ThrowingRunnable body) throws Exception {
-        List<LogRecord> records = new CopyOnWriteArrayList<>();
-        Logger logger = Logger.getLogger(name);
-        Handler handler = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
-                    records.add(r);
-                }
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        logger.addHandler(handler);
-        try {
+        try (Capture capture = capture(name)) {
             body.run();
-        } finally {
-            logger.removeHandler(handler);
+            return capture.records();
         }
-        return records;
     }
 
     /** The messages of {@link #during}. */
