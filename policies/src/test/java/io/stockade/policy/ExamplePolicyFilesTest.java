@@ -37,6 +37,20 @@ class ExamplePolicyFilesTest {
         assertFalse(config.policies().isEmpty());
     }
 
+    /** Issue 18: the examples shared ./stockade-data/journal, so trying one leaked its fences into the next. */
+    @Test
+    void everyExampleKeepsItsFencesInAJournalOfItsOwn() throws Exception {
+        List<Path> files = exampleFiles().toList();
+        Set<Path> journals = new java.util.HashSet<>();
+        for (Path file : files) {
+            StockadeConfig config = PolicyLoader.parse(Files.readString(file), file, Map.of());
+            if (config.store() instanceof StoreConfig.Memory memory) {
+                assertTrue(journals.add(memory.journal().normalize()), file + " shares " + memory.journal());
+            }
+        }
+        assertEquals(files.size(), journals.size(), "every example has a memory store: " + journals);
+    }
+
     @Test
     void quickstartFencesPutAndDeleteOfFilesUnderALocalDirectory() throws Exception {
         StockadeConfig config = PolicyLoader.load(EXAMPLES.resolve("quickstart.yaml"));

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -38,8 +39,9 @@ class PostgresExampleIT {
                     + "?user=postgres"); Statement s = c.createStatement()) {
                 s.execute(Files.readString(EXAMPLES.resolve("postgres-accounts.sql")));
             }
-            String policy = Files.readString(EXAMPLES.resolve("postgres-accounts.yaml"))
-                    .replace("journal: ./stockade-data/journal", "journal: ${JOURNAL}");
+            String shipped = Files.readString(EXAMPLES.resolve("postgres-accounts.yaml"));
+            String policy = shipped.replace("journal: ./stockade-data/postgres/journal", "journal: ${JOURNAL}");
+            assertNotEquals(shipped, policy, "the example's journal line moved: keep this test's data in its dir");
             try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), policy,
                     Map.of("PGDATABASE", db, "PGUSER", "postgres", "STOCKADE_PORT", "0"))) {
                 Http.Response put = Http.put(proxy.uri("/accounts/acc-1/balance"), "{\"balance\": 120.50}",

@@ -21,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 
 import static io.stockade.proxy.S3BackendIT.token;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -59,7 +60,9 @@ class S3StandaloneIT {
             assertTrue(System.nanoTime() < deadline, "s3proxy did not listen within 60 s");
             Thread.sleep(100);
         }
-        String yaml = Files.readString(EXAMPLE).replace("./stockade-data/journal", journal.toString());
+        String shipped = Files.readString(EXAMPLE);
+        String yaml = shipped.replace("./stockade-data/s3/journal", journal.toString());
+        assertNotEquals(shipped, yaml, "the example's journal line moved: keep this test's data in its dir");
         proxy = ProxyFixture.start(journal, yaml, Map.of("S3_ENDPOINT", "http://127.0.0.1:" + port));
     }
 
