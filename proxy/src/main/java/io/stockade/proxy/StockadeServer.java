@@ -338,8 +338,9 @@ public final class StockadeServer implements AutoCloseable {
         server.stop();
         boolean clean = false;
         if (journal != null) {
+            // Wait for the writes in flight (only they can end soon); a quarantine or a settle runs its course.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DRAIN_SECONDS);
-            while (!(clean = pipeline.quiescent()) && System.nanoTime() < deadline) {
+            while (pipeline.writesInFlight() > 0 && System.nanoTime() < deadline) {
                 try {
                     Thread.sleep(20);
                 } catch (InterruptedException e) {
@@ -347,6 +348,7 @@ public final class StockadeServer implements AutoCloseable {
                     break;
                 }
             }
+            clean = pipeline.quiescent();
         }
         try {
             listenerLimits.close();

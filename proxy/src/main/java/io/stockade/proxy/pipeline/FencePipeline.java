@@ -106,8 +106,13 @@ public final class FencePipeline implements Handler {
      * is still settling after start (writes of a crashed run before this one may still be in flight).
      */
     public boolean quiescent() {
-        return guard.activeScopes() == 0 && guard.quarantinedScopes() == 0
+        return writesInFlight() == 0 && guard.quarantinedScopes() == 0
                 && active.backends().values().stream().allMatch(b -> notOpenFor(b) == 0);
+    }
+
+    /** Writes holding a scope now (a serialized write holds its scope until the upstream answered). */
+    public int writesInFlight() {
+        return guard.activeScopes();
     }
 
     /** {@code /health/ready}: whether the fence store and the policies' verifiers can be reached now. */

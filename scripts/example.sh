@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs one of policies/examples with what it needs, on free loopback ports, each example's data in a directory of
+# its own, and prints a session to try; Ctrl-C (or SIGTERM) stops everything it started.
+#
+#   scripts/example.sh http-upstream|observe|postgres     (also: ./quickstart.sh --example NAME)
+#
+#   http-upstream  policies/examples/http-upstream.yaml in front of two small HTTP stores that honour If-Match
+#                  (scripts/example-upstream.java): 'documents' (serialized) and 'objects' (if-match, atomic)
+#   observe        policies/examples/observe.yaml (observe mode: nothing refused, would-be refusals counted)
+#                  in front of one such store
+#   postgres       policies/examples/postgres-accounts.yaml on the machine's PostgreSQL (PGHOST, default
+#                  127.0.0.1:5432; PGUSER, default postgres, must be able to create a database): a database
+#                  stockade_example (created, schema and seed rows loaded) unless PGDATABASE names another
+#
+# The S3 example runs with two commands (docs/s3.md): scripts/s3proxy.sh, then bin/stockade --config
+# policies/examples/s3.yaml.
+#
+# Data: ./stockade-data/<example>/ (the journal; the stores keep theirs in memory). Ports: STOCKADE_PORT (free
+# port by default), the stores' on free ports. The first line on standard output is "proxy: http://127.0.0.1:PORT".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+stockade_find_jdk >/dev/null
+
+example=${1:-}
+case "$example" in
+  http-upstream|observe|postgres) ;;
+  *) echo "usage: scripts/example.sh http-upstream|observe|postgres" >&2; exit 2 ;;
+esac
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+pids=()
+cleanup() {
+  trap - EXIT
+  trap '' INT TERM   # a second Ctrl-C or SIGTERM must not cut the cleanup short
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+data="./stockade-data/$example"
+mkdir -p "$data"
+port=${STOCKADE_PORT:-$(free_port)}
+export STOCKADE_PORT=$port
+
+# Waits until FILE has a line matching PATTERN, or the process PID ended (then prints FILE and fails).
+await_line() {
+  local file=$1 pattern=$2 pid=$3 tries=600
+  until grep -q "$pattern" "$file" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null || [ $((tries -= 1)) -le 0 ]; then
+      echo "example: did not start:" >&2; cat "$file" >&2; exit 1
+    fi
+    sleep 0.1
+  done
+}
+
+start_upstream() {  # ports...
+  "$JAVA_HOME/bin/java" scripts/example-upstream.java "$@" > "$data/upstream.log" 2>&1 &
+  pids+=($!)
+  await_line "$data/upstream.log" "listening on http://127.0.0.1:${*: -1}" "$!"
+}
+
+case "$example" in
+  http-upstream)
+    docs=$(free_port); objects=$(free_port)
+    start_upstream "$docs" "$objects"
+    export DOCS_URL="http://127.0.0.1:$docs" OBJECTS_URL="http://127.0.0.1:$objects/store"
+    config=policies/examples/http-upstream.yaml
+    session="curl -i -X PUT -H 'Fencing-Token: 5' --data v5 http://127.0.0.1:$port/objects/b/report.txt   # 201
+curl -i -X PUT -H 'Fencing-Token: 4' --data v4 http://127.0.0.1:$port/objects/b/report.txt   # 409 stale
+curl http://127.0.0.1:$port/objects/b/report.txt                                          # v5
+curl -i -X PUT -H 'Fencing-Token: 7' --data d http://127.0.0.1:$port/docs/acme/plan.md       # 503 for 60 s after
+   # the first start (serialized policies settle: a crashed run's writes may be in flight), then 201" ;;
+  observe)
+    upstream=$(free_port)
+    start_upstream "$upstream"
+    export UPSTREAM_URL="http://127.0.0.1:$upstream"
+    config=policies/examples/observe.yaml
+    session="curl -i -X PUT -H 'Fencing-Token: 5' --data v5 http://127.0.0.1:$port/reports/q3   # 201
+curl -i -X PUT -H 'Fencing-Token: 4' --data v4 http://127.0.0.1:$port/reports/q3   # 204: forwarded, but counted
+curl -s http://127.0.0.1:$port/metrics | grep would_reject                     # ... here" ;;
+  postgres)
+    export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres} PGDATABASE=${PGDATABASE:-stockade_example}
+    if ! psql -h "$PGHOST" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$PGDATABASE'" | grep -q 1; then
+      psql -q -h "$PGHOST" -d postgres -c "CREATE DATABASE \"$PGDATABASE\"" >&2
+    fi
+    psql -q -h "$PGHOST" -v ON_ERROR_STOP=1 -f policies/examples/postgres-accounts.sql >&2
+    config=policies/examples/postgres-accounts.yaml
+    session="curl -i -X PUT -H 'Fencing-Token: 42' -d '{\"balance\": 120.50}' http://127.0.0.1:$port/accounts/acc-1/balance
+curl -i -X PUT -H 'Fencing-Token: 41' -d '{\"balance\": 1}' http://127.0.0.1:$port/accounts/acc-1/balance   # 409
+curl http://127.0.0.1:$port/accounts/acc-1          # the row
+curl -i http://127.0.0.1:$port/accounts/nobody      # 404" ;;
+esac
+
+bin/stockade --config "$config" > "$data/proxy.log" 2>&1 &
+pids+=($!)
+await_line "$data/proxy.log" "Stockade listening" "$!"
+echo "proxy: http://127.0.0.1:$port"
+echo "policy: $config; data: $data; logs: $data/proxy.log"
+echo "try:"
+echo "$session"
+echo "(Ctrl-C stops the proxy and what this script started)"
+wait "${pids[@]}"
