@@ -2,7 +2,7 @@
 # Runs one of policies/examples with what it needs, on free loopback ports, each example's data in a directory of
 # its own, and prints a session to try; Ctrl-C (or SIGTERM) stops everything it started.
 #
-#   scripts/example.sh http-upstream|observe|postgres     (also: ./quickstart.sh --example NAME)
+#   scripts/example.sh http-upstream|observe|postgres|replicas     (also: ./quickstart.sh --example NAME)
 #
 #   http-upstream  policies/examples/http-upstream.yaml in front of two small HTTP stores that honour If-Match
 #                  (scripts/example-upstream.java): 'documents' (serialized) and 'objects' (if-match, atomic)
@@ -11,6 +11,8 @@
 #   postgres       policies/examples/postgres-accounts.yaml on the machine's PostgreSQL (PGHOST, default
 #                  127.0.0.1:5432; PGUSER, default postgres, must be able to create a database): a database
 #                  stockade_example (created, schema and seed rows loaded) unless PGDATABASE names another
+#   replicas       policies/examples/replicas.yaml: two replicas sharing one etcd (Debian's etcd-server, data in
+#                  ./stockade-data/replicas/etcd) in front of one store that honours If-Match
 #
 # The S3 example runs with two commands (docs/s3.md): scripts/s3proxy.sh, then bin/stockade --config
 # policies/examples/s3.yaml.
@@ -24,8 +26,8 @@ stockade_find_jdk >/dev/null
 
 example=${1:-}
 case "$example" in
-  http-upstream|observe|postgres) ;;
-  *) echo "usage: scripts/example.sh http-upstream|observe|postgres" >&2; exit 2 ;;
+  http-upstream|observe|postgres|replicas) ;;
+  *) echo "usage: scripts/example.sh http-upstream|observe|postgres|replicas" >&2; exit 2 ;;
 esac
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -92,6 +94,26 @@ curl -s http://127.0.0.1:$port/metrics | grep would_reject                     #
 curl -i -X PUT -H 'Fencing-Token: 41' -d '{\"balance\": 1}' http://127.0.0.1:$port/accounts/acc-1/balance   # 409
 curl http://127.0.0.1:$port/accounts/acc-1          # the row
 curl -i http://127.0.0.1:$port/accounts/nobody      # 404" ;;
+  replicas)
+    command -v etcd >/dev/null || { echo "example: etcd not found (apt-get install -y etcd-server)" >&2; exit 1; }
+    client=$(free_port); peer=$(free_port); objects=$(free_port)
+    etcd --name example --data-dir "$data/etcd" --listen-client-urls "http://127.0.0.1:$client" \
+         --advertise-client-urls "http://127.0.0.1:$client" --listen-peer-urls "http://127.0.0.1:$peer" \
+         --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "example=http://127.0.0.1:$peer" \
+         > "$data/etcd.log" 2>&1 &
+    pids+=($!)
+    await_line "$data/etcd.log" "ready to serve client requests" "$!"
+    start_upstream "$objects"
+    export ETCD_ENDPOINTS="http://127.0.0.1:$client" OBJECTS_URL="http://127.0.0.1:$objects/store"
+    config=policies/examples/replicas.yaml
+    second=$(free_port)
+    STOCKADE_PORT=$second bin/stockade --config "$config" > "$data/proxy-2.log" 2>&1 &
+    pids+=($!)
+    await_line "$data/proxy-2.log" "Stockade listening" "$!"
+    session="curl -i -X PUT -H 'Fencing-Token: 5' --data v5 http://127.0.0.1:$port/objects/b/report.txt     # replica 1: 201
+curl -i -X PUT -H 'Fencing-Token: 4' --data v4 http://127.0.0.1:$second/objects/b/report.txt   # replica 2: 409, the fence is shared
+curl http://127.0.0.1:$second/objects/b/report.txt                                            # v5
+# replica 2: http://127.0.0.1:$second (log $data/proxy-2.log); etcd: $ETCD_ENDPOINTS" ;;
 esac
 
 bin/stockade --config "$config" > "$data/proxy.log" 2>&1 &

@@ -147,6 +147,26 @@ class ExamplesIT {
     }
 
     @Test
+    void twoReplicasShareOneFenceInEtcd() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(EtcdServer.BINARY), "etcd is not installed");
+        forget("replicas");
+        Running r = start("replicas");
+        URI second = URI.create(r.printed().stream().filter(l -> l.startsWith("# replica 2: ")).findFirst()
+                .orElseThrow().substring("# replica 2: ".length()).split(" ")[0]);
+        int upstream = upstreamPort("replicas");
+        try {
+            assertEquals("201", curl("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
+                    r.proxy().resolve("/objects/b/report.txt").toString()));
+            assertEquals("409", curl("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4",
+                    second.resolve("/objects/b/report.txt").toString()), "the second replica knows token 5");
+            assertEquals("v5", get(second.resolve("/objects/b/report.txt")));
+        } finally {
+            stop(r, r.proxy().getPort(), second.getPort(), upstream);
+            forget("replicas");
+        }
+    }
+
+    @Test
     void postgresRunsItsSessionOnAFreshDatabase() throws Exception {
         forget("postgres");
         String db = "stockade_example_" + Long.toString(System.nanoTime(), 36);

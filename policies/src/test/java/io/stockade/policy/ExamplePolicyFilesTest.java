@@ -44,11 +44,15 @@ class ExamplePolicyFilesTest {
         Set<Path> journals = new java.util.HashSet<>();
         for (Path file : files) {
             StockadeConfig config = PolicyLoader.parse(Files.readString(file), file, Map.of());
-            if (config.store() instanceof StoreConfig.Memory memory) {
-                assertTrue(journals.add(memory.journal().normalize()), file + " shares " + memory.journal());
+            switch (config.store()) {
+                case StoreConfig.Memory memory ->
+                        assertTrue(journals.add(memory.journal().normalize()), file + " shares " + memory.journal());
+                // the replicas example: its own etcd (scripts/example.sh starts one), under its own prefix
+                case StoreConfig.Etcd etcd -> assertTrue(etcd.prefix().contains("example"), file.toString());
+                default -> throw new AssertionError(file + ": a store the examples do not use " + config.store());
             }
         }
-        assertEquals(files.size(), journals.size(), "every example has a memory store: " + journals);
+        assertTrue(journals.size() >= files.size() - 1, "journals: " + journals);
     }
 
     @Test
