@@ -102,6 +102,31 @@ class CleanShutdownIT {
         }
     }
 
+    /** Observe mode forwards without holding a scope: a forward left without an answer still makes a stop unclean. */
+    @Test
+    void anObservedWriteWithoutAnAnswerMakesTheStopUnclean() throws Exception {
+        try (TestUpstream upstream = TestUpstream.start()) {
+            Path config = dir.resolve("observe.yaml");
+            Files.writeString(config, """
+                    server: {port: 0}
+                    store: {type: memory, journal: "%s"}
+                    policies:
+                      - name: docs
+                        match: {path: "/docs/{id}"}
+                        scope: docs/{id}
+                        fence: {mode: observe}
+                        backend: {type: http, url: "%s", timeout: 300ms, settle: 60s}
+                    """.formatted(dir.resolve("journal"), upstream.baseUri()));
+            Path record = previousRunStoppedCleanly();
+            try (ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m"))) {
+                upstream.delayWrites(Duration.ofMillis(1000));
+                Http.Response slow = put(proxy, "o", 5);
+                assertEquals(504, slow.status(), slow.body());
+            }
+            assertFalse(Files.exists(record), "the observed write may still land: not a clean stop");
+        }
+    }
+
     @Test
     void aStopWithAScopeQuarantinedIsNotClean() throws Exception {
         try (TestUpstream upstream = TestUpstream.start()) {

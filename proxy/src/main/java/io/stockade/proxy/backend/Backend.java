@@ -107,6 +107,15 @@ public interface Backend extends AutoCloseable {
     }
 
     /**
+     * Whether a request this backend sent, fenced or not, may still land at the storage: one that may have reached
+     * it got no answer (a timeout, a reset, an interrupted read) since the backend opened. A clean stop
+     * ({@code CleanShutdown}) requires none; only a backend with a {@link #settle()} needs to tell.
+     */
+    default boolean leftOutcomesUnknown() {
+        return false;
+    }
+
+    /**
      * At start, in the background: one WARN line naming the storage when it cannot be reached now. The proxy
      * starts all the same (the storage may come up later); the default checks nothing.
      *

@@ -74,6 +74,10 @@ public final class FencePipeline implements Handler {
     private final Readiness readiness;
     /** The previous run stopped cleanly: no write of it can still land, so nothing settles after start. */
     private volatile boolean previousRunClean;
+    /** Requests inside a backend's forward or write now, fenced or not (a clean stop waits for them). */
+    private final java.util.concurrent.atomic.AtomicInteger inBackend = new java.util.concurrent.atomic.AtomicInteger();
+    /** Every backend that served during this run, those a reload replaced too (a clean stop asks them all). */
+    private final java.util.Set<Backend> served = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /**
      * @param backends one backend per policy name
@@ -90,6 +94,7 @@ public final class FencePipeline implements Handler {
         this.limits = new Limits(nanoTime);
         this.warnings = new WarnLimiter(nanoTime, WarnLimiter.INTERVAL_NANOS);
         this.readiness = new Readiness(() -> active.config(), () -> active.backends(), store, verifiers, nanoTime);
+        this.served.addAll(backends.values());
     }
 
     /**
@@ -101,18 +106,20 @@ public final class FencePipeline implements Handler {
     }
 
     /**
-     * Whether a stop now leaves nothing that may still land: no write holds a scope (a serialized write holds its
-     * scope until the upstream answered), no scope is quarantined after an unknown outcome, and no serialized policy
-     * is still settling after start (writes of a crashed run before this one may still be in flight).
+     * Whether a stop now leaves nothing that may still land: no request inside a backend or holding a scope, no
+     * scope quarantined after an unknown outcome, no request of this run (fenced, observed or unfenced) that may
+     * have reached a storage without an answer, and no serialized policy still settling after start (writes of a
+     * crashed run before this one may still be in flight). Backends a reload replaced count too.
      */
     public boolean quiescent() {
         return writesInFlight() == 0 && guard.quarantinedScopes() == 0
-                && active.backends().values().stream().allMatch(b -> notOpenFor(b) == 0);
+                && served.stream().filter(b -> !b.settle().isZero()).noneMatch(Backend::leftOutcomesUnknown)
+                && served.stream().allMatch(b -> notOpenFor(b) == 0);
     }
 
-    /** Writes holding a scope now (a serialized write holds its scope until the upstream answered). */
+    /** Requests inside a backend now or holding a scope (a serialized write holds it until the upstream answered). */
     public int writesInFlight() {
-        return guard.activeScopes();
+        return inBackend.get() + guard.activeScopes();
     }
 
     /** {@code /health/ready}: whether the fence store and the policies' verifiers can be reached now. */
@@ -135,6 +142,7 @@ public final class FencePipeline implements Handler {
      */
     public Map<String, Backend> swap(StockadeConfig config, Map<String, Backend> backends) {
         Active old = active;
+        served.addAll(backends.values());
         active = new Active(config, Map.copyOf(backends));
         return old.backends();
     }
@@ -458,7 +466,13 @@ public final class FencePipeline implements Handler {
             }
 
             long upstreamStart = nanoTime.getAsLong();
-            WriteResult result = backend.write(call.exchange, new Admission(scope, token, previous, store));
+            WriteResult result;
+            inBackend.incrementAndGet();
+            try {
+                result = backend.write(call.exchange, new Admission(scope, token, previous, store));
+            } finally {
+                inBackend.decrementAndGet();
+            }
             metrics.upstream(name, nanoTime.getAsLong() - upstreamStart);
             if (result instanceof WriteResult.Stale stale) {
                 // The storage knew a higher token than the store (e.g. the file backend's sidecar after a lost
@@ -636,7 +650,12 @@ public final class FencePipeline implements Handler {
 
     private void forward(Backend backend, Exchange exchange) {
         long start = nanoTime.getAsLong();
-        backend.forward(exchange);
+        inBackend.incrementAndGet();
+        try {
+            backend.forward(exchange);
+        } finally {
+            inBackend.decrementAndGet();
+        }
         metrics.upstream(exchange.route().policy().name(), nanoTime.getAsLong() - start);
     }
 

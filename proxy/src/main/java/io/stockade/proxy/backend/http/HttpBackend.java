@@ -69,6 +69,8 @@ public final class HttpBackend implements Backend {
     private final String basePath;
     /** The {@code Host} header of every upstream request. */
     private final String authority;
+    /** A request that may have reached the upstream got no answer: it may still land (forwards included). */
+    private final java.util.concurrent.atomic.AtomicBoolean outcomesUnknown = new java.util.concurrent.atomic.AtomicBoolean();
     /** Upstream failures: one WARN line a second per policy, however many requests fail alike. */
     private final WarnLimiter warnings = new WarnLimiter(System::nanoTime, WarnLimiter.INTERVAL_NANOS);
 
@@ -288,6 +290,9 @@ public final class HttpBackend implements Backend {
         } catch (UpstreamClient.AbandonedBody e) {
             return new Sent.BodyFailed(BodyBounds.BodyRefused.in(e), e.getCause());
         } catch (UpstreamFailure e) {
+            if (e.requestSent()) {
+                outcomesUnknown.set(true);
+            }
             if (res.isSent()) {
                 throw UpstreamResponse.brokeOff(e);
             }
@@ -362,6 +367,11 @@ public final class HttpBackend implements Backend {
             // Not recording only costs the next writer a HEAD; the fence itself is already durable.
             LOG.log(Level.WARNING, "could not record the new version of " + admission.scope(), e);
         }
+    }
+
+    @Override
+    public boolean leftOutcomesUnknown() {
+        return outcomesUnknown.get();
     }
 
     @Override
