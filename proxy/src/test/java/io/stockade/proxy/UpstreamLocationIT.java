@@ -59,6 +59,11 @@ class UpstreamLocationIT {
             "/store/docs/a                               | /store/docs/a",
             "docs/a                                      | docs/a",
             "http://127.0.0.1:{port}/store/a b           | http://127.0.0.1:{port}/store/a b",
+            // never another host or another resource: "//host" is a host, dot-segments move the path
+            "http://127.0.0.1:{port}/store//evil.test/x  | http://127.0.0.1:{port}/store//evil.test/x",
+            "http://127.0.0.1:{port}/store/../admin      | http://127.0.0.1:{port}/store/../admin",
+            "http://127.0.0.1:{port}/store/%2E%2e/admin  | http://127.0.0.1:{port}/store/%2E%2e/admin",
+            "http://127.0.0.1:{port}/store/docs/./a      | http://127.0.0.1:{port}/store/docs/./a",
     })
     void aLocationIntoTheUpstreamBecomesTheProxysPath(String sent, String relayed) throws Exception {
         String port = Integer.toString(upstream.port());

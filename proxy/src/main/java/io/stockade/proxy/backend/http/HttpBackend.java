@@ -352,8 +352,23 @@ public final class HttpBackend implements Backend {
             return location;
         }
         String rest = path.substring(basePath.length());
+        if (rest.startsWith("//") || hasDotSegment(rest)) {
+            // "//host/x" would read as another host, "/../x" as another resource: relayed as the upstream sent it
+            return location;
+        }
         return (rest.isEmpty() ? "/" : rest) + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery())
                 + (uri.getRawFragment() == null ? "" : "#" + uri.getRawFragment());
+    }
+
+    /** Whether a path has a "." or ".." segment, spelled plainly or percent-encoded. */
+    private static boolean hasDotSegment(String path) {
+        for (String segment : path.split("/", -1)) {
+            String s = segment.toLowerCase(java.util.Locale.ROOT).replace("%2e", ".");
+            if (s.equals(".") || s.equals("..")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** After a successful conditional write: the new version is the base for the next writer of this token. */
