@@ -42,6 +42,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# Build first (in the foreground, its progress shown), so that no store is left waiting on a first build.
+bin/stockade build proxy
+
 data="./stockade-data/$example"
 mkdir -p "$data"
 port=${STOCKADE_PORT:-$(free_port)}

@@ -56,6 +56,7 @@ stockade_quiet_maven() {
 # first build with an empty ~/.m2 downloads for minutes), warnings, errors and the result, without colour codes
 # or the per-plugin chatter. Usage: stockade_build MODULE[,MODULE...]
 stockade_build() {
+  command -v mvn >/dev/null || { echo "stockade: Maven is missing (apt-get install maven)" >&2; return 1; }
   stockade_quiet_maven
   mvn -B -Dstyle.color=never -DskipTests package -pl "$1" -am 2>&1 \
     | sed -u 's/\x1b\[[0-9;]*m//g' \

@@ -76,13 +76,14 @@ public final class LeaseCommand {
         return run(args, System.out, err);
     }
 
-    /** {@code -h}/{@code --help} (before {@code --}) prints the usage to {@code out} and exits 0. */
+    /**
+     * {@code -h}/{@code --help} in an option's place (before {@code --}, never an option's value: {@code --name
+     * help} names a lease) prints the usage to {@code out} and exits 0.
+     */
     static int run(String[] args, PrintStream out, PrintStream err) {
-        for (String arg : args) {
-            if (arg.equals("--")) {
-                break;
-            }
-            if (arg.equals("--help") || arg.equals("-h") || arg.equals("help")) {
+        int first = args.length > 0 && args[0].equals("run") ? 1 : 0;
+        for (int i = first; i < args.length && !args[i].equals("--"); i += 2) { // every option takes one value
+            if (args[i].equals("--help") || args[i].equals("-h") || first == 0 && args[i].equals("help")) {
                 out.println(USAGE_TEXT);
                 return 0;
             }

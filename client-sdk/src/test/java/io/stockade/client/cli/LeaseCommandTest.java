@@ -56,6 +56,14 @@ class LeaseCommandTest {
             assertTrue(out.toString(StandardCharsets.UTF_8).startsWith("usage: lease run"), out.toString());
             assertEquals("", err.toString(StandardCharsets.UTF_8));
         }
+        // an option's value is never help: a lease named "help", an identity "-h"
+        for (String[] args : List.<String[]>of(new String[] {"run", "--etcd", "a", "--name", "help", "--ttl", "1s"},
+                new String[] {"run", "--etcd", "a", "--identity", "-h", "--name", "n", "--ttl", "1s"})) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            assertEquals(LeaseCommand.USAGE, LeaseCommand.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                    new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8)), "no command: usage");
+            assertEquals("", out.toString(StandardCharsets.UTF_8), "not taken for --help: " + List.of(args));
+        }
         // after --, --help is the command's
         LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--etcd", "http://e:2379",
                 "--name", "job", "--ttl", "15s", "--", "tool", "--help"});

@@ -28,7 +28,10 @@ import java.util.logging.Logger;
  * Each component is asked as a write would ask it, within its own timeout: the store for a scope no write uses,
  * each verifier for a claim no lock holds (a refusal is an answer: only "cannot answer" counts), each self-fencing
  * backend for a connection. One check runs at a time and its result is kept for a second, so probes from several
- * kubelets and load balancers cost one round of lookups a second. A change of state is logged once.
+ * kubelets and load balancers cost one round of lookups a second; a probe that arrives while a check runs gets the
+ * last report at once instead of waiting (a lock, not {@code synchronized}: on JDK 21 a virtual thread blocked in
+ * a synchronized block holds its carrier thread, and a slow store must not stall the listener). A change of state
+ * is logged once.
  */
 public final class Readiness {
     private static final Logger LOG = Logger.getLogger(Readiness.class.getName());
@@ -52,8 +55,9 @@ public final class Readiness {
     private final FenceStore store;
     private final TokenVerifiers verifiers;
     private final LongSupplier nanoTime;
-    private Report last;
-    private long checkedAt;
+    private final java.util.concurrent.locks.ReentrantLock checking = new java.util.concurrent.locks.ReentrantLock();
+    private volatile Report last;
+    private volatile long checkedAt;
 
     Readiness(Supplier<StockadeConfig> config, Supplier<Map<String, Backend>> backends, FenceStore store,
               TokenVerifiers verifiers, LongSupplier nanoTime) {
@@ -64,12 +68,36 @@ public final class Readiness {
         this.nanoTime = nanoTime;
     }
 
-    /** The state now, or as checked less than a second ago. */
-    public synchronized Report check() {
-        long now = nanoTime.getAsLong();
-        if (last != null && now - checkedAt < KEEP_NANOS) {
-            return last;
+    /** The state now, or as checked less than a second ago, or the last one while another probe checks. */
+    public Report check() {
+        Report known = last;
+        if (known != null && nanoTime.getAsLong() - checkedAt < KEEP_NANOS) {
+            return known;
         }
+        if (known != null ? !checking.tryLock() : !lockInterruptibly()) {
+            return known != null ? known : new Report(List.of("interrupted while checking"));
+        }
+        try {
+            if (last != null && nanoTime.getAsLong() - checkedAt < KEEP_NANOS) {
+                return last;
+            }
+            return checkNow();
+        } finally {
+            checking.unlock();
+        }
+    }
+
+    private boolean lockInterruptibly() {
+        try {
+            checking.lockInterruptibly();
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    private Report checkNow() {
         Report report = new Report(List.copyOf(down()));
         if (last == null ? !report.up() : last.up() != report.up() || !last.down().equals(report.down())) {
             LOG.warning(report.up() ? "ready: the fence store and verifiers answer again"

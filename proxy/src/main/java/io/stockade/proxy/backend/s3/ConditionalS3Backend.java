@@ -203,11 +203,11 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             }
             res.send(filtered.xml().getBytes(StandardCharsets.UTF_8));
         } catch (IOException e) {
-            failure(exchange, new java.io.UncheckedIOException(e), true);
+            forwardFailure(exchange, new java.io.UncheckedIOException(e), true);
         } catch (ClientError e) {
             answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
-            failure(exchange, e, true);
+            forwardFailure(exchange, e, true);
         }
     }
 
@@ -328,9 +328,9 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             answer(exchange, 503, "ServiceUnavailable", "the bucket is not empty and the proxy could not tell "
                     + "whether only tombstones are left: " + e.getMessage());
         } catch (IOException e) {
-            failure(exchange, new java.io.UncheckedIOException(e), true);
+            forwardFailure(exchange, new java.io.UncheckedIOException(e), true);
         } catch (RuntimeException e) {
-            failure(exchange, e, true);
+            forwardFailure(exchange, e, true);
         }
     }
 

@@ -16,6 +16,7 @@ import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.log.WarnLimiter;
 import io.stockade.proxy.token.FencingToken;
 
 import java.io.BufferedInputStream;
@@ -68,6 +69,9 @@ public class S3Backend implements Backend {
     final BackendConfig.S3 config;
     final Upstream upstream;
     private final ClientAuth auth;
+    /** Failures of requests answered here (not through the pipeline): one WARN line a second per policy. */
+    private final WarnLimiter warnings = new WarnLimiter(System::nanoTime, WarnLimiter.INTERVAL_NANOS);
+
     S3Backend(BackendConfig.S3 config) {
         this.config = config;
         this.upstream = new Upstream(config);
@@ -491,7 +495,7 @@ public class S3Backend implements Backend {
                 formAnswer(exchange, form, p.s3().bucket(), response.first("ETag"));
             }
         } catch (RuntimeException e) {
-            failure(exchange, e, true);
+            forwardFailure(exchange, e, true);
         }
     }
 
@@ -668,7 +672,7 @@ public class S3Backend implements Backend {
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
             tokenOf(exchange).ifPresent(t -> extra.add(Map.entry(TOKEN_META, Long.toString(t))));
         }
-        relay(exchange, p, extra);
+        answerForwarded(exchange, relay(exchange, p, extra));
     }
 
     @Override
@@ -789,6 +793,33 @@ public class S3Backend implements Backend {
             return new WriteResult.Unavailable(reason);
         }
         return new WriteResult.Unknown(reason);
+    }
+
+    /**
+     * A failure of a request the pipeline does not answer (an unfenced forward, a listing, a form upload's own
+     * answer): answered here as S3 answers (503 ServiceUnavailable, naming the upstream) with one WARN line.
+     */
+    void forwardFailure(Exchange exchange, RuntimeException e, boolean mayHaveReached) {
+        answerForwarded(exchange, failure(exchange, e, mayHaveReached));
+    }
+
+    /** The result of a request the pipeline does not answer: an unanswered failure is answered here (503). */
+    void answerForwarded(Exchange exchange, WriteResult result) {
+        String reason = switch (result) {
+            case WriteResult.Unavailable unavailable -> unavailable.reason();
+            case WriteResult.Unknown unknown -> unknown.reason();
+            default -> null; // answered already
+        };
+        if (reason == null) {
+            return;
+        }
+        String policy = exchange.route().policy().name();
+        long leftOut = warnings.admit(policy);
+        if (leftOut >= 0) {
+            LOG.warning("policy '" + policy + "': " + exchange.request().prologue().method().text() + " "
+                    + exchange.route().target().rawPath() + ": " + reason + WarnLimiter.leftOut(leftOut));
+        }
+        answer(exchange, 503, "ServiceUnavailable", reason);
     }
 
     // ---- headers and bodies ----
