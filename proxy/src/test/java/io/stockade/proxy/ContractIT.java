@@ -256,6 +256,7 @@ abstract class ContractIT {
     @Test
     void storeUnavailableIs503WithRetryAfterAndNothingWritten() throws Exception {
         takeFenceAway();
+        long started = System.nanoTime();
         List<LogRecord> warned = Warnings.during("io.stockade", () -> {
             for (int i = 0; i < 5; i++) {
                 Http.Response r = put("/docs/u", "v", Integer.toString(5 + i));
@@ -264,9 +265,11 @@ abstract class ContractIT {
                 assertTrue(r.body().contains("store-unavailable"), r.body());
             }
         });
+        long seconds = java.util.concurrent.TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started);
         assertEquals(Optional.empty(), stored("/docs/u"));
         // What the operator reads: one line (at most one a second per policy) with the cause, no stack trace.
-        assertEquals(1, warned.size(), warned.stream().map(LogRecord::getMessage).toList().toString());
+        assertTrue(!warned.isEmpty() && warned.size() <= 1 + seconds,
+                warned.size() + " lines in " + seconds + " s: " + warned.stream().map(LogRecord::getMessage).toList());
         assertNull(warned.getFirst().getThrown(), "no stack trace at WARNING");
         assertTrue(warned.getFirst().getMessage().contains("policy 'docs'"), warned.getFirst().getMessage());
         // and the proxy says it is not ready (ReadinessIT: and ready again when the store is back)
