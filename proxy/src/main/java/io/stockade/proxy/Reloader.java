@@ -6,7 +6,7 @@ import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.pipeline.FencePipeline;
-import io.stockade.proxy.verify.TokenVerifiers;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import java.io.IOException;
 import java.util.ArrayList;

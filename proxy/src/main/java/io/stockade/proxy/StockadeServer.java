@@ -29,7 +29,7 @@ import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.pipeline.Readiness;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
-import io.stockade.proxy.verify.TokenVerifiers;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import java.io.IOException;
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package io.stockade.proxy;
 
+import io.stockade.proxy.http.BodyBounds;
 import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.OpenSockets;
 import io.stockade.proxy.testing.Pg;

@@ -10,7 +10,7 @@ import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
-import io.stockade.proxy.verify.TokenVerifiers;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

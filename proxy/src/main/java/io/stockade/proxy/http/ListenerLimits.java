@@ -13,7 +13,6 @@ import io.helidon.webserver.http1.Http1Config;
 import io.helidon.webserver.http1.Http1ConnectionListener;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
-import io.stockade.proxy.backend.BodyBounds;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -194,7 +193,7 @@ public final class ListenerLimits {
             if (earlier != null) {
                 cancel(earlier);
             }
-            p.task()[0] = timer.schedule(() -> expire(ctx, p), BodyBounds.nanos(timeout), TimeUnit.NANOSECONDS);
+            p.task()[0] = timer.schedule(() -> expire(ctx, p), Durations.nanos(timeout), TimeUnit.NANOSECONDS);
         }
 
         @Override

@@ -8,7 +8,6 @@ import io.helidon.webserver.http.FilterChain;
 import io.helidon.webserver.http.RoutingRequest;
 import io.helidon.webserver.http.RoutingResponse;
 import io.helidon.webserver.http.ServerRequest;
-import io.stockade.proxy.backend.BodyBounds;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -60,7 +59,7 @@ public final class UnreadBody implements Filter {
 
     /** @param readTimeout the listener's bound on one blocked read */
     public UnreadBody(Duration readTimeout) {
-        this.readTimeoutNanos = BodyBounds.nanos(readTimeout);
+        this.readTimeoutNanos = Durations.nanos(readTimeout);
     }
 
     /** What to do about a body the answer was sent before. */
@@ -149,7 +148,7 @@ public final class UnreadBody implements Filter {
 
     /**
      * Reads and drops the body, at most {@code maxBytes} of it and for at most {@code nanos} (a blocked read is cut
-     * off by {@link BodyBounds}' watchdog, which closes the socket).
+     * off by the body bounds' watchdog, which closes the socket).
      *
      * @return whether the body ended within the bounds
      */

@@ -12,7 +12,7 @@ import io.stockade.policy.Route;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.backend.BodyBounds;
+import io.stockade.proxy.http.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.SelfFencing;
@@ -30,7 +30,7 @@ import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.token.FencingToken;
 import io.stockade.proxy.verify.TokenVerifier;
-import io.stockade.proxy.verify.TokenVerifiers;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import java.time.Duration;
 import java.util.List;

@@ -4,7 +4,8 @@ import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
 import io.stockade.policy.Policy;
-import io.stockade.proxy.backend.BodyBounds;
+import io.stockade.proxy.http.BodyBounds;
+import io.stockade.proxy.http.Durations;
 import io.stockade.proxy.http.Problem;
 
 import java.util.Optional;
@@ -72,8 +73,8 @@ final class Limits {
      */
     BodyBounds bodyBounds(Policy policy, java.time.Duration readTimeout) {
         Policy.Limits limits = policy.limits();
-        return new BodyBounds(limits.maxBodyBytes(), BodyBounds.nanos(limits.bodyTimeout()),
-                BodyBounds.nanos(readTimeout), nanoTime);
+        return new BodyBounds(limits.maxBodyBytes(), Durations.nanos(limits.bodyTimeout()),
+                Durations.nanos(readTimeout), nanoTime);
     }
 
     /**

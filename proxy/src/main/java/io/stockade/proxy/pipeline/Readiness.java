@@ -7,7 +7,7 @@ import io.stockade.proxy.backend.SelfFencing;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.verify.TokenVerifier;
-import io.stockade.proxy.verify.TokenVerifiers;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import java.util.ArrayList;
 import java.util.IdentityHashMap;

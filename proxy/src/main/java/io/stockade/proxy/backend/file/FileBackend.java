@@ -10,7 +10,7 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.backend.BodyBounds;
+import io.stockade.proxy.http.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;

@@ -11,7 +11,7 @@ import io.stockade.policy.BackendConfig.FenceMode;
 import io.stockade.policy.BackendConfig.ParamSource;
 import io.stockade.policy.BackendConfig.Statement;
 import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.BodyBounds;
+import io.stockade.proxy.http.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.SelfFencing;

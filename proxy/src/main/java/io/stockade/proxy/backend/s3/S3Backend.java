@@ -11,7 +11,7 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Route;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.backend.BodyBounds;
+import io.stockade.proxy.http.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;

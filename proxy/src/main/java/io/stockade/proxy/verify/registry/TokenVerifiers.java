@@ -1,7 +1,8 @@
-package io.stockade.proxy.verify;
+package io.stockade.proxy.verify.registry;
 
 import io.stockade.policy.Policy;
 import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.proxy.verify.cache.RememberingVerifier;
 import io.stockade.proxy.verify.etcd.EtcdLockVerifier;
 import io.stockade.proxy.verify.hmac.HmacVerifier;
@@ -14,9 +15,9 @@ import java.time.Clock;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Level;
 import java.util.logging.Logger;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The open verifiers, one per distinct {@code fence.verify} block: policies with equal blocks share one (and its

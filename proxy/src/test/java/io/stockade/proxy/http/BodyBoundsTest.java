@@ -1,4 +1,4 @@
-package io.stockade.proxy.backend;
+package io.stockade.proxy.http;
 
 import org.junit.jupiter.api.Test;
 
@@ -78,7 +78,7 @@ class BodyBoundsTest {
 
     @Test
     void aHugeDurationIsNoBoundRatherThanAnOverflow() {
-        assertEquals(Long.MAX_VALUE, BodyBounds.nanos(java.time.Duration.ofHours(10_000_000)));
-        assertEquals(5 * MS, BodyBounds.nanos(java.time.Duration.ofMillis(5)));
+        assertEquals(Long.MAX_VALUE, Durations.nanos(java.time.Duration.ofHours(10_000_000)));
+        assertEquals(5 * MS, Durations.nanos(java.time.Duration.ofMillis(5)));
     }
 }

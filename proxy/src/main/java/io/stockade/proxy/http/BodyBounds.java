@@ -1,7 +1,6 @@
-package io.stockade.proxy.backend;
+package io.stockade.proxy.http;
 
 import io.helidon.http.RequestException;
-import io.stockade.proxy.http.Problem;
 
 import java.io.FilterInputStream;
 import java.io.IOException;
@@ -71,19 +70,6 @@ public final class BodyBounds {
         this.bodyTimeoutNanos = bodyTimeoutNanos;
         this.readTimeoutNanos = readTimeoutNanos;
         this.nanoTime = nanoTime;
-    }
-
-    /**
-     * {@code d} in nanoseconds, {@code Long.MAX_VALUE} (no bound) when that does not fit a long. The loader takes no
-     * duration over a day; this keeps a model built otherwise from failing every request with an
-     * {@link ArithmeticException}.
-     */
-    public static long nanos(java.time.Duration d) {
-        try {
-            return d.toNanos();
-        } catch (ArithmeticException tooLong) {
-            return Long.MAX_VALUE;
-        }
     }
 
     /** Interrupts each read that has blocked too long (the watchdog's task). */

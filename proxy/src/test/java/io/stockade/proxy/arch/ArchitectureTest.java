@@ -1,0 +1,68 @@
+package io.stockade.proxy.arch;
+
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+/**
+ * The proxy's package boundaries, as proxy/README.md states them, checked on the compiled classes (ArchUnit): the
+ * request path calls the backends and the stores, never the other way round, and each backend and each store is a
+ * package a newcomer can own without reading the others.
+ */
+class ArchitectureTest {
+    private static JavaClasses classes;
+
+    @BeforeAll
+    static void load() {
+        classes = new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+                .importPackages("io.stockade.proxy");
+    }
+
+    @Test
+    void backendsStoresAndVerifiersNeverReachBackIntoThePipelineOrTheServer() {
+        noClasses().that().resideInAnyPackage("..proxy.backend..", "..proxy.store..", "..proxy.verify..",
+                        "..proxy.fence..", "..proxy.upstream..")
+                .should().dependOnClassesThat().resideInAnyPackage("..proxy.pipeline..", "..proxy.admin..")
+                .orShould().dependOnClassesThat().haveFullyQualifiedName("io.stockade.proxy.StockadeServer")
+                .check(classes);
+    }
+
+    @Test
+    void eachBackendIsAPackageOfItsOwn() {
+        slices().matching("io.stockade.proxy.backend.(*)..").should().notDependOnEachOther().check(classes);
+    }
+
+    @Test
+    void eachStoreIsAPackageOfItsOwn() {
+        slices().matching("io.stockade.proxy.store.(*)..").should().notDependOnEachOther().check(classes);
+    }
+
+    @Test
+    void eachVerifierIsAPackageOfItsOwn() {
+        // the registry (TokenVerifiers) opens each kind: it alone may name them all
+        slices().matching("io.stockade.proxy.verify.(*)..").should().notDependOnEachOther()
+                .ignoreDependency(JavaClass.Predicates.resideInAPackage("io.stockade.proxy.verify.registry.."),
+                        DescribedPredicate.alwaysTrue())
+                .check(classes);
+    }
+
+    /** Issue 17: backend and http, verify and its kinds were cycles (BodyBounds and TokenVerifiers moved). */
+    @Test
+    void packagesAreFreeOfCycles() {
+        slices().matching("io.stockade.proxy.(**)").should().beFreeOfCycles().check(classes);
+    }
+
+    @Test
+    void thePolicyModelNeverDependsOnTheServer() {
+        noClasses().that().resideInAPackage("io.stockade.policy..")
+                .should().dependOnClassesThat().resideInAPackage("io.stockade.proxy..")
+                .check(new ClassFileImporter().importPackages("io.stockade.policy"));
+    }
+}
