@@ -9,10 +9,8 @@ import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -76,22 +74,7 @@ class ExamplesIT {
         }
     }
 
-    /** The status (and with {@code -o -} the body) curl reports. */
-    private static String curl(String... args) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"));
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-        return out.strip();
-    }
 
-    private static String get(URI uri) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("curl", "-s", uri.toString()).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-        return out;
-    }
 
     private static int upstreamPort(String example) throws IOException {
         String log = Files.readString(ROOT.resolve("stockade-data").resolve(example).resolve("upstream.log"));
@@ -115,11 +98,11 @@ class ExamplesIT {
         int upstream = upstreamPort("http-upstream");
         try {
             String objects = r.proxy().resolve("/objects/b/report.txt").toString();
-            assertEquals("201", curl("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5", objects));
-            assertEquals("409", curl("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4", objects));
-            assertEquals("v5", get(URI.create(objects)));
+            assertEquals("201", Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5", objects));
+            assertEquals("409", Curl.status("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4", objects));
+            assertEquals("v5", Curl.get(URI.create(objects)));
             // serialized: closed for the settle after a first start, as the session says
-            assertEquals("503", curl("-X", "PUT", "-H", "Fencing-Token: 7", "--data", "d",
+            assertEquals("503", Curl.status("-X", "PUT", "-H", "Fencing-Token: 7", "--data", "d",
                     r.proxy().resolve("/docs/acme/plan.md").toString()));
         } finally {
             stop(r, r.proxy().getPort(), upstream);
@@ -134,10 +117,10 @@ class ExamplesIT {
         int upstream = upstreamPort("observe");
         try {
             String report = r.proxy().resolve("/reports/q3").toString();
-            assertEquals("201", curl("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5", report));
-            assertEquals("204", curl("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4", report));
-            assertEquals("v4", get(URI.create(report)), "observe mode forwards what enforce would refuse");
-            assertTrue(get(r.proxy().resolve("/metrics")).lines()
+            assertEquals("201", Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5", report));
+            assertEquals("204", Curl.status("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4", report));
+            assertEquals("v4", Curl.get(URI.create(report)), "observe mode forwards what enforce would refuse");
+            assertTrue(Curl.get(r.proxy().resolve("/metrics")).lines()
                     .anyMatch(l -> l.contains("would_reject") && !l.startsWith("#") && !l.endsWith(" 0.0")),
                     "the stale write is counted");
         } finally {
@@ -155,11 +138,11 @@ class ExamplesIT {
                 .orElseThrow().substring("# replica 2: ".length()).split(" ")[0]);
         int upstream = upstreamPort("replicas");
         try {
-            assertEquals("201", curl("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
+            assertEquals("201", Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
                     r.proxy().resolve("/objects/b/report.txt").toString()));
-            assertEquals("409", curl("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4",
+            assertEquals("409", Curl.status("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4",
                     second.resolve("/objects/b/report.txt").toString()), "the second replica knows token 5");
-            assertEquals("v5", get(second.resolve("/objects/b/report.txt")));
+            assertEquals("v5", Curl.get(second.resolve("/objects/b/report.txt")));
         } finally {
             stop(r, r.proxy().getPort(), second.getPort(), upstream);
             forget("replicas");
@@ -173,10 +156,10 @@ class ExamplesIT {
         Running r = start("postgres", "PGDATABASE", db);
         try {
             String balance = r.proxy().resolve("/accounts/acc-1/balance").toString();
-            assertEquals("200", curl("-X", "PUT", "-H", "Fencing-Token: 42", "-d", "{\"balance\": 120.50}", balance));
-            assertEquals("409", curl("-X", "PUT", "-H", "Fencing-Token: 41", "-d", "{\"balance\": 1}", balance));
-            assertTrue(get(r.proxy().resolve("/accounts/acc-1")).contains("120.5"), "the row holds the write");
-            assertEquals("404", curl(r.proxy().resolve("/accounts/nobody").toString()));
+            assertEquals("200", Curl.status("-X", "PUT", "-H", "Fencing-Token: 42", "-d", "{\"balance\": 120.50}", balance));
+            assertEquals("409", Curl.status("-X", "PUT", "-H", "Fencing-Token: 41", "-d", "{\"balance\": 1}", balance));
+            assertTrue(Curl.get(r.proxy().resolve("/accounts/acc-1")).contains("120.5"), "the row holds the write");
+            assertEquals("404", Curl.status(r.proxy().resolve("/accounts/nobody").toString()));
         } finally {
             stop(r, r.proxy().getPort());
             forget("postgres");

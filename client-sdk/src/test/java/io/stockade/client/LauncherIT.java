@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -92,9 +90,9 @@ class LauncherIT {
                     Thread.sleep(50);
                 }
                 // a real client: curl
-                assertEquals("201", curl("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
+                assertEquals("201", Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
                         "http://127.0.0.1:" + port + "/files/a"));
-                assertEquals("409", curl("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4",
+                assertEquals("409", Curl.status("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4",
                         "http://127.0.0.1:" + port + "/files/a"));
                 assertEquals("v5", Files.readString(dir.resolve("files/files/a")));
 
@@ -112,12 +110,4 @@ class LauncherIT {
         }
     }
 
-    private String curl(String... args) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"));
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-        return out.strip();
-    }
 }

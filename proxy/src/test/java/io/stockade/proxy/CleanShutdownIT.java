@@ -27,7 +27,12 @@ class CleanShutdownIT {
     Path dir;
 
     private Path config(TestUpstream upstream) throws Exception {
-        Path config = dir.resolve("stockade.yaml");
+        return config(upstream, "enforce");
+    }
+
+    /** One serialized policy (settle 60 s) in {@code mode}, on a memory store journaled under the test's dir. */
+    private Path config(TestUpstream upstream, String mode) throws Exception {
+        Path config = dir.resolve("stockade-" + mode + ".yaml");
         Files.writeString(config, """
                 server: {port: 0}
                 store: {type: memory, journal: "%s"}
@@ -35,8 +40,9 @@ class CleanShutdownIT {
                   - name: docs
                     match: {path: "/docs/{id}"}
                     scope: docs/{id}
+                    fence: {mode: %s}
                     backend: {type: http, url: "%s", timeout: 300ms, settle: 60s}
-                """.formatted(dir.resolve("journal"), upstream.baseUri()));
+                """.formatted(dir.resolve("journal"), mode, upstream.baseUri()));
         return config;
     }
 
@@ -106,17 +112,7 @@ class CleanShutdownIT {
     @Test
     void anObservedWriteWithoutAnAnswerMakesTheStopUnclean() throws Exception {
         try (TestUpstream upstream = TestUpstream.start()) {
-            Path config = dir.resolve("observe.yaml");
-            Files.writeString(config, """
-                    server: {port: 0}
-                    store: {type: memory, journal: "%s"}
-                    policies:
-                      - name: docs
-                        match: {path: "/docs/{id}"}
-                        scope: docs/{id}
-                        fence: {mode: observe}
-                        backend: {type: http, url: "%s", timeout: 300ms, settle: 60s}
-                    """.formatted(dir.resolve("journal"), upstream.baseUri()));
+            Path config = config(upstream, "observe");
             Path record = previousRunStoppedCleanly();
             try (ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m"))) {
                 upstream.delayWrites(Duration.ofMillis(1000));
