@@ -89,6 +89,12 @@ class LauncherIT {
                             "the proxy did not start: " + Files.readString(err));
                     Thread.sleep(50);
                 }
+                // ready: the etcd store answers (a loaded machine may take a moment for its first answer)
+                long ready = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (!Curl.status("http://127.0.0.1:" + port + "/health/ready").equals("200")) {
+                    assertTrue(System.nanoTime() < ready, "the proxy did not become ready");
+                    Thread.sleep(100);
+                }
                 // a real client: curl
                 assertEquals("201", Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
                         "http://127.0.0.1:" + port + "/files/a"));
