@@ -193,7 +193,19 @@ public final class Conformance {
                     proxied = proxyEndpoint(awaitProxy(proxyStart, launched), launched);
                 }
                 log.println("conformance: " + s.id() + " through the proxy ...");
-                RunResult through = new ScenarioRunner(s, false, key, proxied, reader, options(work, store)).run();
+                RunResult through;
+                try {
+                    through = new ScenarioRunner(s, false, key, proxied, reader, options(work, store)).run();
+                } catch (IllegalStateException | java.io.UncheckedIOException e) {
+                    // The run broke off (the proxy did not come back from a restart): this scenario proves nothing,
+                    // the others and the report are kept.
+                    ScenarioResult broke = new ScenarioResult(s, target.name(), null, control, Verdict.INCONCLUSIVE,
+                            List.of("the run through the proxy broke off: " + e.getMessage()),
+                            (System.nanoTime() - t0) / 1e9);
+                    log.println("conformance: " + s.id() + " " + broke.verdict() + " " + broke.reasons());
+                    results.add(broke);
+                    continue;
+                }
                 ScenarioResult r = ScenarioResult.judge(s, target.name(), through, control,
                         (System.nanoTime() - t0) / 1e9);
                 log.println("conformance: " + s.id() + " " + r.verdict() + " " + r.reasons());
@@ -275,9 +287,22 @@ public final class Conformance {
                 }
                 return () -> {
                     String doubt = launched.kill9();
-                    URI u = launched.start(Duration.ofSeconds(60));
+                    // A start that fails (a database slow to hand out its first connection on a loaded machine)
+                    // is tried again, twice, and said in the report; a third failure ends the run.
+                    List<String> failedStarts = new ArrayList<>();
+                    URI u = null;
+                    for (int attempt = 1; u == null; attempt++) {
+                        try {
+                            u = launched.start(Duration.ofSeconds(60));
+                        } catch (IllegalStateException e) {
+                            if (attempt == 3) {
+                                throw e;
+                            }
+                            failedStarts.add("restart attempt " + attempt + " failed, tried again: " + e.getMessage());
+                        }
+                    }
                     current[0] = new InetSocketAddress(u.getHost(), u.getPort());
-                    return new ScenarioRunner.Restarted(current[0], doubt);
+                    return new ScenarioRunner.Restarted(current[0], doubt, failedStarts);
                 };
             }
         };

@@ -79,8 +79,12 @@ public final class ScenarioRunner {
      * @param address the new address
      * @param doubt   null if the old proxy was really gone before the restart, else why it was not (the kill -9 did
      *                not take effect)
+     * @param notes   what happened on the way (failed start attempts), for the report
      */
-    public record Restarted(InetSocketAddress address, String doubt) {
+    public record Restarted(InetSocketAddress address, String doubt, List<String> notes) {
+        public Restarted(InetSocketAddress address, String doubt) {
+            this(address, doubt, List.of());
+        }
     }
 
     private final Scenario scenario;
@@ -305,6 +309,7 @@ public final class ScenarioRunner {
                 Restarted restarted = r.restart();
                 InetSocketAddress moved = restarted.address();
                 writers.forEach(w -> w.faults.target(moved));
+                restarted.notes().forEach(x -> notes.add("cycle " + n + ": " + x));
                 notes.add("cycle " + n + ": proxy killed (-9) and restarted on " + moved);
                 if (restarted.doubt() != null) {
                     doubts.add("cycle " + n + ": the kill -9 of the proxy did not take effect: " + restarted.doubt());
