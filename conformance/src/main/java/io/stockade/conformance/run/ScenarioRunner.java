@@ -272,8 +272,10 @@ public final class ScenarioRunner {
         }
         // Fault right after the victim's next lease check: between its check and its write.
         if (!await(Duration.ofMillis(ttlMs() + 5000), () -> v.checks > checks || !session.equals(v.session))) {
-            notes.add("cycle " + n + ": " + session + " made no lease check");
-            return false;
+            // A loaded machine can starve a writer past its TTL: the lease moves on; skip this cycle (the next one
+            // faults the new holder) rather than end the run early (a long run once ended after two cycles).
+            notes.add("cycle " + n + ": " + session + " made no lease check; cycle skipped");
+            return true;
         }
         long completionsBefore;
         synchronized (lock) {
