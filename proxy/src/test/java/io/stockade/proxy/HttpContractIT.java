@@ -76,8 +76,7 @@ class HttpContractIT extends UpstreamContractIT {
         int dead = io.stockade.proxy.testing.FreePorts.next();
         String expected = "policy 'docs': at start, upstream 127.0.0.1:" + dead + ": refused the connection";
         try (Warnings.Capture log = Warnings.capture("io.stockade");
-             ProxyFixture other = ProxyFixture.start(dir.resolve("other"), policyYaml(),
-                     Map.of("UPSTREAM", "http://127.0.0.1:" + dead))) {
+             ProxyFixture other = ProxyFixture.start(dir.resolve("other"), policyYaml(), withUpstream(dead))) {
             // the check runs in the background, beside the start
             assertTrue(log.await(expected, java.time.Duration.ofSeconds(10)),
                     log.records().stream().map(LogRecord::getMessage).toList().toString());
@@ -88,6 +87,13 @@ class HttpContractIT extends UpstreamContractIT {
             assertNull(atStart.getFirst().getThrown(), "no stack trace");
             assertEquals(2, put("/docs/x", "v", "1").status() / 100, "this class's proxy, reachable upstream");
         }
+    }
+
+    /** This class's variables (subclasses add their store's) with the upstream moved to a dead port. */
+    private Map<String, String> withUpstream(int port) {
+        Map<String, String> moved = new java.util.HashMap<>(vars);
+        moved.put("UPSTREAM", "http://127.0.0.1:" + port);
+        return moved;
     }
 
     @Test

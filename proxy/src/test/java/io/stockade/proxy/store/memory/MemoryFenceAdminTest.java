@@ -36,7 +36,7 @@ class MemoryFenceAdminTest {
         }
         try (MemoryFenceStore s = open()) {
             assertEquals(2, s.floors().size(), s.floors().toString());
-            assertEquals(new Advance.Stale(20), s.advance("docs/a/1", 19, true));
+            assertEquals(new Advance.Stale(20, true), s.advance("docs/a/1", 19, true));
         }
     }
 
@@ -47,8 +47,8 @@ class MemoryFenceAdminTest {
             assertEquals(5, s.raise("a/1", 2));
             assertEquals(30, s.raiseFloor("a/", 30));
             assertEquals(30, s.raiseFloor("a/", 10));
-            assertEquals(new Advance.Stale(30), s.advance("a/new", 29, true));
-            assertEquals(new Advance.Stale(30), s.advance("a/new", 30, false));
+            assertEquals(new Advance.Stale(30, true), s.advance("a/new", 29, true));
+            assertEquals(new Advance.Stale(30, true), s.advance("a/new", 30, false));
             assertInstanceOf(Advance.Accepted.class, s.advance("a/new", 30, true));
             assertEquals(FenceAdmin.Retired.NOT_FOUND, s.retire("zzz"));
             assertInstanceOf(Advance.Accepted.class, s.advance("b/1", 3, true));
@@ -58,7 +58,7 @@ class MemoryFenceAdminTest {
         try (MemoryFenceStore s = open()) {
             assertEquals(List.of(new FenceAdmin.Floor("a/", 30)), s.floors());
             assertTrue(s.scope("a/1").isEmpty());
-            assertEquals(new Advance.Stale(30), s.advance("a/1", 6, true));
+            assertEquals(new Advance.Stale(30, true), s.advance("a/1", 6, true));
             assertEquals(3, s.scope("b/1").orElseThrow().token());
             assertEquals(List.of("a/new", "b/1"), s.scopes("", 10).stream().map(FenceAdmin.ScopeEntry::scope)
                     .sorted().toList());
