@@ -16,7 +16,10 @@ function init(args)
   -- STALE=1: every request carries token 0 on scopes the run has already raised, so each one is refused (409):
   -- the stale-rejection path (the token cache with a networked store).
   stale = os.getenv("STALE") == "1"
-  scopes = tonumber(os.getenv("SCOPES") or "100000")
+  -- STEADY=1: a steady holder: one token for the whole run on 1 000 scopes, so after each scope's first write
+  -- every request is an equal-token accept (no journal record), as a lease holder writing again sends.
+  steady = os.getenv("STEADY") == "1"
+  scopes = tonumber(os.getenv("SCOPES") or (steady and "1000" or "100000"))
   body = string.rep("x", tonumber(os.getenv("BODY_BYTES") or "256"))
   base = tostring(os.time())
 end
@@ -26,7 +29,7 @@ function request()
   -- Scope numbers start at 1 (the write runs reach scope 0 only after `scopes` requests), so the stale run's
   -- scopes 1..SCOPES are all ones the write runs raised: no token 0 lands on a fresh scope as a 2xx.
   local path = "/docs/t" .. thread_id .. "-" .. (1 + (counter - 1) % scopes)
-  local token = stale and "0" or base .. string.format("%07d", counter % 10000000)
+  local token = stale and "0" or steady and base .. "0000000" or base .. string.format("%07d", counter % 10000000)
   local headers = { ["Fencing-Token"] = token, ["Content-Type"] = "application/octet-stream" }
   return wrk.format("PUT", path, headers, body)
 end

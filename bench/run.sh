@@ -9,11 +9,13 @@
 #   PROXY_JAVA_OPTS="-XX:StartFlightRecording=..." bench/run.sh   # extra JVM options for the proxies (profiling)
 #   WARMUP=30s bench/run.sh            # longer JIT warm-up per proxy (default 15s)
 #
-# Starts a fast upstream (nginx answering 204), measures it directly, through nginx proxy_pass, and through
-# Stockade (HTTP backend, fencing on, every request raises the fence) with the memory store (journal on), the
-# PostgreSQL store and the etcd store (TARGETS picks a subset). Servers are pinned to CPU 0 and wrk to CPU 1
-# (taskset), so the figures compare proxies on one core. Prints rps, p50, p99, the proxy's CPU time per request,
-# and the ratios; stops every process it started. See docs/benchmarks.md.
+# Starts a fast upstream (nginx answering 204), measures it directly, through nginx proxy_pass, through HAProxy
+# (http mode, http-reuse always), and through Stockade (HTTP backend, fencing on) with the memory store (journal on):
+# "memory" raises the fence on every request (a handoff each time), "steady" is the same proxy with a steady holder
+# (one token per run, equal-token accepts); then the PostgreSQL store and the etcd store (TARGETS picks a subset).
+# Servers are pinned to CPU 0 and wrk to CPU 1 (taskset), so the figures compare proxies on one core. Prints rps,
+# p50, p99, the proxy's CPU time per request, and the ratios; CHART=file.svg draws them (gnuplot); stops every
+# process it started. See docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -26,10 +28,10 @@ CONNECTIONS=${CONNECTIONS:-"32 128"}
 BODY_BYTES=${BODY_BYTES:-256}
 export BODY_BYTES
 
-for tool in wrk nginx taskset; do
+for tool in wrk nginx haproxy gnuplot taskset; do
   if ! command -v "$tool" >/dev/null; then
-    echo "bench: installing wrk and nginx-light (Debian packages)" >&2
-    apt-get update -q >/dev/null && apt-get install -y -q wrk nginx-light >/dev/null
+    echo "bench: installing wrk, nginx-light, haproxy and gnuplot-nox (Debian packages)" >&2
+    apt-get update -q >/dev/null && apt-get install -y -q wrk nginx-light haproxy gnuplot-nox >/dev/null
     break
   fi
 done
@@ -80,6 +82,26 @@ nginx_conf proxy "upstream up { server 127.0.0.1:$upstream_port; keepalive 128; 
 taskset -c 0 nginx -c "$work/proxy.conf" & pids+=($!)
 nginx_master=$!
 
+haproxy_port=$(free_port)
+cat > "$work/haproxy.cfg" <<CFG
+global
+  maxconn 4096
+  nbthread 1
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  http-reuse always
+frontend bench
+  bind 127.0.0.1:$haproxy_port
+  default_backend up
+backend up
+  server up 127.0.0.1:$upstream_port
+CFG
+taskset -c 0 haproxy -db -f "$work/haproxy.cfg" > "$work/haproxy.out" 2>&1 & pids+=($!)
+haproxy_pid=$!
+
 # One Stockade per fence store, each in front of the same upstream.
 start_stockade() { # $1 = name, $2 = store block (YAML flow mapping), [$3 = jar] -> sets port_<name> and pid_<name>
   local port; port=$(free_port)
@@ -100,9 +122,9 @@ YAML
 # Per-request decision lines off (a log shipper's cost is not the proxy's); warnings still go to stderr.
 printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stockade.decision.level=OFF' > "$work/logging.properties"
 
-TARGETS=${TARGETS:-"direct nginx memory postgres etcd"}
+TARGETS=${TARGETS:-"direct nginx haproxy memory steady postgres etcd"}
 start_stockade memory "{type: memory, journal: $work/journal}"
-if [[ " $TARGETS " == *" baseline "* ]]; then
+if [[ " $TARGETS " == *" baseline"* ]]; then
   # The same memory-store proxy from another build (BASELINE_JAR), measured in the same run for before/after.
   start_stockade baseline "{type: memory, journal: $work/journal-baseline}" "${BASELINE_JAR:?BASELINE_JAR names the jar of the baseline build}"
 fi
@@ -122,7 +144,7 @@ if [[ " $TARGETS " == *" etcd "* ]]; then
   start_stockade etcd "{type: etcd, endpoints: [http://127.0.0.1:$etcd_client]}"
 fi
 
-wait_port "$upstream_port"; wait_port "$nginx_port"
+wait_port "$upstream_port"; wait_port "$nginx_port"; wait_port "$haproxy_port"
 for t in memory baseline postgres etcd; do
   [[ " $TARGETS " == *" $t "* ]] && eval "wait_port \$port_$t"
 done
@@ -133,7 +155,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 clk_tck=$(getconf CLK_TCK)
 
 run_wrk() { # $1 = url, $2 = connections -> "rps p50 p99 non2xx requests"
-  taskset -c 1 wrk -t1 -c"$2" -d"$DURATION" --timeout 10s -s bench/put.lua "$1" 2>&1 \
+  STEADY=${STEADY:-0} taskset -c 1 wrk -t1 -c"$2" -d"$DURATION" --timeout 10s -s bench/put.lua "$1" 2>&1 \
     | sed -n 's/^BENCH rps=\([^ ]*\) p50_ms=\([^ ]*\) p99_ms=\([^ ]*\) non2xx=\([^ ]*\) requests=\([^ ]*\)$/\1 \2 \3 \4 \5/p'
 }
 
@@ -147,13 +169,17 @@ done
 for c in $CONNECTIONS; do
   for r in $(seq 1 "$REPEATS"); do
     for target in $TARGETS; do
+      steady=0
       case $target in
         direct) url="http://127.0.0.1:$upstream_port"; pid="" ;;
         nginx) url="http://127.0.0.1:$nginx_port"; pid=$nginx_pid ;;
+        haproxy) url="http://127.0.0.1:$haproxy_port"; pid=$haproxy_pid ;;
+        steady) url="http://127.0.0.1:$port_memory"; pid=$pid_memory; steady=1 ;;
+        baseline-steady) url="http://127.0.0.1:$port_baseline"; pid=$pid_baseline; steady=1 ;;
         *) eval "url=http://127.0.0.1:\$port_$target pid=\$pid_$target" ;;
       esac
       before=0; [ -n "$pid" ] && before=$(cpu_ticks "$pid")
-      read -r rps p50 p99 non2xx requests < <(run_wrk "$url" "$c")
+      read -r rps p50 p99 non2xx requests < <(STEADY=$steady run_wrk "$url" "$c")
       cpu_us="-"
       if [ -n "$pid" ]; then
         after=$(cpu_ticks "$pid")
@@ -174,12 +200,14 @@ for c in $CONNECTIONS; do
       | awk '{ printf "%-6s %-9s %10.0f %9.3f %9.3f %8s %10s\n", $1, $3, $4, $5, $6, $7, $8 }'
   done
   awk -v c="$c" '$1 == c' "$results" | awk -v c="$c" '
-    { rps[$3] = rps[$3] " " $4; p99[$3] = p99[$3] " " $6 }
+    { rps[$3] = rps[$3] " " $4; p99[$3] = p99[$3] " " $6; cpu[$3] = cpu[$3] " " $8 }
     function median(list,   a, k) { k = split(list, a, " "); asort(a); return a[int((k + 1) / 2)] }
     function ratio(x, y,   a, b) { a = median(x); b = median(y); return b > 0 ? sprintf("%.2f", a / b) : "n/a" }
     END {
-      printf "ratios at %s connections: memory/nginx rps %s (target >= 0.80), memory/nginx p99 %s (target <= 1.25), nginx/direct rps %s",
-        c, ratio(rps["memory"], rps["nginx"]), ratio(p99["memory"], p99["nginx"]), ratio(rps["nginx"], rps["direct"])
+      printf "ratios at %s connections: memory/nginx rps %s (target >= 0.80), cpu/req %s (target <= 1.5), p99 %s (target <= 1.5); steady/nginx rps %s, cpu/req %s, p99 %s; haproxy/nginx rps %s; nginx/direct rps %s",
+        c, ratio(rps["memory"], rps["nginx"]), ratio(cpu["memory"], cpu["nginx"]), ratio(p99["memory"], p99["nginx"]),
+        ratio(rps["steady"], rps["nginx"]), ratio(cpu["steady"], cpu["nginx"]), ratio(p99["steady"], p99["nginx"]),
+        ratio(rps["haproxy"], rps["nginx"]), ratio(rps["nginx"], rps["direct"])
       if ("baseline" in rps) printf ", baseline/nginx rps %s, memory/baseline rps %s, baseline/nginx p99 %s",
         ratio(rps["baseline"], rps["nginx"]), ratio(rps["memory"], rps["baseline"]), ratio(p99["baseline"], p99["nginx"])
       if ("postgres" in rps) printf ", postgres-store/memory rps %s", ratio(rps["postgres"], rps["memory"])
@@ -187,6 +215,34 @@ for c in $CONNECTIONS; do
       printf "\n"
     }'
 done
+
+# The chart: requests/s and CPU per request of each target, medians, one panel per connection count.
+if [ -n "${CHART:-}" ]; then
+  for c in $CONNECTIONS; do
+    for target in $TARGETS; do
+      awk -v c="$c" -v t="$target" '$1 == c && $3 == t' "$results" | sort -k4 -n | awk -v n="$REPEATS" 'NR == int((n + 1) / 2)' \
+        | awk '{ print $1 "-" $3, $4, ($8 == "-" ? 0 : $8) }'
+    done
+  done > "$work/chart.dat"
+  gnuplot <<PLOT
+set terminal svg size 900,420 dynamic font "sans,11"
+set output "$CHART"
+set title "Stockade bench $(date -u +%Y-%m-%d): pass-through, fencing on (connections-target)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set xtics rotate by -30
+set ylabel "requests/s (median)"
+set y2label "proxy CPU µs per request (median)"
+set ytics nomirror
+set y2tics
+set yrange [0:*]
+set y2range [0:*]
+set key top right
+plot "$work/chart.dat" using 2:xtic(1) title "requests/s" axes x1y1, "" using 3 title "CPU µs/request" axes x1y2
+PLOT
+  echo "chart: $CHART" >&2
+fi
 
 # Stale rejections: tokens below what the runs above raised, refused by the memory store's map or the token cache
 # in front of PostgreSQL and etcd, without a store round trip.
