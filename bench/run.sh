@@ -8,6 +8,8 @@
 #     bench/run.sh                     # before/after: a second memory-store proxy from another build, same run
 #   PROXY_JAVA_OPTS="-XX:StartFlightRecording=..." bench/run.sh   # extra JVM options for the proxies (profiling)
 #   WARMUP=30s bench/run.sh            # longer JIT warm-up per proxy (default 15s)
+#   SYSCALLS=1 bench/run.sh            # also count each proxy's system calls and context switches per request
+#                                      # (perf stat; steadier than rps on a shared host)
 #
 # Starts a fast upstream (nginx answering 204), measures it directly, through nginx proxy_pass, through HAProxy
 # (http mode, http-reuse always), and through Stockade (HTTP backend, fencing on) with the memory store (journal on):
@@ -47,7 +49,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   sleep 0.5
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  if [ -n "${KEEP_WORK:-}" ]; then echo "bench: kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -123,8 +125,11 @@ YAML
 printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stockade.decision.level=OFF' > "$work/logging.properties"
 
 TARGETS=${TARGETS:-"direct nginx haproxy memory steady postgres etcd"}
-start_stockade memory "{type: memory, journal: $work/journal}"
-if [[ " $TARGETS " == *" baseline"* ]]; then
+uses() { # $1 = a proxy: is it measured? (steady measures the memory proxy, baseline-steady the baseline one)
+  [[ " $TARGETS " == *" $1 "* || " $TARGETS " == *" $1-steady "* ]] || { [ "$1" = memory ] && [[ " $TARGETS " == *" steady "* ]]; }
+}
+uses memory && start_stockade memory "{type: memory, journal: $work/journal}"
+if uses baseline; then
   # The same memory-store proxy from another build (BASELINE_JAR), measured in the same run for before/after.
   start_stockade baseline "{type: memory, journal: $work/journal-baseline}" "${BASELINE_JAR:?BASELINE_JAR names the jar of the baseline build}"
 fi
@@ -146,7 +151,7 @@ fi
 
 wait_port "$upstream_port"; wait_port "$nginx_port"; wait_port "$haproxy_port"
 for t in memory baseline postgres etcd; do
-  [[ " $TARGETS " == *" $t "* ]] && eval "wait_port \$port_$t"
+  if uses "$t"; then eval "wait_port \$port_$t"; fi
 done
 nginx_pid=$(pgrep -P "$nginx_master" | head -1) # the worker does the proxying; the master only supervises
 sleep 1.5 # serialized policies open after their settle time
@@ -163,7 +168,7 @@ results="$work/results.txt"
 : > "$results"
 echo "warming up the proxies (JIT) ..." >&2
 for t in memory baseline postgres etcd; do
-  [[ " $TARGETS " == *" $t "* ]] && eval "DURATION=${WARMUP:-15s} run_wrk http://127.0.0.1:\$port_$t 32 >/dev/null"
+  if uses "$t"; then eval "DURATION=${WARMUP:-15s} run_wrk http://127.0.0.1:\$port_$t 32 >/dev/null"; fi
 done
 
 for c in $CONNECTIONS; do
@@ -179,13 +184,23 @@ for c in $CONNECTIONS; do
         *) eval "url=http://127.0.0.1:\$port_$target pid=\$pid_$target" ;;
       esac
       before=0; [ -n "$pid" ] && before=$(cpu_ticks "$pid")
-      read -r rps p50 p99 non2xx requests < <(STEADY=$steady run_wrk "$url" "$c")
-      cpu_us="-"
+      perf_pid=""
+      if [ -n "$pid" ] && [ "${SYSCALLS:-0}" = 1 ]; then # system calls of the proxy's process, counted by the kernel
+        perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$pid" -o "$work/perf.txt" & perf_pid=$!
+      fi
+      read -r rps p50 p99 non2xx requests < <(STEADY=$steady run_wrk "$url" "$c") \
+        || { echo "bench: wrk gave no result for $target at $url" >&2; exit 1; }
+      cpu_us="-"; sys_req="-"
       if [ -n "$pid" ]; then
         after=$(cpu_ticks "$pid")
         cpu_us=$(awk -v d=$((after - before)) -v t="$clk_tck" -v n="$requests" 'BEGIN { printf "%.1f", d / t * 1e6 / (n > 0 ? n : 1) }')
       fi
-      echo "$c $r $target $rps $p50 $p99 $non2xx $cpu_us" | tee -a "$results" >&2
+      if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid"; wait "$perf_pid" || true
+        sys_req=$(awk -F, -v n="$requests" '/raw_syscalls/ { s = $1 } /context-switches/ { c = $1 }
+          END { printf "%.2f/%.2f", s / (n > 0 ? n : 1), c / (n > 0 ? n : 1) }' "$work/perf.txt")
+      fi
+      echo "$c $r $target $rps $p50 $p99 $non2xx $cpu_us $sys_req" | tee -a "$results" >&2
     done
   done
 done
@@ -193,11 +208,11 @@ done
 echo
 echo "Stockade bench, $(date -u +%Y-%m-%dT%H:%MZ), DURATION=$DURATION REPEATS=$REPEATS BODY_BYTES=$BODY_BYTES, $(nproc) cores"
 echo "median of repeats; servers on CPU 0, wrk on CPU 1"
-printf '%-6s %-9s %10s %9s %9s %8s %10s\n' conns target rps p50_ms p99_ms non2xx cpu_us/req
+printf '%-6s %-9s %10s %9s %9s %8s %10s %12s\n' conns target rps p50_ms p99_ms non2xx cpu_us/req syscalls/cs_per_req
 for c in $CONNECTIONS; do
   for target in $TARGETS; do
     awk -v c="$c" -v t="$target" '$1 == c && $3 == t' "$results" | sort -k4 -n | awk -v n="$REPEATS" 'NR == int((n + 1) / 2)' \
-      | awk '{ printf "%-6s %-9s %10.0f %9.3f %9.3f %8s %10s\n", $1, $3, $4, $5, $6, $7, $8 }'
+      | awk '{ printf "%-6s %-9s %10.0f %9.3f %9.3f %8s %10s %12s\n", $1, $3, $4, $5, $6, $7, $8, $9 }'
   done
   awk -v c="$c" '$1 == c' "$results" | awk -v c="$c" '
     { rps[$3] = rps[$3] " " $4; p99[$3] = p99[$3] " " $6; cpu[$3] = cpu[$3] " " $8 }

@@ -17,10 +17,6 @@ import io.stockade.policy.ServerConfig;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Logger;
 
@@ -32,9 +28,10 @@ import java.util.logging.Logger;
  * <p>
  * <b>Why a header deadline.</b> Helidon's socket read timeout bounds each read, and its idle check interrupts a
  * connection only while it reads a request line. A client that sends the request line and then one header byte
- * every few seconds would hold its connection for ever. {@link HeaderDeadline} starts a timer when the request
- * line is in and interrupts the connection's (virtual) thread if the headers are not complete when it fires;
- * interrupting a virtual thread blocked on a socket closes the socket, so the client is cut off without an answer.
+ * every few seconds would hold its connection for ever. {@link HeaderDeadline} notes a deadline when the request
+ * line is in and interrupts the connection's (virtual) thread if the headers are not complete by then (checked
+ * every tenth of the timeout, at most every 100 ms); interrupting a virtual thread blocked on a socket closes the
+ * socket, so the client is cut off without an answer.
  */
 public final class ListenerLimits {
     private static final Logger LOG = Logger.getLogger(ListenerLimits.class.getName());
@@ -165,61 +162,74 @@ public final class ListenerLimits {
     }
 
     /**
-     * The deadline on a request's header block, one timer task per request between its request line and the end of
-     * its headers. Both callbacks run on the connection's own thread; the timer interrupts that thread only while
-     * the request it was set for is still reading headers.
+     * The deadline on a request's header block: each connection between its request line and the end of its
+     * headers is noted with its deadline, and one sweeper thread, waking every {@link #sweepPeriod} (a tenth of the
+     * timeout, between 10 and 100 ms), interrupts the reading thread of each one past its deadline. So a trickled
+     * header block is cut off between the timeout and the timeout plus one period. No timer task per request: a
+     * scheduled task per request (and its cancellation) woke a timer thread once per request, a context switch
+     * the request path paid for (docs/benchmarks.md, "The header deadline").
+     * <p>
+     * The headers callback and the sweeper race through {@code done}: whichever sets it first decides, so the
+     * sweeper interrupts a thread only while the request it was noted for is still reading headers.
      */
     static final class HeaderDeadline implements Http1ConnectionListener, AutoCloseable {
-        private final Duration timeout;
-        private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "stockade-header-deadline");
-            t.setDaemon(true);
-            return t;
-        });
-        /** The pending deadline of each connection reading headers now; removed by the headers or the timer. */
+        private final long timeoutNanos;
+        private final Duration sweepPeriod;
+        /** The pending deadline of each connection reading headers now; removed by the headers or the sweeper. */
         private final ConcurrentHashMap<ConnectionContext, Pending> pending = new ConcurrentHashMap<>();
+        private final Thread sweeper;
+        private volatile boolean closed;
 
-        private record Pending(Thread reader, AtomicBoolean done, ScheduledFuture<?>[] task) {
+        private record Pending(Thread reader, long deadline, AtomicBoolean done) {
         }
 
         HeaderDeadline(Duration timeout) {
-            this.timeout = timeout;
+            this.timeoutNanos = Durations.nanos(timeout);
+            this.sweepPeriod = sweepPeriod(timeout);
+            this.sweeper = Thread.ofPlatform().daemon().name("stockade-header-deadline").unstarted(this::sweep);
+            sweeper.start();
+        }
+
+        /** A tenth of the timeout, at least 10 ms and at most 100 ms. */
+        static Duration sweepPeriod(Duration timeout) {
+            Duration tenth = timeout.dividedBy(10);
+            return tenth.compareTo(Duration.ofMillis(10)) < 0 ? Duration.ofMillis(10)
+                    : tenth.compareTo(Duration.ofMillis(100)) > 0 ? Duration.ofMillis(100) : tenth;
         }
 
         @Override
         public void prologue(ConnectionContext ctx, HttpPrologue prologue) {
-            Pending p = new Pending(Thread.currentThread(), new AtomicBoolean(), new ScheduledFuture<?>[1]);
+            Pending p = new Pending(Thread.currentThread(), System.nanoTime() + timeoutNanos, new AtomicBoolean());
             Pending earlier = pending.put(ctx, p);
             if (earlier != null) {
-                cancel(earlier);
+                earlier.done().set(true);
             }
-            p.task()[0] = timer.schedule(() -> expire(ctx, p), Durations.nanos(timeout), TimeUnit.NANOSECONDS);
         }
 
         @Override
         public void headers(ConnectionContext ctx, Headers headers) {
             Pending p = pending.remove(ctx);
             if (p != null && !p.done().compareAndSet(false, true)) {
-                // The timer won the race and interrupted (or is about to interrupt) this thread: drop the request.
+                // The sweeper won the race and interrupted (or is about to interrupt) this thread: drop the request.
                 throw new IllegalStateException("header-timeout passed");
             }
-            if (p != null && p.task()[0] != null) {
-                p.task()[0].cancel(false);
-            }
         }
 
-        private void expire(ConnectionContext ctx, Pending p) {
-            pending.remove(ctx, p);
-            if (p.done().compareAndSet(false, true)) {
-                LOG.fine(() -> "header-timeout: closing a connection from " + ctx.remotePeer().address());
-                p.reader().interrupt();
-            }
-        }
-
-        private static void cancel(Pending p) {
-            p.done().set(true);
-            if (p.task()[0] != null) {
-                p.task()[0].cancel(false);
+        private void sweep() {
+            while (!closed) {
+                try {
+                    Thread.sleep(sweepPeriod);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                long now = System.nanoTime();
+                for (var e : pending.entrySet()) {
+                    Pending p = e.getValue();
+                    if (now - p.deadline() >= 0 && pending.remove(e.getKey(), p) && p.done().compareAndSet(false, true)) {
+                        LOG.fine(() -> "header-timeout: closing a connection from " + e.getKey().remotePeer().address());
+                        p.reader().interrupt();
+                    }
+                }
             }
         }
 
@@ -230,7 +240,8 @@ public final class ListenerLimits {
 
         @Override
         public void close() {
-            timer.shutdownNow();
+            closed = true;
+            sweeper.interrupt();
         }
     }
 }

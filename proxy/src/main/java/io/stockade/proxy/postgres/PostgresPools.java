@@ -28,6 +28,14 @@ public final class PostgresPools {
      * hang. The password is never logged.
      */
     public static HikariDataSource open(Datasource ds, String poolName) throws IOException {
+        return open(ds, poolName, true);
+    }
+
+    /**
+     * A pool for {@code ds}; without {@code socketTimeout}, the caller bounds a database that stops answering
+     * itself (the postgres backend's transaction watchdog: a timed read costs a timer per read).
+     */
+    public static HikariDataSource open(Datasource ds, String poolName, boolean socketTimeout) throws IOException {
         HikariConfig c = new HikariConfig();
         c.setPoolName(poolName);
         c.setJdbcUrl(ds.url());
@@ -45,7 +53,9 @@ public final class PostgresPools {
         c.setValidationTimeout(Math.min(ds.connectTimeout().toMillis(), 1000));
         c.setAutoCommit(true);
         c.setConnectionInitSql("SET statement_timeout = " + ds.statementTimeout().toMillis());
-        c.addDataSourceProperty("socketTimeout", Long.toString(ds.statementTimeout().toSeconds() + 5));
+        if (socketTimeout) {
+            c.addDataSourceProperty("socketTimeout", Long.toString(ds.statementTimeout().toSeconds() + 5));
+        }
         c.addDataSourceProperty("connectTimeout", Long.toString(Math.max(1, ds.connectTimeout().toSeconds())));
         c.addDataSourceProperty("tcpKeepAlive", "true");
         c.addDataSourceProperty("ApplicationName", "stockade");

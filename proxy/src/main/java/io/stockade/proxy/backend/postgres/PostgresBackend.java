@@ -31,6 +31,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -53,6 +54,7 @@ public final class PostgresBackend implements SelfFencing {
 
     private final BackendConfig.Postgres config;
     private final HikariDataSource pool;
+    private final TransactionWatchdog watchdog = new TransactionWatchdog("stockade-postgres-watchdog");
     private final Map<String, Plan> plans = new HashMap<>();
     private final Plan check;
 
@@ -91,7 +93,8 @@ public final class PostgresBackend implements SelfFencing {
 
     /** Opens the pool and creates (or checks) the fence table. */
     public static PostgresBackend open(BackendConfig.Postgres config) throws IOException {
-        HikariDataSource pool = PostgresPools.open(config.datasource(), "stockade-backend");
+        // no driver socket timeout: the TransactionWatchdog bounds each transaction instead
+        HikariDataSource pool = PostgresPools.open(config.datasource(), "stockade-backend", false);
         try {
             if (config.fence() == FenceMode.TABLE) {
                 PostgresPools.prepare(pool, config.migrate(), config.datasource().url());
@@ -204,7 +207,7 @@ public final class PostgresBackend implements SelfFencing {
                 return new Outcome(new WriteResult.Unavailable("no database connection: " + e.getMessage()));
             }
             Ran ran;
-            try {
+            try (var watch = watchdog.watch(c, limit(call))) {
                 ran = transaction(c, call);
             } catch (Failed f) {
                 String state = f.cause().getSQLState() == null ? "" : f.cause().getSQLState();
@@ -222,6 +225,14 @@ public final class PostgresBackend implements SelfFencing {
                 case Ran.Refused refused -> new Outcome(refused.result());
             };
         }
+    }
+
+    /**
+     * How long one transaction may run before its connection is aborted: the datasource's statement-timeout for
+     * each of the policy's statements, plus 5 s (one statement: what the driver's socket timeout allowed a read).
+     */
+    private Duration limit(Call call) {
+        return config.datasource().statementTimeout().multipliedBy(call.plan().statements().size()).plusSeconds(5);
     }
 
     /** What one run needs, bound once for every attempt. */
@@ -530,6 +541,7 @@ public final class PostgresBackend implements SelfFencing {
 
     @Override
     public void close() {
+        watchdog.close();
         pool.close();
     }
 }
