@@ -35,7 +35,10 @@
  *   → 400; statement timeout → 504 (rolled back); no connection, the server shutting down, or a connection lost
  *   before COMMIT was sent → 503 (engine, {@code Retry-After}; nothing committed); a COMMIT without a clear answer
  *   (connection lost, server stopping) → 504 unknown outcome; anything else → 502. Every failure rolls back the
- *   fence bump with the write, including a COMMIT the server refused (a deferred constraint).</li>
+ *   fence bump with the write, including a COMMIT the server refused (a deferred constraint). A database that
+ *   stops answering: {@code TransactionWatchdog} aborts the connection once the transaction has run the
+ *   statement-timeout for each statement plus 5 s (503 before COMMIT, 504 during it); the pool has no driver
+ *   socket timeout, whose timed reads each cost a timer wake-up.</li>
  *   <li><b>Plain JDBC over HikariCP</b> rather than Helidon DbClient: the multi-statement in one round trip is not
  *   expressible in DbClient, and its rollback trap (STACK.md) is avoided.</li>
  *   <li><b>Observe and off.</b> {@code observe} (table mode only) runs the statements without refusing, after
