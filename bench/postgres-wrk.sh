@@ -46,10 +46,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_port() { for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "bench: port $1 did not open" >&2; return 1; }
 
-port=$(free_port)
+port=$(stockade_free_port)
 cat > "$work/proxy.yaml" <<YAML
 server: {host: 127.0.0.1, port: $port}
 store: {type: memory, journal: $work/journal}
@@ -71,7 +69,7 @@ printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stoc
 "$JAVA_HOME/bin/java" -Xmx1g ${PROXY_JAVA_OPTS:-} -Djava.util.logging.config.file="$work/logging.properties" \
   -jar "$jar" --config "$work/proxy.yaml" > "$work/proxy.out" 2> "$work/proxy.err" & pids+=($!)
 proxy_pid=$!
-wait_port "$port"
+stockade_wait_port "$port"
 
 cat > "$work/update.sql" <<SQL
 \set id random(0, $ROWS - 1)

@@ -53,8 +53,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-wait_port() { for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; echo "bench: port $1 did not open" >&2; return 1; }
 
 nginx_conf() { # $1 = name, $2 = server block
   cat > "$work/$1.conf" <<CONF
@@ -73,18 +71,18 @@ http {
 CONF
 }
 
-upstream_port=$(free_port)
+upstream_port=$(stockade_free_port)
 nginx_conf upstream "server { listen 127.0.0.1:$upstream_port; keepalive_requests 100000; location / { return 204; } }"
 taskset -c 0 nginx -c "$work/upstream.conf" & pids+=($!)
 
-nginx_port=$(free_port)
+nginx_port=$(stockade_free_port)
 nginx_conf proxy "upstream up { server 127.0.0.1:$upstream_port; keepalive 128; }
   server { listen 127.0.0.1:$nginx_port; keepalive_requests 100000;
     location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
 taskset -c 0 nginx -c "$work/proxy.conf" & pids+=($!)
 nginx_master=$!
 
-haproxy_port=$(free_port)
+haproxy_port=$(stockade_free_port)
 cat > "$work/haproxy.cfg" <<CFG
 global
   maxconn 4096
@@ -106,7 +104,7 @@ haproxy_pid=$!
 
 # One Stockade per fence store, each in front of the same upstream.
 start_stockade() { # $1 = name, $2 = store block (YAML flow mapping), [$3 = jar] -> sets port_<name> and pid_<name>
-  local port; port=$(free_port)
+  local port; port=$(stockade_free_port)
   cat > "$work/$1.yaml" <<YAML
 server: {host: 127.0.0.1, port: $port}
 store: $2
@@ -140,18 +138,18 @@ if [[ " $TARGETS " == *" postgres "* ]]; then
   start_stockade postgres "{type: postgres, datasource: {url: 'jdbc:postgresql://127.0.0.1:5432/stockade_bench', user: postgres, pool-size: 32}}"
 fi
 if [[ " $TARGETS " == *" etcd "* ]]; then
-  etcd_client=$(free_port); etcd_peer=$(free_port)
+  etcd_client=$(stockade_free_port); etcd_peer=$(stockade_free_port)
   taskset -c 0 etcd --name bench --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$etcd_client" \
     --advertise-client-urls "http://127.0.0.1:$etcd_client" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
     --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" --initial-cluster "bench=http://127.0.0.1:$etcd_peer" \
     --initial-cluster-state new > "$work/etcd.log" 2>&1 & pids+=($!)
-  wait_port "$etcd_client"
+  stockade_wait_port "$etcd_client"
   start_stockade etcd "{type: etcd, endpoints: [http://127.0.0.1:$etcd_client]}"
 fi
 
-wait_port "$upstream_port"; wait_port "$nginx_port"; wait_port "$haproxy_port"
+stockade_wait_port "$upstream_port"; stockade_wait_port "$nginx_port"; stockade_wait_port "$haproxy_port"
 for t in memory baseline postgres etcd; do
-  if uses "$t"; then eval "wait_port \$port_$t"; fi
+  if uses "$t"; then eval "stockade_wait_port \$port_$t"; fi
 done
 nginx_pid=$(pgrep -P "$nginx_master" | head -1) # the worker does the proxying; the master only supervises
 sleep 1.5 # serialized policies open after their settle time

@@ -30,7 +30,6 @@ case "$example" in
   *) echo "usage: scripts/example.sh http-upstream|observe|postgres|replicas" >&2; exit 2 ;;
 esac
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 pids=()
 cleanup() {
   trap - EXIT
@@ -47,7 +46,7 @@ bin/stockade build proxy
 
 data="./stockade-data/$example"
 mkdir -p "$data"
-port=${STOCKADE_PORT:-$(free_port)}
+port=${STOCKADE_PORT:-$(stockade_free_port)}
 export STOCKADE_PORT=$port
 
 # Waits until FILE has a line matching PATTERN, or the process PID ended (then prints FILE and fails).
@@ -69,7 +68,7 @@ start_upstream() {  # ports...
 
 case "$example" in
   http-upstream)
-    docs=$(free_port); objects=$(free_port)
+    docs=$(stockade_free_port); objects=$(stockade_free_port)
     start_upstream "$docs" "$objects"
     export DOCS_URL="http://127.0.0.1:$docs" OBJECTS_URL="http://127.0.0.1:$objects/store"
     config=policies/examples/http-upstream.yaml
@@ -79,7 +78,7 @@ curl http://127.0.0.1:$port/objects/b/report.txt                                
 curl -i -X PUT -H 'Fencing-Token: 7' --data d http://127.0.0.1:$port/docs/acme/plan.md       # 503 for 60 s after
    # the first start (serialized policies settle: a crashed run's writes may be in flight), then 201" ;;
   observe)
-    upstream=$(free_port)
+    upstream=$(stockade_free_port)
     start_upstream "$upstream"
     export UPSTREAM_URL="http://127.0.0.1:$upstream"
     config=policies/examples/observe.yaml
@@ -99,7 +98,7 @@ curl http://127.0.0.1:$port/accounts/acc-1          # the row
 curl -i http://127.0.0.1:$port/accounts/nobody      # 404" ;;
   replicas)
     command -v etcd >/dev/null || { echo "example: etcd not found (apt-get install -y etcd-server)" >&2; exit 1; }
-    client=$(free_port); peer=$(free_port); objects=$(free_port)
+    client=$(stockade_free_port); peer=$(stockade_free_port); objects=$(stockade_free_port)
     etcd --name example --data-dir "$data/etcd" --listen-client-urls "http://127.0.0.1:$client" \
          --advertise-client-urls "http://127.0.0.1:$client" --listen-peer-urls "http://127.0.0.1:$peer" \
          --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "example=http://127.0.0.1:$peer" \
@@ -109,7 +108,7 @@ curl -i http://127.0.0.1:$port/accounts/nobody      # 404" ;;
     start_upstream "$objects"
     export ETCD_ENDPOINTS="http://127.0.0.1:$client" OBJECTS_URL="http://127.0.0.1:$objects/store"
     config=policies/examples/replicas.yaml
-    second=$(free_port)
+    second=$(stockade_free_port)
     STOCKADE_PORT=$second bin/stockade --config "$config" > "$data/proxy-2.log" 2>&1 &
     pids+=($!)
     await_line "$data/proxy-2.log" "Stockade listening" "$!"

@@ -62,3 +62,15 @@ stockade_build() {
     | sed -u 's/\x1b\[[0-9;]*m//g' \
     | grep --line-buffered -E '^\[(ERROR|WARNING)\]|Downloading from|Downloaded from|Building Stockade|BUILD|Total time' >&2
 }
+
+# A free TCP port on loopback (the kernel's choice; free when this returns, not reserved).
+stockade_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Waits up to 10 s for something to listen on loopback port $1.
+stockade_wait_port() {
+  for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done
+  echo "port $1 did not open" >&2
+  return 1
+}
