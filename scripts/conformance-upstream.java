@@ -11,8 +11,8 @@
 //                                                                    required, BUCKET created (as in ConformanceIT)
 //
 // It prints "upstream listening on http://127.0.0.1:PORT" once it serves, then runs until it is killed.
-// s3proxy is started through its builder, not its Main (whose stderr redirection recurses with slf4j-jdk14, see
-// the shared STACK.md); its log goes wherever the script sends this process's output.
+// s3proxy is started through its builder, not its Main (whose stderr redirection recurses with slf4j-jdk14);
+// its log goes wherever the script sends this process's output.
 
 import io.stockade.conformance.storage.PlainHttpStore;
 import io.stockade.proxy.testing.TestUpstream;

@@ -22,7 +22,7 @@ import java.util.Properties;
  * credentials.
  * <p>
  * s3proxy 3.0.0 honours {@code If-Match} / {@code If-None-Match} on PutObject one request at a time, but its
- * check-and-put is <em>not atomic</em> under concurrent writers (see STACK.md: several winners per round). The
+ * check-and-put is <em>not atomic</em> under concurrent writers (several winners per round, see S3RacingWritersIT). The
  * proxy serializes the writes of each object within one replica, so the tests here are correct for one proxy;
  * a cross-replica race against s3proxy would find violations caused by the store itself.
  */

@@ -41,7 +41,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  *
  * <h2>Why one proxy, and why that is honest</h2>
  * s3proxy 3.0.0 honours {@code If-Match} / {@code If-None-Match: *} one request at a time, but its check-and-put is
- * not atomic: writers racing a conditional PUT on one ETag get several winners (STACK.md measured 12–57 of 60
+ * not atomic: writers racing a conditional PUT on one ETag get several winners (measured when the stack was chosen: 12–57 of 60
  * rounds with more than one winner). AWS S3 and MinIO document these writes as atomic; s3proxy does not provide
  * that. The proxy serializes the writes of each scope within itself, so with <em>one</em> proxy replica in front
  * of s3proxy the conditional PUT never races another conditional PUT on the same object and the fence holds. Two

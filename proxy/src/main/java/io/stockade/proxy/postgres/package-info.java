@@ -6,7 +6,7 @@
  * <p>
  * Plain JDBC over HikariCP, not Helidon DbClient: a fenced write sends its statements as one multi-statement in
  * an explicit transaction (see {@code backend.postgres}), which DbClient cannot express, and DbClient's rollback
- * after a failed statement throws (STACK.md). Pools are autocommit; the backend turns it off for each write and
+ * after a failed statement throws. Pools are autocommit; the backend turns it off for each write and
  * back on before the connection returns.
  */
 package io.stockade.proxy.postgres;

@@ -26,7 +26,7 @@ import java.util.concurrent.atomic.LongAdder;
  * {@code bench/s3.sh} (or this main with the test class path).
  * <p>
  * Both clients use {@code requestChecksumCalculation(WHEN_REQUIRED)}: with the SDK's default trailing checksums
- * s3proxy itself refuses PutObject ({@code XAmzContentSHA256Mismatch}, STACK.md), so the direct path could not be
+ * s3proxy itself refuses PutObject ({@code XAmzContentSHA256Mismatch}), so the direct path could not be
  * measured with the defaults; the proxy accepts both. Each writer has its own key and keeps its token, so every
  * fenced PUT is accepted: the figure is the cost of the proxy and the fence, not of contention.
  * Arguments: {@code [threads=4] [seconds=5] [warmupSeconds=2]}.

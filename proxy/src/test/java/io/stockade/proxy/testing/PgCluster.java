@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
- * A private PostgreSQL 15 cluster for fault tests (STACK.md): {@code initdb} in a temp dir owned by the
+ * A private PostgreSQL 15 cluster for fault tests: {@code initdb} in a temp dir owned by the
  * {@code postgres} user, {@code pg_ctl start} on a free loopback port, trust auth. {@link #stopImmediate()} and
  * {@link #start()} stop and restart it on the same port and data directory. {@link #close()} stops it, kills the
  * postmaster by its PID if it is still alive, and deletes the directory. Needs root (runs the tools with
