@@ -16,7 +16,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * bytes are then read and dropped (the sender sees no error, its peer never gets them), as on a network that loses
  * packets one way or both. A Redis replica told to replicate from the relay's port loses the primary's writes while
  * {@link #dropToClient} is on — what a primary that acknowledged a write and died before replicating it looks like to
- * the replica.
+ * the replica. {@link #holdRequestsStartingWith} delays chosen requests towards the target instead.
  */
 public final class TcpRelay implements AutoCloseable {
     private final ServerSocket server;
@@ -25,6 +25,10 @@ public final class TcpRelay implements AutoCloseable {
     private volatile boolean dropToClient;
     private volatile boolean dropToTarget;
     private volatile boolean closed;
+    /** Requests towards the target whose first bytes are these are held until {@link #release()}; null: none. */
+    private volatile byte[] holdPrefix;
+    private volatile java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(0);
+    private final java.util.concurrent.Semaphore held = new java.util.concurrent.Semaphore(0);
 
     private TcpRelay(ServerSocket server, int target) {
         this.server = server;
@@ -59,6 +63,43 @@ public final class TcpRelay implements AutoCloseable {
         this.dropToTarget = drop;
     }
 
+    /**
+     * From now on, hold every chunk towards the target that starts with {@code prefix} (e.g. {@code "PUT "}: a
+     * request the client sent and the target has not yet received) until {@link #release()}: a network delay of
+     * exactly that request, what a paused sender looks like from the target.
+     */
+    public void holdRequestsStartingWith(String prefix) {
+        gate = new java.util.concurrent.CountDownLatch(1);
+        holdPrefix = prefix.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    }
+
+    /** Waits until a request is being held; false when none was within the time. */
+    public boolean awaitHeld(java.time.Duration timeout) throws InterruptedException {
+        return held.tryAcquire(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    }
+
+    /** Lets the held requests (and every later one) through. */
+    public void release() {
+        holdPrefix = null;
+        gate.countDown();
+    }
+
+    private void holdIfAsked(byte[] buffer, int n) throws IOException {
+        byte[] prefix = holdPrefix;
+        if (prefix == null || n < prefix.length
+                || !java.util.Arrays.equals(buffer, 0, prefix.length, prefix, 0, prefix.length)) {
+            return;
+        }
+        java.util.concurrent.CountDownLatch g = gate;
+        held.release();
+        try {
+            g.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while holding a request", e);
+        }
+    }
+
     private void accept() {
         while (!closed) {
             try {
@@ -85,6 +126,9 @@ public final class TcpRelay implements AutoCloseable {
                 while ((n = in.read(buffer)) >= 0) {
                     if (towardsTarget ? dropToTarget : dropToClient) {
                         continue;
+                    }
+                    if (towardsTarget) {
+                        holdIfAsked(buffer, n);
                     }
                     out.write(buffer, 0, n);
                     out.flush();

@@ -36,9 +36,9 @@ import java.util.Optional;
  * a streamed body cannot be replayed, so the client is answered 503 {@code SlowDown} (SDKs retry it) unless a
  * higher token is now there (412 {@code PreconditionFailed}).
  * <p>
- * A delete writes a <em>tombstone</em>: a zero-byte object with the token and {@value S3Backend#DELETED_META}, so a
- * zombie cannot recreate the object with an older token. Through the proxy a tombstone reads as 404
- * {@code NoSuchKey}.
+ * A delete writes a <em>tombstone</em>: a small object with the token and {@value S3Backend#DELETED_META}, so a
+ * zombie cannot recreate the object with an older token; its bytes make its ETag unique ({@link Tombstone}).
+ * Through the proxy a tombstone reads as 404 {@code NoSuchKey}.
  * <p>
  * Within one proxy the writes of one object are also serialized: an upstream whose conditional writes are not
  * atomic under concurrency (s3proxy 3.0.0) is then still safe with a single proxy replica.
@@ -267,7 +267,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 throw new Listings.Unavailable("listing '" + prefix + "' failed: " + e.getMessage());
             }
             for (Listings.Entry entry : listed.entries()) {
-                if (entry.size() != 0) {
+                if (!Tombstone.maySize(entry.size())) {
                     return Optional.empty();
                 }
                 Head head = head(bucket, entry.key());
@@ -648,7 +648,8 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         headers.add(Map.entry("content-type", "application/x-stockade-tombstone"));
         headers.add(Map.entry(TOKEN_META, Long.toString(token)));
         headers.add(Map.entry(DELETED_META, "true"));
-        return upstream.send("PUT", bucket, key, List.of(), conditional(headers, etag), null);
+        return upstream.send("PUT", bucket, key, List.of(), conditional(headers, etag),
+                Upstream.Body.of(Tombstone.body()));
     }
 
     /**

@@ -13,13 +13,13 @@ import java.util.regex.Pattern;
 /**
  * Listings without tombstones.
  * <p>
- * A tombstone is a zero-byte object that keeps a deleted object's token (the atomic class's fence). Listed as it
- * is, it breaks everyday tools: {@code aws s3 sync} and {@code rclone copy} download it and get 404
- * {@code NoSuchKey} (the proxy answers a tombstone as missing), {@code aws s3 ls} shows deleted keys. A listing
- * carries no metadata, so a tombstone cannot be told from a real empty object by the listing alone: every
- * zero-byte entry is read with HEAD (a few at a time), and those that are tombstones are cut out of the XML. A
- * common prefix under which only tombstones are left is cut out too (checked with one more listing of that
- * prefix). Entries of any other size are never looked at.
+ * A tombstone is a small object ({@link Tombstone#SIZE} bytes; zero from earlier versions) that keeps a deleted
+ * object's token (the atomic class's fence). Listed as it is, it breaks everyday tools: {@code aws s3 sync} and
+ * {@code rclone copy} download it and get 404 {@code NoSuchKey} (the proxy answers a tombstone as missing),
+ * {@code aws s3 ls} shows deleted keys. A listing carries no metadata, so a tombstone cannot be told from a real
+ * object of that size by the listing alone: every entry of a tombstone's size is read with HEAD (a few at a time),
+ * and those that are tombstones are cut out of the XML. A common prefix under which only tombstones are left is
+ * cut out too (checked with one more listing of that prefix). Entries of any other size are never looked at.
  * <p>
  * The XML is edited as text, entry by entry, so that everything else of the store's answer (its order, its
  * markers, its namespace, fields the proxy does not know) reaches the client as the store wrote it. Counts that
@@ -105,7 +105,7 @@ final class Listings {
             }
             lastKey = key.group(1);
             Matcher size = SIZE.matcher(entry);
-            if (!size.find() || !size.group(1).chars().allMatch(c -> c == '0')) {
+            if (!size.find() || !Tombstone.maySize(parseSize(size.group(1)))) {
                 continue;
             }
             String name = decode(key.group(1), urlEncoded);
