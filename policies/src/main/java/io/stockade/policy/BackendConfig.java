@@ -225,11 +225,14 @@ public sealed interface BackendConfig {
      *                          {@code --metadata fencing-token=7}); a CompleteMultipartUpload without either then
      *                          takes the token its upload ID carries
      * @param unsignedReads     with {@code auth: sigv4}: what happens to an unsigned (anonymous) GET or HEAD
+     * @param etagCache         the atomic class: how many objects' (token, ETag) of the proxy's own last write
+     *                          are remembered, so that the next write of the object skips the HEAD; 0: off
      */
     record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
               boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
               FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
-              ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads)
+              ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads,
+              int etagCache)
             implements BackendConfig {
         public static final String DEFAULT_REGION = "us-east-1";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
@@ -251,6 +254,16 @@ public sealed interface BackendConfig {
         @Override
         public String type() {
             return "s3";
+        }
+
+        /** As the canonical constructor, without the ETag cache. */
+        public S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
+                  boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+                  FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
+                  ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads) {
+            this(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth, clients, virtualHost,
+                    fenceScope, prefixSegments, timeout, retries, maxConnections, tls, signedToken, tokenFromMetadata,
+                    unsignedReads, 0);
         }
 
         /** As the canonical constructor, with unsigned reads refused. */
@@ -292,7 +305,8 @@ public sealed interface BackendConfig {
                     + pathStyle + ", conditionalWrites=" + conditionalWrites + ", auth=" + auth + ", clients="
                     + clients.size() + ", virtualHost=" + virtualHost + ", fenceScope=" + fenceScope
                     + ", prefixSegments=" + prefixSegments + ", tls=" + tls + ", signedToken=" + signedToken
-                    + ", tokenFromMetadata=" + tokenFromMetadata + ", unsignedReads=" + unsignedReads + "]";
+                    + ", tokenFromMetadata=" + tokenFromMetadata + ", unsignedReads=" + unsignedReads + ", etagCache="
+                    + etagCache + "]";
         }
     }
 

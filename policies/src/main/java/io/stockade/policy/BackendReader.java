@@ -88,7 +88,17 @@ final class BackendReader {
         Optional<BackendConfig.UnsignedReads> unsignedReads = backend.optional("unsigned-reads",
                 field -> Values.keyword(field, "unsigned reads", Vocabulary.S3_UNSIGNED_READS),
                 BackendConfig.UnsignedReads.REFUSE);
+        Optional<Integer> etagCache = backend.optional("etag-cache",
+                field -> Values.integer(field, 0, 10_000_000, "whole number"), 0);
         boolean valid = true;
+        if (etagCache.isPresent() && etagCache.get() > 0
+                && !(conditionalWrites.equals(Optional.of(true))
+                && fenceScope.equals(Optional.of(BackendConfig.FenceScope.OBJECT)))) {
+            backend.required("etag-cache").ifPresent(field -> field.error("etag-cache remembers the ETag of each "
+                    + "object's last conditional write, so it applies to the atomic class only (fence-scope: object "
+                    + "and conditional-writes: true); write etag-cache: 0 or remove it"));
+            valid = false;
+        }
         if (scope.isPresent() && !scope.get().variables().isEmpty()) {
             backend.required("type").ifPresent(type -> type.error("an s3 policy's scope is a literal prefix such"
                     + " as 's3' (it was '" + scope.get() + "'): the s3 backend reads bucket and key itself and"
@@ -104,14 +114,14 @@ final class BackendReader {
         }
         if (!valid || !Values.allPresent(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth,
                 clients, virtualHost, fenceScope, prefixSegments, timeout, retries, maxConnections, tls,
-                signedToken, tokenFromMetadata, unsignedReads)) {
+                signedToken, tokenFromMetadata, unsignedReads, etagCache)) {
             return Optional.empty();
         }
         return Optional.of(new BackendConfig.S3(endpoint.get(), region.get(), accessKey.get(), secretKey.get(),
                 pathStyle.get(), conditionalWrites.get(), auth.get(), clients.get(),
                 virtualHost.get().isEmpty() ? null : virtualHost.get(), fenceScope.get(), prefixSegments.get(),
                 timeout.get(), retries.get(), maxConnections.get(), tls.get().orElse(null), signedToken.get(),
-                tokenFromMetadata.get(), unsignedReads.get()));
+                tokenFromMetadata.get(), unsignedReads.get(), etagCache.get()));
     }
 
     /**

@@ -73,6 +73,37 @@ class PolicyLoaderTest {
     }
 
     @Test
+    void theS3EtagCacheIsOffUnlessAskedForAndOnlyForTheAtomicClass() throws Exception {
+        String yaml = """
+                store: {type: memory, journal: /tmp/j}
+                policies:
+                  - name: s3
+                    match: {path: "/{path...}"}
+                    scope: s3
+                    backend:
+                      type: s3
+                      endpoint: http://127.0.0.1:9000
+                      access-key: a
+                      secret-key: b
+                      auth: none
+                """;
+        assertEquals(0, ((BackendConfig.S3) parse(yaml).policies().getFirst().backend()).etagCache());
+        assertEquals(50_000, ((BackendConfig.S3) parse(yaml + "      etag-cache: 50000\n").policies().getFirst()
+                .backend()).etagCache());
+        for (String other : List.of("      fence-scope: prefix\n", "      conditional-writes: false\n")) {
+            List<PolicyError> bad = errors(yaml + other + "      etag-cache: 10\n", Map.of());
+            assertEquals(1, bad.size(), bad.toString());
+            assertTrue(bad.getFirst().toString().contains("etag-cache")
+                    && bad.getFirst().toString().contains("atomic class"), bad.toString());
+        }
+        assertEquals(0, ((BackendConfig.S3) parse(yaml + "      fence-scope: prefix\n      etag-cache: 0\n")
+                .policies().getFirst().backend()).etagCache());
+        List<PolicyError> negative = errors(yaml + "      etag-cache: -1\n", Map.of());
+        assertEquals(1, negative.size(), negative.toString());
+        assertTrue(negative.getFirst().toString().contains("etag-cache"), negative.toString());
+    }
+
+    @Test
     void unsignedS3ReadsAreRefusedUnlessThePolicyForwardsThem() throws Exception {
         String yaml = """
                 store: {type: memory, journal: /tmp/j}

@@ -51,6 +51,7 @@ public final class S3Fixture implements AutoCloseable {
                   token-from-metadata: ${TOKEN_FROM_METADATA:-false}
                   unsigned-reads: ${UNSIGNED_READS:-refuse}
                   fence-scope: ${FENCE_SCOPE:-object}
+                  etag-cache: ${ETAG_CACHE:-0}
                   timeout: 10s
                   clients:
                     - {access-key: app-key, secret-key: app-secret}

@@ -84,6 +84,31 @@ public final class TcpRelay implements AutoCloseable {
         gate.countDown();
     }
 
+    private final java.util.Map<String, java.util.concurrent.atomic.AtomicInteger> counted =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * From now on, counts the chunks towards the target that start with {@code prefix}: with a client that writes
+     * each request head in one write (the proxy's upstream client does), the requests of that method.
+     */
+    public void count(String prefix) {
+        counted.putIfAbsent(prefix, new java.util.concurrent.atomic.AtomicInteger());
+    }
+
+    /** How many chunks starting with {@code prefix} were relayed since {@link #count} was called for it. */
+    public int counted(String prefix) {
+        return counted.get(prefix).get();
+    }
+
+    private void countIfAsked(byte[] buffer, int n) {
+        for (var e : counted.entrySet()) {
+            byte[] p = e.getKey().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            if (n >= p.length && java.util.Arrays.equals(buffer, 0, p.length, p, 0, p.length)) {
+                e.getValue().incrementAndGet();
+            }
+        }
+    }
+
     private void holdIfAsked(byte[] buffer, int n) throws IOException {
         byte[] prefix = holdPrefix;
         if (prefix == null || n < prefix.length
@@ -128,6 +153,7 @@ public final class TcpRelay implements AutoCloseable {
                         continue;
                     }
                     if (towardsTarget) {
+                        countIfAsked(buffer, n);
                         holdIfAsked(buffer, n);
                     }
                     out.write(buffer, 0, n);

@@ -52,10 +52,12 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
 
     private final ScopeGuard local = new ScopeGuard();
     private final UploadIds uploadIds;
+    private final EtagCache written;
 
     ConditionalS3Backend(BackendConfig.S3 config) {
         super(config);
         this.uploadIds = new UploadIds(config.secretKey());
+        this.written = new EtagCache(config.etagCache());
     }
 
     @Override
@@ -117,7 +119,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 case PUT_OBJECT -> putObject(exchange, p, token, acceptEqual);
                 case DELETE_OBJECT -> conditionalDelete(exchange) ? answer(exchange, 501, "NotImplemented",
                         "a DeleteObject with If-Match or If-None-Match is not supported through the fencing proxy")
-                        : guarded(exchange, s3.key(), token, acceptEqual, true,
+                        : guarded(exchange, s3.key(), token, acceptEqual, true, Remember.TOMBSTONE,
                         etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
@@ -145,6 +147,9 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         S3Request s3 = p.s3();
         String key = p.form() != null ? p.form().key() : s3.key();
         long stored = key == null ? -1 : head(s3.bucket(), key).token();
+        if (key != null) {
+            written.forget(s3.bucket() + "/" + key); // written below without a condition
+        }
         forward(exchange);
         return new Observed(stale(stored, token, acceptEqual), stored,
                 new WriteResult.Answered(exchange.response().status().code()));
@@ -344,7 +349,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         boolean replayable = declaredLength(exchange) <= REPLAY_BUFFER;
         Upstream.Body[] body = new Upstream.Body[1];
         boolean[] opened = new boolean[1];
-        return guarded(exchange, s3.key(), token, acceptEqual, replayable,
+        return guarded(exchange, s3.key(), token, acceptEqual, replayable, Remember.OBJECT,
                 etag -> {
                     if (!opened[0]) {
                         opened[0] = true;
@@ -378,7 +383,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             }
             List<Map.Entry<String, String>> headers = formHeaders(form);
             headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-            return guarded(exchange, form.key(), token, acceptEqual, true,
+            return guarded(exchange, form.key(), token, acceptEqual, true, Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
                             file.body()),
                     response -> formAnswer(exchange, form, s3.bucket(), response.first("ETag")));
@@ -470,7 +475,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             return answer(exchange, 400, "MalformedXML", e.getMessage());
         }
         List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
-        return guarded(exchange, s3.key(), token, acceptEqual, true,
+        return guarded(exchange, s3.key(), token, acceptEqual, true, Remember.NOTHING,
                 etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
                         Upstream.Body.of(body)),
                 response -> relayed(exchange, response));
@@ -522,7 +527,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
         // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
         String[] lastEtag = new String[1];
-        return guarded(exchange, s3.key(), token, acceptEqual, true, etag -> {
+        return guarded(exchange, s3.key(), token, acceptEqual, true, Remember.OBJECT, etag -> {
             UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
             int status = src.status();
             if (status != 200 || (src.first(DELETED_META) != null)) {
@@ -610,6 +615,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             if (held == null) {
                 return "<Code>SlowDown</Code><Message>other writes of this object held it too long</Message>";
             }
+            written.forget(bucket + "/" + key); // read from the store below, and changed without being recorded
             for (int attempt = 0; ; attempt++) {
                 Head head = head(bucket, key);
                 if (head.failed()) {
@@ -652,21 +658,42 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 Upstream.Body.of(Tombstone.body()));
     }
 
+    /** What a successful conditional write leaves in the {@link EtagCache}. */
+    private enum Remember {
+        /** an object: its ETag and token */
+        OBJECT,
+        /** a tombstone: its ETag and token */
+        TOMBSTONE,
+        /** nothing (the answer does not carry the new object's ETag): the entry is forgotten */
+        NOTHING
+    }
+
     /**
      * The heart of the atomic class: read, compare, conditional write, bounded retries; all of one object's
-     * writes through this proxy serialized.
+     * writes through this proxy serialized. With the {@code etag-cache}, the first attempt may take the object's
+     * token and ETag from this proxy's own last write of it instead of a HEAD, when they let the write through;
+     * a 412 then forgets them and the write goes on as without the cache.
      */
     private WriteResult guarded(Exchange exchange, String key, long token, boolean acceptEqual, boolean replayable,
-                                Attempt attempt, Success success) {
+                                Remember remember, Attempt attempt, Success success) {
         S3Request s3 = parsed(exchange.request()).s3();
+        String object = s3.bucket() + "/" + key;
         boolean sent = false;
-        try (ScopeGuard.Held held = local.acquire(s3.bucket() + "/" + key, SCOPE_WAIT.toNanos())) {
+        try (ScopeGuard.Held held = local.acquire(object, SCOPE_WAIT.toNanos())) {
             if (held == null) {
                 return answer(exchange, 503, "SlowDown", "other writes of this object held it for "
                         + SCOPE_WAIT.toSeconds() + " s");
             }
+            // Only a body that can be sent again may be written on a remembered ETag, and only without the client's
+            // own conditions (those are judged against the store's current answer).
+            boolean remembered = replayable && written.enabled() && !clientConditions(exchange);
             for (int i = 0; ; i++) {
-                Head head = head(s3.bucket(), key);
+                Head head = remembered ? rememberedHead(exchange, object, token, acceptEqual) : null;
+                boolean fromCache = head != null;
+                remembered = false;
+                if (!fromCache) {
+                    head = head(s3.bucket(), key);
+                }
                 if (head.failed()) {
                     if (head.status() == 403) {
                         return answer(exchange, 403, "AccessDenied", head.failure());
@@ -695,10 +722,21 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 try (response) {
                     if (!lostRace(response)) {
                         if (response.status() / 100 == 2) {
+                            if (remember == Remember.NOTHING) {
+                                written.forget(object);
+                            } else {
+                                written.wrote(object, response.first("ETag"), token, remember == Remember.TOMBSTONE);
+                            }
                             return success.answer(response);
                         }
+                        written.forget(object);
                         return relayed(exchange, response);
                     }
+                }
+                written.forget(object);
+                if (fromCache) {
+                    i--; // the remembered ETag was out of date: read the object and try again, which is no retry
+                    continue;
                 }
                 if (replayable && i < config.retries()) {
                     continue;
@@ -714,16 +752,36 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             Thread.currentThread().interrupt();
             return new WriteResult.Unavailable("the proxy is stopping");
         } catch (ClientError e) {
+            written.forget(object);
             return answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
+            written.forget(object); // the outcome may be unknown
             return failure(exchange, e, sent);
         }
     }
 
-    /** Whether a delete carries preconditions of its own (not supported: refused rather than ignored). */
-    private static boolean conditionalDelete(Exchange exchange) {
+    /**
+     * The object as this proxy last wrote it, when that lets this write through (not stale, not too far); else null
+     * and the object is read from the store: a refusal is never made on a remembered state.
+     */
+    private Head rememberedHead(Exchange exchange, String object, long token, boolean acceptEqual) {
+        EtagCache.Known known = written.get(object);
+        if (known == null || stale(known.token(), token, acceptEqual)
+                || exchange.route().policy().fence().tooFar(token, known.token())) {
+            return null;
+        }
+        return new Head(true, known.etag(), known.token(), null, 200, known.tombstone());
+    }
+
+    /** Whether a write carries the client's own {@code If-Match} or {@code If-None-Match}. */
+    private static boolean clientConditions(Exchange exchange) {
         var headers = exchange.request().headers();
         return headers.contains(HeaderNames.IF_MATCH) || headers.contains(HeaderNames.IF_NONE_MATCH);
+    }
+
+    /** Whether a delete carries preconditions of its own (not supported: refused rather than ignored). */
+    private static boolean conditionalDelete(Exchange exchange) {
+        return clientConditions(exchange);
     }
 
     /**

@@ -1,0 +1,71 @@
+package io.stockade.proxy.backend.s3;
+
+import java.util.Iterator;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * What this proxy last wrote to each object, the atomic class's {@code etag-cache}: the token it wrote and the ETag
+ * the store answered. With it, the next write of the object is sent {@code If-Match: <that ETag>} without a HEAD
+ * first; a write by anyone else since changed the ETag, so the store refuses (412) and the write is judged again
+ * against a fresh HEAD. Only a yes is taken from here: a token the entry would refuse, or a client's own condition,
+ * is always judged against the store.
+ * <p>
+ * Safe when every write of the object goes through this proxy (one replica per object): the writes of one object are
+ * serialized within the proxy, and each either records its answer here or forgets the entry. With several replicas a
+ * newer holder writing, through another replica, the same bytes as this proxy's last write leaves the ETag as it was
+ * (an S3 ETag is the MD5 of the bytes); the entry would then let an older token's write land. Hence off by default
+ * (docs/s3.md).
+ * <p>
+ * Bounded: past {@code capacity} entries, an arbitrary entry is dropped for each new one (a dropped entry only costs
+ * one HEAD).
+ */
+final class EtagCache {
+    /** The proxy's own last write of an object: the ETag the store answered and the token it carried. */
+    record Known(String etag, long token, boolean tombstone) {
+    }
+
+    private final int capacity;
+    private final ConcurrentHashMap<String, Known> entries;
+
+    EtagCache(int capacity) {
+        this.capacity = capacity;
+        this.entries = new ConcurrentHashMap<>(Math.min(capacity, 1 << 16));
+    }
+
+    boolean enabled() {
+        return capacity > 0;
+    }
+
+    Known get(String object) {
+        return capacity == 0 ? null : entries.get(object);
+    }
+
+    /** Records a conditional write the store accepted; forgets the object when the answer carried no ETag. */
+    void wrote(String object, String etag, long token, boolean tombstone) {
+        if (capacity == 0) {
+            return;
+        }
+        if (etag == null || etag.isBlank()) {
+            entries.remove(object);
+            return;
+        }
+        if (!entries.containsKey(object) && entries.size() >= capacity) {
+            Iterator<String> any = entries.keySet().iterator();
+            if (any.hasNext()) {
+                entries.remove(any.next());
+            }
+        }
+        entries.put(object, new Known(etag, token, tombstone));
+    }
+
+    /** The object changed in a way not recorded here (or may have): its next write reads it first. */
+    void forget(String object) {
+        if (capacity > 0) {
+            entries.remove(object);
+        }
+    }
+
+    int size() {
+        return entries.size();
+    }
+}
