@@ -100,6 +100,13 @@ public final class S3Fixture implements AutoCloseable {
         return new S3Fixture(s3proxy, blobs, proxy);
     }
 
+    /** Another proxy (replica) in front of the same s3proxy, with the same policy and these variables. */
+    public ProxyFixture anotherProxy(Path journal, Map<String, String> vars) throws Exception {
+        Map<String, String> env = new java.util.HashMap<>(vars);
+        env.putIfAbsent("S3PORT", Integer.toString(s3proxy.getPort()));
+        return ProxyFixture.start(journal, POLICY, env);
+    }
+
     public URI proxyUri() {
         return proxy.uri("");
     }

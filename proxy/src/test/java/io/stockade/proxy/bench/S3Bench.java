@@ -28,7 +28,9 @@ import java.util.concurrent.atomic.LongAdder;
  * Both clients use {@code requestChecksumCalculation(WHEN_REQUIRED)}: with the SDK's default trailing checksums
  * s3proxy itself refuses PutObject ({@code XAmzContentSHA256Mismatch}), so the direct path could not be
  * measured with the defaults; the proxy accepts both. Each writer has its own key and keeps its token, so every
- * fenced PUT is accepted: the figure is the cost of the proxy and the fence, not of contention.
+ * fenced PUT is accepted: the figure is the cost of the proxy and the fence, not of contention. PUTs are measured
+ * a third time through a second proxy with {@code etag-cache: 10000} (path {@code cached}): no HEAD before a write
+ * of an object that proxy wrote last.
  * Arguments: {@code [threads=4] [seconds=5] [warmupSeconds=2]}.
  */
 public final class S3Bench {
@@ -43,8 +45,10 @@ public final class S3Bench {
         int warmup = args.length > 2 ? Integer.parseInt(args[2]) : 2;
         Path journal = Files.createTempDirectory("stockade-s3bench-");
         try (S3Fixture fixture = S3Fixture.start(journal.resolve("j"));
+             var cachedProxy = fixture.anotherProxy(journal.resolve("c"), java.util.Map.of("ETAG_CACHE", "10000"));
              S3Client direct = client(fixture.directUri(), S3Fixture.UPSTREAM_KEY, S3Fixture.UPSTREAM_SECRET);
-             S3Client proxied = client(fixture.proxyUri(), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
+             S3Client proxied = client(fixture.proxyUri(), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
+             S3Client cached = client(cachedProxy.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
             direct.createBucket(b -> b.bucket(BUCKET));
             System.out.printf(Locale.ROOT, "S3Bench: %d threads, %d s measured after %d s warm-up, s3proxy 3.0.0"
                     + " (transient) in-process, proxy in-process, fence-scope object%n", threads, seconds, warmup);
@@ -55,7 +59,7 @@ public final class S3Bench {
                 String label = size >= 1 << 20 ? (size >> 20) + " MiB" : (size >> 10) + " KiB";
                 byte[] body = new byte[size];
                 new Random(size).nextBytes(body);
-                for (String op : new String[] {"PUT", "GET"}) {
+                for (String op : size < 1 << 20 ? new String[] {"PUT", "GET", "HEAD"} : new String[] {"PUT", "GET"}) {
                     // Objects exist before GETs are measured (written through the proxy, so they carry a token).
                     for (int t = 0; t < threads; t++) {
                         put(proxied, key(size, t), body, true);
@@ -66,6 +70,15 @@ public final class S3Bench {
                     print(label, op, "proxy", p, size);
                     ratios.add(String.format(Locale.ROOT, "%s %s proxy/direct = %.2f", op, label,
                             p.perSecond / d.perSecond));
+                    if (op.equals("PUT")) {
+                        for (int t = 0; t < threads; t++) {
+                            put(cached, key(size, t), body, true); // the cached proxy's own first write
+                        }
+                        Result c = run(threads, warmup, seconds, size, t -> op(op, cached, key(size, t), body, true));
+                        print(label, op, "cached", c, size);
+                        ratios.add(String.format(Locale.ROOT, "%s %s cached/direct = %.2f", op, label,
+                                c.perSecond / d.perSecond));
+                    }
                 }
             }
             ratios.forEach(System.out::println);
@@ -83,6 +96,8 @@ public final class S3Bench {
     private static void op(String op, S3Client client, String key, byte[] body, boolean fenced) {
         if (op.equals("PUT")) {
             put(client, key, body, fenced);
+        } else if (op.equals("HEAD")) {
+            client.headObject(b -> b.bucket(BUCKET).key(key)); // what a fenced write asks the store before it
         } else {
             int n = client.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asByteArray().length;
             if (n != body.length) {
