@@ -112,7 +112,7 @@ public final class Leases {
         private Ticker ticker = Ticker.system();
         private Integer exitStatus;
         private IntConsumer exiter = status -> Runtime.getRuntime().halt(status);
-        private RedisBackend.Replicas redisReplicas;
+        private RedisLeaseService.Replicas redisReplicas;
         private SSLContext redisTls;
         private String redisUser;
         private String redisPassword;
@@ -219,7 +219,7 @@ public final class Leases {
             if (timeout.toMillis() < 1) {
                 throw new IllegalArgumentException("the replica timeout must be at least 1 ms, was " + timeout);
             }
-            this.redisReplicas = new RedisBackend.Replicas(replicas, timeout);
+            this.redisReplicas = new RedisLeaseService.Replicas(replicas, timeout);
             return this;
         }
 
@@ -268,7 +268,7 @@ public final class Leases {
                 throw new IllegalArgumentException("at least one etcd endpoint is needed");
             }
             Settings s = settings();
-            return new WatchdogProvider(new EtcdBackend(endpoints, s.ticker()), s);
+            return new WatchdogProvider(new EtcdLeaseService(endpoints, s.ticker()), s);
         }
 
         /**
@@ -282,7 +282,7 @@ public final class Leases {
         public LeaseProvider postgres(DataSource dataSource) {
             Objects.requireNonNull(dataSource, "dataSource");
             Settings s = settings();
-            return new WatchdogProvider(new PostgresBackend(dataSource::getConnection, s.ticker()), s);
+            return new WatchdogProvider(new PostgresLeaseService(dataSource::getConnection, s.ticker()), s);
         }
 
         /**
@@ -297,7 +297,7 @@ public final class Leases {
             Objects.requireNonNull(jdbcUrl, "jdbcUrl");
             Settings s = settings();
             return new WatchdogProvider(
-                    new PostgresBackend(() -> java.sql.DriverManager.getConnection(jdbcUrl), s.ticker()), s);
+                    new PostgresLeaseService(() -> java.sql.DriverManager.getConnection(jdbcUrl), s.ticker()), s);
         }
 
         /**
@@ -314,8 +314,8 @@ public final class Leases {
          */
         public LeaseProvider redis(String url) {
             Settings s = settings();
-            RedisBackend.Target target = RedisBackend.Target.parse(url, redisUser, redisPassword, redisTls);
-            return new WatchdogProvider(new RedisBackend(target, redisReplicas, s.ticker()), s);
+            RedisLeaseService.Target target = RedisLeaseService.Target.parse(url, redisUser, redisPassword, redisTls);
+            return new WatchdogProvider(new RedisLeaseService(target, redisReplicas, s.ticker()), s);
         }
 
         /**
@@ -376,7 +376,8 @@ public final class Leases {
             Objects.requireNonNull(apiServer, "apiServer");
             Objects.requireNonNull(namespace, "namespace");
             Settings s = settings();
-            return new WatchdogProvider(new KubernetesBackend(apiServer, namespace, bearerToken, http, s.ticker()), s);
+            return new WatchdogProvider(
+                    new KubernetesLeaseService(apiServer, namespace, bearerToken, http, s.ticker()), s);
         }
 
         Settings settings() {

@@ -11,17 +11,17 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.IntConsumer;
 
-/** The provider behind every backend: acquires, checks the arithmetic, schedules each lease's watchdog. */
+/** The provider behind every lock service: acquires, checks the arithmetic, schedules each lease's watchdog. */
 final class WatchdogProvider implements LeaseProvider {
 
-    private final LeaseBackend backend;
+    private final LeaseService service;
     private final Leases.Settings settings;
     private final ScheduledExecutorService scheduler;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Set<WatchedLease> held = ConcurrentHashMap.newKeySet();
 
-    WatchdogProvider(LeaseBackend backend, Leases.Settings settings) {
-        this.backend = backend;
+    WatchdogProvider(LeaseService service, Leases.Settings settings) {
+        this.service = service;
         this.settings = settings;
         this.scheduler = Executors.newScheduledThreadPool(2, r -> {
             Thread t = new Thread(r, "stockade-lease-watchdog");
@@ -48,16 +48,16 @@ final class WatchdogProvider implements LeaseProvider {
         Duration retry = Leases.Settings.scale(ttl, settings.renewFraction());
         Duration deadline = Leases.Settings.scale(ttl, settings.renewDeadlineFraction());
         Leases.checkArithmetic(ttl, deadline, retry);
-        LeaseBackend.Grant grant;
+        LeaseService.Grant grant;
         try {
-            grant = backend.acquire(name, settings.holder(), ttl, timeout);
+            grant = service.acquire(name, settings.holder(), ttl, timeout);
         } catch (TimeoutException | InterruptedException | RuntimeException e) {
             throw e;
         } catch (Exception e) {
             throw new IllegalStateException("cannot acquire lease '" + name + "': " + e, e);
         }
         IntConsumer exit = settings.exitStatus() == null ? null : settings.exiter();
-        WatchedLease lease = new WatchedLease(name, settings.holder(), backend, grant, settings.ticker(), ttl,
+        WatchedLease lease = new WatchedLease(name, settings.holder(), service, grant, settings.ticker(), ttl,
                 deadline, exit, settings.exitStatus() == null ? 0 : settings.exitStatus());
         if (!lease.isValid()) {
             lease.close();
@@ -94,7 +94,7 @@ final class WatchdogProvider implements LeaseProvider {
         if (closed.compareAndSet(false, true)) {
             held.forEach(WatchedLease::close);
             scheduler.shutdownNow();
-            backend.close();
+            service.close();
         }
     }
 }

@@ -17,8 +17,8 @@ final class WatchedLease implements Lease {
 
     private final String name;
     private final String holder;
-    private final LeaseBackend backend;
-    private final LeaseBackend.Grant grant;
+    private final LeaseService service;
+    private final LeaseService.Grant grant;
     private final Ticker ticker;
     private final long ttlNanos;
     private final long renewDeadlineNanos;
@@ -34,11 +34,11 @@ final class WatchedLease implements Lease {
     private final AtomicBoolean released = new AtomicBoolean();
     private volatile ScheduledFuture<?> watchdog;
 
-    WatchedLease(String name, String holder, LeaseBackend backend, LeaseBackend.Grant grant, Ticker ticker,
+    WatchedLease(String name, String holder, LeaseService service, LeaseService.Grant grant, Ticker ticker,
                  Duration ttl, Duration renewDeadline, IntConsumer onLossExit, int exitStatus) {
         this.name = name;
         this.holder = holder;
-        this.backend = backend;
+        this.service = service;
         this.grant = grant;
         this.ticker = ticker;
         this.ttlNanos = ttl.toNanos();
@@ -156,9 +156,9 @@ final class WatchedLease implements Lease {
         long sent = ticker.read();
         // the renewal must answer before the lease could have expired (and within the renew deadline)
         long budget = Math.min(validUntil, lastRenewalSent + renewDeadlineNanos) - sent;
-        LeaseBackend.Renewal answer;
+        LeaseService.Renewal answer;
         try {
-            answer = backend.renew(name, holder, grant, Duration.ofNanos(ttlNanos), Duration.ofNanos(budget));
+            answer = service.renew(name, holder, grant, Duration.ofNanos(ttlNanos), Duration.ofNanos(budget));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             lose(LossReason.CONNECTION_LOST, "renewal interrupted");
@@ -246,7 +246,7 @@ final class WatchedLease implements Lease {
     private void releaseQuietly() {
         if (released.compareAndSet(false, true)) {
             try {
-                backend.release(name, holder, grant);
+                service.release(name, holder, grant);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } catch (Exception e) {

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
 class FencedHttpClientTest {
 
     private final FakeTicker ticker = new FakeTicker();
-    private final FakeBackend backend = new FakeBackend(ticker);
+    private final FakeLeaseService service = new FakeLeaseService(ticker);
     private final List<String> tokens = new CopyOnWriteArrayList<>();
     private final CountDownLatch slow = new CountDownLatch(1);
     private HttpServer server;
@@ -58,8 +58,8 @@ class FencedHttpClientTest {
     }
 
     private WatchedLease lease() throws Exception {
-        LeaseBackend.Grant g = backend.acquire("files/a", "me", Duration.ofSeconds(15), Duration.ZERO);
-        return new WatchedLease("files/a", "me", backend, g, ticker, Duration.ofSeconds(15), Duration.ofSeconds(10),
+        LeaseService.Grant g = service.acquire("files/a", "me", Duration.ofSeconds(15), Duration.ZERO);
+        return new WatchedLease("files/a", "me", service, g, ticker, Duration.ofSeconds(15), Duration.ofSeconds(10),
                 null, 0);
     }
 
@@ -95,7 +95,7 @@ class FencedHttpClientTest {
         CompletableFuture<HttpResponse<Void>> f = http.sendAsync(HttpRequest.newBuilder(
                 uri.resolve("/slow")).PUT(HttpRequest.BodyPublishers.ofString("x")).build(),
                 HttpResponse.BodyHandlers.discarding());
-        backend.then(LeaseBackend.Renewal.REFUSED, Duration.ZERO);
+        service.then(LeaseService.Renewal.REFUSED, Duration.ZERO);
         lease.tick();
         // java.net.http aborts the exchange and completes its future with a CancellationException
         assertTrue(f.isDone(), () -> "still in flight: " + f);

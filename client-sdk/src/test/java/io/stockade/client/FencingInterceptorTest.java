@@ -20,11 +20,11 @@ import software.amazon.awssdk.http.SdkHttpRequest;
 class FencingInterceptorTest {
 
     private final FakeTicker ticker = new FakeTicker();
-    private final FakeBackend backend = new FakeBackend(ticker);
+    private final FakeLeaseService service = new FakeLeaseService(ticker);
 
     private WatchedLease lease() throws Exception {
-        LeaseBackend.Grant g = backend.acquire("bucket/key", "me", Duration.ofSeconds(15), Duration.ZERO);
-        return new WatchedLease("bucket/key", "me", backend, g, ticker, Duration.ofSeconds(15),
+        LeaseService.Grant g = service.acquire("bucket/key", "me", Duration.ofSeconds(15), Duration.ZERO);
+        return new WatchedLease("bucket/key", "me", service, g, ticker, Duration.ofSeconds(15),
                 Duration.ofSeconds(10), null, 0);
     }
 

@@ -62,9 +62,9 @@ class RedisGuideIT {
 
     @Test
     void theGuidesScriptsAreTheSdks() throws Exception {
-        assertEquals(RedisBackend.ACQUIRE, luaBlock("acquire"));
-        assertEquals(RedisBackend.RENEW, luaBlock("renew"));
-        assertEquals(RedisBackend.RELEASE, luaBlock("release"));
+        assertEquals(RedisLeaseService.ACQUIRE, luaBlock("acquire"));
+        assertEquals(RedisLeaseService.RENEW, luaBlock("renew"));
+        assertEquals(RedisLeaseService.RELEASE, luaBlock("release"));
     }
 
     private static void awaitGone(String key) throws InterruptedException {

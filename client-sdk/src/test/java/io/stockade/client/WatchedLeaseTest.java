@@ -18,14 +18,14 @@ class WatchedLeaseTest {
     private static final Duration TTL = Duration.ofSeconds(15);
 
     private final FakeTicker ticker = new FakeTicker();
-    private final FakeBackend backend = new FakeBackend(ticker);
+    private final FakeLeaseService service = new FakeLeaseService(ticker);
     private final List<LossReason> heard = new CopyOnWriteArrayList<>();
     private final List<Integer> exits = new CopyOnWriteArrayList<>();
 
     private WatchedLease acquire(Leases.Builder builder) throws Exception {
         Leases.Settings s = builder.ticker(ticker).exiter(exits::add).settings();
-        LeaseBackend.Grant g = backend.acquire("job", s.holder(), TTL, Duration.ZERO);
-        WatchedLease lease = new WatchedLease("job", s.holder(), backend, g, ticker, TTL,
+        LeaseService.Grant g = service.acquire("job", s.holder(), TTL, Duration.ZERO);
+        WatchedLease lease = new WatchedLease("job", s.holder(), service, g, ticker, TTL,
                 Leases.Settings.scale(TTL, s.renewDeadlineFraction()),
                 s.exitStatus() == null ? null : s.exiter(), s.exitStatus() == null ? 0 : s.exitStatus());
         lease.addListener((l, r) -> heard.add(r));
@@ -38,7 +38,7 @@ class WatchedLeaseTest {
 
     @Test
     void remainingSubtractsTheWholeRoundTripOfTheAcquiringCall() throws Exception {
-        backend.acquireRoundTrip = Duration.ofSeconds(4);
+        service.acquireRoundTrip = Duration.ofSeconds(4);
         WatchedLease lease = acquire();
         assertEquals(Duration.ofSeconds(11), lease.remaining());
         ticker.advance(Duration.ofSeconds(1));
@@ -87,7 +87,7 @@ class WatchedLeaseTest {
         WatchedLease lease = acquire();
         lease.close();
         lease.close();
-        assertEquals(1, backend.releases.get());
+        assertEquals(1, service.releases.get());
         assertEquals(List.of(LossReason.RELEASED), heard);
         assertFalse(lease.isValid());
     }
@@ -96,7 +96,7 @@ class WatchedLeaseTest {
     void aRenewalExtendsValidityFromWhenItWasSent() throws Exception {
         WatchedLease lease = acquire();
         ticker.advance(Duration.ofSeconds(5));
-        backend.then(LeaseBackend.Renewal.RENEWED, Duration.ofSeconds(2));
+        service.then(LeaseService.Renewal.RENEWED, Duration.ofSeconds(2));
         lease.tick();
         // sent at t=5 s: valid until 20 s; now is 7 s
         assertEquals(Duration.ofSeconds(13), lease.remaining());
@@ -106,7 +106,7 @@ class WatchedLeaseTest {
     void aRefusedRenewalEndsTheLeaseAtOnce() throws Exception {
         WatchedLease lease = acquire();
         ticker.advance(Duration.ofSeconds(5));
-        backend.then(LeaseBackend.Renewal.REFUSED, Duration.ZERO);
+        service.then(LeaseService.Renewal.REFUSED, Duration.ZERO);
         lease.tick();
         assertEquals(List.of(LossReason.RENEWAL_REFUSED), heard);
         assertEquals(LossReason.RENEWAL_REFUSED,
@@ -116,7 +116,7 @@ class WatchedLeaseTest {
     @Test
     void aRevokedLeaseIsReportedAsRevoked() throws Exception {
         WatchedLease lease = acquire();
-        backend.then(LeaseBackend.Renewal.REVOKED, Duration.ZERO);
+        service.then(LeaseService.Renewal.REVOKED, Duration.ZERO);
         lease.tick();
         assertEquals(List.of(LossReason.REVOKED), heard);
     }
@@ -124,7 +124,7 @@ class WatchedLeaseTest {
     @Test
     void aFailedRenewalEndsTheLeaseWithConnectionLost() throws Exception {
         WatchedLease lease = acquire();
-        backend.thenFail(new IOException("connection refused"));
+        service.thenFail(new IOException("connection refused"));
         lease.tick();
         assertEquals(List.of(LossReason.CONNECTION_LOST), heard);
         assertFalse(lease.isValid());
@@ -135,7 +135,7 @@ class WatchedLeaseTest {
         WatchedLease lease = acquire();
         ticker.advance(Duration.ofSeconds(11)); // renew deadline is 10 s (2/3 of 15 s): the process was paused
         lease.tick();
-        assertEquals(0, backend.renewals.get());
+        assertEquals(0, service.renewals.get());
         assertEquals(List.of(LossReason.EXPIRED), heard);
     }
 
@@ -143,7 +143,7 @@ class WatchedLeaseTest {
     void aRenewalAnsweredAfterLocalExpiryDoesNotRevive() throws Exception {
         WatchedLease lease = acquire();
         ticker.advance(Duration.ofSeconds(9));
-        backend.then(LeaseBackend.Renewal.RENEWED, Duration.ofSeconds(7));
+        service.then(LeaseService.Renewal.RENEWED, Duration.ofSeconds(7));
         lease.tick();
         assertEquals(List.of(LossReason.EXPIRED), heard);
         assertFalse(lease.isValid());
@@ -153,7 +153,7 @@ class WatchedLeaseTest {
     void exitOnLossRunsListenersFirstAndNotOnRelease() throws Exception {
         WatchedLease lost = acquire(Leases.newBuilder().exitOnLoss(75));
         lost.addListener((l, r) -> assertTrue(exits.isEmpty(), "listeners run before the exit"));
-        backend.then(LeaseBackend.Renewal.REFUSED, Duration.ZERO);
+        service.then(LeaseService.Renewal.REFUSED, Duration.ZERO);
         lost.tick();
         assertEquals(List.of(75), exits);
 

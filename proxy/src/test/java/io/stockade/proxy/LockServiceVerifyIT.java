@@ -258,7 +258,7 @@ class LockServiceVerifyIT {
 
     // ---- PostgreSQL ----
 
-    /** The client SDK's lease table and acquire statement ({@code PostgresBackend}), run as the SDK runs them. */
+    /** The client SDK's lease table and acquire statement ({@code PostgresLeaseService}), run as the SDK runs them. */
     private static final String LEASES = """
             CREATE TABLE stockade_leases (
                 name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL)""";
@@ -303,7 +303,7 @@ class LockServiceVerifyIT {
         }
     }
 
-    /** The SDK's release ({@code PostgresBackend}): the row stays, its expiry goes to minus infinity. */
+    /** The SDK's release ({@code PostgresLeaseService}): the row stays, its expiry goes to minus infinity. */
     private static final String RELEASE = """
             UPDATE stockade_leases SET expires_at = '-infinity' WHERE name = ? AND token = ? AND holder = ?""";
     /** The SDK's acquire with its time to live, as it sends it (microseconds). */

@@ -26,13 +26,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@code fence.verify: {kind: redis}} against a real {@code redis-server} whose locks are taken with the client
- * SDK's own acquire script (as {@code RedisBackend} runs it): the holder's token writes; an invented token, an
+ * SDK's own acquire script (as {@code RedisLeaseService} runs it): the holder's token writes; an invented token, an
  * earlier holder's token and a token for a lock nobody holds are refused (403) without raising the fence; a Redis
  * that cannot answer — down, a refused {@code AUTH}, an ACL without {@code +get}, a failed TLS handshake — refuses
  * the write (503) and nothing is written.
  */
 class RedisLockVerifyIT {
-    /** The client SDK's acquire script ({@code io.stockade.client.RedisBackend.ACQUIRE}), run as the SDK runs it. */
+    /**
+     * The client SDK's acquire script ({@code io.stockade.client.RedisLeaseService.ACQUIRE}), run as the SDK runs
+     * it.
+     */
     private static final String ACQUIRE = """
             local held = redis.call('GET', KEYS[1])
             if held and string.match(held, '^%d+:%x+:(.*)$') ~= ARGV[2] then

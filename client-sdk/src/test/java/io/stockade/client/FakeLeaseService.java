@@ -6,7 +6,7 @@ import java.util.Deque;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** A scripted lock service: each renewal takes the next scripted answer (and its simulated round trip). */
-final class FakeBackend implements LeaseBackend {
+final class FakeLeaseService implements LeaseService {
 
     /** A scripted renewal: the answer, or an exception, after a round trip on the fake ticker. */
     record Step(Renewal answer, Exception failure, Duration roundTrip) {
@@ -19,16 +19,16 @@ final class FakeBackend implements LeaseBackend {
     long nextToken = 7;
     Duration acquireRoundTrip = Duration.ZERO;
 
-    FakeBackend(FakeTicker ticker) {
+    FakeLeaseService(FakeTicker ticker) {
         this.ticker = ticker;
     }
 
-    FakeBackend then(Renewal answer, Duration roundTrip) {
+    FakeLeaseService then(Renewal answer, Duration roundTrip) {
         script.add(new Step(answer, null, roundTrip));
         return this;
     }
 
-    FakeBackend thenFail(Exception e) {
+    FakeLeaseService thenFail(Exception e) {
         script.add(new Step(null, e, Duration.ZERO));
         return this;
     }

@@ -31,7 +31,7 @@ import java.util.concurrent.TimeoutException;
  *       else wrote the Lease, and the renewal is refused.</li>
  * </ul>
  */
-final class KubernetesBackend implements LeaseBackend {
+final class KubernetesLeaseService implements LeaseService {
 
     private static final DateTimeFormatter MICRO_TIME =
             DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSSSSX").withZone(ZoneOffset.UTC);
@@ -57,7 +57,7 @@ final class KubernetesBackend implements LeaseBackend {
     private final Map<String, Observed> observed = new ConcurrentHashMap<>();
     private final Map<String, Long> highestSeen = new ConcurrentHashMap<>();
 
-    KubernetesBackend(URI apiServer, String namespace, String bearer, HttpClient http, Ticker ticker) {
+    KubernetesLeaseService(URI apiServer, String namespace, String bearer, HttpClient http, Ticker ticker) {
         String base = apiServer.toString().replaceAll("/+$", "");
         this.collection = URI.create(base + "/apis/coordination.k8s.io/v1/namespaces/"
                 + URLEncoder.encode(namespace, StandardCharsets.UTF_8) + "/leases");

@@ -20,7 +20,7 @@ import java.util.concurrent.TimeoutException;
  * revision. Token: that key's create revision. Renewal: keep-alive, then a read that the key still exists with the
  * same create revision.
  */
-final class EtcdBackend implements LeaseBackend {
+final class EtcdLeaseService implements LeaseService {
 
     private record Handle(long leaseId, ByteSequence key) {
     }
@@ -32,7 +32,7 @@ final class EtcdBackend implements LeaseBackend {
     private final Client client;
     private final Ticker ticker;
 
-    EtcdBackend(String[] endpoints, Ticker ticker) {
+    EtcdLeaseService(String[] endpoints, Ticker ticker) {
         this.client = Client.builder().endpoints(endpoints).build();
         this.ticker = ticker;
     }

@@ -54,7 +54,7 @@ import redis.clients.jedis.util.JedisClusterCRC16;
  * same slot and the script can touch both. A name that cannot share a slot with any counter key (a {@code '}'} but no
  * hash tag) is refused in cluster mode; names starting with {@code stockade:token:} are refused everywhere.
  */
-final class RedisBackend implements LeaseBackend {
+final class RedisLeaseService implements LeaseService {
 
     /** Where the counters live. */
     static final String COUNTER_PREFIX = "stockade:token:";
@@ -279,7 +279,7 @@ final class RedisBackend implements LeaseBackend {
     });
     private Nodes nodes; // guarded by this; connected at first use
 
-    RedisBackend(Target target, Replicas replicas, Ticker ticker) {
+    RedisLeaseService(Target target, Replicas replicas, Ticker ticker) {
         this.target = target;
         this.replicas = replicas;
         this.ticker = ticker;

@@ -14,7 +14,7 @@ import java.util.concurrent.TimeoutException;
  * ({@code now()}), never by comparing this machine's clock with it. Every acquisition raises the row's token by one;
  * rows are never deleted, so the token never goes back. Renewal and release are compare-and-set on token and holder.
  */
-final class PostgresBackend implements LeaseBackend {
+final class PostgresLeaseService implements LeaseService {
 
     /** Opens a connection; the caller closes it. */
     @FunctionalInterface
@@ -52,7 +52,7 @@ final class PostgresBackend implements LeaseBackend {
     private final Connections connections;
     private final Ticker ticker;
 
-    PostgresBackend(Connections connections, Ticker ticker) {
+    PostgresLeaseService(Connections connections, Ticker ticker) {
         this.connections = connections;
         this.ticker = ticker;
         try (Connection c = connections.open(); Statement s = c.createStatement()) {

@@ -4,14 +4,14 @@ import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 
 /** One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL, Redis. */
-interface LeaseBackend extends AutoCloseable {
+interface LeaseService extends AutoCloseable {
 
     /**
      * A lease granted by the service.
      *
      * @param token   the fencing token
      * @param sentAt  ticker reading taken just before the granting request was sent (validity starts here)
-     * @param handle  what the backend needs to renew and release it
+     * @param handle  what the service needs to renew and release it
      */
     record Grant(long token, long sentAt, Object handle) {
     }
