@@ -120,7 +120,7 @@ final class Journal implements AutoCloseable {
      * prepares the last segment for appending. Call {@link #start} next.
      */
     static Journal open(Path dir, long compactAfterBytes, ChannelOpener opener,
-                        Consumer<RecordCodec.State> replay) throws IOException {
+                        RecordCodec.Sink replay) throws IOException {
         if (!Files.isDirectory(dir)) {
             Path existing = dir.toAbsolutePath();
             while (existing.getParent() != null && !Files.isDirectory(existing.getParent())) {
@@ -158,7 +158,7 @@ final class Journal implements AutoCloseable {
         }
     }
 
-    private void recover(Consumer<RecordCodec.State> replay) throws IOException {
+    private void recover(RecordCodec.Sink replay) throws IOException {
         List<Segments.Segment> segments = Segments.list(dir);
         long validEnd = 0;
         for (int i = 0; i < segments.size(); i++) {

@@ -65,11 +65,22 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         long lsn;
     }
 
+    /** In {@link #states}: a replayed scope retired since open. */
+    private static final Entry RETIRED = new Entry(-1, null, 0);
+
     /** A prefix floor and the LSN of the record that established it. */
     private record FloorEntry(long token, long lsn) {
     }
 
+    /** The scopes as the journal replay left them: a compact read-only table behind {@link #states}. */
+    private final ReplayedScopes replayed;
+    /**
+     * Every scope changed since open (a raise, a recorded version, a retire): in front of {@link #replayed}, and
+     * the only place a change is made. {@link #RETIRED} hides a replayed scope that was retired since.
+     */
     private final ConcurrentHashMap<String, Entry> states;
+    /** Scopes added minus scopes retired since open: the count is {@code replayed.size()} plus this. */
+    private final java.util.concurrent.atomic.LongAdder addedSinceOpen = new java.util.concurrent.atomic.LongAdder();
     private final ConcurrentHashMap<String, FloorEntry> floors;
     /** A copy of {@link #floors} for the request path; replaced (under the floors' lock) on every change. */
     private volatile Map<String, FloorEntry> floorView;
@@ -78,9 +89,9 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     /** Test seam: runs inside the per-scope critical section, right after a raise queued its record. */
     Consumer<String> afterQueueingRaise;
 
-    private MemoryFenceStore(ConcurrentHashMap<String, Entry> states, ConcurrentHashMap<String, FloorEntry> floors,
-                             Journal journal) {
-        this.states = states;
+    private MemoryFenceStore(ReplayedScopes replayed, ConcurrentHashMap<String, FloorEntry> floors, Journal journal) {
+        this.replayed = replayed;
+        this.states = new ConcurrentHashMap<>();
         this.floors = floors;
         this.floorView = Map.copyOf(floors);
         this.journal = journal;
@@ -97,25 +108,26 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     }
 
     static MemoryFenceStore open(StoreConfig.Memory config, Journal.ChannelOpener opener) throws IOException {
-        ConcurrentHashMap<String, Entry> states = new ConcurrentHashMap<>();
+        // Sized for the journal's records up front (it still grows if they are more scopes than that).
+        ReplayedScopes replayed = new ReplayedScopes(Segments.expectedRecords(config.journal()));
         ConcurrentHashMap<String, FloorEntry> floors = new ConcurrentHashMap<>();
-        Journal journal = Journal.open(config.journal(), config.compactAfterBytes(), opener, r -> {
-            switch (r.type()) {
-                // Per prefix the highest floor wins.
-                case RecordCodec.TYPE_FLOOR -> floors.merge(r.scope(), new FloorEntry(r.token(), 0),
-                        (old, now) -> now.token() >= old.token() ? now : old);
-                // Retired only when covered by a floor, journaled earlier; a later state record brings it back.
-                case RecordCodec.TYPE_RETIRE -> states.remove(r.scope());
-                // Per scope the highest token wins; for equal tokens the later record (a recorded version).
-                default -> states.merge(r.scope(), new Entry(r.token(), r.version(), 0),
-                        (old, now) -> now.token() >= old.token() ? now : old);
-            }
-        });
-        MemoryFenceStore store = new MemoryFenceStore(states, floors, journal);
-        journal.start(sink -> {
-            floors.forEach((prefix, f) -> sink.accept(RecordCodec.encodeFloor(prefix, f.token())));
-            states.forEach((scope, e) -> sink.accept(RecordCodec.encode(scope, e.token(), e.version())));
-        });
+        Journal journal = Journal.open(config.journal(), config.compactAfterBytes(), opener,
+                (type, a, off, len, token, version) -> {
+                    switch (type) {
+                        // Per prefix the highest floor wins.
+                        case RecordCodec.TYPE_FLOOR -> floors.merge(new String(a, off, len,
+                                        java.nio.charset.StandardCharsets.UTF_8), new FloorEntry(token, 0),
+                                (old, now) -> now.token() >= old.token() ? now : old);
+                        // Retired only when covered by a floor, journaled earlier; a later state record brings it
+                        // back.
+                        case RecordCodec.TYPE_RETIRE -> replayed.retire(a, off, len);
+                        // Per scope the highest token wins; for equal tokens the later record (a recorded version).
+                        default -> replayed.put(a, off, len, token, version);
+                    }
+                });
+        replayed.freeze();
+        MemoryFenceStore store = new MemoryFenceStore(replayed, floors, journal);
+        journal.start(store::snapshot);
         return store;
     }
 
@@ -130,13 +142,13 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         if (!fl.isEmpty()) {
             FloorEntry floor = floorOf(fl, scope);
             if (floor != null && (token < floor.token() || token == floor.token() && !acceptEqual)) {
-                Entry current = states.get(scope);
+                Entry current = current(scope);
                 journal.awaitDurable(Math.max(floor.lsn(), current == null ? 0 : current.lsn()));
                 long own = current == null ? -1 : current.token();
                 return new Advance.Stale(Math.max(floor.token(), own), floor.token() > own);
             }
         }
-        Entry current = states.get(scope);
+        Entry current = current(scope);
         if (current != null && token <= current.token()) {
             // Nothing to change. Tokens never go down, so this read is a linearizable answer.
             Advance answer = token == current.token() && acceptEqual
@@ -149,7 +161,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         Outcome o = new Outcome();
         long stamp = journal.beginUpdate();
         try {
-            states.compute(scope, (k, e) -> {
+            update(scope, false, (k, e) -> {
                 o.before = e;
                 if (e == null || token > e.token()) {
                     o.ok = true;
@@ -179,7 +191,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     public Optional<FenceState> get(String scope) throws StoreUnavailableException {
         Objects.requireNonNull(scope, "scope");
         ensureOpen();
-        Entry e = states.get(scope);
+        Entry e = current(scope);
         if (e == null) {
             return Optional.empty();
         }
@@ -191,7 +203,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
         Objects.requireNonNull(scope, "scope");
         ensureOpen();
-        Entry current = states.get(scope);
+        Entry current = current(scope);
         if (current == null) {
             return false;  // no token was ever accepted, so token is not the highest (and entries never vanish)
         }
@@ -205,7 +217,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         Outcome o = new Outcome();
         long stamp = journal.beginUpdate();
         try {
-            states.computeIfPresent(scope, (k, e) -> {
+            update(scope, true, (k, e) -> {
                 o.before = e;
                 if (e.token() != token) {
                     o.lsn = e.lsn();
@@ -243,7 +255,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     @Override
     public Optional<ScopeEntry> scope(String scope) throws StoreUnavailableException {
         ensureOpen();
-        Entry e = states.get(scope);
+        Entry e = current(scope);
         if (e == null) {
             return Optional.empty();
         }
@@ -255,15 +267,14 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     public List<ScopeEntry> scopes(String prefix, int limit) throws StoreUnavailableException {
         ensureOpen();
         List<ScopeEntry> all = new ArrayList<>();
-        long maxLsn = 0;
-        for (Map.Entry<String, Entry> e : states.entrySet()) {
-            if (e.getKey().startsWith(prefix)) {
-                Entry v = e.getValue();
-                all.add(new ScopeEntry(e.getKey(), v.token(), v.version(), v.lsn()));
-                maxLsn = Math.max(maxLsn, v.lsn());
+        long[] maxLsn = {0};
+        eachScope((scope, e) -> {
+            if (scope.startsWith(prefix)) {
+                all.add(new ScopeEntry(scope, e.token(), e.version(), e.lsn()));
+                maxLsn[0] = Math.max(maxLsn[0], e.lsn());
             }
-        }
-        journal.awaitDurable(maxLsn);
+        });
+        journal.awaitDurable(maxLsn[0]);
         all.sort(Comparator.comparingLong(ScopeEntry::activity).reversed().thenComparing(ScopeEntry::scope));
         return List.copyOf(all.subList(0, Math.min(limit, all.size())));
     }
@@ -277,14 +288,11 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     public void forEachScope(Consumer<ScopeEntry> sink) throws StoreUnavailableException {
         ensureOpen();
         long maxLsn = 0;
-        for (Map.Entry<String, Entry> e : states.entrySet()) {
-            maxLsn = Math.max(maxLsn, e.getValue().lsn());
+        for (Entry e : states.values()) {
+            maxLsn = Math.max(maxLsn, e.lsn());
         }
         journal.awaitDurable(maxLsn);
-        for (Map.Entry<String, Entry> e : states.entrySet()) {
-            Entry v = e.getValue();
-            sink.accept(new ScopeEntry(e.getKey(), v.token(), v.version(), v.lsn()));
-        }
+        eachScope((scope, e) -> sink.accept(new ScopeEntry(scope, e.token(), e.version(), e.lsn())));
     }
 
     @Override
@@ -312,7 +320,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         Outcome o = new Outcome();
         long stamp = journal.beginUpdate();
         try {
-            states.compute(scope, (k, e) -> {
+            update(scope, false, (k, e) -> {
                 o.before = e;
                 if (e == null || token > e.token()) {
                     o.lsn = journal.append(record);
@@ -364,7 +372,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         long[] lsn = {0};
         long stamp = journal.beginUpdate();
         try {
-            states.computeIfPresent(scope, (k, e) -> {
+            update(scope, true, (k, e) -> {
                 FloorEntry floor = floorOf(floorView, scope);
                 if (floor == null || floor.token() < e.token()) {
                     result[0] = Retired.NOT_COVERED;
@@ -387,8 +395,84 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
 
     /** Counters for tests and metrics; cheap, and not a consistent cut across fields. */
     public Stats stats() {
-        return new Stats(states.mappingCount(), journal.segmentCount(), journal.journalBytes(),
+        return new Stats(replayed.size() + addedSinceOpen.sum(), journal.segmentCount(), journal.journalBytes(),
                 journal.recordsWritten(), journal.fsyncs(), journal.compactions());
+    }
+
+    /** The visible state of a scope: what was changed since open, else what the replay left; null: none. */
+    private Entry current(String scope) {
+        Entry e = states.get(scope);
+        if (e != null) {
+            return e == RETIRED ? null : e;
+        }
+        return replayedEntry(scope);
+    }
+
+    private Entry replayedEntry(String scope) {
+        if (replayed.size() == 0) {
+            return null;
+        }
+        byte[] key;
+        try {
+            key = RecordCodec.utf8(scope, "scope");
+        } catch (IllegalArgumentException e) {
+            return null; // a scope that cannot be journaled was never replayed
+        }
+        int slot = replayed.slotOf(key);
+        return slot < 0 ? null : new Entry(replayed.tokenAt(slot), replayed.versionAt(slot), 0);
+    }
+
+    /** A change of one scope: gets its visible state (null: none), returns the new one (null: removed). */
+    private interface Change {
+        Entry apply(String scope, Entry current);
+    }
+
+    /**
+     * Changes one scope atomically ({@code ConcurrentHashMap.compute} on {@link #states}, with the replayed state
+     * as the starting point when the scope was not changed since open). Returning the state it was given changes
+     * nothing. With {@code ifPresent}, a scope without state is left alone (as {@code computeIfPresent}).
+     */
+    private void update(String scope, boolean ifPresent, Change change) {
+        states.compute(scope, (k, front) -> {
+            Entry current = front == null ? replayedEntry(k) : front == RETIRED ? null : front;
+            if (ifPresent && current == null) {
+                return front;
+            }
+            Entry next = change.apply(k, current);
+            if (next == current) {
+                return front;
+            }
+            addedSinceOpen.add((next != null ? 1 : 0) - (current != null ? 1 : 0));
+            if (next != null) {
+                return next;
+            }
+            boolean replayedHasIt = front == null ? current != null : replayedEntry(k) != null;
+            return replayedHasIt ? RETIRED : null;
+        });
+    }
+
+    /** Every visible scope: the replayed ones not changed since open, then those changed since (weakly consistent). */
+    private void eachScope(java.util.function.BiConsumer<String, Entry> sink) {
+        replayed.forEach((scope, token, version) -> {
+            if (!states.containsKey(scope)) {
+                sink.accept(scope, new Entry(token, version, 0));
+            }
+        });
+        states.forEach((scope, e) -> {
+            if (e != RETIRED) {
+                sink.accept(scope, e);
+            }
+        });
+    }
+
+    /**
+     * The compaction snapshot: every floor, then every scope. Why no concurrent update is lost is argued at
+     * {@code Journal#compact}; a replayed scope is skipped when a change since open is in front of it, and a change
+     * made after it was written has its record after the snapshot.
+     */
+    private void snapshot(Consumer<byte[]> sink) {
+        floors.forEach((prefix, f) -> sink.accept(RecordCodec.encodeFloor(prefix, f.token())));
+        eachScope((scope, e) -> sink.accept(RecordCodec.encode(scope, e.token(), e.version())));
     }
 
     /** Flushes and fsyncs what is queued, stops the journal writer and releases the journal directory. */

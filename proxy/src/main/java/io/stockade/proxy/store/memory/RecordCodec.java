@@ -85,6 +85,9 @@ final class RecordCodec {
 
     /** Same as {@link #crc(byte[], int, int)} over a buffer, without moving its position. */
     static int crc(ByteBuffer buf, int offset, int len) {
+        if (buf.hasArray()) {
+            return crc(buf.array(), buf.arrayOffset() + offset, len);
+        }
         CRC32C c = new CRC32C();
         c.update(buf.slice(offset, 4));
         c.update(buf.slice(offset + HEADER_BYTES, len));
@@ -102,6 +105,9 @@ final class RecordCodec {
      * @throws IllegalArgumentException when the payload is malformed (a bug or a foreign format, never a torn write)
      */
     static State decode(ByteBuffer buf, int offset, int len) {
+        if (buf.hasArray()) {
+            return decode(buf.array(), buf.arrayOffset() + offset, len);
+        }
         ByteBuffer p = buf.slice(offset, len);
         byte type = p.get();
         if (type != TYPE_STATE && type != TYPE_FLOOR && type != TYPE_RETIRE) {
@@ -129,6 +135,68 @@ final class RecordCodec {
             throw new IllegalArgumentException(p.remaining() + " trailing bytes");
         }
         return new State(type, scope, token, version);
+    }
+
+    /**
+     * Where the replay sends each record: the scope as bytes of the read buffer (valid only during the call), so
+     * that replaying millions of records makes no string per record.
+     */
+    interface Sink {
+        void record(byte type, byte[] a, int scopeOffset, int scopeLength, long token, String version);
+    }
+
+    /** {@link #decode(ByteBuffer, int, int)} over an array. */
+    static State decode(byte[] a, int offset, int len) {
+        State[] out = new State[1];
+        decode(a, offset, len, (type, b, so, sl, token, version) ->
+                out[0] = new State(type, new String(b, so, sl, StandardCharsets.UTF_8), token, version));
+        return out[0];
+    }
+
+    /**
+     * Decodes a payload whose checksum already matched into {@code sink}, reading straight out of the array (no
+     * slice, no copy of the scope).
+     *
+     * @throws IllegalArgumentException when the payload is malformed (a bug or a foreign format, never a torn write)
+     */
+    static void decode(byte[] a, int offset, int len, Sink sink) {
+        int end = offset + len;
+        int p = offset;
+        byte type = a[p++];
+        if (type != TYPE_STATE && type != TYPE_FLOOR && type != TYPE_RETIRE) {
+            throw new IllegalArgumentException("unknown record type " + type);
+        }
+        int scopeLen = intAt(a, p);
+        p += 4;
+        if (scopeLen < 0 || scopeLen > end - p - 12) {
+            throw new IllegalArgumentException("scope length " + scopeLen + " out of range");
+        }
+        int scopeOffset = p;
+        p += scopeLen;
+        long token = ((long) intAt(a, p) << 32) | (intAt(a, p + 4) & 0xffffffffL);
+        p += 8;
+        if (token < 0) {
+            throw new IllegalArgumentException("negative token " + token);
+        }
+        int verLen = intAt(a, p);
+        p += 4;
+        String version;
+        if (verLen == -1) {
+            version = null;
+        } else if (verLen < 0 || verLen != end - p) {
+            throw new IllegalArgumentException("version length " + verLen + " out of range");
+        } else {
+            version = verLen == 0 ? FenceState.ABSENT : new String(a, p, verLen, StandardCharsets.UTF_8);
+            p += verLen;
+        }
+        if (p != end) {
+            throw new IllegalArgumentException((end - p) + " trailing bytes");
+        }
+        sink.record(type, a, scopeOffset, scopeLen, token, version);
+    }
+
+    private static int intAt(byte[] a, int p) {
+        return ((a[p] & 0xff) << 24) | ((a[p + 1] & 0xff) << 16) | ((a[p + 2] & 0xff) << 8) | (a[p + 3] & 0xff);
     }
 
     private static String string(ByteBuffer p, int len) {

@@ -9,7 +9,6 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.function.Consumer;
 import java.util.logging.Logger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -48,6 +47,27 @@ final class Segments {
         return out;
     }
 
+    /** A typical record's length: header, fixed fields and a scope of some 25 bytes. */
+    private static final int TYPICAL_RECORD = RecordCodec.HEADER_BYTES + RecordCodec.MIN_PAYLOAD + 25;
+
+    /**
+     * About how many records the segments in {@code dir} hold (their bytes over a typical record's length), to
+     * size the replay's map; 16 when there are none (or the directory cannot be listed: open reports that).
+     */
+    static int expectedRecords(Path dir) {
+        long bytes = 0;
+        try {
+            if (Files.isDirectory(dir)) {
+                for (Segment s : list(dir)) {
+                    bytes += Files.size(s.path());
+                }
+            }
+        } catch (IOException e) {
+            return 16;
+        }
+        return (int) Math.max(16, Math.min(1 << 28, bytes / TYPICAL_RECORD));
+    }
+
     /** fsync a directory, so files created, renamed or deleted in it survive a crash. */
     static void fsyncDirectory(Path dir) throws IOException {
         try (FileChannel c = FileChannel.open(dir, StandardOpenOption.READ)) {
@@ -67,7 +87,7 @@ final class Segments {
      * @return the length of the valid prefix (the file length when all of it is valid)
      * @throws IOException naming the file and the offset on corruption
      */
-    static long replay(Path file, boolean last, Consumer<RecordCodec.State> sink) throws IOException {
+    static long replay(Path file, boolean last, RecordCodec.Sink sink) throws IOException {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             Window w = new Window(ch);
             long pos = 0;
@@ -75,14 +95,12 @@ final class Segments {
                 String bad = check(w, pos);
                 if (bad == null) {
                     int len = w.buf.getInt(w.at(pos));
-                    RecordCodec.State state;
                     try {
-                        state = RecordCodec.decode(w.buf, w.at(pos) + RecordCodec.HEADER_BYTES, len);
-                    } catch (RuntimeException e) {
+                        RecordCodec.decode(w.buf.array(), w.at(pos) + RecordCodec.HEADER_BYTES, len, sink);
+                    } catch (IllegalArgumentException e) {
                         throw new IOException(file + ": malformed journal record at offset " + pos + " ("
                                 + e.getMessage() + ") although its checksum matches", e);
                     }
-                    sink.accept(state);
                     pos += RecordCodec.HEADER_BYTES + len;
                     continue;
                 }

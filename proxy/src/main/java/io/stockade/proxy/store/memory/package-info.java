@@ -3,10 +3,13 @@
  *
  * <h2>Design</h2>
  * <ul>
- *   <li><b>State.</b> One small immutable entry per scope: highest token, recorded version, and the LSN (log
- *   sequence number) of the journal record that produced it. No per-scope locks: a change and the queueing of its
- *   record happen in one {@code ConcurrentHashMap.compute}, so per scope the journal order is the state order.
- *   Answers that change nothing (equal token, stale token) are read without locking.</li>
+ *   <li><b>State.</b> What the replay found sits in {@code ReplayedScopes}, a compact read-only table (the scope's
+ *   bytes in an arena, token and version in primitive slots: ~63 bytes a scope, nothing for the collector to trace);
+ *   every scope changed since open has one small immutable entry in a {@code ConcurrentHashMap} in front of it:
+ *   highest token, recorded version, and the LSN (log sequence number) of the journal record that produced it. No
+ *   per-scope locks: a change and the queueing of its record happen in one {@code ConcurrentHashMap.compute} (which
+ *   starts from the replayed state when the scope has no entry yet), so per scope the journal order is the state
+ *   order. Answers that change nothing (equal token, stale token) are read without locking.</li>
  *   <li><b>Durable before answering.</b> Every answer waits until the LSN of the entry it was computed from is
  *   fsync'd, including an equal-token accept or a stale answer that leans on another thread's raise that is still
  *   in flight. A crash can therefore never undo a state that some caller has seen.</li>
