@@ -42,22 +42,25 @@ class PolicyLoaderTest {
         return assertThrows(PolicyException.class, () -> PolicyLoader.parse(yaml, SOURCE, env)).errors();
     }
 
+    /** An s3 policy whose backend block ends the text, so that a test can append backend keys to it. */
+    private static final String S3_POLICY = """
+            store: {type: memory, journal: /tmp/j}
+            policies:
+              - name: s3
+                match: {path: "/{path...}"}
+                scope: s3
+                backend:
+                  type: s3
+                  endpoint: http://127.0.0.1:9000
+                  access-key: a
+                  secret-key: b
+                  auth: sigv4
+                  clients: [{access-key: c, secret-key: d}]
+            """;
+
     @Test
     void anS3TokenMustBeSignedUnlessThePolicySaysOtherwise() throws Exception {
-        String yaml = """
-                store: {type: memory, journal: /tmp/j}
-                policies:
-                  - name: s3
-                    match: {path: "/{path...}"}
-                    scope: s3
-                    backend:
-                      type: s3
-                      endpoint: http://127.0.0.1:9000
-                      access-key: a
-                      secret-key: b
-                      auth: sigv4
-                      clients: [{access-key: c, secret-key: d}]
-                """;
+        String yaml = S3_POLICY;
         BackendConfig.S3 signed = (BackendConfig.S3) parse(yaml).policies().getFirst().backend();
         assertTrue(signed.signedToken());
         BackendConfig.S3 unsigned = (BackendConfig.S3) parse(yaml + "      signed-token: false\n").policies()
@@ -74,19 +77,7 @@ class PolicyLoaderTest {
 
     @Test
     void theS3EtagCacheIsOffUnlessAskedForAndOnlyForTheAtomicClass() throws Exception {
-        String yaml = """
-                store: {type: memory, journal: /tmp/j}
-                policies:
-                  - name: s3
-                    match: {path: "/{path...}"}
-                    scope: s3
-                    backend:
-                      type: s3
-                      endpoint: http://127.0.0.1:9000
-                      access-key: a
-                      secret-key: b
-                      auth: none
-                """;
+        String yaml = S3_POLICY;
         assertEquals(0, ((BackendConfig.S3) parse(yaml).policies().getFirst().backend()).etagCache());
         assertEquals(50_000, ((BackendConfig.S3) parse(yaml + "      etag-cache: 50000\n").policies().getFirst()
                 .backend()).etagCache());
@@ -105,20 +96,7 @@ class PolicyLoaderTest {
 
     @Test
     void unsignedS3ReadsAreRefusedUnlessThePolicyForwardsThem() throws Exception {
-        String yaml = """
-                store: {type: memory, journal: /tmp/j}
-                policies:
-                  - name: s3
-                    match: {path: "/{path...}"}
-                    scope: s3
-                    backend:
-                      type: s3
-                      endpoint: http://127.0.0.1:9000
-                      access-key: a
-                      secret-key: b
-                      auth: sigv4
-                      clients: [{access-key: c, secret-key: d}]
-                """;
+        String yaml = S3_POLICY;
         assertEquals(BackendConfig.UnsignedReads.REFUSE,
                 ((BackendConfig.S3) parse(yaml).policies().getFirst().backend()).unsignedReads());
         assertEquals(BackendConfig.UnsignedReads.FORWARD, ((BackendConfig.S3) parse(yaml

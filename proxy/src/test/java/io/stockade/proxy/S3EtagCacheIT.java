@@ -46,20 +46,13 @@ class S3EtagCacheIT {
         fixture = S3Fixture.start(journalDirect);
         relay = TcpRelay.to(fixture.s3proxy.getPort());
         String port = Integer.toString(relay.port());
-        cached = ProxyFixture.start(journalCached, S3Fixture.POLICY, Map.of("S3PORT", port, "ETAG_CACHE", "1000"));
-        plain = ProxyFixture.start(journalPlain, S3Fixture.POLICY, Map.of("S3PORT", port));
+        cached = fixture.anotherProxy(journalCached, Map.of("S3PORT", port, "ETAG_CACHE", "1000"));
+        plain = fixture.anotherProxy(journalPlain, Map.of("S3PORT", port));
         viaCached = S3Fixture.client(cached.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
         viaPlain = S3Fixture.client(plain.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
         direct = fixture.direct();
-        writer = S3Client.builder()
-                .endpointOverride(fixture.directUri())
-                .region(software.amazon.awssdk.regions.Region.US_EAST_1)
-                .forcePathStyle(true)
-                .requestChecksumCalculation(software.amazon.awssdk.core.checksums.RequestChecksumCalculation.WHEN_REQUIRED)
-                .credentialsProvider(software.amazon.awssdk.auth.credentials.StaticCredentialsProvider.create(
-                        software.amazon.awssdk.auth.credentials.AwsBasicCredentials.create(S3Fixture.UPSTREAM_KEY,
-                                S3Fixture.UPSTREAM_SECRET)))
-                .build();
+        writer = S3Fixture.clientWithRequiredChecksumsOnly(fixture.directUri(), S3Fixture.UPSTREAM_KEY,
+                S3Fixture.UPSTREAM_SECRET);
         direct.createBucket(b -> b.bucket(BUCKET));
     }
 

@@ -134,6 +134,21 @@ public final class S3Fixture implements AutoCloseable {
                 .build();
     }
 
+    /**
+     * An SDK client that computes request checksums only when an operation requires them: s3proxy refuses the SDK's
+     * default trailing checksums ({@code XAmzContentSHA256Mismatch}), so a client writing straight to it needs this.
+     */
+    public static S3Client clientWithRequiredChecksumsOnly(URI endpoint, String key, String secret) {
+        return S3Client.builder()
+                .endpointOverride(endpoint)
+                .region(Region.US_EAST_1)
+                .forcePathStyle(true)
+                .requestChecksumCalculation(software.amazon.awssdk.core.checksums.RequestChecksumCalculation.WHEN_REQUIRED)
+                .responseChecksumValidation(software.amazon.awssdk.core.checksums.ResponseChecksumValidation.WHEN_REQUIRED)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(key, secret)))
+                .build();
+    }
+
     S3Presigner presigner() {
         return S3Presigner.builder()
                 .endpointOverride(proxyUri())

@@ -48,7 +48,7 @@ class S3ReplicaRaceIT {
     static void start() throws Exception {
         fixture = S3Fixture.start(journalB);
         relay = TcpRelay.to(fixture.s3proxy.getPort());
-        replicaA = ProxyFixture.start(journalA, S3Fixture.POLICY, Map.of("S3PORT", Integer.toString(relay.port())));
+        replicaA = fixture.anotherProxy(journalA, Map.of("S3PORT", Integer.toString(relay.port())));
         viaA = S3Fixture.client(replicaA.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
         viaB = fixture.client();
         direct = fixture.direct();

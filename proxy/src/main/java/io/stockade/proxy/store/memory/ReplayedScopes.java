@@ -224,7 +224,12 @@ final class ReplayedScopes {
 
     private String key(long ref) {
         byte[] chunk = chunks[(int) (ref >>> CHUNK_BITS)];
-        int p = (int) (ref & (CHUNK - 1));
+        long at = keyAt(chunk, (int) (ref & (CHUNK - 1)));
+        return new String(chunk, (int) (at >>> 32), (int) at, StandardCharsets.UTF_8);
+    }
+
+    /** Where a stored key's bytes start (high 32 bits) and how many there are (low 32 bits), past its length. */
+    private static long keyAt(byte[] chunk, int p) {
         int len = 0;
         int shift = 0;
         byte b;
@@ -233,7 +238,7 @@ final class ReplayedScopes {
             len |= (b & 0x7f) << shift;
             shift += 7;
         } while (b < 0);
-        return new String(chunk, p, len, StandardCharsets.UTF_8);
+        return ((long) p << 32) | len;
     }
 
     // ---- the table ----
@@ -267,16 +272,9 @@ final class ReplayedScopes {
 
     private boolean sameKey(long ref, byte[] a, int off, int len) {
         byte[] chunk = chunks[(int) (ref >>> CHUNK_BITS)];
-        int p = (int) (ref & (CHUNK - 1));
-        int stored = 0;
-        int shift = 0;
-        byte b;
-        do {
-            b = chunk[p++];
-            stored |= (b & 0x7f) << shift;
-            shift += 7;
-        } while (b < 0);
-        return stored == len && Arrays.equals(chunk, p, p + len, a, off, off + len);
+        long at = keyAt(chunk, (int) (ref & (CHUNK - 1)));
+        int p = (int) (at >>> 32);
+        return (int) at == len && Arrays.equals(chunk, p, p + len, a, off, off + len);
     }
 
     /** The high 28 bits of {@link #hash}, what a slot keeps. */
