@@ -40,6 +40,7 @@ public final class S3Fixture implements AutoCloseable {
               - name: s3
                 match: {path: "/{path...}"}
                 scope: s3
+                fence: {missing: "${MISSING_TOKEN:-reject}"}
                 limits: {body-timeout: "${BODY_TIMEOUT:-5m}"}
                 backend: &s3
                   type: s3

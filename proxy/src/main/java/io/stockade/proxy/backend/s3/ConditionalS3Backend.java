@@ -50,14 +50,44 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
             .withZone(ZoneOffset.UTC);
 
-    private final ScopeGuard local = new ScopeGuard();
+    /**
+     * Per upstream endpoint, for every policy in the process that writes through it (and across reloads): one lock
+     * per object, so that one proxy serializes each object's writes whichever policy they come through, and one
+     * {@link EtagCache}, which every write through any of them keeps true.
+     */
+    private record Shared(ScopeGuard local, EtagCache written) {
+    }
+
+    private static final java.util.concurrent.ConcurrentHashMap<String, Shared> SHARED =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    private final ScopeGuard local;
     private final UploadIds uploadIds;
     private final EtagCache written;
+    /** Whether this policy's writes may skip the HEAD ({@code etag-cache} above 0). */
+    private final boolean useCache;
 
     ConditionalS3Backend(BackendConfig.S3 config) {
         super(config);
         this.uploadIds = new UploadIds(config.secretKey());
-        this.written = new EtagCache(config.etagCache());
+        Shared shared = SHARED.computeIfAbsent(endpointKey(config.endpoint()),
+                k -> new Shared(new ScopeGuard(), new EtagCache(0)));
+        shared.written().atLeast(config.etagCache());
+        this.local = shared.local();
+        this.written = shared.written();
+        this.useCache = config.etagCache() > 0;
+    }
+
+    /** The endpoint as one string per store: scheme, host (lower case), port, path without a trailing slash. */
+    static String endpointKey(java.net.URI endpoint) {
+        int port = endpoint.getPort() >= 0 ? endpoint.getPort()
+                : endpoint.getScheme().equalsIgnoreCase("https") ? 443 : 80;
+        String path = java.util.Objects.requireNonNullElse(endpoint.getRawPath(), "");
+        while (path.endsWith("/")) {
+            path = path.substring(0, path.length() - 1);
+        }
+        return endpoint.getScheme().toLowerCase(Locale.ROOT) + "://" + endpoint.getHost().toLowerCase(Locale.ROOT)
+                + ":" + port + path;
     }
 
     @Override
@@ -163,8 +193,57 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         switch (p.s3().operation()) {
             case LIST_OBJECTS, LIST_OBJECT_VERSIONS -> listing(exchange, p);
             case DELETE_BUCKET -> deleteBucket(exchange, p);
-            default -> super.forward(exchange);
+            default -> {
+                if (written.enabled() && changesObjects(p)) {
+                    forwardWrite(exchange, p);
+                } else {
+                    super.forward(exchange);
+                }
+            }
         }
+    }
+
+    /**
+     * A write forwarded as it is (unfenced: {@code missing: allow}, observe mode, a token the verifier let through
+     * unchecked) while the ETag cache is on: it may replace an object with the same bytes and another token, which
+     * the cache could not tell from no change. So it holds the object's lock like a fenced write and forgets the
+     * object when done; one that names its objects in its body (DeleteObjects) empties the cache.
+     */
+    private void forwardWrite(Exchange exchange, Parsed p) {
+        String key = p.form() != null ? p.form().key() : p.s3().key();
+        if (key == null) {
+            try {
+                super.forward(exchange);
+            } finally {
+                written.clear();
+            }
+            return;
+        }
+        String object = p.s3().bucket() + "/" + key;
+        try (ScopeGuard.Held held = local.acquire(object, SCOPE_WAIT.toNanos())) {
+            if (held == null) {
+                answer(exchange, 503, "SlowDown", "other writes of this object held it for " + SCOPE_WAIT.toSeconds()
+                        + " s");
+                return;
+            }
+            try {
+                super.forward(exchange);
+            } finally {
+                written.forget(object);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            answer(exchange, 503, "ServiceUnavailable", "the proxy is stopping");
+        }
+    }
+
+    /** Whether a request may change an object's bytes or metadata (parts of a multipart upload do not, yet). */
+    private static boolean changesObjects(Parsed p) {
+        return switch (p.s3().operation()) {
+            case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, DELETE_OBJECTS, COMPLETE_MULTIPART, POST_OBJECT -> true;
+            case OBJECT_OTHER -> !p.s3().method().equals("GET") && !p.s3().method().equals("HEAD");
+            default -> false;
+        };
     }
 
     @Override
@@ -630,7 +709,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                     if (status / 100 == 2) {
                         return null;
                     }
-                    if (!lostRace(r) || attempt >= config.retries()) {
+                    if (!lostRace(r, head.exists()) || attempt >= config.retries()) {
                         return "<Code>" + (status == 412 || status == 409 ? "SlowDown" : "InternalError")
                                 + "</Code><Message>the upstream answered " + status + "</Message>";
                     }
@@ -686,7 +765,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             }
             // Only a body that can be sent again may be written on a remembered ETag, and only without the client's
             // own conditions (those are judged against the store's current answer).
-            boolean remembered = replayable && written.enabled() && !clientConditions(exchange);
+            boolean remembered = replayable && useCache && !clientConditions(exchange);
             for (int i = 0; ; i++) {
                 Head head = remembered ? rememberedHead(exchange, object, token, acceptEqual) : null;
                 boolean fromCache = head != null;
@@ -720,7 +799,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                     return new WriteResult.Answered(answered.status);
                 }
                 try (response) {
-                    if (!lostRace(response)) {
+                    if (!lostRace(response, head.exists())) {
                         if (response.status() / 100 == 2) {
                             if (remember == Remember.NOTHING) {
                                 written.forget(object);
@@ -846,10 +925,13 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         return new WriteResult.Answered(response.status());
     }
 
-    /** Whether the upstream refused the condition: 412, or 409 ConditionalRequestConflict. */
-    private static boolean lostRace(UpstreamResponse response) {
+    /**
+     * Whether the upstream refused the condition: 412, 409 ConditionalRequestConflict, or, for a write sent
+     * {@code If-Match}, 404 (S3's answer when the object named by the ETag was deleted since it was read).
+     */
+    private static boolean lostRace(UpstreamResponse response, boolean ifMatch) {
         int status = response.status();
-        if (status == 412) {
+        if (status == 412 || (ifMatch && status == 404)) {
             return true;
         }
         if (status != 409) {

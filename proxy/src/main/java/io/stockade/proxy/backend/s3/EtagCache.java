@@ -11,7 +11,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * is always judged against the store.
  * <p>
  * Safe when every write of the object goes through this proxy (one replica per object): the writes of one object are
- * serialized within the proxy, and each either records its answer here or forgets the entry. With several replicas a
+ * serialized within the proxy, and each either records its answer here or forgets the entry, fenced or not, through
+ * whichever policy it came (one cache per upstream endpoint in the process). With several replicas a
  * newer holder writing, through another replica, the same bytes as this proxy's last write leaves the ETag as it was
  * (an S3 ETag is the MD5 of the bytes); the entry would then let an older token's write land. Hence off by default
  * (docs/s3.md).
@@ -24,12 +25,18 @@ final class EtagCache {
     record Known(String etag, long token, boolean tombstone) {
     }
 
-    private final int capacity;
-    private final ConcurrentHashMap<String, Known> entries;
+    private volatile int capacity;
+    private final ConcurrentHashMap<String, Known> entries = new ConcurrentHashMap<>();
 
     EtagCache(int capacity) {
         this.capacity = capacity;
-        this.entries = new ConcurrentHashMap<>(Math.min(capacity, 1 << 16));
+    }
+
+    /** Makes room for at least {@code n} entries (the largest {@code etag-cache} of the policies sharing it). */
+    synchronized void atLeast(int n) {
+        if (n > capacity) {
+            capacity = n;
+        }
     }
 
     boolean enabled() {
@@ -63,6 +70,11 @@ final class EtagCache {
         if (capacity > 0) {
             entries.remove(object);
         }
+    }
+
+    /** Objects changed that cannot be named one by one (an unfenced DeleteObjects): every write reads first. */
+    void clear() {
+        entries.clear();
     }
 
     int size() {

@@ -12,7 +12,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * ({@code If-Match}), and S3 stores (AWS, MinIO, s3proxy) make the ETag of a plain PUT the MD5 of its bytes: were
  * every tombstone zero bytes long, every tombstone would have the same ETag, and a write judged against tombstone 10
  * in one replica would still match after another replica had written tombstone 12 between its read and its write;
- * the stale write would land (S3TombstoneRaceIT). So each tombstone holds a fixed text with a random nonce:
+ * the stale write would land (S3ReplicaRaceIT). So each tombstone holds a fixed text with a random nonce:
  * {@value #SIZE} bytes, no two alike. Zero-byte tombstones written by earlier versions are still recognised.
  */
 final class Tombstone {
