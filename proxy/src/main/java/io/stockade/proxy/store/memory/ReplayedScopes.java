@@ -83,7 +83,69 @@ final class ReplayedScopes {
      */
     void put(byte[] a, int off, int len, long token, String version) {
         checkBuilding();
-        int h = hash28(a, off, len);
+        stage(a, off, len, token, version, false);
+    }
+
+    /** A retire record: the scope is gone (until a later state record). */
+    void retire(byte[] a, int off, int len) {
+        checkBuilding();
+        stage(a, off, len, 0, null, true);
+    }
+
+    // Records are applied in batches, in their order: the slots a batch will probe are loaded first, all at once,
+    // so that their cache misses overlap instead of following one another (the probe is the replay's cost).
+    private static final int BATCH = 32;
+    private byte[] staged = new byte[BATCH * 64];
+    private int stagedBytes;
+    private int batch;
+    private final int[] batchOffset = new int[BATCH];
+    private final int[] batchLength = new int[BATCH];
+    private final int[] batchHash = new int[BATCH];
+    private final long[] batchToken = new long[BATCH];
+    private final String[] batchVersion = new String[BATCH];
+    private final boolean[] batchRetire = new boolean[BATCH];
+    /** Where the batch's early loads go, so that they are not optimized away. */
+    private long touched;
+
+    private void stage(byte[] a, int off, int len, long token, String version, boolean retire) {
+        if (stagedBytes + len > staged.length) {
+            flush();
+            if (len > staged.length) {
+                staged = new byte[len];
+            }
+        }
+        System.arraycopy(a, off, staged, stagedBytes, len);
+        batchOffset[batch] = stagedBytes;
+        batchLength[batch] = len;
+        batchHash[batch] = hash28(a, off, len);
+        batchToken[batch] = token;
+        batchVersion[batch] = version;
+        batchRetire[batch] = retire;
+        stagedBytes += len;
+        if (++batch == BATCH) {
+            flush();
+        }
+    }
+
+    private void flush() {
+        long sum = 0;
+        for (int i = 0; i < batch; i++) {
+            sum += table[2 * home(batchHash[i])];
+        }
+        touched += sum;
+        for (int i = 0; i < batch; i++) {
+            if (batchRetire[i]) {
+                applyRetire(staged, batchOffset[i], batchLength[i], batchHash[i]);
+            } else {
+                applyPut(staged, batchOffset[i], batchLength[i], batchHash[i], batchToken[i], batchVersion[i]);
+            }
+            batchVersion[i] = null;
+        }
+        batch = 0;
+        stagedBytes = 0;
+    }
+
+    private void applyPut(byte[] a, int off, int len, int h, long token, String version) {
         int slot = find(a, off, len, h);
         if (slot >= 0) {
             long current = table[2 * slot + 1];
@@ -111,10 +173,8 @@ final class ReplayedScopes {
         size++;
     }
 
-    /** A retire record: the scope is gone (until a later state record). */
-    void retire(byte[] a, int off, int len) {
-        checkBuilding();
-        int slot = find(a, off, len, hash28(a, off, len));
+    private void applyRetire(byte[] a, int off, int len, int h) {
+        int slot = find(a, off, len, h);
         if (slot >= 0 && table[2 * slot + 1] != REMOVED) {
             table[2 * slot + 1] = REMOVED;
             versions[slot] = null;
@@ -125,6 +185,8 @@ final class ReplayedScopes {
     /** Ends the replay: drops removed scopes and spare room, so the table holds what it reads. */
     void freeze() {
         checkBuilding();
+        flush();
+        staged = null;
         if (used != size || capacity > capacityFor(size) * 1.25) {
             rehash(capacityFor(size));
         }
