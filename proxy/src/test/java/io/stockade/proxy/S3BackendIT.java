@@ -197,6 +197,26 @@ class S3BackendIT {
     }
 
     @Test
+    void anUploadPartCopyFromADeletedObjectIsNoSuchKeyNotItsTombstonesBytes() {
+        put("part-src", 1, "live bytes");
+        String upload = s3.createMultipartUpload(b -> b.bucket(BUCKET).key("part-dst")
+                .overrideConfiguration(token(3))).uploadId();
+        s3.uploadPartCopy(b -> b.sourceBucket(BUCKET).sourceKey("part-src").destinationBucket(BUCKET)
+                .destinationKey("part-dst").uploadId(upload).partNumber(1));
+        s3.deleteObject(b -> b.bucket(BUCKET).key("part-src").overrideConfiguration(token(2)));
+
+        S3Exception gone = assertThrows(S3Exception.class, () -> s3.uploadPartCopy(b -> b.sourceBucket(BUCKET)
+                .sourceKey("part-src").destinationBucket(BUCKET).destinationKey("part-dst").uploadId(upload)
+                .partNumber(2)));
+        assertEquals(404, gone.statusCode());
+        assertEquals("NoSuchKey", gone.awsErrorDetails().errorCode());
+        // the store holds the first part only: the tombstone's bytes were not copied as a part
+        assertEquals(List.of(1), s3.listParts(b -> b.bucket(BUCKET).key("part-dst").uploadId(upload)).parts()
+                .stream().map(part -> part.partNumber()).toList());
+        s3.abortMultipartUpload(b -> b.bucket(BUCKET).key("part-dst").uploadId(upload));
+    }
+
+    @Test
     void aStaleCompleteIsRejectedAndNothingIsVisible() {
         String key = "stale-multi.bin";
         String upload = s3.createMultipartUpload(b -> b.bucket(BUCKET).key(key).overrideConfiguration(token(40)))

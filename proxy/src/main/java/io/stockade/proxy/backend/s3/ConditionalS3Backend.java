@@ -159,7 +159,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 case CREATE_MULTIPART -> createMultipart(exchange, p, token, acceptEqual);
                 case DELETE_OBJECTS -> deleteObjects(exchange, p, token, acceptEqual);
                 case POST_OBJECT -> postObject(exchange, p, token, acceptEqual);
-                default -> relay(exchange, p, List.of());
+                default -> isUploadPartCopy(exchange, p) ? uploadPartCopy(exchange, p) : relay(exchange, p, List.of());
             };
         } catch (ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
@@ -194,7 +194,13 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             case LIST_OBJECTS, LIST_OBJECT_VERSIONS -> listing(exchange, p);
             case DELETE_BUCKET -> deleteBucket(exchange, p);
             default -> {
-                if (written.enabled() && changesObjects(p)) {
+                if (isUploadPartCopy(exchange, p)) {
+                    try {
+                        answerForwarded(exchange, uploadPartCopy(exchange, p));
+                    } catch (ClientError e) {
+                        answer(exchange, e.status, e.code, e.getMessage());
+                    }
+                } else if (written.enabled() && changesObjects(p)) {
                     forwardWrite(exchange, p);
                 } else {
                     super.forward(exchange);
@@ -560,15 +566,18 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 response -> relayed(exchange, response));
     }
 
-    private WriteResult copyObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
-        S3Request s3 = p.s3();
-        ServerRequest req = exchange.request();
+    /** The object a CopyObject or UploadPartCopy reads ({@code x-amz-copy-source}), and its version query. */
+    private record CopySource(String bucket, String key, List<Map.Entry<String, String>> query) {
+    }
+
+    /** The request's {@code x-amz-copy-source}; a malformed one is a {@link ClientError} (400). */
+    private static CopySource copySource(ServerRequest req) {
         String source = req.headers().first(HeaderNames.create("x-amz-copy-source")).orElse("");
         String decoded;
         try {
             decoded = SigV4.decode(source);
         } catch (IllegalArgumentException e) {
-            return answer(exchange, 400, "InvalidArgument", "x-amz-copy-source has a bad escape");
+            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source has a bad escape");
         }
         String versionId = null;
         int q = decoded.indexOf("?versionId=");
@@ -581,12 +590,40 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         }
         int slash = decoded.indexOf('/');
         if (slash <= 0 || slash == decoded.length() - 1) {
-            return answer(exchange, 400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
         }
-        String srcBucket = decoded.substring(0, slash);
-        String srcKey = decoded.substring(slash + 1);
-        List<Map.Entry<String, String>> srcQuery = versionId == null ? List.of()
-                : List.of(Map.entry("versionId", versionId));
+        return new CopySource(decoded.substring(0, slash), decoded.substring(slash + 1), versionId == null
+                ? List.of() : List.of(Map.entry("versionId", versionId)));
+    }
+
+    /**
+     * UploadPartCopy: relayed (a part changes no object yet), unless its source is a tombstone, which the store would
+     * copy as the part's bytes; a deleted source is 404 {@code NoSuchKey}, as S3 answers for a missing one.
+     */
+    private WriteResult uploadPartCopy(Exchange exchange, Parsed p) {
+        CopySource src = copySource(exchange.request());
+        try (UpstreamResponse r = upstream.send("HEAD", src.bucket(), src.key(), src.query(), List.of(), null)) {
+            if (r.status() == 200 && r.first(DELETED_META) != null) {
+                return answer(exchange, 404, "NoSuchKey", "The specified copy source does not exist.");
+            }
+        } catch (RuntimeException e) {
+            return failure(exchange, e, false);
+        }
+        return relay(exchange, p, List.of());
+    }
+
+    private static boolean isUploadPartCopy(Exchange exchange, Parsed p) {
+        return p.s3().operation() == S3Request.Operation.UPLOAD_PART
+                && exchange.request().headers().contains(HeaderNames.create("x-amz-copy-source"));
+    }
+
+    private WriteResult copyObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        ServerRequest req = exchange.request();
+        CopySource source = copySource(req);
+        String srcBucket = source.bucket();
+        String srcKey = source.key();
+        List<Map.Entry<String, String>> srcQuery = source.query();
         List<Map.Entry<String, String>> srcConditions = new ArrayList<>();
         for (String c : List.of("if-match", "if-none-match", "if-modified-since", "if-unmodified-since")) {
             req.headers().first(HeaderNames.create("x-amz-copy-source-" + c))
