@@ -100,6 +100,9 @@ final class Segments {
                     } catch (IllegalArgumentException e) {
                         throw new IOException(file + ": malformed journal record at offset " + pos + " ("
                                 + e.getMessage() + ") although its checksum matches", e);
+                    } catch (RuntimeException e) {
+                        throw new IOException(file + ": replaying the record at offset " + pos + " failed: "
+                                + e.getMessage(), e); // e.g. more scopes than one table holds
                     }
                     pos += RecordCodec.HEADER_BYTES + len;
                     continue;
