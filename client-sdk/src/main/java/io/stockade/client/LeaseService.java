@@ -2,8 +2,9 @@ package io.stockade.client;
 
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BiConsumer;
 
-/** One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL, Redis. */
+/** One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL, Redis, ZooKeeper. */
 interface LeaseService extends AutoCloseable {
 
     /**
@@ -31,6 +32,14 @@ interface LeaseService extends AutoCloseable {
 
     /** Releases, guarded by the token (never releases a later holder's lease). */
     void release(String name, String holder, Grant grant) throws Exception;
+
+    /**
+     * For a service that learns of a loss between renewals (a ZooKeeper session's watcher): calls {@code onLoss}
+     * with the reason and a detail when it does, once the lease is held. Default: nothing to watch, the watchdog's
+     * renewals find every loss.
+     */
+    default void watch(Grant grant, BiConsumer<LossReason, String> onLoss) {
+    }
 
     @Override
     void close();

@@ -48,6 +48,10 @@ import javax.sql.DataSource;
  *       the server's clock in milliseconds, so it also rises across a failover that lost the last acquisition.
  *       Optionally {@code WAIT} for replicas ({@link Builder#redisReplicas}). Caveat: never delete the
  *       {@code stockade:token:} keys.</li>
+ *   <li><b>ZooKeeper</b> ({@link Builder#zookeeper(String, String)}, needs {@code org.apache.zookeeper:zookeeper}
+ *       3.9): Curator's {@code InterProcessMutex} recipe, one session per lease; the token is the lock node's
+ *       creation zxid. A disconnection ends the lease at once. Caveat: tokens jump by about 2^32 at every leader
+ *       election (the zxid's high half is the epoch).</li>
  * </ul>
  *
  * <h2>Renewal</h2>
@@ -316,6 +320,40 @@ public final class Leases {
             Settings s = settings();
             RedisLeaseService.Target target = RedisLeaseService.Target.parse(url, redisUser, redisPassword, redisTls);
             return new WatchdogProvider(new RedisLeaseService(target, redisReplicas, s.ticker()), s);
+        }
+
+        /**
+         * A ZooKeeper provider (org.apache.zookeeper:zookeeper 3.9 on the class path): Curator's
+         * {@code InterProcessMutex} recipe under the path {@code "/" + name}, one session per lease with the ttl as
+         * its session timeout. Token: the lock node's creation zxid. See {@link #zookeeper(String, String)}.
+         *
+         * @param servers {@code host:port[,host:port…]}
+         * @return the provider
+         */
+        public LeaseProvider zookeeper(String servers) {
+            return zookeeper(servers, "/");
+        }
+
+        /**
+         * A ZooKeeper provider (org.apache.zookeeper:zookeeper 3.9 on the class path). Acquire creates an ephemeral
+         * sequential node {@code prefix + name + "/_c_<uuid>-lock-<seq>"} and waits until it has the lowest
+         * sequence number (Curator's {@code InterProcessMutex} recipe: both take turns on the same path); the token
+         * is that node's creation zxid ({@code czxid}), which every later holder's node exceeds. Each lease has its
+         * own session, whose timeout is the lease's ttl (the servers must allow it: between their min and max
+         * session timeout, by default 2 and 20 {@code tickTime}; a shorter one granted fails the acquisition). The
+         * lease is lost when a renewal finds the node gone or not ours, when the session expires, and — at once —
+         * when the client is disconnected (Curator's {@code SUSPENDED}): the session may already have expired.
+         *
+         * @param servers {@code host:port[,host:port…]}, no chroot
+         * @param prefix  an absolute path the lease name is appended to, e.g. {@code /locks/} (the proxy's
+         *                {@code fence.verify} {@code prefix})
+         * @return the provider
+         * @throws IllegalArgumentException if no server is given, the prefix is not absolute, or the renewal
+         *                                  fractions break the arithmetic
+         */
+        public LeaseProvider zookeeper(String servers, String prefix) {
+            Settings s = settings();
+            return new WatchdogProvider(new ZooKeeperLeaseService(servers, prefix, s.ticker()), s);
         }
 
         /**

@@ -66,6 +66,7 @@ final class WatchdogProvider implements LeaseProvider {
         }
         held.add(lease);
         lease.addListener((l, reason) -> held.remove(lease));
+        service.watch(grant, lease::lost);
         schedule(lease, lease.renewIntervalNanos(settings.renewFraction()));
         return lease;
     }

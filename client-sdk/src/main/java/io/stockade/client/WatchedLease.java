@@ -49,6 +49,10 @@ final class WatchedLease implements Lease {
         this.lastRenewalSent = grant.sentAt();
     }
 
+    LeaseService.Grant grant() {
+        return grant;
+    }
+
     void watchdog(ScheduledFuture<?> task) {
         this.watchdog = task;
     }
@@ -182,6 +186,11 @@ final class WatchedLease implements Lease {
                     + token() + " is no longer the holder's");
             case REVOKED -> lose(LossReason.REVOKED, "the lock service no longer has the lease");
         }
+    }
+
+    /** A loss the lock service reported between renewals ({@link LeaseService#watch}). */
+    void lost(LossReason reason, String detail) {
+        lose(reason, detail);
     }
 
     /** The loss, noticing an expiry on the way. */

@@ -180,6 +180,42 @@ public sealed interface TokenVerification {
     }
 
     /**
+     * The token must be the creation zxid ({@code czxid}) of the node that holds the ZooKeeper lock
+     * {@code prefix + scope}, as Curator's {@code InterProcessMutex} recipe makes it: one ephemeral sequential child
+     * per contender ({@code …-lock-0000000007}), the child with the lowest sequence number holds the lock. One
+     * {@code sync}, one {@code getChildren} and one {@code exists} per lookup.
+     *
+     * @param servers {@code host:port} of each ensemble member (port {@value #DEFAULT_PORT} when left out)
+     * @param prefix  an absolute znode path prepended to the scope to give the lock path (default {@code /}: the
+     *                lock path is {@code /} + scope)
+     * @param timeout deadline of each lookup (connecting, and the answers); past it the write is refused with 503
+     * @param cache   positive verdicts remembered per (scope, token)
+     */
+    record ZooKeeper(List<String> servers, String prefix, Duration timeout, Cache cache) implements TokenVerification {
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+        public static final int DEFAULT_PORT = 2181;
+        public static final String DEFAULT_PREFIX = "/";
+
+        public ZooKeeper {
+            servers = List.copyOf(servers);
+            if (servers.isEmpty()) {
+                throw new IllegalArgumentException("at least one server");
+            }
+            Objects.requireNonNull(prefix, "prefix");
+            if (!prefix.startsWith("/")) {
+                throw new IllegalArgumentException("prefix must start with '/'");
+            }
+            Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(cache, "cache");
+        }
+
+        /** The ZooKeeper client's connect string: the servers, comma-separated. */
+        public String connectString() {
+            return String.join(",", servers);
+        }
+    }
+
+    /**
      * The request must carry a signature of (scope, token, expiry) made with one of the shared keys, in
      * {@code header}: {@code v1; kid=<id>; exp=<unix seconds>; sig=<base64url HMAC-SHA256>}. For deployments where
      * the proxy cannot reach the lock service; the writers' SDK signs with the same key.

@@ -18,6 +18,15 @@ final class VerifyReader {
     private static final Pattern NAMESPACE = Pattern.compile("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
     /** The start of a Lease name (a DNS subdomain): what may come before the scope. */
     private static final Pattern LEASE_PREFIX = Pattern.compile("[a-z0-9][-a-z0-9.]{0,251}");
+    /** {@code host[:port]} of a ZooKeeper server: a host name, an IPv4 address or a bracketed IPv6 address. */
+    private static final Pattern ZK_SERVER = Pattern.compile(
+            "(?<host>[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])(:(?<port>[0-9]{1,5}))?");
+    /**
+     * The start of a lock path: absolute, no empty, {@code .} or {@code ..} segment, none of the characters ZooKeeper
+     * refuses in a path (controls, U+FFF0 to U+FFFF); a trailing {@code /} is allowed (the scope follows it).
+     */
+    private static final Pattern ZK_PREFIX = Pattern.compile(
+            "/|(/(?!\\.{1,2}(/|$))[^/\\x00-\\x1f\\x7f-\\x9f\\ud800-\\uf8ff\\ufff0-\\uffff]+)+/?");
     private static final Pattern TABLE = Pattern.compile("([a-z_][a-z0-9_]*\\.)?[a-z_][a-z0-9_]*");
 
     private VerifyReader() {
@@ -31,6 +40,7 @@ final class VerifyReader {
                     case "postgres" -> postgres(verify);
                     case "kubernetes" -> kubernetes(verify);
                     case "redis" -> redis(verify);
+                    case "zookeeper" -> zookeeper(verify);
                     default -> hmac(verify);
                 }));
     }
@@ -174,6 +184,72 @@ final class VerifyReader {
             }
             return Optional.of(uri);
         });
+    }
+
+    private static Optional<TokenVerification> zookeeper(Mapping verify) {
+        verify.allowOnly(Vocabulary.ZOOKEEPER_VERIFY_KEYS);
+        Optional<List<String>> servers = verify.required("servers", VerifyReader::zkServers);
+        Optional<String> prefix = verify.optional("prefix", f -> Values.matching(f, ZK_PREFIX, "is not the start of"
+                + " a ZooKeeper path: write an absolute path such as /locks/ (starting with '/', no '//', '.' or '..'"
+                + " segment, no control character)"), TokenVerification.ZooKeeper.DEFAULT_PREFIX);
+        Optional<Duration> timeout = verify.optional("timeout", Values::duration,
+                TokenVerification.ZooKeeper.DEFAULT_TIMEOUT);
+        Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
+                TokenVerification.Cache.DEFAULT);
+        if (!Values.allPresent(servers, prefix, timeout, cache)) {
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.ZooKeeper(servers.get(), prefix.get(), timeout.get(), cache.get()));
+    }
+
+    /** A list of {@code host[:port]}, or the same comma-separated in one string (a ZooKeeper connect string). */
+    private static Optional<List<String>> zkServers(Field field) {
+        if (field.isScalar()) {
+            return Values.text(field).flatMap(text -> {
+                List<String> servers = new ArrayList<>();
+                for (String part : text.split(",", -1)) {
+                    Optional<String> server = zkServer(part.strip(), field);
+                    if (server.isEmpty()) {
+                        return Optional.empty();
+                    }
+                    servers.add(server.get());
+                }
+                return Optional.of(servers);
+            });
+        }
+        return field.items().flatMap(items -> {
+            if (items.isEmpty()) {
+                field.error("list at least one server, e.g. 127.0.0.1:2181");
+                return Optional.empty();
+            }
+            List<String> servers = new ArrayList<>();
+            boolean ok = true;
+            for (Field item : items) {
+                Optional<String> server = Values.text(item).flatMap(text -> zkServer(text, item));
+                ok &= server.isPresent();
+                server.ifPresent(servers::add);
+            }
+            return ok ? Optional.of(servers) : Optional.empty();
+        });
+    }
+
+    private static Optional<String> zkServer(String text, Field field) {
+        var m = ZK_SERVER.matcher(text);
+        if (!m.matches()) {
+            field.error("expected host:port of a ZooKeeper server (e.g. 127.0.0.1:2181), got '" + text + "'"
+                    + (text.contains("/") ? ": no URL scheme and no chroot path (write the path in prefix)" : ""));
+            return Optional.empty();
+        }
+        if (m.group("port") == null) {
+            return Optional.of(text + ":" + TokenVerification.ZooKeeper.DEFAULT_PORT);
+        }
+        int port = Integer.parseInt(m.group("port"));
+        if (port < 1 || port > 65535) {
+            field.error("the port of '" + text + "' must be 1..65535 (" + TokenVerification.ZooKeeper.DEFAULT_PORT
+                    + " when left out)");
+            return Optional.empty();
+        }
+        return Optional.of(text);
     }
 
     private static Optional<TokenVerification> hmac(Mapping verify) {

@@ -189,6 +189,25 @@ class PolicyLoaderVerifyTest {
     }
 
     @Test
+    void zookeeperTakesServersAPrefixAndDefaults() throws Exception {
+        assertEquals(new TokenVerification.ZooKeeper(List.of("127.0.0.1:2181"), "/", Duration.ofSeconds(2),
+                TokenVerification.Cache.DEFAULT), verify("kind: zookeeper\nservers: 127.0.0.1", Map.of()));
+        TokenVerification.ZooKeeper zk = (TokenVerification.ZooKeeper) verify("""
+                kind: zookeeper
+                servers: ${ZK}
+                prefix: /locks/
+                timeout: 500ms
+                cache: {enabled: false}""", Map.of("ZK", "zk1:2181, zk2:2182,[::1]:2183"));
+        assertEquals(List.of("zk1:2181", "zk2:2182", "[::1]:2183"), zk.servers());
+        assertEquals("zk1:2181,zk2:2182,[::1]:2183", zk.connectString());
+        assertEquals("/locks/", zk.prefix());
+        assertEquals(Duration.ofMillis(500), zk.timeout());
+        assertFalse(zk.cache().enabled());
+        assertEquals(List.of("a:2181", "b:1"), ((TokenVerification.ZooKeeper) verify(
+                "kind: zookeeper\nservers: [a, \"b:1\"]\nprefix: /x", Map.of())).servers());
+    }
+
+    @Test
     void redisTakesAnAclUserAPasswordTlsAndACache() throws Exception {
         TokenVerification.Redis redis = (TokenVerification.Redis) verify("""
                 kind: redis

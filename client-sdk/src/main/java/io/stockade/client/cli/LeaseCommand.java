@@ -23,15 +23,17 @@ import java.util.regex.Pattern;
  * {@code lease run}: holds a lease while a command runs, and stops the command the moment the lease is lost.
  *
  * <pre>
- * java -jar stockade-client-sdk.jar run (--etcd URL | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL)
- *      --name NAME --ttl 15s [--grace 10s] [--wait 0s] [--identity ID] [--redis-replicas N]
- *      [--redis-replicas-timeout 500ms] -- COMMAND [ARGS...]
+ * java -jar stockade-client-sdk.jar run (--etcd URL | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL
+ *      | --zookeeper HOST:PORT[,...]) --name NAME --ttl 15s [--grace 10s] [--wait 0s] [--identity ID]
+ *      [--redis-replicas N] [--redis-replicas-timeout 500ms] [--zookeeper-prefix /locks/] -- COMMAND [ARGS...]
  * </pre>
  *
  * With {@code --redis}, the password comes from the URL or, when it has none, from {@code REDISCLI_AUTH} (as for
  * {@code redis-cli}: a command line is visible to every user of the machine); {@code rediss://} trusts the JVM's
  * default authorities ({@code -Djavax.net.ssl.trustStore}, and {@code -Djavax.net.ssl.keyStore} for a client
- * certificate). The command gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
+ * certificate). With {@code --zookeeper}, the lock is the path {@code --zookeeper-prefix} (default {@code /}) + name,
+ * and a disconnection from ZooKeeper stops the command at once (the session may already have expired). The command
+ * gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
  * command's own when it ends while the lease is held; {@value #LOST} when the lease was lost (the command was
  * stopped: SIGTERM, then SIGKILL after the grace); {@value #BUSY} when another holder kept the lease for the whole
  * {@code --wait}; {@value #UNAVAILABLE} when the lock service failed; {@value #NO_COMMAND} when the command could
@@ -51,12 +53,15 @@ public final class LeaseCommand {
     public static final int USAGE = 2;
 
     private static final String USAGE_TEXT = """
-            usage: lease run (--etcd URL[,URL...] | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL)
+            usage: lease run (--etcd URL[,URL...] | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL
+                              | --zookeeper HOST:PORT[,HOST:PORT...])
                              --name NAME --ttl DURATION [--grace DURATION] [--wait DURATION] [--identity ID]
-                             [--redis-replicas N] [--redis-replicas-timeout DURATION] -- COMMAND [ARGS...]
+                             [--redis-replicas N] [--redis-replicas-timeout DURATION] [--zookeeper-prefix PATH]
+                             -- COMMAND [ARGS...]
               DURATION: 15s, 500ms, 2m, 1h or ISO-8601 (PT15S). Defaults: --grace 10s, --wait 0s.
               --redis redis://[user:password@]host:port[/db] or rediss://... (TLS); no password in it: REDISCLI_AUTH.
               --redis-replicas N: WAIT for N replicas after acquiring and renewing (timeout default 500ms).
+              --zookeeper-prefix PATH: the lock is PATH + NAME (default /); the ttl is the session timeout.
               exit: the command's code; 75 lease lost (command stopped); 73 lease busy; 69 lock service failed;
                     127 command not started; 2 usage""";
 
@@ -110,6 +115,10 @@ public final class LeaseCommand {
                 case "etcd" -> builder.etcd(o.target.split(","));
                 case "postgres" -> builder.postgres(o.target);
                 case "redis" -> redis(builder, o.target, System.getenv("REDISCLI_AUTH"));
+                case "zookeeper" -> {
+                    quietZooKeeper();
+                    yield builder.zookeeper(o.target, o.zookeeperPrefix);
+                }
                 default -> builder.kubernetesInCluster(o.target.equals("-") ? null : o.target);
             };
         } catch (RuntimeException e) {
@@ -133,6 +142,14 @@ public final class LeaseCommand {
                 return supervise(o, lease, err);
             }
         }
+    }
+
+    /** The ZooKeeper client logs every connection at INFO: keep the command's output its own. */
+    private static final java.util.logging.Logger ZOOKEEPER_LOG =
+            java.util.logging.Logger.getLogger("org.apache.zookeeper");
+
+    private static void quietZooKeeper() {
+        ZOOKEEPER_LOG.setLevel(java.util.logging.Level.WARNING);
     }
 
     /** The Redis provider; the password from {@code REDISCLI_AUTH} when the URL has none. */
@@ -232,7 +249,7 @@ public final class LeaseCommand {
         }
     }
 
-    private static final String ONE_OF = "give one of --etcd, --postgres, --kubernetes, --redis";
+    private static final String ONE_OF = "give one of --etcd, --postgres, --kubernetes, --redis, --zookeeper";
 
     /** The parsed command line. */
     static final class Options {
@@ -245,6 +262,7 @@ public final class LeaseCommand {
         String identity;
         int replicas;
         Duration replicasTimeout = Duration.ofMillis(500);
+        String zookeeperPrefix;
         List<String> command = List.of();
 
         static Options parse(String[] args) {
@@ -265,7 +283,7 @@ public final class LeaseCommand {
                 }
                 String v = a.get(++i);
                 switch (opt) {
-                    case "--etcd", "--postgres", "--kubernetes", "--redis" -> {
+                    case "--etcd", "--postgres", "--kubernetes", "--redis", "--zookeeper" -> {
                         if (o.service != null) {
                             throw new IllegalArgumentException(ONE_OF);
                         }
@@ -289,6 +307,13 @@ public final class LeaseCommand {
                         }
                     }
                     case "--redis-replicas-timeout" -> o.replicasTimeout = duration(opt, v);
+                    case "--zookeeper-prefix" -> {
+                        if (!v.startsWith("/")) {
+                            throw new IllegalArgumentException("--zookeeper-prefix: '" + v + "' is not an absolute"
+                                    + " path (e.g. /locks/)");
+                        }
+                        o.zookeeperPrefix = v;
+                    }
                     default -> throw new IllegalArgumentException("unknown option " + opt);
                 }
             }
@@ -297,6 +322,12 @@ public final class LeaseCommand {
             }
             if (o.replicas > 0 && !o.service.equals("redis")) {
                 throw new IllegalArgumentException("--redis-replicas goes with --redis");
+            }
+            if (o.zookeeperPrefix != null && !o.service.equals("zookeeper")) {
+                throw new IllegalArgumentException("--zookeeper-prefix goes with --zookeeper");
+            }
+            if (o.service.equals("zookeeper") && o.zookeeperPrefix == null) {
+                o.zookeeperPrefix = "/";
             }
             if (o.name == null || o.name.isEmpty()) {
                 throw new IllegalArgumentException("--name is required");

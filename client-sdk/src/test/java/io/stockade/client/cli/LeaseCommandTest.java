@@ -71,6 +71,23 @@ class LeaseCommandTest {
     }
 
     @Test
+    void zookeeperTakesItsPrefixAndThePrefixNeedsZooKeeper() {
+        LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--zookeeper", "z1:2181,z2:2181",
+                "--name", "job", "--ttl", "15s", "--zookeeper-prefix", "/locks/", "--", "true"});
+        assertEquals("zookeeper", o.service);
+        assertEquals("z1:2181,z2:2181", o.target);
+        assertEquals("/locks/", o.zookeeperPrefix);
+        assertEquals("/", LeaseCommand.Options.parse(new String[] {"run", "--zookeeper", "z1:2181", "--name", "job",
+                "--ttl", "15s", "--", "true"}).zookeeperPrefix);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--etcd", "http://e:2379", "--name", "job", "--ttl", "15s", "--zookeeper-prefix", "/l/", "--",
+                "true"})).getMessage().contains("--zookeeper-prefix goes with --zookeeper"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--zookeeper", "z1:2181", "--name", "job", "--ttl", "15s", "--zookeeper-prefix", "locks/", "--",
+                "true"})).getMessage().contains("is not an absolute path"));
+    }
+
+    @Test
     void redisTakesItsReplicasAndTheyNeedRedis() {
         LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--redis", "rediss://r:6380/1",
                 "--name", "job", "--ttl", "15s", "--redis-replicas", "2", "--redis-replicas-timeout", "250ms", "--",

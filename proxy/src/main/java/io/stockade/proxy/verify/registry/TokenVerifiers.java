@@ -9,6 +9,7 @@ import io.stockade.proxy.verify.hmac.HmacVerifier;
 import io.stockade.proxy.verify.kubernetes.KubernetesLeaseVerifier;
 import io.stockade.proxy.verify.postgres.PostgresLeaseVerifier;
 import io.stockade.proxy.verify.redis.RedisLockVerifier;
+import io.stockade.proxy.verify.zookeeper.ZooKeeperLockVerifier;
 
 import java.io.IOException;
 import java.time.Clock;
@@ -70,6 +71,8 @@ public final class TokenVerifiers implements AutoCloseable {
                     KubernetesLeaseVerifier.open(k8s, clock, what), k8s.cache());
             case TokenVerification.Redis redis -> RememberingVerifier.wrap(RedisLockVerifier.open(redis, what),
                     redis.cache());
+            case TokenVerification.ZooKeeper zk -> RememberingVerifier.wrap(ZooKeeperLockVerifier.open(zk, what),
+                    zk.cache());
         };
     }
 
