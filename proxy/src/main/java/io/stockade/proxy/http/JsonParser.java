@@ -1,4 +1,4 @@
-package io.stockade.proxy.verify.kubernetes;
+package io.stockade.proxy.http;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -6,25 +6,33 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Just enough JSON to read a Lease object as the API server returns it: objects, arrays, strings, numbers, booleans,
- * null. A malformed body is an {@link IllegalArgumentException}.
+ * Just enough JSON to read what a lock service's HTTP API answers (a Kubernetes Lease, a Consul KV entry): objects
+ * (as maps), arrays (as lists), strings, numbers (integral ones as {@link Long}), booleans, null. A malformed body is
+ * an {@link IllegalArgumentException}.
  */
-final class LeaseJson {
+public final class JsonParser {
     private final String s;
     private int i;
 
-    private LeaseJson(String s) {
+    private JsonParser(String s) {
         this.s = s;
     }
 
-    @SuppressWarnings("unchecked")
-    static Map<String, Object> object(String text) {
-        LeaseJson p = new LeaseJson(text);
+    /** Any JSON value. */
+    public static Object parse(String text) {
+        JsonParser p = new JsonParser(text);
         Object v = p.value();
         p.ws();
         if (p.i != text.length()) {
             throw p.error("trailing characters");
         }
+        return v;
+    }
+
+    /** A JSON object. */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> object(String text) {
+        Object v = parse(text);
         if (!(v instanceof Map)) {
             throw new IllegalArgumentException("expected a JSON object");
         }
