@@ -216,6 +216,47 @@ public sealed interface TokenVerification {
     }
 
     /**
+     * The token must be the {@code ModifyIndex} of the Consul KV key {@code prefix + scope} while a session holds it,
+     * as Consul's session + KV lock recipe gives it: the holder acquires the key with {@code PUT /v1/kv/<key>?acquire=<session>}
+     * and takes the key's {@code ModifyIndex} right after, the Raft index of the acquiring write (rising across
+     * holders, also across a deletion of the key). Releasing the key or invalidating the session is a write too, so
+     * a holder that lost the key never matches again. One {@code GET /v1/kv/<key>?consistent} per lookup.
+     *
+     * @param url       the Consul agent's or server's HTTP API, {@code http://host:8500} or {@code https://…}
+     * @param prefix    prepended to the scope to give the KV key (empty: the key is named like the scope)
+     * @param token     the ACL token sent as {@code X-Consul-Token}, or {@code null}; never in {@link #toString()}
+     * @param tokenFile a file whose first line is the ACL token, read on every lookup, or {@code null}
+     * @param tls       client TLS to an {@code https://} url, or {@code null} (the JVM's default authorities)
+     * @param timeout   deadline of each lookup; past it the write is refused with 503
+     * @param cache     positive verdicts remembered per (scope, token)
+     */
+    record Consul(URI url, String prefix, String token, Path tokenFile, ClientTls tls, Duration timeout, Cache cache)
+            implements TokenVerification {
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+
+        public Consul {
+            Objects.requireNonNull(url, "url");
+            Objects.requireNonNull(prefix, "prefix");
+            Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(cache, "cache");
+            if (token != null && tokenFile != null) {
+                throw new IllegalArgumentException("token and tokenFile exclude each other");
+            }
+        }
+
+        /** Without TLS or an ACL token. */
+        public Consul(URI url, String prefix, Duration timeout, Cache cache) {
+            this(url, prefix, null, null, null, timeout, cache);
+        }
+
+        @Override
+        public String toString() {
+            return "Consul[url=" + url + ", prefix=" + prefix + ", token=" + (token == null ? "none" : "***")
+                    + ", tokenFile=" + tokenFile + ", tls=" + tls + ", timeout=" + timeout + ", cache=" + cache + "]";
+        }
+    }
+
+    /**
      * The request must carry a signature of (scope, token, expiry) made with one of the shared keys, in
      * {@code header}: {@code v1; kid=<id>; exp=<unix seconds>; sig=<base64url HMAC-SHA256>}. For deployments where
      * the proxy cannot reach the lock service; the writers' SDK signs with the same key.

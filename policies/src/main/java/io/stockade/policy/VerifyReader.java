@@ -41,6 +41,7 @@ final class VerifyReader {
                     case "kubernetes" -> kubernetes(verify);
                     case "redis" -> redis(verify);
                     case "zookeeper" -> zookeeper(verify);
+                    case "consul" -> consul(verify);
                     default -> hmac(verify);
                 }));
     }
@@ -250,6 +251,61 @@ final class VerifyReader {
             return Optional.empty();
         }
         return Optional.of(text);
+    }
+
+    private static Optional<TokenVerification> consul(Mapping verify) {
+        verify.allowOnly(Vocabulary.CONSUL_VERIFY_KEYS);
+        Optional<URI> url = verify.required("url", f -> Values.httpUrl(f).flatMap(u -> {
+            if (u.getRawUserInfo() != null) {
+                f.error("URL '" + u.toString().replace(u.getRawUserInfo() + "@", "…@") + "' carries credentials:"
+                        + " give the ACL token as token (e.g. ${CONSUL_HTTP_TOKEN}) or token-file instead (the URL is"
+                        + " shown in GET /admin/policies and in messages)");
+                return Optional.empty();
+            }
+            String path = u.getRawPath();
+            if (path != null && !path.isEmpty() && !path.equals("/")) {
+                f.error("URL '" + u + "' must not have a path: give the agent's address (e.g. http://127.0.0.1:8500),"
+                        + " the proxy adds /v1/kv/…");
+                return Optional.empty();
+            }
+            return Optional.of(u);
+        }));
+        Optional<String> prefix = verify.optional("prefix", f -> Values.text(f).flatMap(p -> {
+            if (p.startsWith("/")) {
+                f.error("'" + p + "' starts with '/': Consul KV keys do not (write e.g. locks/)");
+                return Optional.empty();
+            }
+            if (p.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+                f.error("'" + p.replaceAll("\\p{Cntrl}", "?") + "' holds a control character");
+                return Optional.empty();
+            }
+            return Optional.of(p);
+        }), "");
+        Optional<Optional<String>> token = verify.optional("token", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<Path>> tokenFile = verify.optional("token-file", f -> Values.path(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<ClientTls>> tls = verify.optional("tls", f -> ClientTlsReader.read(f).flatMap(t -> {
+            if (url.isPresent() && !url.get().getScheme().equalsIgnoreCase("https")) {
+                f.error("tls applies to an https:// url, but it is " + url.get() + ": write https:// or remove tls");
+                return Optional.empty();
+            }
+            return Optional.of(Optional.of(t));
+        }), Optional.empty());
+        Optional<Duration> timeout = verify.optional("timeout", Values::duration,
+                TokenVerification.Consul.DEFAULT_TIMEOUT);
+        Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
+                TokenVerification.Cache.DEFAULT);
+        boolean secret = Values.allPresent(token, tokenFile);
+        if (secret && token.get().isPresent() && tokenFile.get().isPresent()) {
+            verify.required("token").ifPresent(f -> f.error("give either token or token-file, not both"));
+            secret = false;
+        }
+        if (!secret || !Values.allPresent(url, prefix, tls, timeout, cache)) {
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.Consul(url.get(), prefix.get(), token.get().orElse(null),
+                tokenFile.get().orElse(null), tls.get().orElse(null), timeout.get(), cache.get()));
     }
 
     private static Optional<TokenVerification> hmac(Mapping verify) {

@@ -208,6 +208,28 @@ class PolicyLoaderVerifyTest {
     }
 
     @Test
+    void consulTakesAUrlAPrefixAnAclTokenAndDefaults() throws Exception {
+        assertEquals(new TokenVerification.Consul(URI.create("http://127.0.0.1:8500"), "", Duration.ofSeconds(2),
+                TokenVerification.Cache.DEFAULT), verify("kind: consul\nurl: http://127.0.0.1:8500", Map.of()));
+        TokenVerification.Consul consul = (TokenVerification.Consul) verify("""
+                kind: consul
+                url: ${CONSUL}
+                prefix: locks/
+                token: ${CONSUL_HTTP_TOKEN}
+                timeout: 500ms
+                cache: {enabled: false}""", Map.of("CONSUL", "http://consul.internal:8500",
+                "CONSUL_HTTP_TOKEN", "9a5a8d4c-acl"));
+        assertEquals(URI.create("http://consul.internal:8500"), consul.url());
+        assertEquals("locks/", consul.prefix());
+        assertEquals("9a5a8d4c-acl", consul.token());
+        assertFalse(consul.toString().contains("9a5a8d4c-acl"), consul.toString());
+        assertEquals(Duration.ofMillis(500), consul.timeout());
+        assertFalse(consul.cache().enabled());
+        assertEquals(Path.of("/run/secrets/consul"), ((TokenVerification.Consul) verify(
+                "kind: consul\nurl: https://c:8501\ntoken-file: /run/secrets/consul", Map.of())).tokenFile());
+    }
+
+    @Test
     void redisTakesAnAclUserAPasswordTlsAndACache() throws Exception {
         TokenVerification.Redis redis = (TokenVerification.Redis) verify("""
                 kind: redis

@@ -128,4 +128,30 @@ class ConfigViewVerifyTest {
         assertTrue(json.contains("rediss://redis.internal:6380/2"), json);
         assertTrue(json.contains("stockade-verifier"), json);
     }
+
+    @Test
+    void theConsulVerifiersAclTokenIsRedactedItsUrlPrefixAndTokenFileShown() throws Exception {
+        StockadeConfig config = PolicyLoader.parse("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: locked
+                    match: {path: "/k/{id}"}
+                    scope: "k/{id}"
+                    fence:
+                      verify: {kind: consul, url: "http://consul.internal:8500", prefix: locks/, token: "${T}"}
+                    backend: {type: file, root: ./r}
+                  - name: filed
+                    match: {path: "/f/{id}"}
+                    scope: "f/{id}"
+                    fence:
+                      verify: {kind: consul, url: "http://consul.internal:8500", token-file: /run/secrets/consul}
+                    backend: {type: file, root: ./r}
+                """, Path.of("p.yaml"), Map.of("T", "consul-acl-token-xyz"));
+        String json = ConfigView.json(config);
+        assertFalse(json.contains("consul-acl-token-xyz"), json);
+        assertTrue(json.contains("\"token\":\"" + ConfigView.REDACTED + "\""), json);
+        assertTrue(json.contains("http://consul.internal:8500"), json);
+        assertTrue(json.contains("\"prefix\":\"locks/\""), json);
+        assertTrue(json.contains("/run/secrets/consul"), json);
+    }
 }

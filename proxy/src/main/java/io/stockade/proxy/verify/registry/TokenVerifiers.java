@@ -4,6 +4,7 @@ import io.stockade.policy.Policy;
 import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.proxy.verify.cache.RememberingVerifier;
+import io.stockade.proxy.verify.consul.ConsulLockVerifier;
 import io.stockade.proxy.verify.etcd.EtcdLockVerifier;
 import io.stockade.proxy.verify.hmac.HmacVerifier;
 import io.stockade.proxy.verify.kubernetes.KubernetesLeaseVerifier;
@@ -73,6 +74,8 @@ public final class TokenVerifiers implements AutoCloseable {
                     redis.cache());
             case TokenVerification.ZooKeeper zk -> RememberingVerifier.wrap(ZooKeeperLockVerifier.open(zk, what),
                     zk.cache());
+            case TokenVerification.Consul consul -> RememberingVerifier.wrap(ConsulLockVerifier.open(consul, what),
+                    consul.cache());
         };
     }
 
