@@ -4,7 +4,10 @@ import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiConsumer;
 
-/** One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL, Redis, ZooKeeper. */
+/**
+ * One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL, Redis, ZooKeeper,
+ * Consul.
+ */
 interface LeaseService extends AutoCloseable {
 
     /**

@@ -52,6 +52,10 @@ import javax.sql.DataSource;
  *       3.9): Curator's {@code InterProcessMutex} recipe, one session per lease; the token is the lock node's
  *       creation zxid. A disconnection ends the lease at once. Caveat: tokens jump by about 2^32 at every leader
  *       election (the zxid's high half is the epoch).</li>
+ *   <li><b>Consul</b> ({@link Builder#consul(URI, String, String)}, HTTP API, no library): a session with the ttl
+ *       as its TTL (10s..24h) and a KV key acquired with it; the token is the key's {@code ModifyIndex} right after
+ *       the acquiring write. Renewal renews the session and checks the key still names it. Caveat: tested against
+ *       a stand-in of Consul's HTTP API, not a real Consul.</li>
  * </ul>
  *
  * <h2>Renewal</h2>
@@ -354,6 +358,37 @@ public final class Leases {
         public LeaseProvider zookeeper(String servers, String prefix) {
             Settings s = settings();
             return new WatchdogProvider(new ZooKeeperLeaseService(servers, prefix, s.ticker()), s);
+        }
+
+        /**
+         * A Consul provider (its HTTP API over {@code java.net.http}; no Consul library). Acquire creates a session
+         * ({@code TTL} = the lease's ttl rounded up to seconds, which Consul bounds to 10s..24h; {@code LockDelay}
+         * 15s; {@code Behavior} release) and acquires the KV key {@code prefix + name} with it, polling while another
+         * session holds the key or its lock-delay runs. Token: the key's {@code ModifyIndex} read with
+         * {@code ?consistent} right after the acquire. The watchdog renews the session and checks the key still
+         * names it; a renewal answered 404 (the session was invalidated) ends the lease ({@link LossReason#REVOKED}).
+         * Release: {@code ?release} with the session, then destroy it. Tested against an in-process stand-in of
+         * Consul's HTTP API, not against a real Consul.
+         *
+         * @param url      the Consul agent's HTTP API, e.g. {@code http://127.0.0.1:8500}
+         * @param prefix   prepended to the lease name to give the KV key, e.g. {@code locks/} (the proxy's
+         *                 {@code fence.verify} {@code prefix}); must not start with '/'
+         * @param aclToken the ACL token sent as {@code X-Consul-Token} ({@code session:write}, {@code key:write} on
+         *                 the keys), or null for none
+         * @return the provider
+         * @throws IllegalArgumentException if the URL is not http(s), the prefix starts with '/', or the renewal
+         *                                  fractions break the arithmetic
+         */
+        public LeaseProvider consul(URI url, String prefix, String aclToken) {
+            return consul(url, prefix, aclToken, HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
+                    .version(HttpClient.Version.HTTP_1_1).build());
+        }
+
+        LeaseProvider consul(URI url, String prefix, String aclToken, HttpClient http) {
+            Objects.requireNonNull(url, "url");
+            Objects.requireNonNull(prefix, "prefix");
+            Settings s = settings();
+            return new WatchdogProvider(new ConsulLeaseService(url, prefix, aclToken, http, s.ticker()), s);
         }
 
         /**
