@@ -24,15 +24,18 @@ import java.util.regex.Pattern;
  *
  * <pre>
  * java -jar stockade-client-sdk.jar run (--etcd URL | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL
- *      | --zookeeper HOST:PORT[,...]) --name NAME --ttl 15s [--grace 10s] [--wait 0s] [--identity ID]
- *      [--redis-replicas N] [--redis-replicas-timeout 500ms] [--zookeeper-prefix /locks/] -- COMMAND [ARGS...]
+ *      | --zookeeper HOST:PORT[,...] | --consul URL) --name NAME --ttl 15s [--grace 10s] [--wait 0s] [--identity ID]
+ *      [--redis-replicas N] [--redis-replicas-timeout 500ms] [--zookeeper-prefix /locks/] [--consul-prefix locks/]
+ *      -- COMMAND [ARGS...]
  * </pre>
  *
  * With {@code --redis}, the password comes from the URL or, when it has none, from {@code REDISCLI_AUTH} (as for
  * {@code redis-cli}: a command line is visible to every user of the machine); {@code rediss://} trusts the JVM's
  * default authorities ({@code -Djavax.net.ssl.trustStore}, and {@code -Djavax.net.ssl.keyStore} for a client
  * certificate). With {@code --zookeeper}, the lock is the path {@code --zookeeper-prefix} (default {@code /}) + name,
- * and a disconnection from ZooKeeper stops the command at once (the session may already have expired). The command
+ * and a disconnection from ZooKeeper stops the command at once (the session may already have expired). With
+ * {@code --consul}, the lock is the KV key {@code --consul-prefix} (default none) + name, the ACL token comes from
+ * {@code CONSUL_HTTP_TOKEN} (as for the {@code consul} command), and the ttl is the session TTL (10s..24h). The command
  * gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
  * command's own when it ends while the lease is held; {@value #LOST} when the lease was lost (the command was
  * stopped: SIGTERM, then SIGKILL after the grace); {@value #BUSY} when another holder kept the lease for the whole
@@ -54,14 +57,16 @@ public final class LeaseCommand {
 
     private static final String USAGE_TEXT = """
             usage: lease run (--etcd URL[,URL...] | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL
-                              | --zookeeper HOST:PORT[,HOST:PORT...])
+                              | --zookeeper HOST:PORT[,HOST:PORT...] | --consul URL)
                              --name NAME --ttl DURATION [--grace DURATION] [--wait DURATION] [--identity ID]
                              [--redis-replicas N] [--redis-replicas-timeout DURATION] [--zookeeper-prefix PATH]
-                             -- COMMAND [ARGS...]
+                             [--consul-prefix PREFIX] -- COMMAND [ARGS...]
               DURATION: 15s, 500ms, 2m, 1h or ISO-8601 (PT15S). Defaults: --grace 10s, --wait 0s.
               --redis redis://[user:password@]host:port[/db] or rediss://... (TLS); no password in it: REDISCLI_AUTH.
               --redis-replicas N: WAIT for N replicas after acquiring and renewing (timeout default 500ms).
               --zookeeper-prefix PATH: the lock is PATH + NAME (default /); the ttl is the session timeout.
+              --consul http://host:8500: the lock is the KV key --consul-prefix + NAME (default no prefix); the ACL
+                token from CONSUL_HTTP_TOKEN; the ttl is the session TTL, 10s..24h.
               exit: the command's code; 75 lease lost (command stopped); 73 lease busy; 69 lock service failed;
                     127 command not started; 2 usage""";
 
@@ -119,6 +124,8 @@ public final class LeaseCommand {
                     quietZooKeeper();
                     yield builder.zookeeper(o.target, o.zookeeperPrefix);
                 }
+                case "consul" -> builder.consul(java.net.URI.create(o.target), o.consulPrefix,
+                        consulToken(System.getenv("CONSUL_HTTP_TOKEN")));
                 default -> builder.kubernetesInCluster(o.target.equals("-") ? null : o.target);
             };
         } catch (RuntimeException e) {
@@ -150,6 +157,11 @@ public final class LeaseCommand {
 
     private static void quietZooKeeper() {
         ZOOKEEPER_LOG.setLevel(java.util.logging.Level.WARNING);
+    }
+
+    /** The ACL token from {@code CONSUL_HTTP_TOKEN}, as the {@code consul} command reads it; empty is none. */
+    static String consulToken(String env) {
+        return env == null || env.isBlank() ? null : env.strip();
     }
 
     /** The Redis provider; the password from {@code REDISCLI_AUTH} when the URL has none. */
@@ -249,7 +261,8 @@ public final class LeaseCommand {
         }
     }
 
-    private static final String ONE_OF = "give one of --etcd, --postgres, --kubernetes, --redis, --zookeeper";
+    private static final String ONE_OF = "give one of --etcd, --postgres, --kubernetes, --redis, --zookeeper,"
+            + " --consul";
 
     /** The parsed command line. */
     static final class Options {
@@ -263,6 +276,7 @@ public final class LeaseCommand {
         int replicas;
         Duration replicasTimeout = Duration.ofMillis(500);
         String zookeeperPrefix;
+        String consulPrefix;
         List<String> command = List.of();
 
         static Options parse(String[] args) {
@@ -283,7 +297,7 @@ public final class LeaseCommand {
                 }
                 String v = a.get(++i);
                 switch (opt) {
-                    case "--etcd", "--postgres", "--kubernetes", "--redis", "--zookeeper" -> {
+                    case "--etcd", "--postgres", "--kubernetes", "--redis", "--zookeeper", "--consul" -> {
                         if (o.service != null) {
                             throw new IllegalArgumentException(ONE_OF);
                         }
@@ -314,6 +328,13 @@ public final class LeaseCommand {
                         }
                         o.zookeeperPrefix = v;
                     }
+                    case "--consul-prefix" -> {
+                        if (v.startsWith("/")) {
+                            throw new IllegalArgumentException("--consul-prefix: '" + v + "' starts with '/': Consul"
+                                    + " KV keys do not (e.g. locks/)");
+                        }
+                        o.consulPrefix = v;
+                    }
                     default -> throw new IllegalArgumentException("unknown option " + opt);
                 }
             }
@@ -328,6 +349,18 @@ public final class LeaseCommand {
             }
             if (o.service.equals("zookeeper") && o.zookeeperPrefix == null) {
                 o.zookeeperPrefix = "/";
+            }
+            if (o.consulPrefix != null && !o.service.equals("consul")) {
+                throw new IllegalArgumentException("--consul-prefix goes with --consul");
+            }
+            if (o.service.equals("consul")) {
+                if (!o.target.matches("(?i)https?://[^/?#]+/?")) {
+                    throw new IllegalArgumentException("--consul: expected the HTTP API as http://host:8500 or"
+                            + " https://host:8501, got '" + o.target + "'");
+                }
+                if (o.consulPrefix == null) {
+                    o.consulPrefix = "";
+                }
             }
             if (o.name == null || o.name.isEmpty()) {
                 throw new IllegalArgumentException("--name is required");

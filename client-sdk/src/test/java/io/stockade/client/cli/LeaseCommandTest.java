@@ -88,6 +88,28 @@ class LeaseCommandTest {
     }
 
     @Test
+    void consulTakesItsPrefixAndThePrefixNeedsConsul() {
+        LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--consul", "http://c:8500",
+                "--name", "job", "--ttl", "15s", "--consul-prefix", "locks/", "--", "true"});
+        assertEquals("consul", o.service);
+        assertEquals("http://c:8500", o.target);
+        assertEquals("locks/", o.consulPrefix);
+        assertEquals("", LeaseCommand.Options.parse(new String[] {"run", "--consul", "https://c:8501", "--name",
+                "job", "--ttl", "15s", "--", "true"}).consulPrefix);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--etcd", "http://e:2379", "--name", "job", "--ttl", "15s", "--consul-prefix", "l/", "--",
+                "true"})).getMessage().contains("--consul-prefix goes with --consul"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--consul", "http://c:8500", "--name", "job", "--ttl", "15s", "--consul-prefix", "/locks/", "--",
+                "true"})).getMessage().contains("starts with '/'"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--consul", "c:8500", "--name", "job", "--ttl", "15s", "--", "true"})).getMessage()
+                .contains("expected the HTTP API as http://host:8500"));
+        assertEquals(null, LeaseCommand.consulToken(" "));
+        assertEquals("t0k", LeaseCommand.consulToken("t0k\n"));
+    }
+
+    @Test
     void redisTakesItsReplicasAndTheyNeedRedis() {
         LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--redis", "rediss://r:6380/1",
                 "--name", "job", "--ttl", "15s", "--redis-replicas", "2", "--redis-replicas-timeout", "250ms", "--",
