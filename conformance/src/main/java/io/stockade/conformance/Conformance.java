@@ -250,7 +250,8 @@ public final class Conformance {
         String spec;
         if (p.equals("counter")) {
             spec = null;
-        } else if (p.startsWith("etcd:") || p.startsWith("postgres:") || p.startsWith("redis:")) {
+        } else if (p.startsWith("etcd:") || p.startsWith("postgres:") || p.startsWith("redis:")
+                || p.startsWith("zookeeper:")) {
             // the SDK's: one lock per run
             int colon = p.indexOf(':');
             spec = p.substring(0, colon) + ":" + target.ttl().toMillis() + ":{lock}:" + p.substring(colon + 1);

@@ -95,13 +95,15 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         Map<String, String> control = controlRaw == null ? null : strings(source, "control", controlRaw);
         Map<String, Object> lease = section(source, root, "lease", false);
         if (lease != null) {
-            known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis"));
+            known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis", "zookeeper"));
         }
         String provider = lease == null ? "counter" : str(lease.getOrDefault("provider", "counter"));
-        if (provider.equals("etcd") || provider.equals("postgres") || provider.equals("redis")) {
+        if (provider.equals("etcd") || provider.equals("postgres") || provider.equals("redis")
+                || provider.equals("zookeeper")) {
             String key = switch (provider) {
                 case "etcd" -> "etcd";
                 case "postgres" -> "jdbc";
+                case "zookeeper" -> "zookeeper";
                 default -> "redis";
             };
             String where = str(lease.get(key));
@@ -110,13 +112,14 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                         + switch (provider) {
                             case "etcd" -> " (comma-separated client URLs)";
                             case "postgres" -> " (a JDBC URL)";
+                            case "zookeeper" -> " (comma-separated host:port of the ensemble)";
                             default -> " (redis://host:port or rediss://host:port)";
                         });
             }
             provider = leaseSpec(provider + ":" + where, source);
         } else if (!provider.equals("counter") && !provider.startsWith("class:")) {
-            throw new IllegalArgumentException(source + ": lease.provider is counter, etcd, postgres, redis or "
-                    + "class:<Name>:<argument>");
+            throw new IllegalArgumentException(source + ": lease.provider is counter, etcd, postgres, redis, "
+                + "zookeeper or class:<Name>:<argument>");
         }
         List<String> launch = null;
         if (proxy.get("launch") instanceof List<?> l) {
@@ -160,7 +163,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     /**
      * The same target with another lease provider, as {@code --lease} gives it: {@code counter},
      * {@code redis://…} or {@code rediss://…} (the client SDK's Redis provider), {@code etcd:<urls>},
-     * {@code postgres:<jdbc url>}, or {@code class:<Name>:<argument>}.
+     * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, or {@code class:<Name>:<argument>}.
      *
      * @throws IllegalArgumentException naming the valid forms
      */
@@ -170,15 +173,16 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                 leaseSpec(s, "--lease"));
     }
 
-    /** Checks a lease provider spec (counter, etcd:…, postgres:…, redis:redis://…, class:…). */
+    /** Checks a lease provider spec (counter, etcd:…, postgres:…, redis:redis://…, zookeeper:…, class:…). */
     private static String leaseSpec(String spec, String source) {
         boolean known = spec.equals("counter") || spec.startsWith("class:") || spec.startsWith("etcd:")
                 || spec.startsWith("postgres:") || spec.startsWith("redis:redis://")
-                || spec.startsWith("redis:rediss://");
+                || spec.startsWith("redis:rediss://")
+                || spec.matches("zookeeper:[A-Za-z0-9._-]+:\\d{1,5}(,[A-Za-z0-9._-]+:\\d{1,5})*");
         if (!known || spec.endsWith(":")) {
             throw new IllegalArgumentException(source + ": '" + spec.replaceFirst("(?<=://)[^@/]*@", "…@")
                     + "' is not a lease provider; valid: counter, redis://host:port (or rediss://), etcd:<client URLs>,"
-                    + " postgres:<JDBC URL>, class:<Name>:<argument>");
+                    + " postgres:<JDBC URL>, zookeeper:<host:port,...>, class:<Name>:<argument>");
         }
         return spec;
     }

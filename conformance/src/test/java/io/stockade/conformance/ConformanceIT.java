@@ -352,6 +352,48 @@ class ConformanceIT {
         }
     }
 
+    /**
+     * As the Redis run, with ZooKeeper: the writers hold real leases from a real ZooKeeper server (Curator's
+     * {@code TestingServer} in process, tickTime 200 ms so that the 1 s TTL is an allowed session timeout; the client
+     * SDK's ZooKeeper provider, token = the lock node's czxid) and the proxy verifies every token against the same
+     * server ({@code fence.verify: {kind: zookeeper}}, lock path {@code /<run key>}). An accepted write is one the
+     * verifier found to be the current holder's node: the leases came from ZooKeeper.
+     */
+    @Test
+    void fileBackendWithZooKeeperLeasesPassesPauseAndProxyRestart(@TempDir Path dir) throws Exception {
+        try (org.apache.curator.test.TestingServer zk = new org.apache.curator.test.TestingServer(
+                new org.apache.curator.test.InstanceSpec(null, -1, -1, -1, true, -1, 200, -1), true)) {
+            Path root = dir.resolve("files");
+            Path policy = policy(dir, memoryStore(dir), """
+                      - name: files
+                        match:
+                          path: /files/{path...}
+                          methods: [GET, HEAD, PUT, DELETE]
+                        scope: "{path}"
+                        fence:
+                          methods: [PUT, DELETE]
+                          verify: {kind: zookeeper, servers: "%s", prefix: /}
+                        backend:
+                          type: file
+                          root: %s
+                    """.formatted(zk.getConnectString(), root));
+            Target target = target(dir, "file+zookeeper-leases", "/files/{key}", policy, """
+                    read:
+                      directory: %s
+                      file: files/{key}
+                    control:
+                      directory: %s
+                      file: files/{key}
+                    lease:
+                      provider: zookeeper
+                      zookeeper: "%s"
+                      ttl: 1s
+                    """.formatted(root, root, zk.getConnectString()));
+            Conformance.Result r = runConclusively(target, dir.resolve("work"), Scenario.PAUSE, Scenario.PROXY_RESTART);
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+        }
+    }
+
     @Test
     void httpBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
         httpBackendOn(dir, "http", memoryStore(dir), "");

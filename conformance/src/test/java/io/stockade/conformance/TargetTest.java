@@ -94,9 +94,25 @@ class TargetTest {
         assertTrue(bad.getMessage().startsWith("--lease: ") && bad.getMessage().contains("redis://host:port")
                 && !bad.getMessage().contains("secret"), bad.getMessage());
 
+        // ZooKeeper: an ensemble as host:port pairs; a URL is not one
+        assertEquals("zookeeper:zk-0:2181,zk-1:2181", counter.withLeaseProvider("zookeeper:zk-0:2181,zk-1:2181")
+                .leaseProvider());
+        assertEquals("zookeeper:127.0.0.1:2181", Target.parse("""
+                proxy: {url: x}
+                read: {directory: /d}
+                lease: {provider: zookeeper, zookeeper: "127.0.0.1:2181", ttl: 1s}
+                """, "t.yaml").leaseProvider());
+        IllegalArgumentException zkUrl = assertThrows(IllegalArgumentException.class,
+                () -> counter.withLeaseProvider("zookeeper://zk:2181"));
+        assertTrue(zkUrl.getMessage().contains("zookeeper:<host:port,...>"), zkUrl.getMessage());
+        IllegalArgumentException zkMissing = assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x}\nread: {directory: /d}\nlease: {provider: zookeeper}\n", "t.yaml"));
+        assertTrue(zkMissing.getMessage().contains("lease.provider zookeeper needs lease.zookeeper"),
+                zkMissing.getMessage());
+
         Path file = Files.createTempFile("target", ".yaml");
         Files.writeString(file, "proxy: {url: x}\nread: {directory: /d}\n");
-        assertEquals(2, Main.run(new String[] {"--target", file.toString(), "--lease", "zookeeper://h"}));
+        assertEquals(2, Main.run(new String[] {"--target", file.toString(), "--lease", "mongodb://h"}));
         Files.delete(file);
     }
 }

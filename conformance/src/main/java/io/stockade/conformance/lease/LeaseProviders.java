@@ -11,13 +11,15 @@ public final class LeaseProviders {
 
     /**
      * {@code counter:<url>} for the suite's own {@link CounterLeaseServer}; {@code etcd:<ttlMillis>:<name>:<urls>},
-     * {@code postgres:<ttlMillis>:<name>:<jdbc url>} or {@code redis:<ttlMillis>:<name>:<redis url>} for the client
+     * {@code postgres:<ttlMillis>:<name>:<jdbc url>}, {@code redis:<ttlMillis>:<name>:<redis url>} or
+     * {@code zookeeper:<ttlMillis>:<name>:<host:port,...>} for the client
      * SDK's providers ({@link SdkLeaseProvider});
      * or {@code class:<Name>:<argument>} for any other provider (a public class with a public constructor taking
      * the argument string).
      */
     public static LeaseProvider create(String spec) {
-        if (spec.startsWith("etcd:") || spec.startsWith("postgres:") || spec.startsWith("redis:")) {
+        if (spec.startsWith("etcd:") || spec.startsWith("postgres:") || spec.startsWith("redis:")
+                || spec.startsWith("zookeeper:")) {
             int colon = spec.indexOf(':');
             return SdkLeaseProvider.create(spec.substring(0, colon), spec.substring(colon + 1));
         }
@@ -38,6 +40,7 @@ public final class LeaseProviders {
         }
         throw new IllegalArgumentException("unknown lease provider spec '" + spec
                 + "'; valid: counter:<url>, etcd:<ttlMillis>:<name>:<urls>, postgres:<ttlMillis>:<name>:<jdbc url>, "
-                + "redis:<ttlMillis>:<name>:<redis url>, class:<Name>:<argument>");
+                + "redis:<ttlMillis>:<name>:<redis url>, zookeeper:<ttlMillis>:<name>:<host:port,...>, "
+                + "class:<Name>:<argument>");
     }
 }

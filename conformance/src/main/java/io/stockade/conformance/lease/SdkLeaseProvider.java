@@ -11,12 +11,14 @@ import java.util.function.Function;
 /**
  * Leases from a real lock service through the client SDK's providers ({@code io.stockade.client}): etcd (token =
  * the lock key's create revision), PostgreSQL (token = the {@code stockade_leases} row's counter) or Redis (token =
- * the lock's counter, never below the server's clock in milliseconds), with real TTLs
+ * the lock's counter, never below the server's clock in milliseconds) or ZooKeeper (token = the lock node's czxid,
+ * the lock at {@code /<lock name>}), with real TTLs
  * kept alive by the SDK's watchdog, which renews by compare-and-set on the token and ends the lease the moment it
  * is lost (a refused renewal, a vanished key, or a watchdog that ran late because the process was paused).
  *
  * <p>Spec (what the writer processes get): {@code etcd:<ttlMillis>:<lock name>:<endpoint>[,<endpoint>...]},
- * {@code postgres:<ttlMillis>:<lock name>:<jdbc url>} or {@code redis:<ttlMillis>:<lock name>:<redis url>}. The
+ * {@code postgres:<ttlMillis>:<lock name>:<jdbc url>}, {@code redis:<ttlMillis>:<lock name>:<redis url>} or
+ * {@code zookeeper:<ttlMillis>:<lock name>:<host:port>[,<host:port>...]}. The
  * writer's {@link Lease#renew()} asks the SDK whether the lease is still valid: renewing is the watchdog's job, not
  * the writer's.
  */
@@ -51,6 +53,7 @@ public final class SdkLeaseProvider implements LeaseProvider {
             case "etcd" -> new SdkLeaseProvider(b -> b.etcd(where.split(",")), p[1], ttl, "etcd " + where);
             case "postgres" -> new SdkLeaseProvider(b -> b.postgres(where), p[1], ttl, "postgres");
             case "redis" -> new SdkLeaseProvider(b -> b.redis(where), p[1], ttl, "redis " + withoutPassword(where));
+            case "zookeeper" -> new SdkLeaseProvider(b -> b.zookeeper(where), p[1], ttl, "zookeeper " + where);
             default -> throw new IllegalArgumentException("unknown SDK lease provider '" + kind + "'");
         };
     }
