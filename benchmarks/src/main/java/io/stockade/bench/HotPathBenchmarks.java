@@ -47,6 +47,8 @@ public class HotPathBenchmarks {
 
     private Path dir;
     private MemoryFenceStore memory;
+    /** The same scopes, reopened: they come from the journal replay (ReplayedScopes), unchanged since open. */
+    private MemoryFenceStore replayed;
     private CachingFenceStore cached;
     private String[] scopes;
     private StockadeConfig routes;
@@ -62,6 +64,14 @@ public class HotPathBenchmarks {
             scopes[s] = "files/tenant-" + (s % 97) + "/report-" + s + ".txt";
             memory.advance(scopes[s], 1000, true); // durable before the measurement starts
         }
+        try (MemoryFenceStore first = MemoryFenceStore.open(new StoreConfig.Memory(dir.resolve("replayed"),
+                StoreConfig.Memory.DEFAULT_COMPACT_AFTER_BYTES))) {
+            for (String scope : scopes) {
+                first.advance(scope, 1000, true);
+            }
+        }
+        replayed = MemoryFenceStore.open(new StoreConfig.Memory(dir.resolve("replayed"),
+                StoreConfig.Memory.DEFAULT_COMPACT_AFTER_BYTES));
         cached = new CachingFenceStore(memory, SCOPES * 2);
         for (String scope : scopes) {
             cached.advance(scope, 1000, true);
@@ -78,6 +88,7 @@ public class HotPathBenchmarks {
     @TearDown(Level.Trial)
     public void tearDown() throws IOException {
         memory.close();
+        replayed.close();
         try (Stream<Path> walk = Files.walk(dir)) {
             walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         }
@@ -92,6 +103,12 @@ public class HotPathBenchmarks {
     @Benchmark
     public Advance fenceDecisionInMemory() throws StoreUnavailableException {
         return memory.advance(nextScope(), 1000, true);
+    }
+
+    /** The same decision for a scope the journal replay left and nothing changed since open (the compact table). */
+    @Benchmark
+    public Advance fenceDecisionOnAReplayedScope() throws StoreUnavailableException {
+        return replayed.advance(nextScope(), 1000, true);
     }
 
     /** A stale token refused by the memory store (state already durable). */
