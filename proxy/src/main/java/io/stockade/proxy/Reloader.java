@@ -4,6 +4,7 @@ import io.stockade.policy.Policy;
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
@@ -30,7 +31,7 @@ import java.util.logging.Logger;
  * verifiers of {@code fence.verify} blocks no policy has any more. Fence state is
  * untouched: it lives in the store, keyed by scope, and scope locks and quarantines are shared across reloads.
  */
-public final class Reloader implements AutoCloseable {
+public final class Reloader implements PolicyReload, AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Reloader.class.getName());
 
     private final FencePipeline pipeline;
@@ -49,22 +50,7 @@ public final class Reloader implements AutoCloseable {
         this.backends = new LinkedHashMap<>();
     }
 
-    /** A reload that was refused; nothing changed. */
-    public static final class Refused extends Exception {
-        private final int status;
-
-        Refused(int status, String message) {
-            super(message);
-            this.status = status;
-        }
-
-        /** 422 for an invalid file, 409 for a change that needs a restart, 503 when a backend cannot open. */
-        public int status() {
-            return status;
-        }
-    }
-
-    /** The policies in force. */
+    @Override
     public StockadeConfig config() {
         return pipeline.config();
     }
@@ -78,6 +64,7 @@ public final class Reloader implements AutoCloseable {
     }
 
     /** Loads the file the policies in force came from, and puts it in force. */
+    @Override
     public synchronized String reload() throws Refused {
         StockadeConfig old = pipeline.config();
         if (old.source() == null) {

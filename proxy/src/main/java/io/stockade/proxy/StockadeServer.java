@@ -12,6 +12,7 @@ import io.stockade.policy.ServerConfig;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.admin.AdminEndpoint;
+import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.file.FileBackend;
 import io.stockade.proxy.backend.http.HttpBackend;
@@ -304,9 +305,9 @@ public final class StockadeServer implements AutoCloseable {
      * Loads the policy file again and puts it in force (see {@link Reloader}).
      *
      * @return a short summary of what changed
-     * @throws Reloader.Refused when the file is invalid, or changes what only a restart can change
+     * @throws PolicyReload.Refused when the file is invalid, or changes what only a restart can change
      */
-    public String reload() throws Reloader.Refused {
+    public String reload() throws PolicyReload.Refused {
         return reloader.reload();
     }
 

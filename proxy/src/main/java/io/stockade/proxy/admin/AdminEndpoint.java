@@ -7,7 +7,6 @@ import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.AdminConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.Reloader;
 import io.stockade.proxy.http.Json;
 import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.log.DecisionLog;
@@ -46,9 +45,9 @@ public final class AdminEndpoint implements Handler {
     private final byte[] token;
     private final FenceOperations ops;
     private final boolean available;
-    private final Reloader reloader;
+    private final PolicyReload reloader;
 
-    private AdminEndpoint(byte[] token, FenceAdmin admin, Reloader reloader) {
+    private AdminEndpoint(byte[] token, FenceAdmin admin, PolicyReload reloader) {
         this.token = token;
         this.ops = admin == null ? null : new FenceOperations(admin);
         this.available = admin != null;
@@ -60,7 +59,7 @@ public final class AdminEndpoint implements Handler {
      * @param reloader the policies in force, and their reload
      * @throws IOException when the token file cannot be read or is empty
      */
-    public static AdminEndpoint create(AdminConfig config, FenceAdmin admin, Reloader reloader) throws IOException {
+    public static AdminEndpoint create(AdminConfig config, FenceAdmin admin, PolicyReload reloader) throws IOException {
         String t = config.token();
         if (config.tokenFile() != null) {
             t = Files.readAllLines(config.tokenFile(), StandardCharsets.UTF_8).stream().findFirst().orElse("").strip();
@@ -166,7 +165,7 @@ public final class AdminEndpoint implements Handler {
                     DecisionLog.admin(call, who, "200", summary);
                     res.header(HeaderNames.CONTENT_TYPE, "application/json");
                     res.send("{\"reloaded\":true,\"summary\":" + Json.quote(summary) + "}");
-                } catch (Reloader.Refused e) {
+                } catch (PolicyReload.Refused e) {
                     DecisionLog.admin(call, who, Integer.toString(e.status()), e.getMessage());
                     Problem.of(e.status(), "reload-refused", "Reload refused", e.getMessage()).send(res);
                 }

@@ -59,6 +59,17 @@ class ArchitectureTest {
         slices().matching("io.stockade.proxy.(**)").should().beFreeOfCycles().check(classes);
     }
 
+    /**
+     * Issue 17: the server's root package (StockadeServer, Reloader, Main) wires the packages together; none of them
+     * reaches back into it (the admin API named Reloader; it now names the PolicyReload interface it declares).
+     */
+    @Test
+    void noPackageDependsOnTheServersRootPackage() {
+        noClasses().that().resideInAPackage("io.stockade.proxy.(*)..")
+                .should().dependOnClassesThat().resideInAPackage("io.stockade.proxy")
+                .check(classes);
+    }
+
     @Test
     void thePolicyModelNeverDependsOnTheServer() {
         noClasses().that().resideInAPackage("io.stockade.policy..")
