@@ -1,7 +1,6 @@
 package io.stockade.policy;
 
 import java.net.URI;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;

@@ -1,6 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.http.BodyBounds;
 import io.stockade.proxy.testing.Http;
 import io.stockade.proxy.testing.OpenSockets;
 import io.stockade.proxy.testing.Pg;

@@ -10,7 +10,6 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The contract through the postgres backend, {@code fence: table}: the fence row is bumped in the write's own

@@ -3,7 +3,6 @@ package io.stockade.proxy.bench;
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.testing.Pg;
 
-import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
