@@ -76,8 +76,4 @@ final class EtagCache {
     void clear() {
         entries.clear();
     }
-
-    int size() {
-        return entries.size();
-    }
 }

@@ -36,13 +36,6 @@ final class RecordCodec {
     private RecordCodec() {
     }
 
-    /** One decoded record. */
-    record State(byte type, String scope, long token, String version) {
-        State(String scope, long token, String version) {
-            this(TYPE_STATE, scope, token, version);
-        }
-    }
-
     /** Encodes a whole state record, header included. */
     static byte[] encode(String scope, long token, String version) {
         return encode(TYPE_STATE, scope, token, version);
@@ -83,15 +76,9 @@ final class RecordCodec {
         return (int) c.getValue();
     }
 
-    /** Same as {@link #crc(byte[], int, int)} over a buffer, without moving its position. */
+    /** Same as {@link #crc(byte[], int, int)} over a heap buffer (the replay's read window). */
     static int crc(ByteBuffer buf, int offset, int len) {
-        if (buf.hasArray()) {
-            return crc(buf.array(), buf.arrayOffset() + offset, len);
-        }
-        CRC32C c = new CRC32C();
-        c.update(buf.slice(offset, 4));
-        c.update(buf.slice(offset + HEADER_BYTES, len));
-        return (int) c.getValue();
+        return crc(buf.array(), buf.arrayOffset() + offset, len);
     }
 
     /** Whether {@code len} can be the payload length of a record. */
@@ -100,57 +87,11 @@ final class RecordCodec {
     }
 
     /**
-     * Decodes a payload whose checksum already matched.
-     *
-     * @throws IllegalArgumentException when the payload is malformed (a bug or a foreign format, never a torn write)
-     */
-    static State decode(ByteBuffer buf, int offset, int len) {
-        if (buf.hasArray()) {
-            return decode(buf.array(), buf.arrayOffset() + offset, len);
-        }
-        ByteBuffer p = buf.slice(offset, len);
-        byte type = p.get();
-        if (type != TYPE_STATE && type != TYPE_FLOOR && type != TYPE_RETIRE) {
-            throw new IllegalArgumentException("unknown record type " + type);
-        }
-        int scopeLen = p.getInt();
-        if (scopeLen < 0 || scopeLen > p.remaining() - 12) {
-            throw new IllegalArgumentException("scope length " + scopeLen + " out of range");
-        }
-        String scope = string(p, scopeLen);
-        long token = p.getLong();
-        if (token < 0) {
-            throw new IllegalArgumentException("negative token " + token);
-        }
-        int verLen = p.getInt();
-        String version;
-        if (verLen == -1) {
-            version = null;
-        } else if (verLen < 0 || verLen != p.remaining()) {
-            throw new IllegalArgumentException("version length " + verLen + " out of range");
-        } else {
-            version = verLen == 0 ? FenceState.ABSENT : string(p, verLen);
-        }
-        if (p.hasRemaining()) {
-            throw new IllegalArgumentException(p.remaining() + " trailing bytes");
-        }
-        return new State(type, scope, token, version);
-    }
-
-    /**
      * Where the replay sends each record: the scope as bytes of the read buffer (valid only during the call), so
      * that replaying millions of records makes no string per record.
      */
     interface Sink {
         void record(byte type, byte[] a, int scopeOffset, int scopeLength, long token, String version);
-    }
-
-    /** {@link #decode(ByteBuffer, int, int)} over an array. */
-    static State decode(byte[] a, int offset, int len) {
-        State[] out = new State[1];
-        decode(a, offset, len, (type, b, so, sl, token, version) ->
-                out[0] = new State(type, new String(b, so, sl, StandardCharsets.UTF_8), token, version));
-        return out[0];
     }
 
     /**
@@ -197,12 +138,6 @@ final class RecordCodec {
 
     private static int intAt(byte[] a, int p) {
         return ((a[p] & 0xff) << 24) | ((a[p + 1] & 0xff) << 16) | ((a[p + 2] & 0xff) << 8) | (a[p + 3] & 0xff);
-    }
-
-    private static String string(ByteBuffer p, int len) {
-        byte[] b = new byte[len];
-        p.get(b);
-        return new String(b, StandardCharsets.UTF_8);
     }
 
     /**
