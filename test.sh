@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium), then builds every module
+# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium, dynalite), then builds every module
 # and runs every test (unit tests *Test, integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -68,6 +68,22 @@ if [ ! -x /usr/bin/chromium ]; then
   echo "stockade: chromium not found, installing it (for the HTML report's browser test)" >&2
   { apt-get update && apt-get install -y chromium; } >&2 \
     || { echo "stockade: could not install chromium (run as root: apt-get install -y chromium)" >&2; exit 1; }
+fi
+# dynalite (npm package 4.0.0: a DynamoDB API server on LevelDB, in memory in the tests) for the DynamoDB lease
+# provider and verifier tests: installed into .tools/dynalite (ignored by git) with the machine's Node.js; the tests
+# start their own servers on free loopback ports (skipped, saying so, when it is missing).
+if [ ! -f .tools/dynalite/node_modules/dynalite/cli.js ]; then
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "stockade: Node.js not found, installing nodejs and npm (for dynalite)" >&2
+    { apt-get update && apt-get install -y nodejs npm; } >&2 \
+      || echo "stockade: could not install nodejs npm; the DynamoDB tests will be skipped" >&2
+  fi
+  if command -v npm >/dev/null; then
+    echo "stockade: installing dynalite 4.0.0 into .tools/dynalite" >&2
+    npm install --prefix .tools/dynalite --no-audit --no-fund --loglevel=error dynalite@4.0.0 >&2 \
+      || echo "stockade: could not install dynalite (npm install dynalite@4.0.0); the DynamoDB tests will be" \
+              "skipped" >&2
+  fi
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then

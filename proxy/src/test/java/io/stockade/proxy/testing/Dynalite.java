@@ -1,0 +1,232 @@
+package io.stockade.proxy.testing;
+
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.http.apache5.Apache5HttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.model.AttributeDefinition;
+import software.amazon.awssdk.services.dynamodb.model.BillingMode;
+import software.amazon.awssdk.services.dynamodb.model.KeySchemaElement;
+import software.amazon.awssdk.services.dynamodb.model.KeyType;
+import software.amazon.awssdk.services.dynamodb.model.ScalarAttributeType;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real DynamoDB API server for tests: <a href="https://github.com/architect/dynalite">dynalite</a> (the npm
+ * package, a third-party implementation of the DynamoDB API on LevelDB, in memory here) run with the machine's
+ * Node.js on a free loopback port. {@code ./test.sh} installs it into {@code .tools/dynalite} (ignored by git);
+ * {@code -Dstockade.dynalite=<path to cli.js>} points elsewhere. Tables are ACTIVE as soon as they are created
+ * ({@code --createTableMs 0}). The process is ended by its own PID; it can be stopped ({@code SIGSTOP}) and continued.
+ *
+ * <p>What it is not: one node, so every read is trivially consistent; no transactions are used by Stockade, and its
+ * conditional writes are checked to behave as DynamoDB documents by {@code DynaliteConditionalWritesIT}.
+ */
+public final class Dynalite implements AutoCloseable {
+    private static final Duration READY = Duration.ofSeconds(30);
+    /** Credentials dynalite accepts (it checks that a request is signed, not by whom). */
+    public static final String ACCESS_KEY = "stockade-test";
+    public static final String SECRET_KEY = "stockade-test-secret";
+    public static final String REGION = "us-east-1";
+
+    /** What a test that needs dynalite says when it is not installed. */
+    public static final String MISSING = "dynalite is not installed (./test.sh installs it: npm install --prefix"
+            + " .tools/dynalite dynalite@4.0.0; or -Dstockade.dynalite=<path to dynalite's cli.js>)";
+
+    private final Process process;
+    private final int port;
+    private final Path log;
+
+    private Dynalite(Process process, int port, Path log) {
+        this.process = process;
+        this.port = port;
+        this.log = log;
+    }
+
+    /** dynalite's {@code cli.js}: {@code -Dstockade.dynalite}, else {@code .tools/dynalite} in this or a parent directory. */
+    static Path cli() {
+        String configured = System.getProperty("stockade.dynalite");
+        if (configured != null && !configured.isBlank()) {
+            return Path.of(configured);
+        }
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            Path cli = dir.resolve(".tools/dynalite/node_modules/dynalite/cli.js");
+            if (Files.isRegularFile(cli)) {
+                return cli;
+            }
+        }
+        return null;
+    }
+
+    /** Whether dynalite and Node.js are installed. */
+    public static boolean available() {
+        Path cli = cli();
+        return cli != null && Files.isRegularFile(cli) && node() != null;
+    }
+
+    private static String node() {
+        for (String candidate : List.of("/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs")) {
+            if (Files.isExecutable(Path.of(candidate))) {
+                return candidate;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Starts dynalite on a free loopback port and waits until it answers. A port taken between choosing and binding
+     * it (another test's server) is retried with another port.
+     */
+    public static Dynalite start() {
+        if (!available()) {
+            throw new IllegalStateException(MISSING);
+        }
+        IOException last = null;
+        for (int attempt = 0; attempt < 5; attempt++) {
+            int port = FreePorts.next();
+            Path log = null;
+            Process p = null;
+            try {
+                log = Files.createTempFile("stockade-dynalite-", ".log");
+                p = new ProcessBuilder(node(), cli().toString(), "--host", "127.0.0.1", "--port",
+                        Integer.toString(port), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+                        .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+                Dynalite d = new Dynalite(p, port, log);
+                if (d.awaitReady()) {
+                    return d;
+                }
+                last = new IOException("dynalite on port " + port + " did not start: " + d.logText());
+                d.close();
+            } catch (IOException e) {
+                last = e;
+                if (p != null) {
+                    p.destroyForcibly();
+                }
+            }
+        }
+        throw new UncheckedIOException(last);
+    }
+
+    private boolean awaitReady() throws IOException {
+        long deadline = System.nanoTime() + READY.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                return false; // e.g. EADDRINUSE: the caller tries another port
+            }
+            if (logText().contains("listening at")) {
+                try (Socket s = new Socket()) {
+                    s.connect(new InetSocketAddress("127.0.0.1", port), 1000);
+                    return true;
+                } catch (IOException e) {
+                    // not yet
+                }
+            }
+            try {
+                TimeUnit.MILLISECONDS.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted", e);
+            }
+        }
+        return false;
+    }
+
+    private String logText() throws IOException {
+        return Files.readString(log, StandardCharsets.UTF_8);
+    }
+
+    /** A client of this server (the AWS SDK v2, test credentials, us-east-1); the caller closes it. */
+    public DynamoDbClient client() {
+        return DynamoDbClient.builder()
+                .endpointOverride(endpoint())
+                .region(Region.of(REGION))
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY,
+                        SECRET_KEY)))
+                .httpClient(Apache5HttpClient.builder().build())
+                .build();
+    }
+
+    /**
+     * Creates a table laid out as Stockade's DynamoDB lock recipe wants it (partition key {@code key}, a string;
+     * on demand) and returns its name. Written here rather than borrowed from the client SDK: the proxy's tests
+     * write lock items by hand, from the documented layout.
+     */
+    public String createLockTable(String table) {
+        try (DynamoDbClient c = client()) {
+            c.createTable(b -> b.tableName(table)
+                    .attributeDefinitions(AttributeDefinition.builder().attributeName("key")
+                            .attributeType(ScalarAttributeType.S).build())
+                    .keySchema(KeySchemaElement.builder().attributeName("key").keyType(KeyType.HASH).build())
+                    .billingMode(BillingMode.PAY_PER_REQUEST));
+        }
+        return table;
+    }
+
+    /** {@code http://127.0.0.1:PORT}. */
+    public URI endpoint() {
+        return URI.create("http://127.0.0.1:" + port);
+    }
+
+    public int port() {
+        return port;
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    /** {@code kill -STOP}: the server stops answering; its connections stay open. */
+    public void pause() {
+        signal("STOP");
+    }
+
+    /** {@code kill -CONT}. */
+    public void resume() {
+        signal("CONT");
+    }
+
+    private void signal(String signal) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).inheritIO().start();
+            if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+                throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            signal("CONT"); // a stopped process does not act on SIGTERM
+            process.destroy();
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        try {
+            Files.deleteIfExists(log);
+        } catch (IOException e) {
+            // a temp file
+        }
+    }
+}
