@@ -257,6 +257,56 @@ public sealed interface TokenVerification {
     }
 
     /**
+     * The token must be the {@code token} of the DynamoDB lock item whose partition key {@code key} is
+     * {@code prefix + scope}, while that item is held: Stockade's DynamoDB lock recipe (the client SDK's
+     * {@code Leases.dynamodb}) raises {@code token} with {@code ADD} in the same conditional write that takes the lock,
+     * renews by writing a fresh record version number ({@code rvn}) and releases by setting {@code released} (the
+     * item, and so the counter, is never deleted). One strongly consistent {@code GetItem} per lookup. A lock whose
+     * {@code rvn} the proxy has seen unchanged for the item's whole {@code leaseDuration}, on its own monotonic clock,
+     * is refused as expired: the rule a contender follows before taking it over, so no clock is compared across
+     * machines.
+     *
+     * @param table     the lock table (partition key {@code key}, a string)
+     * @param prefix    prepended to the scope to give the item's key (empty: the key is the scope)
+     * @param region    the AWS region, e.g. {@code eu-west-1}
+     * @param endpoint  another endpoint than the region's ({@code http://127.0.0.1:8000} for DynamoDB Local or
+     *                  dynalite, a VPC endpoint), or {@code null}
+     * @param accessKey a static access key id, or {@code null}: the AWS SDK's default credentials chain (environment,
+     *                  profile, web identity, container or instance role)
+     * @param secretKey its secret, with {@code accessKey}; never in {@link #toString()}
+     * @param timeout   deadline of each lookup (all of the SDK's attempts); past it the write is refused with 503
+     * @param cache     positive verdicts remembered per (scope, token)
+     */
+    record DynamoDb(String table, String prefix, String region, URI endpoint, String accessKey, String secretKey,
+                    Duration timeout, Cache cache) implements TokenVerification {
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
+
+        public DynamoDb {
+            Objects.requireNonNull(table, "table");
+            Objects.requireNonNull(prefix, "prefix");
+            Objects.requireNonNull(region, "region");
+            Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(cache, "cache");
+            if ((accessKey == null) != (secretKey == null)) {
+                throw new IllegalArgumentException("accessKey and secretKey come together");
+            }
+        }
+
+        /** Static credentials, an endpoint of one's own. */
+        public DynamoDb(String table, String prefix, URI endpoint, String accessKey, String secretKey,
+                        Duration timeout, Cache cache) {
+            this(table, prefix, "us-east-1", endpoint, accessKey, secretKey, timeout, cache);
+        }
+
+        @Override
+        public String toString() {
+            return "DynamoDb[table=" + table + ", prefix=" + prefix + ", region=" + region + ", endpoint=" + endpoint
+                    + ", accessKey=" + (accessKey == null ? "default chain" : accessKey) + ", secretKey="
+                    + (secretKey == null ? "none" : "***") + ", timeout=" + timeout + ", cache=" + cache + "]";
+        }
+    }
+
+    /**
      * The request must carry a signature of (scope, token, expiry) made with one of the shared keys, in
      * {@code header}: {@code v1; kid=<id>; exp=<unix seconds>; sig=<base64url HMAC-SHA256>}. For deployments where
      * the proxy cannot reach the lock service; the writers' SDK signs with the same key.

@@ -27,6 +27,10 @@ final class VerifyReader {
      */
     private static final Pattern ZK_PREFIX = Pattern.compile(
             "/|(/(?!\\.{1,2}(/|$))[^/\\x00-\\x1f\\x7f-\\x9f\\ud800-\\uf8ff\\ufff0-\\uffff]+)+/?");
+    /** A DynamoDB table name, as DynamoDB allows it. */
+    private static final Pattern DYNAMODB_TABLE = Pattern.compile("[A-Za-z0-9_.-]{3,255}");
+    /** An AWS region name: lowercase words and a number, e.g. {@code eu-west-1}, {@code us-gov-east-1}. */
+    private static final Pattern AWS_REGION = Pattern.compile("[a-z]{2,}(-[a-z0-9]+)+");
     private static final Pattern TABLE = Pattern.compile("([a-z_][a-z0-9_]*\\.)?[a-z_][a-z0-9_]*");
 
     private VerifyReader() {
@@ -42,6 +46,7 @@ final class VerifyReader {
                     case "redis" -> redis(verify);
                     case "zookeeper" -> zookeeper(verify);
                     case "consul" -> consul(verify);
+                    case "dynamodb" -> dynamodb(verify);
                     default -> hmac(verify);
                 }));
     }
@@ -306,6 +311,68 @@ final class VerifyReader {
         }
         return Optional.of(new TokenVerification.Consul(url.get(), prefix.get(), token.get().orElse(null),
                 tokenFile.get().orElse(null), tls.get().orElse(null), timeout.get(), cache.get()));
+    }
+
+    private static Optional<TokenVerification> dynamodb(Mapping verify) {
+        verify.allowOnly(Vocabulary.DYNAMODB_VERIFY_KEYS);
+        Optional<String> table = verify.required("table", f -> Values.text(f).flatMap(t -> {
+            if (!DYNAMODB_TABLE.matcher(t).matches()) {
+                f.error("'" + t.replaceAll("\\p{Cntrl}", "?") + "' is not a DynamoDB table name (3 to 255 of"
+                        + " A-Z a-z 0-9 _ . -)");
+                return Optional.empty();
+            }
+            return Optional.of(t);
+        }));
+        Optional<String> prefix = verify.optional("prefix", f -> Values.text(f).flatMap(p -> {
+            if (p.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+                f.error("'" + p.replaceAll("\\p{Cntrl}", "?") + "' holds a control character");
+                return Optional.empty();
+            }
+            return Optional.of(p);
+        }), "");
+        Optional<String> region = verify.required("region", f -> Values.text(f).flatMap(r -> {
+            if (!AWS_REGION.matcher(r).matches()) {
+                f.error("'" + r.replaceAll("\\p{Cntrl}", "?") + "' is not an AWS region name (e.g. eu-west-1)");
+                return Optional.empty();
+            }
+            return Optional.of(r);
+        }));
+        Optional<Optional<URI>> endpoint = verify.optional("endpoint", f -> Values.httpUrl(f).flatMap(u -> {
+            if (u.getRawUserInfo() != null) {
+                f.error("URL '" + u.toString().replace(u.getRawUserInfo() + "@", "…@") + "' carries credentials:"
+                        + " give access-key and secret-key instead");
+                return Optional.empty();
+            }
+            String path = u.getRawPath();
+            if (path != null && !path.isEmpty() && !path.equals("/") || u.getRawQuery() != null) {
+                f.error("URL '" + u + "' must not have a path or query: give the endpoint's address (e.g."
+                        + " http://127.0.0.1:8000)");
+                return Optional.empty();
+            }
+            return Optional.of(Optional.of(u));
+        }), Optional.empty());
+        Optional<Optional<String>> accessKey = verify.optional("access-key", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Optional<String>> secretKey = verify.optional("secret-key", f -> Values.text(f).map(Optional::of),
+                Optional.empty());
+        Optional<Duration> timeout = verify.optional("timeout", Values::duration,
+                TokenVerification.DynamoDb.DEFAULT_TIMEOUT);
+        Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
+                TokenVerification.Cache.DEFAULT);
+        boolean keys = Values.allPresent(accessKey, secretKey);
+        if (keys && accessKey.get().isPresent() != secretKey.get().isPresent()) {
+            String given = accessKey.get().isPresent() ? "access-key" : "secret-key";
+            verify.required(given).ifPresent(f -> f.error("give access-key and secret-key together, or neither"
+                    + " (the AWS SDK's default credentials chain: environment, profile, web identity, instance"
+                    + " role)"));
+            keys = false;
+        }
+        if (!keys || !Values.allPresent(table, prefix, region, endpoint, timeout, cache)) {
+            return Optional.empty();
+        }
+        return Optional.of(new TokenVerification.DynamoDb(table.get(), prefix.get(), region.get(),
+                endpoint.get().orElse(null), accessKey.get().orElse(null), secretKey.get().orElse(null),
+                timeout.get(), cache.get()));
     }
 
     private static Optional<TokenVerification> hmac(Mapping verify) {

@@ -34,7 +34,7 @@ final class Vocabulary {
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance",
             "verify");
     static final List<String> VERIFY_KINDS = List.of("etcd", "postgres", "kubernetes", "redis", "zookeeper",
-            "consul", "hmac");
+            "consul", "dynamodb", "hmac");
     static final List<String> ETCD_VERIFY_KEYS = List.of("kind", "endpoints", "prefix", "timeout", "username",
             "password", "password-file", "tls", "cache");
     static final List<String> POSTGRES_VERIFY_KEYS = List.of("kind", "datasource", "table", "prefix", "cache");
@@ -45,6 +45,8 @@ final class Vocabulary {
     static final List<String> ZOOKEEPER_VERIFY_KEYS = List.of("kind", "servers", "prefix", "timeout", "cache");
     static final List<String> CONSUL_VERIFY_KEYS = List.of("kind", "url", "prefix", "token", "token-file", "tls",
             "timeout", "cache");
+    static final List<String> DYNAMODB_VERIFY_KEYS = List.of("kind", "table", "prefix", "region", "endpoint",
+            "access-key", "secret-key", "timeout", "cache");
     static final List<String> HMAC_VERIFY_KEYS = List.of("kind", "keys", "header", "clock-skew");
     static final List<String> HMAC_KEY_KEYS = List.of("id", "key", "key-file");
     static final List<String> VERIFY_CACHE_KEYS = List.of("enabled", "ttl", "max-entries");

@@ -230,6 +230,32 @@ class PolicyLoaderVerifyTest {
     }
 
     @Test
+    void dynamodbTakesATableARegionAnEndpointKeysAndDefaults() throws Exception {
+        assertEquals(new TokenVerification.DynamoDb("locks", "", "eu-west-1", null, null, null, Duration.ofSeconds(2),
+                TokenVerification.Cache.DEFAULT), verify("kind: dynamodb\ntable: locks\nregion: eu-west-1", Map.of()));
+        TokenVerification.DynamoDb dynamo = (TokenVerification.DynamoDb) verify("""
+                kind: dynamodb
+                table: Stockade.Locks-1
+                prefix: locks/
+                region: us-gov-east-1
+                endpoint: ${DYNAMODB_ENDPOINT}
+                access-key: AKIDEXAMPLE
+                secret-key: ${AWS_SECRET_ACCESS_KEY}
+                timeout: 750ms
+                cache: {enabled: false}""", Map.of("DYNAMODB_ENDPOINT", "http://127.0.0.1:8000",
+                "AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI-secret"));
+        assertEquals("Stockade.Locks-1", dynamo.table());
+        assertEquals("locks/", dynamo.prefix());
+        assertEquals("us-gov-east-1", dynamo.region());
+        assertEquals(URI.create("http://127.0.0.1:8000"), dynamo.endpoint());
+        assertEquals("AKIDEXAMPLE", dynamo.accessKey());
+        assertEquals("wJalrXUtnFEMI-secret", dynamo.secretKey());
+        assertFalse(dynamo.toString().contains("wJalrXUtnFEMI-secret"), dynamo.toString());
+        assertEquals(Duration.ofMillis(750), dynamo.timeout());
+        assertFalse(dynamo.cache().enabled());
+    }
+
+    @Test
     void redisTakesAnAclUserAPasswordTlsAndACache() throws Exception {
         TokenVerification.Redis redis = (TokenVerification.Redis) verify("""
                 kind: redis

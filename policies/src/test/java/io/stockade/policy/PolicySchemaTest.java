@@ -129,15 +129,18 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.ZOOKEEPER_VERIFY_KEYS, keys("$defs/zookeeperVerify"));
         assertEquals(Vocabulary.CONSUL_VERIFY_KEYS, keys("$defs/consulVerify"));
         assertEquals(Vocabulary.TLS_KEYS, keys("$defs/consulVerify/properties/tls"));
+        assertEquals(Vocabulary.DYNAMODB_VERIFY_KEYS, keys("$defs/dynamodbVerify"));
         assertEquals(Vocabulary.VERIFY_KINDS, List.of(at("$defs/etcdVerify/properties/kind/const"),
                 at("$defs/postgresVerify/properties/kind/const"), at("$defs/kubernetesVerify/properties/kind/const"),
                 at("$defs/redisVerify/properties/kind/const"), at("$defs/zookeeperVerify/properties/kind/const"),
-                at("$defs/consulVerify/properties/kind/const"), at("$defs/hmacVerify/properties/kind/const")));
+                at("$defs/consulVerify/properties/kind/const"), at("$defs/dynamodbVerify/properties/kind/const"),
+                at("$defs/hmacVerify/properties/kind/const")));
         String verify = "$defs/policy/properties/fence/properties/verify/oneOf/";
         assertEquals(List.of("#/$defs/etcdVerify", "#/$defs/postgresVerify", "#/$defs/kubernetesVerify",
-                "#/$defs/redisVerify", "#/$defs/zookeeperVerify", "#/$defs/consulVerify", "#/$defs/hmacVerify"),
+                "#/$defs/redisVerify", "#/$defs/zookeeperVerify", "#/$defs/consulVerify", "#/$defs/dynamodbVerify",
+                "#/$defs/hmacVerify"),
                 List.of(at(verify + "0/$ref"), at(verify + "1/$ref"), at(verify + "2/$ref"), at(verify + "3/$ref"),
-                        at(verify + "4/$ref"), at(verify + "5/$ref"), at(verify + "6/$ref")));
+                        at(verify + "4/$ref"), at(verify + "5/$ref"), at(verify + "6/$ref"), at(verify + "7/$ref")));
     }
 
     /**
@@ -152,6 +155,10 @@ class PolicySchemaTest {
         assertEquals(1, (Integer) at("$defs/redisVerify/properties/prefix/minLength"));
         assertEquals("^/", at("$defs/zookeeperVerify/properties/prefix/pattern"));
         assertEquals("^[^/]", at("$defs/consulVerify/properties/prefix/pattern"));
+        assertEquals(1, (Integer) at("$defs/dynamodbVerify/properties/prefix/minLength"));
+        // the loader's patterns (VerifyReader) for a DynamoDB table name and an AWS region
+        assertEquals("^[A-Za-z0-9_.-]{3,255}$", at("$defs/dynamodbVerify/properties/table/pattern"));
+        assertEquals("^[a-z]{2,}(-[a-z0-9]+)+$", at("$defs/dynamodbVerify/properties/region/pattern"));
         // the loader's patterns (VerifyReader) for a Kubernetes namespace and Lease name prefix
         assertEquals("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", at("$defs/kubernetesVerify/properties/namespace/pattern"));
         assertEquals("^[a-z0-9][-a-z0-9.]{0,251}$", at("$defs/kubernetesVerify/properties/prefix/pattern"));
@@ -173,7 +180,7 @@ class PolicySchemaTest {
                 "$defs/etcdVerify", "$defs/etcdVerify/properties/tls", "$defs/postgresVerify", "$defs/hmacVerify",
                 "$defs/kubernetesVerify", "$defs/kubernetesVerify/properties/tls",
                 "$defs/redisVerify", "$defs/redisVerify/properties/tls", "$defs/zookeeperVerify",
-                "$defs/consulVerify", "$defs/consulVerify/properties/tls",
+                "$defs/consulVerify", "$defs/consulVerify/properties/tls", "$defs/dynamodbVerify",
                 "$defs/hmacVerify/properties/keys/items", "$defs/verifyCache")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
         }

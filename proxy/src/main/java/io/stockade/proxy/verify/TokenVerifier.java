@@ -25,7 +25,7 @@ public interface TokenVerifier extends AutoCloseable {
 
     /**
      * Short name for logs and problem bodies: {@code hmac}, {@code etcd}, {@code postgres}, {@code kubernetes},
-     * {@code redis}, {@code zookeeper}, {@code consul}.
+     * {@code redis}, {@code zookeeper}, {@code consul}, {@code dynamodb}.
      */
     String kind();
 

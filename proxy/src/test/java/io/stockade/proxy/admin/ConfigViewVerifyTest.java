@@ -154,4 +154,25 @@ class ConfigViewVerifyTest {
         assertTrue(json.contains("\"prefix\":\"locks/\""), json);
         assertTrue(json.contains("/run/secrets/consul"), json);
     }
+
+    @Test
+    void theDynamoDbVerifiersKeysAreRedactedItsTableRegionAndEndpointShown() throws Exception {
+        StockadeConfig config = PolicyLoader.parse("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: locked
+                    match: {path: "/k/{id}"}
+                    scope: "k/{id}"
+                    fence:
+                      verify: {kind: dynamodb, table: stockade-locks, region: eu-west-1,
+                               endpoint: "http://127.0.0.1:8000", access-key: AKIDEXAMPLE, secret-key: "${S}"}
+                    backend: {type: file, root: ./r}
+                """, Path.of("p.yaml"), Map.of("S", "wJalrXUtnFEMI-dynamo-secret"));
+        String json = ConfigView.json(config);
+        assertFalse(json.contains("wJalrXUtnFEMI-dynamo-secret"), json);
+        assertTrue(json.contains("\"secretKey\":\"" + ConfigView.REDACTED + "\""), json);
+        assertTrue(json.contains("stockade-locks"), json);
+        assertTrue(json.contains("eu-west-1"), json);
+        assertTrue(json.contains("http://127.0.0.1:8000"), json);
+    }
 }

@@ -5,6 +5,7 @@ import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.proxy.verify.cache.RememberingVerifier;
 import io.stockade.proxy.verify.consul.ConsulLockVerifier;
+import io.stockade.proxy.verify.dynamodb.DynamoDbLockVerifier;
 import io.stockade.proxy.verify.etcd.EtcdLockVerifier;
 import io.stockade.proxy.verify.hmac.HmacVerifier;
 import io.stockade.proxy.verify.kubernetes.KubernetesLeaseVerifier;
@@ -76,6 +77,8 @@ public final class TokenVerifiers implements AutoCloseable {
                     zk.cache());
             case TokenVerification.Consul consul -> RememberingVerifier.wrap(ConsulLockVerifier.open(consul, what),
                     consul.cache());
+            case TokenVerification.DynamoDb dynamo -> RememberingVerifier.wrap(DynamoDbLockVerifier.open(dynamo,
+                    what), dynamo.cache());
         };
     }
 

@@ -1,0 +1,310 @@
+package io.stockade.proxy;
+
+import io.stockade.proxy.testing.Dynalite;
+import io.stockade.proxy.testing.Http;
+import io.stockade.proxy.testing.TcpRelay;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
+import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code fence.verify: {kind: dynamodb}} through a real proxy and the file backend, against dynalite (a real DynamoDB
+ * API server). The lock items are written here by hand with the recipe's conditional writes, from the layout the
+ * guide documents (the client SDK's provider is tested against the same proxy in client-sdk). Every refusal is
+ * checked to have written nothing and left the fence alone.
+ */
+class DynamoDbLockVerifyIT {
+    private static Dynalite dynalite;
+    private static DynamoDbClient db;
+    private static int tables;
+
+    @TempDir
+    Path dir;
+    String table;
+    String prefix = "locks/";
+    Path root;
+    ProxyFixture proxy;
+
+    /** A lock as its holder knows it. */
+    record Held(String key, long token, String rvn) {
+    }
+
+    @BeforeAll
+    static void startDynalite() {
+        Assumptions.assumeTrue(Dynalite.available(), Dynalite.MISSING);
+        dynalite = Dynalite.start();
+        db = dynalite.client();
+    }
+
+    @AfterAll
+    static void stopDynalite() {
+        if (db != null) {
+            db.close();
+        }
+        if (dynalite != null) {
+            dynalite.close();
+        }
+    }
+
+    @BeforeEach
+    void start() throws Exception {
+        table = dynalite.createLockTable("locks-" + ++tables);
+        root = dir.resolve("root");
+        proxy = start(dynalite.endpoint().toString(), "");
+    }
+
+    @AfterEach
+    void stop() {
+        if (proxy != null) {
+            proxy.close();
+        }
+    }
+
+    ProxyFixture start(String endpoint, String more) throws Exception {
+        if (proxy != null) {
+            proxy.close();
+        }
+        return ProxyFixture.start(dir.resolve("journal"), """
+                store:
+                  type: memory
+                  journal: ${JOURNAL}
+                policies:
+                  - name: jobs
+                    match:
+                      path: /jobs/{id}
+                    scope: job-{id}
+                    fence:
+                      verify:
+                        kind: dynamodb
+                        table: ${TABLE}
+                        prefix: ${PREFIX}
+                        region: us-east-1
+                        endpoint: ${ENDPOINT}
+                        access-key: ${AWS_KEY}
+                        secret-key: ${AWS_SECRET}
+                        timeout: 1s
+                        cache: {enabled: false}
+                #MORE#
+                    backend:
+                      type: file
+                      root: ${ROOT}
+                """.replace("#MORE#", more.isEmpty() ? "" : more.indent(8).stripTrailing()),
+                Map.of("ENDPOINT", endpoint, "ROOT", root.toString(), "TABLE", table, "PREFIX", prefix,
+                        "AWS_KEY", Dynalite.ACCESS_KEY, "AWS_SECRET", Dynalite.SECRET_KEY));
+    }
+
+    /** The recipe's acquisition: absent (or released / expired with this rvn), SET holder and a new rvn, ADD 1. */
+    Held take(String key, long leaseMillis, String seenRvn) {
+        String rvn = UUID.randomUUID().toString();
+        Map<String, AttributeValue> values = new HashMap<>(Map.of(":owner", AttributeValue.fromS("worker"),
+                ":rvn", AttributeValue.fromS(rvn), ":lease", AttributeValue.fromN(Long.toString(leaseMillis)),
+                ":no", AttributeValue.fromBool(false), ":one", AttributeValue.fromN("1")));
+        Map<String, String> names = new HashMap<>(Map.of("#owner", "owner", "#rvn", "rvn", "#lease",
+                "leaseDuration", "#released", "released", "#token", "token"));
+        String condition;
+        if (seenRvn == null) {
+            condition = "attribute_not_exists(#key)";
+            names.put("#key", "key");
+        } else {
+            condition = "#rvn = :seen";
+            values.put(":seen", AttributeValue.fromS(seenRvn));
+        }
+        Map<String, AttributeValue> item = db.updateItem(b -> b.tableName(table)
+                .key(Map.of("key", AttributeValue.fromS(key)))
+                .updateExpression("SET #owner = :owner, #rvn = :rvn, #lease = :lease, #released = :no"
+                        + " ADD #token :one")
+                .conditionExpression(condition).expressionAttributeNames(names).expressionAttributeValues(values)
+                .returnValues(ReturnValue.ALL_NEW)).attributes();
+        return new Held(key, Long.parseLong(item.get("token").n()), rvn);
+    }
+
+    /** The recipe's renewal or release: a new rvn on the condition that ours is still there. */
+    Held write(Held held, boolean release) {
+        String rvn = UUID.randomUUID().toString();
+        db.updateItem(b -> b.tableName(table).key(Map.of("key", AttributeValue.fromS(held.key())))
+                .updateExpression(release ? "SET #rvn = :new, #released = :yes REMOVE #owner" : "SET #rvn = :new")
+                .conditionExpression("#rvn = :old")
+                .expressionAttributeNames(release ? Map.of("#rvn", "rvn", "#released", "released", "#owner", "owner")
+                        : Map.of("#rvn", "rvn"))
+                .expressionAttributeValues(release ? Map.of(":new", AttributeValue.fromS(rvn), ":old",
+                        AttributeValue.fromS(held.rvn()), ":yes", AttributeValue.fromBool(true))
+                        : Map.of(":new", AttributeValue.fromS(rvn), ":old", AttributeValue.fromS(held.rvn()))));
+        return new Held(held.key(), held.token(), rvn);
+    }
+
+    Http.Response put(String id, String body, long token) throws Exception {
+        return Http.put(proxy.uri("/jobs/" + id), body, Map.of("Fencing-Token", Long.toString(token)));
+    }
+
+    Optional<String> stored(String id) throws Exception {
+        Path file = root.resolve("jobs").resolve(id);
+        return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
+    }
+
+    Optional<Long> fence(String id) throws Exception {
+        return proxy.server().store().get("job-" + id).map(s -> s.token());
+    }
+
+    /** A 403 that did not write, did not move the fence, and does not tell the holder's token {@code held}. */
+    void assertRefused(Http.Response r, String id, String reason, long held, Optional<String> before,
+                       Optional<Long> fenceBefore) throws Exception {
+        assertEquals(403, r.status(), r.body());
+        assertTrue(r.body().contains("urn:stockade:problem:unverified-token"), r.body());
+        assertTrue(r.body().contains(reason), r.body());
+        if (held >= 0) {
+            assertFalse(r.body().contains("token " + held), "the holder's token must not reach the client");
+        }
+        assertFalse(r.body().contains(Dynalite.SECRET_KEY), r.body());
+        assertEquals(before, stored(id), "nothing written");
+        assertEquals(fenceBefore, fence(id), "a refused token must not move the fence");
+    }
+
+    void assertUnavailable(Http.Response r, String id, Optional<String> before, Optional<Long> fenceBefore)
+            throws Exception {
+        assertEquals(503, r.status(), r.body());
+        assertTrue(r.header("Retry-After").isPresent());
+        assertFalse(r.body().contains(Dynalite.SECRET_KEY), r.body());
+        assertEquals(before, stored(id), "nothing written");
+        assertEquals(fenceBefore, fence(id));
+    }
+
+    @Test
+    void theHoldersTokenWritesAndKeepsWritingWhileItRenews() throws Exception {
+        Held a = take("locks/job-a", 60_000, null);
+        assertEquals(1, a.token(), "the first holder's token");
+        assertEquals(201, put("a", "v1", a.token()).status());
+        assertEquals(Optional.of("v1"), stored("a"));
+        assertEquals(Optional.of(a.token()), fence("a"));
+        a = write(a, false);
+        assertEquals(2, put("a", "v2", a.token()).status() / 100, "a renewal keeps the token");
+        assertEquals(Optional.of("v2"), stored("a"));
+    }
+
+    @Test
+    void anInventedOrInflatedTokenIsRefused() throws Exception {
+        Held b = take("locks/job-b", 60_000, null);
+        b = take("locks/job-b", 60_000, b.rvn()); // a second acquisition: token 2
+        assertEquals(2, b.token());
+        for (long forged : List.of(Long.MAX_VALUE, b.token() + 1, b.token() - 1, 0L)) {
+            assertRefused(put("b", "evil", forged), "b",
+                    "not the token of the holder of the DynamoDB lock 'locks/job-b' (table " + table + ")", b.token(),
+                    Optional.empty(), Optional.empty());
+        }
+        assertEquals(201, put("b", "honest", b.token()).status(), "the genuine holder is not locked out");
+        assertEquals(Optional.of("honest"), stored("b"));
+    }
+
+    /**
+     * The zombie: A holds the lock (lease 1.5 s) and writes, then stops renewing. Once the proxy has read A's rvn
+     * unchanged for the lease duration it refuses A as expired, before anyone took over; B then takes the lock over
+     * on the rvn it saw (the contender's rule) and A's token stays refused, now as another holder's.
+     */
+    @Test
+    void anOldHolderThatStoppedRenewingIsRefusedThenTakenOver() throws Exception {
+        Held a = take("locks/job-c", 1500, null);
+        assertEquals(201, put("c", "from-a", a.token()).status()); // the proxy's first sighting of A's rvn
+        long firstSeen = System.nanoTime();
+        while (System.nanoTime() - firstSeen < 1_600_000_000L) {
+            Thread.sleep(100);
+        }
+        assertRefused(put("c", "a-late", a.token()), "c",
+                "the lease on the DynamoDB lock 'locks/job-c' (table " + table + ") has expired", -1,
+                Optional.of("from-a"), Optional.of(a.token()));
+
+        Held b = take("locks/job-c", 60_000, a.rvn());
+        assertTrue(b.token() > a.token(), "the next holder's token is higher");
+        assertRefused(put("c", "a-zombie", a.token()), "c", "not the token of the holder", b.token(),
+                Optional.of("from-a"), Optional.of(a.token()));
+        assertEquals(2, put("c", "from-b", b.token()).status() / 100);
+        assertEquals(Optional.of("from-b"), stored("c"));
+        assertEquals(Optional.of(b.token()), fence("c"));
+    }
+
+    /** A holder that keeps renewing is never taken for expired, however long it holds. */
+    @Test
+    void aRenewingHolderIsNotExpired() throws Exception {
+        Held d = take("locks/job-d", 1000, null);
+        long start = System.nanoTime();
+        int i = 0;
+        while (System.nanoTime() - start < 2_500_000_000L) {
+            assertEquals(2, put("d", "v" + i++, d.token()).status() / 100);
+            d = write(d, false); // renewed well within the lease
+            Thread.sleep(200);
+        }
+        assertEquals(2, put("d", "last", d.token()).status() / 100);
+    }
+
+    @Test
+    void aReleasedOrMissingItemIsRefused() throws Exception {
+        Held r = take("locks/job-r", 60_000, null);
+        write(r, true);
+        assertRefused(put("r", "after", r.token()), "r",
+                "nobody holds the DynamoDB lock 'locks/job-r' (table " + table + ") (released)", -1,
+                Optional.empty(), Optional.empty());
+        assertRefused(put("m", "x", 1), "m",
+                "nobody holds the DynamoDB lock 'locks/job-m' (table " + table + ") (no such item)", -1,
+                Optional.empty(), Optional.empty());
+    }
+
+    /** An item written by something else than the recipe is not taken as a lock: fail closed with 503. */
+    @Test
+    void anItemThatIsNotALockItemIs503() throws Exception {
+        db.putItem(b -> b.tableName(table).item(Map.of("key", AttributeValue.fromS("locks/job-x"),
+                "token", AttributeValue.fromS("7"))));
+        Http.Response r = put("x", "x", 7);
+        assertUnavailable(r, "x", Optional.empty(), Optional.empty());
+        assertTrue(r.body().contains("is not a lock item"), r.body());
+    }
+
+    @Test
+    void aMissingTableOrWrongCredentialsOrNoAnswerIs503() throws Exception {
+        Held f = take("locks/job-f", 60_000, null);
+        String realTable = table;
+        table = "no-such-table";
+        proxy = start(dynalite.endpoint().toString(), "");
+        Http.Response missing = put("f", "x", f.token());
+        assertUnavailable(missing, "f", Optional.empty(), Optional.empty());
+        assertTrue(missing.body().contains("no table 'no-such-table'"), missing.body());
+        table = realTable;
+
+        // dynalite answers, but never: the SDK's attempts end at the timeout
+        try (TcpRelay relay = TcpRelay.to(dynalite.port())) {
+            relay.dropToClient(true);
+            proxy = start("http://127.0.0.1:" + relay.port(), "");
+            long t0 = System.nanoTime();
+            Http.Response silent = put("f", "x", f.token());
+            assertUnavailable(silent, "f", Optional.empty(), Optional.empty());
+            assertTrue((System.nanoTime() - t0) / 1_000_000 < 5_000, "bounded by the 1s timeout");
+        }
+        proxy = start(dynalite.endpoint().toString(), "");
+        assertEquals(201, put("f", "x", f.token()).status(), "and back once DynamoDB answers");
+    }
+
+    @Test
+    void aScopeLongerThanAPartitionKeyIsRefused() throws Exception {
+        prefix = "p".repeat(2040) + "/";
+        proxy = start(dynalite.endpoint().toString(), "");
+        String id = "k".repeat(8);
+        assertRefused(put(id, "x", 1), id, "cannot be a DynamoDB partition key", -1, Optional.empty(),
+                Optional.empty());
+    }
+}
