@@ -6,7 +6,7 @@ import java.util.function.BiConsumer;
 
 /**
  * One lock service, as the watchdog sees it. Implementations: etcd, Kubernetes Lease, PostgreSQL, Redis, ZooKeeper,
- * Consul.
+ * Consul, DynamoDB.
  */
 interface LeaseService extends AutoCloseable {
 

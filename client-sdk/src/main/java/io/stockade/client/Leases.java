@@ -56,6 +56,11 @@ import javax.sql.DataSource;
  *       as its TTL (10s..24h) and a KV key acquired with it; the token is the key's {@code ModifyIndex} right after
  *       the acquiring write. Renewal renews the session and checks the key still names it. Caveat: tested against
  *       a stand-in of Consul's HTTP API, not a real Consul.</li>
+ *   <li><b>DynamoDB</b> ({@link Builder#dynamodb}, needs {@code software.amazon.awssdk:dynamodb} 2): a lock item
+ *       taken and kept by conditional writes; the token is a counter raised by {@code ADD} in the acquiring write;
+ *       an abandoned lock is taken over after its record version stood still for its lease duration, measured on
+ *       the contender's monotonic clock. Caveat: never delete the items (the counter would start again); tested
+ *       against dynalite, not AWS.</li>
  * </ul>
  *
  * <h2>Renewal</h2>
@@ -389,6 +394,34 @@ public final class Leases {
             Objects.requireNonNull(prefix, "prefix");
             Settings s = settings();
             return new WatchdogProvider(new ConsulLeaseService(url, prefix, aclToken, http, s.ticker()), s);
+        }
+
+        /**
+         * A DynamoDB provider (software.amazon.awssdk:dynamodb 2.x on the class path; the caller builds the client,
+         * with its region, credentials and HTTP client, and closes it). Each lease is an item of {@code table}
+         * (partition key {@code key} = {@code prefix + name}; make the table with {@link DynamoDbLockTable#create}
+         * or your infrastructure code) taken and kept by conditional writes. Token: the item's {@code token}, raised
+         * by one with {@code ADD} in the acquiring write itself. A held lock is taken over only once this process has
+         * read the same record version number ({@code rvn}) for the holder's whole lease duration on its own
+         * monotonic clock (no clock is compared across machines). Renewal writes a new {@code rvn} on the condition
+         * that ours is still there (else {@link LossReason#RENEWAL_REFUSED}, or {@link LossReason#REVOKED} when the
+         * item was released or deleted); release marks the item released (it is never deleted: that would start
+         * the counter again). Tested against dynalite, a third-party implementation of the DynamoDB API.
+         *
+         * @param client the DynamoDB client (not closed by the provider)
+         * @param table  the lock table, e.g. {@code stockade-locks}
+         * @param prefix prepended to the lease name to give the item's key, e.g. {@code locks/} (the proxy's
+         *               {@code fence.verify} {@code prefix}); may be empty
+         * @return the provider
+         * @throws IllegalArgumentException if the table name is not one DynamoDB allows, or the renewal fractions
+         *                                  break the arithmetic
+         */
+        public LeaseProvider dynamodb(software.amazon.awssdk.services.dynamodb.DynamoDbClient client, String table,
+                                      String prefix) {
+            Objects.requireNonNull(client, "client");
+            Objects.requireNonNull(prefix, "prefix");
+            Settings s = settings();
+            return new WatchdogProvider(new DynamoDbLeaseService(client, table, prefix, s.ticker()), s);
         }
 
         /**

@@ -24,9 +24,9 @@ import java.util.regex.Pattern;
  *
  * <pre>
  * java -jar stockade-client-sdk.jar run (--etcd URL | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL
- *      | --zookeeper HOST:PORT[,...] | --consul URL) --name NAME --ttl 15s [--grace 10s] [--wait 0s] [--identity ID]
- *      [--redis-replicas N] [--redis-replicas-timeout 500ms] [--zookeeper-prefix /locks/] [--consul-prefix locks/]
- *      -- COMMAND [ARGS...]
+ *      | --zookeeper HOST:PORT[,...] | --consul URL | --dynamodb TABLE) --name NAME --ttl 15s [--grace 10s]
+ *      [--wait 0s] [--identity ID] [--redis-replicas N] [--redis-replicas-timeout 500ms] [--zookeeper-prefix /locks/]
+ *      [--consul-prefix locks/] [--dynamodb-prefix locks/] [--dynamodb-endpoint URL] -- COMMAND [ARGS...]
  * </pre>
  *
  * With {@code --redis}, the password comes from the URL or, when it has none, from {@code REDISCLI_AUTH} (as for
@@ -35,7 +35,10 @@ import java.util.regex.Pattern;
  * certificate). With {@code --zookeeper}, the lock is the path {@code --zookeeper-prefix} (default {@code /}) + name,
  * and a disconnection from ZooKeeper stops the command at once (the session may already have expired). With
  * {@code --consul}, the lock is the KV key {@code --consul-prefix} (default none) + name, the ACL token comes from
- * {@code CONSUL_HTTP_TOKEN} (as for the {@code consul} command), and the ttl is the session TTL (10s..24h). The command
+ * {@code CONSUL_HTTP_TOKEN} (as for the {@code consul} command), and the ttl is the session TTL (10s..24h). With
+ * {@code --dynamodb}, the lock is the item {@code --dynamodb-prefix} (default none) + name of the table, the region
+ * and credentials come from the AWS SDK's defaults (as for the {@code aws} command: {@code AWS_REGION}, the profile,
+ * web identity, the instance role), and {@code --dynamodb-endpoint} points at DynamoDB Local or a VPC endpoint. The command
  * gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
  * command's own when it ends while the lease is held; {@value #LOST} when the lease was lost (the command was
  * stopped: SIGTERM, then SIGKILL after the grace); {@value #BUSY} when another holder kept the lease for the whole
@@ -57,16 +60,20 @@ public final class LeaseCommand {
 
     private static final String USAGE_TEXT = """
             usage: lease run (--etcd URL[,URL...] | --postgres JDBC_URL | --kubernetes NAMESPACE|- | --redis URL
-                              | --zookeeper HOST:PORT[,HOST:PORT...] | --consul URL)
+                              | --zookeeper HOST:PORT[,HOST:PORT...] | --consul URL | --dynamodb TABLE)
                              --name NAME --ttl DURATION [--grace DURATION] [--wait DURATION] [--identity ID]
                              [--redis-replicas N] [--redis-replicas-timeout DURATION] [--zookeeper-prefix PATH]
-                             [--consul-prefix PREFIX] -- COMMAND [ARGS...]
+                             [--consul-prefix PREFIX] [--dynamodb-prefix PREFIX] [--dynamodb-endpoint URL]
+                             -- COMMAND [ARGS...]
               DURATION: 15s, 500ms, 2m, 1h or ISO-8601 (PT15S). Defaults: --grace 10s, --wait 0s.
               --redis redis://[user:password@]host:port[/db] or rediss://... (TLS); no password in it: REDISCLI_AUTH.
               --redis-replicas N: WAIT for N replicas after acquiring and renewing (timeout default 500ms).
               --zookeeper-prefix PATH: the lock is PATH + NAME (default /); the ttl is the session timeout.
               --consul http://host:8500: the lock is the KV key --consul-prefix + NAME (default no prefix); the ACL
                 token from CONSUL_HTTP_TOKEN; the ttl is the session TTL, 10s..24h.
+              --dynamodb TABLE: the lock is the item --dynamodb-prefix + NAME (partition key 'key'); region and
+                credentials as for the aws command (AWS_REGION, AWS_PROFILE, ...); --dynamodb-endpoint URL for
+                DynamoDB Local or a VPC endpoint.
               exit: the command's code; 75 lease lost (command stopped); 73 lease busy; 69 lock service failed;
                     127 command not started; 2 usage""";
 
@@ -126,6 +133,7 @@ public final class LeaseCommand {
                 }
                 case "consul" -> builder.consul(java.net.URI.create(o.target), o.consulPrefix,
                         consulToken(System.getenv("CONSUL_HTTP_TOKEN")));
+                case "dynamodb" -> builder.dynamodb(dynamoDb(o.dynamodbEndpoint), o.target, o.dynamodbPrefix);
                 default -> builder.kubernetesInCluster(o.target.equals("-") ? null : o.target);
             };
         } catch (RuntimeException e) {
@@ -157,6 +165,23 @@ public final class LeaseCommand {
 
     private static void quietZooKeeper() {
         ZOOKEEPER_LOG.setLevel(java.util.logging.Level.WARNING);
+    }
+
+    /**
+     * A DynamoDB client with the AWS SDK's default region and credentials (as the {@code aws} command finds them)
+     * over the Apache 5 HTTP client; left open until the process exits.
+     */
+    private static software.amazon.awssdk.services.dynamodb.DynamoDbClient dynamoDb(String endpoint) {
+        var b = software.amazon.awssdk.services.dynamodb.DynamoDbClient.builder()
+                .httpClient(software.amazon.awssdk.http.apache5.Apache5HttpClient.builder().build());
+        if (endpoint != null) {
+            b.endpointOverride(java.net.URI.create(endpoint));
+        }
+        try {
+            return b.build();
+        } catch (software.amazon.awssdk.core.exception.SdkClientException e) {
+            throw new IllegalStateException("DynamoDB: " + e.getMessage() + " (set AWS_REGION)", e);
+        }
     }
 
     /** The ACL token from {@code CONSUL_HTTP_TOKEN}, as the {@code consul} command reads it; empty is none. */
@@ -262,7 +287,7 @@ public final class LeaseCommand {
     }
 
     private static final String ONE_OF = "give one of --etcd, --postgres, --kubernetes, --redis, --zookeeper,"
-            + " --consul";
+            + " --consul, --dynamodb";
 
     /** The parsed command line. */
     static final class Options {
@@ -277,6 +302,8 @@ public final class LeaseCommand {
         Duration replicasTimeout = Duration.ofMillis(500);
         String zookeeperPrefix;
         String consulPrefix;
+        String dynamodbPrefix;
+        String dynamodbEndpoint;
         List<String> command = List.of();
 
         static Options parse(String[] args) {
@@ -297,7 +324,7 @@ public final class LeaseCommand {
                 }
                 String v = a.get(++i);
                 switch (opt) {
-                    case "--etcd", "--postgres", "--kubernetes", "--redis", "--zookeeper", "--consul" -> {
+                    case "--etcd", "--postgres", "--kubernetes", "--redis", "--zookeeper", "--consul", "--dynamodb" -> {
                         if (o.service != null) {
                             throw new IllegalArgumentException(ONE_OF);
                         }
@@ -335,6 +362,14 @@ public final class LeaseCommand {
                         }
                         o.consulPrefix = v;
                     }
+                    case "--dynamodb-prefix" -> o.dynamodbPrefix = v;
+                    case "--dynamodb-endpoint" -> {
+                        if (!v.matches("(?i)https?://[^/?#@]+/?")) {
+                            throw new IllegalArgumentException("--dynamodb-endpoint: expected http(s)://host:port,"
+                                    + " got '" + v + "'");
+                        }
+                        o.dynamodbEndpoint = v;
+                    }
                     default -> throw new IllegalArgumentException("unknown option " + opt);
                 }
             }
@@ -360,6 +395,19 @@ public final class LeaseCommand {
                 }
                 if (o.consulPrefix == null) {
                     o.consulPrefix = "";
+                }
+            }
+            if ((o.dynamodbPrefix != null || o.dynamodbEndpoint != null) && !o.service.equals("dynamodb")) {
+                throw new IllegalArgumentException((o.dynamodbPrefix != null ? "--dynamodb-prefix"
+                        : "--dynamodb-endpoint") + " goes with --dynamodb");
+            }
+            if (o.service.equals("dynamodb")) {
+                if (!o.target.matches("[A-Za-z0-9_.-]{3,255}")) {
+                    throw new IllegalArgumentException("--dynamodb: '" + o.target + "' is not a DynamoDB table name"
+                            + " (3 to 255 of A-Z a-z 0-9 _ . -)");
+                }
+                if (o.dynamodbPrefix == null) {
+                    o.dynamodbPrefix = "";
                 }
             }
             if (o.name == null || o.name.isEmpty()) {

@@ -110,6 +110,30 @@ class LeaseCommandTest {
     }
 
     @Test
+    void dynamodbTakesATablePrefixAndEndpointAndTheyNeedDynamodb() {
+        LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--dynamodb", "stockade-locks",
+                "--name", "job", "--ttl", "15s", "--dynamodb-prefix", "locks/", "--dynamodb-endpoint",
+                "http://127.0.0.1:8000", "--", "true"});
+        assertEquals("dynamodb", o.service);
+        assertEquals("stockade-locks", o.target);
+        assertEquals("locks/", o.dynamodbPrefix);
+        assertEquals("http://127.0.0.1:8000", o.dynamodbEndpoint);
+        LeaseCommand.Options plain = LeaseCommand.Options.parse(new String[] {"run", "--dynamodb", "locks", "--name",
+                "job", "--ttl", "15s", "--", "true"});
+        assertEquals("", plain.dynamodbPrefix);
+        assertEquals(null, plain.dynamodbEndpoint);
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--etcd", "http://e:2379", "--name", "job", "--ttl", "15s", "--dynamodb-endpoint", "http://d:8000",
+                "--", "true"})).getMessage().contains("--dynamodb-endpoint goes with --dynamodb"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--dynamodb", "x", "--name", "job", "--ttl", "15s", "--", "true"})).getMessage()
+                .contains("not a DynamoDB table name"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> LeaseCommand.Options.parse(new String[] {"run",
+                "--dynamodb", "locks", "--name", "job", "--ttl", "15s", "--dynamodb-endpoint", "d:8000", "--",
+                "true"})).getMessage().contains("expected http(s)://host:port"));
+    }
+
+    @Test
     void redisTakesItsReplicasAndTheyNeedRedis() {
         LeaseCommand.Options o = LeaseCommand.Options.parse(new String[] {"run", "--redis", "rediss://r:6380/1",
                 "--name", "job", "--ttl", "15s", "--redis-replicas", "2", "--redis-replicas-timeout", "250ms", "--",
