@@ -28,7 +28,8 @@ import java.util.concurrent.TimeoutException;
  * <ul>
  *   <li>Acquire: a strongly consistent {@code GetItem}; an absent item is taken with the condition
  *       {@code attribute_not_exists(key)}, a released one with {@code rvn = <the rvn read>}; a held one only once this
- *       process has read the same {@code rvn} for a whole {@code leaseDuration} on its own monotonic clock (the
+ *       process has read the same {@code rvn} for a whole {@code leaseDuration} on its own monotonic clock, across
+ *       acquire calls (the
  *       record-version trick of the AWS lock client: the holder did not renew for its lease, and no clock is compared
  *       across machines), with {@code rvn = <that rvn>}. The taking write is one {@code UpdateItem}
  *       {@code SET owner, rvn, leaseDuration, released = false ADD token 1} answered {@code ALL_NEW}: the token
@@ -61,10 +62,24 @@ final class DynamoDbLeaseService implements LeaseService {
         }
     }
 
+    /** Another holder's rvn as this process first read it, and when (ticker nanoseconds). */
+    private record Sighting(String rvn, long firstSeen) {
+    }
+
+    /** Bound on {@link #sightings}: past it they start again (a takeover then waits one lease duration more). */
+    static final int MAX_SIGHTINGS = 10_000;
+
     private final DynamoDbClient db;
     private final String table;
     private final String prefix;
     private final Ticker ticker;
+    /**
+     * Per key, the rvn of another holder this process is waiting out, kept across {@link #acquire} calls: a caller
+     * that tries with short timeouts again and again (a loop of {@code acquire(name, ttl, 300ms)}) still takes an
+     * abandoned lock over once it has read the same rvn for the lease duration in total.
+     */
+    private final java.util.concurrent.ConcurrentHashMap<String, Sighting> sightings =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     DynamoDbLeaseService(DynamoDbClient db, String table, String prefix, Ticker ticker) {
         if (table == null || !table.matches("[A-Za-z0-9_.-]{3,255}")) {
@@ -98,8 +113,6 @@ final class DynamoDbLeaseService implements LeaseService {
         long deadline = ticker.read() + timeout.toNanos();
         long poll = Math.max(TimeUnit.MILLISECONDS.toNanos(20), Math.min(ttl.toNanos() / 10,
                 TimeUnit.MILLISECONDS.toNanos(500)));
-        String watched = null; // the rvn of another holder this process is waiting out
-        long watchedSince = 0;
         String pending = null; // the rvn of a taking write whose answer was lost
         long pendingSent = 0;
         String why;
@@ -119,23 +132,27 @@ final class DynamoDbLeaseService implements LeaseService {
             }
             boolean free;
             if (item.isEmpty() || released) {
+                sightings.remove(key);
                 free = true;
                 why = null;
             } else {
-                if (!rvn.equals(watched)) {
-                    watched = rvn;
-                    watchedSince = ticker.read();
+                long now = ticker.read();
+                if (sightings.size() >= MAX_SIGHTINGS && !sightings.containsKey(key)) {
+                    sightings.clear();
                 }
+                Sighting seen = sightings.compute(key, (k, old) -> old != null && old.rvn().equals(rvn) ? old
+                        : new Sighting(rvn, now));
                 long lease = TimeUnit.MILLISECONDS.toNanos(number(item, LEASE_DURATION));
-                free = ticker.read() - watchedSince >= lease;
-                why = "held by '" + string(item, OWNER) + "' (lease " + number(item, LEASE_DURATION) + "ms, renewed"
-                        + " within the last " + TimeUnit.NANOSECONDS.toMillis(ticker.read() - watchedSince) + "ms)";
+                free = now - seen.firstSeen() >= lease;
+                why = "held by '" + string(item, OWNER) + "' (lease " + number(item, LEASE_DURATION) + "ms, not seen"
+                        + " renewed for " + TimeUnit.NANOSECONDS.toMillis(now - seen.firstSeen()) + "ms)";
             }
             if (free) {
                 String mine = UUID.randomUUID().toString();
                 long sent = ticker.read();
                 try {
                     Map<String, AttributeValue> now = db.updateItem(take(key, holder, ttl, mine, rvn)).attributes();
+                    sightings.remove(key);
                     return new Grant(number(now, TOKEN), sent, new Handle(key, mine));
                 } catch (ConditionalCheckFailedException e) {
                     why = "taken by another contender first";

@@ -221,6 +221,30 @@ class DynamoDbLeaseIT {
         assertTrue(next.isValid());
     }
 
+    /**
+     * A caller that tries again and again with timeouts shorter than the lease (as a job loop does) still takes an
+     * abandoned lock over: the rvn it waits out is remembered across its acquire calls.
+     */
+    @Test
+    void shortAcquireAttemptsAddUpToTheLeaseDuration() throws Exception {
+        DynamoDbLeaseService raw = new DynamoDbLeaseService(db, table, "locks/", Ticker.system());
+        LeaseService.Grant abandoned = raw.acquire("files/loop", "stopped", Duration.ofSeconds(1),
+                Duration.ofSeconds(5));
+        LeaseProvider contender = provider("w2");
+        long t0 = System.nanoTime();
+        Lease next = null;
+        for (int attempt = 0; attempt < 40 && next == null; attempt++) {
+            try {
+                next = contender.acquire("files/loop", Duration.ofSeconds(10), Duration.ofMillis(200));
+            } catch (TimeoutException held) {
+                Thread.sleep(50); // between attempts: time the sighting must still count
+            }
+        }
+        assertTrue(next != null, "never taken over with 200 ms attempts");
+        assertTrue(System.nanoTime() - t0 >= 1_000_000_000L, "not before the lease duration");
+        assertEquals(abandoned.token() + 1, next.token());
+    }
+
     @Test
     void aLockTakenOverOrReleasedUnderTheHolderEndsTheLease() throws Exception {
         Lease taken = provider("w1").acquire("files/taken", Duration.ofSeconds(3), Duration.ofSeconds(5));

@@ -95,10 +95,21 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         Map<String, String> control = controlRaw == null ? null : strings(source, "control", controlRaw);
         Map<String, Object> lease = section(source, root, "lease", false);
         if (lease != null) {
-            known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis", "zookeeper"));
+            known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis", "zookeeper",
+                    "dynamodb", "dynamodb-region", "dynamodb-endpoint"));
         }
         String provider = lease == null ? "counter" : str(lease.getOrDefault("provider", "counter"));
-        if (provider.equals("etcd") || provider.equals("postgres") || provider.equals("redis")
+        if (provider.equals("dynamodb")) {
+            String table = str(lease.get("dynamodb"));
+            String region = str(lease.get("dynamodb-region"));
+            if (table == null || region == null) {
+                throw new IllegalArgumentException(source + ": lease.provider dynamodb needs lease.dynamodb (the lock"
+                        + " table) and lease.dynamodb-region (e.g. eu-west-1); lease.dynamodb-endpoint is optional");
+            }
+            String endpoint = str(lease.get("dynamodb-endpoint"));
+            provider = leaseSpec("dynamodb:" + table + "," + region + (endpoint == null ? "" : "," + endpoint),
+                    source);
+        } else if (provider.equals("etcd") || provider.equals("postgres") || provider.equals("redis")
                 || provider.equals("zookeeper")) {
             String key = switch (provider) {
                 case "etcd" -> "etcd";
@@ -119,7 +130,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             provider = leaseSpec(provider + ":" + where, source);
         } else if (!provider.equals("counter") && !provider.startsWith("class:")) {
             throw new IllegalArgumentException(source + ": lease.provider is counter, etcd, postgres, redis, "
-                + "zookeeper or class:<Name>:<argument>");
+                + "zookeeper, dynamodb or class:<Name>:<argument>");
         }
         List<String> launch = null;
         if (proxy.get("launch") instanceof List<?> l) {
@@ -163,7 +174,8 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     /**
      * The same target with another lease provider, as {@code --lease} gives it: {@code counter},
      * {@code redis://…} or {@code rediss://…} (the client SDK's Redis provider), {@code etcd:<urls>},
-     * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, or {@code class:<Name>:<argument>}.
+     * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, {@code dynamodb:<table>,<region>[,<endpoint>]}
+     * or {@code class:<Name>:<argument>}.
      *
      * @throws IllegalArgumentException naming the valid forms
      */
@@ -178,11 +190,13 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         boolean known = spec.equals("counter") || spec.startsWith("class:") || spec.startsWith("etcd:")
                 || spec.startsWith("postgres:") || spec.startsWith("redis:redis://")
                 || spec.startsWith("redis:rediss://")
-                || spec.matches("zookeeper:[A-Za-z0-9._-]+:\\d{1,5}(,[A-Za-z0-9._-]+:\\d{1,5})*");
+                || spec.matches("zookeeper:[A-Za-z0-9._-]+:\\d{1,5}(,[A-Za-z0-9._-]+:\\d{1,5})*")
+                || spec.matches("dynamodb:[A-Za-z0-9_.-]{3,255},[a-z]{2,}(-[a-z0-9]+)+(,[hH][tT][tT][pP][sS]?://[^,@/]+/?)?");
         if (!known || spec.endsWith(":")) {
             throw new IllegalArgumentException(source + ": '" + spec.replaceFirst("(?<=://)[^@/]*@", "…@")
                     + "' is not a lease provider; valid: counter, redis://host:port (or rediss://), etcd:<client URLs>,"
-                    + " postgres:<JDBC URL>, zookeeper:<host:port,...>, class:<Name>:<argument>");
+                    + " postgres:<JDBC URL>, zookeeper:<host:port,...>, dynamodb:<table>,<region>[,<endpoint URL>],"
+                    + " class:<Name>:<argument>");
         }
         return spec;
     }

@@ -394,6 +394,55 @@ class ConformanceIT {
         }
     }
 
+    /**
+     * As the ZooKeeper run, with DynamoDB: the writers hold real leases from dynalite (a DynamoDB API server; the
+     * client SDK's DynamoDB provider, token = the lock item's counter, credentials from the environment the failsafe
+     * configuration gives the test JVM) and the proxy verifies every token against the same table
+     * ({@code fence.verify: {kind: dynamodb}}, the item's rvn rule included). An accepted write is one the verifier
+     * found to carry the current holder's token: the leases came from DynamoDB.
+     */
+    @Test
+    void fileBackendWithDynamoDbLeasesPassesPauseAndProxyRestart(@TempDir Path dir) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.stockade.proxy.testing.Dynalite.available(),
+                io.stockade.proxy.testing.Dynalite.MISSING);
+        try (io.stockade.proxy.testing.Dynalite dynalite = io.stockade.proxy.testing.Dynalite.start()) {
+            String table = dynalite.createLockTable("conformance-locks");
+            Path root = dir.resolve("files");
+            Path policy = policy(dir, memoryStore(dir), """
+                      - name: files
+                        match:
+                          path: /files/{path...}
+                          methods: [GET, HEAD, PUT, DELETE]
+                        scope: "{path}"
+                        fence:
+                          methods: [PUT, DELETE]
+                          verify: {kind: dynamodb, table: %s, region: %s, endpoint: "%s",
+                                   access-key: %s, secret-key: %s, cache: {enabled: false}}
+                        backend:
+                          type: file
+                          root: %s
+                    """.formatted(table, io.stockade.proxy.testing.Dynalite.REGION, dynalite.endpoint(),
+                    io.stockade.proxy.testing.Dynalite.ACCESS_KEY, io.stockade.proxy.testing.Dynalite.SECRET_KEY,
+                    root));
+            Target target = target(dir, "file+dynamodb-leases", "/files/{key}", policy, """
+                    read:
+                      directory: %s
+                      file: files/{key}
+                    control:
+                      directory: %s
+                      file: files/{key}
+                    lease:
+                      provider: dynamodb
+                      dynamodb: %s
+                      dynamodb-region: %s
+                      dynamodb-endpoint: "%s"
+                      ttl: 1s
+                    """.formatted(root, root, table, io.stockade.proxy.testing.Dynalite.REGION, dynalite.endpoint()));
+            Conformance.Result r = runConclusively(target, dir.resolve("work"), Scenario.PAUSE, Scenario.PROXY_RESTART);
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+        }
+    }
+
     @Test
     void httpBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
         httpBackendOn(dir, "http", memoryStore(dir), "");

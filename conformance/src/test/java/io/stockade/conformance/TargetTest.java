@@ -5,6 +5,7 @@ import org.junit.jupiter.api.Test;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -109,6 +110,29 @@ class TargetTest {
                 "proxy: {url: x}\nread: {directory: /d}\nlease: {provider: zookeeper}\n", "t.yaml"));
         assertTrue(zkMissing.getMessage().contains("lease.provider zookeeper needs lease.zookeeper"),
                 zkMissing.getMessage());
+
+        // DynamoDB: a table, a region, optionally an endpoint; credentials never in the file
+        assertEquals("dynamodb:stockade-locks,eu-west-1", counter.withLeaseProvider("dynamodb:stockade-locks,eu-west-1")
+                .leaseProvider());
+        assertEquals("dynamodb:locks,us-east-1,http://127.0.0.1:8000", Target.parse("""
+                proxy: {url: x}
+                read: {directory: /d}
+                lease: {provider: dynamodb, dynamodb: locks, dynamodb-region: us-east-1,
+                        dynamodb-endpoint: "http://127.0.0.1:8000", ttl: 1s}
+                """, "t.yaml").leaseProvider());
+        for (String wrong : List.of("dynamodb:locks", "dynamodb:x,eu-west-1", "dynamodb:locks,Europe",
+                "dynamodb:locks,eu-west-1,ftp://d:8000")) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> counter.withLeaseProvider(wrong));
+            assertTrue(e.getMessage().contains("dynamodb:<table>,<region>[,<endpoint URL>]"), e.getMessage());
+        }
+        IllegalArgumentException noRegion = assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x}\nread: {directory: /d}\nlease: {provider: dynamodb, dynamodb: locks}\n", "t.yaml"));
+        assertTrue(noRegion.getMessage().contains("lease.dynamodb-region"), noRegion.getMessage());
+        IllegalArgumentException keys = assertThrows(IllegalArgumentException.class, () -> Target.parse(
+                "proxy: {url: x}\nread: {directory: /d}\nlease: {provider: dynamodb, dynamodb: locks,"
+                        + " dynamodb-region: eu-west-1, secret-key: s}\n", "t.yaml"));
+        assertTrue(keys.getMessage().contains("secret-key"), keys.getMessage());
 
         Path file = Files.createTempFile("target", ".yaml");
         Files.writeString(file, "proxy: {url: x}\nread: {directory: /d}\n");

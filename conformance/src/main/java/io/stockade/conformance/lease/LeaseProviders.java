@@ -12,14 +12,15 @@ public final class LeaseProviders {
     /**
      * {@code counter:<url>} for the suite's own {@link CounterLeaseServer}; {@code etcd:<ttlMillis>:<name>:<urls>},
      * {@code postgres:<ttlMillis>:<name>:<jdbc url>}, {@code redis:<ttlMillis>:<name>:<redis url>} or
-     * {@code zookeeper:<ttlMillis>:<name>:<host:port,...>} for the client
+     * {@code zookeeper:<ttlMillis>:<name>:<host:port,...>} or
+     * {@code dynamodb:<ttlMillis>:<name>:<table>,<region>[,<endpoint>]} for the client
      * SDK's providers ({@link SdkLeaseProvider});
      * or {@code class:<Name>:<argument>} for any other provider (a public class with a public constructor taking
      * the argument string).
      */
     public static LeaseProvider create(String spec) {
         if (spec.startsWith("etcd:") || spec.startsWith("postgres:") || spec.startsWith("redis:")
-                || spec.startsWith("zookeeper:")) {
+                || spec.startsWith("zookeeper:") || spec.startsWith("dynamodb:")) {
             int colon = spec.indexOf(':');
             return SdkLeaseProvider.create(spec.substring(0, colon), spec.substring(colon + 1));
         }
@@ -41,6 +42,6 @@ public final class LeaseProviders {
         throw new IllegalArgumentException("unknown lease provider spec '" + spec
                 + "'; valid: counter:<url>, etcd:<ttlMillis>:<name>:<urls>, postgres:<ttlMillis>:<name>:<jdbc url>, "
                 + "redis:<ttlMillis>:<name>:<redis url>, zookeeper:<ttlMillis>:<name>:<host:port,...>, "
-                + "class:<Name>:<argument>");
+                + "dynamodb:<ttlMillis>:<name>:<table>,<region>[,<endpoint>], class:<Name>:<argument>");
     }
 }

@@ -12,13 +12,15 @@ import java.util.function.Function;
  * Leases from a real lock service through the client SDK's providers ({@code io.stockade.client}): etcd (token =
  * the lock key's create revision), PostgreSQL (token = the {@code stockade_leases} row's counter) or Redis (token =
  * the lock's counter, never below the server's clock in milliseconds) or ZooKeeper (token = the lock node's czxid,
- * the lock at {@code /<lock name>}), with real TTLs
+ * the lock at {@code /<lock name>}) or DynamoDB (token = the lock item's counter), with real TTLs
  * kept alive by the SDK's watchdog, which renews by compare-and-set on the token and ends the lease the moment it
  * is lost (a refused renewal, a vanished key, or a watchdog that ran late because the process was paused).
  *
  * <p>Spec (what the writer processes get): {@code etcd:<ttlMillis>:<lock name>:<endpoint>[,<endpoint>...]},
  * {@code postgres:<ttlMillis>:<lock name>:<jdbc url>}, {@code redis:<ttlMillis>:<lock name>:<redis url>} or
- * {@code zookeeper:<ttlMillis>:<lock name>:<host:port>[,<host:port>...]}. The
+ * {@code zookeeper:<ttlMillis>:<lock name>:<host:port>[,<host:port>...]} or
+ * {@code dynamodb:<ttlMillis>:<lock name>:<table>,<region>[,<endpoint URL>]} (the lock item's key is the lock name;
+ * credentials from the AWS SDK's default chain). The
  * writer's {@link Lease#renew()} asks the SDK whether the lease is still valid: renewing is the watchdog's job, not
  * the writer's.
  */
@@ -54,8 +56,31 @@ public final class SdkLeaseProvider implements LeaseProvider {
             case "postgres" -> new SdkLeaseProvider(b -> b.postgres(where), p[1], ttl, "postgres");
             case "redis" -> new SdkLeaseProvider(b -> b.redis(where), p[1], ttl, "redis " + withoutPassword(where));
             case "zookeeper" -> new SdkLeaseProvider(b -> b.zookeeper(where), p[1], ttl, "zookeeper " + where);
+            case "dynamodb" -> {
+                String[] w = where.split(",", -1);
+                if (w.length < 2 || w.length > 3 || w[0].isEmpty() || w[1].isEmpty()) {
+                    throw new IllegalArgumentException("dynamodb lease spec is dynamodb:<ttlMillis>:<lock name>:"
+                            + "<table>,<region>[,<endpoint URL>]");
+                }
+                yield new SdkLeaseProvider(b -> b.dynamodb(dynamoDb(w[1], w.length == 3 ? w[2] : null), w[0], ""),
+                        p[1], ttl, "dynamodb " + w[0] + (w.length == 3 ? " at " + w[2] : " in " + w[1]));
+            }
             default -> throw new IllegalArgumentException("unknown SDK lease provider '" + kind + "'");
         };
+    }
+
+    /**
+     * A DynamoDB client in {@code region} (at {@code endpoint} when given), the credentials from the AWS SDK's
+     * default chain: the environment the suite was started in (never the command line), a profile, a role.
+     */
+    private static software.amazon.awssdk.services.dynamodb.DynamoDbClient dynamoDb(String region, String endpoint) {
+        var b = software.amazon.awssdk.services.dynamodb.DynamoDbClient.builder()
+                .region(software.amazon.awssdk.regions.Region.of(region))
+                .httpClient(software.amazon.awssdk.http.apache5.Apache5HttpClient.builder().build());
+        if (endpoint != null) {
+            b.endpointOverride(java.net.URI.create(endpoint));
+        }
+        return b.build();
     }
 
     /** A Redis URL for messages: its password left out. */
