@@ -251,7 +251,7 @@ public final class Conformance {
         if (p.equals("counter")) {
             spec = null;
         } else if (p.startsWith("etcd:") || p.startsWith("postgres:") || p.startsWith("redis:")
-                || p.startsWith("zookeeper:") || p.startsWith("dynamodb:")) {
+                || p.startsWith("zookeeper:") || p.startsWith("dynamodb:") || p.startsWith("consul:")) {
             // the SDK's: one lock per run
             int colon = p.indexOf(':');
             spec = p.substring(0, colon) + ":" + target.ttl().toMillis() + ":{lock}:" + p.substring(colon + 1);

@@ -12,7 +12,7 @@ import java.util.List;
  * {@code java -jar stockade-conformance.jar --target target.yaml [--scenario NAME]... [--duration 30s]
  * [--report DIR] [--lease SPEC]}: runs the suite (with {@code --lease}, the writers take their leases from there
  * instead of the target file's {@code lease.provider}: {@code redis://host:port}, {@code etcd:<urls>},
- * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, {@code dynamodb:<table>,<region>[,<endpoint>]}, {@code counter}), prints the table, writes {@code conformance-report.json}, {@code conformance-report.html} (a timeline per scenario) and
+ * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, {@code dynamodb:<table>,<region>[,<endpoint>]}, {@code consul:<url>}, {@code counter}), prints the table, writes {@code conformance-report.json}, {@code conformance-report.html} (a timeline per scenario) and
  * {@code TEST-conformance.xml} (JUnit) into the report directory (default {@code ./conformance-report}). Exit code
  * 0 only when every scenario passed; 1 when one failed or was inconclusive; 2 on bad arguments.
  */
@@ -99,7 +99,8 @@ public final class Main {
     private static void usage() {
         System.err.println("usage: java -jar stockade-conformance.jar --target target.yaml [--scenario NAME[,NAME]]"
                 + " [--duration 30s] [--report DIR]\n       [--lease redis://host:port | etcd:URLS | postgres:JDBC_URL"
-                + " | zookeeper:HOST:PORT,... | dynamodb:TABLE,REGION[,ENDPOINT] | counter]"
+                + " | zookeeper:HOST:PORT,... | dynamodb:TABLE,REGION[,ENDPOINT]"
+                + " | consul:URL | counter]"
                 + "\nscenarios: "
                 + java.util.Arrays.stream(Scenario.values()).map(Scenario::id).toList());
     }

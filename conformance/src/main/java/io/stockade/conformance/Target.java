@@ -96,7 +96,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         Map<String, Object> lease = section(source, root, "lease", false);
         if (lease != null) {
             known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis", "zookeeper",
-                    "dynamodb", "dynamodb-region", "dynamodb-endpoint"));
+                    "dynamodb", "dynamodb-region", "dynamodb-endpoint", "consul"));
         }
         String provider = lease == null ? "counter" : str(lease.getOrDefault("provider", "counter"));
         if (provider.equals("dynamodb")) {
@@ -110,11 +110,12 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             provider = leaseSpec("dynamodb:" + table + "," + region + (endpoint == null ? "" : "," + endpoint),
                     source);
         } else if (provider.equals("etcd") || provider.equals("postgres") || provider.equals("redis")
-                || provider.equals("zookeeper")) {
+                || provider.equals("zookeeper") || provider.equals("consul")) {
             String key = switch (provider) {
                 case "etcd" -> "etcd";
                 case "postgres" -> "jdbc";
                 case "zookeeper" -> "zookeeper";
+                case "consul" -> "consul";
                 default -> "redis";
             };
             String where = str(lease.get(key));
@@ -124,13 +125,14 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                             case "etcd" -> " (comma-separated client URLs)";
                             case "postgres" -> " (a JDBC URL)";
                             case "zookeeper" -> " (comma-separated host:port of the ensemble)";
+                            case "consul" -> " (the HTTP API, http://host:8500; the ACL token from CONSUL_HTTP_TOKEN)";
                             default -> " (redis://host:port or rediss://host:port)";
                         });
             }
             provider = leaseSpec(provider + ":" + where, source);
         } else if (!provider.equals("counter") && !provider.startsWith("class:")) {
             throw new IllegalArgumentException(source + ": lease.provider is counter, etcd, postgres, redis, "
-                + "zookeeper, dynamodb or class:<Name>:<argument>");
+                + "zookeeper, dynamodb, consul or class:<Name>:<argument>");
         }
         List<String> launch = null;
         if (proxy.get("launch") instanceof List<?> l) {
@@ -174,8 +176,8 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     /**
      * The same target with another lease provider, as {@code --lease} gives it: {@code counter},
      * {@code redis://…} or {@code rediss://…} (the client SDK's Redis provider), {@code etcd:<urls>},
-     * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, {@code dynamodb:<table>,<region>[,<endpoint>]}
-     * or {@code class:<Name>:<argument>}.
+     * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, {@code dynamodb:<table>,<region>[,<endpoint>]},
+     * {@code consul:<url>} or {@code class:<Name>:<argument>}.
      *
      * @throws IllegalArgumentException naming the valid forms
      */
@@ -191,12 +193,13 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                 || spec.startsWith("postgres:") || spec.startsWith("redis:redis://")
                 || spec.startsWith("redis:rediss://")
                 || spec.matches("zookeeper:[A-Za-z0-9._-]+:\\d{1,5}(,[A-Za-z0-9._-]+:\\d{1,5})*")
+                || spec.matches("consul:[hH][tT][tT][pP][sS]?://[^/?#@,]+/?")
                 || spec.matches("dynamodb:[A-Za-z0-9_.-]{3,255},[a-z]{2,}(-[a-z0-9]+)+(,[hH][tT][tT][pP][sS]?://[^,@/]+/?)?");
         if (!known || spec.endsWith(":")) {
             throw new IllegalArgumentException(source + ": '" + spec.replaceFirst("(?<=://)[^@/]*@", "…@")
                     + "' is not a lease provider; valid: counter, redis://host:port (or rediss://), etcd:<client URLs>,"
                     + " postgres:<JDBC URL>, zookeeper:<host:port,...>, dynamodb:<table>,<region>[,<endpoint URL>],"
-                    + " class:<Name>:<argument>");
+                    + " consul:<http(s)://host:port>, class:<Name>:<argument>");
         }
         return spec;
     }

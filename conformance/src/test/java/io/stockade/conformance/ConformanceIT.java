@@ -443,6 +443,48 @@ class ConformanceIT {
         }
     }
 
+    /**
+     * As the ZooKeeper run, with Consul: the writers hold leases from {@code ConsulStandIn} in real-time mode (an
+     * in-process stand-in of Consul's session and KV API — <b>not a real Consul</b>, none can be installed here;
+     * sessions expire by themselves at 2 × TTL and leave a 15 s lock-delay) through the client SDK's Consul provider
+     * (token = the key's {@code ModifyIndex}), and the proxy verifies every token against it
+     * ({@code fence.verify: {kind: consul}}). Consul's shortest session TTL is 10 s, so this run is the slow one:
+     * pause only.
+     */
+    @Test
+    void fileBackendWithConsulLeasesPassesPause(@TempDir Path dir) throws Exception {
+        try (io.stockade.proxy.testing.ConsulStandIn consul = io.stockade.proxy.testing.ConsulStandIn.realTime()) {
+            Path root = dir.resolve("files");
+            Path policy = policy(dir, memoryStore(dir), """
+                      - name: files
+                        match:
+                          path: /files/{path...}
+                          methods: [GET, HEAD, PUT, DELETE]
+                        scope: "{path}"
+                        fence:
+                          methods: [PUT, DELETE]
+                          verify: {kind: consul, url: "%s", cache: {enabled: false}}
+                        backend:
+                          type: file
+                          root: %s
+                    """.formatted(consul.url(), root));
+            Target target = target(dir, "file+consul-leases", "/files/{key}", policy, """
+                    read:
+                      directory: %s
+                      file: files/{key}
+                    control:
+                      directory: %s
+                      file: files/{key}
+                    lease:
+                      provider: consul
+                      consul: "%s"
+                      ttl: 10s
+                    """.formatted(root, root, consul.url()));
+            Conformance.Result r = runConclusively(target, dir.resolve("work"), Scenario.PAUSE);
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+        }
+    }
+
     @Test
     void httpBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
         httpBackendOn(dir, "http", memoryStore(dir), "");

@@ -126,6 +126,15 @@ class TargetTest {
                     () -> counter.withLeaseProvider(wrong));
             assertTrue(e.getMessage().contains("dynamodb:<table>,<region>[,<endpoint URL>]"), e.getMessage());
         }
+        // Consul: its HTTP API; the ACL token from the environment
+        assertEquals("consul:http://127.0.0.1:8500", Target.parse("""
+                proxy: {url: x}
+                read: {directory: /d}
+                lease: {provider: consul, consul: "http://127.0.0.1:8500", ttl: 10s}
+                """, "t.yaml").leaseProvider());
+        IllegalArgumentException consulPath = assertThrows(IllegalArgumentException.class,
+                () -> counter.withLeaseProvider("consul:http://c:8500/v1/kv"));
+        assertTrue(consulPath.getMessage().contains("consul:<http(s)://host:port>"), consulPath.getMessage());
         IllegalArgumentException noRegion = assertThrows(IllegalArgumentException.class, () -> Target.parse(
                 "proxy: {url: x}\nread: {directory: /d}\nlease: {provider: dynamodb, dynamodb: locks}\n", "t.yaml"));
         assertTrue(noRegion.getMessage().contains("lease.dynamodb-region"), noRegion.getMessage());

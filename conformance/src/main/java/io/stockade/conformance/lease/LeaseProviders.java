@@ -13,14 +13,15 @@ public final class LeaseProviders {
      * {@code counter:<url>} for the suite's own {@link CounterLeaseServer}; {@code etcd:<ttlMillis>:<name>:<urls>},
      * {@code postgres:<ttlMillis>:<name>:<jdbc url>}, {@code redis:<ttlMillis>:<name>:<redis url>} or
      * {@code zookeeper:<ttlMillis>:<name>:<host:port,...>} or
-     * {@code dynamodb:<ttlMillis>:<name>:<table>,<region>[,<endpoint>]} for the client
+     * {@code dynamodb:<ttlMillis>:<name>:<table>,<region>[,<endpoint>]} or {@code consul:<ttlMillis>:<name>:<url>}
+     * for the client
      * SDK's providers ({@link SdkLeaseProvider});
      * or {@code class:<Name>:<argument>} for any other provider (a public class with a public constructor taking
      * the argument string).
      */
     public static LeaseProvider create(String spec) {
         if (spec.startsWith("etcd:") || spec.startsWith("postgres:") || spec.startsWith("redis:")
-                || spec.startsWith("zookeeper:") || spec.startsWith("dynamodb:")) {
+                || spec.startsWith("zookeeper:") || spec.startsWith("dynamodb:") || spec.startsWith("consul:")) {
             int colon = spec.indexOf(':');
             return SdkLeaseProvider.create(spec.substring(0, colon), spec.substring(colon + 1));
         }
@@ -42,6 +43,7 @@ public final class LeaseProviders {
         throw new IllegalArgumentException("unknown lease provider spec '" + spec
                 + "'; valid: counter:<url>, etcd:<ttlMillis>:<name>:<urls>, postgres:<ttlMillis>:<name>:<jdbc url>, "
                 + "redis:<ttlMillis>:<name>:<redis url>, zookeeper:<ttlMillis>:<name>:<host:port,...>, "
-                + "dynamodb:<ttlMillis>:<name>:<table>,<region>[,<endpoint>], class:<Name>:<argument>");
+                + "dynamodb:<ttlMillis>:<name>:<table>,<region>[,<endpoint>], consul:<ttlMillis>:<name>:<url>, "
+                + "class:<Name>:<argument>");
     }
 }

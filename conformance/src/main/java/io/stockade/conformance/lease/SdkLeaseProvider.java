@@ -12,7 +12,8 @@ import java.util.function.Function;
  * Leases from a real lock service through the client SDK's providers ({@code io.stockade.client}): etcd (token =
  * the lock key's create revision), PostgreSQL (token = the {@code stockade_leases} row's counter) or Redis (token =
  * the lock's counter, never below the server's clock in milliseconds) or ZooKeeper (token = the lock node's czxid,
- * the lock at {@code /<lock name>}) or DynamoDB (token = the lock item's counter), with real TTLs
+ * the lock at {@code /<lock name>}), DynamoDB (token = the lock item's counter) or Consul (token = the KV key's
+ * {@code ModifyIndex} after the acquire), with real TTLs
  * kept alive by the SDK's watchdog, which renews by compare-and-set on the token and ends the lease the moment it
  * is lost (a refused renewal, a vanished key, or a watchdog that ran late because the process was paused).
  *
@@ -20,7 +21,8 @@ import java.util.function.Function;
  * {@code postgres:<ttlMillis>:<lock name>:<jdbc url>}, {@code redis:<ttlMillis>:<lock name>:<redis url>} or
  * {@code zookeeper:<ttlMillis>:<lock name>:<host:port>[,<host:port>...]} or
  * {@code dynamodb:<ttlMillis>:<lock name>:<table>,<region>[,<endpoint URL>]} (the lock item's key is the lock name;
- * credentials from the AWS SDK's default chain). The
+ * credentials from the AWS SDK's default chain) or {@code consul:<ttlMillis>:<lock name>:<http(s)://host:port>} (the
+ * KV key is the lock name; the ACL token from {@code CONSUL_HTTP_TOKEN}; ttl at least 10 s). The
  * writer's {@link Lease#renew()} asks the SDK whether the lease is still valid: renewing is the watchdog's job, not
  * the writer's.
  */
@@ -56,6 +58,15 @@ public final class SdkLeaseProvider implements LeaseProvider {
             case "postgres" -> new SdkLeaseProvider(b -> b.postgres(where), p[1], ttl, "postgres");
             case "redis" -> new SdkLeaseProvider(b -> b.redis(where), p[1], ttl, "redis " + withoutPassword(where));
             case "zookeeper" -> new SdkLeaseProvider(b -> b.zookeeper(where), p[1], ttl, "zookeeper " + where);
+            case "consul" -> {
+                if (!where.matches("(?i)https?://[^/?#@]+/?")) {
+                    throw new IllegalArgumentException("consul lease spec is consul:<ttlMillis>:<lock name>:"
+                            + "http(s)://host:port");
+                }
+                String acl = System.getenv("CONSUL_HTTP_TOKEN"); // as the consul command reads it
+                yield new SdkLeaseProvider(b -> b.consul(java.net.URI.create(where), "",
+                        acl == null || acl.isBlank() ? null : acl.strip()), p[1], ttl, "consul " + where);
+            }
             case "dynamodb" -> {
                 String[] w = where.split(",", -1);
                 if (w.length < 2 || w.length > 3 || w[0].isEmpty() || w[1].isEmpty()) {

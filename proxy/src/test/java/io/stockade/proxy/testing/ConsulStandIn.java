@@ -41,7 +41,8 @@ import java.util.regex.Pattern;
  * <li>an ACL token, when {@link #requireToken} is set: requests without it in {@code X-Consul-Token} get 403
  * "Permission denied".</li>
  * </ul>
- * Time is the stand-in's own clock ({@link #advance}), so a test moves a session past its TTL without sleeping;
+ * Time is the stand-in's own clock ({@link #advance}), so a test moves a session past its TTL without sleeping (or,
+ * made with {@link #realTime()}, that clock plus real time);
  * expiry is applied at each request, before it is answered.
  */
 public final class ConsulStandIn implements AutoCloseable {
@@ -63,6 +64,8 @@ public final class ConsulStandIn implements AutoCloseable {
     private final Map<String, Long> lockDelays = new HashMap<>();
     private long index = 12; // a cluster that has done a few writes already
     private long nanos;      // the stand-in's clock, moved by advance()
+    /** {@link System#nanoTime()} at start, when the clock also runs by itself ({@link #realTime()}); else null. */
+    private final Long realStart;
 
     private static final class Entry {
         long createIndex;
@@ -78,6 +81,19 @@ public final class ConsulStandIn implements AutoCloseable {
     }
 
     public ConsulStandIn() throws IOException {
+        this(null);
+    }
+
+    /**
+     * A stand-in whose clock runs in real time (plus what {@link #advance} adds): sessions expire by themselves, for
+     * tests whose clients renew and pause as real processes (the conformance suite's writers).
+     */
+    public static ConsulStandIn realTime() throws IOException {
+        return new ConsulStandIn(System.nanoTime());
+    }
+
+    private ConsulStandIn(Long realStart) throws IOException {
+        this.realStart = realStart;
         server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
         server.createContext("/", this::handle);
         server.start();
@@ -89,6 +105,11 @@ public final class ConsulStandIn implements AutoCloseable {
 
     public String url() {
         return "http://127.0.0.1:" + port();
+    }
+
+    /** The stand-in's time: what {@link #advance} added, plus the real time since start in real-time mode. */
+    private long now() {
+        return realStart == null ? nanos : nanos + System.nanoTime() - realStart;
     }
 
     /** Moves the stand-in's clock: sessions past 2 × TTL are invalidated at the next request or look. */
@@ -125,7 +146,7 @@ public final class ConsulStandIn implements AutoCloseable {
 
     private void expire() {
         for (Session s : List.copyOf(sessions.values())) {
-            if (nanos - s.renewedAt()[0] >= 2 * s.ttlNanos()) {
+            if (now() - s.renewedAt()[0] >= 2 * s.ttlNanos()) {
                 invalidate(s);
             }
         }
@@ -138,7 +159,7 @@ public final class ConsulStandIn implements AutoCloseable {
             var e = it.next();
             if (s.id().equals(e.getValue().session)) {
                 if (s.lockDelayNanos() > 0) {
-                    lockDelays.put(e.getKey(), nanos + s.lockDelayNanos());
+                    lockDelays.put(e.getKey(), now() + s.lockDelayNanos());
                 }
                 if (s.behavior().equals("delete")) {
                     it.remove();
@@ -204,7 +225,7 @@ public final class ConsulStandIn implements AutoCloseable {
                         send(ex, 200, "false");
                         return;
                     }
-                    if ((e == null || e.session == null) && lockDelays.getOrDefault(key, Long.MIN_VALUE) > nanos) {
+                    if ((e == null || e.session == null) && lockDelays.getOrDefault(key, Long.MIN_VALUE) > now()) {
                         send(ex, 200, "false"); // lock-delay of a holder whose session was invalidated
                         return;
                     }
@@ -278,7 +299,7 @@ public final class ConsulStandIn implements AutoCloseable {
                 String sid = UUID.randomUUID().toString();
                 index++;
                 sessions.put(sid, new Session(sid, String.valueOf(spec.getOrDefault("Name", "")), ttl, delay,
-                        behavior, index, new long[] {nanos}));
+                        behavior, index, new long[] {now()}));
                 send(ex, 200, "{\"ID\":\"" + sid + "\"}");
             }
             case "renew" -> {
@@ -287,7 +308,7 @@ public final class ConsulStandIn implements AutoCloseable {
                     send(ex, 404, "Session id '" + id + "' not found");
                     return;
                 }
-                s.renewedAt()[0] = nanos;
+                s.renewedAt()[0] = now();
                 send(ex, 200, "[" + sessionJson(s) + "]");
             }
             case "destroy" -> {
