@@ -20,7 +20,7 @@ import io.stockade.proxy.backend.postgres.PostgresBackend;
 import io.stockade.proxy.backend.s3.S3Backend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
-import io.stockade.proxy.http.Json;
+import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.http.ListenerLimits;
 import io.stockade.proxy.http.ListenerTls;
 import io.stockade.proxy.http.Problem;
@@ -215,7 +215,7 @@ public final class StockadeServer implements AutoCloseable {
         if (!report.up()) {
             body.append(",\"down\":[");
             for (int i = 0; i < report.down().size(); i++) {
-                body.append(i == 0 ? "" : ",").append(Json.quote(report.down().get(i)));
+                body.append(i == 0 ? "" : ",").append(JsonWriter.quote(report.down().get(i)));
             }
             body.append(']');
         }

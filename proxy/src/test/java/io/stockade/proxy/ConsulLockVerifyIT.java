@@ -1,6 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.http.JsonParser;
+import io.stockade.proxy.json.JsonReader;
 import io.stockade.proxy.testing.ConsulStandIn;
 import io.stockade.proxy.testing.Http;
 import org.junit.jupiter.api.AfterEach;
@@ -94,7 +94,7 @@ class ConsulLockVerifyIT {
         Http.Response get = Http.get(URI.create(consul.url() + "/v1/kv/" + key + "?consistent"), headers());
         assertEquals(200, get.status(), get.body());
         @SuppressWarnings("unchecked")
-        Map<String, Object> entry = (Map<String, Object>) ((List<?>) JsonParser.parse(get.body())).getFirst();
+        Map<String, Object> entry = (Map<String, Object>) ((List<?>) JsonReader.read(get.body())).getFirst();
         assertEquals(session, entry.get("Session"));
         return Optional.of((Long) entry.get("ModifyIndex"));
     }
@@ -103,7 +103,7 @@ class ConsulLockVerifyIT {
         Http.Response r = consulPut("/v1/session/create",
                 "{\"Name\":\"worker\",\"TTL\":\"15s\",\"LockDelay\":\"15s\",\"Behavior\":\"release\"}");
         assertEquals(200, r.status(), r.body());
-        return (String) JsonParser.object(r.body()).get("ID");
+        return (String) JsonReader.object(r.body()).get("ID");
     }
 
     Http.Response consulPut(String path, String body) throws Exception {

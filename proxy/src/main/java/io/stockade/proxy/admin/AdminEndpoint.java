@@ -7,7 +7,7 @@ import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.AdminConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.http.Json;
+import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.log.DecisionLog;
 
@@ -164,7 +164,7 @@ public final class AdminEndpoint implements Handler {
                     String summary = reloader.reload();
                     DecisionLog.admin(call, who, "200", summary);
                     res.header(HeaderNames.CONTENT_TYPE, "application/json");
-                    res.send("{\"reloaded\":true,\"summary\":" + Json.quote(summary) + "}");
+                    res.send("{\"reloaded\":true,\"summary\":" + JsonWriter.quote(summary) + "}");
                 } catch (PolicyReload.Refused e) {
                     DecisionLog.admin(call, who, Integer.toString(e.status()), e.getMessage());
                     Problem.of(e.status(), "reload-refused", "Reload refused", e.getMessage()).send(res);

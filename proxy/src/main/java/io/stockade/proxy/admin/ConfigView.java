@@ -1,7 +1,7 @@
 package io.stockade.proxy.admin;
 
 import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.http.Json;
+import io.stockade.proxy.json.JsonWriter;
 
 import java.lang.reflect.RecordComponent;
 import java.util.Collection;
@@ -31,7 +31,7 @@ final class ConfigView {
         if (value == null) {
             b.append("null");
         } else if (name != null && secret(name) && !(value instanceof Boolean) && !(value instanceof Number)) {
-            b.append(Json.quote(REDACTED));
+            b.append(JsonWriter.quote(REDACTED));
         } else if (value instanceof Record record) {
             b.append('{');
             boolean first = true;
@@ -40,15 +40,15 @@ final class ConfigView {
                     b.append(',');
                 }
                 first = false;
-                b.append(Json.quote(c.getName())).append(':');
+                b.append(JsonWriter.quote(c.getName())).append(':');
                 try {
                     write(b, c.getAccessor().invoke(record), c.getName());
                 } catch (ReflectiveOperationException e) {
-                    b.append(Json.quote("(unreadable)"));
+                    b.append(JsonWriter.quote("(unreadable)"));
                 }
             }
             if (record.getClass().getInterfaces().length > 0) { // a variant of a sealed type: say which
-                b.append(first ? "" : ",").append("\"kind\":").append(Json.quote(record.getClass().getSimpleName()
+                b.append(first ? "" : ",").append("\"kind\":").append(JsonWriter.quote(record.getClass().getSimpleName()
                         .toLowerCase(Locale.ROOT)));
             }
             b.append('}');
@@ -60,7 +60,7 @@ final class ConfigView {
                     b.append(',');
                 }
                 first = false;
-                b.append(Json.quote(String.valueOf(e.getKey()))).append(':');
+                b.append(JsonWriter.quote(String.valueOf(e.getKey()))).append(':');
                 write(b, e.getValue(), String.valueOf(e.getKey()));
             }
             b.append('}');
@@ -78,9 +78,9 @@ final class ConfigView {
         } else if (value instanceof Number || value instanceof Boolean) {
             b.append(value);
         } else if (value instanceof Enum<?> e) {
-            b.append(Json.quote(e.name().toLowerCase(Locale.ROOT).replace('_', '-')));
+            b.append(JsonWriter.quote(e.name().toLowerCase(Locale.ROOT).replace('_', '-')));
         } else {
-            b.append(Json.quote(value.toString()));
+            b.append(JsonWriter.quote(value.toString()));
         }
     }
 

@@ -110,7 +110,7 @@ public final class FenceCommand {
             return 1;
         } catch (FenceOperations.Refused e) {
             err.println("{\"status\":" + e.status() + ",\"type\":\"" + e.type() + "\",\"detail\":"
-                    + io.stockade.proxy.http.Json.quote(e.getMessage()) + "}");
+                    + io.stockade.proxy.json.JsonWriter.quote(e.getMessage()) + "}");
             return e.status() == 400 ? 2 : 3;
         } catch (IOException e) {
             err.println("stockade fence: " + e.getMessage());

@@ -2,7 +2,7 @@ package io.stockade.proxy.admin;
 
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.http.Json;
+import io.stockade.proxy.json.JsonWriter;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -62,9 +62,9 @@ public final class FenceOperations {
                     + "' and no floor covers it");
         }
         long token = entry.map(FenceAdmin.ScopeEntry::token).orElse(-1L);
-        return "{\"scope\":" + Json.quote(scope)
+        return "{\"scope\":" + JsonWriter.quote(scope)
                 + ",\"token\":" + (entry.isPresent() ? token : "null")
-                + ",\"version\":" + Json.quote(entry.map(FenceAdmin.ScopeEntry::version).orElse(null))
+                + ",\"version\":" + JsonWriter.quote(entry.map(FenceAdmin.ScopeEntry::version).orElse(null))
                 + ",\"floor\":" + (floor < 0 ? "null" : floor)
                 + ",\"effective\":" + Math.max(token, floor) + "}";
     }
@@ -76,7 +76,7 @@ public final class FenceOperations {
         List<FenceAdmin.ScopeEntry> scopes = admin.scopes(prefix == null ? "" : prefix, limit);
         StringJoiner j = new StringJoiner(",", "[", "]");
         for (FenceAdmin.ScopeEntry e : scopes) {
-            j.add("{\"scope\":" + Json.quote(e.scope()) + ",\"token\":" + e.token() + ",\"activity\":"
+            j.add("{\"scope\":" + JsonWriter.quote(e.scope()) + ",\"token\":" + e.token() + ",\"activity\":"
                     + e.activity() + "}");
         }
         return "{\"orderedByActivity\":" + admin.listsByActivity() + ",\"scopes\":" + j + "}";
@@ -94,13 +94,13 @@ public final class FenceOperations {
     public long export(Writer out) throws StoreUnavailableException, IOException {
         long[] n = {0};
         for (FenceAdmin.Floor f : admin.floors()) {
-            out.write("{\"kind\":\"floor\",\"prefix\":" + Json.quote(f.prefix()) + ",\"token\":" + f.token() + "}\n");
+            out.write("{\"kind\":\"floor\",\"prefix\":" + JsonWriter.quote(f.prefix()) + ",\"token\":" + f.token() + "}\n");
             n[0]++;
         }
         try {
             admin.forEachScope(e -> {
                 try {
-                    out.write("{\"kind\":\"scope\",\"scope\":" + Json.quote(e.scope()) + ",\"token\":" + e.token()
+                    out.write("{\"kind\":\"scope\",\"scope\":" + JsonWriter.quote(e.scope()) + ",\"token\":" + e.token()
                             + "}\n");
                     n[0]++;
                 } catch (IOException io) {
@@ -159,7 +159,7 @@ public final class FenceOperations {
     public String raiseScope(String scope, long token) throws StoreUnavailableException, Refused {
         requireText(scope, "scope");
         long after = admin.raise(scope, checkToken(token));
-        return "{\"scope\":" + Json.quote(scope) + ",\"requested\":" + token + ",\"token\":" + after
+        return "{\"scope\":" + JsonWriter.quote(scope) + ",\"requested\":" + token + ",\"token\":" + after
                 + ",\"raised\":" + (after == token) + "}";
     }
 
@@ -169,7 +169,7 @@ public final class FenceOperations {
             throw new Refused(400, "bad-request", "prefix is required (\"\" covers every scope)");
         }
         long after = admin.raiseFloor(prefix, checkToken(token));
-        return "{\"prefix\":" + Json.quote(prefix) + ",\"requested\":" + token + ",\"floor\":" + after
+        return "{\"prefix\":" + JsonWriter.quote(prefix) + ",\"requested\":" + token + ",\"floor\":" + after
                 + ",\"raised\":" + (after == token) + "}";
     }
 
@@ -177,7 +177,7 @@ public final class FenceOperations {
     public String retire(String scope) throws StoreUnavailableException, Refused {
         requireText(scope, "scope");
         return switch (admin.retire(scope)) {
-            case RETIRED -> "{\"scope\":" + Json.quote(scope) + ",\"retired\":true}";
+            case RETIRED -> "{\"scope\":" + JsonWriter.quote(scope) + ",\"retired\":true}";
             case NOT_FOUND -> throw new Refused(404, "unknown-scope", "scope '" + scope + "' is not stored");
             case NOT_COVERED -> throw new Refused(409, "scope-not-covered", "scope '" + scope + "' is not covered "
                     + "by a prefix floor at or above its token; removing it would let lower tokens in. Raise a "
@@ -206,6 +206,6 @@ public final class FenceOperations {
     }
 
     private static String floorJson(String prefix, long token) {
-        return "{\"prefix\":" + Json.quote(prefix) + ",\"token\":" + token + "}";
+        return "{\"prefix\":" + JsonWriter.quote(prefix) + ",\"token\":" + token + "}";
     }
 }

@@ -2,6 +2,7 @@ package io.stockade.proxy.http;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerResponse;
+import io.stockade.proxy.json.JsonWriter;
 
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
@@ -83,12 +84,12 @@ public final class Problem {
     /** The JSON body. */
     public String toJson() {
         StringBuilder b = new StringBuilder(256);
-        b.append("{\"type\":").append(Json.quote(type))
-                .append(",\"title\":").append(Json.quote(title))
+        b.append("{\"type\":").append(JsonWriter.quote(type))
+                .append(",\"title\":").append(JsonWriter.quote(title))
                 .append(",\"status\":").append(status)
-                .append(",\"detail\":").append(Json.quote(detail));
+                .append(",\"detail\":").append(JsonWriter.quote(detail));
         for (Map.Entry<String, Object> e : extensions.entrySet()) {
-            b.append(',').append(Json.quote(e.getKey())).append(':').append(Json.value(e.getValue()));
+            b.append(',').append(JsonWriter.quote(e.getKey())).append(':').append(JsonWriter.value(e.getValue()));
         }
         return b.append('}').toString();
     }

@@ -1,6 +1,6 @@
 package io.stockade.proxy.log;
 
-import io.stockade.proxy.http.Json;
+import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 
 import java.time.Instant;
@@ -50,29 +50,29 @@ public final class DecisionLog {
 
     /** An audit line for an admin action. {@code detail} must hold no secret. */
     public static void admin(String action, String subject, String outcome, String detail) {
-        AUDIT_LOG.info("{\"ts\":" + Json.quote(Instant.now().toString()) + ",\"event\":\"admin\",\"action\":"
-                + Json.quote(action) + ",\"subject\":" + Json.quote(subject) + ",\"outcome\":" + Json.quote(outcome)
-                + ",\"detail\":" + Json.quote(detail) + "}");
+        AUDIT_LOG.info("{\"ts\":" + JsonWriter.quote(Instant.now().toString()) + ",\"event\":\"admin\",\"action\":"
+                + JsonWriter.quote(action) + ",\"subject\":" + JsonWriter.quote(subject) + ",\"outcome\":" + JsonWriter.quote(outcome)
+                + ",\"detail\":" + JsonWriter.quote(detail) + "}");
     }
 
     static String json(String event, Decision d, long nowNanos) {
         StringBuilder b = new StringBuilder(256);
-        b.append("{\"ts\":").append(Json.quote(Instant.now().toString()))
+        b.append("{\"ts\":").append(JsonWriter.quote(Instant.now().toString()))
                 .append(",\"event\":\"").append(event).append('"')
-                .append(",\"policy\":").append(Json.quote(d.policy))
-                .append(",\"backend\":").append(Json.quote(d.backend))
-                .append(",\"method\":").append(Json.quote(d.method))
-                .append(",\"path\":").append(Json.quote(d.path))
-                .append(",\"scope\":").append(Json.quote(d.scope))
+                .append(",\"policy\":").append(JsonWriter.quote(d.policy))
+                .append(",\"backend\":").append(JsonWriter.quote(d.backend))
+                .append(",\"method\":").append(JsonWriter.quote(d.method))
+                .append(",\"path\":").append(JsonWriter.quote(d.path))
+                .append(",\"scope\":").append(JsonWriter.quote(d.scope))
                 .append(",\"token\":").append(d.token)
                 .append(",\"highest\":").append(d.highest)
-                .append(",\"holder\":").append(Json.quote(holder(d.holder)))
-                .append(",\"outcome\":").append(Json.quote(d.outcome == null ? null : d.outcome.label()))
+                .append(",\"holder\":").append(JsonWriter.quote(holder(d.holder)))
+                .append(",\"outcome\":").append(JsonWriter.quote(d.outcome == null ? null : d.outcome.label()))
                 .append(",\"status\":").append(d.status)
                 .append(",\"latency_ms\":");
         appendMillis(b, nowNanos - d.startNanos);
         if (d.reason != null) {
-            b.append(",\"reason\":").append(Json.quote(d.reason));
+            b.append(",\"reason\":").append(JsonWriter.quote(d.reason));
         }
         return b.append('}').toString();
     }

@@ -2,8 +2,8 @@ package io.stockade.proxy.testing;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import io.stockade.proxy.http.Json;
-import io.stockade.proxy.http.JsonParser;
+import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.json.JsonReader;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -283,7 +283,7 @@ public final class ConsulStandIn implements AutoCloseable {
         switch (op) {
             case "create" -> {
                 Map<String, Object> spec = body.length == 0 ? Map.of()
-                        : JsonParser.object(new String(body, StandardCharsets.UTF_8));
+                        : JsonReader.object(new String(body, StandardCharsets.UTF_8));
                 long ttl = spec.get("TTL") instanceof String t && !t.isEmpty() ? nanos(t) : 0;
                 if (ttl == 0 || ttl < Duration.ofSeconds(10).toNanos() || ttl > Duration.ofHours(24).toNanos()) {
                     // a session without TTL lives until destroyed or its node fails: not needed here
@@ -341,12 +341,12 @@ public final class ConsulStandIn implements AutoCloseable {
 
     private static String write(Map<String, Object> m) {
         List<String> fields = new ArrayList<>();
-        m.forEach((k, v) -> fields.add(Json.quote(k) + ":" + Json.value(v)));
+        m.forEach((k, v) -> fields.add(JsonWriter.quote(k) + ":" + JsonWriter.value(v)));
         return "{" + String.join(",", fields) + "}";
     }
 
     private static String sessionJson(Session s) {
-        return "{\"ID\":\"" + s.id() + "\",\"Name\":" + Json.quote(s.name())
+        return "{\"ID\":\"" + s.id() + "\",\"Name\":" + JsonWriter.quote(s.name())
                 + ",\"Node\":\"stand-in\",\"LockDelay\":" + s.lockDelayNanos() + ",\"Behavior\":\"" + s.behavior()
                 + "\",\"TTL\":\"" + (s.ttlNanos() / 1_000_000_000L) + "s\",\"NodeChecks\":[\"serfHealth\"],"
                 + "\"ServiceChecks\":null,\"CreateIndex\":" + s.createIndex() + ",\"ModifyIndex\":" + s.createIndex()

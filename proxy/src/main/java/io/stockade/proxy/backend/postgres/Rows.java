@@ -1,7 +1,7 @@
 package io.stockade.proxy.backend.postgres;
 
 import io.stockade.policy.BackendConfig.Statement;
-import io.stockade.proxy.http.Json;
+import io.stockade.proxy.json.JsonWriter;
 
 import java.math.BigDecimal;
 import java.sql.ResultSet;
@@ -23,7 +23,7 @@ final class Rows {
             String[] names = new String[n];
             String[] types = new String[n];
             for (int i = 0; i < n; i++) {
-                names[i] = Json.quote(md.getColumnLabel(i + 1));
+                names[i] = JsonWriter.quote(md.getColumnLabel(i + 1));
                 types[i] = md.getColumnTypeName(i + 1);
             }
             List<String> rows = new ArrayList<>();
@@ -55,7 +55,7 @@ final class Rows {
         if (v instanceof Number || v instanceof Boolean) {
             return v.toString();
         }
-        return Json.quote(r.getString(column));
+        return JsonWriter.quote(r.getString(column));
     }
 
     /** Whether a statement only reads (its rows are not "affected"). */

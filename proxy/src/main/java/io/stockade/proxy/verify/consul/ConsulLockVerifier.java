@@ -2,7 +2,7 @@ package io.stockade.proxy.verify.consul;
 
 import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.http.ClientTlsFiles;
-import io.stockade.proxy.http.JsonParser;
+import io.stockade.proxy.json.JsonReader;
 import io.stockade.proxy.verify.TokenVerifier;
 
 import java.io.IOException;
@@ -134,7 +134,7 @@ public final class ConsulLockVerifier implements TokenVerifier {
                     + (body.isEmpty() ? "" : ": " + (body.length() > 200 ? body.substring(0, 200) + "…" : body)));
         }
         try {
-            return judge(JsonParser.parse(r.body()), key, claim.token(), where);
+            return judge(JsonReader.read(r.body()), key, claim.token(), where);
         } catch (IllegalArgumentException | ClassCastException e) {
             return new Unavailable("Consul: " + where + " is not a KV entry as expected: " + e.getMessage());
         }

@@ -3,7 +3,7 @@ package io.stockade.proxy.verify.kubernetes;
 import io.stockade.policy.ClientTls;
 import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.http.ClientTlsFiles;
-import io.stockade.proxy.http.JsonParser;
+import io.stockade.proxy.json.JsonReader;
 import io.stockade.proxy.verify.TokenVerifier;
 
 import java.io.IOException;
@@ -147,7 +147,7 @@ public final class KubernetesLeaseVerifier implements TokenVerifier {
                     + statusMessage(r.body()));
         }
         try {
-            return judge(JsonParser.object(r.body()), claim.token(), where);
+            return judge(JsonReader.object(r.body()), claim.token(), where);
         } catch (IllegalArgumentException | ClassCastException | java.time.DateTimeException | ArithmeticException e) {
             return new Unavailable("Kubernetes API: " + where + " is not a Lease as expected: " + e.getMessage());
         }
@@ -189,7 +189,7 @@ public final class KubernetesLeaseVerifier implements TokenVerifier {
     /** The {@code message} of a Kubernetes {@code Status} body, if it is one. */
     private static String statusMessage(String body) {
         try {
-            Object message = JsonParser.object(body).get("message");
+            Object message = JsonReader.object(body).get("message");
             return message instanceof String m && !m.isEmpty() ? ": " + m : "";
         } catch (RuntimeException e) {
             return "";
