@@ -76,7 +76,8 @@ public class HotPathBenchmarks {
         for (String scope : scopes) {
             cached.advance(scope, 1000, true);
         }
-        StringBuilder yaml = new StringBuilder("store: {type: memory, journal: " + dir.resolve("j2") + "}\npolicies:\n");
+        StringBuilder yaml = new StringBuilder("store: {type: memory, journal: " + dir.resolve("j2")
+                + "}\npolicies:\n");
         for (int p = 0; p < 20; p++) {
             yaml.append("  - name: p").append(p).append("\n    match: {path: \"/api").append(p)
                     .append("/{tenant}/items/{id}\"}\n    scope: p").append(p).append("/{tenant}/{id}\n")

@@ -109,7 +109,8 @@ public final class Leases {
         double jittered = retryPeriod.toNanos() * JITTER;
         if (renewDeadline.toNanos() <= jittered) {
             throw new IllegalArgumentException("renew deadline " + renewDeadline + " must be greater than the retry "
-                    + "period " + retryPeriod + " × jitter factor " + JITTER + " = " + Duration.ofNanos((long) jittered));
+                    + "period " + retryPeriod + " × jitter factor " + JITTER + " = "
+                    + Duration.ofNanos((long) jittered));
         }
     }
 

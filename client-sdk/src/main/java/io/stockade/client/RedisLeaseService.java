@@ -59,7 +59,9 @@ final class RedisLeaseService implements LeaseService {
     /** Where the counters live. */
     static final String COUNTER_PREFIX = "stockade:token:";
 
-    /** KEYS[1] lock, KEYS[2] counter; ARGV[1] ttl ms, ARGV[2] holder, ARGV[3] nonce. Returns {1, token} or {0, pttl}. */
+    /**
+     * KEYS[1] lock, KEYS[2] counter; ARGV[1] ttl ms, ARGV[2] holder, ARGV[3] nonce. Returns {1, token} or {0, pttl}.
+     */
     static final String ACQUIRE = """
             local held = redis.call('GET', KEYS[1])
             if held and string.match(held, '^%d+:%x+:(.*)$') ~= ARGV[2] then
@@ -168,7 +170,8 @@ final class RedisLeaseService implements LeaseService {
                         + " Leases.Builder.redisCredentials)");
             }
             if (ssl != null && !scheme.equals("rediss")) {
-                throw new IllegalArgumentException("a TLS context was given for '" + redact(uri) + "': write rediss://");
+                throw new IllegalArgumentException("a TLS context was given for '" + redact(uri)
+                        + "': write rediss://");
             }
             return new Target(uri.getHost(), uri.getPort() < 0 ? 6379 : uri.getPort(), db, scheme.equals("rediss"),
                     u, p, ssl);

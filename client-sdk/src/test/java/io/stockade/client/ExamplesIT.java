@@ -156,7 +156,8 @@ class ExamplesIT {
         Running r = start("postgres", "PGDATABASE", db);
         try {
             String balance = r.proxy().resolve("/accounts/acc-1/balance").toString();
-            assertEquals("200", Curl.status("-X", "PUT", "-H", "Fencing-Token: 42", "-d", "{\"balance\": 120.50}", balance));
+            assertEquals("200", Curl.status("-X", "PUT", "-H", "Fencing-Token: 42", "-d", "{\"balance\": 120.50}",
+                    balance));
             assertEquals("409", Curl.status("-X", "PUT", "-H", "Fencing-Token: 41", "-d", "{\"balance\": 1}", balance));
             assertTrue(Curl.get(r.proxy().resolve("/accounts/acc-1")).contains("120.5"), "the row holds the write");
             assertEquals("404", Curl.status(r.proxy().resolve("/accounts/nobody").toString()));

@@ -142,7 +142,8 @@ class PostgresLeaseIT {
             two.rollback();
             two.setAutoCommit(true);
             assertThrows(IllegalStateException.class, () -> PostgresLocks.tryTransactionLock(two, lock));
-            try (PreparedStatement ps = one.prepareStatement("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'");
+            try (PreparedStatement ps = one.prepareStatement(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'");
                  ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 assertEquals(0, rs.getInt(1), "no advisory lock left behind on a pooled connection");

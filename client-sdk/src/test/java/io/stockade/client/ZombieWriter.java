@@ -36,7 +36,8 @@ final class ZombieWriter {
             HttpClient fenced = FencedHttpClient.of(plain, lease, Duration.ofMillis(500));
             System.out.println("TOKEN " + lease.token());
             HttpResponse<String> first = fenced.send(HttpRequest.newBuilder(file)
-                    .PUT(HttpRequest.BodyPublishers.ofString("zombie-1")).build(), HttpResponse.BodyHandlers.ofString());
+                    .PUT(HttpRequest.BodyPublishers.ofString("zombie-1")).build(),
+                    HttpResponse.BodyHandlers.ofString());
             System.out.println("WROTE " + first.statusCode());
             BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             stdin.readLine(); // "GO"
@@ -56,7 +57,8 @@ final class ZombieWriter {
             // the write a buggy or careless holder would make anyway, with its old token
             HttpResponse<String> forced = plain.send(HttpRequest.newBuilder(file)
                     .header("Fencing-Token", Long.toString(lease.token()))
-                    .PUT(HttpRequest.BodyPublishers.ofString("zombie-2")).build(), HttpResponse.BodyHandlers.ofString());
+                    .PUT(HttpRequest.BodyPublishers.ofString("zombie-2")).build(),
+                    HttpResponse.BodyHandlers.ofString());
             System.out.println("FORCED " + forced.statusCode());
             System.out.flush();
             if ("AGAIN".equals(stdin.readLine())) {

@@ -12,9 +12,11 @@ import java.util.List;
  * {@code java -jar stockade-conformance.jar --target target.yaml [--scenario NAME]... [--duration 30s]
  * [--report DIR] [--lease SPEC]}: runs the suite (with {@code --lease}, the writers take their leases from there
  * instead of the target file's {@code lease.provider}: {@code redis://host:port}, {@code etcd:<urls>},
- * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, {@code dynamodb:<table>,<region>[,<endpoint>]}, {@code consul:<url>}, {@code counter}), prints the table, writes {@code conformance-report.json}, {@code conformance-report.html} (a timeline per scenario) and
- * {@code TEST-conformance.xml} (JUnit) into the report directory (default {@code ./conformance-report}). Exit code
- * 0 only when every scenario passed; 1 when one failed or was inconclusive; 2 on bad arguments.
+ * {@code postgres:<jdbc url>}, {@code zookeeper:<host:port,...>}, {@code dynamodb:<table>,<region>[,<endpoint>]},
+ * {@code consul:<url>}, {@code counter}), prints the table, writes {@code conformance-report.json},
+ * {@code conformance-report.html} (a timeline per scenario) and {@code TEST-conformance.xml} (JUnit) into the
+ * report directory (default {@code ./conformance-report}). Exit code 0 only when every scenario passed; 1 when one
+ * failed or was inconclusive; 2 on bad arguments.
  */
 public final class Main {
 

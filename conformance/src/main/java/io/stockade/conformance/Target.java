@@ -194,7 +194,8 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                 || spec.startsWith("redis:rediss://")
                 || spec.matches("zookeeper:[A-Za-z0-9._-]+:\\d{1,5}(,[A-Za-z0-9._-]+:\\d{1,5})*")
                 || spec.matches("consul:[hH][tT][tT][pP][sS]?://[^/?#@,]+/?")
-                || spec.matches("dynamodb:[A-Za-z0-9_.-]{3,255},[a-z]{2,}(-[a-z0-9]+)+(,[hH][tT][tT][pP][sS]?://[^,@/]+/?)?");
+                || spec.matches("dynamodb:[A-Za-z0-9_.-]{3,255},[a-z]{2,}(-[a-z0-9]+)+"
+                        + "(,[hH][tT][tT][pP][sS]?://[^,@/]+/?)?");
         if (!known || spec.endsWith(":")) {
             throw new IllegalArgumentException(source + ": '" + spec.replaceFirst("(?<=://)[^@/]*@", "…@")
                     + "' is not a lease provider; valid: counter, redis://host:port (or rediss://), etcd:<client URLs>,"

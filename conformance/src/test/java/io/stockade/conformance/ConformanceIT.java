@@ -126,7 +126,10 @@ class ConformanceIT {
                 """.formatted(dir.resolve("journal"));
     }
 
-    /** The policy {@code docs}: {@code /docs/{path...}} fenced per path on the HTTP backend in front of {@code upstream}. */
+    /**
+     * The policy {@code docs}: {@code /docs/{path...}} fenced per path on the HTTP backend in front of
+     * {@code upstream}.
+     */
     private static String httpPolicy(URI upstream) {
         return """
                   - name: docs

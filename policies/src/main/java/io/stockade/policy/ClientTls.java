@@ -3,11 +3,11 @@ package io.stockade.policy;
 import java.nio.file.Path;
 
 /**
- * TLS from the proxy to something it calls: an {@code https://} upstream of the http or s3 backend, the etcd
- * store or the etcd token verifier. PEM files, because that is what a private CA hands out and what etcd, PostgreSQL ({@code sslrootcert},
- * {@code sslcert}, {@code sslkey}) and Kubernetes TLS secrets hold, so one set of files serves every client of
- * the proxy. Server name verification is always on: there is no switch to turn it off, because a certificate
- * for any name signed by a trusted CA would otherwise be enough to take the writes.
+ * TLS from the proxy to something it calls: an {@code https://} upstream of the http or s3 backend, the etcd store
+ * or the etcd token verifier. PEM files, because that is what a private CA hands out and what etcd, PostgreSQL
+ * ({@code sslrootcert}, {@code sslcert}, {@code sslkey}) and Kubernetes TLS secrets hold, so one set of files serves
+ * every client of the proxy. Server name verification is always on: there is no switch to turn it off, because a
+ * certificate for any name signed by a trusted CA would otherwise be enough to take the writes.
  *
  * @param ca   a PEM bundle of the certificates to trust instead of the JVM's default authorities, or {@code null}
  *             for the defaults

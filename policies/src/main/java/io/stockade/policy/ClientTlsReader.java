@@ -5,9 +5,9 @@ import java.nio.file.Path;
 import java.util.Optional;
 
 /**
- * Reads a {@code tls: {ca, cert, key}} block (the etcd store and verifier, the http and s3 backends). Each file must be a
- * readable file when the policy file loads, so a typo is reported at its line and column rather than as a failed
- * handshake later; what is inside is checked when the proxy opens the client.
+ * Reads a {@code tls: {ca, cert, key}} block (the etcd store and verifier, the http and s3 backends). Each file must
+ * be a readable file when the policy file loads, so a typo is reported at its line and column rather than as a
+ * failed handshake later; what is inside is checked when the proxy opens the client.
  */
 final class ClientTlsReader {
     private ClientTlsReader() {

@@ -69,7 +69,8 @@ public final class PathTemplate {
                 }
                 segments.add(new Segment(null, name, greedy));
             } else if (part.contains("{") || part.contains("}")) {
-                throw new IllegalArgumentException("a variable must be a whole segment, like /{id}/, in '" + text + "'");
+                throw new IllegalArgumentException("a variable must be a whole segment, like /{id}/, in '" + text
+                        + "'");
             } else {
                 // A literal may be written with raw characters a request must encode ("/a b"): encode them first.
                 Optional<RequestTarget> parsed = RequestTarget.of("/" + RequestTarget.encodeRaw(part));

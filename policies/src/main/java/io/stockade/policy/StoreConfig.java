@@ -55,7 +55,10 @@ public sealed interface StoreConfig {
                 Path passwordFile, ClientTls tls, Cache cache) implements StoreConfig {
         public static final String DEFAULT_PREFIX = "/stockade/fences/";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
-        /** The shortest etcd deadline the loader takes (store and verifier): the client derives its retry delay from it. */
+        /**
+         * The shortest etcd deadline the loader takes (store and verifier): the client derives its retry delay
+         * from it.
+         */
         public static final Duration MIN_TIMEOUT = Duration.ofMillis(50);
 
         public Etcd {

@@ -216,11 +216,12 @@ public sealed interface TokenVerification {
     }
 
     /**
-     * The token must be the {@code ModifyIndex} of the Consul KV key {@code prefix + scope} while a session holds it,
-     * as Consul's session + KV lock recipe gives it: the holder acquires the key with {@code PUT /v1/kv/<key>?acquire=<session>}
-     * and takes the key's {@code ModifyIndex} right after, the Raft index of the acquiring write (rising across
-     * holders, also across a deletion of the key). Releasing the key or invalidating the session is a write too, so
-     * a holder that lost the key never matches again. One {@code GET /v1/kv/<key>?consistent} per lookup.
+     * The token must be the {@code ModifyIndex} of the Consul KV key {@code prefix + scope} while a session holds
+     * it, as Consul's session + KV lock recipe gives it: the holder acquires the key with
+     * {@code PUT /v1/kv/<key>?acquire=<session>} and takes the key's {@code ModifyIndex} right after, the Raft index
+     * of the acquiring write (rising across holders, also across a deletion of the key). Releasing the key or
+     * invalidating the session is a write too, so a holder that lost the key never matches again. One
+     * {@code GET /v1/kv/<key>?consistent} per lookup.
      *
      * @param url       the Consul agent's or server's HTTP API, {@code http://host:8500} or {@code https://…}
      * @param prefix    prepended to the scope to give the KV key (empty: the key is named like the scope)

@@ -59,7 +59,8 @@ class PolicyLoaderFuzzTest {
                         }));
         Arbitrary<String> cuts = Arbitraries.integers().between(0, SEED.length()).map(n -> SEED.substring(0, n));
         Arbitrary<String> splices = Arbitraries.integers().between(0, SEED.length()).tuple2()
-                .map(t -> SEED.substring(0, Math.min(t.get1(), t.get2())) + SEED.substring(Math.max(t.get1(), t.get2())));
+                .map(t -> SEED.substring(0, Math.min(t.get1(), t.get2()))
+                        + SEED.substring(Math.max(t.get1(), t.get2())));
         Arbitrary<String> swapped = Arbitraries.integers().between(0, 60).tuple2().map(t -> {
             String[] lines = SEED.split("\n", -1);
             int a = t.get1() % lines.length;

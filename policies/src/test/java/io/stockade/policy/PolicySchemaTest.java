@@ -80,8 +80,10 @@ class PolicySchemaTest {
     @Test
     void backendAlternativesAreExactlyTheBackendTypes() {
         String backend = "$defs/policy/properties/backend/oneOf/";
-        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend", "#/$defs/postgresBackend", "#/$defs/s3Backend"),
-                List.of(at(backend + "0/$ref"), at(backend + "1/$ref"), at(backend + "2/$ref"), at(backend + "3/$ref")));
+        assertEquals(List.of("#/$defs/fileBackend", "#/$defs/httpBackend", "#/$defs/postgresBackend",
+                        "#/$defs/s3Backend"),
+                List.of(at(backend + "0/$ref"), at(backend + "1/$ref"), at(backend + "2/$ref"),
+                        at(backend + "3/$ref")));
         assertEquals(Vocabulary.BACKEND_TYPES, List.of(at("$defs/fileBackend/properties/type/const"),
                 at("$defs/httpBackend/properties/type/const"), at("$defs/postgresBackend/properties/type/const"),
                 at("$defs/s3Backend/properties/type/const")));
@@ -171,8 +173,8 @@ class PolicySchemaTest {
     @Test
     void everyObjectRefusesKeysItDoesNotList() {
         assertEquals(false, schema.get("additionalProperties"));
-        for (String path : List.of("properties/server", "properties/server/properties/tls", "$defs/memoryStore", "$defs/postgresStore",
-                "$defs/datasource", "$defs/postgresBackend", "$defs/etcdStore",
+        for (String path : List.of("properties/server", "properties/server/properties/tls", "$defs/memoryStore",
+                "$defs/postgresStore", "$defs/datasource", "$defs/postgresBackend", "$defs/etcdStore",
                 "$defs/etcdStore/properties/tls", "$defs/cache", "properties/admin", "$defs/policy",
                 "$defs/policy/properties/match", "$defs/policy/properties/fence", "$defs/fileBackend",
                 "$defs/httpBackend", "$defs/httpBackend/properties/tls", "$defs/s3Backend",

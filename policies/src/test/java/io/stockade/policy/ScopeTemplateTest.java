@@ -41,7 +41,8 @@ class ScopeTemplateTest {
     @ParameterizedTest
     @CsvSource(delimiter = '|', quoteCharacter = '"', textBlock = """
             "  "           | a scope template must not be empty
-            files/{name}   | scope template 'files/{name}' uses {name}, which the path template does not bind; known: [tenant, path]
+            files/{name}   | scope template 'files/{name}' uses {name}, which the path template does not bind; \
+            known: [tenant, path]
             files/{path    | unclosed '{' in scope template 'files/{path'
             files/path}    | unopened '}' in scope template 'files/path}'
             """)

@@ -111,7 +111,8 @@ public final class Reloader implements PolicyReload, AutoCloseable {
             verifiers.open(fresh.policies()); // unchanged fence.verify blocks keep their verifier (and cache)
         } catch (IOException | RuntimeException e) {
             opened.values().forEach(Backend::close);
-            throw new Refused(503, "a backend could not be opened (" + e.getMessage() + "); the policies in force stay");
+            throw new Refused(503, "a backend could not be opened (" + e.getMessage()
+                    + "); the policies in force stay");
         }
         Map<String, Backend> replaced = pipeline.swap(fresh, opened);
         backends = opened;

@@ -29,7 +29,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * in-process stand-in of Consul's session and KV API (no Consul server can be installed here: this is not a test
  * against a real Consul). The locks are taken over HTTP with Consul's session + KV lock recipe, as the guide shows:
  * a session ({@code TTL 15s}, {@code Behavior release}), {@code PUT /v1/kv/<key>?acquire=<session>}, and the token
- * is the key's {@code ModifyIndex} read right after. Every refusal is checked to have written nothing and left the fence alone.
+ * is the key's {@code ModifyIndex} read right after. Every refusal is checked to have written nothing and left the
+ * fence alone.
  */
 class ConsulLockVerifyIT {
     static final String ACL = "b1gs3cr3t-acl-token-of-the-proxy";
@@ -159,7 +160,8 @@ class ConsulLockVerifyIT {
         assertEquals(Optional.of(token), fence("a"));
         assertEquals(2, put("a", "v2", token).status() / 100, "the holder keeps writing");
         assertEquals(Optional.of("v2"), stored("a"));
-        assertTrue(consul.requests.contains("GET /v1/kv/locks/job-a?consistent token=null"), consul.requests.toString());
+        assertTrue(consul.requests.contains("GET /v1/kv/locks/job-a?consistent token=null"),
+                consul.requests.toString());
     }
 
     @Test

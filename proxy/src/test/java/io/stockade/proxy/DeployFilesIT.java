@@ -69,7 +69,8 @@ class DeployFilesIT {
         for (Path file : files(".yaml")) {
             for (Object doc : new Yaml(new SafeConstructor(new LoaderOptions())).loadAll(Files.readString(file))) {
                 if (doc instanceof Map<?, ?> m && "ConfigMap".equals(m.get("kind"))
-                        && m.get("data") instanceof Map<?, ?> data && data.get("stockade.yaml") instanceof String text) {
+                        && m.get("data") instanceof Map<?, ?> data
+                        && data.get("stockade.yaml") instanceof String text) {
                     policies.add(text);
                 }
             }
@@ -115,7 +116,8 @@ class DeployFilesIT {
                     scope: docs/{id}
                     backend: {type: file, root: "${ROOT}"}
                 """;
-        try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("hc"), yaml, Map.of("ROOT", dir.resolve("r").toString()))) {
+        try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("hc"), yaml,
+                Map.of("ROOT", dir.resolve("r").toString()))) {
             String script = m.group(1).replace("/127.0.0.1/8080", "/127.0.0.1/" + proxy.server().port());
             Process check = new ProcessBuilder("bash", "-c", script).redirectErrorStream(true).start();
             assertTrue(check.waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "the health check hung");

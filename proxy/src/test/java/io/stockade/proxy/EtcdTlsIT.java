@@ -207,7 +207,9 @@ class EtcdTlsIT {
         return client;
     }
 
-    /** Takes the etcd lock {@code name} with etcd's lock API, as LockServiceVerifyIT does; the token is its revision. */
+    /**
+     * Takes the etcd lock {@code name} with etcd's lock API, as LockServiceVerifyIT does; the token is its revision.
+     */
     static long lock(Client etcd, String name) throws Exception {
         long lease = etcd.getLeaseClient().grant(60).get(10, TimeUnit.SECONDS).getID();
         ByteSequence key = etcd.getLockClient().lock(ByteSequence.from(name, StandardCharsets.UTF_8), lease)

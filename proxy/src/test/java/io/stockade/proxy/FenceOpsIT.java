@@ -256,7 +256,8 @@ class FenceOpsIT {
                 Run list = cli(config, "", "list", "--prefix", "docs/", "--limit", "5");
                 assertTrue(list.out().contains("docs/a/1"), list.out());
                 Run export = cli(config, "", "export");
-                assertTrue(export.out().contains("\"kind\":\"scope\",\"scope\":\"docs/a/1\",\"token\":5"), export.out());
+                assertTrue(export.out().contains("\"kind\":\"scope\",\"scope\":\"docs/a/1\",\"token\":5"),
+                        export.out());
                 Run imported = cli(config, "{\"kind\":\"scope\",\"scope\":\"docs/a/1\",\"token\":2}\n", "import");
                 assertEquals(0, imported.code(), imported.err());
                 assertTrue(cli(config, "", "show", "docs/a/1").out().contains("\"token\":5"));

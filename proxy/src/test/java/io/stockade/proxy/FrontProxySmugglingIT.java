@@ -146,7 +146,8 @@ class FrontProxySmugglingIT {
             long token = nextToken++;
             assertEquals(201, status(request(port, put(target, token, "good", ""))));
 
-            String prefix = "PUT " + stolen + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 999999\r\nContent-Length: 400\r\n\r\n";
+            String prefix = "PUT " + stolen + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 999999\r\nContent-Length: 400"
+                    + "\r\n\r\n";
             Answer refused = request(port, "PUT " + target + " HTTP/1.1\r\nHost: x\r\nFencing-Token: " + (token - 1)
                     + "\r\n" + (expect ? "Expect: 100-continue\r\n" : "") + "Content-Length: " + prefix.length()
                     + "\r\n\r\n" + prefix);
@@ -159,7 +160,8 @@ class FrontProxySmugglingIT {
             assertEquals("mine", Files.readString(file(victim)));
 
             assertNothingOf(stolen, front + " " + id);
-            assertFalse(everythingStored().contains(SECRET), front + " " + id + ": the next client's request was stored");
+            assertFalse(everythingStored().contains(SECRET),
+                    front + " " + id + ": the next client's request was stored");
         }
     }
 
@@ -178,7 +180,8 @@ class FrontProxySmugglingIT {
     @MethodSource("fronts")
     void aValidChunkedBodyWithExtensionsAndTrailersIsWritten(String front, int port) throws Exception {
         String path = "/files/chunked-" + tag(front);
-        Answer a = request(port, "PUT " + path + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\nTransfer-Encoding: chunked\r\n"
+        Answer a = request(port, "PUT " + path + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\n"
+                + "Transfer-Encoding: chunked\r\n"
                 + "\r\n5;a=b\r\nhello\r\n6;q=\"x\"\r\n world\r\n0\r\nX-Checksum: abc\r\n\r\n");
         assertEquals(201, a.status(), front + ": " + a.text());
         assertEquals("hello world", Files.readString(file(path)));

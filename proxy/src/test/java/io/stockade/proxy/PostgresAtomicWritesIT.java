@@ -74,8 +74,10 @@ class PostgresAtomicWritesIT {
     static final String TABLE_STATEMENTS = """
                   statements:
                     PUT:
-                      - {name: set-balance, sql: "UPDATE accounts SET balance = :balance WHERE id = :id RETURNING id, balance"}
-                      - {name: ledger, sql: "INSERT INTO ledger (account, amount, memo, note, tag, ref, later, qty) VALUES (:id, :amount, :memo::jsonb, :note, :tag, :ref, :later, :qty) RETURNING id"}
+                      - {name: set-balance, sql: "UPDATE accounts SET balance = :balance WHERE id = :id \
+            RETURNING id, balance"}
+                      - {name: ledger, sql: "INSERT INTO ledger (account, amount, memo, note, tag, ref, later, qty) \
+            VALUES (:id, :amount, :memo::jsonb, :note, :tag, :ref, :later, :qty) RETURNING id"}
                       - {name: rules, sql: "SELECT refuse(:raise) AS ok"}
             """;
     /** The same write in column mode: every statement uses the token. */
@@ -83,8 +85,11 @@ class PostgresAtomicWritesIT {
                   fence: column
                   statements:
                     PUT:
-                      - {name: set-balance, sql: "UPDATE accounts SET balance = :balance, fence_token = :fencing_token WHERE id = :id AND fence_token <= :fencing_token RETURNING id, balance"}
-                      - {name: ledger, sql: "INSERT INTO ledger (account, amount, memo, note, tag, ref, later, qty, token) VALUES (:id, :amount, :memo::jsonb, :note, :tag, :ref, :later, :qty, :fencing_token) RETURNING id"}
+                      - {name: set-balance, sql: "UPDATE accounts SET balance = :balance, fence_token = :fencing_token \
+            WHERE id = :id AND fence_token <= :fencing_token RETURNING id, balance"}
+                      - {name: ledger, sql: "INSERT INTO ledger \
+            (account, amount, memo, note, tag, ref, later, qty, token) \
+            VALUES (:id, :amount, :memo::jsonb, :note, :tag, :ref, :later, :qty, :fencing_token) RETURNING id"}
                       - {name: rules, sql: "SELECT refuse(:raise) AS ok, :fencing_token::bigint AS token"}
                   check: SELECT fence_token FROM accounts WHERE id = :id
             """;
@@ -329,7 +334,8 @@ class PostgresAtomicWritesIT {
                         pause: {from: body}
                       statements:
                         PUT:
-                          - UPDATE accounts SET owner = :owner, balance = balance + 1 WHERE id = :id RETURNING id, balance
+                          - UPDATE accounts SET owner = :owner, balance = balance + 1 WHERE id = :id \
+                RETURNING id, balance
                           - SELECT 1 AS slept FROM pg_sleep(:pause)
                 """;
         try (Pg pg = Pg.create(ddl);

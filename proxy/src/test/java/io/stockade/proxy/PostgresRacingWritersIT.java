@@ -37,7 +37,8 @@ class PostgresRacingWritersIT {
 
     static String policy(String fence) {
         String statement = fence.equals("table")
-                ? "INSERT INTO docs (id, content) VALUES (:scope, :content) ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content"
+                ? "INSERT INTO docs (id, content) VALUES (:scope, :content)"
+                + " ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content"
                 : "INSERT INTO docs (id, content, fence_token) VALUES (:scope, :content, :fencing_token)"
                 + " ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content, fence_token = EXCLUDED.fence_token"
                 + " WHERE docs.fence_token <= EXCLUDED.fence_token";
@@ -56,7 +57,8 @@ class PostgresRacingWritersIT {
                         PUT: "STATEMENT"
                       CHECK
                 """.replace("FENCE", fence).replace("STATEMENT", statement)
-                .replace("CHECK", fence.equals("column") ? "check: SELECT fence_token FROM docs WHERE id = :scope" : "");
+                .replace("CHECK", fence.equals("column")
+                        ? "check: SELECT fence_token FROM docs WHERE id = :scope" : "");
     }
 
     @Test

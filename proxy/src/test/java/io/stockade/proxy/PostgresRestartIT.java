@@ -52,7 +52,8 @@ class PostgresRestartIT {
                   fence: table
                   params: {content: body-text}
                   statements:
-                    PUT: "INSERT INTO docs (id, content) VALUES (:scope, :content) ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content"
+                    PUT: "INSERT INTO docs (id, content) VALUES (:scope, :content) \
+            ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content"
             """;
 
     /** What one write was told, and when (nanoTime). */

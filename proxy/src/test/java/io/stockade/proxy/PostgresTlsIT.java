@@ -115,7 +115,8 @@ class PostgresTlsIT {
         assertEquals(409, put(proxy, "/files/a", "v4", "4").status());
         assertEquals("v5", Files.readString(dir.resolve("root/files/a")));
         try (Connection c = DriverManager.getConnection(url, "postgres", null);
-             ResultSet r = c.createStatement().executeQuery("SELECT token FROM stockade_fences WHERE scope = 'files/a'")) {
+             ResultSet r = c.createStatement()
+                     .executeQuery("SELECT token FROM stockade_fences WHERE scope = 'files/a'")) {
             assertTrue(r.next());
             assertEquals(5, r.getLong(1));
         }

@@ -141,7 +141,8 @@ class PostgresZombieAndAtomicityIT {
             Http.Response noField = put(proxy, "/accounts/acc1/balance", "{\"note\": \"n\"}", 1);
             assertEquals(400, noField.status(), noField.body());
             assertTrue(noField.body().contains("\"parameter\":\"balance\""), noField.body());
-            Http.Response wrongType = put(proxy, "/accounts/acc1/balance", "{\"balance\": \"ten\", \"note\": \"n\"}", 1);
+            Http.Response wrongType = put(proxy, "/accounts/acc1/balance",
+                    "{\"balance\": \"ten\", \"note\": \"n\"}", 1);
             assertEquals(400, wrongType.status(), wrongType.body());
             assertTrue(wrongType.body().contains("must be a number"), wrongType.body());
             Http.Response notJson = put(proxy, "/accounts/acc1/balance", "balance=10", 1);

@@ -9,7 +9,9 @@ import io.stockade.proxy.testing.TargetGrammar;
 import java.util.HashMap;
 import java.util.Map;
 
-/** What the differential fuzzers ({@code *TargetFuzzIT}) share: how an attempt is sent, and the memory store's fences. */
+/**
+ * What the differential fuzzers ({@code *TargetFuzzIT}) share: how an attempt is sent, and the memory store's fences.
+ */
 final class RawAttempts {
     private RawAttempts() {
     }

@@ -110,7 +110,8 @@ class RedisLockVerifyIT {
     void theHoldersTokenWritesAnInventedOneOrOneForALockNobodyHoldsIsRefused() throws Exception {
         try (RedisServer redis = RedisServer.start(RedisServer.options());
              Jedis admin = new Jedis(redis.url());
-             ProxyFixture proxy = start("kind: redis\nurl: ${REDIS}\nprefix: \"locks:\"", Map.of("REDIS", redis.url()))) {
+             ProxyFixture proxy = start("kind: redis\nurl: ${REDIS}\nprefix: \"locks:\"",
+                     Map.of("REDIS", redis.url()))) {
             long token = lock(admin, "locks:files/a", "w1");
 
             Http.Response inflated = put(proxy, "a", "evil", Long.MAX_VALUE);

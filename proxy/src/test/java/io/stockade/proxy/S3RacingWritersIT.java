@@ -41,14 +41,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  *
  * <h2>Why one proxy, and why that is honest</h2>
  * s3proxy 3.0.0 honours {@code If-Match} / {@code If-None-Match: *} one request at a time, but its check-and-put is
- * not atomic: writers racing a conditional PUT on one ETag get several winners (measured when the stack was chosen: 12–57 of 60
- * rounds with more than one winner). AWS S3 and MinIO document these writes as atomic; s3proxy does not provide
- * that. The proxy serializes the writes of each scope within itself, so with <em>one</em> proxy replica in front
- * of s3proxy the conditional PUT never races another conditional PUT on the same object and the fence holds. Two
- * replicas racing against s3proxy would find violations caused by the store, not by the proxy, and would say
- * nothing about the proxy; that deployment is documented as unsafe in {@code docs/s3.md} (s3proxy: one replica).
- * The prefix scope is the serialized class by design (one replica per prefix), so one proxy is its only valid
- * setup anyway. Cross-replica races are the business of a store whose compare-and-set is atomic.
+ * not atomic: writers racing a conditional PUT on one ETag get several winners (measured when the stack was chosen:
+ * 12–57 of 60 rounds with more than one winner). AWS S3 and MinIO document these writes as atomic; s3proxy does not
+ * provide that. The proxy serializes the writes of each scope within itself, so with <em>one</em> proxy replica in
+ * front of s3proxy the conditional PUT never races another conditional PUT on the same object and the fence holds.
+ * Two replicas racing against s3proxy would find violations caused by the store, not by the proxy, and would say
+ * nothing about the proxy; that deployment is documented as unsafe in {@code docs/s3.md} (s3proxy: one replica). The
+ * prefix scope is the serialized class by design (one replica per prefix), so one proxy is its only valid setup
+ * anyway. Cross-replica races are the business of a store whose compare-and-set is atomic.
  */
 @Timeout(value = 3, unit = TimeUnit.MINUTES)
 class S3RacingWritersIT {
@@ -212,7 +212,8 @@ class S3RacingWritersIT {
                     for (int n = 0; n < OPS_PER_WRITER; n++) {
                         double dice = ThreadLocalRandom.current().nextDouble();
                         long token = dice < 0.25 ? lease.incrementAndGet()                  // take the lease over
-                                : dice < 0.40 ? Math.max(0, lease.get() - 1 - ThreadLocalRandom.current().nextInt(3)) // zombie
+                                : dice < 0.40 ? Math.max(0, lease.get() - 1                 // zombie
+                                        - ThreadLocalRandom.current().nextInt(3))
                                 : lease.get();                                              // current holder
                         String key = keyOf.apply(writer);
                         String value = "w" + writer + "-n" + n + "-t" + token;

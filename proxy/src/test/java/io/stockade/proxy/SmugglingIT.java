@@ -174,7 +174,8 @@ class SmugglingIT {
             "bad token    | PUT /files/a HTTP/1.1\\r\\nFencing-Token: 3x                   | 400 | files/a",
             "no policy    | PUT /nowhere/a HTTP/1.1\\r\\nFencing-Token: 6                  | 404 | -",
             "bad path     | PUT /files/a/%2e%2e/b HTTP/1.1\\r\\nFencing-Token: 6           | 400 | -",
-            "headers over the policy's limit | PUT /files/a HTTP/1.1\\r\\nFencing-Token: 6\\r\\nX-Pad: PAD | 431 | files/a",
+            "headers over the policy's limit | PUT /files/a HTTP/1.1\\r\\nFencing-Token: 6\\r\\nX-Pad: PAD"
+                    + " | 431 | files/a",
     })
     void anExpectContinueRefusalClosesTheConnectionAndItsBodyIsNeverARequest(String what, String head, int status,
                                                                               String scope) throws Exception {
@@ -312,7 +313,8 @@ class SmugglingIT {
             try (Socket socket = new Socket("127.0.0.1", proxy.server().port())) {
                 socket.setSoTimeout(5000);
                 var out = socket.getOutputStream();
-                out.write(("PUT /" + backend + "/late HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\nExpect: 100-continue\r\n"
+                out.write(("PUT /" + backend + "/late HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\n"
+                        + "Expect: 100-continue\r\n"
                         + "Transfer-Encoding: chunked\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
                 InputStream in = socket.getInputStream();
                 String interim = new String(in.readNBytes("HTTP/1.1 100 Continue\r\n\r\n".length()),

@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -71,7 +72,8 @@ class StreamingIT {
                 assertEquals(GIB, Files.size(dir.resolve("files/files/big.bin")));
 
                 HttpResponse<InputStream> back = Http.client().send(
-                        HttpRequest.newBuilder(proxy.baseUri().resolve("/files/big.bin")).timeout(Duration.ofMinutes(2)).build(),
+                        HttpRequest.newBuilder(proxy.baseUri().resolve("/files/big.bin"))
+                                .timeout(Duration.ofMinutes(2)).build(),
                         HttpResponse.BodyHandlers.ofInputStream());
                 assertEquals(200, back.statusCode());
                 MessageDigest sha = MessageDigest.getInstance("SHA-256");
@@ -122,11 +124,11 @@ class StreamingIT {
                 var out = new java.io.BufferedOutputStream(socket.getOutputStream(), 1 << 16);
                 out.write(("PUT /blobs/one-chunk HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\nConnection: close\r\n"
                         + "Transfer-Encoding: chunked\r\n\r\n" + Long.toHexString(size) + ";name=value\r\n")
-                        .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                        .getBytes(StandardCharsets.US_ASCII));
                 new PatternStream(size).transferTo(out);
-                out.write("\r\n0\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                out.write("\r\n0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
                 out.flush();
-                String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
+                String answer = new String(socket.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
                 assertEquals("HTTP/1.1 201", answer.substring(0, 12), answer + proxy.log());
                 assertEquals(size, upstream.bytesReceived("/blobs/one-chunk"));
                 assertEquals(sha256OfPattern(size), upstream.sha256("/blobs/one-chunk"));

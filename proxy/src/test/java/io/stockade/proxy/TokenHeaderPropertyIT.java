@@ -72,7 +72,8 @@ class TokenHeaderPropertyIT {
         byte[] head = ("PUT /files/" + scope + " HTTP/1.1\r\nHost: x\r\n" + tokenLines
                 + "Content-Length: 1\r\nConnection: close\r\n\r\nx").getBytes(StandardCharsets.ISO_8859_1);
         Http.Response r = RawHttp.send(proxy.server().port(), new String(head, StandardCharsets.ISO_8859_1));
-        assertTrue(ALLOWED.contains(r.status()), "header lines " + escape(tokenLines) + " -> " + r.status() + " " + r.body());
+        assertTrue(ALLOWED.contains(r.status()),
+                "header lines " + escape(tokenLines) + " -> " + r.status() + " " + r.body());
     }
 
     @Provide

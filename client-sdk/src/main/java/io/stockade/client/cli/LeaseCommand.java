@@ -38,8 +38,8 @@ import java.util.regex.Pattern;
  * {@code CONSUL_HTTP_TOKEN} (as for the {@code consul} command), and the ttl is the session TTL (10s..24h). With
  * {@code --dynamodb}, the lock is the item {@code --dynamodb-prefix} (default none) + name of the table, the region
  * and credentials come from the AWS SDK's defaults (as for the {@code aws} command: {@code AWS_REGION}, the profile,
- * web identity, the instance role), and {@code --dynamodb-endpoint} points at DynamoDB Local or a VPC endpoint. The command
- * gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
+ * web identity, the instance role), and {@code --dynamodb-endpoint} points at DynamoDB Local or a VPC endpoint. The
+ * command gets {@code FENCING_TOKEN} and {@code STOCKADE_LEASE_NAME} in its environment. Exit codes: the
  * command's own when it ends while the lease is held; {@value #LOST} when the lease was lost (the command was
  * stopped: SIGTERM, then SIGKILL after the grace); {@value #BUSY} when another holder kept the lease for the whole
  * {@code --wait}; {@value #UNAVAILABLE} when the lock service failed; {@value #NO_COMMAND} when the command could

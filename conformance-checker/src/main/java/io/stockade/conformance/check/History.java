@@ -189,7 +189,8 @@ public final class History {
                 b.append(" (").append(why).append(')');
             }
             b.append(String.format(java.util.Locale.ROOT, " %.3f..", (start - originNanos) / 1e6));
-            b.append(end == Long.MAX_VALUE ? "pending" : String.format(java.util.Locale.ROOT, "%.3f", (end - originNanos) / 1e6));
+            b.append(end == Long.MAX_VALUE ? "pending"
+                    : String.format(java.util.Locale.ROOT, "%.3f", (end - originNanos) / 1e6));
             return b.append(" ms}").toString();
         }
 

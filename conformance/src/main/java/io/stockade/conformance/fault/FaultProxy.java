@@ -123,8 +123,9 @@ public final class FaultProxy implements AutoCloseable {
     }
 
     /**
-     * When the last chunk delayed by {@link #latency(Duration)} so far is due to be forwarded ({@link System#nanoTime()}),
-     * or {@link Long#MIN_VALUE} if none was delayed: after that, nothing a client sent is still held here.
+     * When the last chunk delayed by {@link #latency(Duration)} so far is due to be forwarded
+     * ({@link System#nanoTime()}), or {@link Long#MIN_VALUE} if none was delayed: after that, nothing a client sent is
+     * still held here.
      */
     public long delayedUntilNanos() {
         return delayedDue.get();

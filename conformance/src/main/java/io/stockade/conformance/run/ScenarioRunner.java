@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -102,8 +103,9 @@ public final class ScenarioRunner {
     private int grants;
 
     /**
-     * A fault on {@code session}; for STORE_STOP, the store's outage {@code [outageStart, outageEnd]}; {@code tookEffect}
-     * false when the suite saw that the fault did not happen (the store still answered, the proxy survived).
+     * A fault on {@code session}; for STORE_STOP, the store's outage {@code [outageStart, outageEnd]};
+     * {@code tookEffect} false when the suite saw that the fault did not happen (the store still answered, the proxy
+     * survived).
      */
     private record Fault(String session, long startNanos, long outageStart, long outageEnd, boolean tookEffect,
                          long healedNanos) {
@@ -374,7 +376,7 @@ public final class ScenarioRunner {
         List<Long> stopped = store.pause();
         long outageStart = System.nanoTime();
         notes.add("cycle " + n + ": fence store stopped (SIGSTOP, pids " + stopped + ")");
-        java.util.concurrent.CompletableFuture<StoreProcess.Probe> during = new java.util.concurrent.CompletableFuture<>();
+        CompletableFuture<StoreProcess.Probe> during = new CompletableFuture<>();
         Thread.ofVirtual().start(() -> during.complete(store.probe(PROBE)));
         signal("CONT", v);
         if (!await(lateBy().plusSeconds(10), () -> v.completions > completionsBefore || v.exited)) {

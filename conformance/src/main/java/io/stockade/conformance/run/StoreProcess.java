@@ -22,10 +22,11 @@ import java.util.concurrent.TimeUnit;
  * a restart with the same command (its data directory must survive: the fence must). The command must run the
  * store in the foreground; it is up when {@code ready} ({@code host:port}) accepts a TCP connection.
  *
- * <p>Signals go to the whole process tree (the launched process and every descendant, {@link ProcessHandle#descendants()}):
- * a command wrapped in {@code sh -c '...'} or a script that forks the store is stopped and killed too. A store that
- * detaches from the tree (double fork, a daemon) cannot be reached that way; {@link #pause()} finds it out with a
- * probe of the {@code ready} port (see {@link #probe(Duration)}) and says so instead of pretending.
+ * <p>Signals go to the whole process tree (the launched process and every descendant,
+ * {@link ProcessHandle#descendants()}): a command wrapped in {@code sh -c '...'} or a script that forks the store is
+ * stopped and killed too. A store that detaches from the tree (double fork, a daemon) cannot be reached that way;
+ * {@link #pause()} finds it out with a probe of the {@code ready} port (see {@link #probe(Duration)}) and says so
+ * instead of pretending.
  */
 public final class StoreProcess implements AutoCloseable {
 

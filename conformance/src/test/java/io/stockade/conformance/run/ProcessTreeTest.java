@@ -30,7 +30,8 @@ class ProcessTreeTest {
     private static String serverCommand(int port) throws Exception {
         Path classes = Path.of(TreeServer.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         String java = ProcessHandle.current().info().command().orElse("java");
-        return java + " -Xshare:auto -XX:TieredStopAtLevel=1 -cp " + classes + " " + TreeServer.class.getName() + " " + port;
+        return java + " -Xshare:auto -XX:TieredStopAtLevel=1 -cp " + classes + " " + TreeServer.class.getName()
+                + " " + port;
     }
 
     private static List<String> wrapped(int wrapper, int port) throws Exception {

@@ -29,8 +29,8 @@ import java.util.regex.Pattern;
 
 /**
  * The PEM files of a policy's {@code tls: {ca, cert, key}}, read and checked once when a client is opened (an
- * upstream of the http or s3 backend, the etcd store and verifier), so a bad file stops the proxy at start with a message
- * naming it instead of failing every handshake later. Only the JDK reads them: no provider that knows more
+ * upstream of the http or s3 backend, the etcd store and verifier), so a bad file stops the proxy at start with a
+ * message naming it instead of failing every handshake later. Only the JDK reads them: no provider that knows more
  * formats is on the class path, so the key must be PKCS#8 and the message says how to convert one that is not.
  *
  * @param ca    the certificates to trust; empty for the JVM's default authorities
@@ -103,7 +103,8 @@ public record ClientTlsFiles(List<X509Certificate> ca, List<X509Certificate> cha
         byte[] bytes = readable(file, what);
         try {
             List<X509Certificate> certs = new ArrayList<>();
-            for (var c : CertificateFactory.getInstance("X.509").generateCertificates(new ByteArrayInputStream(bytes))) {
+            for (var c : CertificateFactory.getInstance("X.509")
+                    .generateCertificates(new ByteArrayInputStream(bytes))) {
                 certs.add((X509Certificate) c);
             }
             if (certs.isEmpty()) {

@@ -225,8 +225,10 @@ public final class ListenerLimits {
                 long now = System.nanoTime();
                 for (var e : pending.entrySet()) {
                     Pending p = e.getValue();
-                    if (now - p.deadline() >= 0 && pending.remove(e.getKey(), p) && p.done().compareAndSet(false, true)) {
-                        LOG.fine(() -> "header-timeout: closing a connection from " + e.getKey().remotePeer().address());
+                    if (now - p.deadline() >= 0 && pending.remove(e.getKey(), p)
+                            && p.done().compareAndSet(false, true)) {
+                        LOG.fine(() -> "header-timeout: closing a connection from "
+                                + e.getKey().remotePeer().address());
                         p.reader().interrupt();
                     }
                 }

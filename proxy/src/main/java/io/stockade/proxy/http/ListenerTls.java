@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 
@@ -40,7 +41,7 @@ public final class ListenerTls {
         }
     }
 
-    private static KeyStore load(java.nio.file.Path file, char[] password) throws IOException, GeneralSecurityException {
+    private static KeyStore load(Path file, char[] password) throws IOException, GeneralSecurityException {
         KeyStore store = KeyStore.getInstance("PKCS12");
         try (InputStream in = Files.newInputStream(file)) {
             store.load(in, password);

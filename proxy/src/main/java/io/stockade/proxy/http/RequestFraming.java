@@ -371,7 +371,8 @@ final class RequestFraming {
     /** The head ended at {@code next}: how is the body framed, as Helidon decides it. */
     private void bodyFraming(int next) {
         if (transferEncodings != null) {
-            if (contentLengths == 0 && transferEncodings.size() == 1 && transferEncodings.getFirst().equals("chunked")) {
+            if (contentLengths == 0 && transferEncodings.size() == 1
+                    && transferEncodings.getFirst().equals("chunked")) {
                 state = State.CHUNK_SIZE;
                 lineStart = next;
                 lineLength = 0;

@@ -23,9 +23,9 @@ public final class DecisionLog {
     private static final Logger DECISION = Logger.getLogger(DECISIONS);
     private static final Logger AUDIT_LOG = Logger.getLogger(AUDIT);
     private static final int MAX_HOLDER = 128;
-    private static final Set<Outcome> REFUSALS = EnumSet.of(Outcome.STALE, Outcome.MISSING, Outcome.MALFORMED, Outcome.TOO_FAR,
-            Outcome.BAD_REQUEST, Outcome.UNAVAILABLE, Outcome.QUARANTINED, Outcome.NO_POLICY, Outcome.WOULD_REJECT,
-            Outcome.UNKNOWN_OUTCOME);
+    private static final Set<Outcome> REFUSALS = EnumSet.of(Outcome.STALE, Outcome.MISSING, Outcome.MALFORMED,
+            Outcome.TOO_FAR, Outcome.BAD_REQUEST, Outcome.UNAVAILABLE, Outcome.QUARANTINED, Outcome.NO_POLICY,
+            Outcome.WOULD_REJECT, Outcome.UNKNOWN_OUTCOME);
 
     private DecisionLog() {
     }

@@ -35,7 +35,8 @@ final class Refusals {
 
     static Problem missingToken(Policy policy, String scope, String method) {
         return Problem.of(428, "missing-token", "Fencing token required", method + " is fenced by policy '"
-                        + policy.name() + "': send the token of your lock in the " + policy.fence().header() + " header")
+                        + policy.name() + "': send the token of your lock in the " + policy.fence().header()
+                        + " header")
                 .with("policy", policy.name()).with("scope", scope);
     }
 

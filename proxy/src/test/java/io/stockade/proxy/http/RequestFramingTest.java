@@ -104,7 +104,8 @@ class RequestFramingTest {
             StringBuilder data = new StringBuilder();
             int chunks = random.nextInt(5);
             for (int c = 0; c < chunks; c++) {
-                int size = random.nextInt(10) == 0 ? RequestFraming.MAX_PIECE + random.nextInt(3000) : 1 + random.nextInt(300);
+                int size = random.nextInt(10) == 0 ? RequestFraming.MAX_PIECE + random.nextInt(3000)
+                        : 1 + random.nextInt(300);
                 String hex = Integer.toHexString(size);
                 wire.append(random.nextBoolean() ? hex : hex.toUpperCase()).append(switch (random.nextInt(4)) {
                     case 0 -> ";a=b";

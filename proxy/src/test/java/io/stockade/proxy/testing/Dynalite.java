@@ -54,7 +54,10 @@ public final class Dynalite implements AutoCloseable {
         this.log = log;
     }
 
-    /** dynalite's {@code cli.js}: {@code -Dstockade.dynalite}, else {@code .tools/dynalite} in this or a parent directory. */
+    /**
+     * dynalite's {@code cli.js}: {@code -Dstockade.dynalite}, else {@code .tools/dynalite} in this or a
+     * parent directory.
+     */
     static Path cli() {
         String configured = System.getProperty("stockade.dynalite");
         if (configured != null && !configured.isBlank()) {

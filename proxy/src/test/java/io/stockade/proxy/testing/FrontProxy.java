@@ -133,8 +133,8 @@ public final class FrontProxy implements AutoCloseable {
                 ports.get(2));
         Path file = write(dir.resolve("nginx.conf"), config);
         Path bin = nginxBinary().orElseThrow(() -> new IllegalStateException("nginx is not installed"));
-        return start("nginx", dir, List.of(bin.toString(), "-p", dir.toString(), "-e", dir.resolve("error.log").toString(),
-                "-c", file.toString()), ports);
+        return start("nginx", dir, List.of(bin.toString(), "-p", dir.toString(),
+                "-e", dir.resolve("error.log").toString(), "-c", file.toString()), ports);
     }
 
     private static Path write(Path file, String text) {

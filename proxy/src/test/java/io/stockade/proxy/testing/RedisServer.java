@@ -120,8 +120,8 @@ public final class RedisServer implements AutoCloseable {
         List<RedisServer> nodes = new ArrayList<>();
         try {
             for (int i = 0; i < size; i++) {
-                RedisServer node = new RedisServer(options().cluster(true), Files.createTempDirectory("stockade-redis-"),
-                        FreePorts.next(), false);
+                RedisServer node = new RedisServer(options().cluster(true),
+                        Files.createTempDirectory("stockade-redis-"), FreePorts.next(), false);
                 nodes.add(node);
                 node.launch();
             }
@@ -187,7 +187,8 @@ public final class RedisServer implements AutoCloseable {
                 "--repl-diskless-sync-delay", "0"));
         if (options.tls() != null) {
             cmd.addAll(List.of("--port", "0", "--tls-port", Integer.toString(port),
-                    "--tls-cert-file", options.tls().cert().toString(), "--tls-key-file", options.tls().key().toString(),
+                    "--tls-cert-file", options.tls().cert().toString(),
+                    "--tls-key-file", options.tls().key().toString(),
                     "--tls-ca-cert-file", options.tls().ca().toString(),
                     "--tls-auth-clients", options.clientCerts() ? "yes" : "no"));
         } else {

@@ -488,7 +488,8 @@ public final class TestUpstream implements AutoCloseable {
             if (currentEtag == null) {
                 return false;
             }
-            boolean match = ifMatch.stream().anyMatch(t -> t.equals("*") || (!t.startsWith("W/") && t.equals(currentEtag)));
+            boolean match = ifMatch.stream()
+                    .anyMatch(t -> t.equals("*") || (!t.startsWith("W/") && t.equals(currentEtag)));
             if (!match) {
                 return false;
             }

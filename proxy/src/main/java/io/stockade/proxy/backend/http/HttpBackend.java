@@ -32,6 +32,7 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -70,7 +71,7 @@ public final class HttpBackend implements Backend {
     /** The {@code Host} header of every upstream request. */
     private final String authority;
     /** A request that may have reached the upstream got no answer: it may still land (forwards included). */
-    private final java.util.concurrent.atomic.AtomicBoolean outcomesUnknown = new java.util.concurrent.atomic.AtomicBoolean();
+    private final AtomicBoolean outcomesUnknown = new AtomicBoolean();
     /** Upstream failures: one WARN line a second per policy, however many requests fail alike. */
     private final WarnLimiter warnings = new WarnLimiter(System::nanoTime, WarnLimiter.INTERVAL_NANOS);
 
@@ -149,7 +150,8 @@ public final class HttpBackend implements Backend {
             if (sent instanceof Sent.Failed failed) {
                 // A conditional write that arrives late cannot do harm: its If-Match no longer matches once a
                 // newer write has landed. Unknown, but no quarantine needed; the engine decides.
-                return failed.reachedUpstream() ? new WriteResult.Unknown(failed.reason()) : answerFailure(exchange, failed);
+                return failed.reachedUpstream() ? new WriteResult.Unknown(failed.reason())
+                        : answerFailure(exchange, failed);
             }
             // A 412 never gets here: send() throws PreconditionFailed for it, before relaying anything.
             return new WriteResult.Answered(((Sent.Relayed) sent).status());

@@ -402,7 +402,8 @@ public final class PostgresBackend implements SelfFencing {
                                       BackendConfig.EmptyGet emptyGet) {
         StringBuilder b = new StringBuilder(256);
         boolean read = method.equals("GET") || method.equals("HEAD");
-        if (read && emptyGet == BackendConfig.EmptyGet.NOT_FOUND && results.stream().allMatch(r -> r.rows().isEmpty())) {
+        if (read && emptyGet == BackendConfig.EmptyGet.NOT_FOUND
+                && results.stream().allMatch(r -> r.rows().isEmpty())) {
             Problem.of(404, "not-found", "Not found", "the read found no row (the policy's empty-get: not-found; "
                     + "empty-list answers 200 [] instead)").send(res);
             return new WriteResult.Answered(404);

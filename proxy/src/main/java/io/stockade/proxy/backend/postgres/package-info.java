@@ -12,9 +12,9 @@
  *   them, so this is one round trip (unless pgjdbc puts Syncs between the statements, see below: inside the
  *   transaction that costs round trips, not atomicity). COMMIT (one more round trip) is sent only when every
  *   statement succeeded and the token was not refused; any failure rolls back, and the connection goes back to
- *   the pool rolled back and in autocommit (one that cannot be made so is evicted). The fence is bumped first (a conditional upsert; see
- *   {@code stockade-fences.sql}); a stale token raises SQLSTATE {@code SF409} carrying the highest token, which
- *   rolls back everything.
+ *   the pool rolled back and in autocommit (one that cannot be made so is evicted). The fence is bumped first (a
+ *   conditional upsert; see {@code stockade-fences.sql}); a stale token raises SQLSTATE {@code SF409} carrying the
+ *   highest token, which rolls back everything.
  *   <p>Never an autocommit multi-statement: that relied on pgjdbc sending every statement before one Sync (one
  *   implicit transaction), which it does not promise. From the {@code prepareThreshold}-th execution of a
  *   statement on a connection (5 by default) it runs the statements server-prepared, and after each one whose

@@ -28,7 +28,8 @@ import java.util.Set;
  */
 final class PostPolicy {
     /** Fields no condition needs to name. */
-    private static final Set<String> EXEMPT = Set.of("x-amz-signature", "signature", "awsaccesskeyid", "policy", "file");
+    private static final Set<String> EXEMPT = Set.of("x-amz-signature", "signature", "awsaccesskeyid", "policy",
+            "file");
 
     /** A refusal with S3's status and code. */
     static final class Refused extends Exception {

@@ -47,7 +47,8 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     private static final String ALL = "SELECT scope, token, version, " + ACTIVITY
             + " FROM stockade_fences ORDER BY scope";
     private static final String FLOORS = "SELECT prefix, token FROM stockade_floors ORDER BY prefix";
-    private static final String RAISE = "INSERT INTO stockade_fences AS f (scope, token, updated_at) VALUES (?, ?, now())"
+    private static final String RAISE = "INSERT INTO stockade_fences AS f (scope, token, updated_at)"
+            + " VALUES (?, ?, now())"
             + " ON CONFLICT (scope) DO UPDATE SET token = EXCLUDED.token, version = NULL, updated_at = now()"
             + " WHERE f.token < EXCLUDED.token RETURNING f.token";
     private static final String RAISE_FLOOR = "SELECT stockade_raise_floor(?, ?)";
@@ -229,7 +230,8 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
         } catch (SQLException e) {
             throw unavailable("raise", e);
         }
-        throw new StoreUnavailableException("postgres fence store: scope '" + scope + "' kept changing; raise not done");
+        throw new StoreUnavailableException("postgres fence store: scope '" + scope
+                + "' kept changing; raise not done");
     }
 
     @Override

@@ -65,7 +65,8 @@ public final class RedisLockVerifier implements TokenVerifier {
         try {
             value = read(key, deadline);
         } catch (JedisAccessControlException e) {
-            return new Unavailable("Redis at " + redis.where() + " refused the verifier: " + RedisConnections.describe(e)
+            return new Unavailable("Redis at " + redis.where() + " refused the verifier: "
+                    + RedisConnections.describe(e)
                     + " (check username, password and the user's ACL: it needs +get on the lock keys, and"
                     + " +cluster|slots in a Redis Cluster)");
         } catch (JedisDataException e) {

@@ -70,7 +70,8 @@ class FilePathSafetyTest {
         assertEquals(before, snapshot(), "nothing written outside the data tree of " + rawPath);
         assertEquals(secret, Files.readString(outside.resolve("secret")));
         try (Stream<Path> s = Files.walk(root.resolve("files"))) {
-            assertTrue(s.noneMatch(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) && !p.toString().contains("keep")),
+            assertTrue(s.noneMatch(p -> Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)
+                            && !p.toString().contains("keep")),
                     "no file written under /files by " + rawPath);
         }
     }
@@ -82,7 +83,8 @@ class FilePathSafetyTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"/files/%2e%2e/x", "/files/%2E%2E/x", "/files/.%2e/x", "/files/%2e%2e/%2e%2e/outside/secret"})
+    @ValueSource(strings = {"/files/%2e%2e/x", "/files/%2E%2E/x", "/files/.%2e/x",
+            "/files/%2e%2e/%2e%2e/outside/secret"})
     void encodedDotDotSegments(String path) throws IOException {
         assertRefused(path, "is '..'");
     }

@@ -66,7 +66,8 @@ class FileStreamingTest {
             assertEquals(SIZE, Files.size(root.resolve("big/blob.bin")));
 
             HttpResponse<Void> head = client.send(HttpRequest.newBuilder(uri)
-                    .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding());
+                    .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(),
+                    HttpResponse.BodyHandlers.discarding());
             assertEquals(200, head.statusCode());
             assertEquals(SIZE, head.headers().firstValueAsLong("Content-Length").orElse(-1));
 

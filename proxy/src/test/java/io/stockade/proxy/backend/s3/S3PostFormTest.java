@@ -37,7 +37,8 @@ class S3PostFormTest {
             out.writeBytes(("--" + BOUNDARY + "\r\nContent-Disposition: form-data; name=\"" + fields[i] + "\"\r\n\r\n"
                     + fields[i + 1] + "\r\n").getBytes(StandardCharsets.UTF_8));
         }
-        out.writeBytes(("--" + BOUNDARY + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a \\\"b\\\".txt\""
+        out.writeBytes(("--" + BOUNDARY + "\r\nContent-Disposition: form-data; name=\"file\""
+                + "; filename=\"a \\\"b\\\".txt\""
                 + "\r\nContent-Type: text/plain\r\n\r\n").getBytes(StandardCharsets.UTF_8));
         out.writeBytes(file);
         out.writeBytes(("\r\n--" + BOUNDARY + "\r\nContent-Disposition: form-data; name=\"after\"\r\n\r\nignored\r\n--"
@@ -47,7 +48,8 @@ class S3PostFormTest {
 
     @Test
     void fieldsAndTheFileReadInAnyPieces() throws Exception {
-        byte[] file = ("line\r\n--" + BOUNDARY.substring(0, 3) + "\r\n-" + "\r\n--xYzZ").getBytes(StandardCharsets.UTF_8);
+        byte[] file = ("line\r\n--" + BOUNDARY.substring(0, 3) + "\r\n-" + "\r\n--xYzZ")
+                .getBytes(StandardCharsets.UTF_8);
         byte[] data = new byte[200_000];
         new Random(3).nextBytes(data);
         for (byte[] content : List.of(file, data, new byte[0])) {

@@ -266,7 +266,8 @@ class MemoryFenceStoreTest {
             answers.put("version", version);
             // Failed once in CI (cause not found): say which answer came early and how, to find it next time.
             answers.forEach((name, f) -> assertFalse(f.isDone(), () -> name + " answered before the raise was durable: "
-                    + (f.state() == Future.State.FAILED ? "threw " + f.exceptionNow() : f.state() + " " + f.resultNow())));
+                    + (f.state() == Future.State.FAILED ? "threw " + f.exceptionNow()
+                            : f.state() + " " + f.resultNow())));
             faults.forceGate.countDown();
             assertEquals(new Advance.Accepted(NEVER), raise.get(10, TimeUnit.SECONDS));
             assertEquals(new Advance.Accepted(new FenceState(5, null)), equal.get(10, TimeUnit.SECONDS));
