@@ -94,7 +94,8 @@ public final class FenceOperations {
     public long export(Writer out) throws StoreUnavailableException, IOException {
         long[] n = {0};
         for (FenceAdmin.Floor f : admin.floors()) {
-            out.write("{\"kind\":\"floor\",\"prefix\":" + JsonWriter.quote(f.prefix()) + ",\"token\":" + f.token() + "}\n");
+            out.write("{\"kind\":\"floor\",\"prefix\":" + JsonWriter.quote(f.prefix()) + ",\"token\":" + f.token()
+                    + "}\n");
             n[0]++;
         }
         try {

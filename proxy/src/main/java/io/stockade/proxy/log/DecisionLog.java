@@ -51,7 +51,8 @@ public final class DecisionLog {
     /** An audit line for an admin action. {@code detail} must hold no secret. */
     public static void admin(String action, String subject, String outcome, String detail) {
         AUDIT_LOG.info("{\"ts\":" + JsonWriter.quote(Instant.now().toString()) + ",\"event\":\"admin\",\"action\":"
-                + JsonWriter.quote(action) + ",\"subject\":" + JsonWriter.quote(subject) + ",\"outcome\":" + JsonWriter.quote(outcome)
+                + JsonWriter.quote(action) + ",\"subject\":" + JsonWriter.quote(subject) + ",\"outcome\":"
+                + JsonWriter.quote(outcome)
                 + ",\"detail\":" + JsonWriter.quote(detail) + "}");
     }
 
