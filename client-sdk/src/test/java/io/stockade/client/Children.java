@@ -82,8 +82,34 @@ final class Children {
 
         /** With {@code verify} (a {@code fence.verify} block, e.g. {@code "{kind: redis, url: ...}"}) on the policy. */
         Proxy(Path dir, String verify) throws Exception {
-            Path config = dir.resolve("policy.yaml");
-            Files.writeString(config, """
+            this(launch(dir, policies(dir, verify)));
+        }
+
+        private Proxy(Proxy launched) {
+            this.process = launched.process;
+            this.base = launched.base;
+        }
+
+        private Proxy(Process process, String base) {
+            this.process = process;
+            this.base = base;
+        }
+
+        /**
+         * With the {@code store} and {@code policies} of {@code config} (YAML); the proxy listens on a free loopback
+         * port.
+         */
+        static Proxy withConfig(Path dir, String config) throws Exception {
+            return launch(dir, "server:\n  host: 127.0.0.1\n  port: 0\n" + config);
+        }
+
+        /** {@code base + path}. */
+        java.net.URI uri(String path) {
+            return java.net.URI.create(base + path);
+        }
+
+        private static String policies(Path dir, String verify) {
+            return """
                     server:
                       host: 127.0.0.1
                       port: 0
@@ -107,16 +133,20 @@ final class Children {
                           type: file
                           root: %s
                     """.formatted(dir.resolve("journal"), verify.isEmpty() ? "" : "      verify: " + verify,
-                    dir.resolve("files")));
+                    dir.resolve("files"));
+        }
+
+        private static Proxy launch(Path dir, String yaml) throws Exception {
+            Path config = dir.resolve("policy.yaml");
+            Files.writeString(config, yaml);
             Path log = dir.resolve("proxy.log");
-            process = java("io.stockade.proxy.Main", "--config", config.toString())
+            Process process = java("io.stockade.proxy.Main", "--config", config.toString())
                     .redirectErrorStream(true).redirectOutput(log.toFile()).start();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (true) {
                 Matcher m = READY.matcher(Files.readString(log));
                 if (m.find()) {
-                    base = m.group(1);
-                    return;
+                    return new Proxy(process, m.group(1));
                 }
                 if (!process.isAlive() || System.nanoTime() > deadline) {
                     process.destroyForcibly();

@@ -1,6 +1,6 @@
 package io.stockade.client;
 
-import io.stockade.proxy.testing.ConsulStandIn;
+import io.stockade.testing.ConsulStandIn;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

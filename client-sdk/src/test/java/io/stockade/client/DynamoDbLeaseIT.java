@@ -1,6 +1,6 @@
 package io.stockade.client;
 
-import io.stockade.proxy.testing.Dynalite;
+import io.stockade.testing.Dynalite;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;

@@ -1,5 +1,6 @@
 package io.stockade.client;
 
+import io.stockade.testing.EtcdServer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -29,10 +30,10 @@ class EtcdLeaseIT {
 
     @BeforeAll
     static void start() throws Exception {
-        etcd = EtcdServer.start();
-        a = Leases.newBuilder().holderIdentity("a").etcd(etcd.endpoint());
-        b = Leases.newBuilder().holderIdentity("b").etcd(etcd.endpoint());
-        admin = Client.builder().endpoints(etcd.endpoint()).build();
+        etcd = EtcdServer.single();
+        a = Leases.newBuilder().holderIdentity("a").etcd(etcd.endpoints());
+        b = Leases.newBuilder().holderIdentity("b").etcd(etcd.endpoints());
+        admin = Client.builder().endpoints(etcd.endpoints()).build();
     }
 
     @AfterAll
@@ -122,8 +123,8 @@ class EtcdLeaseIT {
 
     @Test
     void aLostConnectionEndsTheLease() throws Exception {
-        EtcdServer own = EtcdServer.start();
-        try (LeaseProvider p = Leases.newBuilder().etcd(own.endpoint())) {
+        EtcdServer own = EtcdServer.single();
+        try (LeaseProvider p = Leases.newBuilder().etcd(own.endpoints())) {
             Lease lease = p.acquire("jobs/conn", Duration.ofSeconds(3), Duration.ofSeconds(10));
             CompletableFuture<LossReason> heard = new CompletableFuture<>();
             lease.addListener((l, r) -> heard.complete(r));

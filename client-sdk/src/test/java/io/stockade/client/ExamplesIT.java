@@ -1,5 +1,6 @@
 package io.stockade.client;
 
+import io.stockade.testing.EtcdServer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -131,7 +132,7 @@ class ExamplesIT {
 
     @Test
     void twoReplicasShareOneFenceInEtcd() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(EtcdServer.BINARY), "etcd is not installed");
+        org.junit.jupiter.api.Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed");
         forget("replicas");
         Running r = start("replicas");
         URI second = URI.create(r.printed().stream().filter(l -> l.startsWith("# replica 2: ")).findFirst()

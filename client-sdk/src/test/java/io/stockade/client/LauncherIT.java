@@ -1,5 +1,6 @@
 package io.stockade.client;
 
+import io.stockade.testing.EtcdServer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -66,9 +67,9 @@ class LauncherIT {
 
     @Test
     void theProxyAndTheFenceCommandRunThroughTheLauncher() throws Exception {
-        Assumptions.assumeTrue(Files.isExecutable(EtcdServer.BINARY), "etcd is not installed");
-        try (EtcdServer etcd = EtcdServer.start()) {
-            int port = EtcdServer.freePort();
+        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed");
+        try (EtcdServer etcd = EtcdServer.single()) {
+            int port = io.stockade.testing.FreePorts.next();
             Path config = dir.resolve("stockade.yaml");
             Files.writeString(config, """
                     server: {port: %d}
@@ -78,7 +79,7 @@ class LauncherIT {
                         match: {path: "/files/{path...}"}
                         scope: files/{path}
                         backend: {type: file, root: "%s"}
-                    """.formatted(port, etcd.endpoint(), dir.resolve("files")));
+                    """.formatted(port, etcd.endpoints(), dir.resolve("files")));
             Path err = dir.resolve("proxy.err");
             Process proxy = new ProcessBuilder(LAUNCHER.toString(), "--config", config.toString())
                     .redirectOutput(dir.resolve("proxy.out").toFile()).redirectError(err.toFile()).start();

@@ -1,5 +1,6 @@
 package io.stockade.client;
 
+import io.stockade.testing.EtcdServer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -38,8 +39,8 @@ class LeaseRunIT {
 
     @BeforeAll
     static void start() throws Exception {
-        etcd = EtcdServer.start();
-        admin = Client.builder().endpoints(etcd.endpoint()).build();
+        etcd = EtcdServer.single();
+        admin = Client.builder().endpoints(etcd.endpoints()).build();
         admin.getKVClient().get(ByteSequence.from("warm-up", StandardCharsets.UTF_8)).get(20, TimeUnit.SECONDS);
     }
 
@@ -57,7 +58,7 @@ class LeaseRunIT {
     }
 
     private static Process run(Path dir, String name, String grace, String script) throws Exception {
-        return Children.java(MAIN, "run", "--etcd", etcd.endpoint(), "--name", name, "--ttl", TTL_MS + "ms",
+        return Children.java(MAIN, "run", "--etcd", etcd.endpoints(), "--name", name, "--ttl", TTL_MS + "ms",
                         "--grace", grace, "--", "sh", "-c", script)
                 .directory(dir.toFile())
                 .redirectErrorStream(true).redirectOutput(dir.resolve("run.log").toFile()).start();
@@ -126,7 +127,7 @@ class LeaseRunIT {
     @Test
     void aBusyLeaseAndABadCommandLineHaveTheirOwnExitCodes() throws Exception {
         Path dir = Files.createTempDirectory("stockade-run-");
-        try (LeaseProvider leases = Leases.newBuilder().etcd(etcd.endpoint());
+        try (LeaseProvider leases = Leases.newBuilder().etcd(etcd.endpoints());
              Lease held = leases.acquire("job-busy", Duration.ofSeconds(5), Duration.ofSeconds(5))) {
             Process busy = run(dir, "job-busy", "1s", "echo ran > ran");
             assertTrue(busy.waitFor(30, TimeUnit.SECONDS));

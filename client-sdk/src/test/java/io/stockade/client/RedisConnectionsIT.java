@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stockade.policy.ClientTls;
 import io.stockade.proxy.http.ClientTlsFiles;
-import io.stockade.proxy.testing.RedisServer;
-import io.stockade.proxy.testing.TestPki;
+import io.stockade.testing.RedisServer;
+import io.stockade.testing.TestPki;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;

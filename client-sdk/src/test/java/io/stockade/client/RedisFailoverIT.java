@@ -5,9 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.testing.RedisServer;
-import io.stockade.proxy.testing.TcpRelay;
+import io.stockade.testing.RedisServer;
+import io.stockade.testing.TcpRelay;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -66,24 +65,24 @@ class RedisFailoverIT {
     }
 
     /** The proxy: /files/{path} fenced, /verified/{path} fenced and verified against the promoted replica. */
-    private ProxyFixture proxy() throws Exception {
-        return ProxyFixture.start(dir.resolve("journal"), """
-                store: {type: memory, journal: "${JOURNAL}"}
+    private Children.Proxy proxy() throws Exception {
+        return Children.Proxy.withConfig(dir, """
+                store: {type: memory, journal: "%s"}
                 policies:
                   - name: files
                     match: {path: "/files/{path...}"}
                     scope: "files/{path}"
-                    backend: {type: file, root: "${ROOT}"}
+                    backend: {type: file, root: "%s"}
                   - name: verified
                     match: {path: "/verified/{path...}"}
                     scope: "{path}"
                     fence:
-                      verify: {kind: redis, url: "${REDIS}", cache: {enabled: false}}
-                    backend: {type: file, root: "${ROOT}"}
-                """, Map.of("ROOT", dir.resolve("root").toString(), "REDIS", replica.url()));
+                      verify: {kind: redis, url: "%s", cache: {enabled: false}}
+                    backend: {type: file, root: "%s"}
+                """.formatted(dir.resolve("journal"), dir.resolve("root"), replica.url(), dir.resolve("root")));
     }
 
-    private static int put(ProxyFixture proxy, String path, String body, Lease lease) throws Exception {
+    private static int put(Children.Proxy proxy, String path, String body, Lease lease) throws Exception {
         HttpClient http = FencedHttpClient.of(HttpClient.newHttpClient(), lease, Duration.ofSeconds(1));
         return http.send(HttpRequest.newBuilder(proxy.uri(path)).PUT(HttpRequest.BodyPublishers.ofString(body))
                 .build(), HttpResponse.BodyHandlers.ofString()).statusCode();
@@ -111,7 +110,7 @@ class RedisFailoverIT {
     void afterTheFailoverTwoClientsHoldTheLockAndTheFenceLetsOnlyTheNewerTokenWrite() throws Exception {
         try (LeaseProvider a = Leases.newBuilder().holderIdentity("a").redis(primary.url());
              LeaseProvider b = Leases.newBuilder().holderIdentity("b").redis(replica.url());
-             ProxyFixture proxy = proxy()) {
+             Children.Proxy proxy = proxy()) {
             Lease[] holders = failover(a, b);
             Lease first = holders[0];
             Lease second = holders[1];
@@ -154,7 +153,7 @@ class RedisFailoverIT {
                 return false
                 """;
         List<String> keys = List.of(LOCK, "stockade:token:{" + LOCK + "}");
-        try (Jedis onPrimary = new Jedis(primary.url()); ProxyFixture proxy = proxy()) {
+        try (Jedis onPrimary = new Jedis(primary.url()); Children.Proxy proxy = proxy()) {
             for (int i = 0; i < 3; i++) {       // a few holders while replication works: the counter is at 3 on both
                 assertEquals((long) i + 1, onPrimary.eval(naive, keys, List.of("10000", "warm-up-" + i)));
                 onPrimary.del(LOCK);
@@ -172,11 +171,11 @@ class RedisFailoverIT {
             assertEquals(first, second, "two holders, one token");
             Map<String, String> firstToken = Map.of("Fencing-Token", Long.toString(first));
             Map<String, String> secondToken = Map.of("Fencing-Token", Long.toString(second));
-            assertEquals(201, io.stockade.proxy.testing.Http.put(proxy.uri("/files/naive"), "first-1", firstToken)
+            assertEquals(201, io.stockade.testing.Http.put(proxy.uri("/files/naive"), "first-1", firstToken)
                     .status());
-            assertEquals(204, io.stockade.proxy.testing.Http.put(proxy.uri("/files/naive"), "second-1", secondToken)
+            assertEquals(204, io.stockade.testing.Http.put(proxy.uri("/files/naive"), "second-1", secondToken)
                     .status());
-            assertEquals(204, io.stockade.proxy.testing.Http.put(proxy.uri("/files/naive"), "first-2", firstToken)
+            assertEquals(204, io.stockade.testing.Http.put(proxy.uri("/files/naive"), "first-2", firstToken)
                     .status(), "equal tokens: the fence takes the older holder for the newer one");
             assertEquals("first-2", stored("files/naive"), "the newer holder's write was overwritten");
         }

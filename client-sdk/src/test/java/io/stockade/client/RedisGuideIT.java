@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.testing.RedisServer;
+import io.stockade.testing.RedisServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stockade.proxy.testing.RedisServer;
+import io.stockade.testing.RedisServer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stockade.proxy.testing.RedisServer;
+import io.stockade.testing.RedisServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -3,7 +3,7 @@ package io.stockade.client;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stockade.proxy.testing.RedisServer;
+import io.stockade.testing.RedisServer;
 import java.io.OutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;

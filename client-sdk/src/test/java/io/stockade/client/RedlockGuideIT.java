@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stockade.proxy.testing.RedisServer;
-import io.stockade.proxy.testing.TcpRelay;
+import io.stockade.testing.RedisServer;
+import io.stockade.testing.TcpRelay;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HexFormat;

@@ -2,7 +2,7 @@ package io.stockade.conformance;
 
 import io.stockade.conformance.run.RunResult;
 import io.stockade.conformance.storage.PlainHttpStore;
-import io.stockade.proxy.testing.RedisServer;
+import io.stockade.testing.RedisServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import redis.clients.jedis.Jedis;
@@ -406,9 +406,9 @@ class ConformanceIT {
      */
     @Test
     void fileBackendWithDynamoDbLeasesPassesPauseAndProxyRestart(@TempDir Path dir) throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(io.stockade.proxy.testing.Dynalite.available(),
-                io.stockade.proxy.testing.Dynalite.MISSING);
-        try (io.stockade.proxy.testing.Dynalite dynalite = io.stockade.proxy.testing.Dynalite.start()) {
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.stockade.testing.Dynalite.available(),
+                io.stockade.testing.Dynalite.MISSING);
+        try (io.stockade.testing.Dynalite dynalite = io.stockade.testing.Dynalite.start()) {
             String table = dynalite.createLockTable("conformance-locks");
             Path root = dir.resolve("files");
             Path policy = policy(dir, memoryStore(dir), """
@@ -424,8 +424,8 @@ class ConformanceIT {
                         backend:
                           type: file
                           root: %s
-                    """.formatted(table, io.stockade.proxy.testing.Dynalite.REGION, dynalite.endpoint(),
-                    io.stockade.proxy.testing.Dynalite.ACCESS_KEY, io.stockade.proxy.testing.Dynalite.SECRET_KEY,
+                    """.formatted(table, io.stockade.testing.Dynalite.REGION, dynalite.endpoint(),
+                    io.stockade.testing.Dynalite.ACCESS_KEY, io.stockade.testing.Dynalite.SECRET_KEY,
                     root));
             Target target = target(dir, "file+dynamodb-leases", "/files/{key}", policy, """
                     read:
@@ -440,7 +440,7 @@ class ConformanceIT {
                       dynamodb-region: %s
                       dynamodb-endpoint: "%s"
                       ttl: 1s
-                    """.formatted(root, root, table, io.stockade.proxy.testing.Dynalite.REGION, dynalite.endpoint()));
+                    """.formatted(root, root, table, io.stockade.testing.Dynalite.REGION, dynalite.endpoint()));
             Conformance.Result r = runConclusively(target, dir.resolve("work"), Scenario.PAUSE, Scenario.PROXY_RESTART);
             assertEveryScenarioPassedAndEveryControlCaught(r);
         }
@@ -456,7 +456,7 @@ class ConformanceIT {
      */
     @Test
     void fileBackendWithConsulLeasesPassesPause(@TempDir Path dir) throws Exception {
-        try (io.stockade.proxy.testing.ConsulStandIn consul = io.stockade.proxy.testing.ConsulStandIn.realTime()) {
+        try (io.stockade.testing.ConsulStandIn consul = io.stockade.testing.ConsulStandIn.realTime()) {
             Path root = dir.resolve("files");
             Path policy = policy(dir, memoryStore(dir), """
                       - name: files

@@ -1,8 +1,8 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import io.stockade.proxy.testing.OpenSockets;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Pg;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;

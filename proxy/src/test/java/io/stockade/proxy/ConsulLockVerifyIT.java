@@ -1,8 +1,8 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.json.JsonReader;
-import io.stockade.proxy.testing.ConsulStandIn;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.ConsulStandIn;
+import io.stockade.testing.Http;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.Dynalite;
+import io.stockade.testing.Dynalite;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;

@@ -1,8 +1,8 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.Dynalite;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.TcpRelay;
+import io.stockade.testing.Dynalite;
+import io.stockade.testing.Http;
+import io.stockade.testing.TcpRelay;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;

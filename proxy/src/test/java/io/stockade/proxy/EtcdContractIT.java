@@ -1,6 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.EtcdServer;
+import io.stockade.testing.EtcdServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;

@@ -1,9 +1,9 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.EtcdServer;
+import io.stockade.testing.EtcdServer;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import org.junit.jupiter.api.Assumptions;

@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.testing.ChildProxy;
-import io.stockade.proxy.testing.EtcdServer;
+import io.stockade.testing.EtcdServer;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.proxy.testing.Racers;

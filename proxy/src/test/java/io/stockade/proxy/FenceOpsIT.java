@@ -1,9 +1,9 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.admin.FenceCommand;
-import io.stockade.proxy.testing.EtcdServer;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.EtcdServer;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;

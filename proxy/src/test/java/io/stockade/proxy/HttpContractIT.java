@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.proxy.testing.Warnings;
 import org.junit.jupiter.api.Test;
@@ -73,7 +73,7 @@ class HttpContractIT extends UpstreamContractIT {
 
     @Test
     void anUpstreamUnreachableAtStartIsOneWarnLineNamingIt() throws Exception {
-        int dead = io.stockade.proxy.testing.FreePorts.next();
+        int dead = io.stockade.testing.FreePorts.next();
         String expected = "policy 'docs': at start, upstream 127.0.0.1:" + dead + ": refused the connection";
         try (Warnings.Capture log = Warnings.capture("io.stockade");
              ProxyFixture other = ProxyFixture.start(dir.resolve("other"), policyYaml(), withUpstream(dead))) {

@@ -1,6 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import io.stockade.proxy.testing.OpenSockets;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.AfterEach;

@@ -4,10 +4,10 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.pipeline.FencePipeline;
-import io.stockade.proxy.testing.EtcdServer;
-import io.stockade.proxy.testing.FreePorts;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.EtcdServer;
+import io.stockade.testing.FreePorts;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
 import io.stockade.proxy.testing.Warnings;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -28,7 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@code fence.verify} against the lock service that issued the token, with real components: an etcd member
- * ({@code testing/EtcdServer}) whose locks are taken with etcd's own lock API (as the client SDK's etcd provider
+ * ({@code test-tools' EtcdServer}) whose locks are taken with etcd's own lock API (as the client SDK's etcd provider
  * takes them), and PostgreSQL with the SDK's lease table written by the SDK's own acquire statement. An invented
  * token is refused (403) and does not raise the fence — the honest write after it succeeds; a lock service that
  * cannot answer refuses the write (503) and nothing is written; a remembered verdict spares the lookup.

@@ -2,8 +2,8 @@ package io.stockade.proxy;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.stockade.proxy.backend.postgres.PostgresBackend;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -3,8 +3,8 @@ package io.stockade.proxy;
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.proxy.backend.postgres.PostgresBackend;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;

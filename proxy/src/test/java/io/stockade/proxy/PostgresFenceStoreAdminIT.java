@@ -5,7 +5,7 @@ import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceAdmin.Retired;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Pg;
 import org.junit.jupiter.api.Test;
 
 import java.sql.SQLException;

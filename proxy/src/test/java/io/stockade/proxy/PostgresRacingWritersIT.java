@@ -3,7 +3,7 @@ package io.stockade.proxy;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.proxy.testing.Racers;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Pg;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

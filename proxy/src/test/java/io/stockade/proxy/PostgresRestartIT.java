@@ -2,9 +2,9 @@ package io.stockade.proxy;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.Pg;
-import io.stockade.proxy.testing.PgCluster;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+import io.stockade.testing.PgCluster;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -3,7 +3,7 @@ package io.stockade.proxy;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.proxy.testing.ChildProxy;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Pg;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Pg;
 import io.stockade.proxy.testing.TargetGrammar;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;

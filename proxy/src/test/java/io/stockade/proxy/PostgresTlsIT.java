@@ -1,9 +1,9 @@
 package io.stockade.proxy;
 
 import io.stockade.policy.PolicyLoader;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.PgCluster;
-import io.stockade.proxy.testing.TestPki;
+import io.stockade.testing.Http;
+import io.stockade.testing.PgCluster;
+import io.stockade.testing.TestPki;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -46,7 +46,7 @@ class PostgresTlsIT {
 
     @BeforeAll
     static void startPostgres() throws IOException {
-        Assumptions.assumeTrue(PgCluster.available(), "needs PostgreSQL 15 binaries and root (testing/PgCluster)");
+        Assumptions.assumeTrue(PgCluster.available(), "needs PostgreSQL 15 binaries and root (test-tools' PgCluster)");
         pki = TestPki.create(pkiDir.resolve("ca"));
         proxyCert = pki.leaf("proxy", "DNS:proxy.stockade.test");
         pg = PgCluster.createTls(pki.leaf("postgres", "DNS:localhost"), true);

@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

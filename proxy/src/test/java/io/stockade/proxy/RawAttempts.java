@@ -3,7 +3,7 @@ package io.stockade.proxy;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import io.stockade.proxy.testing.TargetGrammar;
 
 import java.util.HashMap;

@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.EtcdServer;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.EtcdServer;
+import io.stockade.testing.Http;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;

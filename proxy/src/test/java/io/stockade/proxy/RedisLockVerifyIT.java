@@ -1,9 +1,9 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.RedisServer;
-import io.stockade.proxy.testing.TestPki;
+import io.stockade.testing.Http;
+import io.stockade.testing.RedisServer;
+import io.stockade.testing.TestPki;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

@@ -378,7 +378,7 @@ class S3BackendIT {
         byte[] key = hmac(hmac(hmac(hmac(("AWS4" + S3Fixture.APP_SECRET).getBytes(StandardCharsets.UTF_8), date),
                 "us-east-1"), "s3"), "aws4_request");
         String signature = hex(hmac(key, toSign));
-        io.stockade.proxy.testing.Http.Response r = RawHttp.send(fixture.proxy.server().port(), "PUT /" + BUCKET
+        io.stockade.testing.Http.Response r = RawHttp.send(fixture.proxy.server().port(), "PUT /" + BUCKET
                 + "/unsigned-token.txt HTTP/1.1\r\nHost: " + host + "\r\nx-amz-date: " + amzDate
                 + "\r\nx-amz-content-sha256: " + payload + "\r\nAuthorization: AWS4-HMAC-SHA256 Credential="
                 + S3Fixture.APP_KEY + "/" + scope + ", SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature="
@@ -395,7 +395,7 @@ class S3BackendIT {
                 + "\n\nfencing-token;host;x-amz-content-sha256;x-amz-date\n" + payload;
         String signed = hex(hmac(key, "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n"
                 + hex(sha256(signedCanonical))));
-        io.stockade.proxy.testing.Http.Response ok = RawHttp.send(fixture.proxy.server().port(), "PUT /" + BUCKET
+        io.stockade.testing.Http.Response ok = RawHttp.send(fixture.proxy.server().port(), "PUT /" + BUCKET
                 + "/unsigned-token.txt HTTP/1.1\r\nHost: " + host + "\r\nx-amz-date: " + amzDate
                 + "\r\nx-amz-content-sha256: " + payload + "\r\nAuthorization: AWS4-HMAC-SHA256 Credential="
                 + S3Fixture.APP_KEY + "/" + scope + ", SignedHeaders=fencing-token;host;x-amz-content-sha256;"
@@ -442,7 +442,7 @@ class S3BackendIT {
     void pathRefusalsAreS3Errors() throws Exception {
         for (String path : List.of("/" + BUCKET + "/a/../b", "/" + BUCKET + "/a/%2e%2e/b", "/" + BUCKET + "/a//b",
                 "/" + BUCKET + "/a%00b", "/" + BUCKET + "/a;x")) {
-            io.stockade.proxy.testing.Http.Response r = RawHttp.send(fixture.proxy.server().port(), "PUT " + path
+            io.stockade.testing.Http.Response r = RawHttp.send(fixture.proxy.server().port(), "PUT " + path
                     + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 9\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
             assertEquals(400, r.status(), path + ": " + r.body());
             assertTrue(r.body().startsWith("<?xml") && r.body().contains("<Code>InvalidURI</Code>"), path + ": "
@@ -453,13 +453,13 @@ class S3BackendIT {
     /** Issue 15, defect 6: SigV2 gets an answer that says what to do. */
     @Test
     void sigV2IsRefusedWithWhatToDoInstead() throws Exception {
-        io.stockade.proxy.testing.Http.Response header = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
+        io.stockade.testing.Http.Response header = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
                 + "/x HTTP/1.1\r\nHost: x\r\nDate: Mon, 30 Nov 2026 10:00:00 GMT\r\nAuthorization: AWS "
                 + S3Fixture.APP_KEY + ":c2lnbmF0dXJl\r\nConnection: close\r\n\r\n");
         assertEquals(400, header.status(), header.body());
         assertTrue(header.body().contains("<Code>InvalidRequest</Code>") && header.body().contains("s3v4"),
                 header.body());
-        io.stockade.proxy.testing.Http.Response url = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
+        io.stockade.testing.Http.Response url = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
                 + "/x?AWSAccessKeyId=" + S3Fixture.APP_KEY + "&Expires=1900000000&Signature=c2ln HTTP/1.1\r\n"
                 + "Host: x\r\nConnection: close\r\n\r\n");
         assertEquals(400, url.status(), url.body());
@@ -470,15 +470,15 @@ class S3BackendIT {
     @Test
     void unsignedRequestsAreRefusedByDefault() throws Exception {
         put("unsigned-default.txt", 1, "kept");
-        io.stockade.proxy.testing.Http.Response read = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
+        io.stockade.testing.Http.Response read = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
                 + "/unsigned-default.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
         assertEquals(403, read.status(), read.body());
         assertTrue(read.body().contains("<Code>AccessDenied</Code>") && read.body().contains("unsigned-reads"),
                 read.body());
-        io.stockade.proxy.testing.Http.Response missing = RawHttp.send(fixture.proxy.server().port(), "GET /"
+        io.stockade.testing.Http.Response missing = RawHttp.send(fixture.proxy.server().port(), "GET /"
                 + BUCKET + "/no-such-key HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
         assertEquals(403, missing.status(), missing.body());
-        io.stockade.proxy.testing.Http.Response preflight = RawHttp.send(fixture.proxy.server().port(), "OPTIONS /"
+        io.stockade.testing.Http.Response preflight = RawHttp.send(fixture.proxy.server().port(), "OPTIONS /"
                 + BUCKET + "/unsigned-default.txt HTTP/1.1\r\nHost: x\r\nOrigin: https://example.org\r\n"
                 + "Connection: close\r\n\r\n");
         assertEquals(403, preflight.status(), preflight.body());

@@ -1,6 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.TcpRelay;
+import io.stockade.testing.TcpRelay;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;

@@ -1,6 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.FreePorts;
+import io.stockade.testing.FreePorts;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

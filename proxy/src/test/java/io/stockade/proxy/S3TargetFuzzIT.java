@@ -5,7 +5,7 @@ import org.jclouds.blobstore.domain.Blob;
 import org.jclouds.blobstore.domain.StorageMetadata;
 import org.jclouds.blobstore.options.ListContainerOptions;
 import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import io.stockade.proxy.testing.TargetGrammar;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;

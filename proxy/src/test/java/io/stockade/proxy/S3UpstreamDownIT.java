@@ -1,6 +1,6 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.FreePorts;
+import io.stockade.testing.FreePorts;
 import io.stockade.proxy.testing.Warnings;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

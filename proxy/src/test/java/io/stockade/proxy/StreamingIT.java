@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.testing.ChildProxy;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import io.stockade.proxy.testing.TestUpstream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

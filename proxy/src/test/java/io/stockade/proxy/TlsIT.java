@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.policy.PolicyLoader;
-import io.stockade.proxy.testing.TestPki;
+import io.stockade.testing.TestPki;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -2,8 +2,8 @@ package io.stockade.proxy;
 
 import io.stockade.policy.PolicyLoader;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.proxy.testing.Http;
-import io.stockade.proxy.testing.TestPki;
+import io.stockade.testing.Http;
+import io.stockade.testing.TestPki;
 import io.stockade.proxy.testing.TestUpstream;
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;

@@ -1,7 +1,7 @@
 package io.stockade.proxy;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.proxy.testing.Http;
+import io.stockade.testing.Http;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;

@@ -1,7 +1,7 @@
 package io.stockade.proxy.bench;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Pg;
 
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

@@ -3,7 +3,7 @@ package io.stockade.proxy.etcd;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.stockade.policy.StoreConfig;
-import io.stockade.proxy.testing.FreePorts;
+import io.stockade.testing.FreePorts;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -1,7 +1,7 @@
 package io.stockade.proxy.http;
 
 import io.stockade.policy.ClientTls;
-import io.stockade.proxy.testing.TestPki;
+import io.stockade.testing.TestPki;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

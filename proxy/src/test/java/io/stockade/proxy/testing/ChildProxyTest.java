@@ -1,5 +1,6 @@
 package io.stockade.proxy.testing;
 
+import io.stockade.testing.Http;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

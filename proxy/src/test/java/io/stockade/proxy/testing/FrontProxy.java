@@ -1,5 +1,6 @@
 package io.stockade.proxy.testing;
 
+import io.stockade.testing.FreePorts;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;

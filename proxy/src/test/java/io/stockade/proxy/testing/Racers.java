@@ -1,5 +1,6 @@
 package io.stockade.proxy.testing;
 
+import io.stockade.testing.Http;
 import io.stockade.conformance.check.History;
 
 import java.net.URI;

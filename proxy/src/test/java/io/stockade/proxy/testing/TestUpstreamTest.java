@@ -1,5 +1,6 @@
 package io.stockade.proxy.testing;
 
+import io.stockade.testing.Http;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

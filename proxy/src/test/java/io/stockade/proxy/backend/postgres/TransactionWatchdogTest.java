@@ -1,6 +1,6 @@
 package io.stockade.proxy.backend.postgres;
 
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Pg;
 import org.junit.jupiter.api.Test;
 
 import java.sql.Connection;

@@ -3,7 +3,7 @@ package io.stockade.proxy.verify.registry;
 import io.stockade.policy.Policy;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.testing.Pg;
+import io.stockade.testing.Pg;
 import io.stockade.proxy.verify.TokenVerifier;
 import org.junit.jupiter.api.Test;
 

@@ -1,15 +1,24 @@
-package io.stockade.proxy.testing;
+package io.stockade.testing;
 
 import io.stockade.policy.ClientTls;
-import io.stockade.proxy.http.ClientTlsFiles;
 
+import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
 import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.CertificateFactory;
+import java.security.cert.X509Certificate;
+import java.security.spec.PKCS8EncodedKeySpec;
+import java.util.Base64;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -103,20 +112,34 @@ public final class TestPki {
     /** A JDK context presenting {@code leaf} and trusting its CA (for a test server, or a test client). */
     public static SSLContext sslContext(Leaf leaf) {
         try {
-            return ClientTlsFiles.read(leaf.clientTls(), leaf.cert().toString()).sslContext();
+            KeyStore keys = KeyStore.getInstance("PKCS12");
+            keys.load(null, null);
+            keys.setKeyEntry("key", privateKey(leaf.key()), new char[0], certificates(leaf.cert())
+                    .toArray(X509Certificate[]::new));
+            KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            kmf.init(keys, new char[0]);
+            KeyStore trust = KeyStore.getInstance("PKCS12");
+            trust.load(null, null);
+            trust.setCertificateEntry("ca", certificates(leaf.ca()).getFirst());
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(trust);
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(kmf.getKeyManagers(), tmf.getTrustManagers(), null);
+            return context;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(e);
         }
     }
 
     /** A PKCS#12 key store holding {@code leaf}'s key and certificate chain (for {@code server.tls}, s3proxy). */
     public static Path keystore(Leaf leaf, Path file, String password) {
         try {
-            ClientTlsFiles files = ClientTlsFiles.read(leaf.clientTls(), leaf.cert().toString());
             KeyStore store = KeyStore.getInstance("PKCS12");
             store.load(null, null);
-            store.setKeyEntry("key", files.key(), password.toCharArray(),
-                    files.chain().toArray(java.security.cert.X509Certificate[]::new));
+            store.setKeyEntry("key", privateKey(leaf.key()), password.toCharArray(),
+                    certificates(leaf.cert()).toArray(X509Certificate[]::new));
             return save(store, file, password);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -130,14 +153,29 @@ public final class TestPki {
         try {
             KeyStore store = KeyStore.getInstance("PKCS12");
             store.load(null, null);
-            store.setCertificateEntry("ca", ClientTlsFiles.read(new ClientTls(caCert, null, null), "ca").ca()
-                    .getFirst());
+            store.setCertificateEntry("ca", certificates(caCert).getFirst());
             return save(store, file, password);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (java.security.GeneralSecurityException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The certificates of a PEM file. */
+    private static List<X509Certificate> certificates(Path pem) throws IOException, GeneralSecurityException {
+        try (InputStream in = Files.newInputStream(pem)) {
+            return CertificateFactory.getInstance("X.509").generateCertificates(in).stream()
+                    .map(c -> (X509Certificate) c).toList();
+        }
+    }
+
+    /** The EC private key of a PKCS#8 PEM file, as {@code openssl} wrote it here. */
+    private static PrivateKey privateKey(Path pem) throws IOException, GeneralSecurityException {
+        String text = Files.readString(pem, StandardCharsets.US_ASCII);
+        String base64 = text.replaceAll("-----(BEGIN|END) PRIVATE KEY-----", "").replaceAll("\\s", "");
+        return KeyFactory.getInstance("EC").generatePrivate(new PKCS8EncodedKeySpec(Base64.getDecoder()
+                .decode(base64)));
     }
 
     private static Path save(KeyStore store, Path file, String password)

@@ -1,9 +1,11 @@
-package io.stockade.proxy.testing;
+package io.stockade.testing;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import io.stockade.proxy.json.JsonWriter;
-import io.stockade.proxy.json.JsonReader;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.io.JsonStringEncoder;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -283,7 +285,7 @@ public final class ConsulStandIn implements AutoCloseable {
         switch (op) {
             case "create" -> {
                 Map<String, Object> spec = body.length == 0 ? Map.of()
-                        : JsonReader.object(new String(body, StandardCharsets.UTF_8));
+                        : flatObject(new String(body, StandardCharsets.UTF_8));
                 long ttl = spec.get("TTL") instanceof String t && !t.isEmpty() ? nanos(t) : 0;
                 if (ttl == 0 || ttl < Duration.ofSeconds(10).toNanos() || ttl > Duration.ofHours(24).toNanos()) {
                     // a session without TTL lives until destroyed or its node fails: not needed here
@@ -341,12 +343,12 @@ public final class ConsulStandIn implements AutoCloseable {
 
     private static String write(Map<String, Object> m) {
         List<String> fields = new ArrayList<>();
-        m.forEach((k, v) -> fields.add(JsonWriter.quote(k) + ":" + JsonWriter.value(v)));
+        m.forEach((k, v) -> fields.add(quote(k) + ":" + value(v)));
         return "{" + String.join(",", fields) + "}";
     }
 
     private static String sessionJson(Session s) {
-        return "{\"ID\":\"" + s.id() + "\",\"Name\":" + JsonWriter.quote(s.name())
+        return "{\"ID\":\"" + s.id() + "\",\"Name\":" + quote(s.name())
                 + ",\"Node\":\"stand-in\",\"LockDelay\":" + s.lockDelayNanos() + ",\"Behavior\":\"" + s.behavior()
                 + "\",\"TTL\":\"" + (s.ttlNanos() / 1_000_000_000L) + "s\",\"NodeChecks\":[\"serfHealth\"],"
                 + "\"ServiceChecks\":null,\"CreateIndex\":" + s.createIndex() + ",\"ModifyIndex\":" + s.createIndex()
@@ -392,5 +394,45 @@ public final class ConsulStandIn implements AutoCloseable {
     @Override
     public void close() {
         server.stop(0);
+    }
+
+    private static final JsonFactory JSON = new JsonFactory();
+
+    /** A session spec: one flat JSON object of strings, numbers and booleans (Jackson's streaming parser). */
+    private static Map<String, Object> flatObject(String text) throws IOException {
+        Map<String, Object> m = new java.util.LinkedHashMap<>();
+        try (JsonParser p = JSON.createParser(text)) {
+            if (p.nextToken() != JsonToken.START_OBJECT) {
+                throw new IOException("expected a JSON object: " + text);
+            }
+            for (JsonToken t = p.nextToken(); t == JsonToken.FIELD_NAME; t = p.nextToken()) {
+                String name = p.currentName();
+                JsonToken v = p.nextToken();
+                m.put(name, switch (v) {
+                    case VALUE_STRING -> p.getText();
+                    case VALUE_NUMBER_INT -> p.getLongValue();
+                    case VALUE_TRUE, VALUE_FALSE -> v == JsonToken.VALUE_TRUE;
+                    case VALUE_NULL -> null;
+                    default -> {
+                        p.skipChildren();
+                        yield null;
+                    }
+                });
+            }
+        }
+        return m;
+    }
+
+    private static String quote(String s) {
+        if (s == null) {
+            return "null";
+        }
+        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
+        JsonStringEncoder.getInstance().quoteAsString(s, b);
+        return b.append('"').toString();
+    }
+
+    private static String value(Object v) {
+        return v == null ? "null" : v instanceof Number || v instanceof Boolean ? v.toString() : quote(v.toString());
     }
 }

@@ -1,4 +1,4 @@
-package io.stockade.proxy.testing;
+package io.stockade.testing;
 
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;

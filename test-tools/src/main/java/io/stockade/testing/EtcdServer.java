@@ -1,4 +1,4 @@
-package io.stockade.proxy.testing;
+package io.stockade.testing;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
