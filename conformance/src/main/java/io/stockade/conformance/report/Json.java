@@ -1,93 +1,85 @@
 package io.stockade.conformance.report;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.util.Locale;
 
-/** A tiny streaming JSON writer (commas handled), enough for the report. */
+/** The report's JSON, written with Jackson's streaming generator behind a small fluent API. */
 final class Json {
+    private static final JsonFactory FACTORY = new JsonFactory();
 
-    private final StringBuilder b = new StringBuilder();
-    private boolean needComma;
+    private final StringWriter out = new StringWriter();
+    private final JsonGenerator g;
+
+    Json() {
+        try {
+            g = FACTORY.createGenerator(out);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** An interface for one generator call, to keep each method one line. */
+    private interface Write {
+        void to(JsonGenerator g) throws IOException;
+    }
+
+    private Json write(Write w) {
+        try {
+            w.to(g);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e); // a StringWriter does not fail
+        }
+        return this;
+    }
 
     Json open(char c) {
-        comma();
-        b.append(c);
-        needComma = false;
-        return this;
+        return write(c == '{' ? JsonGenerator::writeStartObject : JsonGenerator::writeStartArray);
     }
 
     Json close(char c) {
-        b.append(c);
-        needComma = true;
-        return this;
+        return write(c == '}' ? JsonGenerator::writeEndObject : JsonGenerator::writeEndArray);
     }
 
     Json field(String name) {
-        comma();
-        quote(name);
-        b.append(':');
-        needComma = false;
-        return this;
+        return write(gen -> gen.writeFieldName(name));
     }
 
     Json str(String s) {
-        if (s == null) {
-            return raw("null");
-        }
-        comma();
-        quote(s);
-        needComma = true;
-        return this;
+        return write(gen -> {
+            if (s == null) {
+                gen.writeNull();
+            } else {
+                gen.writeString(s);
+            }
+        });
     }
 
+    /** Milliseconds and the like, with three decimals. */
     Json num(double d) {
         return raw(number(d));
     }
 
     Json num(long n) {
-        return raw(Long.toString(n));
+        return write(gen -> gen.writeNumber(n));
     }
 
+    /** A value already in JSON ({@code null}, a formatted number). */
     Json raw(String s) {
-        comma();
-        b.append(s);
-        needComma = true;
-        return this;
+        return write(gen -> gen.writeRawValue(s));
     }
 
     static String number(double d) {
         return String.format(Locale.ROOT, "%.3f", d);
     }
 
-    private void comma() {
-        if (needComma) {
-            b.append(',');
-        }
-    }
-
-    private void quote(String s) {
-        b.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                case '\r' -> b.append("\\r");
-                case '\t' -> b.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-                }
-            }
-        }
-        b.append('"');
-    }
-
     @Override
     public String toString() {
-        return b.toString();
+        write(JsonGenerator::flush);
+        return out.toString();
     }
 }
