@@ -1,5 +1,7 @@
 package io.stockade.client;
 
+import io.stockade.testing.Jvm;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -7,8 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -22,12 +22,7 @@ final class Children {
     }
 
     static ProcessBuilder java(String mainClass, String... args) {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(ProcessHandle.current().info().command().orElse(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass));
-        cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd);
+        return Jvm.java(mainClass, args);
     }
 
     /** Collects a process's stdout lines in the background. */

@@ -65,17 +65,23 @@ class ConformanceIT {
      * proved nothing either way) is run again, at most twice. A FAIL is never re-run, and the verdict of the last
      * attempt is the one asserted: a scenario passes only in a run whose control caught a stale write.
      */
+    private static final int MAX_ATTEMPTS = 5;
+
     private static Conformance.Result runConclusively(Target target, Path work, Scenario... applicable)
             throws Exception {
         List<ScenarioResult> settled = new java.util.ArrayList<>();
         List<Scenario> todo = new java.util.ArrayList<>(scenarios(applicable.length == 0 ? WITHOUT_STORE
                 : applicable));
         org.junit.jupiter.api.Assumptions.assumeFalse(todo.isEmpty(), "no scenario of this test was asked for");
-        for (int attempt = 1; attempt <= 3 && !todo.isEmpty(); attempt++) {
+        // An inconclusive control asks for another run (the README): the delay controls of the s3 and http cases see
+        // the stale value in a window of one writer's pace (~120 ms), where a loaded machine's direct reads catch it
+        // as few as once (caught (1)), and three misses in a row happened once in CI (2026-12-01). Five attempts;
+        // the cause is written down in conformance/README.md.
+        for (int attempt = 1; attempt <= MAX_ATTEMPTS && !todo.isEmpty(); attempt++) {
             Conformance.Result r = Conformance.of(target).scenarios(todo.toArray(Scenario[]::new))
                     .duration(Duration.ofSeconds(1)).workDir(work.resolve("attempt-" + attempt)).run();
             for (ScenarioResult s : r.scenarios()) {
-                if (s.verdict() == Verdict.INCONCLUSIVE && attempt < 3) {
+                if (s.verdict() == Verdict.INCONCLUSIVE && attempt < MAX_ATTEMPTS) {
                     System.out.println("attempt " + attempt + ": " + s.scenario().id() + " inconclusive, run again");
                     continue;
                 }

@@ -1,5 +1,6 @@
 package io.stockade.proxy;
 
+import io.stockade.testing.Jvm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -77,7 +78,7 @@ class DockerfileBuildIT {
         String entrypoint = lines.stream().filter(l -> l.startsWith("ENTRYPOINT ")).findFirst().orElseThrow();
         assertEquals("ENTRYPOINT [\"java\", \"-jar\", \"" + jarInImage + "\"]", entrypoint);
         // The jar starts as the image would start it (its libs beside it, on its Class-Path).
-        Process help = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar",
+        Process help = new ProcessBuilder(Jvm.binary(), "-jar",
                 src.resolve("proxy/target/stockade-proxy.jar").toString(), "--help")
                 .redirectErrorStream(true).start();
         String usage = new String(help.getInputStream().readAllBytes());

@@ -1,5 +1,7 @@
 package io.stockade.proxy.testing;
 
+import io.stockade.testing.Jvm;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -62,7 +64,7 @@ public final class ChildProxy implements AutoCloseable {
         Path logFile;
         Process process;
         List<String> command = new ArrayList<>();
-        command.add(javaExecutable());
+        command.add(Jvm.binary());
         command.addAll(extraJvmArgs);
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass,
                 "--config", configFile.toAbsolutePath().toString()));
@@ -178,11 +180,6 @@ public final class ChildProxy implements AutoCloseable {
     static String tail(String log) {
         List<String> lines = Arrays.asList(log.split("\\R", -1));
         return String.join("\n", lines.subList(Math.max(0, lines.size() - TAIL_LINES), lines.size()));
-    }
-
-    private static String javaExecutable() {
-        return ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     }
 
     private static java.io.File nullDevice() {

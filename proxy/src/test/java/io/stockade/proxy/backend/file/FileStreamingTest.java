@@ -1,5 +1,6 @@
 package io.stockade.proxy.backend.file;
 
+import io.stockade.testing.Jvm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -17,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -39,11 +41,9 @@ class FileStreamingTest {
     @Timeout(value = 5, unit = TimeUnit.MINUTES)
     void twoHundredMebibytesThroughASixtyFourMebibyteHeap() throws Exception {
         Path root = tmp.resolve("root");
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         Path log = tmp.resolve("child.log");
-        Process child = new ProcessBuilder(java, "-Xmx64m", "-XX:+ExitOnOutOfMemoryError", "-cp", cp,
-                FileTestServer.class.getName(), root.toString())
+        Process child = Jvm.java(List.of("-Xmx64m", "-XX:+ExitOnOutOfMemoryError"), FileTestServer.class.getName(),
+                        root.toString())
                 .redirectError(log.toFile())
                 .start();
         try (BufferedReader fromChild = new BufferedReader(
