@@ -28,7 +28,7 @@ import java.util.concurrent.TimeUnit;
  * package, a third-party implementation of the DynamoDB API on LevelDB, in memory here) run with the machine's
  * Node.js on a free loopback port. {@code ./test.sh} installs it into {@code .tools/dynalite} (ignored by git);
  * {@code -Dstockade.dynalite=<path to cli.js>} points elsewhere. Tables are ACTIVE as soon as they are created
- * ({@code --createTableMs 0}). The process is ended by its own PID; it can be stopped ({@code SIGSTOP}) and continued.
+ * ({@code --createTableMs 0}). The process is ended by its own PID.
  *
  * <p>What it is not: one node, so every read is trivially consistent; no transactions are used by Stockade, and its
  * conditional writes are checked to behave as DynamoDB documents by {@code DynaliteConditionalWritesIT}.
@@ -183,34 +183,6 @@ public final class Dynalite implements AutoCloseable {
 
     public int port() {
         return port;
-    }
-
-    public long pid() {
-        return process.pid();
-    }
-
-    /** {@code kill -STOP}: the server stops answering; its connections stay open. */
-    public void pause() {
-        signal("STOP");
-    }
-
-    /** {@code kill -CONT}. */
-    public void resume() {
-        signal("CONT");
-    }
-
-    private void signal(String signal) {
-        try {
-            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).inheritIO().start();
-            if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
-                throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
     }
 
     @Override
