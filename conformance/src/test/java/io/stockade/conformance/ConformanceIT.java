@@ -62,7 +62,7 @@ class ConformanceIT {
 
     /**
      * Runs the scenarios; one that comes out INCONCLUSIVE (its paired control saw no stale write land, so the run
-     * proved nothing either way) is run again, at most twice. A FAIL is never re-run, and the verdict of the last
+     * proved nothing either way) is run again, at most four times. A FAIL is never re-run, and the verdict of the last
      * attempt is the one asserted: a scenario passes only in a run whose control caught a stale write.
      */
     private static final int MAX_ATTEMPTS = 5;

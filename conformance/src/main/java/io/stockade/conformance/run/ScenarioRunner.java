@@ -332,6 +332,9 @@ public final class ScenarioRunner {
         if (scenario == Scenario.STORE_STOP) {
             fault = storeOutage(n, v, fault, handoff, completionsBefore);
         }
+        if (scenario == Scenario.DELAY && handoff) {
+            readAcrossDelayedWrite(n, v, completionsBefore);
+        }
         // Heal, and wait for the victim's next write to end (or for the delayed write to have arrived).
         switch (scenario) {
             case PAUSE, PROXY_RESTART -> signal("CONT", v);
@@ -412,6 +415,64 @@ public final class ScenarioRunner {
         Fault outage = new Fault(fault.session(), fault.startNanos(), outageStart, outageEnd, true);
         return doubt == null ? outage : outage.failed();
     }
+
+    /**
+     * DELAY, after the handoff: the victim's write is held back by its fault proxy and lands after
+     * the new holder's writes. Without an applied order (S3, an HTTP upstream) a stale write that lands is visible
+     * only until the next holder's write replaces it, a window of one writer's pace that the sampler's reads could
+     * miss several runs in a row on a loaded machine (an inconclusive control). So the other writers are held
+     * ({@code kill -STOP}) from {@link #HOLD_BEFORE_DUE} before the delayed bytes are due until the victim's write
+     * has been answered (it landed, or was refused) and a direct read after that answer has completed; then they go
+     * on. Both sides of the pair are held alike; the hold is shorter than a lease's TTL in every shipped target, and a
+     * holder whose lease lapsed meanwhile finds out at its next check as after any pause.
+     */
+    private void readAcrossDelayedWrite(int n, Writer v, long completionsBefore) throws Exception {
+        long due = v.faults.delayedUntilNanos();
+        if (due == Long.MIN_VALUE) {
+            notes.add("cycle " + n + ": no bytes of " + v.name + " were held back");
+            return;
+        }
+        long holdAt = due - HOLD_BEFORE_DUE.toNanos();
+        long sleepMs = (holdAt - System.nanoTime()) / 1_000_000L;
+        if (sleepMs > 0) {
+            Thread.sleep(sleepMs);
+        }
+        List<Writer> held = new ArrayList<>();
+        synchronized (lock) {
+            for (Writer w : writers) {
+                if (w != v && !w.exited && w.process != null && w.process.isAlive()) {
+                    held.add(w);
+                }
+            }
+        }
+        long heldAt = System.nanoTime();
+        try {
+            for (Writer w : held) {
+                signal("STOP", w);
+            }
+            if (await(lateBy().plusSeconds(5), () -> v.completions > completionsBefore || v.exited)) {
+                long start = System.nanoTime();
+                try {
+                    String value = reader.read(key);
+                    history.read(key, start, System.nanoTime(), value);
+                } catch (IOException e) {
+                    notes.add("cycle " + n + ": the read after the delayed write failed: " + e.getMessage());
+                }
+            } else {
+                notes.add("cycle " + n + ": the delayed write of " + v.name + " was not answered");
+            }
+        } finally {
+            for (Writer w : held) {
+                signal("CONT", w);
+            }
+        }
+        notes.add("cycle " + n + ": " + held.size() + " other writer(s) held for "
+                + (System.nanoTime() - heldAt) / 1_000_000L + " ms around the delayed write"
+                + (sleepMs < 0 ? " (held " + -sleepMs + " ms late)" : ""));
+    }
+
+    /** How long before a held-back write is due the other writers are held (their writes in flight land first). */
+    private static final Duration HOLD_BEFORE_DUE = Duration.ofMillis(250);
 
     /** How long a probe of the fence store waits for an answer (a live store answers in milliseconds). */
     private static final Duration PROBE = Duration.ofSeconds(1);
