@@ -10,6 +10,7 @@
 #   JAR=other/stockade-proxy.jar bench/postgres-wrk.sh
 #   WARMUP=60s bench/postgres-wrk.sh               # the warm-up through the proxy before the first run (40s)
 #   PROXY_JAVA_OPTS="-XX:StartFlightRecording=..." bench/postgres-wrk.sh
+#   COMMIT=pipelined bench/postgres-wrk.sh          # the backend's commit: key (unset: the default, separate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -58,6 +59,7 @@ policies:
     backend:
       type: postgres
       datasource: {url: "jdbc:postgresql://127.0.0.1:5432/$db", user: postgres, pool-size: $POOL}
+${COMMIT:+      commit: $COMMIT}
       params:
         id: path
         balance: {from: body, type: integer}
@@ -69,7 +71,7 @@ printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stoc
 "$JAVA_HOME/bin/java" -Xmx1g ${PROXY_JAVA_OPTS:-} -Djava.util.logging.config.file="$work/logging.properties" \
   -jar "$jar" --config "$work/proxy.yaml" > "$work/proxy.out" 2> "$work/proxy.err" & pids+=($!)
 proxy_pid=$!
-stockade_wait_port "$port"
+stockade_wait_port "$port" "$proxy_pid" "$work/proxy.err"
 
 cat > "$work/update.sql" <<SQL
 \set id random(0, $ROWS - 1)

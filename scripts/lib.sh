@@ -69,8 +69,18 @@ stockade_free_port() {
 }
 
 # Waits up to 10 s for something to listen on loopback port $1.
+# stockade_wait_port PORT [PID [LOG]]: waits up to 60 s for 127.0.0.1:PORT to accept; with PID, gives up as soon as
+# that process has exited, and prints LOG (its stderr) when it did.
 stockade_wait_port() {
-  for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done
-  echo "port $1 did not open" >&2
+  for _ in $(seq 1 600); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then
+      echo "port $1 did not open: process $2 exited" >&2
+      [ -n "${3:-}" ] && [ -f "$3" ] && tail -20 "$3" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "port $1 did not open within 60 s" >&2
   return 1
 }

@@ -93,6 +93,8 @@ public sealed interface BackendConfig {
      *                   fenced write changed no row, to tell a stale token from a missing row
      * @param bodyLimit  the largest request body read, in bytes (413 above)
      * @param retries    how many times a transaction that hit a serialization failure or deadlock is retried
+     * @param emptyGet   what a read of no row answers
+     * @param commit     when COMMIT is sent: after the statements' results were read, or with them
      */
     /** What a GET (or HEAD) of the postgres backend answers when its statements return no row. */
     enum EmptyGet {
@@ -102,9 +104,23 @@ public sealed interface BackendConfig {
         EMPTY_LIST
     }
 
+    /** When the postgres backend sends a write's COMMIT. */
+    enum Commit {
+        /**
+         * After the statements' results were read: one more round trip, and a connection lost before COMMIT was
+         * sent is known to have written nothing (503).
+         */
+        SEPARATE,
+        /**
+         * In the same round trip as the fence call and the statements (table mode only): a connection lost
+         * during that round trip leaves the outcome unknown (504), as for any autocommit statement.
+         */
+        PIPELINED
+    }
+
     record Postgres(Datasource datasource, FenceMode fence, boolean migrate, Map<String, SqlParam> params,
                     Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
-                    int retries, EmptyGet emptyGet) implements BackendConfig {
+                    int retries, EmptyGet emptyGet, Commit commit) implements BackendConfig {
         public static final long DEFAULT_BODY_LIMIT = 1024 * 1024;
         public static final int DEFAULT_RETRIES = 3;
         /** Parameters every statement may use without declaring them. */
@@ -115,10 +131,15 @@ public sealed interface BackendConfig {
         public Postgres(Datasource datasource, FenceMode fence, boolean migrate, Map<String, SqlParam> params,
                         Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
                         int retries) {
-            this(datasource, fence, migrate, params, statements, check, bodyLimit, retries, EmptyGet.NOT_FOUND);
+            this(datasource, fence, migrate, params, statements, check, bodyLimit, retries, EmptyGet.NOT_FOUND,
+                    Commit.SEPARATE);
         }
 
         public Postgres {
+            Objects.requireNonNull(commit, "commit");
+            if (commit == Commit.PIPELINED && fence == FenceMode.COLUMN) {
+                throw new IllegalArgumentException("commit: pipelined needs fence: table");
+            }
             Objects.requireNonNull(emptyGet, "emptyGet");
             Objects.requireNonNull(datasource, "datasource");
             Objects.requireNonNull(fence, "fence");

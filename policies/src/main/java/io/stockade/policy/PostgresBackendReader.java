@@ -44,12 +44,20 @@ final class PostgresBackendReader {
                 BackendConfig.Postgres.DEFAULT_RETRIES);
         Optional<BackendConfig.EmptyGet> emptyGet = backend.optional("empty-get",
                 f -> Values.keyword(f, "empty-get", Vocabulary.EMPTY_GET), BackendConfig.EmptyGet.NOT_FOUND);
+        Optional<BackendConfig.Commit> commit = backend.optional("commit",
+                f -> Values.keyword(f, "commit", Vocabulary.COMMITS), BackendConfig.Commit.SEPARATE);
         Optional<Map<String, SqlParam>> params = backend.optional("params", f -> params(f, path), Map.of());
         Optional<Map<String, List<Located>>> statements = backend.required("statements",
                 f -> statements(f, methods));
         Optional<Optional<Located>> check = backend.optional("check",
                 f -> statement(f, "check").map(Optional::of), Optional.empty());
-        if (!Values.allPresent(datasource, mode, migrate, bodyLimit, retries, emptyGet, params, statements, check)) {
+        if (!Values.allPresent(datasource, mode, migrate, bodyLimit, retries, emptyGet, commit, params, statements,
+                check)) {
+            return Optional.empty();
+        }
+        if (commit.get() == BackendConfig.Commit.PIPELINED && mode.get() == FenceMode.COLUMN) {
+            backend.get("commit").ifPresent(f -> f.error("commit: pipelined needs fence: table (column mode"
+                    + " reads the statements' results before it decides to commit)"));
             return Optional.empty();
         }
         boolean valid = checkPlaceholders(backend, params.get(), statements.get(), check.get());
@@ -63,7 +71,8 @@ final class PostgresBackendReader {
         statements.get().forEach((method, list) -> byMethod.put(method,
                 list.stream().map(Located::statement).toList()));
         return Optional.of(new BackendConfig.Postgres(datasource.get(), mode.get(), migrate.get(), params.get(),
-                byMethod, check.get().map(Located::statement), bodyLimit.get(), retries.get(), emptyGet.get()));
+                byMethod, check.get().map(Located::statement), bodyLimit.get(), retries.get(), emptyGet.get(),
+                commit.get()));
     }
 
     /** A statement with the field it was read from, for messages. */

@@ -54,7 +54,7 @@ final class Vocabulary {
     static final List<String> HTTP_BACKEND_KEYS =
             List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections", "tls");
     static final List<String> POSTGRES_BACKEND_KEYS = List.of("type", "datasource", "fence", "migrate", "params",
-            "statements", "check", "body-limit", "retries", "empty-get");
+            "statements", "check", "body-limit", "retries", "empty-get", "commit");
     static final List<String> PARAM_KEYS = List.of("from", "field", "type", "nullable");
     static final List<String> STATEMENT_KEYS = List.of("name", "sql");
     static final List<String> S3_BACKEND_KEYS = List.of("type", "endpoint", "region", "access-key", "secret-key",
@@ -75,6 +75,7 @@ final class Vocabulary {
     static final Map<String, BackendConfig.Conditional> CONDITIONALS = keywords(BackendConfig.Conditional.class);
     static final Map<String, BackendConfig.FenceMode> FENCE_MODES = keywords(BackendConfig.FenceMode.class);
     static final Map<String, BackendConfig.EmptyGet> EMPTY_GET = keywords(BackendConfig.EmptyGet.class);
+    static final Map<String, BackendConfig.Commit> COMMITS = keywords(BackendConfig.Commit.class);
     static final Map<String, BackendConfig.ParamSource> PARAM_SOURCES = keywords(BackendConfig.ParamSource.class);
     static final Map<String, BackendConfig.ParamType> PARAM_TYPES = keywords(BackendConfig.ParamType.class);
     static final Map<String, BackendConfig.Auth> S3_AUTH = keywords(BackendConfig.Auth.class);

@@ -38,50 +38,29 @@ class ConsulLockVerifyIT {
     @TempDir
     Path dir;
     ConsulStandIn consul;
-    Path root;
-    ProxyFixture proxy;
+    VerifiedJobs jobs;
 
     @BeforeEach
     void start() throws Exception {
         consul = new ConsulStandIn();
-        root = dir.resolve("root");
-        proxy = start(consul.url(), "");
+        jobs = new VerifiedJobs(dir, ACL);
+        start(consul.url(), "");
     }
 
-    /** A proxy whose verifier asks {@code url}, with {@code more} lines in its verify block. */
-    ProxyFixture start(String url, String more) throws Exception {
-        if (proxy != null) {
-            proxy.close();
-        }
-        return ProxyFixture.start(dir.resolve("journal"), """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: jobs
-                    match:
-                      path: /jobs/{id}
-                    scope: job-{id}
-                    fence:
-                      verify:
-                        kind: consul
-                        url: ${CONSUL}
-                        prefix: locks/
-                        timeout: 1s
-                        cache: {enabled: false}
-                #MORE#
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """.replace("#MORE#", more.isEmpty() ? "" : more.indent(8).stripTrailing()),
-                Map.of("CONSUL", url, "ROOT", root.toString()));
+    /** (Re)starts the proxy, its verifier asking {@code url}, with {@code more} lines in its verify block. */
+    void start(String url, String more) throws Exception {
+        jobs.start("""
+                kind: consul
+                url: ${CONSUL}
+                prefix: locks/
+                timeout: 1s
+                cache: {enabled: false}
+                """ + more, Map.of("CONSUL", url));
     }
 
     @AfterEach
     void stop() {
-        if (proxy != null) {
-            proxy.close();
-        }
+        jobs.close();
         consul.close();
     }
 
@@ -116,50 +95,15 @@ class ConsulLockVerifyIT {
         return consul.requireToken == null ? Map.of() : Map.of("X-Consul-Token", consul.requireToken);
     }
 
-    Http.Response put(String id, String body, long token) throws Exception {
-        return Http.put(proxy.uri("/jobs/" + id), body, Map.of("Fencing-Token", Long.toString(token)));
-    }
-
-    Optional<String> stored(String id) throws Exception {
-        Path file = root.resolve("jobs").resolve(id);
-        return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
-    }
-
-    Optional<Long> fence(String id) throws Exception {
-        return proxy.server().store().get("job-" + id).map(s -> s.token());
-    }
-
-    /** A 403 that did not write, did not move the fence, and does not tell the holder's token {@code held}. */
-    void assertRefused(Http.Response r, String id, String reason, long held, Optional<String> before,
-                       Optional<Long> fenceBefore) throws Exception {
-        assertEquals(403, r.status(), r.body());
-        assertTrue(r.body().contains("urn:stockade:problem:unverified-token"), r.body());
-        assertTrue(r.body().contains(reason), r.body());
-        if (held >= 0) {
-            assertFalse(r.body().contains(Long.toString(held)), "the holder's token must not reach the client");
-        }
-        assertFalse(r.body().contains(ACL), r.body());
-        assertEquals(before, stored(id), "nothing written");
-        assertEquals(fenceBefore, fence(id), "a refused token must not move the fence");
-    }
-
-    void assertUnavailable(Http.Response r, String id) throws Exception {
-        assertEquals(503, r.status(), r.body());
-        assertTrue(r.header("Retry-After").isPresent());
-        assertFalse(r.body().contains(ACL), r.body());
-        assertEquals(Optional.empty(), stored(id), "nothing written");
-        assertEquals(Optional.empty(), fence(id));
-    }
-
     @Test
     void theHoldersTokenWritesAndIsAskedForConsistently() throws Exception {
         long token = acquire("locks/job-a", session()).orElseThrow();
         assertEquals(consul.index(), token, "the ModifyIndex of the acquiring write is the last index");
-        assertEquals(201, put("a", "v1", token).status());
-        assertEquals(Optional.of("v1"), stored("a"));
-        assertEquals(Optional.of(token), fence("a"));
-        assertEquals(2, put("a", "v2", token).status() / 100, "the holder keeps writing");
-        assertEquals(Optional.of("v2"), stored("a"));
+        assertEquals(201, jobs.put("a", "v1", token).status());
+        assertEquals(Optional.of("v1"), jobs.stored("a"));
+        assertEquals(Optional.of(token), jobs.fence("a"));
+        assertEquals(2, jobs.put("a", "v2", token).status() / 100, "the holder keeps writing");
+        assertEquals(Optional.of("v2"), jobs.stored("a"));
         assertTrue(consul.requests.contains("GET /v1/kv/locks/job-a?consistent token=null"),
                 consul.requests.toString());
     }
@@ -168,11 +112,12 @@ class ConsulLockVerifyIT {
     void anInventedOrInflatedTokenIsRefused() throws Exception {
         long token = acquire("locks/job-b", session()).orElseThrow();
         for (long forged : List.of(Long.MAX_VALUE, token + 1, token - 1, 1L)) {
-            assertRefused(put("b", "evil", forged), "b", "not the token of the holder of the Consul lock 'locks/job-b'",
-                    token, Optional.empty(), Optional.empty());
+            jobs.assertRefused(jobs.put("b", "evil", forged), "b",
+                    "not the token of the holder of the Consul lock 'locks/job-b'", Long.toString(token),
+                    Optional.empty(), Optional.empty());
         }
-        assertEquals(201, put("b", "honest", token).status(), "the genuine holder is not locked out");
-        assertEquals(Optional.of("honest"), stored("b"));
+        assertEquals(201, jobs.put("b", "honest", token).status(), "the genuine holder is not locked out");
+        assertEquals(Optional.of("honest"), jobs.stored("b"));
     }
 
     /**
@@ -184,11 +129,11 @@ class ConsulLockVerifyIT {
     void anOldHolderWhoseSessionExpiredIsRefused() throws Exception {
         String a = session();
         long tokenA = acquire("locks/job-c", a).orElseThrow();
-        assertEquals(201, put("c", "from-a", tokenA).status());
+        assertEquals(201, jobs.put("c", "from-a", tokenA).status());
 
         consul.advance(Duration.ofSeconds(31)); // no renewal for more than 2 × 15 s: invalidated, key released
         assertFalse(consul.sessions().contains(a));
-        assertRefused(put("c", "a-late", tokenA), "c", "nobody holds the Consul lock 'locks/job-c'", -1,
+        jobs.assertRefused(jobs.put("c", "a-late", tokenA), "c", "nobody holds the Consul lock 'locks/job-c'", null,
                 Optional.of("from-a"), Optional.of(tokenA));
 
         String b = session();
@@ -197,11 +142,12 @@ class ConsulLockVerifyIT {
         long tokenB = acquire("locks/job-c", b).orElseThrow();
         assertTrue(tokenB > tokenA, "the next holder's index is higher");
         assertEquals(2L, consul.entry("locks/job-c").orElseThrow().get("LockIndex"));
-        assertRefused(put("c", "a-zombie", tokenA), "c", "not the token of the holder of the Consul lock 'locks/job-c'",
-                tokenB, Optional.of("from-a"), Optional.of(tokenA));
-        assertEquals(2, put("c", "from-b", tokenB).status() / 100);
-        assertEquals(Optional.of("from-b"), stored("c"));
-        assertEquals(Optional.of(tokenB), fence("c"));
+        jobs.assertRefused(jobs.put("c", "a-zombie", tokenA), "c",
+                "not the token of the holder of the Consul lock 'locks/job-c'", Long.toString(tokenB),
+                Optional.of("from-a"), Optional.of(tokenA));
+        assertEquals(2, jobs.put("c", "from-b", tokenB).status() / 100);
+        assertEquals(Optional.of("from-b"), jobs.stored("c"));
+        assertEquals(Optional.of(tokenB), jobs.fence("c"));
     }
 
     @Test
@@ -209,10 +155,10 @@ class ConsulLockVerifyIT {
         String s = session();
         long token = acquire("locks/job-r", s).orElseThrow();
         assertEquals("true", consulPut("/v1/kv/locks/job-r?release=" + s, "").body().strip());
-        assertRefused(put("r", "after", token), "r", "nobody holds the Consul lock 'locks/job-r'", -1,
+        jobs.assertRefused(jobs.put("r", "after", token), "r", "nobody holds the Consul lock 'locks/job-r'", null,
                 Optional.empty(), Optional.empty());
-        assertRefused(put("m", "x", 1), "m", "nobody holds the Consul lock 'locks/job-m' (no such key)", -1,
-                Optional.empty(), Optional.empty());
+        jobs.assertRefused(jobs.put("m", "x", 1), "m", "nobody holds the Consul lock 'locks/job-m' (no such key)",
+                null, Optional.empty(), Optional.empty());
     }
 
     /** A plain write of the key's value while it is held moves its ModifyIndex: the holder is refused (fail closed). */
@@ -222,7 +168,7 @@ class ConsulLockVerifyIT {
         long token = acquire("locks/job-w", s).orElseThrow();
         assertEquals("true", consulPut("/v1/kv/locks/job-w", "overwritten").body().strip());
         assertNotEquals(token, consul.entry("locks/job-w").orElseThrow().get("ModifyIndex"));
-        assertRefused(put("w", "x", token), "w", "not the token of the holder", -1, Optional.empty(),
+        jobs.assertRefused(jobs.put("w", "x", token), "w", "not the token of the holder", null, Optional.empty(),
                 Optional.empty());
     }
 
@@ -230,8 +176,8 @@ class ConsulLockVerifyIT {
     void consulDownOrFailingIs503() throws Exception {
         long token = acquire("locks/job-f", session()).orElseThrow();
         consul.failWith = 500;
-        Http.Response r = put("f", "x", token);
-        assertUnavailable(r, "f");
+        Http.Response r = jobs.put("f", "x", token);
+        jobs.assertUnavailable(r, "f");
         assertTrue(r.body().contains("HTTP 500"), r.body());
         consul.failWith = 0;
 
@@ -239,33 +185,33 @@ class ConsulLockVerifyIT {
         try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             closedPort = socket.getLocalPort();
         }
-        proxy = start("http://127.0.0.1:" + closedPort, "");
-        assertUnavailable(put("f", "x", token), "f");
+        start("http://127.0.0.1:" + closedPort, "");
+        jobs.assertUnavailable(jobs.put("f", "x", token), "f");
     }
 
     @Test
     void anAclTokenIsSentFromTokenOrTokenFileAndARefusedOneIs503() throws Exception {
         consul.requireToken = ACL;
         long token = acquire("locks/job-t", session()).orElseThrow();
-        assertUnavailable(put("t", "x", token), "t"); // the proxy has no token yet: Consul says 403
+        jobs.assertUnavailable(jobs.put("t", "x", token), "t"); // the proxy has no token yet: Consul says 403
         assertTrue(consul.requests.getLast().endsWith("token=null"), consul.requests.getLast());
 
         Path tokenFile = dir.resolve("consul-token");
         Files.writeString(tokenFile, "wrong-token\n");
-        proxy = start(consul.url(), "token-file: " + tokenFile);
-        assertUnavailable(put("t", "x", token), "t");
+        start(consul.url(), "token-file: " + tokenFile);
+        jobs.assertUnavailable(jobs.put("t", "x", token), "t");
         Files.writeString(tokenFile, ACL + "\n"); // rotated: read at the next lookup
-        assertEquals(201, put("t", "x", token).status());
+        assertEquals(201, jobs.put("t", "x", token).status());
         assertTrue(consul.requests.getLast().endsWith("token=" + ACL), consul.requests.getLast());
 
-        proxy = start(consul.url(), "token: " + ACL);
-        assertEquals(2, put("t", "y", token).status() / 100);
+        start(consul.url(), "token: " + ACL);
+        assertEquals(2, jobs.put("t", "y", token).status() / 100);
     }
 
     @Test
     void keysAreEscapedInThePath() throws Exception {
         long token = acquire("locks/job-a%20b", session()).orElseThrow();
-        assertEquals(201, put("a%20b", "x", token).status());
+        assertEquals(201, jobs.put("a%20b", "x", token).status());
         assertTrue(consul.entry("locks/job-a b").isPresent());
     }
 }

@@ -14,7 +14,6 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
@@ -23,7 +22,6 @@ import java.util.Optional;
 import java.util.UUID;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -41,8 +39,7 @@ class DynamoDbLockVerifyIT {
     Path dir;
     String table;
     String prefix = "locks/";
-    Path root;
-    ProxyFixture proxy;
+    VerifiedJobs jobs;
 
     /** A lock as its holder knows it. */
     record Held(String key, long token, String rvn) {
@@ -68,48 +65,29 @@ class DynamoDbLockVerifyIT {
     @BeforeEach
     void start() throws Exception {
         table = dynalite.createLockTable("locks-" + ++tables);
-        root = dir.resolve("root");
-        proxy = start(dynalite.endpoint().toString(), "");
+        jobs = new VerifiedJobs(dir, Dynalite.SECRET_KEY);
+        start(dynalite.endpoint().toString());
     }
 
     @AfterEach
     void stop() {
-        if (proxy != null) {
-            proxy.close();
-        }
+        jobs.close();
     }
 
-    ProxyFixture start(String endpoint, String more) throws Exception {
-        if (proxy != null) {
-            proxy.close();
-        }
-        return ProxyFixture.start(dir.resolve("journal"), """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: jobs
-                    match:
-                      path: /jobs/{id}
-                    scope: job-{id}
-                    fence:
-                      verify:
-                        kind: dynamodb
-                        table: ${TABLE}
-                        prefix: ${PREFIX}
-                        region: us-east-1
-                        endpoint: ${ENDPOINT}
-                        access-key: ${AWS_KEY}
-                        secret-key: ${AWS_SECRET}
-                        timeout: 1s
-                        cache: {enabled: false}
-                #MORE#
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """.replace("#MORE#", more.isEmpty() ? "" : more.indent(8).stripTrailing()),
-                Map.of("ENDPOINT", endpoint, "ROOT", root.toString(), "TABLE", table, "PREFIX", prefix,
-                        "AWS_KEY", Dynalite.ACCESS_KEY, "AWS_SECRET", Dynalite.SECRET_KEY));
+    /** (Re)starts the proxy, its verifier asking the DynamoDB API at {@code endpoint}. */
+    void start(String endpoint) throws Exception {
+        jobs.start("""
+                kind: dynamodb
+                table: ${TABLE}
+                prefix: ${PREFIX}
+                region: us-east-1
+                endpoint: ${ENDPOINT}
+                access-key: ${AWS_KEY}
+                secret-key: ${AWS_SECRET}
+                timeout: 1s
+                cache: {enabled: false}
+                """, Map.of("ENDPOINT", endpoint, "TABLE", table, "PREFIX", prefix,
+                "AWS_KEY", Dynalite.ACCESS_KEY, "AWS_SECRET", Dynalite.SECRET_KEY));
     }
 
     /** The recipe's acquisition: absent (or released / expired with this rvn), SET holder and a new rvn, ADD 1. */
@@ -151,52 +129,16 @@ class DynamoDbLockVerifyIT {
         return new Held(held.key(), held.token(), rvn);
     }
 
-    Http.Response put(String id, String body, long token) throws Exception {
-        return Http.put(proxy.uri("/jobs/" + id), body, Map.of("Fencing-Token", Long.toString(token)));
-    }
-
-    Optional<String> stored(String id) throws Exception {
-        Path file = root.resolve("jobs").resolve(id);
-        return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
-    }
-
-    Optional<Long> fence(String id) throws Exception {
-        return proxy.server().store().get("job-" + id).map(s -> s.token());
-    }
-
-    /** A 403 that did not write, did not move the fence, and does not tell the holder's token {@code held}. */
-    void assertRefused(Http.Response r, String id, String reason, long held, Optional<String> before,
-                       Optional<Long> fenceBefore) throws Exception {
-        assertEquals(403, r.status(), r.body());
-        assertTrue(r.body().contains("urn:stockade:problem:unverified-token"), r.body());
-        assertTrue(r.body().contains(reason), r.body());
-        if (held >= 0) {
-            assertFalse(r.body().contains("token " + held), "the holder's token must not reach the client");
-        }
-        assertFalse(r.body().contains(Dynalite.SECRET_KEY), r.body());
-        assertEquals(before, stored(id), "nothing written");
-        assertEquals(fenceBefore, fence(id), "a refused token must not move the fence");
-    }
-
-    void assertUnavailable(Http.Response r, String id, Optional<String> before, Optional<Long> fenceBefore)
-            throws Exception {
-        assertEquals(503, r.status(), r.body());
-        assertTrue(r.header("Retry-After").isPresent());
-        assertFalse(r.body().contains(Dynalite.SECRET_KEY), r.body());
-        assertEquals(before, stored(id), "nothing written");
-        assertEquals(fenceBefore, fence(id));
-    }
-
     @Test
     void theHoldersTokenWritesAndKeepsWritingWhileItRenews() throws Exception {
         Held a = take("locks/job-a", 60_000, null);
         assertEquals(1, a.token(), "the first holder's token");
-        assertEquals(201, put("a", "v1", a.token()).status());
-        assertEquals(Optional.of("v1"), stored("a"));
-        assertEquals(Optional.of(a.token()), fence("a"));
+        assertEquals(201, jobs.put("a", "v1", a.token()).status());
+        assertEquals(Optional.of("v1"), jobs.stored("a"));
+        assertEquals(Optional.of(a.token()), jobs.fence("a"));
         a = write(a, false);
-        assertEquals(2, put("a", "v2", a.token()).status() / 100, "a renewal keeps the token");
-        assertEquals(Optional.of("v2"), stored("a"));
+        assertEquals(2, jobs.put("a", "v2", a.token()).status() / 100, "a renewal keeps the token");
+        assertEquals(Optional.of("v2"), jobs.stored("a"));
     }
 
     @Test
@@ -205,12 +147,13 @@ class DynamoDbLockVerifyIT {
         b = take("locks/job-b", 60_000, b.rvn()); // a second acquisition: token 2
         assertEquals(2, b.token());
         for (long forged : List.of(Long.MAX_VALUE, b.token() + 1, b.token() - 1, 0L)) {
-            assertRefused(put("b", "evil", forged), "b",
-                    "not the token of the holder of the DynamoDB lock 'locks/job-b' (table " + table + ")", b.token(),
+            jobs.assertRefused(jobs.put("b", "evil", forged), "b",
+                    "not the token of the holder of the DynamoDB lock 'locks/job-b' (table " + table + ")",
+                    "token " + b.token(),
                     Optional.empty(), Optional.empty());
         }
-        assertEquals(201, put("b", "honest", b.token()).status(), "the genuine holder is not locked out");
-        assertEquals(Optional.of("honest"), stored("b"));
+        assertEquals(201, jobs.put("b", "honest", b.token()).status(), "the genuine holder is not locked out");
+        assertEquals(Optional.of("honest"), jobs.stored("b"));
     }
 
     /**
@@ -221,22 +164,23 @@ class DynamoDbLockVerifyIT {
     @Test
     void anOldHolderThatStoppedRenewingIsRefusedThenTakenOver() throws Exception {
         Held a = take("locks/job-c", 1500, null);
-        assertEquals(201, put("c", "from-a", a.token()).status()); // the proxy's first sighting of A's rvn
+        assertEquals(201, jobs.put("c", "from-a", a.token()).status()); // the proxy's first sighting of A's rvn
         long firstSeen = System.nanoTime();
         while (System.nanoTime() - firstSeen < 1_600_000_000L) {
             Thread.sleep(100);
         }
-        assertRefused(put("c", "a-late", a.token()), "c",
-                "the lease on the DynamoDB lock 'locks/job-c' (table " + table + ") has expired", -1,
+        jobs.assertRefused(jobs.put("c", "a-late", a.token()), "c",
+                "the lease on the DynamoDB lock 'locks/job-c' (table " + table + ") has expired", null,
                 Optional.of("from-a"), Optional.of(a.token()));
 
         Held b = take("locks/job-c", 60_000, a.rvn());
         assertTrue(b.token() > a.token(), "the next holder's token is higher");
-        assertRefused(put("c", "a-zombie", a.token()), "c", "not the token of the holder", b.token(),
+        jobs.assertRefused(jobs.put("c", "a-zombie", a.token()), "c", "not the token of the holder",
+                "token " + b.token(),
                 Optional.of("from-a"), Optional.of(a.token()));
-        assertEquals(2, put("c", "from-b", b.token()).status() / 100);
-        assertEquals(Optional.of("from-b"), stored("c"));
-        assertEquals(Optional.of(b.token()), fence("c"));
+        assertEquals(2, jobs.put("c", "from-b", b.token()).status() / 100);
+        assertEquals(Optional.of("from-b"), jobs.stored("c"));
+        assertEquals(Optional.of(b.token()), jobs.fence("c"));
     }
 
     /** A holder that keeps renewing is never taken for expired, however long it holds. */
@@ -246,22 +190,22 @@ class DynamoDbLockVerifyIT {
         long start = System.nanoTime();
         int i = 0;
         while (System.nanoTime() - start < 2_500_000_000L) {
-            assertEquals(2, put("d", "v" + i++, d.token()).status() / 100);
+            assertEquals(2, jobs.put("d", "v" + i++, d.token()).status() / 100);
             d = write(d, false); // renewed well within the lease
             Thread.sleep(200);
         }
-        assertEquals(2, put("d", "last", d.token()).status() / 100);
+        assertEquals(2, jobs.put("d", "last", d.token()).status() / 100);
     }
 
     @Test
     void aReleasedOrMissingItemIsRefused() throws Exception {
         Held r = take("locks/job-r", 60_000, null);
         write(r, true);
-        assertRefused(put("r", "after", r.token()), "r",
-                "nobody holds the DynamoDB lock 'locks/job-r' (table " + table + ") (released)", -1,
+        jobs.assertRefused(jobs.put("r", "after", r.token()), "r",
+                "nobody holds the DynamoDB lock 'locks/job-r' (table " + table + ") (released)", null,
                 Optional.empty(), Optional.empty());
-        assertRefused(put("m", "x", 1), "m",
-                "nobody holds the DynamoDB lock 'locks/job-m' (table " + table + ") (no such item)", -1,
+        jobs.assertRefused(jobs.put("m", "x", 1), "m",
+                "nobody holds the DynamoDB lock 'locks/job-m' (table " + table + ") (no such item)", null,
                 Optional.empty(), Optional.empty());
     }
 
@@ -270,8 +214,8 @@ class DynamoDbLockVerifyIT {
     void anItemThatIsNotALockItemIs503() throws Exception {
         db.putItem(b -> b.tableName(table).item(Map.of("key", AttributeValue.fromS("locks/job-x"),
                 "token", AttributeValue.fromS("7"))));
-        Http.Response r = put("x", "x", 7);
-        assertUnavailable(r, "x", Optional.empty(), Optional.empty());
+        Http.Response r = jobs.put("x", "x", 7);
+        jobs.assertUnavailable(r, "x", Optional.empty(), Optional.empty());
         assertTrue(r.body().contains("is not a lock item"), r.body());
     }
 
@@ -280,31 +224,31 @@ class DynamoDbLockVerifyIT {
         Held f = take("locks/job-f", 60_000, null);
         String realTable = table;
         table = "no-such-table";
-        proxy = start(dynalite.endpoint().toString(), "");
-        Http.Response missing = put("f", "x", f.token());
-        assertUnavailable(missing, "f", Optional.empty(), Optional.empty());
+        start(dynalite.endpoint().toString());
+        Http.Response missing = jobs.put("f", "x", f.token());
+        jobs.assertUnavailable(missing, "f", Optional.empty(), Optional.empty());
         assertTrue(missing.body().contains("no table 'no-such-table'"), missing.body());
         table = realTable;
 
         // dynalite answers, but never: the SDK's attempts end at the timeout
         try (TcpRelay relay = TcpRelay.to(dynalite.port())) {
             relay.dropToClient(true);
-            proxy = start("http://127.0.0.1:" + relay.port(), "");
+            start("http://127.0.0.1:" + relay.port());
             long t0 = System.nanoTime();
-            Http.Response silent = put("f", "x", f.token());
-            assertUnavailable(silent, "f", Optional.empty(), Optional.empty());
+            Http.Response silent = jobs.put("f", "x", f.token());
+            jobs.assertUnavailable(silent, "f", Optional.empty(), Optional.empty());
             assertTrue((System.nanoTime() - t0) / 1_000_000 < 5_000, "bounded by the 1s timeout");
         }
-        proxy = start(dynalite.endpoint().toString(), "");
-        assertEquals(201, put("f", "x", f.token()).status(), "and back once DynamoDB answers");
+        start(dynalite.endpoint().toString());
+        assertEquals(201, jobs.put("f", "x", f.token()).status(), "and back once DynamoDB answers");
     }
 
     @Test
     void aScopeLongerThanAPartitionKeyIsRefused() throws Exception {
         prefix = "p".repeat(2040) + "/";
-        proxy = start(dynalite.endpoint().toString(), "");
+        start(dynalite.endpoint().toString());
         String id = "k".repeat(8);
-        assertRefused(put(id, "x", 1), id, "cannot be a DynamoDB partition key", -1, Optional.empty(),
+        jobs.assertRefused(jobs.put(id, "x", 1), id, "cannot be a DynamoDB partition key", null, Optional.empty(),
                 Optional.empty());
     }
 }

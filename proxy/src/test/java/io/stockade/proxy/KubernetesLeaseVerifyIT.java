@@ -31,7 +31,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -55,103 +54,55 @@ class KubernetesLeaseVerifyIT {
     Path dir;
     LeaseApi api;
     Path tokenFile;
-    Path root;
-    ProxyFixture proxy;
+    VerifiedJobs jobs;
 
     @BeforeEach
     void start() throws Exception {
         api = new LeaseApi();
         tokenFile = dir.resolve("token");
         Files.writeString(tokenFile, SA_TOKEN + "\n");
-        root = dir.resolve("root");
-        proxy = start("http://127.0.0.1:" + api.port(), "{}");
+        jobs = new VerifiedJobs(dir, SA_TOKEN);
+        start("http://127.0.0.1:" + api.port(), "{}");
     }
 
-    /** A proxy whose verifier asks {@code apiServer}, with {@code tls} (a YAML flow mapping, or {@code {}}). */
-    ProxyFixture start(String apiServer, String tls) throws Exception {
-        if (proxy != null) {
-            proxy.close();
-        }
-        return ProxyFixture.start(dir.resolve("journal"), """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: jobs
-                    match:
-                      path: /jobs/{id}
-                    scope: job-{id}
-                    fence:
-                      verify:
-                        kind: kubernetes
-                        api-server: ${API_SERVER}
-                        namespace: jobs
-                        prefix: lease-
-                        token-file: ${TOKEN_FILE}
-                        timeout: 1s
-                        cache: {enabled: false}
-                        #TLS#
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """.replace("#TLS#", tls.equals("{}") ? "" : "tls: " + tls),
-                Map.of("API_SERVER", apiServer, "TOKEN_FILE", tokenFile.toString(), "ROOT", root.toString()));
+    /** (Re)starts the proxy, its verifier asking {@code apiServer}, with {@code tls} (a flow mapping, or {}). */
+    void start(String apiServer, String tls) throws Exception {
+        jobs.start("""
+                kind: kubernetes
+                api-server: ${API_SERVER}
+                namespace: jobs
+                prefix: lease-
+                token-file: ${TOKEN_FILE}
+                timeout: 1s
+                cache: {enabled: false}
+                """ + (tls.equals("{}") ? "" : "tls: " + tls),
+                Map.of("API_SERVER", apiServer, "TOKEN_FILE", tokenFile.toString()));
     }
 
     @AfterEach
     void stop() {
-        if (proxy != null) {
-            proxy.close();
-        }
+        jobs.close();
         api.close();
-    }
-
-    Http.Response put(String id, String body, long token) throws Exception {
-        return Http.put(proxy.uri("/jobs/" + id), body, Map.of("Fencing-Token", Long.toString(token)));
-    }
-
-    Optional<String> stored(String id) throws Exception {
-        Path file = root.resolve("jobs").resolve(id);
-        return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
-    }
-
-    Optional<Long> fence(String id) throws Exception {
-        return proxy.server().store().get("job-" + id).map(s -> s.token());
     }
 
     /** A 403 for a token other than the holder's: the answer must not tell the holder's token. */
     void assertRefused(Http.Response r, String id, String reason) throws Exception {
-        assertFalse(r.body().contains(Long.toString(HELD)), "the holder's token must not reach the client: "
-                + r.body());
-        assertRefusedHoldersToken(r, id, reason);
+        jobs.assertRefused(r, id, reason, Long.toString(HELD), Optional.empty(), Optional.empty());
     }
 
     /** A 403 for the token the Lease has (the client sent it, so the answer may echo it). */
     void assertRefusedHoldersToken(Http.Response r, String id, String reason) throws Exception {
-        assertEquals(403, r.status(), r.body());
-        assertTrue(r.body().contains("urn:stockade:problem:unverified-token"), r.body());
-        assertTrue(r.body().contains(reason), r.body());
-        assertFalse(r.body().contains(SA_TOKEN), r.body());
-        assertEquals(Optional.empty(), stored(id), "nothing written");
-        assertEquals(Optional.empty(), fence(id), "a refused token must not raise the fence");
-    }
-
-    void assertUnavailable(Http.Response r, String id) throws Exception {
-        assertEquals(503, r.status(), r.body());
-        assertTrue(r.header("Retry-After").isPresent());
-        assertFalse(r.body().contains(SA_TOKEN), r.body());
-        assertEquals(Optional.empty(), stored(id), "nothing written");
-        assertEquals(Optional.empty(), fence(id));
+        jobs.assertRefused(r, id, reason, null, Optional.empty(), Optional.empty());
     }
 
     @Test
     void theHoldersTokenWrites() throws Exception {
         api.lease("lease-job-a", "worker-1", 15, Instant.now(), HELD);
-        assertEquals(201, put("a", "v1", HELD).status());
-        assertEquals(Optional.of("v1"), stored("a"));
-        assertEquals(Optional.of(HELD), fence("a"));
-        assertTrue(put("a", "v2", HELD).status() / 100 == 2, "the holder keeps writing");
-        assertEquals(Optional.of("v2"), stored("a"));
+        assertEquals(201, jobs.put("a", "v1", HELD).status());
+        assertEquals(Optional.of("v1"), jobs.stored("a"));
+        assertEquals(Optional.of(HELD), jobs.fence("a"));
+        assertTrue(jobs.put("a", "v2", HELD).status() / 100 == 2, "the holder keeps writing");
+        assertEquals(Optional.of("v2"), jobs.stored("a"));
         assertEquals(List.of("GET /apis/coordination.k8s.io/v1/namespaces/jobs/leases/lease-job-a auth=Bearer "
                 + SA_TOKEN), api.requests.subList(0, 1));
     }
@@ -160,35 +111,35 @@ class KubernetesLeaseVerifyIT {
     void anInventedOrInflatedTokenIsRefusedAndDoesNotRaiseTheFence() throws Exception {
         api.lease("lease-job-b", "worker-1", 15, Instant.now(), HELD);
         for (long forged : List.of(Long.MAX_VALUE, HELD + 1, 1L)) {
-            assertRefused(put("b", "evil", forged), "b", "not the token of the holder of Lease 'lease-job-b'");
+            assertRefused(jobs.put("b", "evil", forged), "b", "not the token of the holder of Lease 'lease-job-b'");
         }
         // the genuine holder is not locked out
-        assertEquals(201, put("b", "honest", HELD).status());
-        assertEquals(Optional.of("honest"), stored("b"));
+        assertEquals(201, jobs.put("b", "honest", HELD).status());
+        assertEquals(Optional.of("honest"), jobs.stored("b"));
     }
 
     @Test
     void anExpiredLeaseIsRefused() throws Exception {
         // renewed a minute ago for 15 s: past the default clock-skew of 5 s
         api.lease("lease-job-c", "worker-1", 15, Instant.now().minusSeconds(60), HELD);
-        assertRefusedHoldersToken(put("c", "late", HELD), "c",
+        assertRefusedHoldersToken(jobs.put("c", "late", HELD), "c",
                 "Lease 'lease-job-c' in namespace jobs expired: nobody holds it");
     }
 
     @Test
     void aReleasedLeaseIsRefused() throws Exception {
         api.lease("lease-job-r", "", 1, Instant.now(), HELD); // what the SDK's release leaves
-        assertRefusedHoldersToken(put("r", "after", HELD), "r", "was released: nobody holds it");
+        assertRefusedHoldersToken(jobs.put("r", "after", HELD), "r", "was released: nobody holds it");
     }
 
     @Test
     void aMissingLeaseIsRefused() throws Exception {
-        assertRefused(put("d", "x", 1), "d", "no Lease 'lease-job-d' in namespace jobs: nobody holds it");
+        assertRefused(jobs.put("d", "x", 1), "d", "no Lease 'lease-job-d' in namespace jobs: nobody holds it");
     }
 
     @Test
     void aScopeThatIsNoLeaseNameIsRefusedWithoutAsking() throws Exception {
-        assertRefused(put("Upper_Case", "x", 1), "Upper_Case", "'lease-job-Upper_Case' cannot be a Lease name");
+        assertRefused(jobs.put("Upper_Case", "x", 1), "Upper_Case", "'lease-job-Upper_Case' cannot be a Lease name");
         assertEquals(List.of(), api.requests);
     }
 
@@ -196,18 +147,18 @@ class KubernetesLeaseVerifyIT {
     void aRejectedServiceAccountTokenIs503AndARotatedOneIsReadAtOnce() throws Exception {
         api.lease("lease-job-e", "worker-1", 15, Instant.now(), HELD);
         Files.writeString(tokenFile, "expired-token\n");
-        assertUnavailable(put("e", "x", HELD), "e");
+        jobs.assertUnavailable(jobs.put("e", "x", HELD), "e");
         assertTrue(api.requests.getLast().endsWith("auth=Bearer expired-token"), api.requests.toString());
         Files.writeString(tokenFile, SA_TOKEN + "\n"); // the kubelet rotated it
-        assertEquals(201, put("e", "x", HELD).status());
+        assertEquals(201, jobs.put("e", "x", HELD).status());
     }
 
     @Test
     void anApiServerErrorIs503() throws Exception {
         api.lease("lease-job-f", "worker-1", 15, Instant.now(), HELD);
         api.failWith = 500;
-        Http.Response r = put("f", "x", HELD);
-        assertUnavailable(r, "f");
+        Http.Response r = jobs.put("f", "x", HELD);
+        jobs.assertUnavailable(r, "f");
         assertTrue(r.body().contains("HTTP 500"), r.body());
     }
 
@@ -217,8 +168,8 @@ class KubernetesLeaseVerifyIT {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             closedPort = s.getLocalPort();
         }
-        proxy = start("http://127.0.0.1:" + closedPort, "{}");
-        assertUnavailable(put("g", "x", 1), "g");
+        start("http://127.0.0.1:" + closedPort, "{}");
+        jobs.assertUnavailable(jobs.put("g", "x", 1), "g");
     }
 
     /**
@@ -230,14 +181,14 @@ class KubernetesLeaseVerifyIT {
         TestPki cluster = TestPki.create(dir.resolve("cluster-ca"));
         try (LeaseApi https = new LeaseApi(TestPki.sslContext(cluster.server("apiserver")))) {
             https.lease("lease-job-h", "worker-1", 15, Instant.now(), HELD);
-            proxy = start("https://127.0.0.1:" + https.port(), "{ca: \"" + cluster.ca() + "\"}");
-            assertEquals(201, put("h", "over-tls", HELD).status());
-            assertEquals(Optional.of("over-tls"), stored("h"));
+            start("https://127.0.0.1:" + https.port(), "{ca: \"" + cluster.ca() + "\"}");
+            assertEquals(201, jobs.put("h", "over-tls", HELD).status());
+            assertEquals(Optional.of("over-tls"), jobs.stored("h"));
 
             TestPki other = TestPki.create(dir.resolve("other-ca"));
-            proxy = start("https://127.0.0.1:" + https.port(), "{ca: \"" + other.ca() + "\"}");
-            Http.Response r = put("i", "x", 1);
-            assertUnavailable(r, "i");
+            start("https://127.0.0.1:" + https.port(), "{ca: \"" + other.ca() + "\"}");
+            Http.Response r = jobs.put("i", "x", 1);
+            jobs.assertUnavailable(r, "i");
         }
     }
 

@@ -66,7 +66,8 @@ class PostgresAtomicWritesIT {
             END $$;
             INSERT INTO accounts (id, owner, balance) VALUES
                 ('acc-0', 'taken-owner', 0), ('acc-t', 'o-t', 1), ('acc-c', 'o-c', 1), ('acc-o', 'o-o', 1),
-                ('acc-u', 'o-u', 1), ('acc-t1', 'o-t1', 1), ('acc-c1', 'o-c1', 1);
+                ('acc-u', 'o-u', 1), ('acc-t1', 'o-t1', 1), ('acc-c1', 'o-c1', 1), ('acc-tp', 'o-tp', 1),
+                ('acc-op', 'o-op', 1), ('acc-up', 'o-up', 1), ('acc-t1p', 'o-t1p', 1);
             INSERT INTO ledger (account, amount, note, tag) VALUES ('acc-0', 0, 'seed', 'taken');
             """;
 
@@ -125,6 +126,9 @@ class PostgresAtomicWritesIT {
                 + params + statements;
     }
 
+    /** {@code commit: pipelined}: COMMIT sent with the statements (table mode). */
+    static final String PIPELINED = "      commit: pipelined\n";
+
     static String yaml() {
         return "store: {type: memory, journal: \"${JOURNAL}\"}\npolicies:\n"
                 + policy("table", "/t/{id}", "", MULTI_PARAMS, TABLE_STATEMENTS)
@@ -132,6 +136,15 @@ class PostgresAtomicWritesIT {
                 + policy("observe", "/o/{id}", "    fence: {mode: observe}\n", MULTI_PARAMS, TABLE_STATEMENTS)
                 + policy("unfenced", "/u/{id}", "    fence: {missing: allow}\n", MULTI_PARAMS, TABLE_STATEMENTS)
                 + policy("table-one", "/t1/{id}", "", ONE_PARAMS, """
+                              statements:
+                                PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id, owner
+                        """)
+                + policy("table-p", "/tp/{id}", "", PIPELINED + MULTI_PARAMS, TABLE_STATEMENTS)
+                + policy("observe-p", "/op/{id}", "    fence: {mode: observe}\n", PIPELINED + MULTI_PARAMS,
+                        TABLE_STATEMENTS)
+                + policy("unfenced-p", "/up/{id}", "    fence: {missing: allow}\n", PIPELINED + MULTI_PARAMS,
+                        TABLE_STATEMENTS)
+                + policy("table-one-p", "/t1p/{id}", "", PIPELINED + ONE_PARAMS, """
                               statements:
                                 PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id, owner
                         """)
@@ -223,13 +236,17 @@ class PostgresAtomicWritesIT {
                         new Route("column", "/c/acc-c", true, true), new Route("observe", "/o/acc-o", true, true),
                         new Route("unfenced", "/u/acc-u", false, true),
                         new Route("table-one", "/t1/acc-t1", true, false),
-                        new Route("column-one", "/c1/acc-c1", true, false));
+                        new Route("column-one", "/c1/acc-c1", true, false),
+                        new Route("table-p", "/tp/acc-tp", true, true),
+                        new Route("observe-p", "/op/acc-op", true, true),
+                        new Route("unfenced-p", "/up/acc-up", false, true),
+                        new Route("table-one-p", "/t1p/acc-t1p", true, false));
                 for (Route route : routes) {
                     HikariDataSource pool = ((PostgresBackend) proxy.server().backend(route.policy)).pool();
                     goodWrite(proxy, look, route, pg);
                     int pid = backendPid(pool);
                     List<Shape> shapes = new ArrayList<>(route.multi ? MULTI : ONE);
-                    if (route.fenced && !route.policy.equals("observe")) {
+                    if (route.fenced && !route.policy.startsWith("observe")) {
                         shapes.add(STALE);
                     }
                     for (Shape shape : shapes) {
@@ -371,6 +388,61 @@ class PostgresAtomicWritesIT {
             assertEquals(before, snapshot(look));
 
             // the pool's one connection was replaced each time; a good write lands
+            assertEquals(200, put(proxy, route, "{\"owner\": \"carl\", \"pause\": \"0\"}", 6).status());
+            assertEquals(OptionalLong.of(6), pg.fence("accounts/acc-1"));
+            assertEquals(List.of("carl"), query(look, "SELECT owner FROM accounts"));
+        }
+    }
+
+    /**
+     * {@code commit: pipelined}: COMMIT travels with the statements, so a connection lost while they run may have
+     * lost it after the server committed; the proxy cannot tell, and answers 504 unknown outcome, as it would for a
+     * lost COMMIT. What the database says after an error in a statement stays definite (the shapes above, and a
+     * statement timeout here: rolled back, not unknown).
+     */
+    @Test
+    void aPipelinedCommitMakesAConnectionLostMidWriteAnUnknownOutcome() throws Exception {
+        String app = "stockade-lostp-" + Long.toHexString(System.nanoTime());
+        String yaml = """
+                store: {type: memory, journal: "${JOURNAL}"}
+                policies:
+                  - name: slow
+                    match: {path: "/slow/{id}", methods: [PUT]}
+                    scope: accounts/{id}
+                    backend:
+                      type: postgres
+                      commit: pipelined
+                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 1, statement-timeout: 1s}
+                      params:
+                        id: path
+                        owner: {from: body}
+                        pause: {from: body}
+                      statements:
+                        PUT:
+                          - UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id -- ends in a comment
+                          - SELECT 1 AS slept FROM pg_sleep(:pause) -- so does the last one, before the COMMIT
+                """;
+        try (Pg pg = Pg.create("CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);"
+                + " CREATE TABLE ledger (id bigint); INSERT INTO accounts VALUES ('acc-1', 'ann');");
+             Connection look = pg.connect();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
+                     Map.of("PG_URL", pg.url() + "&ApplicationName=" + app))) {
+            Route route = new Route("slow", "/slow/acc-1", true, false);
+            assertEquals(200, put(proxy, route, "{\"owner\": \"bob\", \"pause\": \"0\"}", 5).status());
+            List<String> before = snapshot(look);
+
+            Http.Response r = lost(proxy, look, app, "%pg_sleep%", "{\"owner\": \"x\", \"pause\": \"0.8\"}",
+                    6, "pg_terminate_backend");
+            assertEquals(504, r.status(), r.body());
+            assertTrue(r.body().contains("unknown-outcome"), r.body());
+            assertEquals(before, snapshot(look), "in truth it did not commit (terminated mid-statement)");
+
+            // the server's own error in a statement is still a definite answer: the COMMIT behind it was skipped
+            r = put(proxy, route, "{\"owner\": \"y\", \"pause\": \"1.5\"}", 6);
+            assertEquals(504, r.status(), r.body());
+            assertTrue(r.body().contains("statement-timeout") && r.body().contains("rolled back"), r.body());
+            assertEquals(before, snapshot(look));
+
             assertEquals(200, put(proxy, route, "{\"owner\": \"carl\", \"pause\": \"0\"}", 6).status());
             assertEquals(OptionalLong.of(6), pg.fence("accounts/acc-1"));
             assertEquals(List.of("carl"), query(look, "SELECT owner FROM accounts"));

@@ -35,7 +35,9 @@ class PostgresRacingWritersIT {
     @TempDir
     Path dir;
 
-    static String policy(String fence) {
+    /** {@code fence} is {@code table}, {@code column}, or {@code table-pipelined} (table mode, commit: pipelined). */
+    static String policy(String mode) {
+        String fence = mode.startsWith("table") ? "table" : "column";
         String statement = fence.equals("table")
                 ? "INSERT INTO docs (id, content) VALUES (:scope, :content)"
                 + " ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content"
@@ -52,11 +54,13 @@ class PostgresRacingWritersIT {
                       type: postgres
                       datasource: {url: "${PG_URL}", user: postgres, pool-size: 16}
                       fence: FENCE
+                      commit: COMMIT
                       params: {content: body-text}
                       statements:
                         PUT: "STATEMENT"
                       CHECK
                 """.replace("FENCE", fence).replace("STATEMENT", statement)
+                .replace("COMMIT", mode.endsWith("pipelined") ? "pipelined" : "separate")
                 .replace("CHECK", fence.equals("column")
                         ? "check: SELECT fence_token FROM docs WHERE id = :scope" : "");
     }
@@ -69,6 +73,11 @@ class PostgresRacingWritersIT {
     @Test
     void thirtyTwoWritersOnOverlappingScopesTableMode() throws Exception {
         raceAndCheck("table", List.of("a", "b", "c"));
+    }
+
+    @Test
+    void thirtyTwoWritersOnOverlappingScopesTableModeWithThePipelinedCommit() throws Exception {
+        raceAndCheck("table-pipelined", List.of("a", "b", "c"));
     }
 
     @Test

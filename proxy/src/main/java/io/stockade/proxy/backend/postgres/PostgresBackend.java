@@ -18,6 +18,8 @@ import io.stockade.proxy.backend.SelfFencing;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.http.Problem;
 import io.stockade.proxy.postgres.PostgresPools;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.TransactionState;
 import org.postgresql.util.PSQLException;
 import org.postgresql.util.ServerErrorMessage;
 
@@ -79,7 +81,11 @@ public final class PostgresBackend implements SelfFencing {
     }
 
     private Plan plan(List<Statement> statements) {
-        String joined = String.join(";\n", statements.stream().map(s -> s.sql().jdbc()).toList());
+        // "\n;" ends a statement whose last line is a -- comment
+        String joined = String.join("\n;\n", statements.stream().map(s -> s.sql().jdbc()).toList());
+        if (pipelinedCommit()) {
+            joined += "\n;\nCOMMIT";
+        }
         boolean body = statements.stream().flatMap(s -> s.sql().placeholders().stream())
                 .map(config.params()::get)
                 .anyMatch(p -> p != null && (p.source() == ParamSource.BODY || p.source() == ParamSource.BODY_TEXT));
@@ -270,7 +276,11 @@ public final class PostgresBackend implements SelfFencing {
     /**
      * Runs one write as one explicit transaction on {@code c}: autocommit off, the fence call (table mode) and the
      * statements sent as one multi-statement prepared statement (pgjdbc pipelines its BEGIN with them), then
-     * COMMIT only when every statement succeeded and the token was not refused; anything else rolls back. Never
+     * COMMIT only when every statement succeeded and the token was not refused; anything else rolls back. With
+     * {@code commit: pipelined} the COMMIT is the multi-statement's last statement instead: the server never
+     * commits a transaction in which a statement failed (it skips the COMMIT, the transaction stays open and
+     * aborted and is rolled back here; or, after a Sync pgjdbc put between the statements, it answers the COMMIT
+     * with ROLLBACK), so it commits under the same condition, one round trip sooner. Never
      * an autocommit multi-statement: pgjdbc may put a Sync between the statements (it does after
      * {@code prepareThreshold} executions, for a statement whose result rows it cannot size), and under autocommit
      * each Sync commits what ran before it.
@@ -280,6 +290,7 @@ public final class PostgresBackend implements SelfFencing {
         Plan plan = call.plan();
         long token = call.token();
         boolean committing = false;
+        boolean pipelined = pipelinedCommit();
         try {
             c.setAutoCommit(false);
             long maxAdvance = exchange.route().policy().fence().maxAdvance();
@@ -345,11 +356,38 @@ public final class PostgresBackend implements SelfFencing {
                 }
             }
             committing = true;
-            c.commit();
+            if (!pipelined) {
+                c.commit();
+            }
             return new Ran.Committed(results, before);
         } catch (SQLException e) {
+            boolean commitMayHaveRun = committing || pipelined && commitMayHaveRun(c, e);
             rollbackQuietly(c);
-            throw new Failed(e, committing);
+            throw new Failed(e, commitMayHaveRun);
+        }
+    }
+
+    /**
+     * Whether COMMIT is sent with the statements ({@code commit: pipelined}, table mode only), not after their
+     * results were read.
+     */
+    private boolean pipelinedCommit() {
+        return config.commit() == BackendConfig.Commit.PIPELINED;
+    }
+
+    /**
+     * After a pipelined write failed: could its COMMIT have run? Not when the server answered with an error and the
+     * transaction is still open (aborted): the COMMIT was skipped with the rest. When the connection failed (no
+     * answer from the server) or the transaction is over, it may have.
+     */
+    private static boolean commitMayHaveRun(Connection c, SQLException e) {
+        if (!(e instanceof PSQLException p) || p.getServerErrorMessage() == null) {
+            return true;
+        }
+        try {
+            return c.unwrap(BaseConnection.class).getTransactionState() == TransactionState.IDLE;
+        } catch (SQLException unwrap) {
+            return true;
         }
     }
 
@@ -453,8 +491,9 @@ public final class PostgresBackend implements SelfFencing {
         ServerResponse res = exchange.response();
         if (committing && (server == null || state.isEmpty() || state.startsWith("08") || state.startsWith("57")
                 || state.startsWith("58") || state.startsWith("XX"))) {
-            return new WriteResult.Unknown("no clear answer to COMMIT (the connection failed or the server"
-                    + " stopped): " + e.getMessage());
+            return new WriteResult.Unknown("no clear answer after COMMIT was sent" + (pipelinedCommit()
+                    ? " (commit: pipelined sends it with the statements)" : "") + "; the connection failed or the"
+                    + " server stopped: " + e.getMessage());
         }
         if (state.equals(STALE) || state.equals(TOO_FAR)) {
             try {

@@ -14,7 +14,11 @@
  *   statement succeeded and the token was not refused; any failure rolls back, and the connection goes back to
  *   the pool rolled back and in autocommit (one that cannot be made so is evicted). The fence is bumped first (a
  *   conditional upsert; see {@code stockade-fences.sql}); a stale token raises SQLSTATE {@code SF409} carrying the
- *   highest token, which rolls back everything.
+ *   highest token, which rolls back everything. {@code commit: pipelined} (table mode) appends COMMIT to the
+ *   multi-statement instead: the server commits only if nothing before it failed, so the rule is the same and the
+ *   write takes one round trip; the price is that a connection lost during it leaves the outcome unknown (504).
+ *   Which statement failed is told apart by the transaction's state afterwards (still open and aborted: the
+ *   COMMIT was skipped, the answer is definite).
  *   <p>Never an autocommit multi-statement: that relied on pgjdbc sending every statement before one Sync (one
  *   implicit transaction), which it does not promise. From the {@code prepareThreshold}-th execution of a
  *   statement on a connection (5 by default) it runs the statements server-prepared, and after each one whose
