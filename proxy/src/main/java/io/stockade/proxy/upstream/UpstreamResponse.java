@@ -347,6 +347,23 @@ public final class UpstreamResponse implements AutoCloseable {
     }
 
     /**
+     * Relays the body to {@code out}, the client's response stream, and closes both. Once that stream was taken
+     * the answer's head is committed (it cannot become a problem document any more), and closing the stream after a
+     * failure would end the body as if it were complete: a failure on either side closes the client connection
+     * instead ({@link #brokeOff}), and {@code out} is left unclosed.
+     */
+    public void relayBody(java.io.OutputStream out) throws IOException {
+        InputStream in = body();
+        try {
+            in.transferTo(out);
+        } catch (IOException | RuntimeException e) {
+            throw brokeOff(e);
+        }
+        out.close();
+        in.close();
+    }
+
+    /**
      * The answer's head was relayed and its body broke off midway (the upstream failed, or the client went away):
      * the client connection is closed, so the client sees a truncated answer (fewer bytes than its
      * {@code Content-Length}, or no last chunk) and can never take it for a whole one, nor wait for the rest.

@@ -529,9 +529,8 @@ public final class HttpBackend implements Backend {
         if (length.isPresent() && response.first("Transfer-Encoding") == null) {
             res.contentLength(length.getAsLong());
         }
-        try (InputStream in = response.body(); OutputStream out = res.outputStream()) {
-            in.transferTo(out);
-        }
+        // the upstream answered with a status, so a body that breaks off leaves the write's outcome known
+        response.relayBody(res.outputStream());
     }
 
     @Override

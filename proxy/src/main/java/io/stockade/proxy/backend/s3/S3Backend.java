@@ -23,7 +23,6 @@ import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.Instant;
@@ -963,9 +962,7 @@ public class S3Backend implements Backend {
             if (length.isPresent() && response.first("Transfer-Encoding") == null) {
                 res.contentLength(length.getAsLong());
             }
-            try (InputStream in = response.body(); OutputStream out = res.outputStream()) {
-                in.transferTo(out);
-            }
+            response.relayBody(res.outputStream());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

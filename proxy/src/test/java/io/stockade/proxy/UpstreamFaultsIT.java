@@ -1,0 +1,151 @@
+package io.stockade.proxy;
+
+import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.core.WireMockConfiguration;
+import com.github.tomakehurst.wiremock.http.Fault;
+import io.stockade.testing.Http;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.get;
+import static com.github.tomakehurst.wiremock.client.WireMock.put;
+import static com.github.tomakehurst.wiremock.client.WireMock.putRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * An HTTP upstream that breaks after the write reached it (WireMock's faults, and an answer slower than the
+ * policy's timeout): the write may have been applied, so the proxy answers 502 or 504 (never a 2xx, never a 500),
+ * sends the write upstream exactly once (a retry could apply it twice), keeps the admitted token as the fence, and
+ * quarantines the scope: the next holder's write is refused with 503 and does not reach the upstream, a stale token
+ * is refused with 409 and does not either. An answer whose head arrived and whose body broke (a malformed chunk)
+ * is a known outcome relayed as far as it goes: the client's connection is closed, never a complete answer (it
+ * was a 500 before this test).
+ */
+class UpstreamFaultsIT {
+    static final String POLICY = """
+            store:
+              type: memory
+              journal: ${JOURNAL}
+            policies:
+              - name: docs
+                match:
+                  path: /docs/{id}
+                scope: docs/{id}
+                backend:
+                  type: http
+                  url: ${UPSTREAM}
+                  timeout: 500ms
+                  settle: 5s
+            """;
+
+    @TempDir
+    static Path dir;
+    static WireMockServer upstream;
+    static ProxyFixture proxy;
+
+    /** One proxy for every case (each its own scope): a serialized policy stays closed for settle after start. */
+    @BeforeAll
+    static void start() throws Exception {
+        upstream = new WireMockServer(WireMockConfiguration.options().bindAddress("127.0.0.1").dynamicPort());
+        upstream.start();
+        proxy = ProxyFixture.start(dir.resolve("j"), POLICY, Map.of("UPSTREAM", upstream.baseUrl()));
+        upstream.stubFor(put(urlPathEqualTo("/docs/probe")).willReturn(aResponse().withStatus(204)));
+        QuarantineIT.awaitOpen(proxy);
+    }
+
+    @AfterAll
+    static void stop() {
+        if (proxy != null) {
+            proxy.close();
+        }
+        if (upstream != null) {
+            upstream.stop();
+        }
+    }
+
+    /** How the upstream breaks, once it has read the write. */
+    enum Breakage {
+        CONNECTION_RESET_BY_PEER, EMPTY_RESPONSE, RANDOM_DATA_THEN_CLOSE, MALFORMED_RESPONSE_CHUNK, TOO_SLOW
+    }
+
+    @ParameterizedTest
+    @EnumSource(Breakage.class)
+    void aWriteThatMayHaveLandedIsAnsweredAsSuchSentOnceAndQuarantinesTheScope(Breakage how) throws Exception {
+        String path = "/docs/" + how.name().toLowerCase(java.util.Locale.ROOT);
+        upstream.stubFor(put(urlPathEqualTo(path)).willReturn(how == Breakage.TOO_SLOW
+                ? aResponse().withStatus(204).withFixedDelay(1500)
+                : aResponse().withFault(Fault.valueOf(how.name()))));
+
+        Optional<Http.Response> answer = send(path, "v7", 7);
+        if (how == Breakage.MALFORMED_RESPONSE_CHUNK) {
+            // a 200 head, then a broken body: the write was applied (the upstream said so), but its answer cannot
+            // be relayed whole, so the client's connection is closed: never a complete answer, never a problem
+            // document in place of the head the upstream sent
+            assertTrue(answer.isEmpty(), how + ": " + answer.map(r -> r.status() + " " + r.body()).orElse(""));
+        } else {
+            Http.Response r = answer.orElseThrow(() -> new AssertionError(how + ": no answer at all"));
+            assertTrue(r.status() == 502 || r.status() == 504, how + ": " + r.status() + " " + r.body());
+        }
+        assertEquals(1, upstream.countRequestsMatching(putRequestedFor(urlPathEqualTo(path)).build()).getCount(),
+                how + ": the write went upstream exactly once");
+        String scope = "docs/" + how.name().toLowerCase(java.util.Locale.ROOT);
+        assertEquals(Optional.of(7L), proxy.server().store().get(scope).map(s -> s.token()),
+                how + ": the admitted token is the fence");
+
+        if (how == Breakage.MALFORMED_RESPONSE_CHUNK) {
+            // a known outcome: no quarantine, the next holder writes (and a stale token stays refused)
+            upstream.stubFor(put(urlPathEqualTo(path)).willReturn(aResponse().withStatus(204)));
+            assertEquals(204, Http.put(proxy.uri(path), "v8", Map.of("Fencing-Token", "8")).status());
+            Http.Response stale = Http.put(proxy.uri(path), "v6", Map.of("Fencing-Token", "6"));
+            assertEquals(409, stale.status(), stale.body());
+            assertEquals(2, upstream.findAll(putRequestedFor(urlPathEqualTo(path))).size(), "the stale one did not");
+            return;
+        }
+        Http.Response next = Http.put(proxy.uri(path), "v8", Map.of("Fencing-Token", "8"));
+        assertEquals(503, next.status(), how + ": " + next.body());
+        assertTrue(next.body().contains("scope-quarantined"), next.body());
+        assertTrue(next.header("Retry-After").isPresent());
+        Http.Response stale = Http.put(proxy.uri(path), "v6", Map.of("Fencing-Token", "6"));
+        assertTrue(stale.status() == 409 || stale.status() == 503, how + ": " + stale.status() + " " + stale.body());
+        assertEquals(1, upstream.findAll(putRequestedFor(urlPathEqualTo(path))).size(),
+                how + ": nothing more reached the upstream while the scope is quarantined");
+        assertEquals(Optional.of(7L), proxy.server().store().get(scope).map(s -> s.token()),
+                how + ": refusals do not move the fence");
+    }
+
+    /** A read whose answer breaks off mid-body: the client's connection is closed, never a 500, never complete. */
+    @Test
+    void aReadWhoseBodyBreaksOffClosesTheClientConnection() throws Exception {
+        upstream.stubFor(get(urlPathEqualTo("/docs/broken-read"))
+                .willReturn(aResponse().withFault(Fault.MALFORMED_RESPONSE_CHUNK)));
+        try {
+            Http.Response r = Http.get(proxy.uri("/docs/broken-read"), Map.of());
+            throw new AssertionError("a whole answer reached the client: " + r.status() + " " + r.body());
+        } catch (IOException expected) {
+            // the exchange failed under the client
+        }
+        upstream.stubFor(get(urlPathEqualTo("/docs/whole")).willReturn(aResponse().withStatus(200).withBody("ok")));
+        assertEquals("ok", Http.get(proxy.uri("/docs/whole"), Map.of()).body(), "the proxy serves on");
+    }
+
+    /** The answer, or empty when the exchange itself failed (a response cut off after its head was relayed). */
+    private static Optional<Http.Response> send(String path, String body, long token) throws Exception {
+        try {
+            return Optional.of(Http.put(proxy.uri(path), body, Map.of("Fencing-Token", Long.toString(token))));
+        } catch (IOException e) {
+            return Optional.empty();
+        }
+    }
+}
