@@ -9,9 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -77,17 +75,7 @@ public final class ProxyProcess implements AutoCloseable {
         if (process == null) {
             return null;
         }
-        List<ProcessHandle> all = new ArrayList<>();   // a snapshot first: a killed wrapper's children are reparented
-        all.add(process.toHandle());
-        process.toHandle().descendants().forEach(all::add);
-        all.forEach(ProcessHandle::destroyForcibly);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        for (ProcessHandle h : all) {
-            while (h.isAlive() && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-        }
-        process.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        List<ProcessHandle> all = ProcessTree.kill9(process);
         List<Long> alive = all.stream().filter(ProcessHandle::isAlive).map(ProcessHandle::pid).toList();
         if (!alive.isEmpty()) {
             return "processes " + alive + " survived kill -9";
@@ -111,18 +99,7 @@ public final class ProxyProcess implements AutoCloseable {
     @Override
     public synchronized void close() {
         if (process != null && process.isAlive()) {
-            List<ProcessHandle> all = new ArrayList<>();
-            all.add(process.toHandle());
-            process.toHandle().descendants().forEach(all::add);
-            all.forEach(ProcessHandle::destroy);
-            try {
-                if (!process.waitFor(5, TimeUnit.SECONDS)) {
-                    process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            all.stream().filter(ProcessHandle::isAlive).forEach(ProcessHandle::destroyForcibly);
+            ProcessTree.terminate(process);
         }
     }
 }

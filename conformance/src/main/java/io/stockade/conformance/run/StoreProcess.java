@@ -148,16 +148,7 @@ public final class StoreProcess implements AutoCloseable {
 
     /** The launched process and its descendants now (empty before the start). */
     public synchronized List<ProcessHandle> tree() {
-        if (process == null) {
-            return List.of();
-        }
-        List<ProcessHandle> all = new ArrayList<>();
-        ProcessHandle root = process.toHandle();
-        if (root.isAlive()) {
-            all.add(root);
-        }
-        root.descendants().forEach(all::add);
-        return all;
+        return process == null ? List.of() : ProcessTree.of(process);
     }
 
     /** Distance from the launched process (its descendants' parents are walked up; 0 for the process itself). */
@@ -173,15 +164,7 @@ public final class StoreProcess implements AutoCloseable {
         if (process == null) {
             return;
         }
-        List<ProcessHandle> all = tree();   // snapshot first: a killed wrapper's children are reparented
-        all.forEach(ProcessHandle::destroyForcibly);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        for (ProcessHandle h : all) {
-            while (h.isAlive() && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-        }
-        process.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        ProcessTree.kill9(process);
     }
 
     public synchronized long pid() {

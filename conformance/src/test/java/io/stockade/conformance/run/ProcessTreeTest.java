@@ -54,6 +54,21 @@ class ProcessTreeTest {
         }
     }
 
+    /**
+     * The state of {@code pid} once it is {@code wanted}, or what it still is after 2 s: a signal is delivered
+     * asynchronously ({@code kill} returns once it is queued; a running multi-threaded process needs a moment to
+     * stop every thread), so a state read right after {@code kill -STOP} can still be R on a busy machine.
+     */
+    private static String awaitState(long pid, String wanted) throws InterruptedException {
+        long deadline = System.nanoTime() + 2_000_000_000L;
+        String now = state(pid);
+        while (!now.equals(wanted) && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+            now = state(pid);
+        }
+        return now;
+    }
+
     /** The server's own pid in the tree (the java process), whatever wraps it. */
     private static long serverPid(List<ProcessHandle> tree) {
         return tree.stream().filter(h -> h.info().command().orElse("").endsWith("java")).mapToLong(ProcessHandle::pid)
@@ -77,7 +92,7 @@ class ProcessTreeTest {
             List<Long> stopped = store.pause();
             assertTrue(stopped.contains(server), stopped + " must contain the server " + server);
             for (ProcessHandle h : tree) {
-                assertEquals("T", state(h.pid()), "pid " + h.pid() + " (" + h.info().command().orElse("?")
+                assertEquals("T", awaitState(h.pid(), "T"), "pid " + h.pid() + " (" + h.info().command().orElse("?")
                         + ") must be stopped");
             }
             assertEquals(StoreProcess.Probe.HUNG, store.probe(Duration.ofMillis(500)));
