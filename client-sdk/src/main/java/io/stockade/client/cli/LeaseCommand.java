@@ -373,6 +373,13 @@ public final class LeaseCommand {
                     default -> throw new IllegalArgumentException("unknown option " + opt);
                 }
             }
+            o.checkTogether();
+            return o;
+        }
+
+        /** What only the options together can tell: one service, and the options that go with it. */
+        private void checkTogether() {
+            Options o = this;
             if (o.service == null) {
                 throw new IllegalArgumentException(ONE_OF);
             }
@@ -419,7 +426,6 @@ public final class LeaseCommand {
             if (o.command.isEmpty()) {
                 throw new IllegalArgumentException("no command after --");
             }
-            return o;
         }
     }
 }
