@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stockade.policy.ClientTls;
-import io.stockade.proxy.http.ClientTlsFiles;
+import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.testing.RedisServer;
 import io.stockade.testing.TestPki;
 import java.nio.file.Path;

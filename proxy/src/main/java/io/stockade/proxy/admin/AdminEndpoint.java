@@ -8,7 +8,7 @@ import io.stockade.policy.AdminConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.json.JsonWriter;
-import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.log.DecisionLog;
 
 import java.io.BufferedReader;

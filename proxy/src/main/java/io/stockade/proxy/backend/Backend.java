@@ -2,7 +2,7 @@ package io.stockade.proxy.backend;
 
 import io.helidon.webserver.http.ServerRequest;
 import io.stockade.policy.Route;
-import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.token.FencingToken;
 
 import java.time.Duration;

@@ -3,7 +3,7 @@ package io.stockade.proxy.backend;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.Route;
-import io.stockade.proxy.http.BodyBounds;
+import io.stockade.proxy.listener.BodyBounds;
 
 import java.io.InputStream;
 

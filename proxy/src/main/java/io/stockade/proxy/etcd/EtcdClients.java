@@ -4,7 +4,7 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
 import io.stockade.policy.ClientTls;
-import io.stockade.proxy.http.ClientTlsFiles;
+import io.stockade.proxy.tls.ClientTlsFiles;
 
 import java.io.IOException;
 import java.net.URI;

@@ -4,9 +4,9 @@ import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
 import io.stockade.policy.Policy;
-import io.stockade.proxy.http.BodyBounds;
-import io.stockade.proxy.http.Durations;
-import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.listener.BodyBounds;
+import io.stockade.proxy.listener.Durations;
+import io.stockade.proxy.problem.Problem;
 
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;

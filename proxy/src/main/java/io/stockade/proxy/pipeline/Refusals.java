@@ -1,7 +1,7 @@
 package io.stockade.proxy.pipeline;
 
 import io.stockade.policy.Policy;
-import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.problem.Problem;
 
 import java.util.concurrent.TimeUnit;
 

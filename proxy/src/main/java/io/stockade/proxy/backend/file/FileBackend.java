@@ -10,11 +10,11 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.http.BodyBounds;
+import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.FenceClass;
 import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.problem.Problem;
 
 import java.io.IOException;
 import java.io.InputStream;

@@ -2,7 +2,7 @@ package io.stockade.proxy.backend.s3;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerResponse;
-import io.stockade.proxy.http.Statuses;
+import io.stockade.proxy.problem.Statuses;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
 import org.w3c.dom.Node;

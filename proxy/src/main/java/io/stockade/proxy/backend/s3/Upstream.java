@@ -1,7 +1,7 @@
 package io.stockade.proxy.backend.s3;
 
 import io.stockade.policy.BackendConfig;
-import io.stockade.proxy.http.ClientTlsFiles;
+import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.proxy.upstream.UpstreamClient;
 import io.stockade.proxy.upstream.UpstreamFailure;
 import io.stockade.proxy.upstream.UpstreamResponse;

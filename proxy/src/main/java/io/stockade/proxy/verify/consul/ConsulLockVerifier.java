@@ -1,7 +1,7 @@
 package io.stockade.proxy.verify.consul;
 
 import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.http.ClientTlsFiles;
+import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.proxy.json.JsonReader;
 import io.stockade.proxy.verify.TokenVerifier;
 

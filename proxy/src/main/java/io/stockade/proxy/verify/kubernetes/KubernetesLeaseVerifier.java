@@ -2,7 +2,7 @@ package io.stockade.proxy.verify.kubernetes;
 
 import io.stockade.policy.ClientTls;
 import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.http.ClientTlsFiles;
+import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.proxy.json.JsonReader;
 import io.stockade.proxy.verify.TokenVerifier;
 

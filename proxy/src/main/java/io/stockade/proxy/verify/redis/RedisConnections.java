@@ -1,7 +1,7 @@
 package io.stockade.proxy.verify.redis;
 
 import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.http.ClientTlsFiles;
+import io.stockade.proxy.tls.ClientTlsFiles;
 import redis.clients.jedis.ClientSetInfoConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;

@@ -8,7 +8,7 @@ import io.stockade.policy.PathTemplate;
 import io.stockade.policy.Policy;
 import io.stockade.policy.RequestTarget;
 import io.stockade.policy.Route;
-import io.stockade.proxy.http.Problem;
+import io.stockade.proxy.problem.Problem;
 import io.stockade.policy.ScopeTemplate;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Exchange;

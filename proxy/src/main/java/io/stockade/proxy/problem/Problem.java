@@ -1,4 +1,4 @@
-package io.stockade.proxy.http;
+package io.stockade.proxy.problem;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerResponse;

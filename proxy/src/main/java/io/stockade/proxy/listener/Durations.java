@@ -1,4 +1,4 @@
-package io.stockade.proxy.http;
+package io.stockade.proxy.listener;
 
 import java.time.Duration;
 

@@ -1,5 +1,7 @@
-package io.stockade.proxy.http;
+package io.stockade.proxy.listener;
 
+import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.Statuses;
 import io.helidon.http.DirectHandler;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Headers;

@@ -1,5 +1,6 @@
-package io.stockade.proxy.http;
+package io.stockade.proxy.listener;
 
+import io.stockade.proxy.problem.Problem;
 import io.helidon.http.RequestException;
 
 import java.io.FilterInputStream;

@@ -1,4 +1,4 @@
-package io.stockade.proxy.http;
+package io.stockade.proxy.listener;
 
 import io.helidon.common.buffers.BufferData;
 import io.helidon.common.buffers.DataReader;

@@ -1,4 +1,4 @@
-package io.stockade.proxy.http;
+package io.stockade.proxy.tls;
 
 import io.stockade.policy.ClientTls;
 

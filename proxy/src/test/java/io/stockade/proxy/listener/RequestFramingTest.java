@@ -1,4 +1,4 @@
-package io.stockade.proxy.http;
+package io.stockade.proxy.listener;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

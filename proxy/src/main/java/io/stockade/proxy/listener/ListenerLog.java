@@ -1,4 +1,4 @@
-package io.stockade.proxy.http;
+package io.stockade.proxy.listener;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
