@@ -127,21 +127,7 @@ class DeployFilesIT {
 
     /** A load in which each kind of event happens once: accept, handoff, stale, timeout, store failure. */
     private String scrapeAfterLoad() throws Exception {
-        String yaml = """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: docs
-                    match:
-                      path: /docs/{id}
-                    scope: docs/{id}
-                    backend:
-                      type: http
-                      url: ${UPSTREAM}
-                      timeout: 200ms
-                      settle: 100ms
-                """;
+        String yaml = TestPolicies.docsOverHttp("timeout: 200ms", "settle: 100ms");
         try (TestUpstream upstream = TestUpstream.start();
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
                      Map.of("UPSTREAM", upstream.baseUri().toString()))) {

@@ -27,22 +27,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** etcd going away under a running proxy: outages, restarts, a lost cluster member, and the token cache. */
 class EtcdFaultsIT {
-    static final String YAML = """
+    static final String YAML = TestPolicies.docsOverHttpOn("""
             store:
               type: etcd
               endpoints: ${ETCD}
               prefix: /faults/
               timeout: 1s
-            policies:
-              - name: docs
-                match:
-                  path: /docs/{id}
-                scope: docs/{id}
-                backend:
-                  type: http
-                  url: ${UPSTREAM}
-                  conditional: if-match
-            """;
+            """, "conditional: if-match");
 
     @TempDir
     Path dir;

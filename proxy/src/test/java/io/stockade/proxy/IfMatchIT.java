@@ -21,20 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * a version a newer write has replaced, so no scope is held in the proxy and a late write cannot land.
  */
 class IfMatchIT {
-    static final String POLICY = """
-            store:
-              type: memory
-              journal: ${JOURNAL}
-            policies:
-              - name: docs
-                match:
-                  path: /docs/{id}
-                scope: docs/{id}
-                backend:
-                  type: http
-                  url: ${UPSTREAM}
-                  conditional: if-match
-            """;
+    static final String POLICY = TestPolicies.docsOverHttp("conditional: if-match");
 
     @TempDir
     Path dir;

@@ -18,21 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the scope is quarantined until the settle time has passed, and only then does a newer token get through.
  */
 class QuarantineIT {
-    static final String POLICY = """
-            store:
-              type: memory
-              journal: ${JOURNAL}
-            policies:
-              - name: docs
-                match:
-                  path: /docs/{id}
-                scope: docs/{id}
-                backend:
-                  type: http
-                  url: ${UPSTREAM}
-                  timeout: 300ms
-                  settle: 1500ms
-            """;
+    static final String POLICY = TestPolicies.docsOverHttp("timeout: 300ms", "settle: 1500ms");
 
     @TempDir
     Path dir;

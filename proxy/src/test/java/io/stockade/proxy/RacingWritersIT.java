@@ -29,20 +29,7 @@ class RacingWritersIT {
 
     @Test
     void noStaleWriteLandsThroughTheHttpBackend() throws Exception {
-        String yaml = """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: docs
-                    match:
-                      path: /docs/{id}
-                    scope: docs/{id}
-                    backend:
-                      type: http
-                      url: ${UPSTREAM}
-                      settle: 50ms
-                """;
+        String yaml = TestPolicies.docsOverHttp("settle: 50ms");
         try (TestUpstream upstream = TestUpstream.start();
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
                      Map.of("UPSTREAM", upstream.baseUri().toString()))) {

@@ -34,21 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * was a 500 before this test).
  */
 class UpstreamFaultsIT {
-    static final String POLICY = """
-            store:
-              type: memory
-              journal: ${JOURNAL}
-            policies:
-              - name: docs
-                match:
-                  path: /docs/{id}
-                scope: docs/{id}
-                backend:
-                  type: http
-                  url: ${UPSTREAM}
-                  timeout: 500ms
-                  settle: 5s
-            """;
+    static final String POLICY = TestPolicies.docsOverHttp("timeout: 500ms", "settle: 5s");
 
     @TempDir
     static Path dir;
