@@ -450,6 +450,39 @@ class PostgresAtomicWritesIT {
     }
 
     /**
+     * {@code commit: pipelined}: once the server has answered the statements and the COMMIT, the write is committed;
+     * a result the driver cannot read afterwards (a {@code money} value pgjdbc cannot convert) must say so, not
+     * claim an unknown outcome or a rollback.
+     */
+    @Test
+    void aPipelinedWriteWhoseRowsCannotBeReadSaysItWasCommitted() throws Exception {
+        String yaml = """
+                store: {type: memory, journal: "${JOURNAL}"}
+                policies:
+                  - name: m
+                    match: {path: "/m/{id}", methods: [PUT]}
+                    scope: accounts/{id}
+                    backend:
+                      type: postgres
+                      commit: pipelined
+                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 1}
+                      params: {id: path, owner: {from: body}}
+                      statements:
+                        PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING 1000::money AS m
+                """;
+        try (Pg pg = Pg.create("CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);"
+                + " INSERT INTO accounts VALUES ('acc-1', 'ann');");
+             Connection look = pg.connect();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml, Map.of("PG_URL", pg.url()))) {
+            Http.Response r = Http.put(proxy.uri("/m/acc-1"), "{\"owner\": \"bob\"}", Map.of("Fencing-Token", "3"));
+            assertEquals(502, r.status(), r.body());
+            assertTrue(r.body().contains("answer-unreadable") && r.body().contains("was committed"), r.body());
+            assertEquals(List.of("bob"), query(look, "SELECT owner FROM accounts"), "it was committed");
+            assertEquals(OptionalLong.of(3), pg.fence("accounts/acc-1"));
+        }
+    }
+
+    /**
      * Sends a write and, once its connection (application name {@code app}) sleeps in a query like
      * {@code query}, terminates the backend or stops it ({@code SIGSTOP}, resumed after the answer).
      */

@@ -462,9 +462,7 @@ public final class ScenarioRunner {
                 notes.add("cycle " + n + ": the delayed write of " + v.name + " was not answered");
             }
         } finally {
-            for (Writer w : held) {
-                signal("CONT", w);
-            }
+            resumeAll(held);
         }
         notes.add("cycle " + n + ": " + held.size() + " other writer(s) held for "
                 + (System.nanoTime() - heldAt) / 1_000_000L + " ms around the delayed write"
@@ -579,12 +577,25 @@ public final class ScenarioRunner {
         }
     }
 
-    private void stopWriters() throws InterruptedException, IOException {
-        for (Writer w : writers) {
-            if (w.process != null && w.process.isAlive()) {
+    /** {@code kill -CONT} to each of {@code stopped}, every one tried whatever happens to the others. */
+    private void resumeAll(List<Writer> stopped) {
+        for (Writer w : stopped) {
+            try {
                 signal("CONT", w);
-                w.stdin.println("stop");
+            } catch (IOException | InterruptedException | RuntimeException e) {
+                notes.add("kill -CONT " + w.name + " failed: " + e);
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
             }
+        }
+    }
+
+    private void stopWriters() throws InterruptedException, IOException {
+        List<Writer> alive = writers.stream().filter(w -> w.process != null && w.process.isAlive()).toList();
+        resumeAll(alive);
+        for (Writer w : alive) {
+            w.stdin.println("stop");
         }
         for (Writer w : writers) {
             if (w.process != null && !w.process.waitFor(15, TimeUnit.SECONDS)) {

@@ -220,7 +220,7 @@ public final class PostgresBackend implements SelfFencing {
                 if ((state.equals("40001") || state.equals("40P01")) && attempt < config.retries()) {
                     continue; // rolled back (the connection is released below, before the next attempt)
                 }
-                return new Outcome(failure(f.cause(), f.committing(), exchange, attempt));
+                return new Outcome(failure(f.cause(), f.committing(), f.committed(), exchange, attempt));
             } finally {
                 release(c);
             }
@@ -258,10 +258,21 @@ public final class PostgresBackend implements SelfFencing {
     /** A transaction that failed; {@code committing}: the failure answered the COMMIT itself. */
     private static final class Failed extends Exception {
         private final boolean committing;
+        private final boolean committed;
 
         Failed(SQLException cause, boolean committing) {
+            this(cause, committing, false);
+        }
+
+        /** {@code committed}: a pipelined write that committed, and then its results could not be read. */
+        Failed(SQLException cause, boolean committing, boolean committed) {
             super(cause);
             this.committing = committing;
+            this.committed = committed;
+        }
+
+        boolean committed() {
+            return committed;
         }
 
         SQLException cause() {
@@ -291,6 +302,8 @@ public final class PostgresBackend implements SelfFencing {
         long token = call.token();
         boolean committing = false;
         boolean pipelined = pipelinedCommit();
+        boolean sent = false;
+        boolean executed = false;
         try {
             c.setAutoCommit(false);
             long maxAdvance = exchange.route().policy().fence().maxAdvance();
@@ -322,7 +335,10 @@ public final class PostgresBackend implements SelfFencing {
                 for (Statement s : plan.statements()) {
                     index = call.binder().bind(ps, index, s);
                 }
+                sent = true;
                 boolean isResultSet = ps.execute();
+                // pipelined: execute() returns only once the server answered every statement and the COMMIT
+                executed = true;
                 int n = prefixed ? -1 : 0;
                 while (true) {
                     if (!isResultSet && ps.getUpdateCount() == -1) {
@@ -361,7 +377,10 @@ public final class PostgresBackend implements SelfFencing {
             }
             return new Ran.Committed(results, before);
         } catch (SQLException e) {
-            boolean commitMayHaveRun = committing || pipelined && commitMayHaveRun(c, e);
+            if (pipelined && executed) {
+                throw new Failed(e, true, true);
+            }
+            boolean commitMayHaveRun = committing || pipelined && sent && commitMayHaveRun(c, e);
             rollbackQuietly(c);
             throw new Failed(e, commitMayHaveRun);
         }
@@ -381,11 +400,13 @@ public final class PostgresBackend implements SelfFencing {
      * answer from the server) or the transaction is over, it may have.
      */
     private static boolean commitMayHaveRun(Connection c, SQLException e) {
-        if (!(e instanceof PSQLException p) || p.getServerErrorMessage() == null) {
-            return true;
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        if (!(e instanceof PSQLException p) || p.getServerErrorMessage() == null || state.startsWith("08")
+                || state.startsWith("57P") || state.startsWith("58") || state.startsWith("XX")) {
+            return true; // the connection failed or the server ended the session: its last state is not known
         }
         try {
-            return c.unwrap(BaseConnection.class).getTransactionState() == TransactionState.IDLE;
+            return c.isClosed() || c.unwrap(BaseConnection.class).getTransactionState() == TransactionState.IDLE;
         } catch (SQLException unwrap) {
             return true;
         }
@@ -483,14 +504,21 @@ public final class PostgresBackend implements SelfFencing {
      *
      * @param committing whether the failure was the answer to the COMMIT
      */
-    private WriteResult failure(SQLException e, boolean committing, Exchange exchange, int attempts) {
+    private WriteResult failure(SQLException e, boolean committing, boolean committed, Exchange exchange,
+                                int attempts) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
         ServerErrorMessage server = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
         String constraint = server == null ? null : server.getConstraint();
         String detail = server != null && server.getMessage() != null ? server.getMessage() : e.getMessage();
         ServerResponse res = exchange.response();
-        if (committing && (server == null || state.isEmpty() || state.startsWith("08") || state.startsWith("57")
-                || state.startsWith("58") || state.startsWith("XX"))) {
+        if (committed) {
+            return sent(res, Problem.of(502, "answer-unreadable", "Answer unreadable", "the write was committed"
+                    + " (commit: pipelined), but its results could not be read: " + detail));
+        }
+        // 57014: a statement or the COMMIT was cancelled (statement timeout) before it committed: rolled back
+        if (committing && (server == null || state.isEmpty() || state.startsWith("08")
+                || state.startsWith("57") && !state.equals("57014") || state.startsWith("58")
+                || state.startsWith("XX"))) {
             return new WriteResult.Unknown("no clear answer after COMMIT was sent" + (pipelinedCommit()
                     ? " (commit: pipelined sends it with the statements)" : "") + "; the connection failed or the"
                     + " server stopped: " + e.getMessage());

@@ -757,6 +757,11 @@ public class S3Backend implements Backend {
 
     /** What a failed upstream call comes to: a refused body, an unreachable upstream, or an unknown outcome. */
     WriteResult failure(Exchange exchange, RuntimeException e, boolean mayHaveReached) {
+        if (e instanceof io.helidon.webserver.CloseConnectionException closing) {
+            // A relayed answer broke off after its head was committed (UpstreamResponse.relayBody): no S3 error can
+            // replace it, the client connection is closed (the catch sites take every RuntimeException).
+            throw closing;
+        }
         BodyBounds.BodyRefused refused = BodyBounds.BodyRefused.in(e);
         if (refused != null) {
             // The body went over a bound of the policy mid-stream: the upstream request was left short of its
