@@ -3,7 +3,6 @@ package io.stockade.proxy.backend.postgres;
 import com.zaxxer.hikari.HikariDataSource;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
-import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.stockade.policy.Policy;
 import io.stockade.policy.BackendConfig;
@@ -163,18 +162,37 @@ public final class PostgresBackend implements SelfFencing {
     private record Result(Statement statement, int affected, List<String> rows) {
     }
 
+    /** One write, in order: the plan of its method, its parameters bound, the transaction run (and retried). */
     private Outcome run(Exchange exchange, long token, boolean acceptEqual, Kind kind) {
-        ServerRequest req = exchange.request();
-        ServerResponse res = exchange.response();
-        String method = req.prologue().method().text().toUpperCase(Locale.ROOT);
+        String method = exchange.request().prologue().method().text().toUpperCase(Locale.ROOT);
         Plan plan = plans.get(method);
         if (plan == null) {
             Problem.of(405, "method-not-allowed", "Method not allowed", "policy '"
                             + exchange.route().policy().name() + "' declares no statements for " + method)
-                    .header("Allow", String.join(", ", plans.keySet())).send(res);
+                    .header("Allow", String.join(", ", plans.keySet())).send(exchange.response());
             return new Outcome(new WriteResult.Answered(405));
         }
-        Binder binder;
+        Bound bound = bind(exchange, plan, kind, token);
+        if (bound.refused() != null) {
+            return bound.refused();
+        }
+        boolean fencedColumn = kind == Kind.FENCED && config.fence() == FenceMode.COLUMN;
+        String sql = switch (kind) {
+            case FENCED -> config.fence() == FenceMode.TABLE ? plan.fenced() : plan.plain();
+            case OBSERVED -> plan.observed();
+            case PLAIN -> plan.plain();
+        };
+        return execute(new Call(exchange, plan, bound.binder(), sql, kind, fencedColumn, token, acceptEqual),
+                method);
+    }
+
+    /** The parameters of a write, bound; or the answer that refused them (nothing ran). */
+    private record Bound(Binder binder, Outcome refused) {
+    }
+
+    /** Reads the body when a parameter comes from it, and binds every parameter the plan uses. */
+    private Bound bind(Exchange exchange, Plan plan, Kind kind, long token) {
+        ServerResponse res = exchange.response();
         try {
             String body;
             try {
@@ -185,26 +203,28 @@ public final class PostgresBackend implements SelfFencing {
                     throw e;
                 }
                 // Over max-body-bytes or body-timeout while it streamed: nothing ran; the pipeline answers.
-                return new Outcome(new WriteResult.Answered(refused.problem().status()));
+                return new Bound(null, new Outcome(new WriteResult.Answered(refused.problem().status())));
             }
             if (body == null && plan.readsBody()) {
                 Problem.of(413, "body-too-large", "Body too large", "the request body is larger than the"
                         + " policy's body-limit of " + config.bodyLimit() + " bytes").send(res);
-                return new Outcome(new WriteResult.Answered(413));
+                return new Bound(null, new Outcome(new WriteResult.Answered(413)));
             }
-            binder = new Binder(config.params(), plan.used(), exchange, body, kind == Kind.PLAIN ? null : token);
+            return new Bound(new Binder(config.params(), plan.used(), exchange, body,
+                    kind == Kind.PLAIN ? null : token), null);
         } catch (Binder.BadParameter e) {
             Problem.of(400, "bad-parameter", "Bad parameter", e.getMessage()).with("parameter", e.parameter())
                     .send(res);
-            return new Outcome(new WriteResult.Answered(400));
+            return new Bound(null, new Outcome(new WriteResult.Answered(400)));
         }
-        boolean fencedColumn = kind == Kind.FENCED && config.fence() == FenceMode.COLUMN;
-        String sql = switch (kind) {
-            case FENCED -> config.fence() == FenceMode.TABLE ? plan.fenced() : plan.plain();
-            case OBSERVED -> plan.observed();
-            case PLAIN -> plan.plain();
-        };
-        Call call = new Call(exchange, plan, binder, sql, kind, fencedColumn, token, acceptEqual);
+    }
+
+    /**
+     * Runs the write's transaction on a pooled connection, again (on a fresh one) after a serialization failure
+     * or a deadlock up to the policy's retries, and answers: after the commit and after the connection went back
+     * to the pool.
+     */
+    private Outcome execute(Call call, String method) {
         for (int attempt = 0; ; attempt++) {
             Connection c;
             try {
@@ -220,14 +240,13 @@ public final class PostgresBackend implements SelfFencing {
                 if ((state.equals("40001") || state.equals("40P01")) && attempt < config.retries()) {
                     continue; // rolled back (the connection is released below, before the next attempt)
                 }
-                return new Outcome(failure(f.cause(), f.committing(), f.committed(), exchange, attempt));
+                return new Outcome(failure(f.cause(), f.committing(), f.committed(), call.exchange(), attempt));
             } finally {
                 release(c);
             }
-            // answered after the commit and after the connection went back to the pool
             return switch (ran) {
-                case Ran.Committed done -> new Outcome(answer(res, method, done.results(), config.emptyGet()),
-                        done.before());
+                case Ran.Committed done -> new Outcome(answer(call.exchange().response(), method, done.results(),
+                        config.emptyGet()), done.before());
                 case Ran.Refused refused -> new Outcome(refused.result());
             };
         }
@@ -363,13 +382,9 @@ public final class PostgresBackend implements SelfFencing {
                     isResultSet = ps.getMoreResults();
                 }
             }
-            if (call.fencedColumn()
-                    && results.stream().anyMatch(r -> r.affected() == 0 && !Rows.isQuery(r.statement()))) {
-                Long highest = checkToken(c, call.binder());
-                if (highest != null && (highest > token || highest == token && !call.acceptEqual())) {
-                    c.rollback();
-                    return new Ran.Refused(new WriteResult.Stale(highest));
-                }
+            Ran.Refused stale = recheck(c, call, results);
+            if (stale != null) {
+                return stale;
             }
             committing = true;
             if (!pipelined) {
@@ -384,6 +399,24 @@ public final class PostgresBackend implements SelfFencing {
             rollbackQuietly(c);
             throw new Failed(e, commitMayHaveRun);
         }
+    }
+
+    /**
+     * Column mode: a fenced statement that changed no row may have met a higher token in the row (or no row):
+     * the policy's {@code check} tells which; a higher token (or an equal one the policy refuses) rolls back.
+     * Null when the write stands.
+     */
+    private Ran.Refused recheck(Connection c, Call call, List<Result> results) throws SQLException {
+        if (!call.fencedColumn()
+                || results.stream().noneMatch(r -> r.affected() == 0 && !Rows.isQuery(r.statement()))) {
+            return null;
+        }
+        Long highest = checkToken(c, call.binder());
+        if (highest != null && (highest > call.token() || highest == call.token() && !call.acceptEqual())) {
+            c.rollback();
+            return new Ran.Refused(new WriteResult.Stale(highest));
+        }
+        return null;
     }
 
     /**
