@@ -205,7 +205,7 @@ final class PostgresBackendReader {
         Optional<SqlText> sql = sqlField.flatMap(f -> Values.text(f).flatMap(text -> {
             try {
                 SqlText parsed = SqlText.parse(text);
-                Optional<String> control = transactionControl(text);
+                Optional<String> control = parsed.firstKeyword().filter(TRANSACTION_CONTROL::contains);
                 if (control.isPresent()) {
                     f.error("'" + control.get() + "' is transaction control, which belongs to the proxy: every write"
                             + " runs in one transaction that it begins and commits (or rolls back with the fence)");
@@ -226,17 +226,6 @@ final class PostgresBackendReader {
     /** The statements that would end, nest or split the write's transaction. */
     private static final Set<String> TRANSACTION_CONTROL = Set.of("BEGIN", "START", "COMMIT", "END", "ROLLBACK",
             "ABORT", "SAVEPOINT", "RELEASE", "PREPARE");
-    private static final Pattern FIRST_WORD = Pattern.compile("\\A(?:\\s|--[^\\n\\r]*|/\\*[\\s\\S]*?\\*/)*([A-Za-z]+)");
-
-    /** The first keyword of {@code sql} when it is one of {@link #TRANSACTION_CONTROL}. */
-    static Optional<String> transactionControl(String sql) {
-        java.util.regex.Matcher m = FIRST_WORD.matcher(sql);
-        if (!m.lookingAt()) {
-            return Optional.empty();
-        }
-        String word = m.group(1).toUpperCase(Locale.ROOT);
-        return TRANSACTION_CONTROL.contains(word) ? Optional.of(word) : Optional.empty();
-    }
 
     private static boolean checkPlaceholders(Mapping backend, Map<String, SqlParam> params,
                                              Map<String, List<Located>> statements, Optional<Located> check) {

@@ -2,6 +2,10 @@ package io.stockade.policy;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * SQL text with {@code :name} placeholders, turned into JDBC text with {@code ?} and the names in order.
@@ -15,8 +19,17 @@ import java.util.List;
  */
 public record SqlText(String sql, String jdbc, List<String> placeholders) {
 
+    private static final Pattern FIRST_WORD =
+            Pattern.compile("\\A(?:\\s|--[^\\n\\r]*|/\\*[\\s\\S]*?\\*/)*([A-Za-z]+)");
+
     public SqlText {
         placeholders = List.copyOf(placeholders);
+    }
+
+    /** The statement's first keyword in upper case, after leading blanks and comments (empty if it has none). */
+    public Optional<String> firstKeyword() {
+        Matcher m = FIRST_WORD.matcher(sql);
+        return m.lookingAt() ? Optional.of(m.group(1).toUpperCase(Locale.ROOT)) : Optional.empty();
     }
 
     /**

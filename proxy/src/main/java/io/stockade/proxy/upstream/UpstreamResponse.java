@@ -353,14 +353,12 @@ public final class UpstreamResponse implements AutoCloseable {
      * instead ({@link #brokeOff}), and {@code out} is left unclosed.
      */
     public void relayBody(java.io.OutputStream out) throws IOException {
-        InputStream in = body();
-        try {
+        try (InputStream in = body()) {
             in.transferTo(out);
+            out.close(); // the last chunk or the last bytes: a client gone now is a broken-off answer too
         } catch (IOException | RuntimeException e) {
             throw brokeOff(e);
         }
-        out.close();
-        in.close();
     }
 
     /**

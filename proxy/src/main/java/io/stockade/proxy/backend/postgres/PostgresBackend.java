@@ -240,7 +240,7 @@ public final class PostgresBackend implements SelfFencing {
                 if ((state.equals("40001") || state.equals("40P01")) && attempt < config.retries()) {
                     continue; // rolled back (the connection is released below, before the next attempt)
                 }
-                return new Outcome(failure(f.cause(), f.committing(), f.committed(), call.exchange(), attempt));
+                return new Outcome(failure(f.cause(), f.reached(), call.exchange(), attempt));
             } finally {
                 release(c);
             }
@@ -274,32 +274,31 @@ public final class PostgresBackend implements SelfFencing {
         }
     }
 
-    /** A transaction that failed; {@code committing}: the failure answered the COMMIT itself. */
+    /** How far a failed transaction got: what its answer may claim. */
+    private enum Reached {
+        /** It failed before its COMMIT could run: nothing was committed. */
+        BEFORE_COMMIT,
+        /** Its COMMIT was sent and may have run: the error itself tells whether the outcome is known. */
+        COMMIT_SENT,
+        /** Pipelined, the server answered the COMMIT; reading the results failed afterwards: it was committed. */
+        COMMITTED
+    }
+
+    /** A transaction that failed, and how far it got. */
     private static final class Failed extends Exception {
-        private final boolean committing;
-        private final boolean committed;
+        private final Reached reached;
 
-        Failed(SQLException cause, boolean committing) {
-            this(cause, committing, false);
-        }
-
-        /** {@code committed}: a pipelined write that committed, and then its results could not be read. */
-        Failed(SQLException cause, boolean committing, boolean committed) {
+        Failed(SQLException cause, Reached reached) {
             super(cause);
-            this.committing = committing;
-            this.committed = committed;
-        }
-
-        boolean committed() {
-            return committed;
+            this.reached = reached;
         }
 
         SQLException cause() {
             return (SQLException) getCause();
         }
 
-        boolean committing() {
-            return committing;
+        Reached reached() {
+            return reached;
         }
     }
 
@@ -393,11 +392,11 @@ public final class PostgresBackend implements SelfFencing {
             return new Ran.Committed(results, before);
         } catch (SQLException e) {
             if (pipelined && executed) {
-                throw new Failed(e, true, true);
+                throw new Failed(e, Reached.COMMITTED);
             }
             boolean commitMayHaveRun = committing || pipelined && sent && commitMayHaveRun(c, e);
             rollbackQuietly(c);
-            throw new Failed(e, commitMayHaveRun);
+            throw new Failed(e, commitMayHaveRun ? Reached.COMMIT_SENT : Reached.BEFORE_COMMIT);
         }
     }
 
@@ -533,23 +532,23 @@ public final class PostgresBackend implements SelfFencing {
      * The answer to a failed transaction. It was rolled back in every case (an explicit transaction commits only
      * when its COMMIT succeeds, and a COMMIT the server refused with an error rolled back too), so the fence bump
      * did not survive either; except when the COMMIT itself got no clear answer (the connection was lost, the
-     * server was shutting down): then the outcome is unknown.
+     * server was shutting down): then the outcome is unknown; and except a pipelined write whose COMMIT the server
+     * answered before its results could be read: that one was committed.
      *
-     * @param committing whether the failure was the answer to the COMMIT
+     * @param reached how far the transaction got
      */
-    private WriteResult failure(SQLException e, boolean committing, boolean committed, Exchange exchange,
-                                int attempts) {
+    private WriteResult failure(SQLException e, Reached reached, Exchange exchange, int attempts) {
         String state = e.getSQLState() == null ? "" : e.getSQLState();
         ServerErrorMessage server = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
         String constraint = server == null ? null : server.getConstraint();
         String detail = server != null && server.getMessage() != null ? server.getMessage() : e.getMessage();
         ServerResponse res = exchange.response();
-        if (committed) {
+        if (reached == Reached.COMMITTED) {
             return sent(res, Problem.of(502, "answer-unreadable", "Answer unreadable", "the write was committed"
                     + " (commit: pipelined), but its results could not be read: " + detail));
         }
         // 57014: a statement or the COMMIT was cancelled (statement timeout) before it committed: rolled back
-        if (committing && (server == null || state.isEmpty() || state.startsWith("08")
+        if (reached == Reached.COMMIT_SENT && (server == null || state.isEmpty() || state.startsWith("08")
                 || state.startsWith("57") && !state.equals("57014") || state.startsWith("58")
                 || state.startsWith("XX"))) {
             return new WriteResult.Unknown("no clear answer after COMMIT was sent" + (pipelinedCommit()
