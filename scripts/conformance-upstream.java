@@ -14,11 +14,11 @@
 // s3proxy is started through its builder, not its Main (whose stderr redirection recurses with slf4j-jdk14);
 // its log goes wherever the script sends this process's output.
 
-import io.stockade.conformance.storage.PlainHttpStore;
-import io.stockade.proxy.testing.TestUpstream;
-
 import java.net.URI;
 import java.nio.file.Path;
+
+import io.stockade.conformance.storage.PlainHttpStore;
+import io.stockade.proxy.testing.TestUpstream;
 
 public class ConformanceUpstream {
 

@@ -1,14 +1,5 @@
 package io.stockade.bench;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.helidon.dbclient.DbClient;
-import io.helidon.dbclient.DbTransaction;
-import io.helidon.dbclient.jdbc.JdbcClientBuilder;
-import io.helidon.dbclient.jdbc.JdbcConnectionPool;
-import io.stockade.policy.Datasource;
-import io.stockade.policy.Policy;
-import io.stockade.proxy.postgres.PostgresPools;
-
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -20,6 +11,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
+
+import io.stockade.policy.Datasource;
+import io.stockade.policy.Policy;
+import io.stockade.proxy.postgres.PostgresPools;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.helidon.dbclient.DbClient;
+import io.helidon.dbclient.DbTransaction;
+import io.helidon.dbclient.jdbc.JdbcClientBuilder;
+import io.helidon.dbclient.jdbc.JdbcConnectionPool;
 
 /**
  * The postgres backend's fenced write (the fence call, then {@code UPDATE accounts SET balance = ? WHERE id = ?}, in

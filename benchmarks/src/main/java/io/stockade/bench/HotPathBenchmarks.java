@@ -1,5 +1,13 @@
 package io.stockade.bench;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.Route;
@@ -10,6 +18,7 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.store.memory.MemoryFenceStore;
 import io.stockade.proxy.token.FencingToken;
+
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -22,14 +31,6 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
-
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.Comparator;
-import java.util.Optional;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * The proxy's hot path, piece by piece: the fence decision in memory, a stale token refused by the token cache,

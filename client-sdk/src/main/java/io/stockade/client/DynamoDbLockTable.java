@@ -1,5 +1,7 @@
 package io.stockade.client;
 
+import java.util.List;
+
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeDefinition;
 import software.amazon.awssdk.services.dynamodb.model.BillingMode;
@@ -8,8 +10,6 @@ import software.amazon.awssdk.services.dynamodb.model.KeyType;
 import software.amazon.awssdk.services.dynamodb.model.ResourceInUseException;
 import software.amazon.awssdk.services.dynamodb.model.ScalarAttributeType;
 import software.amazon.awssdk.services.dynamodb.model.TableDescription;
-
-import java.util.List;
 
 /**
  * The table of the DynamoDB lock items ({@link Leases.Builder#dynamodb}): partition key {@code key}, a string, no

@@ -2,6 +2,7 @@ package io.stockade.client;
 
 import java.time.Duration;
 import java.util.Objects;
+
 import software.amazon.awssdk.core.interceptor.Context;
 import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;

@@ -1,7 +1,5 @@
 package io.stockade.client;
 
-import io.stockade.testing.Jvm;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -14,6 +12,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import io.stockade.testing.Jvm;
 
 /** Child JVMs for the process-level tests: this JVM's class path, stdout lines readable with a timeout. */
 final class Children {

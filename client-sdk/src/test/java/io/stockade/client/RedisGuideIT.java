@@ -1,13 +1,5 @@
 package io.stockade.client;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import io.stockade.policy.PolicyLoader;
-import io.stockade.policy.TokenVerification;
-import io.stockade.testing.RedisServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -15,12 +7,22 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.TokenVerification;
+import io.stockade.testing.RedisServer;
+
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.Jedis;
 import redis.clients.jedis.params.SetParams;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * docs/locks-guide.md, section 6 "A Redis lock done properly", run against a real redis-server: its three scripts are

@@ -1,9 +1,5 @@
 package io.stockade.client;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import io.stockade.testing.RedisServer;
 import java.io.OutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -16,9 +12,15 @@ import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
+
+import io.stockade.testing.RedisServer;
+
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.Jedis;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The zombie test with the Redis provider and a real proxy (a child JVM) whose policy verifies tokens against the same

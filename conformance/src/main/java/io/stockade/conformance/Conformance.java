@@ -1,15 +1,5 @@
 package io.stockade.conformance;
 
-import io.stockade.conformance.report.Reports;
-import io.stockade.conformance.run.ProxyProcess;
-import io.stockade.conformance.run.RunResult;
-import io.stockade.conformance.run.ScenarioRunner;
-import io.stockade.conformance.run.StoreProcess;
-import io.stockade.conformance.storage.JdbcHttpStore;
-import io.stockade.conformance.storage.PlainHttpStore;
-import io.stockade.conformance.storage.StorageReader;
-import io.stockade.conformance.writer.SigV4;
-
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -23,6 +13,16 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+
+import io.stockade.conformance.report.Reports;
+import io.stockade.conformance.run.ProxyProcess;
+import io.stockade.conformance.run.RunResult;
+import io.stockade.conformance.run.ScenarioRunner;
+import io.stockade.conformance.run.StoreProcess;
+import io.stockade.conformance.storage.JdbcHttpStore;
+import io.stockade.conformance.storage.PlainHttpStore;
+import io.stockade.conformance.storage.StorageReader;
+import io.stockade.conformance.writer.SigV4;
 
 /**
  * The conformance suite as a library: the command line ({@link Main}) and users' own JUnit tests call it.

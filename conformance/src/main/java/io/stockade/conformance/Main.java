@@ -1,12 +1,12 @@
 package io.stockade.conformance;
 
-import io.stockade.conformance.report.Reports;
-
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+
+import io.stockade.conformance.report.Reports;
 
 /**
  * {@code java -jar stockade-conformance.jar --target target.yaml [--scenario NAME]... [--duration 30s]

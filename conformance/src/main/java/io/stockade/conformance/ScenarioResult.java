@@ -1,8 +1,8 @@
 package io.stockade.conformance;
 
-import io.stockade.conformance.run.RunResult;
-
 import java.util.List;
+
+import io.stockade.conformance.run.RunResult;
 
 /**
  * One scenario against one target: the run through the proxy, its paired control, and the verdict.

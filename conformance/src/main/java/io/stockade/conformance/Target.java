@@ -1,15 +1,5 @@
 package io.stockade.conformance;
 
-import io.stockade.conformance.storage.DirectoryReader;
-import io.stockade.conformance.storage.HttpReader;
-import io.stockade.conformance.storage.JdbcReader;
-import io.stockade.conformance.storage.S3Reader;
-import io.stockade.conformance.storage.StorageReader;
-import io.stockade.conformance.writer.SigV4;
-import org.yaml.snakeyaml.LoaderOptions;
-import org.yaml.snakeyaml.Yaml;
-import org.yaml.snakeyaml.constructor.SafeConstructor;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -18,6 +8,17 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+
+import io.stockade.conformance.storage.DirectoryReader;
+import io.stockade.conformance.storage.HttpReader;
+import io.stockade.conformance.storage.JdbcReader;
+import io.stockade.conformance.storage.S3Reader;
+import io.stockade.conformance.storage.StorageReader;
+import io.stockade.conformance.writer.SigV4;
+
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
 
 /**
  * What the suite tests: a proxy, and the storage behind it read back directly. See {@code conformance/README.md}

@@ -1,12 +1,5 @@
 package io.stockade.conformance;
 
-import io.stockade.conformance.run.RunResult;
-import io.stockade.conformance.storage.PlainHttpStore;
-import io.stockade.testing.RedisServer;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import redis.clients.jedis.Jedis;
-
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -18,6 +11,14 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
+
+import io.stockade.conformance.run.RunResult;
+import io.stockade.conformance.storage.PlainHttpStore;
+import io.stockade.testing.RedisServer;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import redis.clients.jedis.Jedis;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,12 +1,13 @@
 package io.stockade.conformance;
 
+import java.util.List;
+import java.util.Map;
+
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.conformance.run.RunResult;
-import org.junit.jupiter.api.Test;
 
-import java.util.List;
-import java.util.Map;
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

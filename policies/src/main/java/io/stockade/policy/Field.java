@@ -3,6 +3,7 @@ package io.stockade.policy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+
 import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.ScalarNode;

@@ -1,11 +1,5 @@
 package io.stockade.policy;
 
-import io.stockade.policy.BackendConfig.FenceMode;
-import io.stockade.policy.BackendConfig.ParamSource;
-import io.stockade.policy.BackendConfig.ParamType;
-import io.stockade.policy.BackendConfig.SqlParam;
-import io.stockade.policy.BackendConfig.Statement;
-
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -16,6 +10,12 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
+
+import io.stockade.policy.BackendConfig.FenceMode;
+import io.stockade.policy.BackendConfig.ParamSource;
+import io.stockade.policy.BackendConfig.ParamType;
+import io.stockade.policy.BackendConfig.SqlParam;
+import io.stockade.policy.BackendConfig.Statement;
 
 /**
  * Reads a postgres {@code backend} block and checks its statements against its parameters: every

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+
 import org.yaml.snakeyaml.error.Mark;
 
 /** The errors found so far in one file. */

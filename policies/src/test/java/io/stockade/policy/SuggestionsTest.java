@@ -1,11 +1,12 @@
 package io.stockade.policy;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-
 import java.util.List;
 import java.util.Optional;
+
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 class SuggestionsTest {
     private static final List<String> KEYS = List.of("path", "methods", "host", "port", "compact-after");

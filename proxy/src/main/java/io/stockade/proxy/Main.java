@@ -1,17 +1,18 @@
 package io.stockade.proxy;
 
-import io.helidon.logging.common.LogConfig;
-import io.stockade.policy.PolicyException;
-import io.stockade.proxy.log.JsonLineHandler;
-import io.stockade.policy.PolicyLoader;
-import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.admin.FenceCommand;
-
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.admin.FenceCommand;
+import io.stockade.proxy.log.JsonLineHandler;
+
+import io.helidon.logging.common.LogConfig;
 
 /**
  * The command line: {@code java -jar stockade-proxy.jar --config FILE [--port N]}, or

@@ -1,14 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.policy.Policy;
-import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
-import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.admin.PolicyReload;
-import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.pipeline.FencePipeline;
-import io.stockade.proxy.verify.registry.TokenVerifiers;
-
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -19,6 +10,15 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.admin.PolicyReload;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.pipeline.FencePipeline;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 /**
  * Live policy reload: the policy file is loaded and validated again, its backends opened, and the new policies put

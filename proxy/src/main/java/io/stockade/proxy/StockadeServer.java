@@ -1,11 +1,14 @@
 package io.stockade.proxy;
 
-import io.helidon.common.tls.TlsClientAuth;
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.WebServer;
-import io.helidon.webserver.http.HttpRouting;
-import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
@@ -23,23 +26,21 @@ import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.listener.ListenerLimits;
 import io.stockade.proxy.listener.ListenerTls;
-import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.listener.UnreadBody;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.pipeline.Readiness;
+import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
-import java.io.IOException;
-import java.nio.file.Path;
-import java.util.LinkedHashMap;
-import java.time.Duration;
-import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import java.util.logging.Level;
-import java.util.logging.Logger;
+import io.helidon.common.tls.TlsClientAuth;
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * A running proxy: the fence store, one backend per policy, the pipeline, and the HTTP listener.

@@ -1,12 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.testing.Http;
-import io.stockade.proxy.testing.OpenSockets;
-import io.stockade.testing.Pg;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
-
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -16,6 +9,14 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+
+import io.stockade.proxy.testing.OpenSockets;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,16 +1,17 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.ChildProxy;
-import io.stockade.testing.Http;
-import io.stockade.proxy.testing.TestUpstream;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.Http;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,13 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.json.JsonReader;
-import io.stockade.testing.ConsulStandIn;
-import io.stockade.testing.Http;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -18,6 +10,15 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+
+import io.stockade.proxy.json.JsonReader;
+import io.stockade.testing.ConsulStandIn;
+import io.stockade.testing.Http;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,12 +1,13 @@
 package io.stockade.proxy;
 
+import java.util.Map;
+import java.util.UUID;
+
 import io.stockade.testing.EtcdServer;
+
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
-
-import java.util.Map;
-import java.util.UUID;
 
 /**
  * The whole contract through the HTTP backend (serialized class) with the fence state in a real etcd and the token

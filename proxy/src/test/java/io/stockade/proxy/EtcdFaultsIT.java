@@ -1,16 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.testing.EtcdServer;
-import io.stockade.conformance.check.History;
-import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.testing.Http;
-import io.stockade.proxy.testing.TestUpstream;
-import io.stockade.proxy.store.cache.CachingFenceStore;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,6 +10,18 @@ import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.proxy.store.cache.CachingFenceStore;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.EtcdServer;
+import io.stockade.testing.Http;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

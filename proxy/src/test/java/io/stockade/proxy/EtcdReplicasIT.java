@@ -1,17 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.ChildProxy;
-import io.stockade.testing.EtcdServer;
-import io.stockade.conformance.check.History;
-import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.Racers;
-import io.stockade.proxy.testing.TestUpstream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,6 +13,19 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
+
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.proxy.testing.Racers;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.EtcdServer;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,16 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.admin.FenceCommand;
-import io.stockade.testing.EtcdServer;
-import io.stockade.testing.Http;
-import io.stockade.testing.Pg;
-import io.stockade.proxy.testing.TestUpstream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -22,6 +11,18 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+
+import io.stockade.proxy.admin.FenceCommand;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.EtcdServer;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

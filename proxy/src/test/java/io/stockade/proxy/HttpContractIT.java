@@ -1,14 +1,15 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.testing.Http;
-import io.stockade.proxy.testing.TestUpstream;
-import io.stockade.proxy.testing.Warnings;
-import org.junit.jupiter.api.Test;
-
 import java.util.List;
 import java.util.Map;
 import java.util.logging.LogRecord;
+
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.proxy.testing.Warnings;
+import io.stockade.testing.Http;
+
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,16 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.proxy.testing.TargetGrammar;
-import io.stockade.proxy.testing.TestUpstream;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.lifecycle.AfterContainer;
-import net.jqwik.api.lifecycle.BeforeContainer;
-
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -18,6 +7,18 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.proxy.testing.DifferentialOracle;
+import io.stockade.proxy.testing.TargetGrammar;
+import io.stockade.proxy.testing.TestUpstream;
+
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.lifecycle.BeforeContainer;
 
 /**
  * The differential fuzzer of the http backend (issue 14): hostile spellings of a few resources

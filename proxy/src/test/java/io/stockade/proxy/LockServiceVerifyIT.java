@@ -1,18 +1,5 @@
 package io.stockade.proxy;
 
-import io.etcd.jetcd.ByteSequence;
-import io.etcd.jetcd.Client;
-import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.proxy.pipeline.FencePipeline;
-import io.stockade.testing.EtcdServer;
-import io.stockade.testing.FreePorts;
-import io.stockade.testing.Http;
-import io.stockade.testing.Pg;
-import io.stockade.proxy.testing.Warnings;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,6 +8,20 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
+
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.pipeline.FencePipeline;
+import io.stockade.proxy.testing.Warnings;
+import io.stockade.testing.EtcdServer;
+import io.stockade.testing.FreePorts;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

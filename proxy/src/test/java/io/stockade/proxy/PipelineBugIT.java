@@ -1,6 +1,15 @@
 package io.stockade.proxy;
 
-import io.helidon.webserver.WebServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.Map;
+import java.util.Optional;
+
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Backend;
@@ -11,18 +20,10 @@ import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
+
+import io.helidon.webserver.WebServer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Clock;
-import java.util.Map;
-import java.util.Optional;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

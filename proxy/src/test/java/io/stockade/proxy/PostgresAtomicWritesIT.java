@@ -1,16 +1,5 @@
 package io.stockade.proxy;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.stockade.proxy.backend.postgres.PostgresBackend;
-import io.stockade.testing.Http;
-import io.stockade.testing.Pg;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
-import org.postgresql.core.BaseConnection;
-import org.postgresql.core.TransactionState;
-
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -21,6 +10,18 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
+
+import io.stockade.proxy.backend.postgres.PostgresBackend;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.TransactionState;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,16 +1,17 @@
 package io.stockade.proxy;
 
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.proxy.backend.postgres.PostgresBackend;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
-import org.junit.jupiter.api.Test;
 
-import java.nio.file.Path;
-import java.util.Map;
-import java.util.Optional;
-import java.util.OptionalLong;
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

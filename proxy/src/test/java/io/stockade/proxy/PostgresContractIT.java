@@ -1,13 +1,14 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.backend.postgres.PostgresBackend;
-import io.stockade.testing.Http;
-import io.stockade.testing.Pg;
-import org.junit.jupiter.api.Test;
-
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+
+import io.stockade.proxy.backend.postgres.PostgresBackend;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

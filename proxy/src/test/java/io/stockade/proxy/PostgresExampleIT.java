@@ -1,9 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.testing.Http;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -11,6 +7,11 @@ import java.sql.DriverManager;
 import java.sql.Statement;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+
+import io.stockade.testing.Http;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;

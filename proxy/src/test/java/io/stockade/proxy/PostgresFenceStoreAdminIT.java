@@ -1,17 +1,18 @@
 package io.stockade.proxy;
 
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceAdmin.Retired;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.testing.Pg;
-import org.junit.jupiter.api.Test;
 
-import java.sql.SQLException;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Optional;
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,17 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.policy.Datasource;
-import io.stockade.policy.StoreConfig;
-import io.stockade.proxy.fence.Advance;
-import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.store.postgres.PostgresFenceStore;
-import io.stockade.testing.Http;
-import io.stockade.testing.Pg;
-import io.stockade.proxy.testing.TestUpstream;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,6 +9,19 @@ import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+
+import io.stockade.policy.Datasource;
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.store.postgres.PostgresFenceStore;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

@@ -1,18 +1,19 @@
 package io.stockade.proxy;
 
-import io.stockade.conformance.check.History;
-import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.Racers;
-import io.stockade.testing.Pg;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.proxy.testing.Racers;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,15 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.conformance.check.History;
-import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.testing.Http;
-import io.stockade.testing.Pg;
-import io.stockade.testing.PgCluster;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -24,6 +14,17 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+import io.stockade.testing.PgCluster;
+
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

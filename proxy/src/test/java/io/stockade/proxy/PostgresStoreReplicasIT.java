@@ -1,14 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.conformance.check.History;
-import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.ChildProxy;
-import io.stockade.testing.Pg;
-import io.stockade.proxy.testing.TestUpstream;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -19,6 +10,16 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

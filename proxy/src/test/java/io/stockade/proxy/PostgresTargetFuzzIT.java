@@ -1,20 +1,21 @@
 package io.stockade.proxy;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
 import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.testing.Pg;
 import io.stockade.proxy.testing.TargetGrammar;
+import io.stockade.testing.Pg;
+
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
-
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.HashMap;
-import java.util.List;
-import java.util.Map;
 
 /**
  * The differential fuzzer of the postgres backend (issue 14): hostile spellings of a few resources

@@ -1,10 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.testing.Http;
-import io.stockade.testing.Pg;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
@@ -12,6 +7,12 @@ import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,14 +1,14 @@
 package io.stockade.proxy;
 
-import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
-import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Path;
 import java.util.Map;
+
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 
 /**
  * An in-process proxy for integration tests, started from a YAML policy text exactly as a user would write it.

@@ -1,13 +1,13 @@
 package io.stockade.proxy;
 
+import java.util.HashMap;
+import java.util.Map;
+
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.testing.DifferentialOracle;
-import io.stockade.testing.Http;
 import io.stockade.proxy.testing.TargetGrammar;
-
-import java.util.HashMap;
-import java.util.Map;
+import io.stockade.testing.Http;
 
 /**
  * What the differential fuzzers ({@code *TargetFuzzIT}) share: how an attempt is sent, and the memory store's fences.

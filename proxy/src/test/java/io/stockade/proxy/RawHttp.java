@@ -1,7 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.testing.Http;
-
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,6 +11,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.testing.Http;
 
 /**
  * Sends a request byte for byte over a plain socket, for what a well-behaved client library would not send

@@ -1,5 +1,10 @@
 package io.stockade.proxy;
 
+import java.net.URI;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Properties;
+
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;
 import org.jclouds.ContextBuilder;
@@ -10,13 +15,8 @@ import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.presigner.S3Presigner;
 import software.amazon.awssdk.services.s3.S3Configuration;
-
-import java.net.URI;
-import java.nio.file.Path;
-import java.util.Map;
-import java.util.Properties;
+import software.amazon.awssdk.services.s3.presigner.S3Presigner;
 
 /**
  * A real S3 server in-process ({@code org.gaul:s3proxy} 3.0.0 over a transient blob store) with the Stockade

@@ -1,6 +1,10 @@
 package io.stockade.proxy;
 
+import java.nio.file.Path;
+import java.util.Map;
+
 import io.stockade.testing.Http;
+
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -10,9 +14,6 @@ import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.BucketCannedACL;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.ObjectCannedACL;
-
-import java.nio.file.Path;
-import java.util.Map;
 
 import static io.stockade.proxy.S3BackendIT.token;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,16 +1,17 @@
 package io.stockade.proxy;
 
-import io.stockade.testing.FreePorts;
-import io.stockade.proxy.testing.Warnings;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.S3Exception;
-
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.logging.LogRecord;
+
+import io.stockade.proxy.testing.Warnings;
+import io.stockade.testing.FreePorts;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.S3Exception;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

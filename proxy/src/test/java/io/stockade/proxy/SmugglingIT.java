@@ -1,16 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.testing.Http;
-import io.stockade.proxy.testing.TestUpstream;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
-
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.net.Socket;
@@ -23,6 +12,18 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.Http;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

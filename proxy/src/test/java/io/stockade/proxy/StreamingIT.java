@@ -1,11 +1,5 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.ChildProxy;
-import io.stockade.testing.Http;
-import io.stockade.proxy.testing.TestUpstream;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.InputStream;
 import java.net.URI;
 import java.net.http.HttpRequest;
@@ -17,6 +11,13 @@ import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
+
+import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.Http;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

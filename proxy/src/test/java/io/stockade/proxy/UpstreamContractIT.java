@@ -1,9 +1,9 @@
 package io.stockade.proxy;
 
-import io.stockade.proxy.testing.TestUpstream;
-
 import java.util.Map;
 import java.util.Optional;
+
+import io.stockade.proxy.testing.TestUpstream;
 
 /** The contract through an HTTP backend: a real upstream server is the storage, read back directly. */
 abstract class UpstreamContractIT extends ContractIT {

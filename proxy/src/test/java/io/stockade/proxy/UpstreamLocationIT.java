@@ -1,15 +1,16 @@
 package io.stockade.proxy;
 
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Map;
+
 import io.stockade.testing.Http;
+
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-
-import java.io.IOException;
-import java.nio.file.Path;
-import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

@@ -1,12 +1,12 @@
 package io.stockade.proxy;
 
-import io.stockade.testing.Http;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+
+import io.stockade.testing.Http;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

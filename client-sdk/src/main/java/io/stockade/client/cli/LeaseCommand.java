@@ -1,9 +1,5 @@
 package io.stockade.client.cli;
 
-import io.stockade.client.Lease;
-import io.stockade.client.LeaseProvider;
-import io.stockade.client.Leases;
-import io.stockade.client.LossReason;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.time.Duration;
@@ -18,6 +14,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import io.stockade.client.Lease;
+import io.stockade.client.LeaseProvider;
+import io.stockade.client.Leases;
+import io.stockade.client.LossReason;
 
 /**
  * {@code lease run}: holds a lease while a command runs, and stops the command the moment the lease is lost.

@@ -1,8 +1,5 @@
 package io.stockade.conformance.check;
 
-import io.stockade.conformance.check.History.Op;
-import io.stockade.conformance.check.History.Outcome;
-
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -12,6 +9,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+
+import io.stockade.conformance.check.History.Op;
+import io.stockade.conformance.check.History.Outcome;
 
 /**
  * Checks a {@link History} of fenced writes against the contract (DESIGN.md, "The contract"), per scope. A pending

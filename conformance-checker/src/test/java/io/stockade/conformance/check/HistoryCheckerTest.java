@@ -1,10 +1,5 @@
 package io.stockade.conformance.check;
 
-import io.stockade.conformance.check.History.Op;
-import io.stockade.conformance.check.HistoryChecker.Result;
-import io.stockade.conformance.check.HistoryChecker.Violation;
-import org.junit.jupiter.api.Test;
-
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -16,6 +11,12 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+
+import io.stockade.conformance.check.History.Op;
+import io.stockade.conformance.check.HistoryChecker.Result;
+import io.stockade.conformance.check.HistoryChecker.Violation;
+
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

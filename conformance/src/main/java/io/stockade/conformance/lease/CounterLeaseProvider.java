@@ -1,13 +1,13 @@
 package io.stockade.conformance.lease;
 
-import io.stockade.conformance.writer.RawHttp;
-
 import java.io.IOException;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
+
+import io.stockade.conformance.writer.RawHttp;
 
 /** Leases from a {@link CounterLeaseServer}. */
 public final class CounterLeaseProvider implements LeaseProvider {

@@ -1,12 +1,12 @@
 package io.stockade.conformance.lease;
 
-import io.stockade.client.Leases;
-
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
+
+import io.stockade.client.Leases;
 
 /**
  * Leases from a real lock service through the client SDK's providers ({@code io.stockade.client}): etcd (token =

@@ -1,12 +1,12 @@
 package io.stockade.conformance.report;
 
+import java.util.List;
+import java.util.Locale;
+
 import io.stockade.conformance.ScenarioResult;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.conformance.run.RunResult;
-
-import java.util.List;
-import java.util.Locale;
 
 /** The console table, the JSON report (with every history) and JUnit XML. */
 public final class Reports {

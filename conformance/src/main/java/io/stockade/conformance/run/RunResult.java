@@ -1,10 +1,10 @@
 package io.stockade.conformance.run;
 
+import java.util.List;
+
 import io.stockade.conformance.Scenario;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
-
-import java.util.List;
 
 /**
  * One run of one scenario, through the proxy or as the control.

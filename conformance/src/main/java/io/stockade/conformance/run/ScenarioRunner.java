@@ -1,15 +1,5 @@
 package io.stockade.conformance.run;
 
-import io.stockade.conformance.Scenario;
-import io.stockade.conformance.check.History;
-import io.stockade.conformance.check.History.Op;
-import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.conformance.fault.FaultProxy;
-import io.stockade.conformance.lease.CounterLeaseServer;
-import io.stockade.conformance.storage.StorageReader;
-import io.stockade.conformance.writer.SigV4;
-import io.stockade.conformance.writer.WriterMain;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -26,6 +16,16 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+
+import io.stockade.conformance.Scenario;
+import io.stockade.conformance.check.History;
+import io.stockade.conformance.check.History.Op;
+import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.conformance.fault.FaultProxy;
+import io.stockade.conformance.lease.CounterLeaseServer;
+import io.stockade.conformance.storage.StorageReader;
+import io.stockade.conformance.writer.SigV4;
+import io.stockade.conformance.writer.WriterMain;
 
 /**
  * Runs one scenario once: starts the lease counter, one {@link FaultProxy} per writer in front of the endpoint (the

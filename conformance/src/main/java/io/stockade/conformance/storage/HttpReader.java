@@ -1,10 +1,10 @@
 package io.stockade.conformance.storage;
 
-import io.stockade.conformance.writer.RawHttp;
-
 import java.io.IOException;
 import java.net.URI;
 import java.time.Duration;
+
+import io.stockade.conformance.writer.RawHttp;
 
 /** GETs {@code url + path} (with {@code {key}} replaced) from the storage's own HTTP endpoint. */
 public record HttpReader(String url, String path) implements StorageReader {

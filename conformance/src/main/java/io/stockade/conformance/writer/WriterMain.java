@@ -1,9 +1,5 @@
 package io.stockade.conformance.writer;
 
-import io.stockade.conformance.lease.Lease;
-import io.stockade.conformance.lease.LeaseProvider;
-import io.stockade.conformance.lease.LeaseProviders;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -14,6 +10,10 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+
+import io.stockade.conformance.lease.Lease;
+import io.stockade.conformance.lease.LeaseProvider;
+import io.stockade.conformance.lease.LeaseProviders;
 
 /**
  * One writer, run as its own OS process so it can be paused for real ({@code kill -STOP}). It takes the lease,

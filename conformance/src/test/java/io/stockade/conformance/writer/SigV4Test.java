@@ -1,11 +1,11 @@
 package io.stockade.conformance.writer;
 
-import org.junit.jupiter.api.Test;
-
 import java.net.URI;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.util.Map;
+
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

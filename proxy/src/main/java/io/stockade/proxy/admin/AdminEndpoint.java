@@ -1,16 +1,5 @@
 package io.stockade.proxy.admin;
 
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.Handler;
-import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
-import io.stockade.policy.AdminConfig;
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.json.JsonWriter;
-import io.stockade.proxy.problem.Problem;
-import io.stockade.proxy.log.DecisionLog;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -19,6 +8,18 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.security.MessageDigest;
 import java.util.Map;
+
+import io.stockade.policy.AdminConfig;
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.log.DecisionLog;
+import io.stockade.proxy.problem.Problem;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.Handler;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * The admin endpoints under {@value #BASE}: fence-state operations over HTTP, JSON in and out, RFC 9457 problems

@@ -1,13 +1,13 @@
 package io.stockade.proxy.admin;
 
-import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.json.JsonWriter;
-
 import java.lang.reflect.RecordComponent;
 import java.util.Collection;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.json.JsonWriter;
 
 /**
  * The policies in force as JSON, for {@code GET /admin/policies}: every record of the model rendered by its

@@ -1,13 +1,5 @@
 package io.stockade.proxy.admin;
 
-import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
-import io.stockade.policy.StoreConfig;
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.fence.FenceStore;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.store.FenceStores;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -21,6 +13,14 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.store.FenceStores;
 
 /**
  * {@code stockade-proxy fence --config FILE <operation> ...}: the fence-state operations run directly on the store

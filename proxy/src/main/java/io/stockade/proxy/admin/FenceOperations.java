@@ -1,9 +1,5 @@
 package io.stockade.proxy.admin;
 
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.json.JsonWriter;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -12,6 +8,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.StringJoiner;
+
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.json.JsonWriter;
 
 /**
  * The fence-state operations, shared by the {@code fence} command and the admin endpoints: each takes plain

@@ -1,9 +1,9 @@
 package io.stockade.proxy.admin;
 
-import io.stockade.proxy.json.JsonReader;
-
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.proxy.json.JsonReader;
 
 /**
  * One flat JSON object whose values are strings, whole numbers (as {@link Long}), booleans or null — all the admin

@@ -1,12 +1,13 @@
 package io.stockade.proxy.backend;
 
-import io.helidon.webserver.http.ServerRequest;
+import java.time.Duration;
+import java.util.List;
+
 import io.stockade.policy.Route;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.token.FencingToken;
 
-import java.time.Duration;
-import java.util.List;
+import io.helidon.webserver.http.ServerRequest;
 
 /**
  * Where a policy's requests go. One implementation per backend type, each in its own package.

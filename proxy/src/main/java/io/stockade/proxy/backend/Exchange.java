@@ -1,11 +1,12 @@
 package io.stockade.proxy.backend;
 
-import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
+import java.io.InputStream;
+
 import io.stockade.policy.Route;
 import io.stockade.proxy.listener.BodyBounds;
 
-import java.io.InputStream;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * One request on its way through the proxy.

@@ -1,11 +1,5 @@
 package io.stockade.proxy.etcd;
 
-import io.etcd.jetcd.ByteSequence;
-import io.etcd.jetcd.Client;
-import io.etcd.jetcd.ClientBuilder;
-import io.stockade.policy.ClientTls;
-import io.stockade.proxy.tls.ClientTlsFiles;
-
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -14,6 +8,13 @@ import java.nio.file.Path;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.List;
+
+import io.stockade.policy.ClientTls;
+import io.stockade.proxy.tls.ClientTlsFiles;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.ClientBuilder;
 
 /**
  * Builds the jetcd client of the etcd store and of the etcd verifier from a policy's connection options.

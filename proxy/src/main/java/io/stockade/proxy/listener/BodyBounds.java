@@ -1,8 +1,5 @@
 package io.stockade.proxy.listener;
 
-import io.stockade.proxy.problem.Problem;
-import io.helidon.http.RequestException;
-
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -14,6 +11,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
+
+import io.stockade.proxy.problem.Problem;
+
+import io.helidon.http.RequestException;
 
 /**
  * The per-policy bounds on one request's body: how many bytes, and by when the last of them must have arrived.

@@ -1,7 +1,16 @@
 package io.stockade.proxy.listener;
 
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.logging.Logger;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.ServerConfig;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.Statuses;
+
 import io.helidon.http.DirectHandler;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Headers;
@@ -13,14 +22,6 @@ import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.http.DirectHandlers;
 import io.helidon.webserver.http1.Http1Config;
 import io.helidon.webserver.http1.Http1ConnectionListener;
-import io.stockade.policy.Policy;
-import io.stockade.policy.ServerConfig;
-
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.logging.Logger;
 
 /**
  * What the HTTP listener enforces on every connection before any policy is known ({@code server.limits}): the

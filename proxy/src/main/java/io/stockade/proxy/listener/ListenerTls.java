@@ -1,10 +1,5 @@
 package io.stockade.proxy.listener;
 
-import io.stockade.policy.ServerConfig;
-
-import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +7,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
+
+import io.stockade.policy.ServerConfig;
 
 /** The listener's TLS context, from the PKCS#12 key stores the policy file names. */
 public final class ListenerTls {

@@ -1,14 +1,14 @@
 package io.stockade.proxy.listener;
 
-import io.helidon.http.DirectHandler;
-import io.helidon.http.RequestException;
-import io.helidon.http.Status;
-
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+
+import io.helidon.http.DirectHandler;
+import io.helidon.http.RequestException;
+import io.helidon.http.Status;
 
 /**
  * What one client connection sends, as Helidon's HTTP/1.1 parser gets to read it: the bytes pass through unchanged,

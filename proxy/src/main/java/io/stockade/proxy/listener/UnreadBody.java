@@ -1,5 +1,12 @@
 package io.stockade.proxy.listener;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.time.Duration;
+import java.util.OptionalLong;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
 import io.helidon.http.HeaderNames;
 import io.helidon.http.HeaderValues;
 import io.helidon.webserver.CloseConnectionException;
@@ -8,13 +15,6 @@ import io.helidon.webserver.http.FilterChain;
 import io.helidon.webserver.http.RoutingRequest;
 import io.helidon.webserver.http.RoutingResponse;
 import io.helidon.webserver.http.ServerRequest;
-
-import java.io.IOException;
-import java.io.InputStream;
-import java.time.Duration;
-import java.util.OptionalLong;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * No request body is ever read as a request: an answer sent before its request's body was read either drains the

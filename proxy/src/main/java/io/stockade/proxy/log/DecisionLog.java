@@ -1,13 +1,13 @@
 package io.stockade.proxy.log;
 
-import io.stockade.proxy.json.JsonWriter;
-import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-
 import java.time.Instant;
 import java.util.EnumSet;
 import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 
 /**
  * One JSON line per decision (logger {@code stockade.decision}), and an audit line for every refusal and every

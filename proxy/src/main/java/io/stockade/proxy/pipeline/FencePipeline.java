@@ -1,37 +1,5 @@
 package io.stockade.proxy.pipeline;
 
-import io.helidon.http.HeaderName;
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.CloseConnectionException;
-import io.helidon.webserver.http.Handler;
-import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
-import io.stockade.policy.Policy;
-import io.stockade.policy.RequestTarget;
-import io.stockade.policy.Route;
-import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.listener.BodyBounds;
-import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.SelfFencing;
-import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.fence.Advance;
-import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.fence.FenceStore;
-import io.stockade.proxy.fence.ScopeGuard;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.problem.Problem;
-import io.stockade.proxy.log.Decision;
-import io.stockade.proxy.log.DecisionLog;
-import io.stockade.proxy.log.WarnLimiter;
-import io.stockade.proxy.metrics.ProxyMetrics;
-import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
-import io.stockade.proxy.token.FencingToken;
-import io.stockade.proxy.verify.TokenVerifier;
-import io.stockade.proxy.verify.registry.TokenVerifiers;
-
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -41,6 +9,39 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.RequestTarget;
+import io.stockade.policy.Route;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.listener.BodyBounds;
+import io.stockade.proxy.log.Decision;
+import io.stockade.proxy.log.DecisionLog;
+import io.stockade.proxy.log.WarnLimiter;
+import io.stockade.proxy.metrics.ProxyMetrics;
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.token.FencingToken;
+import io.stockade.proxy.verify.TokenVerifier;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
+
+import io.helidon.http.HeaderName;
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.CloseConnectionException;
+import io.helidon.webserver.http.Handler;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * The request path of the proxy, one stage after another, listed in order in {@link #handle}:

@@ -1,16 +1,17 @@
 package io.stockade.proxy.pipeline;
 
-import io.helidon.http.Header;
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.ServerRequest;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
+
 import io.stockade.policy.Policy;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.listener.Durations;
 import io.stockade.proxy.problem.Problem;
 
-import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.LongSupplier;
+import io.helidon.http.Header;
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
 
 /**
  * A policy's limits ({@code policies[i].limits}), checked by the pipeline once the policy is known and before the

@@ -1,14 +1,5 @@
 package io.stockade.proxy.pipeline;
 
-import io.stockade.policy.Policy;
-import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.backend.SelfFencing;
-import io.stockade.proxy.fence.FenceStore;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.verify.TokenVerifier;
-import io.stockade.proxy.verify.registry.TokenVerifiers;
-
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -18,6 +9,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.logging.Logger;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.verify.TokenVerifier;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 /**
  * {@code /health/ready}: whether the proxy can decide fences now. It is DOWN while the fence store, a policy's

@@ -1,9 +1,9 @@
 package io.stockade.proxy.pipeline;
 
+import java.util.concurrent.TimeUnit;
+
 import io.stockade.policy.Policy;
 import io.stockade.proxy.problem.Problem;
-
-import java.util.concurrent.TimeUnit;
 
 /**
  * Every refusal the pipeline decides, as an RFC 9457 problem, in one place: its status, type, title and the words

@@ -1,9 +1,5 @@
 package io.stockade.proxy.postgres;
 
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
-import io.stockade.policy.Datasource;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +8,11 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+
+import io.stockade.policy.Datasource;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 
 /** Opens HikariCP pools over pgjdbc, and creates or checks Stockade's fence table and functions. */
 public final class PostgresPools {

@@ -1,12 +1,13 @@
 package io.stockade.proxy.problem;
 
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.ServerResponse;
-import io.stockade.proxy.json.JsonWriter;
-
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
+
+import io.stockade.proxy.json.JsonWriter;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * An RFC 9457 problem answer ({@code application/problem+json}). Every refusal the proxy makes is one of these,

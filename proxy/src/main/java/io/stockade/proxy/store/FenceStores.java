@@ -1,5 +1,8 @@
 package io.stockade.proxy.store;
 
+import java.io.IOException;
+import java.util.Optional;
+
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
@@ -7,9 +10,6 @@ import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.store.etcd.EtcdFenceStore;
 import io.stockade.proxy.store.memory.MemoryFenceStore;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
-
-import java.io.IOException;
-import java.util.Optional;
 
 /** Opens the fence store a policy file names. One line per store type; the token cache goes in front if enabled. */
 public final class FenceStores {

@@ -1,10 +1,5 @@
 package io.stockade.proxy.tls;
 
-import io.stockade.policy.ClientTls;
-
-import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -26,6 +21,11 @@ import java.util.Base64;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
+
+import io.stockade.policy.ClientTls;
 
 /**
  * The PEM files of a policy's {@code tls: {ca, cert, key}}, read and checked once when a client is opened (an

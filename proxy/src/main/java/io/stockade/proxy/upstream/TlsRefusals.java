@@ -1,8 +1,8 @@
 package io.stockade.proxy.upstream;
 
+import java.util.Set;
 import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLHandshakeException;
-import java.util.Set;
 
 /**
  * Which TLS failures are refused handshakes: the upstream never read a byte of the request, so the request cannot

@@ -1,7 +1,5 @@
 package io.stockade.proxy.upstream;
 
-import io.helidon.webserver.CloseConnectionException;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.SocketTimeoutException;
@@ -10,6 +8,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
+
+import io.helidon.webserver.CloseConnectionException;
 
 /**
  * An upstream's answer: the status line and headers read, the body framed (RFC 9112 section 6.3) and read

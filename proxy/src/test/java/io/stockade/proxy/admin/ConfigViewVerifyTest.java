@@ -1,11 +1,12 @@
 package io.stockade.proxy.admin;
 
-import io.stockade.policy.PolicyLoader;
-import io.stockade.policy.StockadeConfig;
-import org.junit.jupiter.api.Test;
-
 import java.nio.file.Path;
 import java.util.Map;
+
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,8 +1,5 @@
 package io.stockade.proxy.bench;
 
-import io.stockade.proxy.ProxyFixture;
-import io.stockade.testing.Pg;
-
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -16,6 +13,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.testing.Pg;
 
 /**
  * Fenced writes through the proxy (postgres backend, fence: table) against the same bare UPDATE over JDBC, at the

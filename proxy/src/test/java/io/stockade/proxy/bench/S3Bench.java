@@ -1,9 +1,5 @@
 package io.stockade.proxy.bench;
 
-import io.stockade.proxy.S3Fixture;
-import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.services.s3.S3Client;
-
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +9,11 @@ import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+
+import io.stockade.proxy.S3Fixture;
+
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * PutObject and GetObject of 4 KiB and 4 MiB objects through the proxy (S3 backend, fence-scope object: the atomic

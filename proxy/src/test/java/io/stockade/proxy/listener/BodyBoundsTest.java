@@ -1,9 +1,9 @@
 package io.stockade.proxy.listener;
 
-import org.junit.jupiter.api.Test;
-
 import java.io.InputStream;
 import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

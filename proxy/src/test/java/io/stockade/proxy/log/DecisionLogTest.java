@@ -1,6 +1,7 @@
 package io.stockade.proxy.log;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,9 +1,10 @@
 package io.stockade.proxy.log;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-
 import java.util.concurrent.atomic.AtomicLong;
+
 import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 class WarnLimiterTest {
     private final AtomicLong now = new AtomicLong(1_000);

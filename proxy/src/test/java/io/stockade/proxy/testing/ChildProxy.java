@@ -1,7 +1,5 @@
 package io.stockade.proxy.testing;
 
-import io.stockade.testing.Jvm;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -15,6 +13,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import io.stockade.testing.Jvm;
 
 /**
  * The proxy as a child JVM, for crash and restart tests: runs

@@ -1,12 +1,12 @@
 package io.stockade.proxy.testing;
 
-import com.sun.net.httpserver.HttpServer;
-
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+
+import com.sun.net.httpserver.HttpServer;
 
 /**
  * A stand-in for the proxy's Main, used only to test {@link ChildProxy}. Reads {@code --config FILE}; the file's

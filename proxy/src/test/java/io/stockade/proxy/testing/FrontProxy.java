@@ -1,6 +1,5 @@
 package io.stockade.proxy.testing;
 
-import io.stockade.testing.FreePorts;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -12,6 +11,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+
+import io.stockade.testing.FreePorts;
 
 /**
  * A real reverse proxy in front of Stockade, from the Debian packages ({@code haproxy}, {@code nginx-light}), run as a

@@ -1,8 +1,5 @@
 package io.stockade.proxy.testing;
 
-import io.stockade.testing.Http;
-import io.stockade.conformance.check.History;
-
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +10,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+
+import io.stockade.conformance.check.History;
+import io.stockade.testing.Http;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

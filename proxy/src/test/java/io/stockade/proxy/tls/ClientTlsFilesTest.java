@@ -1,14 +1,15 @@
 package io.stockade.proxy.tls;
 
-import io.stockade.policy.ClientTls;
-import io.stockade.testing.TestPki;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+
+import io.stockade.policy.ClientTls;
+import io.stockade.testing.TestPki;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;

@@ -1,21 +1,5 @@
 package io.stockade.proxy.backend.file;
 
-import io.helidon.http.HeaderName;
-import io.helidon.http.HeaderNames;
-import io.helidon.http.Method;
-import io.helidon.http.Status;
-import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
-import io.stockade.policy.BackendConfig;
-import io.stockade.policy.Policy;
-import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.listener.BodyBounds;
-import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.problem.Problem;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -37,6 +21,23 @@ import java.util.UUID;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Policy;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.listener.BodyBounds;
+import io.stockade.proxy.problem.Problem;
+
+import io.helidon.http.HeaderName;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Method;
+import io.helidon.http.Status;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * A local directory served over HTTP: {@code GET}, {@code HEAD}, {@code PUT} and {@code DELETE} of whole files.

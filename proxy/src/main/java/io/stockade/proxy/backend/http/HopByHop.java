@@ -1,12 +1,12 @@
 package io.stockade.proxy.backend.http;
 
-import io.helidon.http.Header;
-import io.helidon.http.HeaderNames;
-import io.helidon.http.Headers;
-
 import java.util.HashSet;
 import java.util.Locale;
 import java.util.Set;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Headers;
 
 /**
  * Which headers a proxy must not pass on (RFC 9110 section 7.6.1): the fixed hop-by-hop set, plus every header

@@ -1,28 +1,5 @@
 package io.stockade.proxy.backend.http;
 
-import io.helidon.http.Header;
-import io.helidon.http.HeaderName;
-import io.helidon.http.HeaderNames;
-import io.helidon.http.Method;
-import io.helidon.http.Status;
-import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
-import io.stockade.policy.BackendConfig;
-import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.listener.BodyBounds;
-import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.tls.ClientTlsFiles;
-import io.stockade.proxy.problem.Problem;
-import io.stockade.proxy.log.WarnLimiter;
-import io.stockade.proxy.upstream.UpstreamClient;
-import io.stockade.proxy.upstream.UpstreamFailure;
-import io.stockade.proxy.upstream.UpstreamResponse;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -35,6 +12,30 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.listener.BodyBounds;
+import io.stockade.proxy.log.WarnLimiter;
+import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.tls.ClientTlsFiles;
+import io.stockade.proxy.upstream.UpstreamClient;
+import io.stockade.proxy.upstream.UpstreamFailure;
+import io.stockade.proxy.upstream.UpstreamResponse;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderName;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Method;
+import io.helidon.http.Status;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * A plain HTTP upstream, reached through the proxy's own pooled keep-alive client ({@link UpstreamClient}).

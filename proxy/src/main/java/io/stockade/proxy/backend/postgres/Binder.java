@@ -1,17 +1,17 @@
 package io.stockade.proxy.backend.postgres;
 
-import io.stockade.policy.BackendConfig;
-import io.stockade.policy.BackendConfig.ParamType;
-import io.stockade.policy.BackendConfig.SqlParam;
-import io.stockade.policy.BackendConfig.Statement;
-import io.stockade.proxy.backend.Exchange;
-
 import java.math.BigDecimal;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Types;
 import java.util.HashMap;
 import java.util.Map;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.BackendConfig.ParamType;
+import io.stockade.policy.BackendConfig.SqlParam;
+import io.stockade.policy.BackendConfig.Statement;
+import io.stockade.proxy.backend.Exchange;
 
 /**
  * The values of a request's statement parameters, read from the path, the query, the JSON body or the whole

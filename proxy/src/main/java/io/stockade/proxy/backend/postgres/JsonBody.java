@@ -1,10 +1,10 @@
 package io.stockade.proxy.backend.postgres;
 
-import io.stockade.proxy.json.JsonReader;
-
 import java.math.BigDecimal;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.proxy.json.JsonReader;
 
 /**
  * A request body's JSON, read strictly with {@link JsonReader} ({@link JsonReader.Options#BODY}): objects become

@@ -1,27 +1,5 @@
 package io.stockade.proxy.backend.postgres;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.helidon.http.HeaderNames;
-import io.helidon.http.Status;
-import io.helidon.webserver.http.ServerResponse;
-import io.stockade.policy.Policy;
-import io.stockade.policy.BackendConfig;
-import io.stockade.policy.BackendConfig.FenceMode;
-import io.stockade.policy.BackendConfig.ParamSource;
-import io.stockade.policy.BackendConfig.Statement;
-import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.listener.BodyBounds;
-import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.SelfFencing;
-import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.problem.Problem;
-import io.stockade.proxy.postgres.PostgresPools;
-import org.postgresql.core.BaseConnection;
-import org.postgresql.core.TransactionState;
-import org.postgresql.util.PSQLException;
-import org.postgresql.util.ServerErrorMessage;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -30,15 +8,38 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.BackendConfig.FenceMode;
+import io.stockade.policy.BackendConfig.ParamSource;
+import io.stockade.policy.BackendConfig.Statement;
+import io.stockade.policy.Policy;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.listener.BodyBounds;
+import io.stockade.proxy.postgres.PostgresPools;
+import io.stockade.proxy.problem.Problem;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Status;
+import io.helidon.webserver.http.ServerResponse;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.TransactionState;
+import org.postgresql.util.PSQLException;
+import org.postgresql.util.ServerErrorMessage;
 
 /**
  * The {@code postgres} backend: each method of a policy runs the policy's named statements, in one transaction

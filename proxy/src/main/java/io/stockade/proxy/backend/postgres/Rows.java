@@ -1,8 +1,5 @@
 package io.stockade.proxy.backend.postgres;
 
-import io.stockade.policy.BackendConfig.Statement;
-import io.stockade.proxy.json.JsonWriter;
-
 import java.math.BigDecimal;
 import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
@@ -10,6 +7,9 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+
+import io.stockade.policy.BackendConfig.Statement;
+import io.stockade.proxy.json.JsonWriter;
 
 /** Result rows as JSON objects: numbers and booleans as JSON, json/jsonb as they are, the rest as strings. */
 final class Rows {

@@ -1,10 +1,5 @@
 package io.stockade.proxy.backend.s3;
 
-import io.helidon.http.Header;
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.ServerRequest;
-import io.stockade.policy.BackendConfig;
-
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -16,6 +11,12 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.stream.Collectors;
+
+import io.stockade.policy.BackendConfig;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
 
 /**
  * Checks a client's SigV4 signature (Authorization header or presigned URL) against the access keys the policy

@@ -1,20 +1,8 @@
 package io.stockade.proxy.backend.s3;
 
-import io.helidon.http.HeaderNames;
-import io.stockade.proxy.upstream.UpstreamResponse;
-import io.helidon.webserver.http.ServerRequest;
-import io.stockade.policy.BackendConfig;
-import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.SelfFencing;
-import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.fence.ScopeGuard;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -24,6 +12,19 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.upstream.UpstreamResponse;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
 
 /**
  * The <em>atomic</em> S3 class: one scope per object, the highest token in the object's metadata

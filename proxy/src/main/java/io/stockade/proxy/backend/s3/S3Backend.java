@@ -1,24 +1,5 @@
 package io.stockade.proxy.backend.s3;
 
-import io.helidon.http.Header;
-import io.helidon.http.HeaderName;
-import io.helidon.http.HeaderNames;
-import io.helidon.http.Status;
-import io.stockade.proxy.upstream.UpstreamResponse;
-import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
-import io.stockade.policy.BackendConfig;
-import io.stockade.policy.Route;
-import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.listener.BodyBounds;
-import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.problem.Problem;
-import io.stockade.proxy.log.WarnLimiter;
-import io.stockade.proxy.token.FencingToken;
-
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -35,6 +16,26 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Route;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.listener.BodyBounds;
+import io.stockade.proxy.log.WarnLimiter;
+import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.token.FencingToken;
+import io.stockade.proxy.upstream.UpstreamResponse;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderName;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Status;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * An S3-compatible object store behind the proxy, spoken to by unmodified S3 clients.

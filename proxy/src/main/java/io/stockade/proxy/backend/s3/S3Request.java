@@ -1,9 +1,5 @@
 package io.stockade.proxy.backend.s3;
 
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.ServerRequest;
-import io.stockade.policy.RequestTarget;
-
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,6 +7,11 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+
+import io.stockade.policy.RequestTarget;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
 
 /**
  * One client request read as S3: the bucket and key (path-style {@code /bucket/key}, or virtual-host-style

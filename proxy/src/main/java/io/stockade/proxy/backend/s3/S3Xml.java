@@ -1,22 +1,23 @@
 package io.stockade.proxy.backend.s3;
 
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.ServerResponse;
-import io.stockade.proxy.problem.Statuses;
-import org.w3c.dom.Document;
-import org.w3c.dom.Element;
-import org.w3c.dom.Node;
-import org.w3c.dom.NodeList;
-
-import javax.xml.XMLConstants;
-import javax.xml.parsers.DocumentBuilder;
-import javax.xml.parsers.DocumentBuilderFactory;
 import java.io.ByteArrayInputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import javax.xml.XMLConstants;
+import javax.xml.parsers.DocumentBuilder;
+import javax.xml.parsers.DocumentBuilderFactory;
+
+import io.stockade.proxy.problem.Statuses;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerResponse;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.Node;
+import org.w3c.dom.NodeList;
 
 /** S3's XML: error answers, and the request bodies the proxy must read (DeleteObjects). */
 final class S3Xml {

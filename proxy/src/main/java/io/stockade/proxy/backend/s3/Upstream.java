@@ -1,11 +1,5 @@
 package io.stockade.proxy.backend.s3;
 
-import io.stockade.policy.BackendConfig;
-import io.stockade.proxy.tls.ClientTlsFiles;
-import io.stockade.proxy.upstream.UpstreamClient;
-import io.stockade.proxy.upstream.UpstreamFailure;
-import io.stockade.proxy.upstream.UpstreamResponse;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -17,6 +11,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.tls.ClientTlsFiles;
+import io.stockade.proxy.upstream.UpstreamClient;
+import io.stockade.proxy.upstream.UpstreamFailure;
+import io.stockade.proxy.upstream.UpstreamResponse;
 
 /**
  * The proxy's own S3 client: signs each request with SigV4 and the proxy's credentials ({@code UNSIGNED-PAYLOAD},

@@ -1,15 +1,16 @@
 package io.stockade.proxy.store.cache;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.RemovalCause;
+import java.util.Optional;
+import java.util.concurrent.atomic.LongAdder;
+
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
 
-import java.util.Optional;
-import java.util.concurrent.atomic.LongAdder;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
 
 /**
  * A {@link FenceStore} in front of another that remembers the highest token it has seen per scope (bounded, least

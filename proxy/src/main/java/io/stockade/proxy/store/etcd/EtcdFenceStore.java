@@ -1,27 +1,5 @@
 package io.stockade.proxy.store.etcd;
 
-import io.etcd.jetcd.ByteSequence;
-import io.etcd.jetcd.Client;
-import io.etcd.jetcd.KV;
-import io.etcd.jetcd.KeyValue;
-import io.etcd.jetcd.kv.GetResponse;
-import io.etcd.jetcd.kv.TxnResponse;
-import io.etcd.jetcd.op.Cmp;
-import io.etcd.jetcd.op.CmpTarget;
-import io.etcd.jetcd.op.Op;
-import io.etcd.jetcd.options.GetOption;
-import io.etcd.jetcd.options.PutOption;
-import io.etcd.jetcd.options.DeleteOption;
-import io.stockade.policy.StoreConfig;
-import io.stockade.proxy.fence.Advance;
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.fence.FenceStore;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.etcd.EtcdClients;
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -35,6 +13,29 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.etcd.EtcdClients;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.StoreUnavailableException;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KV;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.kv.TxnResponse;
+import io.etcd.jetcd.op.Cmp;
+import io.etcd.jetcd.op.CmpTarget;
+import io.etcd.jetcd.op.Op;
+import io.etcd.jetcd.options.DeleteOption;
+import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.PutOption;
 
 /**
  * Fence state in etcd, shared by every proxy replica with the same endpoints and prefix.

@@ -1,7 +1,5 @@
 package io.stockade.proxy.store.memory;
 
-import io.stockade.proxy.fence.StoreUnavailableException;
-
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -20,6 +18,8 @@ import java.util.concurrent.locks.StampedLock;
 import java.util.function.Consumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import io.stockade.proxy.fence.StoreUnavailableException;
 
 /**
  * An append-only, fsync'd, segmented journal with group commit.

@@ -1,12 +1,5 @@
 package io.stockade.proxy.store.memory;
 
-import io.stockade.policy.StoreConfig;
-import io.stockade.proxy.fence.Advance;
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.fence.FenceStore;
-import io.stockade.proxy.fence.StoreUnavailableException;
-
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -16,6 +9,13 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
+
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.StoreUnavailableException;
 
 /**
  * Fence state in a {@link ConcurrentHashMap}, made durable by a group-committed, fsync'd {@link Journal}.

@@ -1,10 +1,10 @@
 package io.stockade.proxy.store.memory;
 
-import io.stockade.proxy.fence.FenceState;
-
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.zip.CRC32C;
+
+import io.stockade.proxy.fence.FenceState;
 
 /**
  * The journal's record format. Every record is

@@ -1,14 +1,5 @@
 package io.stockade.proxy.store.postgres;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.stockade.policy.StoreConfig;
-import io.stockade.proxy.fence.Advance;
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.fence.FenceStore;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.postgres.PostgresPools;
-
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -19,6 +10,16 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
+
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.postgres.PostgresPools;
+
+import com.zaxxer.hikari.HikariDataSource;
 
 /**
  * The {@code postgres} fence store: the high-water marks in {@code stockade_fences}, shared by every proxy replica

@@ -1,9 +1,10 @@
 package io.stockade.proxy.verify.cache;
 
-import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
 import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.verify.TokenVerifier;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 
 /**
  * Remembers positive verdicts of a lock-service verifier per (scope, token) for a bounded time, so the lock

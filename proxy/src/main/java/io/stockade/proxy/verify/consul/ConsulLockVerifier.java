@@ -1,10 +1,5 @@
 package io.stockade.proxy.verify.consul;
 
-import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.tls.ClientTlsFiles;
-import io.stockade.proxy.json.JsonReader;
-import io.stockade.proxy.verify.TokenVerifier;
-
 import java.io.IOException;
 import java.net.URI;
 import java.net.URLEncoder;
@@ -18,6 +13,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.json.JsonReader;
+import io.stockade.proxy.tls.ClientTlsFiles;
+import io.stockade.proxy.verify.TokenVerifier;
 
 /**
  * A token is genuine when it is the {@code ModifyIndex} of the Consul KV key {@code prefix + scope} and a session

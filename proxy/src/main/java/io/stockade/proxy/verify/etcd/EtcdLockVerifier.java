@@ -1,15 +1,5 @@
 package io.stockade.proxy.verify.etcd;
 
-import io.etcd.jetcd.ByteSequence;
-import io.etcd.jetcd.Client;
-import io.etcd.jetcd.KV;
-import io.etcd.jetcd.KeyValue;
-import io.etcd.jetcd.kv.GetResponse;
-import io.etcd.jetcd.options.GetOption;
-import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.etcd.EtcdClients;
-import io.stockade.proxy.verify.TokenVerifier;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -18,6 +8,17 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.etcd.EtcdClients;
+import io.stockade.proxy.verify.TokenVerifier;
+
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KV;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.options.GetOption;
 
 /**
  * A token is genuine when it is the create revision of the key that holds the etcd lock named

@@ -1,8 +1,5 @@
 package io.stockade.proxy.verify.hmac;
 
-import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.verify.TokenVerifier;
-
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -16,6 +13,9 @@ import java.util.List;
 import java.util.Map;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
+
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.verify.TokenVerifier;
 
 /**
  * Signed tokens: the request carries, beside the token, a signature only holders of a shared key can make:

@@ -1,11 +1,5 @@
 package io.stockade.proxy.verify.kubernetes;
 
-import io.stockade.policy.ClientTls;
-import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.tls.ClientTlsFiles;
-import io.stockade.proxy.json.JsonReader;
-import io.stockade.proxy.verify.TokenVerifier;
-
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -22,6 +16,12 @@ import java.time.OffsetDateTime;
 import java.util.Map;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
+
+import io.stockade.policy.ClientTls;
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.json.JsonReader;
+import io.stockade.proxy.tls.ClientTlsFiles;
+import io.stockade.proxy.verify.TokenVerifier;
 
 /**
  * A token is genuine when it is {@code spec.leaseTransitions} of the Kubernetes {@code coordination.k8s.io/v1} Lease

@@ -1,15 +1,16 @@
 package io.stockade.proxy.verify.postgres;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.postgres.PostgresPools;
-import io.stockade.proxy.verify.TokenVerifier;
-
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.postgres.PostgresPools;
+import io.stockade.proxy.verify.TokenVerifier;
+
+import com.zaxxer.hikari.HikariDataSource;
 
 /**
  * A token is genuine when it is the one the lease table holds for the lease named {@code prefix + scope}: the

@@ -1,17 +1,18 @@
 package io.stockade.proxy.verify.redis;
 
+import java.io.IOException;
+import java.time.Duration;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
 import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.verify.TokenVerifier;
+
 import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.exceptions.JedisConnectionException;
 import redis.clients.jedis.exceptions.JedisDataException;
 import redis.clients.jedis.exceptions.JedisException;
 import redis.clients.jedis.exceptions.JedisMovedDataException;
-
-import java.io.IOException;
-import java.time.Duration;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * A token is genuine when the Redis key {@code prefix + scope} exists and its value holds exactly this token. The

@@ -1,5 +1,14 @@
 package io.stockade.proxy.verify.registry;
 
+import java.io.IOException;
+import java.time.Clock;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
 import io.stockade.policy.Policy;
 import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.verify.TokenVerifier;
@@ -12,15 +21,6 @@ import io.stockade.proxy.verify.kubernetes.KubernetesLeaseVerifier;
 import io.stockade.proxy.verify.postgres.PostgresLeaseVerifier;
 import io.stockade.proxy.verify.redis.RedisLockVerifier;
 import io.stockade.proxy.verify.zookeeper.ZooKeeperLockVerifier;
-
-import java.io.IOException;
-import java.time.Clock;
-import java.util.Collection;
-import java.util.HashSet;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * The open verifiers, one per distinct {@code fence.verify} block: policies with equal blocks share one (and its

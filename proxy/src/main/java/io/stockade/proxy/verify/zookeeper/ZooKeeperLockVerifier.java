@@ -1,13 +1,5 @@
 package io.stockade.proxy.verify.zookeeper;
 
-import io.stockade.policy.TokenVerification;
-import io.stockade.proxy.verify.TokenVerifier;
-import org.apache.zookeeper.KeeperException;
-import org.apache.zookeeper.ZooKeeper;
-import org.apache.zookeeper.client.ZKClientConfig;
-import org.apache.zookeeper.common.PathUtils;
-import org.apache.zookeeper.data.Stat;
-
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -17,6 +9,15 @@ import java.util.concurrent.TimeoutException;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.regex.Pattern;
+
+import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.verify.TokenVerifier;
+
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.client.ZKClientConfig;
+import org.apache.zookeeper.common.PathUtils;
+import org.apache.zookeeper.data.Stat;
 
 /**
  * A token is genuine when it is the creation zxid ({@code czxid}) of the node that holds the ZooKeeper lock

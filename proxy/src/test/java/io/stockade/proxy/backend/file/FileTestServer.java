@@ -1,20 +1,5 @@
 package io.stockade.proxy.backend.file;
 
-import io.helidon.http.HeaderNames;
-import io.helidon.webserver.WebServer;
-import io.helidon.webserver.http.HttpRouting;
-import io.stockade.policy.BackendConfig;
-import io.stockade.policy.PathTemplate;
-import io.stockade.policy.Policy;
-import io.stockade.policy.RequestTarget;
-import io.stockade.policy.Route;
-import io.stockade.proxy.problem.Problem;
-import io.stockade.policy.ScopeTemplate;
-import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.fence.FenceState;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -24,6 +9,22 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.PathTemplate;
+import io.stockade.policy.Policy;
+import io.stockade.policy.RequestTarget;
+import io.stockade.policy.Route;
+import io.stockade.policy.ScopeTemplate;
+import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.problem.Problem;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http.HttpRouting;
 
 /**
  * A real Helidon server in front of a {@link FileBackend}, standing in for the engine: a request with a

@@ -1,12 +1,13 @@
 package io.stockade.proxy.backend.postgres;
 
-import io.stockade.testing.Pg;
-import org.junit.jupiter.api.Test;
-
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

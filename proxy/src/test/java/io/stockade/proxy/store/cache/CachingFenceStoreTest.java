@@ -1,14 +1,15 @@
 package io.stockade.proxy.store.cache;
 
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import org.junit.jupiter.api.Test;
 
-import java.util.HashMap;
-import java.util.Map;
-import java.util.Optional;
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

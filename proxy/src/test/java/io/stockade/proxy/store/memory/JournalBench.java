@@ -1,7 +1,5 @@
 package io.stockade.proxy.store.memory;
 
-import io.stockade.policy.StoreConfig;
-
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -15,6 +13,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Stream;
+
+import io.stockade.policy.StoreConfig;
 
 /**
  * Throughput of the memory fence store on this machine's disk; run by hand, not part of the build:

@@ -1,9 +1,9 @@
 package io.stockade.proxy.store.memory;
 
+import java.nio.file.Path;
+
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.Advance;
-
-import java.nio.file.Path;
 
 /**
  * Child process of {@link JournalCrashTest}: a few threads raise their own scope with increasing tokens, forever,

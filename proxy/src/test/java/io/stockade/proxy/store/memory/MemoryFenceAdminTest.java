@@ -1,13 +1,14 @@
 package io.stockade.proxy.store.memory;
 
+import java.nio.file.Path;
+import java.util.List;
+
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceAdmin;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-
-import java.nio.file.Path;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

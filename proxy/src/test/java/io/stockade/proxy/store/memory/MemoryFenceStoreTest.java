@@ -1,12 +1,5 @@
 package io.stockade.proxy.store.memory;
 
-import io.stockade.policy.StoreConfig;
-import io.stockade.proxy.fence.Advance;
-import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,6 +14,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.StoreUnavailableException;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,12 +1,5 @@
 package io.stockade.proxy.store.memory;
 
-import io.stockade.policy.StoreConfig;
-import io.stockade.proxy.fence.Advance;
-import io.stockade.proxy.fence.FenceAdmin;
-import io.stockade.proxy.fence.FenceState;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -14,6 +7,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.FenceState;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

@@ -1,17 +1,18 @@
 package io.stockade.proxy.verify.registry;
 
-import io.stockade.policy.Policy;
-import io.stockade.policy.PolicyLoader;
-import io.stockade.policy.StockadeConfig;
-import io.stockade.testing.Pg;
-import io.stockade.proxy.verify.TokenVerifier;
-import org.junit.jupiter.api.Test;
-
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.verify.TokenVerifier;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
