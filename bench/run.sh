@@ -7,6 +7,9 @@
 #   BASELINE_JAR=/elsewhere/proxy/target/stockade-proxy.jar TARGETS="direct nginx memory baseline" BACKENDS=no \
 #     bench/run.sh                     # before/after: a second memory-store proxy from another build, same run
 #   PROXY_JAVA_OPTS="-XX:StartFlightRecording=..." bench/run.sh   # extra JVM options for the proxies (profiling)
+#   BASELINE_JAR=proxy/target/stockade-proxy.jar BASELINE_JAVA_OPTS= PROXY_JAVA_OPTS="-Dx=y" TARGETS="nginx memory \
+#     baseline" bench/run.sh           # a JVM option against the same jar without it (baseline: BASELINE_JAVA_OPTS,
+#                                      # default PROXY_JAVA_OPTS)
 #   WARMUP=30s bench/run.sh            # longer JIT warm-up per proxy (default 15s)
 #   SYSCALLS=1 bench/run.sh            # also count each proxy's system calls and context switches per request
 #                                      # (perf stat; steadier than rps on a shared host)
@@ -103,8 +106,8 @@ taskset -c 0 haproxy -db -f "$work/haproxy.cfg" > "$work/haproxy.out" 2>&1 & pid
 haproxy_pid=$!
 
 # One Stockade per fence store, each in front of the same upstream.
-start_stockade() { # $1 = name, $2 = store block (YAML flow mapping), [$3 = jar] -> sets port_<name> and pid_<name>
-  local port; port=$(stockade_free_port)
+start_stockade() { # $1 = name, $2 = store block (YAML flow mapping), [$3 = jar, $4 = JVM options]
+  local port; port=$(stockade_free_port)     # -> sets port_<name> and pid_<name>
   cat > "$work/$1.yaml" <<YAML
 server: {host: 127.0.0.1, port: $port}
 store: $2
@@ -114,8 +117,8 @@ policies:
     scope: docs/{id}
     backend: {type: http, url: "http://127.0.0.1:$upstream_port", settle: 1s, max-connections: 256}
 YAML
-  # shellcheck disable=SC2086 # PROXY_JAVA_OPTS is a list of options
-  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g ${PROXY_JAVA_OPTS:-} -Dstockade.decision.level=OFF \
+  # shellcheck disable=SC2086 # the JVM options are a list of options
+  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g ${4-${PROXY_JAVA_OPTS:-}} -Dstockade.decision.level=OFF \
     -Djava.util.logging.config.file="$work/logging.properties" -jar "${3:-$jar}" --config "$work/$1.yaml" > "$work/$1.out" 2> "$work/$1.err" & pids+=($!)
   eval "port_$1=$port pid_$1=$!"
 }
@@ -129,7 +132,8 @@ uses() { # $1 = a proxy: is it measured? (steady measures the memory proxy, base
 uses memory && start_stockade memory "{type: memory, journal: $work/journal}"
 if uses baseline; then
   # The same memory-store proxy from another build (BASELINE_JAR), measured in the same run for before/after.
-  start_stockade baseline "{type: memory, journal: $work/journal-baseline}" "${BASELINE_JAR:?BASELINE_JAR names the jar of the baseline build}"
+  start_stockade baseline "{type: memory, journal: $work/journal-baseline}" "${BASELINE_JAR:?BASELINE_JAR names the jar of the baseline build}" \
+    "${BASELINE_JAVA_OPTS-${PROXY_JAVA_OPTS:-}}"
 fi
 if [[ " $TARGETS " == *" postgres "* ]]; then
   psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'stockade_bench'" | grep -q 1 \
