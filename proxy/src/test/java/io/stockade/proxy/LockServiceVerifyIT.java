@@ -1,13 +1,11 @@
 package io.stockade.proxy;
 
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Pattern;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.pipeline.FencePipeline;
@@ -23,6 +21,10 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import static io.stockade.proxy.VerifiedFiles.mentions;
+import static io.stockade.proxy.VerifiedFiles.put;
+import static io.stockade.proxy.VerifiedFiles.start;
+import static io.stockade.proxy.VerifiedFiles.stored;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -37,40 +39,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class LockServiceVerifyIT {
     @TempDir
     Path dir;
-
-    private static String policy(String verify) {
-        return """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: files
-                    match:
-                      path: /files/{path...}
-                    scope: files/{path}
-                    fence:
-                      verify:
-                %s
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """.formatted(verify.indent(8).stripTrailing());
-    }
-
-    private ProxyFixture start(String verify, Map<String, String> vars) throws Exception {
-        Map<String, String> env = new java.util.HashMap<>(vars);
-        env.put("ROOT", dir.resolve("root").toString());
-        return ProxyFixture.start(dir.resolve("journal"), policy(verify), env);
-    }
-
-    private Optional<String> stored(String name) throws Exception {
-        Path file = dir.resolve("root").resolve("files").resolve(name);
-        return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
-    }
-
-    private static Http.Response put(ProxyFixture proxy, String name, String body, long token) throws Exception {
-        return Http.put(proxy.uri("/files/" + name), body, Map.of("Fencing-Token", Long.toString(token)));
-    }
 
     private static ByteSequence bytes(String s) {
         return ByteSequence.from(s, StandardCharsets.UTF_8);
@@ -90,7 +58,7 @@ class LockServiceVerifyIT {
         Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
-             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}\nprefix: locks/",
+             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\nprefix: locks/",
                      Map.of("ETCD", server.endpoints()))) {
             long token = lock(etcd, "locks/files/a");
 
@@ -99,13 +67,13 @@ class LockServiceVerifyIT {
             assertEquals(403, inflated.status(), inflated.body());
             assertTrue(inflated.body().contains("unverified-token"), inflated.body());
             assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
-            assertEquals(Optional.empty(), stored("a"));
+            assertEquals(Optional.empty(), stored(dir, "a"));
             // nor a token for a lock nobody holds
             assertEquals(403, put(proxy, "b", "evil", token).status());
 
             // the holder's token passes
             assertEquals(201, put(proxy, "a", "v", token).status());
-            assertEquals(Optional.of("v"), stored("a"));
+            assertEquals(Optional.of("v"), stored(dir, "a"));
             assertEquals(2, proxy.counted("files", Outcome.UNVERIFIED, 2));
 
             // a queued contender cannot use its own key's revision before it holds the lock
@@ -113,7 +81,7 @@ class LockServiceVerifyIT {
             etcd.getLockClient().lock(bytes("locks/files/a"), lease); // waits behind the holder
             long queued = waitForQueuedKey(etcd, "locks/files/a/", token);
             assertEquals(403, put(proxy, "a", "contender", queued).status());
-            assertEquals(Optional.of("v"), stored("a"));
+            assertEquals(Optional.of("v"), stored(dir, "a"));
         }
     }
 
@@ -128,14 +96,14 @@ class LockServiceVerifyIT {
         Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
-             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}\nprefix: locks/\ncache: {enabled: false}",
+             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\nprefix: locks/\ncache: {enabled: false}",
                      Map.of("ETCD", server.endpoints()))) {
             long inner = lock(etcd, "locks/files/x/y");
 
             Http.Response outer = put(proxy, "x", "not the holder of x", inner);
             assertEquals(403, outer.status(), outer.body());
             assertEquals(Optional.empty(), proxy.server().store().get("files/x"));
-            assertEquals(Optional.empty(), stored("x"));
+            assertEquals(Optional.empty(), stored(dir, "x"));
 
             // a contender for x waits behind the nested key: its revision is not x's holder's
             long lease = etcd.getLeaseClient().grant(60).get(5, TimeUnit.SECONDS).getID();
@@ -144,11 +112,11 @@ class LockServiceVerifyIT {
             Thread.sleep(200);
             assertTrue(!waiting.isDone(), "etcd granted lock x while x/y was held");
             assertEquals(403, put(proxy, "x", "contender", queued).status());
-            assertEquals(Optional.empty(), stored("x"));
+            assertEquals(Optional.empty(), stored(dir, "x"));
 
             // the nested lock's own scope is unaffected
             assertEquals(201, put(proxy, "x/y", "v", inner).status());
-            assertEquals(Optional.of("v"), stored("x/y"));
+            assertEquals(Optional.of("v"), stored(dir, "x/y"));
         }
     }
 
@@ -158,25 +126,20 @@ class LockServiceVerifyIT {
         Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
-             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}\ncache: {enabled: false}",
+             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\ncache: {enabled: false}",
                      Map.of("ETCD", server.endpoints()))) {
             long outer = lock(etcd, "files/x");
             long inner = lock(etcd, "files/x/y");
             assertEquals(403, put(proxy, "x/y", "outer token", outer).status());
             assertEquals(403, put(proxy, "x", "inner token", inner).status());
             assertEquals(201, put(proxy, "x", "v", outer).status());
-            assertEquals(Optional.of("v"), stored("x"));
+            assertEquals(Optional.of("v"), stored(dir, "x"));
         }
     }
 
     /** WARN lines of the pipeline while {@code body} runs. */
     private static List<String> warnings(Warnings.ThrowingRunnable body) throws Exception {
         return Warnings.messages(FencePipeline.class, body);
-    }
-
-    /** Whether {@code text} has {@code n} as a number of its own (not inside a longer one). */
-    private static boolean mentions(String text, long n) {
-        return Pattern.compile("(?<![0-9])" + n + "(?![0-9])").matcher(text).find();
     }
 
     /**
@@ -189,7 +152,7 @@ class LockServiceVerifyIT {
         Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
-             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}", Map.of("ETCD", server.endpoints()))) {
+             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}", Map.of("ETCD", server.endpoints()))) {
             long token = lock(etcd, "files/a");
             int forged = 20;
             long[] elapsed = new long[1];
@@ -232,7 +195,7 @@ class LockServiceVerifyIT {
         Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
-             ProxyFixture proxy = start("kind: etcd\nendpoints: ${ETCD}\ntimeout: 500ms\ncache: {ttl: 1m}",
+             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\ntimeout: 500ms\ncache: {ttl: 1m}",
                      Map.of("ETCD", server.endpoints()))) {
             long a = lock(etcd, "files/a");
             long b = lock(etcd, "files/b");
@@ -242,7 +205,7 @@ class LockServiceVerifyIT {
             server.kill(0);
             // the same holder keeps writing from the remembered verdict: no lookup (etcd is gone)
             assertEquals(2, put(proxy, "a", "v2", a).status() / 100);
-            assertEquals(Optional.of("v2"), stored("a"));
+            assertEquals(Optional.of("v2"), stored(dir, "a"));
             assertEquals(1, proxy.server().metrics().verifications("files", "genuine"), "a second lookup was made");
             assertEquals(1, proxy.server().metrics().verifications("files", "remembered"));
 
@@ -251,7 +214,7 @@ class LockServiceVerifyIT {
             assertEquals(503, down.status(), down.body());
             assertTrue(down.body().contains("verifier-unavailable"), down.body());
             assertTrue(down.header("Retry-After").isPresent());
-            assertEquals(Optional.empty(), stored("b"));
+            assertEquals(Optional.empty(), stored(dir, "b"));
             assertEquals(Optional.empty(), proxy.server().store().get("files/b"));
             assertEquals(1, proxy.server().metrics().verifications("files", "unavailable"));
         }
@@ -277,7 +240,7 @@ class LockServiceVerifyIT {
     @Test
     void postgresAdmitsTheLeaseTablesTokenAndRefusesOthers() throws Exception {
         try (Pg pg = Pg.create(LEASES);
-             ProxyFixture proxy = start("kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}\n"
+             ProxyFixture proxy = start(dir, "kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}\n"
                      + "prefix: leases/", Map.of("PG", pg.url()))) {
             acquire(pg, "leases/files/a", "w1");
             long token = acquire(pg, "leases/files/a", "w1"); // the same holder again: token 2
@@ -288,7 +251,7 @@ class LockServiceVerifyIT {
             // the 403 does not tell a forger the lease's token (it used to say "has token 2")
             assertFalse(mentions(inflated.body(), token), inflated.body());
             assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
-            assertEquals(Optional.empty(), stored("a"));
+            assertEquals(Optional.empty(), stored(dir, "a"));
             // an earlier holder's token (1) is not the current lease's: refused on a fresh scope
             Http.Response old = put(proxy, "a", "old", 1);
             assertEquals(403, old.status());
@@ -297,10 +260,10 @@ class LockServiceVerifyIT {
             assertEquals(403, put(proxy, "b", "evil", 1).status());
 
             assertEquals(201, put(proxy, "a", "v2", token).status());
-            assertEquals(Optional.of("v2"), stored("a"));
+            assertEquals(Optional.of("v2"), stored(dir, "a"));
             // a zombie below the highest is stale (409), as without verification
             assertEquals(409, put(proxy, "a", "zombie", 1).status());
-            assertEquals(Optional.of("v2"), stored("a"));
+            assertEquals(Optional.of("v2"), stored(dir, "a"));
         }
     }
 
@@ -323,7 +286,7 @@ class LockServiceVerifyIT {
     @Test
     void postgresRefusesTheTokenOfAReleasedOrExpiredLease() throws Exception {
         try (Pg pg = Pg.create(LEASES);
-             ProxyFixture proxy = start("kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}\n"
+             ProxyFixture proxy = start(dir, "kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}\n"
                      + "cache: {enabled: false}", Map.of("PG", pg.url()))) {
             long held = acquire(pg, "files/a", "w1");
             assertEquals(201, put(proxy, "a", "v1", held).status());
@@ -331,7 +294,7 @@ class LockServiceVerifyIT {
             Http.Response released = put(proxy, "a", "after release", held);
             assertEquals(403, released.status(), released.body());
             assertTrue(released.body().contains("expired or was released"), released.body());
-            assertEquals(Optional.of("v1"), stored("a"));
+            assertEquals(Optional.of("v1"), stored(dir, "a"));
 
             long expiring = Long.parseLong(pg.single(ACQUIRE_TTL, "files/b", "w2", 300_000L).orElseThrow());
             assertEquals(201, put(proxy, "b", "v1", expiring).status());
@@ -339,25 +302,25 @@ class LockServiceVerifyIT {
             Http.Response expired = put(proxy, "b", "after expiry", expiring);
             assertEquals(403, expired.status(), expired.body());
             assertTrue(expired.body().contains("expired or was released"), expired.body());
-            assertEquals(Optional.of("v1"), stored("b"));
+            assertEquals(Optional.of("v1"), stored(dir, "b"));
 
             // the next holder's token is genuine again
             long next = acquire(pg, "files/a", "w3");
             assertEquals(held + 1, next);
             assertEquals(204, put(proxy, "a", "v2", next).status()); // overwrites v1
-            assertEquals(Optional.of("v2"), stored("a"));
+            assertEquals(Optional.of("v2"), stored(dir, "a"));
         }
     }
 
     @Test
     void postgresUnreachableIs503AndNothingIsWritten() throws Exception {
         String nowhere = "jdbc:postgresql://127.0.0.1:" + FreePorts.next() + "/test";
-        try (ProxyFixture proxy = start("kind: postgres\ndatasource: {url: \"" + nowhere
+        try (ProxyFixture proxy = start(dir, "kind: postgres\ndatasource: {url: \"" + nowhere
                 + "\", user: postgres, connect-timeout: 500ms}", Map.of())) {
             Http.Response r = put(proxy, "a", "v", 1);
             assertEquals(503, r.status(), r.body());
             assertTrue(r.header("Retry-After").isPresent());
-            assertEquals(Optional.empty(), stored("a"));
+            assertEquals(Optional.empty(), stored(dir, "a"));
             assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
         }
     }

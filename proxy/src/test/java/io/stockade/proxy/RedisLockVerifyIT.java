@@ -2,11 +2,9 @@ package io.stockade.proxy;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.regex.Pattern;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.testing.Http;
@@ -21,6 +19,10 @@ import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
 import redis.clients.jedis.Jedis;
 
+import static io.stockade.proxy.VerifiedFiles.mentions;
+import static io.stockade.proxy.VerifiedFiles.put;
+import static io.stockade.proxy.VerifiedFiles.start;
+import static io.stockade.proxy.VerifiedFiles.stored;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -61,40 +63,6 @@ class RedisLockVerifyIT {
         Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
     }
 
-    private static String policy(String verify) {
-        return """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: files
-                    match:
-                      path: /files/{path...}
-                    scope: files/{path}
-                    fence:
-                      verify:
-                %s
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """.formatted(verify.indent(8).stripTrailing());
-    }
-
-    private ProxyFixture start(String verify, Map<String, String> vars) throws Exception {
-        Map<String, String> env = new HashMap<>(vars);
-        env.put("ROOT", dir.resolve("root").toString());
-        return ProxyFixture.start(dir.resolve("journal"), policy(verify), env);
-    }
-
-    private Optional<String> stored(String name) throws Exception {
-        Path file = dir.resolve("root").resolve("files").resolve(name);
-        return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
-    }
-
-    private static Http.Response put(ProxyFixture proxy, String name, String body, long token) throws Exception {
-        return Http.put(proxy.uri("/files/" + name), body, Map.of("Fencing-Token", Long.toString(token)));
-    }
-
     /** Takes the lock {@code key} for {@code holder} with the SDK's script; the token, or -1 when it is held. */
     @SuppressWarnings("unchecked")
     private static long lock(Jedis redis, String key, String holder) {
@@ -103,15 +71,11 @@ class RedisLockVerifyIT {
         return answer.get(0) == 1 ? answer.get(1) : -1;
     }
 
-    private static boolean mentions(String text, long n) {
-        return Pattern.compile("(?<![0-9])" + n + "(?![0-9])").matcher(text).find();
-    }
-
     @Test
     void theHoldersTokenWritesAnInventedOneOrOneForALockNobodyHoldsIsRefused() throws Exception {
         try (RedisServer redis = RedisServer.start(RedisServer.options());
              Jedis admin = new Jedis(redis.url());
-             ProxyFixture proxy = start("kind: redis\nurl: ${REDIS}\nprefix: \"locks:\"",
+             ProxyFixture proxy = start(dir, "kind: redis\nurl: ${REDIS}\nprefix: \"locks:\"",
                      Map.of("REDIS", redis.url()))) {
             long token = lock(admin, "locks:files/a", "w1");
 
@@ -120,14 +84,14 @@ class RedisLockVerifyIT {
             assertTrue(inflated.body().contains("unverified-token"), inflated.body());
             assertFalse(mentions(inflated.body(), token), "the 403 gives the holder's token away: " + inflated.body());
             assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
-            assertEquals(Optional.empty(), stored("a"));
+            assertEquals(Optional.empty(), stored(dir, "a"));
             // the holder's token for another scope, whose lock nobody holds
             Http.Response nobody = put(proxy, "b", "evil", token);
             assertEquals(403, nobody.status());
             assertTrue(nobody.body().contains("nobody holds the Redis lock 'locks:files/b'"), nobody.body());
 
             assertEquals(201, put(proxy, "a", "v", token).status());
-            assertEquals(Optional.of("v"), stored("a"));
+            assertEquals(Optional.of("v"), stored(dir, "a"));
             assertEquals(2, proxy.counted("files", Outcome.UNVERIFIED, 2));
         }
     }
@@ -141,7 +105,7 @@ class RedisLockVerifyIT {
     void anEarlierHoldersTokenIsRefusedAndAReleasedLockHasNoHolder() throws Exception {
         try (RedisServer redis = RedisServer.start(RedisServer.options());
              Jedis admin = new Jedis(redis.url());
-             ProxyFixture proxy = start("kind: redis\nurl: ${REDIS}\ncache: {enabled: false}",
+             ProxyFixture proxy = start(dir, "kind: redis\nurl: ${REDIS}\ncache: {enabled: false}",
                      Map.of("REDIS", redis.url()))) {
             long first = lock(admin, "files/a", "w1");
             admin.pexpire("files/a", 1); // the first holder stopped renewing
@@ -160,7 +124,7 @@ class RedisLockVerifyIT {
             admin.del("files/a"); // released
             Http.Response released = put(proxy, "a", "after release", second);
             assertEquals(403, released.status(), released.body());
-            assertEquals(Optional.of("new"), stored("a"));
+            assertEquals(Optional.of("new"), stored(dir, "a"));
         }
     }
 
@@ -168,7 +132,7 @@ class RedisLockVerifyIT {
     void aKeyThatIsNotAStockadeLockGivesNoToken() throws Exception {
         try (RedisServer redis = RedisServer.start(RedisServer.options());
              Jedis admin = new Jedis(redis.url());
-             ProxyFixture proxy = start("kind: redis\nurl: ${REDIS}", Map.of("REDIS", redis.url()))) {
+             ProxyFixture proxy = start(dir, "kind: redis\nurl: ${REDIS}", Map.of("REDIS", redis.url()))) {
             admin.set("files/plain", "locked");        // a SET NX PX lock of someone else's making
             admin.set("files/number", "7");             // a counter, not a lock
             admin.hset("files/hash", "token", "7");     // another type
@@ -177,7 +141,7 @@ class RedisLockVerifyIT {
                 assertEquals(403, r.status(), name + ": " + r.body());
                 assertTrue(r.body().contains("is not a Stockade lock"), r.body());
             }
-            assertEquals(Optional.empty(), stored("number"));
+            assertEquals(Optional.empty(), stored(dir, "number"));
         }
     }
 
@@ -185,7 +149,7 @@ class RedisLockVerifyIT {
     void redisDownIs503AndNothingIsWrittenButARememberedVerdictSparesTheLookup() throws Exception {
         try (RedisServer redis = RedisServer.start(RedisServer.options());
              Jedis admin = new Jedis(redis.url());
-             ProxyFixture proxy = start("kind: redis\nurl: ${REDIS}\ntimeout: 500ms\ncache: {ttl: 1m}",
+             ProxyFixture proxy = start(dir, "kind: redis\nurl: ${REDIS}\ntimeout: 500ms\ncache: {ttl: 1m}",
                      Map.of("REDIS", redis.url()))) {
             long a = lock(admin, "files/a", "w1");
             long b = lock(admin, "files/b", "w1");
@@ -202,7 +166,7 @@ class RedisLockVerifyIT {
             assertEquals(503, down.status(), down.body());
             assertTrue(down.body().contains("verifier-unavailable"), down.body());
             assertTrue(down.header("Retry-After").isPresent());
-            assertEquals(Optional.empty(), stored("b"));
+            assertEquals(Optional.empty(), stored(dir, "b"));
             assertEquals(Optional.empty(), proxy.server().store().get("files/b"));
             assertTrue(tookMs < 2000, "answered in " + tookMs + " ms");
 
@@ -220,7 +184,7 @@ class RedisLockVerifyIT {
     void aStoppedRedisIs503WithinTheTimeout() throws Exception {
         try (RedisServer redis = RedisServer.start(RedisServer.options());
              Jedis admin = new Jedis(redis.url());
-             ProxyFixture proxy = start("kind: redis\nurl: ${REDIS}\ntimeout: 300ms\ncache: {enabled: false}",
+             ProxyFixture proxy = start(dir, "kind: redis\nurl: ${REDIS}\ntimeout: 300ms\ncache: {enabled: false}",
                      Map.of("REDIS", redis.url()))) {
             long a = lock(admin, "files/a", "w1");
             assertEquals(201, put(proxy, "a", "v1", a).status());
@@ -231,7 +195,7 @@ class RedisLockVerifyIT {
                 long tookMs = (System.nanoTime() - start) / 1_000_000;
                 assertEquals(503, r.status(), r.body());
                 assertTrue(tookMs < 1500, "answered in " + tookMs + " ms");
-                assertEquals(Optional.of("v1"), stored("a"));
+                assertEquals(Optional.of("v1"), stored(dir, "a"));
             } finally {
                 redis.resume();
             }
@@ -247,30 +211,30 @@ class RedisLockVerifyIT {
              Jedis admin = new Jedis(new HostAndPort("127.0.0.1", redis.port()),
                      DefaultJedisClientConfig.builder().password("admin-pw").build())) {
             long a = lock(admin, "files/a", "w1");
-            try (ProxyFixture wrong = start("kind: redis\nurl: ${REDIS}\nusername: verifier\npassword: wrong",
+            try (ProxyFixture wrong = start(dir, "kind: redis\nurl: ${REDIS}\nusername: verifier\npassword: wrong",
                     Map.of("REDIS", redis.url()))) {
                 Http.Response r = put(wrong, "a", "v", a);
                 assertEquals(503, r.status(), r.body());
                 assertTrue(r.body().contains("WRONGPASS"), r.body());
                 assertFalse(r.body().contains("verifier-pw"), r.body());
-                assertEquals(Optional.empty(), stored("a"));
+                assertEquals(Optional.empty(), stored(dir, "a"));
             }
-            try (ProxyFixture none = start("kind: redis\nurl: ${REDIS}", Map.of("REDIS", redis.url()))) {
+            try (ProxyFixture none = start(dir, "kind: redis\nurl: ${REDIS}", Map.of("REDIS", redis.url()))) {
                 Http.Response r = put(none, "a", "v", a);
                 assertEquals(503, r.status(), r.body());
                 assertTrue(r.body().contains("NOAUTH"), r.body());
             }
             admin.aclSetUser("no-get", "on", ">no-get-pw", "~*", "-@all", "+ping");
-            try (ProxyFixture noGet = start("kind: redis\nurl: ${REDIS}\nusername: no-get\npassword: no-get-pw",
+            try (ProxyFixture noGet = start(dir, "kind: redis\nurl: ${REDIS}\nusername: no-get\npassword: no-get-pw",
                     Map.of("REDIS", redis.url()))) {
                 Http.Response r = put(noGet, "a", "v", a);
                 assertEquals(503, r.status(), r.body());
                 assertTrue(r.body().contains("NOPERM") && r.body().contains("'get'"), r.body());
             }
-            try (ProxyFixture right = start("kind: redis\nurl: ${REDIS}\nusername: verifier\npassword-file: ${PW}",
+            try (ProxyFixture right = start(dir, "kind: redis\nurl: ${REDIS}\nusername: verifier\npassword-file: ${PW}",
                     Map.of("REDIS", redis.url(), "PW", secret.toString()))) {
                 assertEquals(201, put(right, "a", "v", a).status());
-                assertEquals(Optional.of("v"), stored("a"));
+                assertEquals(Optional.of("v"), stored(dir, "a"));
             }
         }
     }
@@ -294,27 +258,27 @@ class RedisLockVerifyIT {
             Map<String, String> vars = Map.of("REDIS", redis.url(), "CA", pki.ca().toString(), "OTHER_CA",
                     other.ca().toString(), "CERT", proxyCert.cert().toString(), "KEY", proxyCert.key().toString(),
                     "MISNAMED", wrongName.url(), "PLAIN", redis.url().replace("rediss://", "redis://"));
-            try (ProxyFixture untrusted = start("kind: redis\nurl: ${REDIS}\ntls: {ca: \"${OTHER_CA}\", cert:"
+            try (ProxyFixture untrusted = start(dir, "kind: redis\nurl: ${REDIS}\ntls: {ca: \"${OTHER_CA}\", cert:"
                     + " \"${CERT}\", key: \"${KEY}\"}", vars)) {
                 Http.Response r = put(untrusted, "a", "v", a);
                 assertEquals(503, r.status(), r.body());
                 assertTrue(r.body().contains("PKIX"), r.body());
             }
-            try (ProxyFixture name = start("kind: redis\nurl: ${MISNAMED}\ntls: {ca: \"${CA}\"}", vars)) {
+            try (ProxyFixture name = start(dir, "kind: redis\nurl: ${MISNAMED}\ntls: {ca: \"${CA}\"}", vars)) {
                 Http.Response r = put(name, "a", "v", a);
                 assertEquals(503, r.status(), r.body());
                 assertTrue(r.body().contains("No subject alternative names matching IP address 127.0.0.1"), r.body());
             }
-            try (ProxyFixture plain = start("kind: redis\nurl: ${PLAIN}\ntimeout: 500ms", vars)) {
+            try (ProxyFixture plain = start(dir, "kind: redis\nurl: ${PLAIN}\ntimeout: 500ms", vars)) {
                 assertEquals(503, put(plain, "a", "v", a).status());
             }
-            assertEquals(Optional.empty(), stored("a"));
-            try (ProxyFixture trusted = start("kind: redis\nurl: ${REDIS}\ntls: {ca: \"${CA}\", cert: \"${CERT}\","
+            assertEquals(Optional.empty(), stored(dir, "a"));
+            try (ProxyFixture trusted = start(dir, "kind: redis\nurl: ${REDIS}\ntls: {ca: \"${CA}\", cert: \"${CERT}\","
                     + " key: \"${KEY}\"}", vars)) {
                 assertEquals(201, put(trusted, "a", "v", a).status());
                 assertEquals(403, put(trusted, "a", "forged", a + 1).status());
             }
-            assertEquals(Optional.of("v"), stored("a"));
+            assertEquals(Optional.of("v"), stored(dir, "a"));
         }
     }
 
@@ -327,7 +291,7 @@ class RedisLockVerifyIT {
         List<RedisServer> nodes = RedisServer.startCluster(2);
         try (Jedis first = new Jedis(nodes.get(0).url());
              Jedis second = new Jedis(nodes.get(1).url());
-             ProxyFixture proxy = start("kind: redis\nurl: ${REDIS}\ncache: {enabled: false}",
+             ProxyFixture proxy = start(dir, "kind: redis\nurl: ${REDIS}\ncache: {enabled: false}",
                      Map.of("REDIS", nodes.get(0).url()))) {
             String remote = nameWithSlot(8192, 16383);
             String local = nameWithSlot(0, 8191);

@@ -42,25 +42,12 @@ class SignedTokenIT {
         root = dir.resolve("root");
         Path oldKeyFile = dir.resolve("k0.key");
         Files.writeString(oldKeyFile, OLD_KEY + "\n");
-        proxy = ProxyFixture.start(dir.resolve("journal"), """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: files
-                    match:
-                      path: /files/{path...}
-                    scope: files/{path}
-                    fence:
-                      verify:
-                        kind: hmac
-                        keys:
-                          - {id: k1, key: "${FENCE_KEY}"}
-                          - {id: k0, key-file: "${OLD_KEY_FILE}"}
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """, Map.of("FENCE_KEY", KEY, "OLD_KEY_FILE", oldKeyFile.toString(), "ROOT", root.toString()));
+        proxy = VerifiedFiles.start(dir, """
+                kind: hmac
+                keys:
+                  - {id: k1, key: "${FENCE_KEY}"}
+                  - {id: k0, key-file: "${OLD_KEY_FILE}"}
+                """, Map.of("FENCE_KEY", KEY, "OLD_KEY_FILE", oldKeyFile.toString()));
     }
 
     @AfterEach

@@ -1,8 +1,6 @@
 package io.stockade.proxy;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -11,7 +9,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
-import java.util.regex.Pattern;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.testing.Http;
@@ -29,6 +26,10 @@ import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import static io.stockade.proxy.VerifiedFiles.mentions;
+import static io.stockade.proxy.VerifiedFiles.put;
+import static io.stockade.proxy.VerifiedFiles.start;
+import static io.stockade.proxy.VerifiedFiles.stored;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -54,39 +55,8 @@ class ZooKeeperLockVerifyIT {
     @TempDir
     Path dir;
 
-    private static String policy(String verify) {
-        return """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: files
-                    match:
-                      path: /files/{path...}
-                    scope: files/{path}
-                    fence:
-                      verify:
-                %s
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """.formatted(verify.indent(8).stripTrailing());
-    }
-
-    private ProxyFixture start(String verify, TestingServer zk) throws Exception {
-        Map<String, String> env = new HashMap<>();
-        env.put("ROOT", dir.resolve("root").toString());
-        env.put("ZK", zk.getConnectString());
-        return ProxyFixture.start(dir.resolve("journal"), policy(verify), env);
-    }
-
-    private Optional<String> stored(String name) throws Exception {
-        Path file = dir.resolve("root").resolve("files").resolve(name);
-        return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
-    }
-
-    private static Http.Response put(ProxyFixture proxy, String name, String body, long token) throws Exception {
-        return Http.put(proxy.uri("/files/" + name), body, Map.of("Fencing-Token", Long.toString(token)));
+    private ProxyFixture startProxy(String verify, TestingServer zk) throws Exception {
+        return start(dir, verify, Map.of("ZK", zk.getConnectString()));
     }
 
     private static CuratorFramework curator(TestingServer zk) throws Exception {
@@ -155,15 +125,11 @@ class ZooKeeperLockVerifyIT {
         return false;
     }
 
-    private static boolean mentions(String text, long n) {
-        return Pattern.compile("(?<![0-9])" + n + "(?![0-9])").matcher(text).find();
-    }
-
     @Test
     void theHoldersTokenWritesAnInventedOneOrOneForALockNobodyHoldsIsRefused() throws Exception {
         try (TestingServer zk = new TestingServer(true);
              CuratorFramework w1 = curator(zk);
-             ProxyFixture proxy = start("kind: zookeeper\nservers: ${ZK}\nprefix: /locks/", zk)) {
+             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}\nprefix: /locks/", zk)) {
             InterProcessMutex mutex = new InterProcessMutex(w1, "/locks/files/a");
             assertTrue(mutex.acquire(10, TimeUnit.SECONDS));
             long token = token(w1, "/locks/files/a");
@@ -175,25 +141,25 @@ class ZooKeeperLockVerifyIT {
                     inflated.body());
             assertFalse(mentions(inflated.body(), token), "the 403 gives the holder's token away: " + inflated.body());
             assertEquals(Optional.empty(), proxy.server().store().get("files/a"));
-            assertEquals(Optional.empty(), stored("a"));
+            assertEquals(Optional.empty(), stored(dir, "a"));
             Http.Response nextZxid = put(proxy, "a", "evil", token + 1);
             assertEquals(403, nextZxid.status(), nextZxid.body());
             // the holder's token for another scope, whose lock path does not exist
             Http.Response nobody = put(proxy, "b", "evil", token);
             assertEquals(403, nobody.status(), nobody.body());
             assertTrue(nobody.body().contains("nobody holds the ZooKeeper lock '/locks/files/b'"), nobody.body());
-            assertEquals(Optional.empty(), stored("b"));
-            assertEquals(Optional.empty(), stored("a"));
+            assertEquals(Optional.empty(), stored(dir, "b"));
+            assertEquals(Optional.empty(), stored(dir, "a"));
 
             assertEquals(201, put(proxy, "a", "v", token).status());
-            assertEquals(Optional.of("v"), stored("a"));
+            assertEquals(Optional.of("v"), stored(dir, "a"));
             assertEquals(3, proxy.counted("files", Outcome.UNVERIFIED, 3));
 
             mutex.release(); // the lock path stays, empty: nobody holds it
             Http.Response released = put(proxy, "a", "after release", token + 1);
             assertEquals(403, released.status(), released.body());
             assertTrue(released.body().contains("nobody holds the ZooKeeper lock '/locks/files/a'"), released.body());
-            assertEquals(Optional.of("v"), stored("a"));
+            assertEquals(Optional.of("v"), stored(dir, "a"));
         }
     }
 
@@ -207,7 +173,7 @@ class ZooKeeperLockVerifyIT {
         try (TestingServer zk = new TestingServer(true);
              CuratorFramework w1 = curator(zk);
              CuratorFramework w2 = curator(zk);
-             ProxyFixture proxy = start("kind: zookeeper\nservers: ${ZK}\ncache: {enabled: false}", zk)) {
+             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}\ncache: {enabled: false}", zk)) {
             InterProcessMutex first = new InterProcessMutex(w1, "/files/a");
             assertTrue(first.acquire(10, TimeUnit.SECONDS));
             long old = token(w1, "/files/a");
@@ -230,7 +196,7 @@ class ZooKeeperLockVerifyIT {
             assertTrue(queued > old);
             Http.Response early = put(proxy, "a", "early", queued);
             assertEquals(403, early.status(), "a queued contender does not hold the lock: " + early.body());
-            assertEquals(Optional.of("old"), stored("a"));
+            assertEquals(Optional.of("old"), stored(dir, "a"));
 
             expire(zk, w1);
             assertTrue(taken.get(20, TimeUnit.SECONDS), "the second contender took the lock");
@@ -240,10 +206,10 @@ class ZooKeeperLockVerifyIT {
             assertEquals(403, stale.status(), stale.body());
             assertTrue(stale.body().contains("not the token of the holder of the ZooKeeper lock '/files/a'"),
                     stale.body());
-            assertEquals(Optional.of("old"), stored("a"));
+            assertEquals(Optional.of("old"), stored(dir, "a"));
             assertEquals(204, put(proxy, "a", "new", queued).status());
             assertEquals(409, put(proxy, "a", "zombie", old).status(), "stale once the newer holder wrote");
-            assertEquals(Optional.of("new"), stored("a"));
+            assertEquals(Optional.of("new"), stored(dir, "a"));
         }
     }
 
@@ -256,7 +222,7 @@ class ZooKeeperLockVerifyIT {
     void theHolderIsTheRecipesAndANestedLockFirstMeansNobodyHoldsIt() throws Exception {
         try (TestingServer zk = new TestingServer(true);
              CuratorFramework w1 = curator(zk);
-             ProxyFixture proxy = start("kind: zookeeper\nservers: ${ZK}\ncache: {enabled: false}", zk)) {
+             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}\ncache: {enabled: false}", zk)) {
             // two contenders whose names sort one way as text and the other way by sequence number
             w1.create().creatingParentsIfNeeded().forPath("/files/a");
             String earlier = w1.create().withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
@@ -269,7 +235,7 @@ class ZooKeeperLockVerifyIT {
             long laterToken = w1.checkExists().forPath(later).getCzxid();
             Http.Response queued = put(proxy, "a", "v", laterToken);
             assertEquals(403, queued.status(), queued.body());
-            assertEquals(Optional.empty(), stored("a"));
+            assertEquals(Optional.empty(), stored(dir, "a"));
             assertEquals(201, put(proxy, "a", "v", w1.checkExists().forPath(earlier).getCzxid()).status());
 
             // a nested lock's path under files/b, and no lock node: the nested child blocks the recipe
@@ -278,7 +244,7 @@ class ZooKeeperLockVerifyIT {
             Http.Response r = put(proxy, "b", "v", w1.checkExists().forPath(b).getCzxid());
             assertEquals(403, r.status(), r.body());
             assertTrue(r.body().contains("is not a lock node"), r.body());
-            assertEquals(Optional.empty(), stored("b"));
+            assertEquals(Optional.empty(), stored(dir, "b"));
         }
     }
 
@@ -286,7 +252,7 @@ class ZooKeeperLockVerifyIT {
     void zooKeeperDownIs503WithinTheTimeoutAndNothingIsWrittenThenItAnswersAgain() throws Exception {
         try (TestingServer zk = new TestingServer(true);
              CuratorFramework w1 = curator(zk);
-             ProxyFixture proxy = start("kind: zookeeper\nservers: ${ZK}\ntimeout: 500ms\ncache: {ttl: 1m}", zk)) {
+             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}\ntimeout: 500ms\ncache: {ttl: 1m}", zk)) {
             InterProcessMutex a = new InterProcessMutex(w1, "/files/a");
             InterProcessMutex b = new InterProcessMutex(w1, "/files/b");
             assertTrue(a.acquire(10, TimeUnit.SECONDS));
@@ -306,7 +272,7 @@ class ZooKeeperLockVerifyIT {
             assertEquals(503, down.status(), down.body());
             assertTrue(down.body().contains("verifier-unavailable"), down.body());
             assertTrue(down.header("Retry-After").isPresent());
-            assertEquals(Optional.empty(), stored("b"));
+            assertEquals(Optional.empty(), stored(dir, "b"));
             assertEquals(Optional.empty(), proxy.server().store().get("files/b"));
             assertTrue(tookMs < 2000, "answered in " + tookMs + " ms");
 
@@ -318,19 +284,19 @@ class ZooKeeperLockVerifyIT {
                 assertTrue(after.status() == 503 || after.status() == 201, after.status() + " " + after.body());
                 assertTrue(System.nanoTime() < deadline, "the verifier answers again once ZooKeeper does");
             } while (after.status() == 503);
-            assertEquals(Optional.of("v1"), stored("b"));
+            assertEquals(Optional.of("v1"), stored(dir, "b"));
         }
     }
 
     @Test
     void aScopeThatIsNoZooKeeperPathIsRefused() throws Exception {
         try (TestingServer zk = new TestingServer(true);
-             ProxyFixture proxy = start("kind: zookeeper\nservers: ${ZK}", zk)) {
+             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}", zk)) {
             // U+FFF0 (a specials-block character): a valid path segment for the proxy, not for ZooKeeper
             Http.Response r = put(proxy, "a%EF%BF%B0", "v", 7);
             assertEquals(403, r.status(), r.body());
             assertTrue(r.body().contains("not a valid ZooKeeper path"), r.body());
-            assertEquals(Optional.empty(), stored("a\ufff0"));
+            assertEquals(Optional.empty(), stored(dir, "a\ufff0"));
             assertEquals(Optional.empty(), proxy.server().store().get("files/a\ufff0"));
         }
     }
