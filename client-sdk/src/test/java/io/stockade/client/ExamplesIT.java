@@ -77,8 +77,6 @@ class ExamplesIT {
         }
     }
 
-
-
     private static int upstreamPort(String example) throws IOException {
         String log = Files.readString(ROOT.resolve("stockade-data").resolve(example).resolve("upstream.log"));
         return URI.create(log.lines().filter(l -> l.startsWith("example-upstream listening on "))

@@ -78,24 +78,6 @@ public sealed interface BackendConfig {
         }
     }
 
-    /**
-     * PostgreSQL: each method of the policy runs named SQL statements declared here (never SQL from the request),
-     * in one transaction together with the fence.
-     *
-     * @param datasource the connection pool
-     * @param fence      where the high-water mark lives: the {@code stockade_fences} table, or a column of the
-     *                   user's rows that the statements compare with {@code :fencing_token}
-     * @param migrate    whether the proxy creates {@code stockade_fences} and its function at start
-     *                   (otherwise it checks they exist)
-     * @param params     the declared parameters by name
-     * @param statements the statements of each method (upper case), in order
-     * @param check      column mode: a SELECT answering the token column of the row a write targets; run when a
-     *                   fenced write changed no row, to tell a stale token from a missing row
-     * @param bodyLimit  the largest request body read, in bytes (413 above)
-     * @param retries    how many times a transaction that hit a serialization failure or deadlock is retried
-     * @param emptyGet   what a read of no row answers
-     * @param commit     when COMMIT is sent: after the statements' results were read, or with them
-     */
     /** What a GET (or HEAD) of the postgres backend answers when its statements return no row. */
     enum EmptyGet {
         /** 404 {@code not-found}: the route reads one resource, and it is not there. */
@@ -118,6 +100,24 @@ public sealed interface BackendConfig {
         PIPELINED
     }
 
+    /**
+     * PostgreSQL: each method of the policy runs named SQL statements declared here (never SQL from the request),
+     * in one transaction together with the fence.
+     *
+     * @param datasource the connection pool
+     * @param fence      where the high-water mark lives: the {@code stockade_fences} table, or a column of the
+     *                   user's rows that the statements compare with {@code :fencing_token}
+     * @param migrate    whether the proxy creates {@code stockade_fences} and its function at start
+     *                   (otherwise it checks they exist)
+     * @param params     the declared parameters by name
+     * @param statements the statements of each method (upper case), in order
+     * @param check      column mode: a SELECT answering the token column of the row a write targets; run when a
+     *                   fenced write changed no row, to tell a stale token from a missing row
+     * @param bodyLimit  the largest request body read, in bytes (413 above)
+     * @param retries    how many times a transaction that hit a serialization failure or deadlock is retried
+     * @param emptyGet   what a read of no row answers
+     * @param commit     when COMMIT is sent: after the statements' results were read, or with them
+     */
     record Postgres(Datasource datasource, FenceMode fence, boolean migrate, Map<String, SqlParam> params,
                     Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
                     int retries, EmptyGet emptyGet, Commit commit) implements BackendConfig {

@@ -206,14 +206,7 @@ final class Values {
 
     /** {@code text} as in {@link #httpUrl(Field)}, reporting at {@code field}. */
     static Optional<URI> httpUrl(String text, Field field) {
-        {
-            URI uri;
-            try {
-                uri = new URI(text);
-            } catch (URISyntaxException e) {
-                field.error("not a valid URL: " + e.getMessage());
-                return Optional.empty();
-            }
+        return uri(text, field).flatMap(uri -> {
             String problem;
             if (uri.getScheme() == null || !uri.getScheme().matches("(?i)https?")) {
                 problem = "expected an absolute http:// or https:// URL, got '" + text + "'";
@@ -227,6 +220,16 @@ final class Values {
                 return Optional.of(uri);
             }
             field.error(problem);
+            return Optional.empty();
+        });
+    }
+
+    /** {@code text} as a URI (RFC 3986), or an error at {@code field}: what the URL's kind checks next. */
+    static Optional<URI> uri(String text, Field field) {
+        try {
+            return Optional.of(new URI(text));
+        } catch (URISyntaxException e) {
+            field.error("not a valid URL: " + e.getMessage());
             return Optional.empty();
         }
     }

@@ -1,7 +1,6 @@
 package io.stockade.policy;
 
 import java.net.URI;
-import java.net.URISyntaxException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -159,14 +158,7 @@ final class VerifyReader {
      * shown in {@code GET /admin/policies} and in messages, the {@code password} key is redacted.
      */
     private static Optional<URI> redisUrl(Field field) {
-        return Values.text(field).flatMap(text -> {
-            URI uri;
-            try {
-                uri = new URI(text);
-            } catch (URISyntaxException e) {
-                field.error("not a valid URL: " + e.getMessage());
-                return Optional.empty();
-            }
+        return Values.text(field).flatMap(text -> Values.uri(text, field).flatMap(uri -> {
             String problem = null;
             if (uri.getScheme() == null || !uri.getScheme().matches("(?i)rediss?")) {
                 problem = "expected redis://host:port or rediss://host:port (TLS), got '" + text + "'";
@@ -189,7 +181,7 @@ final class VerifyReader {
                 return Optional.empty();
             }
             return Optional.of(uri);
-        });
+        }));
     }
 
     private static Optional<TokenVerification> zookeeper(Mapping verify) {

@@ -5,13 +5,13 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.security.MessageDigest;
 import java.util.Map;
 
 import io.stockade.policy.AdminConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.io.SecretFiles;
 import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.log.DecisionLog;
 import io.stockade.proxy.problem.Problem;
@@ -63,7 +63,7 @@ public final class AdminEndpoint implements Handler {
     public static AdminEndpoint create(AdminConfig config, FenceAdmin admin, PolicyReload reloader) throws IOException {
         String t = config.token();
         if (config.tokenFile() != null) {
-            t = Files.readAllLines(config.tokenFile(), StandardCharsets.UTF_8).stream().findFirst().orElse("").strip();
+            t = SecretFiles.firstLine(config.tokenFile());
         }
         if (t == null || t.isEmpty()) {
             throw new IOException("admin token is empty" + (config.tokenFile() != null

@@ -3,13 +3,13 @@ package io.stockade.proxy.etcd;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.List;
 
 import io.stockade.policy.ClientTls;
+import io.stockade.proxy.io.SecretFiles;
 import io.stockade.proxy.tls.ClientTlsFiles;
 
 import io.etcd.jetcd.ByteSequence;
@@ -67,7 +67,7 @@ public final class EtcdClients {
         if (username != null) {
             String secret = password;
             if (passwordFile != null) {
-                secret = readPassword(passwordFile, what + ".password-file");
+                secret = SecretFiles.password(passwordFile, what + ".password-file");
             }
             b.user(bytes(username)).password(bytes(secret == null ? "" : secret));
         }
@@ -127,19 +127,6 @@ public final class EtcdClients {
             }
         }
         return "";
-    }
-
-    private static String readPassword(Path file, String what) throws IOException {
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(file, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new IOException(what + ": cannot read " + file + " (" + e.getClass().getSimpleName() + ")", e);
-        }
-        if (lines.isEmpty() || lines.getFirst().isEmpty()) {
-            throw new IOException(what + ": " + file + " is empty (its first line is the password)");
-        }
-        return lines.getFirst();
     }
 
     private static ByteSequence bytes(String s) {

@@ -1,6 +1,5 @@
 package io.stockade.proxy.listener;
 
-import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -12,6 +11,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
+import io.stockade.proxy.io.BulkInputStream;
 import io.stockade.proxy.problem.Problem;
 
 import io.helidon.http.RequestException;
@@ -102,7 +102,8 @@ public final class BodyBounds {
         return e;
     }
 
-    private final class Bounded extends FilterInputStream {
+    private final class Bounded extends BulkInputStream {
+        private final InputStream in;
         private long count;
         /** Guarded by {@code this}: the thread blocked in a read, when it started, and whether it was cut off. */
         private Thread reader;
@@ -110,7 +111,7 @@ public final class BodyBounds {
         private BodyRefused cutOff;
 
         Bounded(InputStream in) {
-            super(in);
+            this.in = in;
         }
 
         private synchronized void expireIfDue() {
@@ -161,13 +162,6 @@ public final class BodyBounds {
             if (interrupted) {
                 Thread.interrupted();
             }
-        }
-
-        @Override
-        public int read() throws IOException {
-            byte[] one = new byte[1];
-            int n = read(one, 0, 1);
-            return n < 0 ? -1 : one[0] & 0xff;
         }
 
         @Override
@@ -226,6 +220,16 @@ public final class BodyBounds {
             if (deadline != Long.MAX_VALUE && nanoTime.getAsLong() - deadline > 0) {
                 throw refuse(BodyRefused.timedOut("the body did not arrive within the policy's body-timeout", null));
             }
+        }
+
+        @Override
+        public int available() throws IOException {
+            return in.available();
+        }
+
+        @Override
+        public void close() throws IOException {
+            in.close();
         }
 
         @Override

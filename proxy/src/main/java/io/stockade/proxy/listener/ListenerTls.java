@@ -2,7 +2,6 @@ package io.stockade.proxy.listener;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
@@ -12,6 +11,7 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 
 import io.stockade.policy.ServerConfig;
+import io.stockade.proxy.io.SecretFiles;
 
 /** The listener's TLS context, from the PKCS#12 key stores the policy file names. */
 public final class ListenerTls {
@@ -56,7 +56,6 @@ public final class ListenerTls {
         if (tls.password() != null) {
             return tls.password().toCharArray();
         }
-        return Files.readAllLines(tls.passwordFile(), StandardCharsets.UTF_8).stream().findFirst().orElse("").strip()
-                .toCharArray();
+        return SecretFiles.firstLine(tls.passwordFile()).toCharArray();
     }
 }

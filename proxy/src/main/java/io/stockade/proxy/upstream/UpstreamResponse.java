@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
 
+import io.stockade.proxy.io.BulkInputStream;
+
 import io.helidon.webserver.CloseConnectionException;
 
 /**
@@ -381,15 +383,8 @@ public final class UpstreamResponse implements AutoCloseable {
     }
 
     /** A framed body. {@link #finished} once its last byte (and chunked trailer) has been read. */
-    private abstract class Body extends InputStream {
+    private abstract class Body extends BulkInputStream {
         boolean finished;
-
-        @Override
-        public int read() throws IOException {
-            byte[] one = new byte[1];
-            int n = read(one, 0, 1);
-            return n < 0 ? -1 : one[0] & 0xff;
-        }
 
         /** Copies up to {@code len} buffered or freshly read bytes; -1 at the connection's end. */
         int take(byte[] b, int off, int len) throws IOException {

@@ -70,6 +70,14 @@ class ArchitectureTest {
                 .check(classes);
     }
 
+    /** The shared stream and file plumbing is a leaf: anyone may use it, it uses nothing of Stockade's. */
+    @Test
+    void theIoPackageIsALeaf() {
+        noClasses().that().resideInAPackage("io.stockade.proxy.io..")
+                .should().dependOnClassesThat().resideOutsideOfPackages("java..", "io.stockade.proxy.io..")
+                .check(classes);
+    }
+
     @Test
     void thePolicyModelNeverDependsOnTheServer() {
         noClasses().that().resideInAPackage("io.stockade.policy..")

@@ -38,27 +38,16 @@ final class ClientAuth {
                 BackendConfig.Credentials::secretKey, (a, b) -> b));
     }
 
-    /** A checked signature, for the payload checks that follow. */
     /**
+     * A checked signature, for the payload checks that follow.
+     *
      * @param signedHeaders the lower-case names of the headers the signature covers
      */
     record Verified(String accessKey, byte[] signingKey, String amzDate, String scope, String seedSignature,
                     String payloadHash, java.util.Set<String> signedHeaders) {
     }
 
-    /** A refusal: S3 error code, HTTP status and message. */
-    static final class Refused extends Exception {
-        final int status;
-        final String code;
-
-        Refused(int status, String code, String message) {
-            super(message, null, false, false);
-            this.status = status;
-            this.code = code;
-        }
-    }
-
-    Verified verify(ServerRequest req, S3Request s3, Instant now) throws Refused {
+    Verified verify(ServerRequest req, S3Request s3, Instant now) throws S3Refused {
         if (!s3.presigned() && s3.param("Signature").isPresent() && s3.param("AWSAccessKeyId").isPresent()) {
             throw sigV2("a presigned URL");
         }
@@ -66,23 +55,23 @@ final class ClientAuth {
     }
 
     /** What S3 answers a SigV2 request in a region that takes SigV4 only, and what to do instead. */
-    private static Refused sigV2(String what) {
-        return new Refused(400, "InvalidRequest", "The authorization mechanism you have provided is not supported: "
+    private static S3Refused sigV2(String what) {
+        return new S3Refused(400, "InvalidRequest", "The authorization mechanism you have provided is not supported: "
                 + what + " signed with Signature Version 2 (AWS CLI v1 and boto3 presign with it in some regions);"
                 + " sign with " + SigV4.ALGORITHM + " instead (e.g. signature_version = s3v4 in ~/.aws/config, or"
                 + " Config(signature_version='s3v4') in boto3)");
     }
 
-    private Verified header(ServerRequest req, S3Request s3, Instant now) throws Refused {
+    private Verified header(ServerRequest req, S3Request s3, Instant now) throws S3Refused {
         String authorization = req.headers().first(HeaderNames.AUTHORIZATION).orElse(null);
         if (authorization == null) {
-            throw new Refused(403, "AccessDenied", "Anonymous access is refused: sign the request with SigV4");
+            throw new S3Refused(403, "AccessDenied", "Anonymous access is refused: sign the request with SigV4");
         }
         if (authorization.startsWith("AWS ")) {
             throw sigV2("a request");
         }
         if (!authorization.startsWith(SigV4.ALGORITHM + " ")) {
-            throw new Refused(400, "AuthorizationHeaderMalformed", "only " + SigV4.ALGORITHM + " is accepted");
+            throw new S3Refused(400, "AuthorizationHeaderMalformed", "only " + SigV4.ALGORITHM + " is accepted");
         }
         Map<String, String> parts = new TreeMap<>();
         for (String part : authorization.substring(SigV4.ALGORITHM.length() + 1).split(",")) {
@@ -95,26 +84,26 @@ final class ClientAuth {
         String signedHeaders = parts.get("SignedHeaders");
         String signature = parts.get("Signature");
         if (credential == null || signedHeaders == null || signature == null) {
-            throw new Refused(400, "AuthorizationHeaderMalformed",
+            throw new S3Refused(400, "AuthorizationHeaderMalformed",
                     "the Authorization header needs Credential, SignedHeaders and Signature");
         }
         String amzDate = req.headers().first(HeaderNames.create("x-amz-date"))
                 .or(() -> req.headers().first(HeaderNames.DATE)).orElse(null);
         String payload = req.headers().first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
         if (payload == null) {
-            throw new Refused(400, "InvalidRequest", "missing required header x-amz-content-sha256");
+            throw new S3Refused(400, "InvalidRequest", "missing required header x-amz-content-sha256");
         }
         Instant signedAt = parseDate(amzDate);
         if (Duration.between(signedAt, now).abs().compareTo(MAX_SKEW) > 0) {
-            throw new Refused(403, "RequestTimeTooSkewed",
+            throw new S3Refused(403, "RequestTimeTooSkewed",
                     "The difference between the request time and the current time is too large.");
         }
         return check(req, s3, credential, signedHeaders, signature, amzDate, payload, s3.query());
     }
 
-    private Verified presigned(ServerRequest req, S3Request s3, Instant now) throws Refused {
+    private Verified presigned(ServerRequest req, S3Request s3, Instant now) throws S3Refused {
         if (!s3.param("X-Amz-Algorithm").orElse("").equals(SigV4.ALGORITHM)) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Algorithm must be " + SigV4.ALGORITHM);
+            throw new S3Refused(400, "AuthorizationQueryParametersError", "X-Amz-Algorithm must be " + SigV4.ALGORITHM);
         }
         String credential = s3.param("X-Amz-Credential").orElse(null);
         String signedHeaders = s3.param("X-Amz-SignedHeaders").orElse(null);
@@ -122,7 +111,7 @@ final class ClientAuth {
         String amzDate = s3.param("X-Amz-Date").orElse(null);
         String expires = s3.param("X-Amz-Expires").orElse(null);
         if (credential == null || signedHeaders == null || amzDate == null || expires == null) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "a presigned URL needs X-Amz-Credential,"
+            throw new S3Refused(400, "AuthorizationQueryParametersError", "a presigned URL needs X-Amz-Credential,"
                     + " X-Amz-SignedHeaders, X-Amz-Date, X-Amz-Expires and X-Amz-Signature");
         }
         // What AWS S3 answers, case by case: a malformed or out-of-range X-Amz-Expires or X-Amz-Date is 400
@@ -132,27 +121,27 @@ final class ClientAuth {
         try {
             seconds = Long.parseLong(expires);
         } catch (NumberFormatException e) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires should be a number");
+            throw new S3Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires should be a number");
         }
         if (seconds < 0) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be non-negative");
+            throw new S3Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be non-negative");
         }
         if (seconds > MAX_EXPIRES) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be less than a week (in"
+            throw new S3Refused(400, "AuthorizationQueryParametersError", "X-Amz-Expires must be less than a week (in"
                     + " seconds); that is, the given X-Amz-Expires must be less than " + MAX_EXPIRES + " seconds");
         }
         Instant signedAt;
         try {
             signedAt = AMZ_DATE.parse(amzDate, Instant::from);
         } catch (DateTimeParseException e) {
-            throw new Refused(400, "AuthorizationQueryParametersError", "X-Amz-Date must be in the ISO8601 Long "
+            throw new S3Refused(400, "AuthorizationQueryParametersError", "X-Amz-Date must be in the ISO8601 Long "
                     + "Format \"yyyyMMdd'T'HHmmss'Z'\"");
         }
         if (signedAt.isAfter(now.plus(MAX_SKEW))) {
-            throw new Refused(403, "AccessDenied", "Request is not valid yet");
+            throw new S3Refused(403, "AccessDenied", "Request is not valid yet");
         }
         if (!now.isBefore(signedAt.plusSeconds(seconds))) {
-            throw new Refused(403, "AccessDenied", "Request has expired");
+            throw new S3Refused(403, "AccessDenied", "Request has expired");
         }
         List<Map.Entry<String, String>> query = s3.query().stream()
                 .filter(e -> !e.getKey().equals("X-Amz-Signature")).toList();
@@ -162,20 +151,20 @@ final class ClientAuth {
 
     private Verified check(ServerRequest req, S3Request s3, String credential, String signedHeaders,
                            String signature, String amzDate, String payload, List<Map.Entry<String, String>> query)
-            throws Refused {
+            throws S3Refused {
         String[] scopeParts = credential.split("/");
         if (scopeParts.length != 5 || !scopeParts[4].equals("aws4_request")) {
-            throw new Refused(400, "AuthorizationHeaderMalformed",
+            throw new S3Refused(400, "AuthorizationHeaderMalformed",
                     "Credential must be ACCESSKEY/DATE/REGION/SERVICE/aws4_request");
         }
         String accessKey = scopeParts[0];
         String secret = secrets.get(accessKey);
         if (secret == null) {
-            throw new Refused(403, "InvalidAccessKeyId",
+            throw new S3Refused(403, "InvalidAccessKeyId",
                     "The AWS Access Key Id you provided does not exist in our records.");
         }
         if (!amzDate.startsWith(scopeParts[1])) {
-            throw new Refused(400, "AuthorizationHeaderMalformed", "the credential date " + scopeParts[1]
+            throw new S3Refused(400, "AuthorizationHeaderMalformed", "the credential date " + scopeParts[1]
                     + " is not the date of the request");
         }
         TreeMap<String, String> headers = new TreeMap<>();
@@ -183,19 +172,19 @@ final class ClientAuth {
         for (String name : signedHeaders.split(";")) {
             String value = all.get(name);
             if (value == null) {
-                throw new Refused(403, "SignatureDoesNotMatch", "signed header '" + name + "' is missing");
+                throw new S3Refused(403, "SignatureDoesNotMatch", "signed header '" + name + "' is missing");
             }
             headers.put(name, value);
         }
         if (!headers.containsKey("host")) {
-            throw new Refused(403, "SignatureDoesNotMatch", "the host header must be signed");
+            throw new S3Refused(403, "SignatureDoesNotMatch", "the host header must be signed");
         }
         String scope = String.join("/", scopeParts[1], scopeParts[2], scopeParts[3], scopeParts[4]);
         String canonical = SigV4.canonicalRequest(s3.method(), s3.decodedPath(), query, headers, payload);
         String stringToSign = SigV4.stringToSign(amzDate, scope, canonical);
         byte[] key = SigV4.signingKey(secret, scopeParts[1], scopeParts[2], scopeParts[3]);
         if (!SigV4.same(SigV4.signature(key, stringToSign), signature)) {
-            throw new Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
+            throw new S3Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
                     + " signature you provided. Check your key and signing method.");
         }
         return new Verified(accessKey, key, amzDate, scope, signature, payload, java.util.Set.copyOf(headers.keySet()));
@@ -210,42 +199,42 @@ final class ClientAuth {
      *
      * @param field the form's fields by lower-case name
      */
-    void verifyForm(java.util.function.Function<String, String> field, String policy, Instant now) throws Refused {
+    void verifyForm(java.util.function.Function<String, String> field, String policy, Instant now) throws S3Refused {
         String v4 = field.apply("x-amz-signature");
         if (v4 != null) {
             String algorithm = field.apply("x-amz-algorithm");
             String credential = field.apply("x-amz-credential");
             String amzDate = field.apply("x-amz-date");
             if (!SigV4.ALGORITHM.equals(algorithm)) {
-                throw new Refused(400, "InvalidArgument", "Bucket POST must contain a field named "
+                throw new S3Refused(400, "InvalidArgument", "Bucket POST must contain a field named "
                         + "'x-amz-algorithm' with the value " + SigV4.ALGORITHM);
             }
             if (credential == null || amzDate == null) {
-                throw new Refused(400, "InvalidArgument", "Bucket POST must contain the fields 'x-amz-credential'"
+                throw new S3Refused(400, "InvalidArgument", "Bucket POST must contain the fields 'x-amz-credential'"
                         + " and 'x-amz-date'");
             }
             String[] scope = credential.split("/");
             if (scope.length != 5 || !scope[4].equals("aws4_request")) {
-                throw new Refused(400, "InvalidArgument", "x-amz-credential must be "
+                throw new S3Refused(400, "InvalidArgument", "x-amz-credential must be "
                         + "ACCESSKEY/DATE/REGION/SERVICE/aws4_request");
             }
             String secret = secrets.get(scope[0]);
             if (secret == null) {
-                throw new Refused(403, "InvalidAccessKeyId",
+                throw new S3Refused(403, "InvalidAccessKeyId",
                         "The AWS Access Key Id you provided does not exist in our records.");
             }
             if (!amzDate.startsWith(scope[1])) {
-                throw new Refused(400, "InvalidArgument", "the credential date " + scope[1] + " is not the date"
+                throw new S3Refused(400, "InvalidArgument", "the credential date " + scope[1] + " is not the date"
                         + " of x-amz-date");
             }
             try {
                 AMZ_DATE.parse(amzDate, Instant::from);
             } catch (DateTimeParseException e) {
-                throw new Refused(400, "InvalidArgument", "x-amz-date '" + amzDate + "' is not yyyyMMddTHHmmssZ");
+                throw new S3Refused(400, "InvalidArgument", "x-amz-date '" + amzDate + "' is not yyyyMMddTHHmmssZ");
             }
             byte[] key = SigV4.signingKey(secret, scope[1], scope[2], scope[3]);
             if (!SigV4.same(SigV4.signature(key, policy), v4.trim().toLowerCase(Locale.ROOT))) {
-                throw new Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not "
+                throw new S3Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not "
                         + "match the signature you provided. Check your key and signing method.");
             }
             return;
@@ -253,13 +242,13 @@ final class ClientAuth {
         String accessKey = field.apply("awsaccesskeyid");
         String v2 = field.apply("signature");
         if (accessKey == null || v2 == null) {
-            throw new Refused(400, "InvalidArgument", "Bucket POST must contain a field named 'x-amz-signature' "
+            throw new S3Refused(400, "InvalidArgument", "Bucket POST must contain a field named 'x-amz-signature' "
                     + "(SigV4: with x-amz-algorithm, x-amz-credential and x-amz-date) or the fields "
                     + "'AWSAccessKeyId' and 'signature' (SigV2)");
         }
         String secret = secrets.get(accessKey);
         if (secret == null) {
-            throw new Refused(403, "InvalidAccessKeyId",
+            throw new S3Refused(403, "InvalidAccessKeyId",
                     "The AWS Access Key Id you provided does not exist in our records.");
         }
         String expected;
@@ -273,7 +262,7 @@ final class ClientAuth {
             throw new IllegalStateException("the JDK has no HmacSHA1", e);
         }
         if (!SigV4.same(expected, v2.trim())) {
-            throw new Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
+            throw new S3Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
                     + " signature you provided. Check your key and signing method.");
         }
     }
@@ -287,14 +276,14 @@ final class ClientAuth {
         return all;
     }
 
-    private static Instant parseDate(String amzDate) throws Refused {
+    private static Instant parseDate(String amzDate) throws S3Refused {
         if (amzDate == null) {
-            throw new Refused(403, "AccessDenied", "the request has no x-amz-date");
+            throw new S3Refused(403, "AccessDenied", "the request has no x-amz-date");
         }
         try {
             return AMZ_DATE.parse(amzDate, Instant::from);
         } catch (DateTimeParseException e) {
-            throw new Refused(403, "AccessDenied", "x-amz-date '" + amzDate + "' is not yyyyMMddTHHmmssZ");
+            throw new S3Refused(403, "AccessDenied", "x-amz-date '" + amzDate + "' is not yyyyMMddTHHmmssZ");
         }
     }
 

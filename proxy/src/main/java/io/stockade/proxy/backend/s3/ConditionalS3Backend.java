@@ -893,7 +893,6 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         return headers.contains(HeaderNames.IF_MATCH) || headers.contains(HeaderNames.IF_NONE_MATCH);
     }
 
-
     /**
      * The client's {@code If-Match} and {@code If-None-Match} on a write, judged as S3 judges them against the
      * object the proxy read: {@code If-Match} on a missing object is 404 {@code NoSuchKey}, on another ETag 412;

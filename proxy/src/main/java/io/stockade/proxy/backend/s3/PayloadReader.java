@@ -14,6 +14,8 @@ import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 import java.util.zip.Checksum;
 
+import io.stockade.proxy.io.BulkInputStream;
+
 /**
  * The body of a client request as the bytes the object will hold, checked while it streams.
  * <p>
@@ -25,7 +27,7 @@ import java.util.zip.Checksum;
  * with the bytes that passed. A mismatch throws {@link Rejected} from {@code read}, before the last byte is
  * handed on: the upstream request is then cut short and never completes.
  */
-final class PayloadReader extends InputStream {
+final class PayloadReader extends BulkInputStream {
     private static final int MAX_LINE = 4096;
 
     /** The body was refused (bad signature, checksum or framing). */
@@ -113,13 +115,6 @@ final class PayloadReader extends InputStream {
 
     static boolean isChunked(String contentSha256) {
         return contentSha256 != null && contentSha256.startsWith("STREAMING-");
-    }
-
-    @Override
-    public int read() throws IOException {
-        byte[] one = new byte[1];
-        int n = read(one, 0, 1);
-        return n < 0 ? -1 : one[0] & 0xff;
     }
 
     @Override

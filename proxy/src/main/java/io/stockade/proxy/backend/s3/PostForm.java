@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 
+import io.stockade.proxy.io.BulkInputStream;
+
 /**
  * A browser-form upload (S3's POST Object) read as {@code multipart/form-data}: the fields that precede the file,
  * read whole (they are small: the policy, its signature, the key, metadata), then the file's bytes as a stream
@@ -277,7 +279,7 @@ final class PostForm {
     }
 
     /** One part's content: the bytes up to the next delimiter ({@code CRLF--boundary}), which it consumes. */
-    private static final class Part extends InputStream {
+    private static final class Part extends BulkInputStream {
         private final Counted body;
         private final byte[] delimiter;
         private final byte[] buffer = new byte[64 * 1024];
@@ -289,13 +291,6 @@ final class PostForm {
         Part(Counted body, byte[] delimiter) {
             this.body = body;
             this.delimiter = delimiter;
-        }
-
-        @Override
-        public int read() throws IOException {
-            byte[] one = new byte[1];
-            int n = read(one, 0, 1);
-            return n < 0 ? -1 : one[0] & 0xff;
         }
 
         @Override

@@ -31,18 +31,6 @@ final class PostPolicy {
     private static final Set<String> EXEMPT = Set.of("x-amz-signature", "signature", "awsaccesskeyid", "policy",
             "file");
 
-    /** A refusal with S3's status and code. */
-    static final class Refused extends Exception {
-        final int status;
-        final String code;
-
-        Refused(int status, String code, String message) {
-            super(message, null, false, false);
-            this.status = status;
-            this.code = code;
-        }
-    }
-
     private record Condition(String op, String field, String value, Object original) {
     }
 
@@ -59,7 +47,7 @@ final class PostPolicy {
     }
 
     /** Reads the base64 policy field. */
-    static PostPolicy parse(String base64) throws Refused {
+    static PostPolicy parse(String base64) throws S3Refused {
         Object document;
         try {
             byte[] json = Base64.getMimeDecoder().decode(base64.trim());
@@ -131,12 +119,12 @@ final class PostPolicy {
         return field.toLowerCase(Locale.ROOT);
     }
 
-    private static Refused invalid(String why) {
-        return new Refused(400, "InvalidPolicyDocument", "Invalid Policy: " + why);
+    private static S3Refused invalid(String why) {
+        return new S3Refused(400, "InvalidPolicyDocument", "Invalid Policy: " + why);
     }
 
-    private static Refused denied(String why) {
-        return new Refused(403, "AccessDenied", "Invalid according to Policy: " + why);
+    private static S3Refused denied(String why) {
+        return new S3Refused(403, "AccessDenied", "Invalid according to Policy: " + why);
     }
 
     /**
@@ -145,7 +133,7 @@ final class PostPolicy {
      * @param fields the form's fields by lower-case name (the key with {@code ${filename}} already filled in), plus
      *               {@code bucket}
      */
-    void check(Map<String, String> fields, Instant now) throws Refused {
+    void check(Map<String, String> fields, Instant now) throws S3Refused {
         if (!now.isBefore(expiration)) {
             throw denied("Policy expired.");
         }

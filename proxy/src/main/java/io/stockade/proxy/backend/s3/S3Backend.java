@@ -255,7 +255,7 @@ public class S3Backend implements Backend {
         } else if (auth != null) {
             try {
                 verified = auth.verify(req, s3, Instant.now());
-            } catch (ClientAuth.Refused refused) {
+            } catch (S3Refused refused) {
                 S3Xml.error(exchange.response(), head, refused.status, refused.code, refused.getMessage(),
                         s3.resource(), Map.of());
                 return false;
@@ -342,12 +342,12 @@ public class S3Backend implements Backend {
         try {
             if (auth != null) {
                 if (policyText == null && !signed) {
-                    throw new PostPolicy.Refused(403, "AccessDenied", "Anonymous access is refused: a browser form"
+                    throw new S3Refused(403, "AccessDenied", "Anonymous access is refused: a browser form"
                             + " must carry a policy document signed with SigV4 (x-amz-signature); unsigned writes "
                             + "are never forwarded");
                 }
                 if (policyText == null) {
-                    throw new PostPolicy.Refused(400, "InvalidArgument", "Bucket POST must contain a field named "
+                    throw new S3Refused(400, "InvalidArgument", "Bucket POST must contain a field named "
                             + "'policy'.  If it is specified, please check the order of the fields.");
                 }
                 auth.verifyForm(fields::get, policyText, Instant.now());
@@ -362,22 +362,20 @@ public class S3Backend implements Backend {
             }
             Optional<String> keyProblem = formKeyProblem(s3.bucket(), key);
             if (keyProblem.isPresent()) {
-                throw new PostPolicy.Refused(400, key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+                throw new S3Refused(400, key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
                         > S3Request.MAX_KEY_BYTES ? "KeyTooLongError" : "InvalidArgument", keyProblem.get());
             }
             String tokenHeader = exchange.route().policy().fence().header();
             if (auth != null && config.signedToken() && req.headers().contains(HeaderNames.create(tokenHeader))
                     && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE) {
-                throw new PostPolicy.Refused(403, "AccessDenied", "a browser form's token is the form field "
+                throw new S3Refused(403, "AccessDenied", "a browser form's token is the form field "
                         + TOKEN_FIELD + ", which its policy signs; the " + tokenHeader + " header of a form upload"
                         + " is covered by no signature (policy option signed-token)");
             }
             req.context().register(new Parsed(s3, null, java.util.OptionalLong.empty(), false,
                     new Form(form, key, min, max, java.util.Collections.unmodifiableMap(fields))));
             return true;
-        } catch (ClientAuth.Refused e) {
-            S3Xml.error(exchange.response(), head, e.status, e.code, e.getMessage(), resource, Map.of());
-        } catch (PostPolicy.Refused e) {
+        } catch (S3Refused e) {
             S3Xml.error(exchange.response(), head, e.status, e.code, e.getMessage(), resource, Map.of());
         }
         return false;

@@ -58,10 +58,11 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         }
     }
 
-    /** The result of a compute, carried out of the lambda. */
+    /** The result of a compute, carried out of the lambda: {@link #lsn} is what the caller waits to be durable. */
     private static final class Outcome {
         Entry before;
         boolean ok;
+        Retired retired;
         long lsn;
     }
 
@@ -159,28 +160,20 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         }
         byte[] record = RecordCodec.encode(scope, token, null);  // outside the critical section
         Outcome o = new Outcome();
-        long stamp = journal.beginUpdate();
-        try {
-            update(scope, false, (k, e) -> {
-                o.before = e;
-                if (e == null || token > e.token()) {
-                    o.ok = true;
-                    o.lsn = journal.append(record);
-                    if (afterQueueingRaise != null) {
-                        afterQueueingRaise.accept(k);
-                    }
-                    return new Entry(token, null, o.lsn);
+        updateDurably(scope, false, o, (k, e) -> {
+            o.before = e;
+            if (e == null || token > e.token()) {
+                o.ok = true;
+                o.lsn = journal.append(record);
+                if (afterQueueingRaise != null) {
+                    afterQueueingRaise.accept(k);
                 }
-                o.ok = token == e.token() && acceptEqual;
-                o.lsn = e.lsn();
-                return e;
-            });
-        } catch (Journal.Unavailable u) {
-            throw u.toChecked();
-        } finally {
-            journal.endUpdate(stamp);
-        }
-        journal.awaitDurable(o.lsn);
+                return new Entry(token, null, o.lsn);
+            }
+            o.ok = token == e.token() && acceptEqual;
+            o.lsn = e.lsn();
+            return e;
+        });
         if (o.ok) {
             return new Advance.Accepted(o.before == null ? NEVER_SEEN : o.before.state());
         }
@@ -215,28 +208,20 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         }
         byte[] record = RecordCodec.encode(scope, token, version);
         Outcome o = new Outcome();
-        long stamp = journal.beginUpdate();
-        try {
-            update(scope, true, (k, e) -> {
-                o.before = e;
-                if (e.token() != token) {
-                    o.lsn = e.lsn();
-                    return e;
-                }
-                o.ok = true;
-                if (Objects.equals(version, e.version())) {
-                    o.lsn = e.lsn();
-                    return e;
-                }
-                o.lsn = journal.append(record);
-                return new Entry(token, version, o.lsn);
-            });
-        } catch (Journal.Unavailable u) {
-            throw u.toChecked();
-        } finally {
-            journal.endUpdate(stamp);
-        }
-        journal.awaitDurable(o.lsn);
+        updateDurably(scope, true, o, (k, e) -> {
+            o.before = e;
+            if (e.token() != token) {
+                o.lsn = e.lsn();
+                return e;
+            }
+            o.ok = true;
+            if (Objects.equals(version, e.version())) {
+                o.lsn = e.lsn();
+                return e;
+            }
+            o.lsn = journal.append(record);
+            return new Entry(token, version, o.lsn);
+        });
         return o.ok;
     }
 
@@ -318,23 +303,15 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         ensureOpen();
         byte[] record = RecordCodec.encode(scope, token, null);
         Outcome o = new Outcome();
-        long stamp = journal.beginUpdate();
-        try {
-            update(scope, false, (k, e) -> {
-                o.before = e;
-                if (e == null || token > e.token()) {
-                    o.lsn = journal.append(record);
-                    return new Entry(token, null, o.lsn);
-                }
-                o.lsn = e.lsn();
-                return e;
-            });
-        } catch (Journal.Unavailable u) {
-            throw u.toChecked();
-        } finally {
-            journal.endUpdate(stamp);
-        }
-        journal.awaitDurable(o.lsn);
+        updateDurably(scope, false, o, (k, e) -> {
+            o.before = e;
+            if (e == null || token > e.token()) {
+                o.lsn = journal.append(record);
+                return new Entry(token, null, o.lsn);
+            }
+            o.lsn = e.lsn();
+            return e;
+        });
         return o.before == null ? token : Math.max(token, o.before.token());
     }
 
@@ -368,29 +345,21 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         Objects.requireNonNull(scope, "scope");
         ensureOpen();
         byte[] record = RecordCodec.encodeRetire(scope);
-        Retired[] result = {Retired.NOT_FOUND};
-        long[] lsn = {0};
-        long stamp = journal.beginUpdate();
-        try {
-            update(scope, true, (k, e) -> {
-                FloorEntry floor = floorOf(floorView, scope);
-                if (floor == null || floor.token() < e.token()) {
-                    result[0] = Retired.NOT_COVERED;
-                    lsn[0] = e.lsn();
-                    return e;
-                }
-                result[0] = Retired.RETIRED;
-                // The floor's record precedes this one in the journal: replay never sees the scope gone uncovered.
-                lsn[0] = journal.append(record);
-                return null;
-            });
-        } catch (Journal.Unavailable u) {
-            throw u.toChecked();
-        } finally {
-            journal.endUpdate(stamp);
-        }
-        journal.awaitDurable(lsn[0]);
-        return result[0];
+        Outcome o = new Outcome();
+        o.retired = Retired.NOT_FOUND;
+        updateDurably(scope, true, o, (k, e) -> {
+            FloorEntry floor = floorOf(floorView, scope);
+            if (floor == null || floor.token() < e.token()) {
+                o.retired = Retired.NOT_COVERED;
+                o.lsn = e.lsn();
+                return e;
+            }
+            o.retired = Retired.RETIRED;
+            // The floor's record precedes this one in the journal: replay never sees the scope gone uncovered.
+            o.lsn = journal.append(record);
+            return null;
+        });
+        return o.retired;
     }
 
     /** Counters for tests and metrics; cheap, and not a consistent cut across fields. */
@@ -420,6 +389,24 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         }
         int slot = replayed.slotOf(key);
         return slot < 0 ? null : new Entry(replayed.tokenAt(slot), replayed.versionAt(slot), 0);
+    }
+
+    /**
+     * {@link #update} inside the journal's update section (so that a compaction sees the change or its record),
+     * then waits until the outcome's LSN is durable: the record the change appended, or the one behind the state
+     * it saw (a caller never answers from a state that a crash could still take back).
+     */
+    private void updateDurably(String scope, boolean ifPresent, Outcome o, Change change)
+            throws StoreUnavailableException {
+        long stamp = journal.beginUpdate();
+        try {
+            update(scope, ifPresent, change);
+        } catch (Journal.Unavailable u) {
+            throw u.toChecked();
+        } finally {
+            journal.endUpdate(stamp);
+        }
+        journal.awaitDurable(o.lsn);
     }
 
     /** A change of one scope: gets its visible state (null: none), returns the new one (null: removed). */

@@ -8,13 +8,13 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
 import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.io.SecretFiles;
 import io.stockade.proxy.json.JsonReader;
 import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.proxy.verify.TokenVerifier;
@@ -74,7 +74,7 @@ public final class ConsulLockVerifier implements TokenVerifier {
     private static String aclToken(Path file, String what) throws IOException {
         String t;
         try {
-            t = Files.readAllLines(file, StandardCharsets.UTF_8).stream().findFirst().orElse("").strip();
+            t = SecretFiles.firstLine(file);
         } catch (IOException e) {
             throw new IOException(what + ": cannot read '" + file + "': " + e, e);
         }

@@ -2,7 +2,6 @@ package io.stockade.proxy.verify.hmac;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.time.Clock;
@@ -15,6 +14,7 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.io.SecretFiles;
 import io.stockade.proxy.verify.TokenVerifier;
 
 /**
@@ -59,7 +59,7 @@ public final class HmacVerifier implements TokenVerifier {
         for (TokenVerification.SharedKey k : config.shared()) {
             String text = k.key();
             if (k.keyFile() != null) {
-                text = Files.readAllLines(k.keyFile(), StandardCharsets.UTF_8).stream().findFirst().orElse("").strip();
+                text = SecretFiles.firstLine(k.keyFile());
                 if (text.length() < TokenVerification.SharedKey.MIN_LENGTH) {
                     throw new IOException(k.keyFile() + ": key '" + k.id() + "' must have at least "
                             + TokenVerification.SharedKey.MIN_LENGTH + " characters on its first line");

@@ -1,17 +1,14 @@
 package io.stockade.proxy.verify.redis;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
-import java.util.List;
 import java.util.Set;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 
 import io.stockade.policy.TokenVerification;
+import io.stockade.proxy.io.SecretFiles;
 import io.stockade.proxy.tls.ClientTlsFiles;
 
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
@@ -68,7 +65,7 @@ final class RedisConnections implements AutoCloseable {
                 .database(c.database())
                 // no CLIENT SETNAME / SETINFO: the verifier's ACL user needs +get and nothing else
                 .clientSetInfoConfig(ClientSetInfoConfig.DISABLED);
-        String password = c.passwordFile() != null ? readPassword(c.passwordFile(), what + ".password-file")
+        String password = c.passwordFile() != null ? SecretFiles.password(c.passwordFile(), what + ".password-file")
                 : c.password();
         if (password != null) {
             b.password(password);
@@ -196,18 +193,5 @@ final class RedisConnections implements AutoCloseable {
             }
         }
         return message;
-    }
-
-    private static String readPassword(Path file, String what) throws IOException {
-        List<String> lines;
-        try {
-            lines = Files.readAllLines(file, StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            throw new IOException(what + ": cannot read " + file + " (" + e.getClass().getSimpleName() + ")", e);
-        }
-        if (lines.isEmpty() || lines.getFirst().isEmpty()) {
-            throw new IOException(what + ": " + file + " is empty (its first line is the password)");
-        }
-        return lines.getFirst();
     }
 }
