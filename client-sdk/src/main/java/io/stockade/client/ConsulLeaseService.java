@@ -81,8 +81,7 @@ final class ConsulLeaseService implements LeaseService {
                     + " character)");
         }
         long deadline = ticker.read() + timeout.toNanos();
-        long poll = Math.max(TimeUnit.MILLISECONDS.toNanos(20), Math.min(ttl.toNanos() / 10,
-                TimeUnit.MILLISECONDS.toNanos(500)));
+        long poll = LeaseService.pollNanos(ttl);
         Map<String, Object> spec = new LinkedHashMap<>();
         spec.put("Name", "stockade " + holder + " " + name);
         spec.put("TTL", seconds + "s");

@@ -111,8 +111,7 @@ final class DynamoDbLeaseService implements LeaseService {
                     + " partition key is at most " + MAX_KEY_BYTES);
         }
         long deadline = ticker.read() + timeout.toNanos();
-        long poll = Math.max(TimeUnit.MILLISECONDS.toNanos(20), Math.min(ttl.toNanos() / 10,
-                TimeUnit.MILLISECONDS.toNanos(500)));
+        long poll = LeaseService.pollNanos(ttl);
         String pending = null; // the rvn of a taking write whose answer was lost
         long pendingSent = 0;
         String why;

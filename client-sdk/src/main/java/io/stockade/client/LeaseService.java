@@ -1,6 +1,7 @@
 package io.stockade.client;
 
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiConsumer;
 
@@ -22,6 +23,15 @@ interface LeaseService extends AutoCloseable {
 
     /** The answer to a renewal. */
     enum Renewal { RENEWED, REFUSED, REVOKED }
+
+    /**
+     * How long a service that polls for a held lock waits between tries: a tenth of the TTL, 20 ms to 500 ms (a
+     * lease that frees up is taken soon after, and a waiting holder does not hammer the service).
+     */
+    static long pollNanos(Duration ttl) {
+        return Math.max(TimeUnit.MILLISECONDS.toNanos(20), Math.min(ttl.toNanos() / 10,
+                TimeUnit.MILLISECONDS.toNanos(500)));
+    }
 
     /** Acquires {@code name}, waiting up to {@code timeout}; the grant's {@code sentAt} starts its validity. */
     Grant acquire(String name, String holder, Duration ttl, Duration timeout)

@@ -65,8 +65,7 @@ final class PostgresLeaseService implements LeaseService {
     @Override
     public Grant acquire(String name, String holder, Duration ttl, Duration timeout) throws Exception {
         long deadline = ticker.read() + timeout.toNanos();
-        long poll = Math.max(TimeUnit.MILLISECONDS.toNanos(20), Math.min(ttl.toNanos() / 10,
-                TimeUnit.MILLISECONDS.toNanos(500)));
+        long poll = LeaseService.pollNanos(ttl);
         while (true) {
             long sent = ticker.read();
             try (Connection c = connections.open(); PreparedStatement ps = c.prepareStatement(ACQUIRE)) {

@@ -340,8 +340,7 @@ final class RedisLeaseService implements LeaseService {
     public Grant acquire(String name, String holder, Duration ttl, Duration timeout) throws Exception {
         long deadline = ticker.read() + timeout.toNanos();
         String ttlMillis = Long.toString(millisUp(ttl));
-        long poll = Math.max(TimeUnit.MILLISECONDS.toNanos(20), Math.min(ttl.toNanos() / 10,
-                TimeUnit.MILLISECONDS.toNanos(500)));
+        long poll = LeaseService.pollNanos(ttl);
         String nonce = HexFormat.of().formatHex(bytes(16));
         while (true) {
             Grant grant;
