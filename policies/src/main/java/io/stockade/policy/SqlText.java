@@ -40,9 +40,12 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
         List<String> names = new ArrayList<>();
         int n = sql.length();
         int i = 0;
+        boolean content = false; // anything but blanks and comments
         while (i < n) {
             char c = sql.charAt(i);
             char next = i + 1 < n ? sql.charAt(i + 1) : 0;
+            boolean comment = c == '-' && next == '-' || c == '/' && next == '*';
+            content |= !comment && !Character.isWhitespace(c) && c != ';';
             if (c == '\'') {
                 boolean escapes = i > 0 && (sql.charAt(i - 1) == 'E' || sql.charAt(i - 1) == 'e')
                         && (i < 2 || !Character.isLetterOrDigit(sql.charAt(i - 2)) && sql.charAt(i - 2) != '_');
@@ -54,8 +57,10 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
                 out.append(sql, i, end);
                 i = end;
             } else if (c == '-' && next == '-') {
-                int end = sql.indexOf('\n', i);
-                end = end < 0 ? n : end;
+                int end = i + 2; // to the end of the line: PostgreSQL ends it at a carriage return too
+                while (end < n && sql.charAt(end) != '\n' && sql.charAt(end) != '\r') {
+                    end++;
+                }
                 out.append(sql, i, end);
                 i = end;
             } else if (c == '/' && next == '*') {
@@ -96,8 +101,8 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
                 i++;
             }
         }
-        if (out.toString().isBlank()) {
-            throw new IllegalArgumentException("empty statement");
+        if (!content) {
+            throw new IllegalArgumentException("empty statement (nothing but blanks and comments)");
         }
         return new SqlText(sql, out.toString().strip(), names);
     }
