@@ -323,7 +323,8 @@ class PostgresAtomicWritesIT {
      * A connection lost before COMMIT was sent: nothing can have committed, so 503 (retry). Lost during COMMIT:
      * the proxy cannot know, so 504 unknown outcome. The backend is terminated ({@code pg_terminate_backend}) while
      * it sleeps in a statement or in a deferred trigger that runs at COMMIT, or stopped ({@code SIGSTOP}) so that
-     * the backend's transaction watchdog (statement-timeout per statement + 5 s) gives up on it.
+     * the backend's transaction watchdog (statement-timeout per statement, fence call and COMMIT, + 5 s) gives up
+     * on it.
      */
     @Test
     void aConnectionLostBeforeCommitIs503AndDuringCommitIsAnUnknownOutcome() throws Exception {
@@ -378,8 +379,8 @@ class PostgresAtomicWritesIT {
             assertTrue(r.body().contains("unknown-outcome"), r.body());
             assertEquals(before, snapshot(look), "in truth it did not commit (the trigger had not finished)");
 
-            // the server stops answering mid-statement: the watchdog (2 statements x 1 s + 5 s) ends it before
-            // COMMIT: 503
+            // the server stops answering mid-statement: the watchdog ((2 statements + the fence call + COMMIT)
+            // x 1 s + 5 s) ends it before COMMIT: 503
             long start = System.nanoTime();
             r = lost(proxy, look, app, "%pg_sleep%", "{\"owner\": \"y\", \"pause\": \"0.8\"}", 8,
                     "SIGSTOP");
@@ -393,6 +394,88 @@ class PostgresAtomicWritesIT {
             assertEquals(OptionalLong.of(6), pg.fence("accounts/acc-1"));
             assertEquals(List.of("carl"), query(look, "SELECT owner FROM accounts"));
         }
+    }
+
+    /**
+     * A transaction that is slow but alive is not the watchdog's: the fence call waits for the fence row's lock,
+     * the one statement sleeps, a deferred trigger sleeps in COMMIT, each within the statement timeout (4 s) and
+     * together longer than one statement's timeout plus 5 s (the watchdog's bound before it counted the fence call
+     * and the COMMIT, which cut this write off with a 503).
+     */
+    @Test
+    void aSlowButLiveTransactionIsNotCutOffByTheWatchdog() throws Exception {
+        String app = "stockade-slow-" + Long.toHexString(System.nanoTime());
+        String ddl = """
+                CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);
+                INSERT INTO accounts VALUES ('acc-1', 'ann');
+                CREATE TABLE ledger (id bigint);
+                CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(3.3); RETURN NULL; END $$;
+                CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON accounts DEFERRABLE INITIALLY DEFERRED
+                    FOR EACH ROW WHEN (NEW.owner = 'slow') EXECUTE FUNCTION slow_commit();
+                """;
+        String yaml = """
+                store: {type: memory, journal: "${JOURNAL}"}
+                policies:
+                  - name: slow
+                    match: {path: "/slow/{id}", methods: [PUT]}
+                    scope: accounts/{id}
+                    backend:
+                      type: postgres
+                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 1, statement-timeout: 4s}
+                      params:
+                        id: path
+                        owner: {from: body}
+                        pause: {from: body}
+                      statements:
+                        PUT: UPDATE accounts SET owner = :owner FROM pg_sleep(:pause) WHERE id = :id RETURNING id
+                """;
+        try (Pg pg = Pg.create(ddl);
+             Connection look = pg.connect();
+             Connection holder = pg.connect();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
+                     Map.of("PG_URL", pg.url() + "&ApplicationName=" + app))) {
+            Route route = new Route("slow", "/slow/acc-1", true, false);
+            assertEquals(200, put(proxy, route, "{\"owner\": \"bob\", \"pause\": \"0\"}", 5).status());
+
+            holder.setAutoCommit(false);
+            query(holder, "SELECT scope FROM stockade_fences WHERE scope = 'accounts/acc-1' FOR UPDATE");
+            long start = System.nanoTime();
+            var answer = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return put(proxy, route, "{\"owner\": \"slow\", \"pause\": \"3.3\"}", 6);
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            assertTrue(waitsForALock(look, app), "the write never waited for the fence row");
+            Thread.sleep(3_300);
+            holder.commit();
+
+            Http.Response r = answer.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            long tookMs = (System.nanoTime() - start) / 1_000_000;
+            assertEquals(200, r.status(), "after " + tookMs + " ms: " + r.body());
+            assertTrue(tookMs > 9_500, "the write took " + tookMs + " ms: longer than the old bound (9 s)");
+            assertEquals(List.of("slow"), query(look, "SELECT owner FROM accounts"));
+            assertEquals(OptionalLong.of(6), pg.fence("accounts/acc-1"));
+        }
+    }
+
+    private static boolean waitsForALock(Connection look, String app) throws Exception {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            try (var ps = look.prepareStatement("SELECT 1 FROM pg_stat_activity WHERE application_name = ?"
+                    + " AND wait_event_type = 'Lock'")) {
+                ps.setString(1, app);
+                try (ResultSet r = ps.executeQuery()) {
+                    if (r.next()) {
+                        return true;
+                    }
+                }
+            }
+            Thread.sleep(5);
+        }
+        return false;
     }
 
     /**

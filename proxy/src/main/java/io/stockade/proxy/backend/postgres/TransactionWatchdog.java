@@ -17,7 +17,8 @@ import java.util.logging.Logger;
  * park of the (virtual) thread: the JDK's delay scheduler is woken for each one, about six more context switches
  * and nine more {@code futex} calls per write on this path (docs/benchmarks.md, "PostgreSQL backend").
  * One sweeper thread checking the transactions in flight every {@link #PERIOD} costs nothing per read. The bound
- * is per transaction instead of per read, so it allows for each statement's own {@code statement_timeout}.
+ * is per transaction instead of per read, so it allows for each statement's own {@code statement_timeout}
+ * (the fence call and the COMMIT count as statements: {@code PostgresBackend.limit}).
  */
 final class TransactionWatchdog implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(TransactionWatchdog.class.getName());
@@ -73,7 +74,7 @@ final class TransactionWatchdog implements AutoCloseable {
                 // remove() decides between this and the transaction's own close(): only one of them wins
                 if (now - w.deadline >= 0 && running.remove(w)) {
                     LOG.warning("a database transaction ran past its limit (the statement-timeout for each"
-                            + " statement, plus 5 s); aborting its connection");
+                            + " statement, the fence call and the COMMIT, plus 5 s); aborting its connection");
                     try {
                         w.connection.abort(Runnable::run);
                     } catch (SQLException | RuntimeException e) {
