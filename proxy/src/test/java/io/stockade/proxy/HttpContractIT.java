@@ -96,11 +96,4 @@ class HttpContractIT extends UpstreamContractIT {
         moved.put("UPSTREAM", "http://127.0.0.1:" + port);
         return moved;
     }
-
-    @Test
-    void upstreamErrorsAreRelayedAsTheyAre() throws Exception {
-        upstream.failNext(507);
-        Http.Response r = put("/docs/e", "v", "5");
-        assertEquals(507, r.status());
-    }
 }

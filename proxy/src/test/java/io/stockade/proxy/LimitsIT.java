@@ -389,9 +389,10 @@ class LimitsIT {
         assertNoPlaceHeld(scope); // missing token
         assertEquals(400, put("/docs/exits", "x", -1).status());
         assertNoPlaceHeld(scope); // malformed token
-        upstream.failNext(503);
-        assertEquals(503, put("/docs/exits", "upstream says no", 5).status());
-        assertNoPlaceHeld(scope); // the upstream's 503 relayed
+        Http.Response refused = Http.send("PATCH", proxy.uri("/docs/exits"),
+                java.net.http.HttpRequest.BodyPublishers.ofString("upstream says no"), Map.of("Fencing-Token", "5"));
+        assertEquals(405, refused.status(), refused.body()); // the upstream's own refusal (it takes PUT and DELETE)
+        assertNoPlaceHeld(scope); // the upstream's refusal relayed
         Http.Response cut = raw("PUT /docs/exits HTTP/1.1\r\nHost: x\r\nFencing-Token: 5\r\nTransfer-Encoding: "
                 + "chunked\r\nConnection: close\r\n\r\n" + chunk("y".repeat(800)) + chunk("y".repeat(800))
                 + "0\r\n\r\n");

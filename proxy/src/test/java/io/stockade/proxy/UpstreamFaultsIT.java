@@ -113,6 +113,31 @@ class UpstreamFaultsIT {
                 how + ": refusals do not move the fence");
     }
 
+    /**
+     * The upstream's own error answer is a known outcome: relayed as it is (status, body, headers), sent once, the
+     * admitted token kept as the fence, and the scope open to the next holder (no quarantine).
+     */
+    @Test
+    void anUpstreamErrorAnswerIsRelayedAsItIs() throws Exception {
+        String path = "/docs/full";
+        upstream.stubFor(put(urlPathEqualTo(path)).willReturn(aResponse().withStatus(507)
+                .withHeader("Content-Type", "text/plain").withHeader("X-Upstream", "disk full")
+                .withBody("no space left for this object")));
+
+        Http.Response r = Http.put(proxy.uri(path), "v7", Map.of("Fencing-Token", "7"));
+        assertEquals(507, r.status(), r.body());
+        assertEquals("no space left for this object", r.body());
+        assertEquals(Optional.of("disk full"), r.header("X-Upstream"));
+        assertEquals(1, upstream.findAll(putRequestedFor(urlPathEqualTo(path))).size(), "sent once");
+        assertEquals(Optional.of(7L), proxy.server().store().get("docs/full").map(s -> s.token()));
+
+        upstream.stubFor(put(urlPathEqualTo(path)).willReturn(aResponse().withStatus(204)));
+        assertEquals(204, Http.put(proxy.uri(path), "v8", Map.of("Fencing-Token", "8")).status(), "not quarantined");
+        Http.Response stale = Http.put(proxy.uri(path), "v6", Map.of("Fencing-Token", "6"));
+        assertEquals(409, stale.status(), stale.body());
+        assertEquals(2, upstream.findAll(putRequestedFor(urlPathEqualTo(path))).size(), "the stale one did not");
+    }
+
     /** A read whose answer breaks off mid-body: the client's connection is closed, never a 500, never complete. */
     @Test
     void aReadWhoseBodyBreaksOffClosesTheClientConnection() throws Exception {

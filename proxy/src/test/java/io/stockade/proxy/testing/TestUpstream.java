@@ -20,7 +20,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -50,7 +49,8 @@ import com.sun.net.httpserver.HttpServer;
  *
  * <p>Fault injection: {@link #delayWrites(Duration)} (hold a write before checking and applying it, like a request
  * still in transit), {@link #delayAfterApply(Duration)} (apply, then wait before answering) and
- * {@link #failNext(int)}. If the client gives up on a delayed write, the write still lands later.
+ * If the client gives up on a delayed write, the write still lands later. A stubbed answer or a broken connection
+ * is WireMock's (UpstreamFaultsIT): this server is storage, and answers as storage does.
  *
  * <p>Every request is recorded ({@link #received()}, {@link #receivedHeaders()}, {@link #requestCount()}), and
  * every applied write too ({@link #applied()}). Bodies are streamed: {@link #discardBodies(boolean)} keeps only
@@ -71,7 +71,6 @@ public final class TestUpstream implements AutoCloseable {
     private final ConcurrentHashMap<String, ReentrantLock> locks = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Entry> store = new ConcurrentHashMap<>();
     private final AtomicLong etagCounter = new AtomicLong();
-    private final ConcurrentLinkedQueue<Integer> failures = new ConcurrentLinkedQueue<>();
     private final AtomicInteger inFlight = new AtomicInteger();
 
     /** Guards {@link #applied}, {@link #received} and {@link #applySeq}; also the monitor for waiters. */
@@ -171,18 +170,6 @@ public final class TestUpstream implements AutoCloseable {
     /** Applies each later {@code PUT}/{@code DELETE}, releases the key, then waits this long before answering. */
     public TestUpstream delayAfterApply(Duration delay) {
         this.delayAfterApply = requireNonNegative(delay);
-        return this;
-    }
-
-    /**
-     * The next request (any method) answers {@code status} with an empty body, without delay and without applying
-     * anything. Calls queue up: {@code failNext(503); failNext(500)} fails the next two requests in that order.
-     */
-    public TestUpstream failNext(int status) {
-        if (status < 100 || status > 599) {
-            throw new IllegalArgumentException("not an HTTP status: " + status);
-        }
-        failures.add(status);
         return this;
     }
 
@@ -333,8 +320,8 @@ public final class TestUpstream implements AutoCloseable {
     }
 
     /**
-     * Empties the store and the records and turns every switch off (conditions honoured, no delays, no queued
-     * failures, bodies kept). The ETag counter keeps counting, so an ETag is never reused. Requests in flight
+     * Empties the store and the records and turns every switch off (conditions honoured, no delays, bodies
+     * kept). The ETag counter keeps counting, so an ETag is never reused. Requests in flight
      * during a reset may still land afterwards.
      */
     public void reset() {
@@ -342,7 +329,6 @@ public final class TestUpstream implements AutoCloseable {
         discardBodies = false;
         delayWrites = Duration.ZERO;
         delayAfterApply = Duration.ZERO;
-        failures.clear();
         synchronized (historyLock) {
             store.clear();
             applied.clear();
@@ -369,12 +355,6 @@ public final class TestUpstream implements AutoCloseable {
             synchronized (historyLock) {
                 received.add(new ReceivedRequest(method, path, ex.getRequestURI().getRawQuery(), headers,
                         System.nanoTime()));
-            }
-            Integer failure = failures.poll();
-            if (failure != null) {
-                ex.getRequestBody().transferTo(OutputStream.nullOutputStream());
-                send(ex, failure, null);
-                return;
             }
             switch (method) {
                 case "GET", "HEAD" -> read(ex, path, method.equals("HEAD"));

@@ -226,17 +226,6 @@ class TestUpstreamTest {
     }
 
     @Test
-    void failNextAnswersWithoutApplying() throws Exception {
-        up.failNext(503).failNext(500);
-        assertEquals(503, Http.put(up.uri("/f"), "a", Map.of()).status());
-        assertEquals(500, Http.get(up.uri("/f")).status());
-        assertTrue(up.applied().isEmpty());
-        assertEquals(201, Http.put(up.uri("/f"), "b", Map.of()).status());
-        assertEquals(List.of("b"), up.appliedBodies("/f"));
-        assertThrows(IllegalArgumentException.class, () -> up.failNext(42));
-    }
-
-    @Test
     void recordsRequestsAndAppliedWrites() throws Exception {
         Http.put(up.uri("/r/1"), "a", Map.of("Fencing-Token", "7", "X-Forwarded-For", "10.0.0.1"));
         Http.put(up.uri("/r/2"), "b", Map.of("If-Match", "\"nope\""));
@@ -267,14 +256,14 @@ class TestUpstreamTest {
         assertEquals(2, applied.get(1).seq());
         assertTrue(applied.get(0).nanoTime() <= applied.get(1).nanoTime());
 
-        up.ignoreConditions(true).delayWrites(Duration.ofMillis(1)).failNext(500);
+        up.ignoreConditions(true).delayWrites(Duration.ofMillis(1));
         up.reset();
         assertEquals(0, up.requestCount());
         assertTrue(up.applied().isEmpty());
         assertTrue(up.receivedHeaders().isEmpty());
         assertTrue(up.content("/r/1").isEmpty());
         Http.Response after = Http.put(up.uri("/r/1"), "c", Map.of("If-Match", "*"));
-        assertEquals(412, after.status(), "reset turned conditions back on and cleared failNext");
+        assertEquals(412, after.status(), "reset turned conditions back on");
         assertEquals(201, Http.put(up.uri("/r/1"), "c", Map.of()).status());
         assertEquals(1, up.applied().getFirst().seq());
         assertFalse(up.etag("/r/1").orElseThrow().equals("\"v1\""), "ETags are never reused");
