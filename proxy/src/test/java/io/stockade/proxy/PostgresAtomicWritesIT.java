@@ -332,12 +332,7 @@ class PostgresAtomicWritesIT {
         String ddl = """
                 CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL, balance numeric NOT NULL);
                 INSERT INTO accounts VALUES ('acc-1', 'ann', 1);
-                CREATE TABLE ledger (id bigint);
-                CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_sleep(0.8); RETURN NULL; END $$;
-                CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON accounts DEFERRABLE INITIALLY DEFERRED
-                    FOR EACH ROW WHEN (NEW.owner = 'slow-commit') EXECUTE FUNCTION slow_commit();
-                """;
+                """ + slowCommit("slow-commit", 0.8);
         String yaml = """
                 store: {type: memory, journal: "${JOURNAL}"}
                 policies:
@@ -408,12 +403,7 @@ class PostgresAtomicWritesIT {
         String ddl = """
                 CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);
                 INSERT INTO accounts VALUES ('acc-1', 'ann');
-                CREATE TABLE ledger (id bigint);
-                CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_sleep(3.3); RETURN NULL; END $$;
-                CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON accounts DEFERRABLE INITIALLY DEFERRED
-                    FOR EACH ROW WHEN (NEW.owner = 'slow') EXECUTE FUNCTION slow_commit();
-                """;
+                """ + slowCommit("slow", 3.3);
         String yaml = """
                 store: {type: memory, journal: "${JOURNAL}"}
                 policies:
@@ -459,6 +449,20 @@ class PostgresAtomicWritesIT {
             assertEquals(List.of("slow"), query(look, "SELECT owner FROM accounts"));
             assertEquals(OptionalLong.of(6), pg.fence("accounts/acc-1"));
         }
+    }
+
+    /**
+     * DDL for the table {@code ledger} and a deferred trigger on {@code accounts} that sleeps {@code seconds} in
+     * the COMMIT of a transaction that set an account's owner to {@code owner}.
+     */
+    private static String slowCommit(String owner, double seconds) {
+        return """
+                CREATE TABLE ledger (id bigint);
+                CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(%s); RETURN NULL; END $$;
+                CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON accounts DEFERRABLE INITIALLY DEFERRED
+                    FOR EACH ROW WHEN (NEW.owner = '%s') EXECUTE FUNCTION slow_commit();
+                """.formatted(seconds, owner);
     }
 
     private static boolean waitsForALock(Connection look, String app) throws Exception {
