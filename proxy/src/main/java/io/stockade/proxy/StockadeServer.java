@@ -131,6 +131,9 @@ public final class StockadeServer implements AutoCloseable {
             }
             AutoCloseable listenerLimits = ListenerLimits.apply(builder, config.server().limits());
             WebServer server = builder
+                    // Not useNio(false): Helidon's plain-socket listener would write a relayed body in one system
+                    // call a buffer instead of NioSocket's 8 KiB ones, but it let a TLS client without a certificate
+                    // in where client-auth is required (TlsIT; docs/benchmarks.md, "S3 GET relay").
                     .connectionOptions(options -> options.tcpNoDelay(true)
                             .readTimeout(config.server().limits().readTimeout()))
                     // A proxy passes bodies on as they came: no decoding of Content-Encoding (and no 400 for
