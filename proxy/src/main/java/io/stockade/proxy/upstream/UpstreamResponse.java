@@ -442,7 +442,10 @@ public final class UpstreamResponse implements AutoCloseable {
                 finished = true;
                 return -1;
             }
-            int n = take(b, off, (int) Math.min(len, left));
+            // The body's last byte is never read straight from the socket (take): it comes through the connection's
+            // buffer, with whatever the upstream sent after it, so that bytes past Content-Length keep the connection
+            // out of the pool instead of becoming the next answer's start.
+            int n = take(b, off, (int) Math.min(len, Math.max(1, left - 1)));
             if (n < 0) {
                 throw new IOException("the upstream closed the connection " + left + " bytes before the end of its"
                         + " answer's body (Content-Length " + length + ")");
@@ -509,7 +512,7 @@ public final class UpstreamResponse implements AutoCloseable {
                     return -1;
                 }
             }
-            int n = take(b, off, (int) Math.min(len, left));
+            int n = take(b, off, (int) Math.min(len, Math.max(1, left - 1)));
             if (n < 0) {
                 throw new IOException("the upstream closed the connection in the middle of a chunk");
             }
