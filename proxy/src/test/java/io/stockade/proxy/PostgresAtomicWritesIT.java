@@ -323,8 +323,8 @@ class PostgresAtomicWritesIT {
      * A connection lost before COMMIT was sent: nothing can have committed, so 503 (retry). Lost during COMMIT:
      * the proxy cannot know, so 504 unknown outcome. The backend is terminated ({@code pg_terminate_backend}) while
      * it sleeps in a statement or in a deferred trigger that runs at COMMIT, or stopped ({@code SIGSTOP}) so that
-     * the backend's transaction watchdog (statement-timeout per statement, fence call and COMMIT, + 5 s) gives up
-     * on it.
+     * the backend's transaction watchdog (statement-timeout per statement, the fence's own and COMMIT, + 5 s)
+     * gives up on it.
      */
     @Test
     void aConnectionLostBeforeCommitIs503AndDuringCommitIsAnUnknownOutcome() throws Exception {
@@ -374,7 +374,7 @@ class PostgresAtomicWritesIT {
             assertTrue(r.body().contains("unknown-outcome"), r.body());
             assertEquals(before, snapshot(look), "in truth it did not commit (the trigger had not finished)");
 
-            // the server stops answering mid-statement: the watchdog ((2 statements + the fence call + COMMIT)
+            // the server stops answering mid-statement: the watchdog ((2 statements + the fence's up to 2 + COMMIT)
             // x 1 s + 5 s) ends it before COMMIT: 503
             long start = System.nanoTime();
             r = lost(proxy, look, app, "%pg_sleep%", "{\"owner\": \"y\", \"pause\": \"0.8\"}", 8,

@@ -254,16 +254,13 @@ public final class PostgresBackend implements SelfFencing {
     }
 
     /**
-     * How long one transaction may run before its connection is aborted: the datasource's statement-timeout for
-     * each of the policy's statements, plus 5 s (one statement: what the driver's socket timeout allowed a read).
-     */
-    /**
      * The watchdog's bound for one attempt: the statement timeout for each statement the transaction may run —
-     * the route's statements, the fence call (or, in column mode, the re-check) and the COMMIT (its deferred
-     * triggers run in it), each of which the server may let run that long, waiting for locks included — plus 5 s.
+     * the route's statements, the fence's own (the fence call in table mode; in column mode the max-advance read
+     * before and the re-check after) and the COMMIT (its deferred triggers run in it), each of which the server may
+     * let run that long, waiting for locks included — plus 5 s.
      */
     static Duration limit(Duration statementTimeout, int statements) {
-        return statementTimeout.multipliedBy(statements + 2L).plusSeconds(5);
+        return statementTimeout.multipliedBy(statements + 3L).plusSeconds(5);
     }
 
     private Duration limit(Call call) {

@@ -18,7 +18,7 @@ import java.util.logging.Logger;
  * and nine more {@code futex} calls per write on this path (docs/benchmarks.md, "PostgreSQL backend").
  * One sweeper thread checking the transactions in flight every {@link #PERIOD} costs nothing per read. The bound
  * is per transaction instead of per read, so it allows for each statement's own {@code statement_timeout}
- * (the fence call and the COMMIT count as statements: {@code PostgresBackend.limit}).
+ * (the fence's own statements and the COMMIT count too: {@code PostgresBackend.limit}).
  */
 final class TransactionWatchdog implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(TransactionWatchdog.class.getName());
@@ -74,7 +74,7 @@ final class TransactionWatchdog implements AutoCloseable {
                 // remove() decides between this and the transaction's own close(): only one of them wins
                 if (now - w.deadline >= 0 && running.remove(w)) {
                     LOG.warning("a database transaction ran past its limit (the statement-timeout for each"
-                            + " statement, the fence call and the COMMIT, plus 5 s); aborting its connection");
+                            + " statement, the fence's own and the COMMIT, plus 5 s); aborting its connection");
                     try {
                         w.connection.abort(Runnable::run);
                     } catch (SQLException | RuntimeException e) {
