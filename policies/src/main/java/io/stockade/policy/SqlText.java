@@ -4,8 +4,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * SQL text with {@code :name} placeholders, turned into JDBC text with {@code ?} and the names in order.
@@ -19,17 +17,36 @@ import java.util.regex.Pattern;
  */
 public record SqlText(String sql, String jdbc, List<String> placeholders) {
 
-    private static final Pattern FIRST_WORD =
-            Pattern.compile("\\A(?:\\s|--[^\\n\\r]*|/\\*[\\s\\S]*?\\*/)*([A-Za-z]+)");
-
     public SqlText {
         placeholders = List.copyOf(placeholders);
     }
 
-    /** The statement's first keyword in upper case, after leading blanks and comments (empty if it has none). */
+    /**
+     * The statement's first keyword in upper case, after leading blanks and comments (nested block comments too, as
+     * PostgreSQL reads them); empty if it has none.
+     */
     public Optional<String> firstKeyword() {
-        Matcher m = FIRST_WORD.matcher(sql);
-        return m.lookingAt() ? Optional.of(m.group(1).toUpperCase(Locale.ROOT)) : Optional.empty();
+        int i = 0;
+        int n = sql.length();
+        while (i < n) {
+            if (Character.isWhitespace(sql.charAt(i))) {
+                i++;
+            } else if (sql.startsWith("--", i)) {
+                while (i < n && sql.charAt(i) != '\n' && sql.charAt(i) != '\r') {
+                    i++;
+                }
+            } else if (sql.startsWith("/*", i)) {
+                i = blockComment(sql, i);
+            } else {
+                break;
+            }
+        }
+        int end = i;
+        while (end < n && (sql.charAt(end) >= 'A' && sql.charAt(end) <= 'Z'
+                || sql.charAt(end) >= 'a' && sql.charAt(end) <= 'z')) {
+            end++;
+        }
+        return end > i ? Optional.of(sql.substring(i, end).toUpperCase(Locale.ROOT)) : Optional.empty();
     }
 
     /**

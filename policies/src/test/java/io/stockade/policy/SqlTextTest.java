@@ -93,5 +93,8 @@ class SqlTextTest {
         assertEquals(Optional.of("BEGIN"), SqlText.parse("/* c */ -- d\n  begin").firstKeyword());
         assertEquals(Optional.of("COMMIT"), SqlText.parse("-- d\rcommit").firstKeyword());
         assertEquals(Optional.of("UPDATE"), SqlText.parse("update t set v = :v").firstKeyword());
+        // a nested comment ends where PostgreSQL ends it, not at the first */ (found in review: COMMIT hid behind it)
+        assertEquals(Optional.of("COMMIT"), SqlText.parse("/* x /* y */ z */ COMMIT").firstKeyword());
+        assertEquals(Optional.empty(), SqlText.parse("(SELECT 1)").firstKeyword());
     }
 }
