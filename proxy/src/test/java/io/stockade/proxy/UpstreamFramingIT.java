@@ -114,8 +114,9 @@ class UpstreamFramingIT {
         for (int i = 0; i < 10; i++) {
             Http.Response first = Http.get(proxy.uri("/docs/a"));
             assertEquals(200, first.status());
-            assertTrue(body.equals(first.body()), "the first answer, exactly its Content-Length: " + first.body().length()
-                    + " characters, " + first.body().substring(0, Math.min(20, first.body().length())));
+            assertTrue(body.equals(first.body()), "the first answer, exactly its Content-Length: "
+                    + first.body().length() + " characters, "
+                    + first.body().substring(0, Math.min(20, first.body().length())));
             Http.Response second = Http.get(proxy.uri("/docs/a"));
             assertEquals(200, second.status());
             assertTrue(body.equals(second.body()), "the upstream's extra bytes became the next answer: "
