@@ -38,15 +38,7 @@ CREATE TABLE accounts (id text PRIMARY KEY, balance bigint NOT NULL);
 INSERT INTO accounts SELECT 'acc' || i, 0 FROM generate_series(0, $ROWS - 1) i;
 SQL
 
-work=$(mktemp -d /tmp/stockade-pgbench.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  sleep 0.5
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+stockade_bench_workdir stockade-pgbench
 
 port=$(stockade_free_port)
 cat > "$work/proxy.yaml" <<YAML

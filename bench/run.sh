@@ -46,15 +46,7 @@ if [ ! -f "$jar" ]; then
   mvn -B -q -DskipTests package -pl policies,proxy -am
 fi
 
-work=$(mktemp -d /tmp/stockade-bench.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  sleep 0.5
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  if [ -n "${KEEP_WORK:-}" ]; then echo "bench: kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
+stockade_bench_workdir stockade-bench
 
 
 nginx_conf() { # $1 = name, $2 = server block
@@ -273,7 +265,7 @@ for target in memory baseline postgres etcd; do
 done
 
 # The backends that fence in their own storage, each against the same storage directly, in the same run.
-cleanup; trap - EXIT
+stockade_bench_cleanup; trap - EXIT
 if [ "${BACKENDS:-yes}" = yes ]; then
   echo
   echo "== postgres backend vs the bare write over JDBC (bench/postgres.sh)"

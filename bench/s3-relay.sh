@@ -55,15 +55,7 @@ if [ ! -f "$jar" ]; then
 fi
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg) # before anything starts
-work=$(mktemp -d /tmp/stockade-s3relay.XXXXXX)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  sleep 0.5
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  if [ -n "${KEEP_WORK:-}" ]; then echo "bench: kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
+stockade_bench_workdir stockade-s3relay
 
 # s3proxy's class path: given, or the one scripts/s3proxy.sh keeps, or resolved by Maven (test scope of the proxy).
 if [ -n "${S3PROXY_CLASSPATH:-}" ]; then

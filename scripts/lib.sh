@@ -84,3 +84,20 @@ stockade_wait_port() {
   echo "port $1 did not open within 60 s" >&2
   return 1
 }
+
+# A bench's temporary directory ($work) and the processes it starts (append each PID to $pids): when the script
+# exits, or when it calls stockade_bench_cleanup itself, every process is stopped (TERM, then KILL after half a
+# second) and the directory removed (kept with KEEP_WORK=1). $1 = the directory's name prefix.
+stockade_bench_workdir() {
+  work=$(mktemp -d "/tmp/$1.XXXXXX")
+  pids=()
+  trap stockade_bench_cleanup EXIT
+}
+
+stockade_bench_cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  sleep 0.5
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  if [ -n "${KEEP_WORK:-}" ]; then echo "bench: kept $work" >&2; else rm -rf "$work"; fi
+  pids=()
+}
