@@ -431,13 +431,8 @@ class PostgresAtomicWritesIT {
             holder.setAutoCommit(false);
             query(holder, "SELECT scope FROM stockade_fences WHERE scope = 'accounts/acc-1' FOR UPDATE");
             long start = System.nanoTime();
-            var answer = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return put(proxy, route, "{\"owner\": \"slow\", \"pause\": \"3.3\"}", 6);
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            var answer = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> slowPut(proxy, "{\"owner\": \"slow\", \"pause\": \"3.3\"}", 6));
             assertTrue(waitsForALock(look, app), "the write never waited for the fence row");
             Thread.sleep(3_300);
             holder.commit();
@@ -463,6 +458,23 @@ class PostgresAtomicWritesIT {
                 CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON accounts DEFERRABLE INITIALLY DEFERRED
                     FOR EACH ROW WHEN (NEW.owner = '%s') EXECUTE FUNCTION slow_commit();
                 """.formatted(seconds, owner);
+    }
+
+    /**
+     * A PUT of {@code /slow/acc-1} that may take longer than {@link Http}'s 10 s (a write the watchdog gives up on,
+     * or a slow one it must not): 30 s.
+     */
+    private static Http.Response slowPut(ProxyFixture proxy, String body, long token) {
+        var request = java.net.http.HttpRequest.newBuilder(proxy.uri("/slow/acc-1"))
+                .timeout(java.time.Duration.ofSeconds(30))
+                .PUT(java.net.http.HttpRequest.BodyPublishers.ofString(body))
+                .header("Fencing-Token", Long.toString(token)).build();
+        try {
+            var r = Http.client().send(request, java.net.http.HttpResponse.BodyHandlers.ofString());
+            return new Http.Response(r.statusCode(), r.body(), r.headers());
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private static boolean waitsForALock(Connection look, String app) throws Exception {
@@ -576,13 +588,8 @@ class PostgresAtomicWritesIT {
      */
     private static Http.Response lost(ProxyFixture proxy, Connection look, String app, String query, String body,
                                       long token, String how) throws Exception {
-        var answer = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-            try {
-                return Http.put(proxy.uri("/slow/acc-1"), body, Map.of("Fencing-Token", Long.toString(token)));
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        // a stopped server is given up on by the watchdog after (2 statements + 3) x 1 s + 5 s
+        var answer = java.util.concurrent.CompletableFuture.supplyAsync(() -> slowPut(proxy, body, token));
         String pid = null;
         long deadline = System.nanoTime() + 5_000_000_000L;
         while (pid == null && System.nanoTime() < deadline) {
