@@ -333,25 +333,9 @@ class PostgresAtomicWritesIT {
                 CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL, balance numeric NOT NULL);
                 INSERT INTO accounts VALUES ('acc-1', 'ann', 1);
                 """ + slowCommit("slow-commit", 0.8);
-        String yaml = """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: slow
-                    match: {path: "/slow/{id}", methods: [PUT]}
-                    scope: accounts/{id}
-                    backend:
-                      type: postgres
-                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 1, statement-timeout: 1s}
-                      params:
-                        id: path
-                        owner: {from: body}
-                        pause: {from: body}
-                      statements:
-                        PUT:
-                          - UPDATE accounts SET owner = :owner, balance = balance + 1 WHERE id = :id \
-                RETURNING id, balance
-                          - SELECT 1 AS slept FROM pg_sleep(:pause)
-                """;
+        String yaml = slowPolicy("1s", "commit: separate",
+                "UPDATE accounts SET owner = :owner, balance = balance + 1 WHERE id = :id RETURNING id, balance",
+                "SELECT 1 AS slept FROM pg_sleep(:pause)");
         try (Pg pg = Pg.create(ddl);
              Connection look = pg.connect();
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
@@ -404,22 +388,8 @@ class PostgresAtomicWritesIT {
                 CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);
                 INSERT INTO accounts VALUES ('acc-1', 'ann');
                 """ + slowCommit("slow", 3.3);
-        String yaml = """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: slow
-                    match: {path: "/slow/{id}", methods: [PUT]}
-                    scope: accounts/{id}
-                    backend:
-                      type: postgres
-                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 1, statement-timeout: 4s}
-                      params:
-                        id: path
-                        owner: {from: body}
-                        pause: {from: body}
-                      statements:
-                        PUT: UPDATE accounts SET owner = :owner FROM pg_sleep(:pause) WHERE id = :id RETURNING id
-                """;
+        String yaml = slowPolicy("4s", "commit: separate",
+                "UPDATE accounts SET owner = :owner FROM pg_sleep(:pause) WHERE id = :id RETURNING id");
         try (Pg pg = Pg.create(ddl);
              Connection look = pg.connect();
              Connection holder = pg.connect();
@@ -444,6 +414,35 @@ class PostgresAtomicWritesIT {
             assertEquals(List.of("slow"), query(look, "SELECT owner FROM accounts"));
             assertEquals(OptionalLong.of(6), pg.fence("accounts/acc-1"));
         }
+    }
+
+    /**
+     * The policy file of the {@code slow} route ({@code PUT /slow/{id}}, scope {@code accounts/{id}}, body fields
+     * {@code owner} and {@code pause}) on a pool of one connection, with the statement timeout, the {@code commit}
+     * line and the PUT statements given.
+     */
+    private static String slowPolicy(String statementTimeout, String commit, String... put) {
+        StringBuilder statements = new StringBuilder();
+        for (String statement : put) {
+            statements.append("            - ").append(statement).append('\n');
+        }
+        return """
+                store: {type: memory, journal: "${JOURNAL}"}
+                policies:
+                  - name: slow
+                    match: {path: "/slow/{id}", methods: [PUT]}
+                    scope: accounts/{id}
+                    backend:
+                      type: postgres
+                      %s
+                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 1, statement-timeout: %s}
+                      params:
+                        id: path
+                        owner: {from: body}
+                        pause: {from: body}
+                      statements:
+                        PUT:
+                """.formatted(commit, statementTimeout) + statements;
     }
 
     /**
@@ -503,25 +502,9 @@ class PostgresAtomicWritesIT {
     @Test
     void aPipelinedCommitMakesAConnectionLostMidWriteAnUnknownOutcome() throws Exception {
         String app = "stockade-lostp-" + Long.toHexString(System.nanoTime());
-        String yaml = """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: slow
-                    match: {path: "/slow/{id}", methods: [PUT]}
-                    scope: accounts/{id}
-                    backend:
-                      type: postgres
-                      commit: pipelined
-                      datasource: {url: "${PG_URL}", user: postgres, pool-size: 1, statement-timeout: 1s}
-                      params:
-                        id: path
-                        owner: {from: body}
-                        pause: {from: body}
-                      statements:
-                        PUT:
-                          - UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id -- ends in a comment
-                          - SELECT 1 AS slept FROM pg_sleep(:pause) -- so does the last one, before the COMMIT
-                """;
+        String yaml = slowPolicy("1s", "commit: pipelined",
+                "UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id -- ends in a comment",
+                "SELECT 1 AS slept FROM pg_sleep(:pause) -- so does the last one, before the COMMIT");
         try (Pg pg = Pg.create("CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);"
                 + " CREATE TABLE ledger (id bigint); INSERT INTO accounts VALUES ('acc-1', 'ann');");
              Connection look = pg.connect();
