@@ -7,8 +7,10 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * Secrets kept in files (a {@code *-file} key of the configuration: passwords, tokens, keys): the secret is the
- * file's first line, so that a trailing newline written by an editor or {@code echo} is not part of it.
+ * Secrets kept in files whose configuration key promises "the first line" (listener key-store, etcd and Redis
+ * passwords, the admin token, HMAC keys, the Consul ACL token), so that a trailing newline written by an editor or
+ * {@code echo} is not part of the secret. Two keys read the whole file, stripped, as their reference says: a
+ * datasource's {@code password-file} and the Kubernetes verifier's {@code token-file}.
  */
 public final class SecretFiles {
 
