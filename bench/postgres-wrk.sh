@@ -70,7 +70,6 @@ cat > "$work/update.sql" <<SQL
 \set n random(1, 1000000000)
 UPDATE accounts SET balance = :n WHERE id = 'acc' || :id;
 SQL
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 secs=${DURATION%s}
 
 bare() { # $1 = writers -> "tps p50_ms"
@@ -83,12 +82,12 @@ bare() { # $1 = writers -> "tps p50_ms"
 }
 proxied() { # $1 = writers -> "rps p50_ms non2xx cpu_us"
   local before after line
-  before=$(cpu_ticks "$proxy_pid")
+  before=$(stockade_cpu_ticks "$proxy_pid")
   line=$(wrk -t"$(( $1 < 2 ? 1 : 2 ))" -c"$1" -d"$DURATION" --timeout 10s -s bench/pg-put.lua "http://127.0.0.1:$port" 2>&1 \
     | sed -n 's/^BENCH rps=\([^ ]*\) p50_ms=\([^ ]*\) p99_ms=[^ ]* non2xx=\([^ ]*\) requests=\([^ ]*\)$/\1 \2 \3 \4/p')
-  after=$(cpu_ticks "$proxy_pid")
+  after=$(stockade_cpu_ticks "$proxy_pid")
   read -r rps p50 non2xx requests <<< "$line"
-  echo "$rps $p50 $non2xx $(awk -v d=$((after - before)) -v t="$(getconf CLK_TCK)" -v n="$requests" 'BEGIN { printf "%.1f", d / t * 1e6 / (n > 0 ? n : 1) }')"
+  echo "$rps $p50 $non2xx $(stockade_us_per_request $((after - before)) "$requests")"
 }
 
 echo "warming up ..." >&2

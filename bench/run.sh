@@ -150,8 +150,6 @@ done
 nginx_pid=$(pgrep -P "$nginx_master" | head -1) # the worker does the proxying; the master only supervises
 sleep 1.5 # serialized policies open after their settle time
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-clk_tck=$(getconf CLK_TCK)
 
 run_wrk() { # $1 = url, $2 = connections -> "rps p50 p99 non2xx requests"
   STEADY=${STEADY:-0} taskset -c 1 wrk -t1 -c"$2" -d"$DURATION" --timeout 10s -s bench/put.lua "$1" 2>&1 \
@@ -177,7 +175,7 @@ for c in $CONNECTIONS; do
         baseline-steady) url="http://127.0.0.1:$port_baseline"; pid=$pid_baseline; steady=1 ;;
         *) eval "url=http://127.0.0.1:\$port_$target pid=\$pid_$target" ;;
       esac
-      before=0; [ -n "$pid" ] && before=$(cpu_ticks "$pid")
+      before=0; [ -n "$pid" ] && before=$(stockade_cpu_ticks "$pid")
       perf_pid=""
       if [ -n "$pid" ] && [ "${SYSCALLS:-0}" = 1 ]; then # system calls of the proxy's process, counted by the kernel
         perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$pid" -o "$work/perf.txt" & perf_pid=$!
@@ -186,13 +184,12 @@ for c in $CONNECTIONS; do
         || { echo "bench: wrk gave no result for $target at $url" >&2; exit 1; }
       cpu_us="-"; sys_req="-"
       if [ -n "$pid" ]; then
-        after=$(cpu_ticks "$pid")
-        cpu_us=$(awk -v d=$((after - before)) -v t="$clk_tck" -v n="$requests" 'BEGIN { printf "%.1f", d / t * 1e6 / (n > 0 ? n : 1) }')
+        after=$(stockade_cpu_ticks "$pid")
+        cpu_us=$(stockade_us_per_request $((after - before)) "$requests")
       fi
       if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid"; wait "$perf_pid" || true
-        sys_req=$(awk -F, -v n="$requests" '/raw_syscalls/ { s = $1 } /context-switches/ { c = $1 }
-          END { printf "%.2f/%.2f", s / (n > 0 ? n : 1), c / (n > 0 ? n : 1) }' "$work/perf.txt")
+        sys_req=$(stockade_perf_per_request "$work/perf.txt" "$requests")
       fi
       echo "$c $r $target $rps $p50 $p99 $non2xx $cpu_us $sys_req" | tee -a "$results" >&2
     done

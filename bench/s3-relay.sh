@@ -170,16 +170,7 @@ run_wrk() { # $1 = url, $2 = duration -> "rps p50 p99 non2xx errors requests"
 url_of() { # $1 = target, $2 = size
   if [ "$1" = direct ]; then echo "http://127.0.0.1:$s3_port/bench/object-$2"; else eval "echo http://127.0.0.1:\$port_$1/bench/object-$2"; fi
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 cpu_busy() { awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-clk_tck=$(getconf CLK_TCK)
-per_req() { # $1 = CPU ticks, $2 = requests -> microseconds per request
-  awk -v d="$1" -v t="$clk_tck" -v n="$2" 'BEGIN { printf "%.1f", d / t * 1e6 / (n > 0 ? n : 1) }'
-}
-counts() { # $1 = perf stat output, $2 = requests -> "system calls/context switches" per request
-  awk -F, -v n="$2" '/raw_syscalls/ { s = $1 } /context-switches/ { c = $1 }
-    END { printf "%.1f/%.2f", s / (n > 0 ? n : 1), c / (n > 0 ? n : 1) }' "$1"
-}
 
 echo "warming up (JIT): ${WARMUP} through each proxy and 5s direct per size ..." >&2
 for size in $SIZES; do
@@ -194,7 +185,7 @@ for r in $(seq 1 "$REPEATS"); do
   for size in $SIZES; do
     for target in $TARGETS; do
       pid=""; [ "$target" != direct ] && eval "pid=\$pid_$target"
-      s3_before=$(cpu_ticks "$s3_pid"); proxy_before=0; [ -n "$pid" ] && proxy_before=$(cpu_ticks "$pid")
+      s3_before=$(stockade_cpu_ticks "$s3_pid"); proxy_before=0; [ -n "$pid" ] && proxy_before=$(stockade_cpu_ticks "$pid")
       read -r busy0_before total0_before < <(cpu_busy 0); read -r busy1_before total1_before < <(cpu_busy 1)
       perf_pids=()
       if [ "${SYSCALLS:-0}" = 1 ]; then # the kernel's counts, per process
@@ -206,17 +197,17 @@ for r in $(seq 1 "$REPEATS"); do
       fi
       read -r rps p50 p99 non2xx errors requests < <(run_wrk "$(url_of "$target" "$size")" "$DURATION") \
         || { echo "bench: wrk gave no result for $target $size" >&2; exit 1; }
-      s3_after=$(cpu_ticks "$s3_pid"); proxy_after=0; [ -n "$pid" ] && proxy_after=$(cpu_ticks "$pid")
+      s3_after=$(stockade_cpu_ticks "$s3_pid"); proxy_after=0; [ -n "$pid" ] && proxy_after=$(stockade_cpu_ticks "$pid")
       read -r busy0_after total0_after < <(cpu_busy 0); read -r busy1_after total1_after < <(cpu_busy 1)
       for p in "${perf_pids[@]}"; do kill -INT "$p"; wait "$p" || true; done
-      s3_us=$(per_req $((s3_after - s3_before)) "$requests")
-      proxy_us="-"; [ -n "$pid" ] && proxy_us=$(per_req $((proxy_after - proxy_before)) "$requests")
+      s3_us=$(stockade_us_per_request $((s3_after - s3_before)) "$requests")
+      proxy_us="-"; [ -n "$pid" ] && proxy_us=$(stockade_us_per_request $((proxy_after - proxy_before)) "$requests")
       cpu0=$(awk -v b=$((busy0_after - busy0_before)) -v t=$((total0_after - total0_before)) 'BEGIN { printf "%.0f", 100 * b / (t > 0 ? t : 1) }')
       cpu1=$(awk -v b=$((busy1_after - busy1_before)) -v t=$((total1_after - total1_before)) 'BEGIN { printf "%.0f", 100 * b / (t > 0 ? t : 1) }')
       proxy_sys="-"; s3_sys="-"
       if [ "${SYSCALLS:-0}" = 1 ]; then
-        s3_sys=$(counts "$work/perf-s3.txt" "$requests")
-        [ -n "$pid" ] && proxy_sys=$(counts "$work/perf-proxy.txt" "$requests")
+        s3_sys=$(stockade_perf_per_request "$work/perf-s3.txt" "$requests")
+        [ -n "$pid" ] && proxy_sys=$(stockade_perf_per_request "$work/perf-proxy.txt" "$requests")
       fi
       echo "$size $r $target $rps $p50 $p99 $non2xx $errors $requests $proxy_us $s3_us $proxy_sys $s3_sys $cpu0 $cpu1" \
         | tee -a "$results" >&2

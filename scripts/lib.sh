@@ -101,3 +101,18 @@ stockade_bench_cleanup() {
   if [ -n "${KEEP_WORK:-}" ]; then echo "bench: kept $work" >&2; else rm -rf "$work"; fi
   pids=()
 }
+
+# A process's CPU time so far, in clock ticks (user and system: /proc/PID/stat). $1 = PID.
+stockade_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# CPU ticks spent over some requests, in microseconds a request. $1 = ticks, $2 = requests.
+stockade_us_per_request() {
+  awk -v d="$1" -v t="$(getconf CLK_TCK)" -v n="$2" 'BEGIN { printf "%.1f", d / t * 1e6 / (n > 0 ? n : 1) }'
+}
+
+# What `perf stat -x, -e raw_syscalls:sys_enter,context-switches` counted, per request: "syscalls/switches".
+# $1 = perf's output file, $2 = requests.
+stockade_perf_per_request() {
+  awk -F, -v n="$2" '/raw_syscalls/ { s = $1 } /context-switches/ { c = $1 }
+    END { printf "%.2f/%.2f", s / (n > 0 ? n : 1), c / (n > 0 ? n : 1) }' "$1"
+}
