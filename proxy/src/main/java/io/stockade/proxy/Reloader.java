@@ -18,6 +18,7 @@ import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.pipeline.FencePipeline;
+import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 /**
@@ -68,13 +69,15 @@ public final class Reloader implements PolicyReload, AutoCloseable {
     public synchronized String reload() throws Refused {
         StockadeConfig old = pipeline.config();
         if (old.source() == null) {
-            throw new Refused(409, "these policies were not loaded from a file; nothing to reload");
+            throw new Refused(ProblemType.RESTART_REQUIRED, "these policies were not loaded from a file; nothing to"
+                    + " reload");
         }
         StockadeConfig fresh;
         try {
             fresh = PolicyLoader.load(old.source());
         } catch (PolicyException e) {
-            throw new Refused(422, old.source() + " is not a valid policy file; the policies in force stay:\n"
+            throw new Refused(ProblemType.INVALID_POLICY_FILE, old.source() + " is not a valid policy file; the"
+                    + " policies in force stay:\n"
                     + e.getMessage());
         }
         // The port given on the command line (--port) wins over the file's, as at start.
@@ -98,7 +101,7 @@ public final class Reloader implements PolicyReload, AutoCloseable {
             restart.add("admin");
         }
         if (!restart.isEmpty()) {
-            throw new Refused(409, "the file changes " + String.join(", ", restart)
+            throw new Refused(ProblemType.RESTART_REQUIRED, "the file changes " + String.join(", ", restart)
                     + ", which only a restart applies; nothing was changed");
         }
         Map<String, Backend> opened = new LinkedHashMap<>();
@@ -111,7 +114,7 @@ public final class Reloader implements PolicyReload, AutoCloseable {
             verifiers.open(fresh.policies()); // unchanged fence.verify blocks keep their verifier (and cache)
         } catch (IOException | RuntimeException e) {
             opened.values().forEach(Backend::close);
-            throw new Refused(503, "a backend could not be opened (" + e.getMessage()
+            throw new Refused(ProblemType.BACKEND_UNAVAILABLE, "a backend could not be opened (" + e.getMessage()
                     + "); the policies in force stay");
         }
         Map<String, Backend> replaced = pipeline.swap(fresh, opened);

@@ -31,6 +31,7 @@ import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.pipeline.Readiness;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
@@ -208,8 +209,8 @@ public final class StockadeServer implements AutoCloseable {
     private static void internalError(ServerResponse res, RuntimeException e) {
         LOG.log(Level.SEVERE, "internal error", e);
         if (!res.isSent()) {
-            Problem.of(500, "internal-error", "Internal error",
-                    "the proxy failed unexpectedly (" + e.getClass().getSimpleName() + "); see its log").send(res);
+            Problem.of(ProblemType.INTERNAL_ERROR, "the proxy failed unexpectedly"
+                    + " (" + e.getClass().getSimpleName() + "); see its log").send(res);
         }
     }
 

@@ -15,6 +15,7 @@ import io.stockade.proxy.io.SecretFiles;
 import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.log.DecisionLog;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.Handler;
@@ -85,7 +86,7 @@ public final class AdminEndpoint implements Handler {
         String call = method + " " + path + (req.query().rawValue().isEmpty() ? "" : "?" + req.query().rawValue());
         if (!authorized(req)) {
             DecisionLog.admin(call, who, "401", "no or wrong bearer token");
-            Problem.of(401, "unauthorized", "Unauthorized", "send Authorization: Bearer <admin token>")
+            Problem.of(ProblemType.UNAUTHORIZED, "send Authorization: Bearer <admin token>")
                     .header("WWW-Authenticate", "Bearer realm=\"stockade-admin\"").send(res);
             return;
         }
@@ -95,7 +96,7 @@ public final class AdminEndpoint implements Handler {
         }
         if (!available) {
             DecisionLog.admin(call, who, "501", "the store has no fence-state operations");
-            Problem.of(501, "not-supported", "Not supported", "this store has no fence-state operations").send(res);
+            Problem.of(ProblemType.NOT_SUPPORTED, "this store has no fence-state operations").send(res);
             return;
         }
         String op = path.substring(BASE.length());
@@ -128,12 +129,12 @@ public final class AdminEndpoint implements Handler {
                     } else if (body.get("prefix") instanceof String p && !body.containsKey("scope")) {
                         answer = ops.raiseFloor(p, t);
                     } else {
-                        throw new FenceOperations.Refused(400, "bad-request",
+                        throw new FenceOperations.Refused(ProblemType.BAD_REQUEST,
                                 "give exactly one of \"scope\" and \"prefix\", and a \"token\"");
                     }
                 }
                 case "POST /retire" -> answer = ops.retire(body(req).get("scope") instanceof String s ? s : null);
-                default -> throw new FenceOperations.Refused(404, "no-such-operation", "no admin operation "
+                default -> throw new FenceOperations.Refused(ProblemType.NO_SUCH_OPERATION, "no admin operation "
                         + method + " " + path + "; see docs/admin-api.md");
             }
             DecisionLog.admin(call, who, "200", answer);
@@ -141,13 +142,13 @@ public final class AdminEndpoint implements Handler {
             res.send(answer);
         } catch (FenceOperations.Refused e) {
             DecisionLog.admin(call, who, Integer.toString(e.status()), e.getMessage());
-            Problem.of(e.status(), e.type(), "Refused", e.getMessage()).send(res);
+            Problem.of(e.kind(), e.getMessage()).send(res);
         } catch (StoreUnavailableException e) {
             DecisionLog.admin(call, who, "503", e.getMessage());
-            Problem.of(503, "store-unavailable", "Fence store unavailable", e.getMessage()).retryAfter(1).send(res);
+            Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage()).retryAfter(1).send(res);
         } catch (IOException | RuntimeException e) {
             DecisionLog.admin(call, who, "400", String.valueOf(e));
-            Problem.of(400, "bad-request", "Bad request", String.valueOf(e.getMessage())).send(res);
+            Problem.of(ProblemType.BAD_REQUEST, String.valueOf(e.getMessage())).send(res);
         }
     }
 
@@ -168,12 +169,12 @@ public final class AdminEndpoint implements Handler {
                     res.send("{\"reloaded\":true,\"summary\":" + JsonWriter.quote(summary) + "}");
                 } catch (PolicyReload.Refused e) {
                     DecisionLog.admin(call, who, Integer.toString(e.status()), e.getMessage());
-                    Problem.of(e.status(), "reload-refused", "Reload refused", e.getMessage()).send(res);
+                    Problem.of(e.kind(), e.getMessage()).send(res);
                 }
             }
             default -> {
                 DecisionLog.admin(call, who, "404", "no such operation");
-                Problem.of(404, "no-such-operation", "No such operation", "no admin operation " + method + " " + path
+                Problem.of(ProblemType.NO_SUCH_OPERATION, "no admin operation " + method + " " + path
                         + "; see docs/admin-api.md").send(res);
             }
         }
@@ -191,12 +192,12 @@ public final class AdminEndpoint implements Handler {
     private static Map<String, Object> body(ServerRequest req) throws FenceOperations.Refused, IOException {
         byte[] b = req.content().inputStream().readNBytes(MAX_BODY + 1);
         if (b.length > MAX_BODY) {
-            throw new FenceOperations.Refused(413, "too-large", "request body over " + MAX_BODY + " bytes");
+            throw new FenceOperations.Refused(ProblemType.BODY_TOO_LARGE, "request body over " + MAX_BODY + " bytes");
         }
         try {
             return FlatJson.parse(new String(b, StandardCharsets.UTF_8));
         } catch (IllegalArgumentException e) {
-            throw new FenceOperations.Refused(400, "bad-json", "request body: " + e.getMessage());
+            throw new FenceOperations.Refused(ProblemType.BAD_REQUEST, "request body: " + e.getMessage());
         }
     }
 
@@ -204,7 +205,7 @@ public final class AdminEndpoint implements Handler {
         try {
             return Integer.parseInt(s);
         } catch (NumberFormatException e) {
-            throw new FenceOperations.Refused(400, "bad-request", "limit must be a whole number, was '" + s + "'");
+            throw new FenceOperations.Refused(ProblemType.BAD_REQUEST, "limit must be a whole number, was '" + s + "'");
         }
     }
 }

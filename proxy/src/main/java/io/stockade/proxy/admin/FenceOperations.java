@@ -12,6 +12,7 @@ import java.util.StringJoiner;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.problem.ProblemType;
 
 /**
  * The fence-state operations, shared by the {@code fence} command and the admin endpoints: each takes plain
@@ -28,21 +29,23 @@ public final class FenceOperations {
 
     /** A refusal with an HTTP status (the command maps it to an exit code). */
     public static final class Refused extends Exception {
-        private final int status;
-        private final String type;
+        private final ProblemType kind;
 
-        Refused(int status, String type, String message) {
+        Refused(ProblemType kind, String message) {
             super(message);
-            this.status = status;
-            this.type = type;
+            this.kind = kind;
         }
 
         public int status() {
-            return status;
+            return kind.status();
         }
 
         public String type() {
-            return type;
+            return kind.type();
+        }
+
+        public ProblemType kind() {
+            return kind;
         }
     }
 
@@ -58,7 +61,7 @@ public final class FenceOperations {
         Optional<FenceAdmin.ScopeEntry> entry = admin.scope(scope);
         long floor = FenceAdmin.floorOf(admin.floors(), scope);
         if (entry.isEmpty() && floor < 0) {
-            throw new Refused(404, "unknown-scope", "no token was ever accepted for scope '" + scope
+            throw new Refused(ProblemType.UNKNOWN_SCOPE, "no token was ever accepted for scope '" + scope
                     + "' and no floor covers it");
         }
         long token = entry.map(FenceAdmin.ScopeEntry::token).orElse(-1L);
@@ -71,7 +74,7 @@ public final class FenceOperations {
 
     public String list(String prefix, int limit) throws StoreUnavailableException, Refused {
         if (limit < 1 || limit > MAX_LIST) {
-            throw new Refused(400, "bad-request", "limit must be 1.." + MAX_LIST + ", was " + limit);
+            throw new Refused(ProblemType.BAD_REQUEST, "limit must be 1.." + MAX_LIST + ", was " + limit);
         }
         List<FenceAdmin.ScopeEntry> scopes = admin.scopes(prefix == null ? "" : prefix, limit);
         StringJoiner j = new StringJoiner(",", "[", "]");
@@ -133,7 +136,7 @@ public final class FenceOperations {
             try {
                 o = FlatJson.parse(line);
             } catch (IllegalArgumentException e) {
-                throw new Refused(400, "bad-import", "line " + lines + ": " + e.getMessage()
+                throw new Refused(ProblemType.BAD_REQUEST, "line " + lines + ": " + e.getMessage()
                         + " (applied " + raised + " raises before it)");
             }
             long token = token(o.get("token"), "line " + lines + ": ");
@@ -144,7 +147,8 @@ public final class FenceOperations {
             } else if ("scope".equals(kind) && o.get("scope") instanceof String s && !s.isEmpty()) {
                 after = admin.raise(s, token);
             } else {
-                throw new Refused(400, "bad-import", "line " + lines + ": expected {\"kind\":\"floor\",\"prefix\":..."
+                throw new Refused(ProblemType.BAD_REQUEST, "line " + lines + ": expected"
+                        + " {\"kind\":\"floor\",\"prefix\":..."
                         + "} or {\"kind\":\"scope\",\"scope\":...} with a token");
             }
             if (after > token) {
@@ -167,7 +171,7 @@ public final class FenceOperations {
     /** Raises the floor of a prefix to at least {@code token}; applies to scopes that do not exist yet too. */
     public String raiseFloor(String prefix, long token) throws StoreUnavailableException, Refused {
         if (prefix == null) {
-            throw new Refused(400, "bad-request", "prefix is required (\"\" covers every scope)");
+            throw new Refused(ProblemType.BAD_REQUEST, "prefix is required (\"\" covers every scope)");
         }
         long after = admin.raiseFloor(prefix, checkToken(token));
         return "{\"prefix\":" + JsonWriter.quote(prefix) + ",\"requested\":" + token + ",\"floor\":" + after
@@ -179,8 +183,8 @@ public final class FenceOperations {
         requireText(scope, "scope");
         return switch (admin.retire(scope)) {
             case RETIRED -> "{\"scope\":" + JsonWriter.quote(scope) + ",\"retired\":true}";
-            case NOT_FOUND -> throw new Refused(404, "unknown-scope", "scope '" + scope + "' is not stored");
-            case NOT_COVERED -> throw new Refused(409, "scope-not-covered", "scope '" + scope + "' is not covered "
+            case NOT_FOUND -> throw new Refused(ProblemType.UNKNOWN_SCOPE, "scope '" + scope + "' is not stored");
+            case NOT_COVERED -> throw new Refused(ProblemType.SCOPE_NOT_COVERED, "scope '" + scope + "' is not covered "
                     + "by a prefix floor at or above its token; removing it would let lower tokens in. Raise a "
                     + "floor over it first (raise --prefix P --token N with N >= its token)");
         };
@@ -190,19 +194,19 @@ public final class FenceOperations {
         if (value instanceof Long l && l >= 0) {
             return l;
         }
-        throw new Refused(400, "bad-token", where + "token must be a whole number 0.." + Long.MAX_VALUE);
+        throw new Refused(ProblemType.BAD_REQUEST, where + "token must be a whole number 0.." + Long.MAX_VALUE);
     }
 
     private static long checkToken(long token) throws Refused {
         if (token < 0) {
-            throw new Refused(400, "bad-token", "token must be 0.." + Long.MAX_VALUE);
+            throw new Refused(ProblemType.BAD_REQUEST, "token must be 0.." + Long.MAX_VALUE);
         }
         return token;
     }
 
     private static void requireText(String value, String what) throws Refused {
         if (value == null || value.isEmpty()) {
-            throw new Refused(400, "bad-request", what + " is required");
+            throw new Refused(ProblemType.BAD_REQUEST, what + " is required");
         }
     }
 

@@ -1,6 +1,7 @@
 package io.stockade.proxy.admin;
 
 import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.problem.ProblemType;
 
 /**
  * What the admin API's policy endpoints need of the server: the policies in force, and a reload of the file they
@@ -23,16 +24,24 @@ public interface PolicyReload {
 
     /** A reload that was refused; nothing changed. */
     final class Refused extends Exception {
-        private final int status;
+        private final ProblemType kind;
 
-        public Refused(int status, String message) {
+        /**
+         * @param kind {@link ProblemType#INVALID_POLICY_FILE} for an invalid file, {@link ProblemType#RESTART_REQUIRED}
+         *             for a change that needs a restart, {@link ProblemType#BACKEND_UNAVAILABLE} when a backend
+         *             cannot open
+         */
+        public Refused(ProblemType kind, String message) {
             super(message);
-            this.status = status;
+            this.kind = kind;
         }
 
-        /** 422 for an invalid file, 409 for a change that needs a restart, 503 when a backend cannot open. */
         public int status() {
-            return status;
+            return kind.status();
+        }
+
+        public ProblemType kind() {
+            return kind;
         }
     }
 }

@@ -25,6 +25,11 @@ public record Exchange(ServerRequest request, ServerResponse response, Route rou
         this(request, response, route, scope, BodyBounds.none());
     }
 
+    /** This exchange with the scope its backend's plan found. */
+    public Exchange withScope(String planned) {
+        return new Exchange(request, response, route, planned, bounds);
+    }
+
     /**
      * The request body, within the policy's bounds: a read past a bound fails with {@link BodyBounds.BodyRefused}.
      * Backends read the body only through this.

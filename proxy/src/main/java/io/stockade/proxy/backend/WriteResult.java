@@ -1,7 +1,19 @@
 package io.stockade.proxy.backend;
 
-/** What a fenced write came to. */
+import io.stockade.proxy.problem.Problem;
+
+/** What a request sent to the storage (a fenced write, or a forward) came to. */
 public sealed interface WriteResult {
+
+    /**
+     * The backend refused the request before anything of it reached the storage (a body it could not read, a
+     * value the storage cannot hold exactly). Nothing was sent to the client; the engine answers the problem in
+     * the backend's shape and counts it as the refusal it is, never as accepted.
+     *
+     * @param problem the answer
+     */
+    record Refused(Problem problem) implements WriteResult {
+    }
 
     /**
      * The backend answered the client (the upstream's own answer, success or not, or a backend error such as

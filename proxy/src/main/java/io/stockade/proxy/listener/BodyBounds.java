@@ -13,6 +13,7 @@ import java.util.function.LongSupplier;
 
 import io.stockade.proxy.io.BulkInputStream;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 
 import io.helidon.http.RequestException;
 
@@ -257,8 +258,8 @@ public final class BodyBounds {
         }
 
         static BodyRefused tooLarge(long maxBytes) {
-            return new BodyRefused(Problem.of(413, "body-too-large", "Request body too large",
-                    "the body is larger than the policy's max-body-bytes (" + maxBytes + " bytes); it was cut off "
+            return new BodyRefused(Problem.of(ProblemType.BODY_TOO_LARGE, "the body is larger than the policy's"
+                    + " max-body-bytes (" + maxBytes + " bytes); it was cut off "
                             + "and nothing was written").with("maxBodyBytes", maxBytes)
                     .header("Connection", "close"), null);
         }
@@ -266,19 +267,19 @@ public final class BodyBounds {
         /** The body's framing failed in Helidon's reader: 413 over the listener's bound, else 400 malformed-body. */
         static BodyRefused framing(RequestException e) {
             if (e.status().code() == 413) {
-                return new BodyRefused(Problem.of(413, "body-too-large", "Request body too large",
-                        "the chunked body is larger than the listener's max-body-bytes; it was cut off and nothing "
+                return new BodyRefused(Problem.of(ProblemType.BODY_TOO_LARGE, "the chunked body is larger than the"
+                        + " listener's max-body-bytes; it was cut off and nothing "
                                 + "was written").header("Connection", "close"), e);
             }
             String why = e.getMessage() == null || e.getMessage().isBlank() ? "the body's framing is malformed"
                     : e.getMessage();
-            return new BodyRefused(Problem.of(400, "malformed-body", "Malformed body", why
+            return new BodyRefused(Problem.of(ProblemType.MALFORMED_BODY, why
                     + "; it was cut off and nothing was written").header("Connection", "close"), e);
         }
 
         static BodyRefused timedOut(String why, Throwable cause) {
-            return new BodyRefused(Problem.of(408, "body-timeout", "Request body too slow",
-                    why + "; it was cut off and nothing was written").header("Connection", "close"), cause);
+            return new BodyRefused(Problem.of(ProblemType.BODY_TIMEOUT, why + "; it was cut off and nothing was"
+                    + " written").header("Connection", "close"), cause);
         }
 
         /** The answer to send. */

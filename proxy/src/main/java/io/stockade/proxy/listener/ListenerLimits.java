@@ -9,6 +9,7 @@ import java.util.logging.Logger;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.problem.Statuses;
 
 import io.helidon.http.DirectHandler;
@@ -123,18 +124,18 @@ public final class ListenerLimits {
     static Problem problemFor(int status, String message, String protocolVersion) {
         String detail = message == null || message.isBlank() ? "the request could not be read" : message;
         if (status == 400 && HEADER_SIZE_EXCEEDED.equals(message)) {
-            return Problem.of(431, "headers-too-large", "Request headers too large",
-                    "the request's header lines are larger than the listener's max-header-bytes; nothing was "
+            return Problem.of(ProblemType.HEADERS_TOO_LARGE, "the request's header lines are larger than the"
+                    + " listener's max-header-bytes; nothing was "
                             + "forwarded");
         }
         if (status == 400 && message != null && message.startsWith(MALFORMED_CHUNKED)) {
-            return Problem.of(400, "malformed-body", "Malformed body", message + "; the request was refused before "
+            return Problem.of(ProblemType.MALFORMED_BODY, message + "; the request was refused before "
                     + "any policy saw it: nothing was forwarded and no fence was raised");
         }
         String version = otherVersion(protocolVersion);
         if (status == 505 || status == 400 && version != null) {
-            return Problem.of(505, "http-version-not-supported", "HTTP version not supported",
-                    (version == null ? "this HTTP version" : "HTTP/" + version) + " is not supported: this server "
+            return Problem.of(ProblemType.HTTP_VERSION_NOT_SUPPORTED, (version == null ? "this HTTP"
+                    + " version" : "HTTP/" + version) + " is not supported: this server "
                             + "speaks HTTP/1.1 only; send the request as HTTP/1.1 (curl: --http1.1; nginx: "
                             + "proxy_http_version 1.1)").with("supported", "HTTP/1.1");
         }
@@ -142,13 +143,14 @@ public final class ListenerLimits {
             // Before routing, Helidon answers 500 for request bytes its parser chokes on outside its own checks
             // (a method with a NUL byte: RequestParsingFuzzIT). Failures inside the pipeline never come here: the
             // routing's error handler answers those. So this is bad input, and bad input is never a 500.
-            case 500 -> Problem.of(400, "bad-request", "Bad request", "the request could not be parsed");
-            case 413 -> Problem.of(413, "body-too-large", "Request body too large", detail
+            case 500 -> Problem.of(ProblemType.BAD_REQUEST, "the request could not be parsed");
+            case 413 -> Problem.of(ProblemType.BODY_TOO_LARGE, detail
                     + " (the listener's max-body-bytes); nothing was forwarded");
-            case 414 -> Problem.of(414, "request-line-too-long", "Request line too long", detail
+            case 414 -> Problem.of(ProblemType.REQUEST_LINE_TOO_LONG, detail
                     + " (the listener's max-request-line-bytes); nothing was forwarded");
-            case 400 -> Problem.of(400, "bad-request", "Bad request", detail);
-            default -> Problem.of(status, "refused-by-listener", Statuses.of(status).reasonPhrase(), detail);
+            case 400 -> Problem.of(ProblemType.BAD_REQUEST, detail);
+            default -> Problem.of(ProblemType.BAD_REQUEST, detail + " (refused by the listener with " + status + " "
+                    + Statuses.of(status).reasonPhrase() + ")");
         };
     }
 

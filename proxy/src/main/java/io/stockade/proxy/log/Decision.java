@@ -36,6 +36,12 @@ public final class Decision {
         return this;
     }
 
+    /** The scope the backend's plan found (S3's bucket and key, a form upload's key). */
+    public Decision scope(String scope) {
+        this.scope = scope;
+        return this;
+    }
+
     public Decision token(long token) {
         this.token = token;
         return this;

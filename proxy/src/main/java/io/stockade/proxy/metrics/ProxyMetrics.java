@@ -57,6 +57,12 @@ public final class ProxyMetrics {
         UNVERIFIED,
         /** Refused: the request itself is unacceptable, e.g. a path trick (400). */
         BAD_REQUEST,
+        /**
+         * Refused by the backend's closed table: a method, sub-resource, parameter or header whose meaning to the
+         * storage the proxy does not take (405, 501, 400 {@code unknown-operation} or {@code refused-header}), or a
+         * request its own authentication refused (403).
+         */
+        REFUSED,
         /** Refused: the fence could not be decided (503). */
         UNAVAILABLE,
         /** Refused: the scope is quarantined after an unknown outcome (503). */

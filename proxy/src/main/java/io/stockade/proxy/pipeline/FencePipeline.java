@@ -17,10 +17,11 @@ import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.backend.Keeper;
+import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
@@ -46,13 +47,16 @@ import io.helidon.webserver.http.ServerResponse;
 /**
  * The request path of the proxy, one stage after another, listed in order in {@link #handle}:
  * <pre>
- * receive → match policy → limits → admit (backend) → fenced? → parse token → verify (fence.verify)
- *         → fence + write (by the storage, or by the store) → answer → metrics and log ({@code Call.close})
+ * receive → match policy → limits → plan (the backend's one decision) → forward | refuse | write:
+ *         parse token → verify (fence.verify) → fence + write (by the storage, or by the store) → answer
+ *         → metrics and log ({@code Call.close})
  * </pre>
- * Each stage is a method that either hands the request on or answers it. Every refusal is built in
- * {@link Refusals} and answered in the backend's shape ({@link Backend#refuse}). Nothing is forwarded unfenced
- * in {@code enforce} mode: a write reaches a backend's {@link Backend#write} only after the store has durably
- * admitted its token, and only while the engine holds its scope when the backend is of the serialized class.
+ * Each stage is a method that either hands the request on or answers it. The backend's {@link Plan} is handled in
+ * one exhaustive {@code switch}: nothing reaches a storage but what a plan forwards or writes. Every refusal is a
+ * problem of {@code ProblemType}'s vocabulary, answered in the backend's shape ({@link Backend#refuse}). Nothing is
+ * forwarded unfenced in {@code enforce} mode: a planned write reaches its {@link Keeper}'s write only after the
+ * store has durably admitted its token on every scope it names (holding them all when it is serialized), or
+ * through the storage's own fence.
  */
 public final class FencePipeline implements Handler {
     private static final Logger LOG = Logger.getLogger(FencePipeline.class.getName());
@@ -169,10 +173,22 @@ public final class FencePipeline implements Handler {
             try {
                 if (receive(call)          // one canonical form of the target (400)
                         && match(call)     // the one policy for method and path (404)
-                        && withinLimits(call) // headers, declared body (431, 413), a place in the scope (503)
-                        && admitted(call)  // the backend's own checks: signatures, paths it cannot take
-                        && fenced(call)) { // reads, unfenced methods, mode off: forwarded as they are
-                    tokenStage(call);      // token (400, 428) → verify → fence + write → answer
+                        && withinLimits(call)) { // headers, declared body (431, 413)
+                    Plan plan = plan(call); // the backend's one plan: forward, fenced write, or refuse
+                    switch (plan) {
+                        case Plan.Refuse refuse -> call.refuse(outcomeOf(refuse.problem()), refuse.problem());
+                        case Plan.Forward forward -> {
+                            if (enter(call)) { // a place in the scope (503)
+                                call.decision.outcome(Outcome.UNFENCED, null);
+                                forward(call, forward.action());
+                            }
+                        }
+                        case Plan.Write write -> {
+                            if (enter(call)) {
+                                tokenStage(call, write); // token (400, 428) → verify → fence + write → answer
+                            }
+                        }
+                    }
                 }
             } catch (CloseConnectionException e) {
                 // A backend's answer broke off after it started: the connection is closed under the client.
@@ -210,13 +226,31 @@ public final class FencePipeline implements Handler {
             return exchange.route().policy();
         }
 
-        /** Answers a refusal: in the backend's shape once a policy matched, else as a problem. */
+        String scope() {
+            return exchange.scope();
+        }
+
+        /**
+         * Answers a refusal: in the backend's shape once a policy matched, else as a problem. A client gone before
+         * its answer (a body that broke off) is logged with the refusal it would have got.
+         */
         void refuse(Outcome outcome, Problem problem) {
             decision.outcome(outcome, problem.detail());
-            if (backend != null && exchange != null) {
-                backend.refuse(exchange, problem);
-            } else {
-                problem.send(res);
+            if (res.isSent()) {
+                return;
+            }
+            try {
+                if (backend != null && exchange != null) {
+                    Problem named = exchange.route().target() == null ? problem
+                            : problem.withDefault("policy", policy().name()).withDefault("scope", scope());
+                    backend.refuse(exchange, named);
+                } else {
+                    problem.send(res);
+                }
+            } catch (CloseConnectionException e) {
+                throw e;
+            } catch (java.io.UncheckedIOException e) {
+                LOG.log(Level.FINE, "the client went away before its refusal was sent", e);
             }
         }
 
@@ -275,7 +309,7 @@ public final class FencePipeline implements Handler {
         }
     }
 
-    /** match: the one policy for the method and the path, its backend, the scope. */
+    /** match: the one policy for the method and the path, and its backend. */
     private boolean match(Call call) {
         Active current = active;
         Optional<Route> matched = current.config().route(call.method, call.target);
@@ -286,56 +320,75 @@ public final class FencePipeline implements Handler {
         Route route = matched.get();
         Policy policy = route.policy();
         call.backend = current.backends().get(policy.name());
-        if (call.target.trailingSlash() && !call.backend.takesTrailingSlash()) {
-            call.exchange = new Exchange(call.req, call.res, route, "-");
-            call.refuse(Outcome.BAD_REQUEST, Refusals.trailingSlash(call.rawPath));
-            return false;
-        }
-        call.exchange = new Exchange(call.req, call.res, route, call.backend.scope(route, call.req),
+        call.exchange = new Exchange(call.req, call.res, route, route.scope(),
                 limits.bodyBounds(policy, current.config().server().limits().readTimeout()));
         call.decision.policy(policy.name(), policy.backend().type(), call.exchange.scope())
                 .holder(call.req.headers().first(HOLDER).orElse(null));
         call.inFlight = metrics.inFlight(policy.name());
         call.inFlight.incrementAndGet();
+        if (call.target.trailingSlash() && !call.backend.takesTrailingSlash()) {
+            call.refuse(Outcome.BAD_REQUEST, Refusals.trailingSlash(call.rawPath));
+            return false;
+        }
         return true;
     }
 
-    /** limits: before the token is read, so a request over them never raises a fence or reaches a backend. */
+    /** limits: before the backend reads anything, so a request over them never raises a fence or is read. */
     private boolean withinLimits(Call call) {
-        Policy policy = call.policy();
-        Optional<Problem> overLimit = Limits.refusal(policy, call.req);
+        Optional<Problem> overLimit = Limits.refusal(call.policy(), call.req);
         if (overLimit.isPresent()) {
             call.refuse(Outcome.TOO_LARGE, overLimit.get());
             return false;
         }
-        call.permit = limits.enter(policy, call.exchange.scope());
+        return true;
+    }
+
+    /** plan: the backend reads the request as its storage would and decides; the exchange gets the plan's scope. */
+    private Plan plan(Call call) {
+        Plan plan = call.backend.plan(call.exchange);
+        if (!plan.scope().equals(call.exchange.scope())) {
+            call.exchange = call.exchange.withScope(plan.scope());
+            call.decision.scope(plan.scope());
+        }
+        return plan;
+    }
+
+    /** A place in the scope under the policy's {@code max-concurrent-per-scope} (503 when there is none). */
+    private boolean enter(Call call) {
+        call.permit = limits.enter(call.policy(), call.scope());
         if (call.permit == null) {
-            call.refuse(Outcome.BUSY, Limits.busy(policy, call.exchange.scope()));
+            call.refuse(Outcome.BUSY, Limits.busy(call.policy(), call.scope()));
             return false;
         }
         return true;
     }
 
-    /** admit: what the backend checks from the request alone, before any fence question. */
-    private boolean admitted(Call call) {
-        if (!call.backend.admit(call.exchange)) {
-            call.decision.outcome(Outcome.BAD_REQUEST, "refused by the " + call.policy().backend().type()
-                    + " backend");
-            return false;
-        }
-        return true;
-    }
-
-    /** Whether the request is fenced; if not (a read, an unfenced method, mode off), it is forwarded as it is. */
-    private boolean fenced(Call call) {
-        Policy policy = call.policy();
-        if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(call.method)
-                || !call.backend.fences(call.exchange)) {
-            call.decision.outcome(Outcome.UNFENCED, null);
-            forward(call.backend, call.exchange);
-            return false;
-        }
-        return true;
+    /** The outcome a refusal is counted as, by its kind: one entry per kind, no default. */
+    static Outcome outcomeOf(Problem problem) {
+        return switch (problem.kind()) {
+            case BAD_PATH, BAD_REQUEST, MALFORMED_BODY, INCOMPLETE_BODY, BAD_PARAMETER, NOT_FOUND, UNKNOWN_SCOPE,
+                 NOT_A_FILE, SCOPE_NOT_COVERED, PRECONDITION_FAILED, CONSTRAINT_VIOLATION, UNIQUE_VIOLATION,
+                 SERIALIZATION_FAILURE, UPSTREAM_CONFLICT, PATH_TOO_LONG, INVALID_POLICY_FILE, RESTART_REQUIRED,
+                 NO_SUCH_OPERATION -> Outcome.BAD_REQUEST;
+            case REFUSED_HEADER, BAD_DESTINATION, UNKNOWN_OPERATION, METHOD_NOT_ALLOWED, NOT_SUPPORTED, UNAUTHORIZED,
+                 ACCESS_DENIED -> Outcome.REFUSED;
+            case MALFORMED_TOKEN -> Outcome.MALFORMED;
+            case MISSING_TOKEN -> Outcome.MISSING;
+            case STALE_TOKEN -> Outcome.STALE;
+            case TOKEN_TOO_FAR -> Outcome.TOO_FAR;
+            case UNVERIFIED_TOKEN -> Outcome.UNVERIFIED;
+            case NO_POLICY -> Outcome.NO_POLICY;
+            case BODY_TOO_LARGE, HEADERS_TOO_LARGE, REQUEST_LINE_TOO_LONG -> Outcome.TOO_LARGE;
+            case BODY_TIMEOUT -> Outcome.TIMED_OUT;
+            case SCOPE_BUSY -> Outcome.BUSY;
+            case SCOPE_QUARANTINED -> Outcome.QUARANTINED;
+            case STORE_UNAVAILABLE, FENCE_UNAVAILABLE, VERIFIER_UNAVAILABLE, DATABASE_UNAVAILABLE, STORAGE_ERROR,
+                 SHUTTING_DOWN, SLOW_DOWN, BACKEND_UNAVAILABLE, UPSTREAM_UNREACHABLE, STATEMENT_FAILED,
+                 ANSWER_UNREADABLE -> Outcome.UNAVAILABLE;
+            case UNKNOWN_OUTCOME, UPSTREAM_TIMEOUT, STATEMENT_TIMEOUT -> Outcome.UNKNOWN_OUTCOME;
+            case HTTP_VERSION_NOT_SUPPORTED -> Outcome.BAD_REQUEST;
+            case INTERNAL_ERROR -> Outcome.ERROR;
+        };
     }
 
     /** The raw query, or null when the target has none. */
@@ -344,125 +397,167 @@ public final class FencePipeline implements Handler {
         return raw == null || raw.isEmpty() ? null : raw;
     }
 
-    /** parse token, then (observe) judge and forward, or (enforce) verify, fence and write. */
-    private void tokenStage(Call call) {
+    /**
+     * A write the policy does not fence (mode off, a method outside fence.methods) is forwarded as it is; otherwise
+     * the token: (observe) judged and forwarded, or (enforce) verified, fenced and written.
+     */
+    private void tokenStage(Call call, Plan.Write write) {
         Policy policy = call.policy();
-        String header = policy.fence().header();
+        if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(call.method)) {
+            call.decision.outcome(Outcome.UNFENCED, null);
+            forward(call, write.unfenced());
+            return;
+        }
         boolean observe = policy.fence().mode() == Policy.Mode.OBSERVE;
-        switch (call.backend.token(call.exchange)) {
+        switch (write.token()) {
             case FencingToken.Malformed malformed -> {
                 if (observe) {
-                    observed(call, Outcome.MALFORMED, malformed.reason());
+                    observed(call, write, Outcome.MALFORMED, malformed.reason());
                 } else {
-                    call.refuse(Outcome.MALFORMED, Refusals.malformedToken(policy, call.exchange.scope(),
-                            malformed.reason()));
+                    call.refuse(Outcome.MALFORMED, Refusals.malformedToken(policy, call.scope(), malformed.reason()));
                 }
             }
             case FencingToken.Missing missing -> {
                 if (policy.fence().missing() == Policy.MissingToken.ALLOW) {
                     call.decision.outcome(Outcome.ALLOWED_WITHOUT_TOKEN, null);
-                    forward(call.backend, call.exchange);
+                    forward(call, write.unfenced());
                 } else if (observe) {
-                    observed(call, Outcome.MISSING, "no " + header + " header");
+                    observed(call, write, Outcome.MISSING, "no " + policy.fence().header() + " header");
                 } else {
-                    call.refuse(Outcome.MISSING, Refusals.missingToken(policy, call.exchange.scope(), call.method));
+                    call.refuse(Outcome.MISSING, Refusals.missingToken(policy, call.scope(), call.method));
                 }
             }
             case FencingToken.Present present -> {
                 call.decision.token(present.value());
                 if (observe) {
-                    observe(call, present.value());
+                    observe(call, write, present.value());
                 } else {
-                    fencedWrite(call, present.value());
+                    fencedWrite(call, write, present.value());
                 }
             }
         }
     }
 
     /**
-     * fence + write: the heart of the proxy. Who keeps the fence decides the path: the storage itself (a
-     * {@link SelfFencing} backend checks the token in the same step as the write), or the fence store (the engine
-     * admits the token durably first; for a serialized backend it holds the scope until the write is answered).
+     * fence + write: the heart of the proxy. Who keeps the fence decides the path: the storage itself (it checks
+     * the token in the same step as the write), or the fence store (the engine admits the token durably first; for
+     * a serialized write it holds every scope of the write until the storage answered).
      */
-    private void fencedWrite(Call call, long token) {
+    private void fencedWrite(Call call, Plan.Write write, long token) {
         TokenVerifier verifier = verifiers.of(call.policy());
-        switch (call.backend) {
-            case SelfFencing self -> fencedByTheStorage(call, self, verifier, token);
-            default -> fencedByTheStore(call, verifier, token);
+        switch (write.keeper()) {
+            case Keeper.InStorage storage -> fencedByTheStorage(call, storage.write(), verifier, token);
+            case Keeper.Serialized serialized -> fencedByTheStore(call, write.scopes(), serialized.write(), true,
+                    verifier, token);
+            case Keeper.Conditional conditional -> fencedByTheStore(call, write.scopes(), conditional.write(), false,
+                    verifier, token);
         }
     }
 
-    private void fencedByTheStorage(Call call, SelfFencing self, TokenVerifier verifier, long token) {
+    private void fencedByTheStorage(Call call, Keeper.StorageWrite storage, TokenVerifier verifier, long token) {
         // The store is not consulted, so every token is verified.
-        if (verifier != null && !verified(call, verifier, token)) {
+        if (verifier != null && !verified(call, call.scope(), verifier, token)) {
             return;
         }
         long start = nanoTime.getAsLong();
-        WriteResult result = self.fencedWrite(call.exchange, token, acceptsEqual(call.policy()));
+        WriteResult result;
+        inBackend.incrementAndGet();
+        try {
+            result = storage.write(call.exchange, token, acceptsEqual(call.policy()));
+        } finally {
+            inBackend.decrementAndGet();
+        }
         metrics.upstream(call.policy().name(), nanoTime.getAsLong() - start);
-        answer(call, token, result);
+        answer(call, token, result, Outcome.ACCEPTED);
     }
 
-    private void fencedByTheStore(Call call, TokenVerifier verifier, long token) {
+    /**
+     * A write fenced by the store: for a serialized write, every scope held (in sorted order, so two writes naming
+     * the same scopes cannot each wait for the other), none quarantined or settling; every scope's token judged
+     * before any is raised, then admitted on each, durably, before the backend writes.
+     */
+    private void fencedByTheStore(Call call, List<String> scopes, Keeper.StoreWrite write, boolean serialized,
+                                  TokenVerifier verifier, long token) {
         Policy policy = call.policy();
         String name = policy.name();
-        String scope = call.exchange.scope();
-        Backend backend = call.backend;
+        String scope = call.scope();
         boolean acceptEqual = acceptsEqual(policy);
-        boolean serialized = backend.fenceClass() == FenceClass.SERIALIZED;
-        ScopeGuard.Held held = null;
+        List<ScopeGuard.Held> held = new java.util.ArrayList<>(scopes.size());
         long heldSince = 0;
         try {
             if (serialized) {
                 long waitStart = nanoTime.getAsLong();
-                held = guard.acquire(scope, SCOPE_WAIT.toNanos());
+                for (String s : scopes.stream().sorted().toList()) {
+                    ScopeGuard.Held h = guard.acquire(s, SCOPE_WAIT.toNanos());
+                    if (h == null) {
+                        call.refuse(Outcome.UNAVAILABLE, Refusals.scopeBusy(s, SCOPE_WAIT.toSeconds()));
+                        return;
+                    }
+                    held.add(h);
+                }
                 heldSince = nanoTime.getAsLong();
                 metrics.scopeWait(name, heldSince - waitStart);
-                if (held == null) {
-                    call.refuse(Outcome.UNAVAILABLE, Refusals.scopeBusy(scope, SCOPE_WAIT.toSeconds()));
-                    return;
+                for (String s : scopes) {
+                    long quarantined = guard.quarantineRemaining(s);
+                    if (quarantined > 0) {
+                        call.refuse(Outcome.QUARANTINED, Refusals.quarantined(s, quarantined));
+                        return;
+                    }
                 }
-                long quarantined = guard.quarantineRemaining(scope);
-                if (quarantined > 0) {
-                    call.refuse(Outcome.QUARANTINED, Refusals.quarantined(scope, quarantined));
-                    return;
-                }
-                long settling = notOpenFor(backend);
+                long settling = notOpenFor(call.backend);
                 if (settling > 0) {
                     call.refuse(Outcome.QUARANTINED, Refusals.settlingAfterStart(policy, scope, settling,
-                            backend.settle().toSeconds(), TimeUnit.NANOSECONDS.toSeconds(nanoTime.getAsLong()
+                            call.backend.settle().toSeconds(), TimeUnit.NANOSECONDS.toSeconds(nanoTime.getAsLong()
                                     - startedAt)));
                     return;
                 }
             }
 
             long fenceStart = nanoTime.getAsLong();
-            if (policy.fence().maxAdvance() != Policy.Fence.UNLIMITED || verifier != null) {
-                // Refuse an inflated token before it can raise the fence. A concurrent raise only makes the jump
-                // smaller, so judging against this read is never more lenient than judging atomically.
-                long highest = store.get(scope).map(FenceState::token).orElse(-1L);
-                if (policy.fence().tooFar(token, highest)) {
-                    call.decision.highest(highest);
-                    call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, scope, token, highest));
-                    return;
-                }
-                // verify: only a token the fence would admit. One below the highest (or equal, with equal: reject)
-                // is refused as stale by the advance below and can raise nothing; highest tokens never go down.
-                boolean admissible = token > highest || token == highest && acceptEqual;
-                if (verifier != null && admissible && !verified(call, verifier, token)) {
-                    return;
+            if (policy.fence().maxAdvance() != Policy.Fence.UNLIMITED || verifier != null || scopes.size() > 1) {
+                // Judge the token on every scope before any fence moves: a too-far jump, a stale token on a second
+                // scope, a token the verifier refuses all leave every scope as it was. A concurrent raise only
+                // makes a jump smaller, so judging against this read is never more lenient than judging atomically.
+                for (String s : scopes) {
+                    long highest = store.get(s).map(FenceState::token).orElse(FenceRule.NONE);
+                    if (policy.fence().tooFar(token, highest)) {
+                        call.decision.highest(highest);
+                        call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, s, token, highest));
+                        return;
+                    }
+                    if (FenceRule.stale(token, highest, acceptEqual)) {
+                        call.decision.highest(highest);
+                        call.refuse(Outcome.STALE, Refusals.stale(policy, s, token, highest));
+                        return;
+                    }
+                    // verify: only a token the fence would admit (a stale one is refused above and raises nothing)
+                    if (verifier != null && !verified(call, s, verifier, token)) {
+                        return;
+                    }
                 }
             }
-            Advance advance = store.advance(scope, token, acceptEqual);
+            FenceState previous = null;
+            for (String s : scopes) {
+                Advance advance = store.advance(s, token, acceptEqual);
+                if (advance instanceof Advance.Stale stale) {
+                    if (previous != null) {
+                        // Only a raise between the read above and this advance (an operator's, or a replica's on
+                        // a scope the serialized class gives to one replica) gets here; the scopes before keep
+                        // the token, which a write with it may reach anyway.
+                        LOG.warning("policy '" + name + "': token " + token + " was admitted on '" + scope
+                                + "' but is stale on '" + s + "' (highest " + stale.highest() + "); nothing written");
+                    }
+                    call.decision.highest(stale.highest());
+                    call.refuse(Outcome.STALE, Refusals.stale(policy, s, token, stale.highest(), stale.fromFloor()));
+                    return;
+                }
+                if (previous == null) {
+                    previous = ((Advance.Accepted) advance).previous();
+                }
+            }
             metrics.fenceDecision(name, nanoTime.getAsLong() - fenceStart);
-            if (advance instanceof Advance.Stale stale) {
-                call.decision.highest(stale.highest());
-                call.refuse(Outcome.STALE, Refusals.stale(policy, scope, token, stale.highest(), stale.fromFloor()));
-                return;
-            }
-            FenceState previous = ((Advance.Accepted) advance).previous();
             call.decision.highest(Math.max(token, previous.token()));
-            if (previous.token() >= 0 && token > previous.token()) {
+            if (previous.token() >= 0 && FenceRule.raises(token, previous.token())) {
                 metrics.handoff(name, token - previous.token());
             }
 
@@ -470,7 +565,7 @@ public final class FencePipeline implements Handler {
             WriteResult result;
             inBackend.incrementAndGet();
             try {
-                result = backend.write(call.exchange, new Admission(scope, token, previous, store));
+                result = write.write(call.exchange, new Admission(scope, token, previous, store));
             } finally {
                 inBackend.decrementAndGet();
             }
@@ -480,10 +575,10 @@ public final class FencePipeline implements Handler {
                 // journal): lift the store to it, so later stale writers are refused before the backend.
                 store.advance(scope, stale.highest(), true);
             }
-            if (result instanceof WriteResult.Unknown && serialized && !backend.settle().isZero()) {
-                guard.quarantine(scope, backend.settle().toNanos());
+            if (result instanceof WriteResult.Unknown && serialized && !call.backend.settle().isZero()) {
+                scopes.forEach(s -> guard.quarantine(s, call.backend.settle().toNanos()));
             }
-            answer(call, token, result);
+            answer(call, token, result, Outcome.ACCEPTED);
         } catch (StoreUnavailableException e) {
             // One line with the cause, at most one a second per policy (every request fails alike while the
             // store is down); the stack only at FINE.
@@ -495,8 +590,10 @@ public final class FencePipeline implements Handler {
             Thread.currentThread().interrupt();
             call.refuse(Outcome.UNAVAILABLE, Refusals.shuttingDown(scope));
         } finally {
-            if (held != null) {
-                held.close();
+            for (ScopeGuard.Held h : held.reversed()) {
+                h.close();
+            }
+            if (!held.isEmpty()) {
                 metrics.scopeHeld(name, nanoTime.getAsLong() - heldSince);
             }
         }
@@ -507,16 +604,14 @@ public final class FencePipeline implements Handler {
     }
 
     /**
-     * verify: asks the policy's verifier whether the token is genuine. A refusal is 403 and an undecided verdict
-     * 503 (fail closed); either way nothing is forwarded and the fence is not touched.
+     * verify: asks the policy's verifier whether the token is genuine for {@code scope}. A refusal is 403 and an
+     * undecided verdict 503 (fail closed); either way nothing is forwarded and the fence is not touched.
      *
      * @return whether the write may go on (otherwise it has been answered)
      */
-    private boolean verified(Call call, TokenVerifier verifier, long token) {
+    private boolean verified(Call call, String scope, TokenVerifier verifier, long token) {
         Policy policy = call.policy();
-        String name = policy.name();
-        String scope = call.exchange.scope();
-        switch (verdict(call.exchange, verifier, token)) {
+        switch (verdict(call.exchange, scope, verifier, token)) {
             case TokenVerifier.Genuine genuine -> {
                 return true;
             }
@@ -539,10 +634,10 @@ public final class FencePipeline implements Handler {
         }
     }
 
-    /** The verifier's verdict about this request's token, counted. */
-    private TokenVerifier.Verdict verdict(Exchange exchange, TokenVerifier verifier, long token) {
+    /** The verifier's verdict about this request's token on {@code scope}, counted. */
+    private TokenVerifier.Verdict verdict(Exchange exchange, String scope, TokenVerifier verifier, long token) {
         ServerRequest req = exchange.request();
-        TokenVerifier.Verdict verdict = verifier.verify(new TokenVerifier.Claim(exchange.scope(), token,
+        TokenVerifier.Verdict verdict = verifier.verify(new TokenVerifier.Claim(scope, token,
                 h -> req.headers().all(HeaderNames.create(h), List::of)));
         metrics.verification(exchange.route().policy().name(), verdict.label());
         return verdict;
@@ -559,12 +654,18 @@ public final class FencePipeline implements Handler {
         }
     }
 
-    /** answer: what a fenced write came to, as an answer to the client and a metric. */
-    private void answer(Call call, long token, WriteResult result) {
+    /**
+     * answer: what a request sent to the storage came to, as an answer to the client and a metric.
+     *
+     * @param token    the admitted token, or -1 for a request forwarded without one
+     * @param answered the outcome when the backend answered (accepted, unfenced, observed...)
+     */
+    private void answer(Call call, long token, WriteResult result, Outcome answered) {
         Policy policy = call.policy();
-        String scope = call.exchange.scope();
+        String scope = call.scope();
         switch (result) {
-            case WriteResult.Answered answered -> call.decision.outcome(Outcome.ACCEPTED, null);
+            case WriteResult.Answered ok -> call.decision.outcome(answered, null);
+            case WriteResult.Refused refused -> call.refuse(outcomeOf(refused.problem()), refused.problem());
             case WriteResult.Stale stale -> {
                 call.decision.highest(stale.highest());
                 call.refuse(Outcome.STALE, Refusals.stale(policy, scope, token, stale.highest()));
@@ -574,13 +675,14 @@ public final class FencePipeline implements Handler {
                 call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, scope, token, tooFar.highest()));
             }
             case WriteResult.Unavailable unavailable -> {
-                warn(policy, "unavailable", "the fence could not be decided for scope '" + scope + "': "
-                        + unavailable.reason());
-                call.refuse(Outcome.UNAVAILABLE, Refusals.fenceUnavailable(scope, unavailable.reason()));
+                warn(policy, "unavailable", (token < 0 ? "a request to scope '" + scope + "' was not sent: "
+                        : "the fence could not be decided for scope '" + scope + "': ") + unavailable.reason());
+                call.refuse(Outcome.UNAVAILABLE, token < 0 ? Refusals.storageUnavailable(scope, unavailable.reason())
+                        : Refusals.fenceUnavailable(scope, unavailable.reason()));
             }
             case WriteResult.Unknown unknown -> {
-                warn(policy, "unknown", "the outcome of the write of token " + token + " to scope '" + scope
-                        + "' is unknown: " + unknown.reason());
+                warn(policy, "unknown", "the outcome of the " + (token < 0 ? "unfenced request" : "write of token "
+                        + token) + " to scope '" + scope + "' is unknown: " + unknown.reason());
                 call.refuse(Outcome.UNKNOWN_OUTCOME, Refusals.unknownOutcome(policy, scope, token, unknown.reason(),
                         guard.quarantineRemaining(scope) > 0 ? call.backend.settle().toSeconds() : 0));
             }
@@ -592,29 +694,35 @@ public final class FencePipeline implements Handler {
      * to enforce later starts from the truth), but the request is forwarded whatever the verdict, with no scope
      * held. What enforce would have refused is counted and logged.
      */
-    private void observe(Call call, long token) {
+    private void observe(Call call, Plan.Write write, long token) {
         Policy policy = call.policy();
         Exchange exchange = call.exchange;
         TokenVerifier verifier = verifiers.of(policy);
         if (verifier != null) {
             // A token enforce would refuse as not genuine is forwarded unfenced: it must not raise the fence.
-            switch (verdict(exchange, verifier, token)) {
+            switch (verdict(exchange, call.scope(), verifier, token)) {
                 case TokenVerifier.Refused refused -> {
-                    observed(call, Outcome.UNVERIFIED, refused.reason());
+                    observed(call, write, Outcome.UNVERIFIED, refused.reason());
                     return;
                 }
                 case TokenVerifier.Unavailable unavailable -> {
-                    observed(call, Outcome.UNAVAILABLE, unavailable.reason());
+                    observed(call, write, Outcome.UNAVAILABLE, unavailable.reason());
                     return;
                 }
                 case TokenVerifier.Genuine genuine -> {
                 }
             }
         }
-        if (call.backend instanceof SelfFencing self) {
+        if (write.keeper() instanceof Keeper.InStorage storage) {
             // The storage keeps the high-water mark; it runs the write unfenced and says what enforce would do.
             long start = nanoTime.getAsLong();
-            SelfFencing.Observed observed = self.observe(exchange, token, acceptsEqual(policy));
+            Keeper.Observed observed;
+            inBackend.incrementAndGet();
+            try {
+                observed = storage.write().observe(exchange, token, acceptsEqual(policy));
+            } finally {
+                inBackend.decrementAndGet();
+            }
             metrics.upstream(policy.name(), nanoTime.getAsLong() - start);
             if (observed.wouldReject()) {
                 call.decision.highest(observed.highest());
@@ -624,40 +732,51 @@ public final class FencePipeline implements Handler {
                 call.decision.outcome(Outcome.OBSERVED, null);
             }
             if (!(observed.result() instanceof WriteResult.Answered)) {
-                answer(call, token, observed.result());
+                answer(call, token, observed.result(), call.decision.outcome());
             }
             return;
         }
         try {
-            Advance advance = store.advance(exchange.scope(), token, acceptsEqual(policy));
-            if (advance instanceof Advance.Stale stale) {
-                call.decision.highest(stale.highest());
-                observed(call, Outcome.STALE, "token " + token + " is not above the highest " + stale.highest());
-                return;
+            for (String scope : write.scopes()) {
+                Advance advance = store.advance(scope, token, acceptsEqual(policy));
+                if (advance instanceof Advance.Stale stale) {
+                    call.decision.highest(stale.highest());
+                    observed(call, write, Outcome.STALE, "token " + token + " is not above the highest "
+                            + stale.highest() + " of scope '" + scope + "'");
+                    return;
+                }
             }
         } catch (StoreUnavailableException e) {
-            observed(call, Outcome.UNAVAILABLE, e.getMessage());
+            observed(call, write, Outcome.UNAVAILABLE, e.getMessage());
             return;
         }
         call.decision.outcome(Outcome.OBSERVED, null);
-        forward(call.backend, exchange);
+        forward(call, write.unfenced());
     }
 
     /** Observe mode: what enforce would have refused, forwarded anyway; the log line says what and why. */
-    private void observed(Call call, Outcome wouldBe, String why) {
+    private void observed(Call call, Plan.Write write, Outcome wouldBe, String why) {
         call.decision.outcome(Outcome.WOULD_REJECT, wouldBe.label() + ": " + why);
-        forward(call.backend, call.exchange);
+        forward(call, write.unfenced());
     }
 
-    private void forward(Backend backend, Exchange exchange) {
+    /**
+     * Sends a request the plan forwards without a token; the decision's outcome (unfenced, observed, allowed
+     * without a token) stands unless the backend refused it or it failed.
+     */
+    private void forward(Call call, Plan.Action action) {
         long start = nanoTime.getAsLong();
+        WriteResult result;
         inBackend.incrementAndGet();
         try {
-            backend.forward(exchange);
+            result = action.run(call.exchange);
         } finally {
             inBackend.decrementAndGet();
         }
-        metrics.upstream(exchange.route().policy().name(), nanoTime.getAsLong() - start);
+        metrics.upstream(call.policy().name(), nanoTime.getAsLong() - start);
+        if (!(result instanceof WriteResult.Answered)) {
+            answer(call, -1, result, call.decision.outcome());
+        }
     }
 
     /**

@@ -8,6 +8,7 @@ import io.stockade.policy.Policy;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.listener.Durations;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 
 import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
@@ -34,8 +35,8 @@ final class Limits {
         if (limits.maxHeaderBytes() != Policy.Limits.UNLIMITED) {
             long bytes = headerBytes(req);
             if (bytes > limits.maxHeaderBytes()) {
-                return Optional.of(Problem.of(431, "headers-too-large", "Request headers too large",
-                                "the header lines take " + bytes + " bytes, more than policy '" + policy.name()
+                return Optional.of(Problem.of(ProblemType.HEADERS_TOO_LARGE, "the header lines take " + bytes
+                        + " bytes, more than policy '" + policy.name()
                                         + "' allows (max-header-bytes " + limits.maxHeaderBytes()
                                         + "); nothing was forwarded")
                         .with("policy", policy.name()).with("maxHeaderBytes", limits.maxHeaderBytes()));
@@ -44,8 +45,8 @@ final class Limits {
         if (limits.maxBodyBytes() != Policy.Limits.UNLIMITED && req.headers().contains(HeaderNames.CONTENT_LENGTH)) {
             long length = req.headers().contentLength().orElse(0L);
             if (length > limits.maxBodyBytes()) {
-                return Optional.of(Problem.of(413, "body-too-large", "Request body too large",
-                                "Content-Length " + length + " is more than policy '" + policy.name() + "' allows "
+                return Optional.of(Problem.of(ProblemType.BODY_TOO_LARGE, "Content-Length " + length + " is more than"
+                        + " policy '" + policy.name() + "' allows "
                                         + "(max-body-bytes " + limits.maxBodyBytes() + "); nothing was forwarded and "
                                         + "no fence was raised")
                         .with("policy", policy.name()).with("maxBodyBytes", limits.maxBodyBytes())
@@ -103,8 +104,8 @@ final class Limits {
 
     /** The refusal of a request that found its scope full. */
     static Problem busy(Policy policy, String scope) {
-        return Problem.of(503, "scope-busy", "Too many requests on this scope",
-                        "policy '" + policy.name() + "' allows " + policy.limits().maxConcurrentPerScope()
+        return Problem.of(ProblemType.SCOPE_BUSY, "policy '" + policy.name() + "' allows"
+                + " " + policy.limits().maxConcurrentPerScope()
                                 + " requests in flight on one scope (max-concurrent-per-scope) and that many are; "
                                 + "nothing was forwarded, retry later")
                 .with("policy", policy.name()).with("scope", scope)

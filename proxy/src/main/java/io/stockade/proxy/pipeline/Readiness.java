@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -13,7 +12,6 @@ import java.util.logging.Logger;
 import io.stockade.policy.Policy;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.backend.SelfFencing;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.verify.TokenVerifier;
@@ -124,9 +122,9 @@ public final class Readiness {
                     instanceof TokenVerifier.Unavailable unavailable) {
                 down.add("policy '" + policy.name() + "': " + verifier.kind() + " verifier: " + unavailable.reason());
             }
-            if (byPolicy.get(policy.name()) instanceof SelfFencing self) {
-                Optional<String> unreachable = self.unreachable();
-                unreachable.ifPresent(why -> down.add("policy '" + policy.name() + "': " + why));
+            Backend backend = byPolicy.get(policy.name());
+            if (backend != null) {
+                backend.unreachable().ifPresent(why -> down.add("policy '" + policy.name() + "': " + why));
             }
         }
         return down;

@@ -4,6 +4,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.stockade.policy.Policy;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 
 /**
  * Every refusal the pipeline decides, as an RFC 9457 problem, in one place: its status, type, title and the words
@@ -15,7 +16,7 @@ final class Refusals {
     }
 
     static Problem badPath(String rawPath, String reason) {
-        return Problem.of(400, "bad-path", "Path refused", reason).with("path", rawPath);
+        return Problem.of(ProblemType.BAD_PATH, reason).with("path", rawPath);
     }
 
     static Problem trailingSlash(String rawPath) {
@@ -24,17 +25,17 @@ final class Refusals {
     }
 
     static Problem noPolicy(String method, String rawPath) {
-        return Problem.of(404, "no-policy", "No policy", "no policy matches " + method + " " + rawPath)
+        return Problem.of(ProblemType.NO_POLICY, "no policy matches " + method + " " + rawPath)
                 .with("path", rawPath);
     }
 
     static Problem malformedToken(Policy policy, String scope, String reason) {
-        return Problem.of(400, "malformed-token", "Malformed fencing token", reason).with("policy", policy.name())
+        return Problem.of(ProblemType.MALFORMED_TOKEN, reason).with("policy", policy.name())
                 .with("scope", scope);
     }
 
     static Problem missingToken(Policy policy, String scope, String method) {
-        return Problem.of(428, "missing-token", "Fencing token required", method + " is fenced by policy '"
+        return Problem.of(ProblemType.MISSING_TOKEN, method + " is fenced by policy '"
                         + policy.name() + "': send the token of your lock in the " + policy.fence().header()
                         + " header")
                 .with("policy", policy.name()).with("scope", scope);
@@ -46,7 +47,7 @@ final class Refusals {
 
     /** @param fromFloor whether the highest is a prefix floor an operator raised, not a write's token */
     static Problem stale(Policy policy, String scope, long token, long highest, boolean fromFloor) {
-        Problem problem = Problem.of(409, "stale-token", "Stale fencing token", fromFloor
+        Problem problem = Problem.of(ProblemType.STALE_TOKEN, fromFloor
                         ? "token " + token + " is " + (token == highest ? "equal to" : "below") + " the floor "
                         + highest + " an operator raised over scope '" + scope + "' (fence raise --prefix; see "
                         + "'fence floors'); lock tokens must now start above it"
@@ -58,7 +59,7 @@ final class Refusals {
     }
 
     static Problem tooFar(Policy policy, String scope, long token, long highest) {
-        return Problem.of(422, "token-too-far", "Token jumps too far", "token " + token + " is more than "
+        return Problem.of(ProblemType.TOKEN_TOO_FAR, "token " + token + " is more than "
                         + policy.fence().maxAdvance() + " above the highest token " + highest + " of scope '" + scope
                         + "' (the policy's max-advance); it was not accepted and did not raise the fence")
                 .with("policy", policy.name()).with("scope", scope).with("token", token)
@@ -66,36 +67,42 @@ final class Refusals {
     }
 
     static Problem unverified(Policy policy, String scope, long token, String kind, String reason) {
-        return Problem.of(403, "unverified-token", "Token not verified", "token " + token + " for scope '" + scope
+        return Problem.of(ProblemType.UNVERIFIED_TOKEN, "token " + token + " for scope '" + scope
                         + "' was not verified by the " + kind + " verifier (" + reason
                         + "); it was not accepted and did not raise the fence")
                 .with("policy", policy.name()).with("scope", scope).with("token", token);
     }
 
     static Problem verifierUnavailable(String scope, String reason) {
-        return unavailable("verifier-unavailable", "Token verifier unavailable", "the token could not be verified,"
+        return unavailable(ProblemType.VERIFIER_UNAVAILABLE, "the token could not be verified,"
                 + " nothing was written: " + reason, scope, 1);
     }
 
     static Problem storeUnavailable(String scope, String reason) {
-        return unavailable("store-unavailable", "Fence store unavailable", "the fence could not be decided, "
+        return unavailable(ProblemType.STORE_UNAVAILABLE, "the fence could not be decided, "
                 + "nothing was written: " + reason, scope, 1);
     }
 
     /** The backend's own fence (the storage's) could not decide. */
     static Problem fenceUnavailable(String scope, String reason) {
-        return unavailable("store-unavailable", "Fence unavailable", "the fence could not be decided, "
+        return unavailable(ProblemType.FENCE_UNAVAILABLE, "the fence could not be decided, "
                 + "nothing was written: " + reason, scope, 1);
     }
 
+    /** A request forwarded without a token could not be sent: nothing reached the storage. */
+    static Problem storageUnavailable(String scope, String reason) {
+        return unavailable(ProblemType.STORAGE_ERROR, "the storage could not be reached, nothing was sent: "
+                + reason, scope, 1);
+    }
+
     static Problem scopeBusy(String scope, long waitedSeconds) {
-        return unavailable("scope-busy", "Scope busy", "other writes of this scope held it for " + waitedSeconds
+        return unavailable(ProblemType.SCOPE_BUSY, "other writes of this scope held it for " + waitedSeconds
                 + " s", scope, 1);
     }
 
     /** An earlier write of the scope has an unknown outcome and may still land. */
     static Problem quarantined(String scope, long closedNanos) {
-        return unavailable("scope-quarantined", "Scope quarantined", "an earlier write to this scope has an "
+        return unavailable(ProblemType.SCOPE_QUARANTINED, "an earlier write to this scope has an "
                 + "unknown outcome and may still land; writes resume when the settle time has passed", scope,
                 seconds(closedNanos));
     }
@@ -103,25 +110,25 @@ final class Refusals {
     /** A serialized scope right after start: a write of a previous run may still be in flight. */
     static Problem settlingAfterStart(Policy policy, String scope, long closedNanos, long settleSeconds,
                                       long upSeconds) {
-        return unavailable("scope-quarantined", "Scope settling after start", "the proxy started " + upSeconds
+        return unavailable(ProblemType.SCOPE_QUARANTINED, "the proxy started " + upSeconds
                 + " s ago; serialized scopes of policy '" + policy.name() + "' open after its settle time ("
                 + settleSeconds + " s) in case a write of a previous run is still in flight", scope,
                 seconds(closedNanos));
     }
 
     static Problem shuttingDown(String scope) {
-        return unavailable("shutting-down", "Shutting down", "the proxy is stopping", scope, 1);
+        return unavailable(ProblemType.SHUTTING_DOWN, "the proxy is stopping", scope, 1);
     }
 
     static Problem unknownOutcome(Policy policy, String scope, long token, String reason, long quarantineSeconds) {
-        return Problem.of(504, "unknown-outcome", "Outcome unknown", reason
+        return Problem.of(ProblemType.UNKNOWN_OUTCOME, reason
                         + "; the write may or may not have been applied" + (quarantineSeconds > 0
                         ? "; the scope is quarantined for " + quarantineSeconds + " s" : ""))
                 .with("policy", policy.name()).with("scope", scope).with("token", token);
     }
 
-    private static Problem unavailable(String type, String title, String detail, String scope, long retryAfter) {
-        return Problem.of(503, type, title, detail).with("scope", scope).retryAfter(retryAfter);
+    private static Problem unavailable(ProblemType kind, String detail, String scope, long retryAfter) {
+        return Problem.of(kind, detail).with("scope", scope).retryAfter(retryAfter);
     }
 
     /** Whole seconds, rounded up, at least 1: a {@code Retry-After}. */

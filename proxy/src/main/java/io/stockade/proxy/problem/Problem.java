@@ -17,35 +17,36 @@ public final class Problem {
     /** Prefix of every problem type URI. */
     public static final String TYPE_PREFIX = "urn:stockade:problem:";
 
-    private final int status;
-    private final String type;
-    private final String title;
+    private final ProblemType kind;
     private final String detail;
     private final Map<String, Object> extensions = new LinkedHashMap<>();
     private final Map<String, String> headers = new LinkedHashMap<>();
 
-    private Problem(int status, String type, String title, String detail) {
-        this.status = status;
-        this.type = TYPE_PREFIX + type;
-        this.title = title;
+    private Problem(ProblemType kind, String detail) {
+        this.kind = kind;
         this.detail = detail;
     }
 
     /**
-     * A new problem.
+     * A new problem. A retryable kind (every 503) says {@code Retry-After: 1} unless {@link #retryAfter} says more.
      *
-     * @param status HTTP status
-     * @param type   short kebab-case name, e.g. {@code stale-token}; prefixed with {@link #TYPE_PREFIX}
-     * @param title  a short summary that is the same for every occurrence of the type
+     * @param kind   what kind of refusal: its type, status and title ({@link ProblemType})
      * @param detail what happened this time, and what to do about it
      */
-    public static Problem of(int status, String type, String title, String detail) {
-        return new Problem(status, type, title, detail);
+    public static Problem of(ProblemType kind, String detail) {
+        Problem problem = new Problem(kind, detail);
+        return kind.retryable() ? problem.retryAfter(1) : problem;
     }
 
     /** Adds a member (a string, a number, a boolean or null). */
     public Problem with(String name, Object value) {
         extensions.put(name, value);
+        return this;
+    }
+
+    /** Adds a member unless it is there already. */
+    public Problem withDefault(String name, Object value) {
+        extensions.putIfAbsent(name, value);
         return this;
     }
 
@@ -62,11 +63,27 @@ public final class Problem {
     }
 
     public int status() {
-        return status;
+        return kind.status();
     }
 
+    /** The full type URI: {@link #TYPE_PREFIX} and the kind's name. */
     public String type() {
-        return type;
+        return TYPE_PREFIX + kind.type();
+    }
+
+    /** The kind of refusal. */
+    public ProblemType kind() {
+        return kind;
+    }
+
+    /** A member added with {@link #with}, or null. */
+    public Object member(String name) {
+        return extensions.get(name);
+    }
+
+    /** The response headers this problem adds ({@code Allow}, {@code Retry-After}, {@code Connection}). */
+    public Map<String, String> headers() {
+        return java.util.Collections.unmodifiableMap(headers);
     }
 
     public String detail() {
@@ -76,7 +93,7 @@ public final class Problem {
     /** Sends this problem as the whole answer. */
     public void send(ServerResponse response) {
         byte[] body = toJson().getBytes(StandardCharsets.UTF_8);
-        response.status(Statuses.of(status));
+        response.status(Statuses.of(kind.status()));
         headers.forEach(response::header);
         response.header(HeaderNames.CONTENT_TYPE, "application/problem+json");
         response.send(body);
@@ -85,9 +102,9 @@ public final class Problem {
     /** The JSON body. */
     public String toJson() {
         StringBuilder b = new StringBuilder(256);
-        b.append("{\"type\":").append(JsonWriter.quote(type))
-                .append(",\"title\":").append(JsonWriter.quote(title))
-                .append(",\"status\":").append(status)
+        b.append("{\"type\":").append(JsonWriter.quote(type()))
+                .append(",\"title\":").append(JsonWriter.quote(kind.title()))
+                .append(",\"status\":").append(kind.status())
                 .append(",\"detail\":").append(JsonWriter.quote(detail));
         for (Map.Entry<String, Object> e : extensions.entrySet()) {
             b.append(',').append(JsonWriter.quote(e.getKey())).append(':').append(JsonWriter.value(e.getValue()));

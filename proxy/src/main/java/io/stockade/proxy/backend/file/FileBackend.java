@@ -16,6 +16,7 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.locks.ReentrantLock;
@@ -24,17 +25,18 @@ import java.util.logging.Logger;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
-import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.Keeper;
+import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
-import io.helidon.http.Method;
 import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
@@ -56,11 +58,11 @@ import io.helidon.webserver.http.ServerResponse;
  * 2xx means the file is on disk. 201 when the file is new, 204 when it was replaced. A body cut short leaves the
  * old file as it was (400 {@code incomplete-body}). A DELETE removes the file (204, or 404 if there was none).
  * <p>
- * <b>Token sidecar.</b> A fenced write ({@link #write}) also records its token beside the data, in
+ * <b>Token sidecar.</b> A fenced write also records its token beside the data, in
  * {@code <root>/.stockade/tokens/<path>/.stockade-token} (see {@link Sidecar}), before it changes the data; a
  * fenced DELETE leaves a tombstone there. If the sidecar already holds a higher token than the admitted one (the
  * fence store was reset or lost), the write is refused as stale without touching anything. Unfenced writes
- * ({@link #forward}) neither read nor write the sidecar.
+ * neither read nor write the sidecar.
  * <p>
  * <b>Reads.</b> 200 with {@code Content-Length}, {@code Content-Type: application/octet-stream}, a strong
  * {@code ETag} and {@code Last-Modified}, streamed from the file (never held in memory). The ETag is
@@ -73,10 +75,10 @@ import io.helidon.webserver.http.ServerResponse;
  * <b>Errors.</b> A disk error (no space, I/O error, permission) is 503 {@code storage-error} with the system's
  * reason, logged here; no stack trace or server path reaches the client.
  * <p>
- * The class is {@link FenceClass#SERIALIZED}: the engine holds the scope around {@link #write}, and a local
- * write has no unknown outcome. On top of that, the sidecar check and the data change of a fenced write run under
- * a per-file lock in this backend, so the sidecar is a correct per-file fence even when two scopes cover one
- * file.
+ * Its writes are of the serialized class ({@code Keeper.Serialized}): the engine holds the scope around each,
+ * and a local write has no unknown outcome. On top of that, the sidecar check and the data change of a fenced
+ * write run under a per-file lock in this backend, so the sidecar is a correct per-file fence even when two scopes
+ * cover one file.
  */
 public final class FileBackend implements Backend {
     private static final Logger LOG = Logger.getLogger(FileBackend.class.getName());
@@ -178,71 +180,67 @@ public final class FileBackend implements Backend {
         return root;
     }
 
-    @Override
-    public FenceClass fenceClass() {
-        return FenceClass.SERIALIZED;
-    }
-
     /**
-     * Checks the method and the path before any fence question (a refusal here never raises a fence): the path
-     * must name a file under the root that the file system can take, reached through no symbolic link that
-     * leaves the root. The file found is what {@link #forward} and {@link #write} then act on.
+     * The file backend's closed table: {@code GET} and {@code HEAD} read the file, {@code PUT} and {@code DELETE}
+     * write it (fenced on the request's scope, serialized); any other method is 405. The path must name a file
+     * under the root that the file system can take, reached through no symbolic link that leaves the root; a
+     * write where a directory stands is 409. All of it is checked here, before any fence question, so a refusal
+     * never raises a fence. The file found is what the plan's actions act on.
      */
     @Override
-    public boolean admit(Exchange exchange) {
-        ServerRequest req = exchange.request();
-        SafePath.Located target = target(exchange, exchange.response());
-        if (target == null) {
-            return false;
+    public Plan plan(Exchange exchange) {
+        String method = exchange.request().prologue().method().text();
+        String scope = exchange.scope();
+        boolean write = method.equals("PUT") || method.equals("DELETE");
+        if (!write && !method.equals("GET") && !method.equals("HEAD")) {
+            return new Plan.Refuse(scope, Problem.of(ProblemType.METHOD_NOT_ALLOWED, "the file backend takes "
+                    + ALLOWED + ", not " + method).header(ALLOW.defaultCase(), ALLOWED));
         }
-        req.context().register(target);
-        return true;
+        SafePath.Located target;
+        try {
+            target = SafePath.locate(root, SafePath.check(exchange.route().target().segments(), maxPathBytes));
+        } catch (SafePath.TooLongException e) {
+            return new Plan.Refuse(scope, Problem.of(ProblemType.PATH_TOO_LONG, e.getMessage()));
+        } catch (SafePath.BadPathException e) {
+            return new Plan.Refuse(scope, badPath(e));
+        } catch (IOException e) {
+            return new Plan.Refuse(scope, storageError("resolving the path", e));
+        }
+        if (!write) {
+            boolean head = method.equals("HEAD");
+            return new Plan.Forward(scope, ex -> answering(() -> {
+                read(ex.request(), ex.response(), target.file(), head);
+                return new WriteResult.Answered(ex.response().status().code());
+            }));
+        }
+        if (!fileCanBeThere(target.file())) {
+            // Checked again under the file's lock when the write runs; checking here too means the common case is
+            // refused before the fence (only a directory created meanwhile by a write of another scope can still
+            // make a fenced write fail with 409 after its token was admitted).
+            return new Plan.Refuse(scope, notAFile(target.file()).problem);
+        }
+        boolean put = method.equals("PUT");
+        return new Plan.Write(List.of(scope), Backend.headerToken(exchange),
+                new Keeper.Serialized((ex, admission) -> answering(() -> {
+                    Fence fence = new Fence(admission.token(),
+                            ex.route().policy().fence().equal() == Policy.EqualToken.ACCEPT);
+                    return put ? put(ex, target, fence) : delete(ex.response(), target, fence);
+                })),
+                ex -> answering(() -> put ? put(ex, target, null) : delete(ex.response(), target, null)));
     }
 
-    @Override
-    public void forward(Exchange exchange) {
-        ServerRequest req = exchange.request();
-        ServerResponse res = exchange.response();
-        SafePath.Located target = located(exchange);
-        if (target == null) {
-            return;
-        }
-        Method method = req.prologue().method();
+    /** Runs a step that may refuse; a refusal is the pipeline's to answer. */
+    private static WriteResult answering(Step step) {
         try {
-            if (method == Method.GET || method == Method.HEAD) {
-                read(req, res, target.file(), method == Method.HEAD);
-            } else if (method == Method.PUT) {
-                put(exchange, target, null);
-            } else {
-                delete(res, target, null);
-            }
+            return step.run();
         } catch (Refusal r) {
-            r.problem.send(res);
+            return new WriteResult.Refused(r.problem);
         }
     }
 
-    @Override
-    public WriteResult write(Exchange exchange, Admission admission) {
-        ServerRequest req = exchange.request();
-        ServerResponse res = exchange.response();
-        SafePath.Located target = located(exchange);
-        if (target == null) {
-            return new WriteResult.Answered(res.status().code());
-        }
-        Method method = req.prologue().method();
-        Fence fence = new Fence(admission.token(),
-                exchange.route().policy().fence().equal() == Policy.EqualToken.ACCEPT);
-        try {
-            if (method == Method.GET || method == Method.HEAD) {
-                read(req, res, target.file(), method == Method.HEAD);
-                return new WriteResult.Answered(res.status().code());
-            }
-            WriteResult result = method == Method.PUT ? put(exchange, target, fence) : delete(res, target, fence);
-            return result;
-        } catch (Refusal r) {
-            r.problem.send(res);
-            return new WriteResult.Answered(r.problem.status());
-        }
+    @FunctionalInterface
+    private interface Step {
+        WriteResult run() throws Refusal;
     }
 
     @Override
@@ -255,7 +253,7 @@ public final class FileBackend implements Backend {
     /** The token of a fenced write and whether the policy accepts a token equal to the highest. */
     private record Fence(long token, boolean acceptEqual) {
         boolean staleAgainst(Sidecar sidecar) {
-            return sidecar != null && (sidecar.token() > token || !acceptEqual && sidecar.token() == token);
+            return sidecar != null && FenceRule.stale(token, sidecar.token(), acceptEqual);
         }
     }
 
@@ -269,47 +267,8 @@ public final class FileBackend implements Backend {
         }
     }
 
-    /** The file {@link #admit} found, or (a caller that skipped it) the file found now; null when answered. */
-    private SafePath.Located located(Exchange exchange) {
-        return exchange.request().context().get(SafePath.Located.class)
-                .orElseGet(() -> target(exchange, exchange.response()));
-    }
-
-    /**
-     * Checks the method and the path; answers the client and returns {@code null} if either is refused.
-     */
-    private SafePath.Located target(Exchange exchange, ServerResponse res) {
-        ServerRequest req = exchange.request();
-        Method method = req.prologue().method();
-        if (method != Method.GET && method != Method.HEAD && method != Method.PUT && method != Method.DELETE) {
-            res.header(ALLOW, ALLOWED);
-            Problem.of(405, "method-not-allowed", "Method not allowed",
-                    "the file backend takes " + ALLOWED + ", not " + method.text()).send(res);
-            return null;
-        }
-        try {
-            SafePath.Located located = SafePath.locate(root, SafePath.check(exchange.route().target().segments(),
-                    maxPathBytes));
-            if ((method == Method.PUT || method == Method.DELETE) && !fileCanBeThere(located.file())) {
-                // Checked again under the file's lock when the write runs; checking here too means the common
-                // case is refused before the fence (only a directory created meanwhile by a write of another
-                // scope can still make a fenced write fail with 409 after its token was admitted).
-                notAFile(located.file()).problem.send(res);
-                return null;
-            }
-            return located;
-        } catch (SafePath.TooLongException e) {
-            Problem.of(414, "path-too-long", "Path too long", e.getMessage()).send(res);
-        } catch (SafePath.BadPathException e) {
-            badPath(e).send(res);
-        } catch (IOException e) {
-            storageError("resolving the path", e).send(res);
-        }
-        return null;
-    }
-
     private static Problem badPath(SafePath.BadPathException e) {
-        return Problem.of(400, "bad-path", "Bad path", e.getMessage());
+        return Problem.of(ProblemType.BAD_PATH, e.getMessage());
     }
 
     private void read(ServerRequest req, ServerResponse res, Path file, boolean head) throws Refusal {
@@ -336,8 +295,8 @@ public final class FileBackend implements Backend {
                     if (attempt < 3) {
                         continue;
                     }
-                    throw new Refusal(Problem.of(503, "storage-error", "Storage error",
-                            "the file keeps changing while being opened; try again"));
+                    throw new Refusal(Problem.of(ProblemType.STORAGE_ERROR, "the file keeps changing while being"
+                            + " opened; try again"));
                 }
                 send(req, res, ch, attrs, head);
                 return;
@@ -427,16 +386,8 @@ public final class FileBackend implements Backend {
             if (refused != null) {
                 return new WriteResult.Answered(refused.problem().status()); // the pipeline answers a bound's refusal
             }
-            Problem p = Problem.of(400, "incomplete-body", "Incomplete body",
-                    "the request body ended early or could not be read; nothing was written");
-            if (!res.isSent()) {
-                try {
-                    p.send(res);
-                } catch (RuntimeException sendFailed) {
-                    LOG.log(Level.FINE, "file backend: could not answer a cut-short upload", sendFailed);
-                }
-            }
-            return new WriteResult.Answered(400);
+            return new WriteResult.Refused(Problem.of(ProblemType.INCOMPLETE_BODY, "the request body ended early or"
+                    + " could not be read; nothing was written"));
         } catch (IOException e) {
             deleteQuietly(tmp);
             throw new Refusal(storageError("writing " + relative(file), e));
@@ -595,7 +546,7 @@ public final class FileBackend implements Backend {
     }
 
     private Refusal notFound(Path file) {
-        return new Refusal(Problem.of(404, "not-found", "Not found", "no file at " + relative(file)));
+        return new Refusal(Problem.of(ProblemType.NOT_FOUND, "no file at " + relative(file)));
     }
 
     /** Whether a file may be written (or deleted) at {@code file}: it is no directory, and no file blocks its way. */
@@ -612,8 +563,8 @@ public final class FileBackend implements Backend {
     }
 
     private Refusal notAFile(Path file) {
-        return new Refusal(Problem.of(409, "not-a-file", "Not a file",
-                relative(file) + " is a directory, or a file stands where a directory is needed"));
+        return new Refusal(Problem.of(ProblemType.NOT_A_FILE, relative(file) + " is a directory, or a file stands"
+                + " where a directory is needed"));
     }
 
     /** Logs a disk error and words it for the client: the system's reason, no stack trace, no server path. */
@@ -623,8 +574,7 @@ public final class FileBackend implements Backend {
         if (reason == null) {
             reason = e.getClass().getSimpleName();
         }
-        return Problem.of(503, "storage-error", "Storage error",
-                "the file store failed " + doing + ": " + reason);
+        return Problem.of(ProblemType.STORAGE_ERROR, "the file store failed " + doing + ": " + reason);
     }
 
     private static void deleteQuietly(Path p) {

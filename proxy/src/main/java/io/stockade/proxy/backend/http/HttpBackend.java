@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
@@ -14,16 +15,19 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.Keeper;
+import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.log.WarnLimiter;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.proxy.upstream.UpstreamClient;
 import io.stockade.proxy.upstream.UpstreamFailure;
@@ -63,6 +67,8 @@ public final class HttpBackend implements Backend {
 
     /** The largest copy buffer of a request body (a small body gets one of its declared length). */
     private static final int BODY_BUFFER = 64 * 1024;
+    /** The methods every policy forwards as reads, without a token (unless it fences them). */
+    private static final java.util.List<String> READS = java.util.List.of("GET", "HEAD");
 
     private final BackendConfig.Http config;
     private final UpstreamClient client;
@@ -96,38 +102,60 @@ public final class HttpBackend implements Backend {
     }
 
     @Override
-    public FenceClass fenceClass() {
-        return config.conditional() == BackendConfig.Conditional.IF_MATCH ? FenceClass.ATOMIC : FenceClass.SERIALIZED;
-    }
-
-    @Override
     public Duration settle() {
         // A conditional write that lands late cannot overwrite a newer one; only the serialized class needs it.
-        return fenceClass() == FenceClass.SERIALIZED ? config.settle() : Duration.ZERO;
+        return config.conditional() == BackendConfig.Conditional.NONE ? config.settle() : Duration.ZERO;
     }
 
+    /**
+     * The http backend's closed table: the methods the policy fences are fenced writes of the request's scope
+     * (serialized, or conditional on {@code If-Match} with {@code conditional: if-match}); {@code GET} and
+     * {@code HEAD}, and any other method the policy names in {@code match.methods}, are forwarded without a token;
+     * every other method is 405 before the upstream sees it (a WebDAV {@code COPY} the policy never named is not
+     * relayed).
+     */
     @Override
-    public void forward(Exchange exchange) {
-        Sent sent = send(exchange, null, null);
-        if (sent instanceof Sent.Failed failed) {
-            answerFailure(exchange, failed);
-        } else if (sent instanceof Sent.BodyFailed failed) {
-            bodyFailed(exchange, failed);
+    public Plan plan(Exchange exchange) {
+        String method = exchange.request().prologue().method().text();
+        Policy policy = exchange.route().policy();
+        String scope = exchange.scope();
+        if (policy.fences(method)) {
+            Keeper keeper = config.conditional() == BackendConfig.Conditional.IF_MATCH
+                    ? new Keeper.Conditional(this::conditionalWrite) : new Keeper.Serialized(this::serializedWrite);
+            return new Plan.Write(List.of(scope), Backend.headerToken(exchange), keeper, this::forward);
         }
+        if (READS.contains(method) || policy.match().methods().contains(method)) {
+            return new Plan.Forward(scope, this::forward);
+        }
+        String allowed = String.join(", ", allowed(policy));
+        return new Plan.Refuse(scope, Problem.of(ProblemType.METHOD_NOT_ALLOWED, "policy '" + policy.name()
+                + "' forwards " + allowed + "; " + method + " is not among them, so it is not sent to the upstream"
+                + " (name it in match.methods, or in fence.methods to fence it)").header("Allow", allowed));
     }
 
-    @Override
-    public WriteResult write(Exchange exchange, Admission admission) {
-        if (fenceClass() == FenceClass.SERIALIZED) {
-            Sent sent = send(exchange, null, null);
-            return switch (sent) {
-                case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
-                case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
-                case Sent.Failed failed when failed.reachedUpstream() -> new WriteResult.Unknown(failed.reason());
-                case Sent.Failed failed -> answerFailure(exchange, failed);
-            };
-        }
-        return conditionalWrite(exchange, admission);
+    /** The methods a policy forwards: the reads, the methods it names, the methods it fences. */
+    private static java.util.Set<String> allowed(Policy policy) {
+        java.util.Set<String> allowed = new java.util.LinkedHashSet<>(READS);
+        allowed.addAll(policy.match().methods());
+        allowed.addAll(policy.fence().methods());
+        return allowed;
+    }
+
+    private WriteResult forward(Exchange exchange) {
+        return switch (send(exchange, null, null)) {
+            case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
+            case Sent.Failed failed -> answerFailure(exchange, failed);
+            case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
+        };
+    }
+
+    private WriteResult serializedWrite(Exchange exchange, Admission admission) {
+        return switch (send(exchange, null, null)) {
+            case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
+            case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
+            case Sent.Failed failed when failed.reachedUpstream() -> new WriteResult.Unknown(failed.reason());
+            case Sent.Failed failed -> answerFailure(exchange, failed);
+        };
     }
 
     private WriteResult conditionalWrite(Exchange exchange, Admission admission) {
@@ -136,8 +164,8 @@ public final class HttpBackend implements Backend {
             if (version == null) {
                 Optional<String> read = headVersion(exchange);
                 if (read.isEmpty()) {
-                    return answer(exchange, Problem.of(502, "upstream-unreachable", "Upstream unreachable",
-                            "could not read the current version of the resource (HEAD) before the conditional write"));
+                    return answer(exchange, Problem.of(ProblemType.UPSTREAM_UNREACHABLE, "could not read the current"
+                            + " version of the resource (HEAD) before the conditional write"));
                 }
                 version = read.get();
                 if (!admission.store().recordVersion(admission.scope(), admission.token(), version)) {
@@ -159,8 +187,8 @@ public final class HttpBackend implements Backend {
         } catch (PreconditionFailed e) {
             return recheck(exchange, admission);
         } catch (StoreUnavailableException e) {
-            return answer(exchange, Problem.of(503, "store-unavailable", "Fence store unavailable",
-                    "the upstream version could not be recorded: " + e.getMessage()).with("scope", admission.scope()));
+            return answer(exchange, Problem.of(ProblemType.STORE_UNAVAILABLE, "the upstream version could not be"
+                    + " recorded: " + e.getMessage()).with("scope", admission.scope()));
         }
     }
 
@@ -174,12 +202,12 @@ public final class HttpBackend implements Backend {
             // Same token, concurrent writes of one holder, or a write outside the proxy: forget the version so
             // the next attempt reads it afresh.
             admission.store().recordVersion(admission.scope(), admission.token(), null);
-            return answer(exchange, Problem.of(409, "upstream-conflict", "Upstream changed during the write",
-                    "the resource changed between the fence check and the write (412 from the upstream) and no "
+            return answer(exchange, Problem.of(ProblemType.UPSTREAM_CONFLICT, "the resource changed between the fence"
+                    + " check and the write (412 from the upstream) and no "
                             + "higher token is recorded; nothing was written by this request, retry it")
                     .with("scope", admission.scope()).with("token", admission.token()));
         } catch (StoreUnavailableException e) {
-            return answer(exchange, Problem.of(503, "store-unavailable", "Fence store unavailable", e.getMessage())
+            return answer(exchange, Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage())
                     .with("scope", admission.scope()));
         }
     }
@@ -239,13 +267,9 @@ public final class HttpBackend implements Backend {
         if (exchange.response().isSent()) {
             return new WriteResult.Answered(exchange.response().status().code());
         }
-        try {
-            return answer(exchange, Problem.of(400, "incomplete-body", "Incomplete body",
-                    "the request body ended early or could not be read; the upstream request was abandoned before "
-                            + "its end, nothing was written").header("Connection", "close"));
-        } catch (RuntimeException e) {
-            return new WriteResult.Answered(400); // the client is gone
-        }
+        return answer(exchange, Problem.of(ProblemType.INCOMPLETE_BODY, "the request body ended early or could not"
+                + " be read; the upstream request was abandoned before its end, nothing was written")
+                .header("Connection", "close"));
     }
 
     /** The client's body could not be read: the upstream request is abandoned, never finished. */
@@ -410,14 +434,12 @@ public final class HttpBackend implements Backend {
             LOG.warning("policy '" + policy + "': " + exchange.request().prologue().method().text() + " "
                     + exchange.route().target().rawPath() + ": " + failed.reason() + WarnLimiter.leftOut(leftOut));
         }
-        int status = failed.timedOut() ? 504 : 502;
-        return answer(exchange, Problem.of(status, failed.timedOut() ? "upstream-timeout" : "upstream-unreachable",
-                failed.timedOut() ? "Upstream timed out" : "Upstream unreachable", failed.reason()));
+        return answer(exchange, Problem.of(failed.timedOut() ? ProblemType.UPSTREAM_TIMEOUT
+                : ProblemType.UPSTREAM_UNREACHABLE, failed.reason()));
     }
 
     private static WriteResult answer(Exchange exchange, Problem problem) {
-        problem.send(exchange.response());
-        return new WriteResult.Answered(problem.status());
+        return new WriteResult.Refused(problem);
     }
 
     private void copyRequestHeaders(ServerRequest req, UpstreamClient.Request upstream, String condition) {

@@ -23,14 +23,15 @@ import io.stockade.policy.BackendConfig.FenceMode;
 import io.stockade.policy.BackendConfig.ParamSource;
 import io.stockade.policy.BackendConfig.Statement;
 import io.stockade.policy.Policy;
-import io.stockade.proxy.backend.Admission;
+import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.postgres.PostgresPools;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.helidon.http.HeaderNames;
@@ -45,7 +46,7 @@ import org.postgresql.util.ServerErrorMessage;
  * The {@code postgres} backend: each method of a policy runs the policy's named statements, in one transaction
  * with the fence (see the package documentation for the design).
  */
-public final class PostgresBackend implements SelfFencing {
+public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     private static final Logger LOG = Logger.getLogger(PostgresBackend.class.getName());
     private static final String FENCE_CALL = "SELECT stockade_fence(?, ?, ?, ?);\n";
     private static final String OBSERVE_CALL = "SELECT stockade_fence_observe(?, ?);\n";
@@ -57,8 +58,8 @@ public final class PostgresBackend implements SelfFencing {
     private final BackendConfig.Postgres config;
     private final HikariDataSource pool;
     private final TransactionWatchdog watchdog = new TransactionWatchdog("stockade-postgres-watchdog");
-    private final Map<String, Plan> plans = new HashMap<>();
-    private final Plan check;
+    private final Map<String, Statements> plans = new HashMap<>();
+    private final Statements check;
 
     /**
      * The statements of one method, joined into one multi-statement (sent in one go, inside the write's
@@ -69,18 +70,18 @@ public final class PostgresBackend implements SelfFencing {
      * @param observed table mode, observe: the observing fence call first
      * @param readsBody whether a parameter comes from the body
      */
-    private record Plan(List<Statement> statements, String plain, String fenced, String observed,
+    private record Statements(List<Statement> statements, String plain, String fenced, String observed,
                         boolean readsBody, java.util.Set<String> used) {
     }
 
     private PostgresBackend(BackendConfig.Postgres config, HikariDataSource pool) {
         this.config = config;
         this.pool = pool;
-        this.check = config.check().map(s -> plan(List.of(s))).orElse(null);
-        config.statements().forEach((method, statements) -> plans.put(method, plan(statements)));
+        this.check = config.check().map(s -> statementsOf(List.of(s))).orElse(null);
+        config.statements().forEach((method, statements) -> plans.put(method, statementsOf(statements)));
     }
 
-    private Plan plan(List<Statement> statements) {
+    private Statements statementsOf(List<Statement> statements) {
         // "\n;" ends a statement whose last line is a -- comment
         String joined = String.join("\n;\n", statements.stream().map(s -> s.sql().jdbc()).toList());
         if (pipelinedCommit()) {
@@ -94,7 +95,7 @@ public final class PostgresBackend implements SelfFencing {
         if (check != null) {
             used.addAll(check.used());
         }
-        return new Plan(statements, joined, FENCE_CALL + joined, OBSERVE_CALL + joined, body, used);
+        return new Statements(statements, joined, FENCE_CALL + joined, OBSERVE_CALL + joined, body, used);
     }
 
     /** Opens the pool and creates (or checks) the fence table. */
@@ -112,42 +113,49 @@ public final class PostgresBackend implements SelfFencing {
         }
     }
 
+    /**
+     * The postgres backend's closed table: a method the policy declares statements for runs them, fenced by the
+     * database in the same transaction when the policy fences the method; any other method is 405 before a
+     * connection is taken.
+     */
     @Override
-    public FenceClass fenceClass() {
-        return FenceClass.ATOMIC;
+    public io.stockade.proxy.backend.Plan plan(Exchange exchange) {
+        String method = exchange.request().prologue().method().text();
+        String scope = exchange.scope();
+        if (!plans.containsKey(method)) {
+            return new io.stockade.proxy.backend.Plan.Refuse(scope, Problem.of(ProblemType.METHOD_NOT_ALLOWED,
+                    "policy '" + exchange.route().policy().name() + "' declares no statements for " + method)
+                    .header("Allow", String.join(", ", plans.keySet())));
+        }
+        if (exchange.route().policy().fences(method)) {
+            return new io.stockade.proxy.backend.Plan.Write(List.of(scope), Backend.headerToken(exchange),
+                    new Keeper.InStorage(this), this::forward);
+        }
+        return new io.stockade.proxy.backend.Plan.Forward(scope, this::forward);
     }
 
     @Override
-    public WriteResult fencedWrite(Exchange exchange, long token, boolean acceptEqual) {
+    public WriteResult write(Exchange exchange, long token, boolean acceptEqual) {
         return run(exchange, token, acceptEqual, Kind.FENCED).result();
     }
 
     @Override
-    public Observed observe(Exchange exchange, long token, boolean acceptEqual) {
+    public Keeper.Observed observe(Exchange exchange, long token, boolean acceptEqual) {
         Outcome o = run(exchange, token, acceptEqual, config.fence() == FenceMode.TABLE ? Kind.OBSERVED : Kind.PLAIN);
         Long before = o.before();
-        boolean wouldReject = before != null && (before > token || before == token && !acceptEqual);
-        return new Observed(wouldReject, before == null ? -1 : before, o.result());
+        boolean wouldReject = before != null && FenceRule.stale(token, before, acceptEqual);
+        return new Keeper.Observed(wouldReject, before == null ? FenceRule.NONE : before, o.result());
     }
 
-    @Override
-    public void forward(Exchange exchange) {
-        WriteResult r = run(exchange, -1, true, Kind.PLAIN).result();
-        switch (r) {
-            case WriteResult.Answered a -> { }
-            case WriteResult.Unavailable u -> Problem.of(503, "database-unavailable", "Database unavailable",
-                    u.reason()).retryAfter(1).send(exchange.response());
-            case WriteResult.Unknown u -> Problem.of(504, "unknown-outcome", "Outcome unknown",
-                    u.reason() + "; the statements may or may not have been applied").send(exchange.response());
-            case WriteResult.Stale s -> Problem.of(409, "stale-token", "Stale fencing token",
-                    "a higher token holds this row").with("highest", s.highest()).send(exchange.response());
-            case WriteResult.TooFar t -> throw new IllegalStateException("an unfenced run cannot judge a token");
-        }
-    }
-
-    @Override
-    public WriteResult write(Exchange exchange, Admission admission) {
-        throw new UnsupportedOperationException("the postgres backend fences itself (SelfFencing)");
+    /** The statements without a fence (an unfenced method, or a policy that forwards writes unfenced). */
+    private WriteResult forward(Exchange exchange) {
+        return switch (run(exchange, -1, true, Kind.PLAIN).result()) {
+            case WriteResult.Unavailable u -> new WriteResult.Refused(Problem.of(ProblemType.DATABASE_UNAVAILABLE,
+                    u.reason()));
+            case WriteResult.Unknown u -> new WriteResult.Refused(Problem.of(ProblemType.UNKNOWN_OUTCOME, u.reason()
+                    + "; the statements may or may not have been applied"));
+            case WriteResult r -> r;
+        };
     }
 
     private enum Kind { FENCED, OBSERVED, PLAIN }
@@ -166,13 +174,7 @@ public final class PostgresBackend implements SelfFencing {
     /** One write, in order: the plan of its method, its parameters bound, the transaction run (and retried). */
     private Outcome run(Exchange exchange, long token, boolean acceptEqual, Kind kind) {
         String method = exchange.request().prologue().method().text().toUpperCase(Locale.ROOT);
-        Plan plan = plans.get(method);
-        if (plan == null) {
-            Problem.of(405, "method-not-allowed", "Method not allowed", "policy '"
-                            + exchange.route().policy().name() + "' declares no statements for " + method)
-                    .header("Allow", String.join(", ", plans.keySet())).send(exchange.response());
-            return new Outcome(new WriteResult.Answered(405));
-        }
+        Statements plan = plans.get(method); // plan() refused a method without statements
         Bound bound = bind(exchange, plan, kind, token);
         if (bound.refused() != null) {
             return bound.refused();
@@ -192,7 +194,7 @@ public final class PostgresBackend implements SelfFencing {
     }
 
     /** Reads the body when a parameter comes from it, and binds every parameter the plan uses. */
-    private Bound bind(Exchange exchange, Plan plan, Kind kind, long token) {
+    private Bound bind(Exchange exchange, Statements plan, Kind kind, long token) {
         ServerResponse res = exchange.response();
         try {
             String body;
@@ -207,16 +209,15 @@ public final class PostgresBackend implements SelfFencing {
                 return new Bound(null, new Outcome(new WriteResult.Answered(refused.problem().status())));
             }
             if (body == null && plan.readsBody()) {
-                Problem.of(413, "body-too-large", "Body too large", "the request body is larger than the"
-                        + " policy's body-limit of " + config.bodyLimit() + " bytes").send(res);
-                return new Bound(null, new Outcome(new WriteResult.Answered(413)));
+                return new Bound(null, new Outcome(new WriteResult.Refused(Problem.of(ProblemType.BODY_TOO_LARGE,
+                        "the request body is larger than the policy's body-limit of " + config.bodyLimit()
+                                + " bytes"))));
             }
             return new Bound(new Binder(config.params(), plan.used(), exchange, body,
                     kind == Kind.PLAIN ? null : token), null);
         } catch (Binder.BadParameter e) {
-            Problem.of(400, "bad-parameter", "Bad parameter", e.getMessage()).with("parameter", e.parameter())
-                    .send(res);
-            return new Bound(null, new Outcome(new WriteResult.Answered(400)));
+            return new Bound(null, new Outcome(new WriteResult.Refused(Problem.of(ProblemType.BAD_PARAMETER,
+                    e.getMessage()).with("parameter", e.parameter()))));
         }
     }
 
@@ -268,7 +269,7 @@ public final class PostgresBackend implements SelfFencing {
     }
 
     /** What one run needs, bound once for every attempt. */
-    private record Call(Exchange exchange, Plan plan, Binder binder, String sql, Kind kind, boolean fencedColumn,
+    private record Call(Exchange exchange, Statements plan, Binder binder, String sql, Kind kind, boolean fencedColumn,
                         long token, boolean acceptEqual) {
     }
 
@@ -323,7 +324,7 @@ public final class PostgresBackend implements SelfFencing {
      */
     private Ran transaction(Connection c, Call call) throws Failed {
         Exchange exchange = call.exchange();
-        Plan plan = call.plan();
+        Statements plan = call.plan();
         long token = call.token();
         boolean committing = false;
         boolean pipelined = pipelinedCommit();
@@ -502,7 +503,7 @@ public final class PostgresBackend implements SelfFencing {
         boolean read = method.equals("GET") || method.equals("HEAD");
         if (read && emptyGet == BackendConfig.EmptyGet.NOT_FOUND
                 && results.stream().allMatch(r -> r.rows().isEmpty())) {
-            Problem.of(404, "not-found", "Not found", "the read found no row (the policy's empty-get: not-found; "
+            Problem.of(ProblemType.NOT_FOUND, "the read found no row (the policy's empty-get: not-found; "
                     + "empty-list answers 200 [] instead)").send(res);
             return new WriteResult.Answered(404);
         }
@@ -551,8 +552,10 @@ public final class PostgresBackend implements SelfFencing {
         String detail = server != null && server.getMessage() != null ? server.getMessage() : e.getMessage();
         ServerResponse res = exchange.response();
         if (reached == Reached.COMMITTED) {
-            return sent(res, Problem.of(502, "answer-unreadable", "Answer unreadable", "the write was committed"
-                    + " (commit: pipelined), but its results could not be read: " + detail));
+            // committed: an accepted write whose answer is a problem, not a refusal
+            Problem.of(ProblemType.ANSWER_UNREADABLE, "the write was committed (commit: pipelined), but its"
+                    + " results could not be read: " + detail).send(res);
+            return new WriteResult.Answered(ProblemType.ANSWER_UNREADABLE.status());
         }
         // 57014: a statement or the COMMIT was cancelled (statement timeout) before it committed: rolled back
         if (reached == Reached.COMMIT_SENT && (server == null || state.isEmpty() || state.startsWith("08")
@@ -571,19 +574,19 @@ public final class PostgresBackend implements SelfFencing {
             }
         }
         if (state.equals("40001") || state.equals("40P01")) {
-            return sent(res, Problem.of(409, "serialization-failure", "Conflict with a concurrent transaction",
-                    detail + " (gave up after " + (attempts + 1) + " attempts; nothing was written)"));
+            return sent(res, Problem.of(ProblemType.SERIALIZATION_FAILURE, detail + " (gave up after"
+                    + " " + (attempts + 1) + " attempts; nothing was written)"));
         }
         if (state.equals("23505")) {
-            return sent(res, Problem.of(409, "unique-violation", "Unique constraint violated", detail
+            return sent(res, Problem.of(ProblemType.UNIQUE_VIOLATION, detail
                     + "; nothing was written").with("constraint", constraint));
         }
         if (state.startsWith("23")) {
-            return sent(res, Problem.of(422, "constraint-violation", "Constraint violated", detail
+            return sent(res, Problem.of(ProblemType.CONSTRAINT_VIOLATION, detail
                     + "; nothing was written").with("constraint", constraint));
         }
         if (state.equals("57014")) {
-            return sent(res, Problem.of(504, "statement-timeout", "Statement timeout", "the database cancelled"
+            return sent(res, Problem.of(ProblemType.STATEMENT_TIMEOUT, "the database cancelled"
                     + " the statements after the statement timeout of " + config.datasource().statementTimeout()
                     .toMillis() + " ms; the transaction was rolled back, nothing was written"));
         }
@@ -597,19 +600,19 @@ public final class PostgresBackend implements SelfFencing {
                     + " written: " + e.getMessage());
         }
         if (state.startsWith("22")) {
-            return sent(res, Problem.of(400, "bad-parameter", "Bad parameter", "the database refused a value: "
+            return sent(res, Problem.of(ProblemType.BAD_PARAMETER, "the database refused a value: "
                     + detail + "; nothing was written"));
         }
         LOG.log(Level.WARNING, "policy " + exchange.route().policy().name() + ": statement failed (SQLSTATE "
                 + state + ")", e);
-        return sent(res, Problem.of(502, "statement-failed", "Statement failed", "the database refused the"
+        return sent(res, Problem.of(ProblemType.STATEMENT_FAILED, "the database refused the"
                 + " policy's statements (SQLSTATE " + state + "): " + detail + "; nothing was written")
                 .with("sqlstate", state));
     }
 
+    /** The database refused the write: nothing was written, and the pipeline answers the refusal. */
     private static WriteResult sent(ServerResponse res, Problem p) {
-        p.send(res);
-        return new WriteResult.Answered(p.status());
+        return new WriteResult.Refused(p);
     }
 
     /**

@@ -17,9 +17,9 @@ import java.util.regex.Pattern;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
-import io.stockade.proxy.backend.SelfFencing;
+import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
@@ -44,7 +44,7 @@ import io.helidon.webserver.http.ServerRequest;
  * Within one proxy the writes of one object are also serialized: an upstream whose conditional writes are not
  * atomic under concurrency (s3proxy 3.0.0) is then still safe with a single proxy replica.
  */
-final class ConditionalS3Backend extends S3Backend implements SelfFencing {
+final class ConditionalS3Backend extends S3Backend {
     /** Bodies up to this size are buffered so that a write that lost a race can be sent again. */
     static final int REPLAY_BUFFER = 1024 * 1024;
     static final Duration SCOPE_WAIT = Duration.ofSeconds(30);
@@ -97,8 +97,24 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     }
 
     @Override
-    public FenceClass fenceClass() {
-        return FenceClass.ATOMIC;
+    boolean atomic() {
+        return true;
+    }
+
+    /** The storage keeps the fence: the object's token, every write conditional on the version it was read from. */
+    @Override
+    Keeper keeper(Parsed p) {
+        return new Keeper.InStorage(new Keeper.StorageWrite() {
+            @Override
+            public WriteResult write(Exchange exchange, long token, boolean acceptEqual) {
+                return fencedWrite(exchange, p, token, acceptEqual);
+            }
+
+            @Override
+            public Keeper.Observed observe(Exchange exchange, long token, boolean acceptEqual) {
+                return ConditionalS3Backend.this.observe(exchange, p, token, acceptEqual);
+            }
+        });
     }
 
     @Override
@@ -126,13 +142,13 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         UpstreamResponse send(String etag) throws Answered;
     }
 
-    /** An attempt already answered the client (e.g. a copy whose source is missing). */
+    /** An attempt ended without a write (e.g. a copy whose source is missing): what the client is answered. */
     private static final class Answered extends Exception {
-        final int status;
+        final transient WriteResult result;
 
-        Answered(int status) {
+        Answered(WriteResult result) {
             super(null, null, false, false);
-            this.status = status;
+            this.result = result;
         }
     }
 
@@ -141,16 +157,15 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         WriteResult answer(UpstreamResponse response);
     }
 
-    @Override
-    public WriteResult fencedWrite(Exchange exchange, long token, boolean acceptEqual) {
-        Parsed p = parsed(exchange.request());
+    /** A fenced write, by the operation the plan found: one case per fenced operation, every other refused. */
+    private WriteResult fencedWrite(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         try {
             return switch (s3.operation()) {
                 case PUT_OBJECT -> putObject(exchange, p, token, acceptEqual);
                 case DELETE_OBJECT -> clientConditions(exchange) ? answer(exchange, 501, "NotImplemented",
                         "a DeleteObject with If-Match or If-None-Match is not supported through the fencing proxy")
-                        : guarded(exchange, s3.key(), token, acceptEqual, true, Remember.TOMBSTONE,
+                        : guarded(exchange, p, s3.key(), token, acceptEqual, true, Remember.TOMBSTONE,
                         etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
@@ -160,7 +175,10 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 case CREATE_MULTIPART -> createMultipart(exchange, p, token, acceptEqual);
                 case DELETE_OBJECTS -> deleteObjects(exchange, p, token, acceptEqual);
                 case POST_OBJECT -> postObject(exchange, p, token, acceptEqual);
-                default -> isUploadPartCopy(exchange, p) ? uploadPartCopy(exchange, p) : relay(exchange, p, List.of());
+                case LIST_BUCKETS, BUCKET_OTHER, LIST_OBJECTS, LIST_OBJECT_VERSIONS, DELETE_BUCKET, GET_OBJECT,
+                     HEAD_OBJECT, UPLOAD_PART, ABORT_MULTIPART, OBJECT_OTHER, PREFLIGHT, UNKNOWN_WRITE ->
+                        answer(exchange, 501, "NotImplemented", s3.operation() + " is not a fenced write of the "
+                                + "atomic class; it is never sent as one");
             };
         } catch (ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
@@ -172,39 +190,37 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
      * forwarded as it is. Unlike the other backends, the token is not written into the object's metadata (that
      * takes the conditional write observe does not do); docs/s3.md says so.
      */
-    @Override
-    public Observed observe(Exchange exchange, long token, boolean acceptEqual) {
-        Parsed p = parsed(exchange.request());
+    private Keeper.Observed observe(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         String key = p.form() != null ? p.form().key() : s3.key();
         long stored = key == null ? -1 : head(s3.bucket(), key).token();
-        forward(exchange); // a write forwarded while the ETag cache is on forgets the object (forwardWrite)
-        return new Observed(stale(stored, token, acceptEqual), stored,
-                new WriteResult.Answered(exchange.response().status().code()));
+        // a write forwarded while the ETag cache is on forgets the object (forwardWrite)
+        WriteResult result = forward(exchange, p);
+        return new Keeper.Observed(stale(stored, token, acceptEqual), stored, result);
     }
 
     // ---- listings without tombstones, and a bucket that only tombstones keep ----
 
     @Override
-    public void forward(Exchange exchange) {
-        Parsed p = parsed(exchange.request());
-        switch (p.s3().operation()) {
+    WriteResult forward(Exchange exchange, Parsed p) {
+        return switch (p.s3().operation()) {
             case LIST_OBJECTS, LIST_OBJECT_VERSIONS -> listing(exchange, p);
             case DELETE_BUCKET -> deleteBucket(exchange, p);
-            default -> {
-                if (isUploadPartCopy(exchange, p)) {
-                    try {
-                        answerForwarded(exchange, uploadPartCopy(exchange, p));
-                    } catch (ClientError e) {
-                        answer(exchange, e.status, e.code, e.getMessage());
-                    }
-                } else if (written.enabled() && changesObjects(p)) {
-                    forwardWrite(exchange, p);
-                } else {
-                    super.forward(exchange);
+            case UPLOAD_PART -> {
+                if (!isUploadPartCopy(exchange, p)) {
+                    yield super.forward(exchange, p);
+                }
+                try {
+                    yield uploadPartCopy(exchange, p);
+                } catch (ClientError e) {
+                    yield answer(exchange, e.status, e.code, e.getMessage());
                 }
             }
-        }
+            case LIST_BUCKETS, BUCKET_OTHER, DELETE_OBJECTS, POST_OBJECT, GET_OBJECT, HEAD_OBJECT, PUT_OBJECT,
+                 COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER,
+                 PREFLIGHT, UNKNOWN_WRITE ->
+                    written.enabled() && changesObjects(p) ? forwardWrite(exchange, p) : super.forward(exchange, p);
+        };
     }
 
     /**
@@ -213,31 +229,29 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
      * the cache could not tell from no change. So it holds the object's lock like a fenced write and forgets the
      * object when done; one that names its objects in its body (DeleteObjects) empties the cache.
      */
-    private void forwardWrite(Exchange exchange, Parsed p) {
+    private WriteResult forwardWrite(Exchange exchange, Parsed p) {
         String key = p.form() != null ? p.form().key() : p.s3().key();
         if (key == null) {
             try {
-                super.forward(exchange);
+                return super.forward(exchange, p);
             } finally {
                 written.clear();
             }
-            return;
         }
         String object = p.s3().bucket() + "/" + key;
         try (ScopeGuard.Held held = local.acquire(object, SCOPE_WAIT.toNanos())) {
             if (held == null) {
-                answer(exchange, 503, "SlowDown", "other writes of this object held it for " + SCOPE_WAIT.toSeconds()
-                        + " s");
-                return;
+                return answer(exchange, 503, "SlowDown", "other writes of this object held it for "
+                        + SCOPE_WAIT.toSeconds() + " s");
             }
             try {
-                super.forward(exchange);
+                return super.forward(exchange, p);
             } finally {
                 written.forget(object);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            answer(exchange, 503, "ServiceUnavailable", "the proxy is stopping");
+            return answer(exchange, 503, "ServiceUnavailable", "the proxy is stopping");
         }
     }
 
@@ -260,13 +274,12 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     private static final int MAX_LISTING = 32 * 1024 * 1024;
 
     /** A listing answered without its tombstones ({@link Listings}). */
-    private void listing(Exchange exchange, Parsed p) {
+    private WriteResult listing(Exchange exchange, Parsed p) {
         S3Request s3 = p.s3();
         try (UpstreamResponse response = send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
                 forwardHeaders(exchange), null)) {
             if (response.status() != 200) {
-                relayed(exchange, response);
-                return;
+                return relayed(exchange, response);
             }
             String xml = new String(response.readAll(MAX_LISTING), StandardCharsets.UTF_8);
             Listings.Kind kind = s3.operation() == S3Request.Operation.LIST_OBJECT_VERSIONS ? Listings.Kind.VERSIONS
@@ -276,9 +289,8 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             try {
                 filtered = Listings.filter(xml, kind, urlEncoded, probe(s3.bucket()));
             } catch (Listings.Unavailable e) {
-                answer(exchange, 503, "ServiceUnavailable", "the listing could not be answered without its "
+                return answer(exchange, 503, "ServiceUnavailable", "the listing could not be answered without its "
                         + "tombstones: " + e.getMessage());
-                return;
             }
             var res = exchange.response();
             res.status(200);
@@ -290,12 +302,13 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 }
             }
             res.send(filtered.xml().getBytes(StandardCharsets.UTF_8));
+            return new WriteResult.Answered(200);
         } catch (IOException e) {
-            forwardFailure(exchange, new java.io.UncheckedIOException(e), true);
+            return failure(exchange, new java.io.UncheckedIOException(e), true);
         } catch (ClientError e) {
-            answer(exchange, e.status, e.code, e.getMessage());
+            return answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
-            forwardFailure(exchange, e, true);
+            return failure(exchange, e, true);
         }
     }
 
@@ -387,13 +400,12 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
      * them; when the store refuses the bucket as not empty and only tombstones are left, the answer says so, with
      * how many and the highest token, and what to do (docs/s3.md).
      */
-    private void deleteBucket(Exchange exchange, Parsed p) {
+    private WriteResult deleteBucket(Exchange exchange, Parsed p) {
         S3Request s3 = p.s3();
         try (UpstreamResponse response = send(exchange, p, "DELETE", s3.bucket(), null, s3.upstreamQuery(),
                 forwardHeaders(exchange), null)) {
             if (response.status() != 409) {
-                relayed(exchange, response);
-                return;
+                return relayed(exchange, response);
             }
             byte[] body = response.readAll(64 * 1024);
             String xml = new String(body, StandardCharsets.UTF_8);
@@ -403,22 +415,22 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 exchange.response().status(409);
                 exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
                 exchange.response().send(body);
-                return;
+                return new WriteResult.Answered(409);
             }
             long[] t = tombstones.get();
-            answer(exchange, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty: it holds no "
+            return answer(exchange, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty: it holds no "
                     + "objects, but " + t[0] + " tombstone" + (t[0] == 1 ? "" : "s") + " (the fencing tokens of "
                     + "deleted objects, highest " + t[1] + "). The fencing proxy keeps them: removing the bucket "
                     + "would let a writer holding a lease older than token " + t[1] + " recreate the bucket and "
                     + "those objects. Once no such writer can be alive, remove the bucket at the store itself "
                     + "(aws --endpoint-url <store> s3 rb --force s3://" + s3.bucket() + "); see docs/s3.md");
         } catch (Listings.Unavailable e) {
-            answer(exchange, 503, "ServiceUnavailable", "the bucket is not empty and the proxy could not tell "
+            return answer(exchange, 503, "ServiceUnavailable", "the bucket is not empty and the proxy could not tell "
                     + "whether only tombstones are left: " + e.getMessage());
         } catch (IOException e) {
-            forwardFailure(exchange, new java.io.UncheckedIOException(e), true);
+            return failure(exchange, new java.io.UncheckedIOException(e), true);
         } catch (RuntimeException e) {
-            forwardFailure(exchange, e, true);
+            return failure(exchange, e, true);
         }
     }
 
@@ -432,7 +444,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         boolean replayable = declaredLength(exchange) <= REPLAY_BUFFER;
         Upstream.Body[] body = new Upstream.Body[1];
         boolean[] opened = new boolean[1];
-        return guarded(exchange, s3.key(), token, acceptEqual, replayable, Remember.OBJECT,
+        return guarded(exchange, p, s3.key(), token, acceptEqual, replayable, Remember.OBJECT,
                 etag -> {
                     if (!opened[0]) {
                         opened[0] = true;
@@ -460,13 +472,14 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         if (stale(before.token(), token, acceptEqual)) {
             return new WriteResult.Stale(before.token()); // the file is never read
         }
-        try (Spool file = spool(exchange, form)) {
-            if (file == null) {
-                return new WriteResult.Answered(exchange.response().status().code());
-            }
+        Spooled spooled = spool(exchange, form);
+        if (spooled.refused() != null) {
+            return spooled.refused();
+        }
+        try (Spool file = spooled.file()) {
             List<Map.Entry<String, String>> headers = formHeaders(form);
             headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-            return guarded(exchange, form.key(), token, acceptEqual, true, Remember.OBJECT,
+            return guarded(exchange, p, form.key(), token, acceptEqual, true, Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
                             file.body()),
                     response -> formAnswer(exchange, form, s3.bucket(), response.first("ETag")));
@@ -558,7 +571,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
             return answer(exchange, 400, "MalformedXML", e.getMessage());
         }
         List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
-        return guarded(exchange, s3.key(), token, acceptEqual, true, Remember.NOTHING,
+        return guarded(exchange, p, s3.key(), token, acceptEqual, true, Remember.NOTHING,
                 etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
                         Upstream.Body.of(body)),
                 response -> relayed(exchange, response));
@@ -641,19 +654,18 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
         // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
         // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
         String[] lastEtag = new String[1];
-        return guarded(exchange, s3.key(), token, acceptEqual, true, Remember.OBJECT, etag -> {
+        return guarded(exchange, p, s3.key(), token, acceptEqual, true, Remember.OBJECT, etag -> {
             UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
             int status = src.status();
             if (status != 200 || (src.first(DELETED_META) != null)) {
                 try (src) {
                     if (status == 200 || status == 404) {
-                        answer(exchange, 404, "NoSuchKey", "The specified copy source does not exist.");
-                        throw new Answered(404);
+                        throw new Answered(answer(exchange, 404, "NoSuchKey", "The specified copy source does not "
+                                + "exist."));
                     }
                     int mapped = status == 304 || status == 412 ? 412 : status;
-                    answer(exchange, mapped, mapped == 412 ? "PreconditionFailed" : "CopySourceUnavailable",
-                            "the copy source answered " + status);
-                    throw new Answered(mapped);
+                    throw new Answered(answer(exchange, mapped, mapped == 412 ? "PreconditionFailed"
+                            : "CopySourceUnavailable", "the copy source answered " + status));
                 }
             }
             List<Map.Entry<String, String>> headers = new ArrayList<>(clientHeaders);
@@ -788,9 +800,9 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
      * token and ETag from this proxy's own last write of it instead of a HEAD, when they let the write through;
      * a 412 then forgets them and the write goes on as without the cache.
      */
-    private WriteResult guarded(Exchange exchange, String key, long token, boolean acceptEqual, boolean replayable,
-                                Remember remember, Attempt attempt, Success success) {
-        S3Request s3 = parsed(exchange.request()).s3();
+    private WriteResult guarded(Exchange exchange, Parsed p, String key, long token, boolean acceptEqual,
+                                boolean replayable, Remember remember, Attempt attempt, Success success) {
+        S3Request s3 = p.s3();
         String object = s3.bucket() + "/" + key;
         boolean sent = false;
         try (ScopeGuard.Held held = local.acquire(object, SCOPE_WAIT.toNanos())) {
@@ -831,7 +843,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
                 try {
                     response = attempt.send(head.exists() ? head.etag() : null);
                 } catch (Answered answered) {
-                    return new WriteResult.Answered(answered.status);
+                    return answered.result;
                 }
                 try (response) {
                     if (!lostRace(response, head.exists())) {
@@ -976,7 +988,7 @@ final class ConditionalS3Backend extends S3Backend implements SelfFencing {
     }
 
     private static boolean stale(long stored, long token, boolean acceptEqual) {
-        return stored > token || (stored == token && !acceptEqual);
+        return FenceRule.stale(token, stored, acceptEqual);
     }
 
     private static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers, String etag) {

@@ -22,11 +22,12 @@ import io.stockade.policy.Route;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.FenceClass;
+import io.stockade.proxy.backend.Keeper;
+import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.listener.BodyBounds;
-import io.stockade.proxy.log.WarnLimiter;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.token.FencingToken;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
@@ -66,8 +67,6 @@ public class S3Backend implements Backend {
     final BackendConfig.S3 config;
     final Upstream upstream;
     private final ClientAuth auth;
-    /** Failures of requests answered here (not through the pipeline): one WARN line a second per policy. */
-    private final WarnLimiter warnings = new WarnLimiter(System::nanoTime, WarnLimiter.INTERVAL_NANOS);
 
     S3Backend(BackendConfig.S3 config) {
         this.config = config;
@@ -83,16 +82,16 @@ public class S3Backend implements Backend {
     /** The backend for a policy: atomic (conditional writes, scope per object) or serialized. */
     public static S3Backend open(BackendConfig.S3 config) {
         S3Backend backend = config.atomic() ? new ConditionalS3Backend(config) : new S3Backend(config);
-        LOG.info("S3 backend " + config.endpoint() + ": " + backend.fenceClass().name().toLowerCase(Locale.ROOT)
+        LOG.info("S3 backend " + config.endpoint() + ": " + (backend.atomic() ? "atomic" : "serialized")
                 + " class (fence-scope " + config.fenceScope().name().toLowerCase(Locale.ROOT)
                 + ", conditional-writes " + config.conditionalWrites() + "), client auth "
                 + config.auth().name().toLowerCase(Locale.ROOT));
         return backend;
     }
 
-    @Override
-    public FenceClass fenceClass() {
-        return FenceClass.SERIALIZED;
+    /** Whether this backend is of the atomic class (the conditional subclass). */
+    boolean atomic() {
+        return false;
     }
 
     @Override
@@ -103,14 +102,16 @@ public class S3Backend implements Backend {
 
     // ---- the request, read once ----
 
-    /** The request read as S3, with its checked signature (null with auth: none). */
     /**
+     * The request read as S3, once, by {@link #plan}; the plan's actions act on it.
+     *
+     * @param s3          the request as S3
+     * @param verified    its checked signature (null with auth: none, for an unsigned read and for a form)
      * @param uploadToken the token the multipart upload named by the request's {@code uploadId} was created with,
      *                    when the ID is one the proxy handed out ({@link UploadIds}); empty otherwise
-     */
-    /**
      * @param unsigned    an unsigned read (or CORS preflight) the policy forwards: sent upstream without the proxy's
      *                    signature, for the store to judge as the anonymous request it is
+     * @param form        a browser-form upload, read up to its file; null for any other request
      */
     record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned,
                   Form form) {
@@ -136,31 +137,17 @@ public class S3Backend implements Backend {
         return null;
     }
 
-    static Parsed parsed(ServerRequest req) {
-        return req.context().get(Parsed.class).orElseThrow(() -> new IllegalStateException("request not admitted"));
-    }
-
-    private S3Request read(ServerRequest req, Route route) {
-        return req.context().get(Parsed.class).map(Parsed::s3).orElseGet(() -> S3Request.of(req, route.target(),
-                config.virtualHost()));
-    }
-
-    @Override
-    public String scope(Route route, ServerRequest request) {
+    /** The fence scope of a request: the policy's prefix, the bucket, and the key's scope part (a form's key). */
+    String scopeOf(Route route, Parsed p) {
         String prefix = route.policy().scope().toString();
-        S3Request s3;
-        try {
-            s3 = read(request, route);
-        } catch (IllegalArgumentException e) {
+        String key = p.form() != null ? p.form().key() : p.s3().key();
+        if (p.s3().bucket() == null) {
             return prefix;
         }
-        if (s3.bucket() == null) {
-            return prefix;
+        if (key == null) {
+            return prefix + "/" + p.s3().bucket();
         }
-        if (s3.key() == null) {
-            return prefix + "/" + s3.bucket();
-        }
-        return prefix + "/" + s3.bucket() + "/" + scopeKey(s3.key());
+        return prefix + "/" + p.s3().bucket() + "/" + scopeKey(key);
     }
 
     /** The part of a key that names its scope: the key itself, or its first prefix-segments segments. */
@@ -185,43 +172,59 @@ public class S3Backend implements Backend {
         return true;
     }
 
+    /**
+     * The S3 backend's plan: the request read as S3 and authenticated before any fence question (a forged request
+     * can never move a high-water mark), then one plan from the operation it names: a fenced write of its object
+     * (or bucket, for DeleteObjects and a form upload's key), a forward, or a refusal in S3's words.
+     */
     @Override
-    public boolean fences(Exchange exchange) {
-        try {
-            return read(exchange.request(), exchange.route()).operation().fenced();
-        } catch (IllegalArgumentException e) {
-            return true; // admit() has refused it already
+    public Plan plan(Exchange exchange) {
+        Admitted admitted = admit(exchange);
+        if (admitted.refusal() != null) {
+            return new Plan.Refuse(exchange.scope(), admitted.refusal());
+        }
+        Parsed p = admitted.parsed();
+        String scope = scopeOf(exchange.route(), p);
+        if (!p.s3().operation().fenced()) {
+            return new Plan.Forward(scope, ex -> forward(ex, p));
+        }
+        return new Plan.Write(List.of(scope), token(exchange, p), keeper(p), ex -> forward(ex, p));
+    }
+
+    /** Who keeps the fence of a write: the proxy's store, the scope held while the request is relayed. */
+    Keeper keeper(Parsed p) {
+        return new Keeper.Serialized((exchange, admission) -> write(exchange, p, admission));
+    }
+
+    /** A request read and authenticated, or why it was refused. */
+    private record Admitted(Parsed parsed, Problem refusal) {
+        static Admitted refused(int status, String code, String message, String resource) {
+            return new Admitted(null, s3Problem(status, code, message, resource));
         }
     }
 
-    @Override
-    public boolean admit(Exchange exchange) {
+    private Admitted admit(Exchange exchange) {
         ServerRequest req = exchange.request();
         boolean head = isHead(req);
         S3Request s3;
         try {
             s3 = S3Request.of(req, exchange.route().target(), config.virtualHost());
         } catch (IllegalArgumentException e) {
-            S3Xml.error(exchange.response(), head, 400, "InvalidURI", "Couldn't parse the specified URI: "
-                    + e.getMessage(), null, Map.of());
-            return false;
+            return Admitted.refused(400, "InvalidURI", "Couldn't parse the specified URI: " + e.getMessage(), null);
         }
         if (s3.keyProblem().isPresent()) {
-            S3Xml.error(exchange.response(), head, 400, "KeyTooLongError", "Your key is too long: "
-                    + s3.keyProblem().get(), null, Map.of());
-            return false;
+            return Admitted.refused(400, "KeyTooLongError", "Your key is too long: "
+                    + s3.keyProblem().get(), null);
         }
         if (s3.operation() == S3Request.Operation.UNKNOWN_WRITE) {
-            S3Xml.error(exchange.response(), head, 400, "InvalidArgument", "a " + s3.method() + " of an object with"
+            return Admitted.refused(400, "InvalidArgument", "a " + s3.method() + " of an object with"
                     + " the query parameters " + s3.query().stream().map(Map.Entry::getKey).toList() + " names no S3"
                     + " operation the fencing proxy knows; it is refused rather than forwarded unfenced",
-                    s3.resource(), Map.of());
-            return false;
+                    s3.resource());
         }
         if (s3.operation() == S3Request.Operation.DELETE_OBJECT && s3.param("versionId").isPresent()) {
-            S3Xml.error(exchange.response(), head, 501, "NotImplemented", "deleting one version of an object is"
-                    + " not supported through the fencing proxy", s3.resource(), Map.of());
-            return false;
+            return Admitted.refused(501, "NotImplemented", "deleting one version of an object is"
+                    + " not supported through the fencing proxy", s3.resource());
         }
         if (s3.operation() == S3Request.Operation.POST_OBJECT) {
             return admitForm(exchange, s3, head);
@@ -232,33 +235,29 @@ public class S3Backend implements Backend {
             // A browser's CORS preflight is never signed (S3 does not check a signature on OPTIONS) and changes
             // nothing: the store answers it from its CORS configuration when the policy forwards unsigned reads.
             if (!req.headers().contains(HeaderNames.ORIGIN)) {
-                S3Xml.error(exchange.response(), head, 400, "BadRequest", "Insufficient information. Origin "
-                        + "request header needed.", s3.resource(), Map.of());
-                return false;
+                return Admitted.refused(400, "BadRequest", "Insufficient information. Origin "
+                        + "request header needed.", s3.resource());
             }
             if (auth != null && config.unsignedReads() != BackendConfig.UnsignedReads.FORWARD) {
-                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "CORS preflight requests are answered "
+                return Admitted.refused(403, "AccessDenied", "CORS preflight requests are answered "
                         + "by the store only when the policy forwards unsigned reads (unsigned-reads: forward)",
-                        s3.resource(), Map.of());
-                return false;
+                        s3.resource());
             }
             unsigned = auth != null;
         } else if (auth != null && unsignedRequest(req, s3)) {
             if (!s3.read() || config.unsignedReads() != BackendConfig.UnsignedReads.FORWARD) {
-                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "Anonymous access is refused: sign the "
+                return Admitted.refused(403, "AccessDenied", "Anonymous access is refused: sign the "
                         + "request with SigV4" + (s3.read() ? " (this policy does not forward unsigned reads to the "
                         + "store: unsigned-reads: refuse)" : "; unsigned writes are never forwarded"),
-                        s3.resource(), Map.of());
-                return false;
+                        s3.resource());
             }
             unsigned = true;
         } else if (auth != null) {
             try {
                 verified = auth.verify(req, s3, Instant.now());
             } catch (S3Refused refused) {
-                S3Xml.error(exchange.response(), head, refused.status, refused.code, refused.getMessage(),
-                        s3.resource(), Map.of());
-                return false;
+                return Admitted.refused(refused.status, refused.code, refused.getMessage(),
+                        s3.resource());
             }
         }
         for (String carrier : tokenCarriers(exchange.route(), req)) {
@@ -266,12 +265,11 @@ public class S3Backend implements Backend {
                     && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE
                     && !verified.signedHeaders().contains(carrier.toLowerCase(Locale.ROOT))) {
                 // An unsigned token can be set by anyone holding the signed request or a presigned URL.
-                S3Xml.error(exchange.response(), head, 403, "AccessDenied", "the " + carrier + " header is not "
+                return Admitted.refused(403, "AccessDenied", "the " + carrier + " header is not "
                         + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
                         ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
                         + "nobody who holds the signed request can change the token (policy option signed-token)",
-                        s3.resource(), Map.of());
-                return false;
+                        s3.resource());
             }
         }
         java.util.OptionalLong uploadToken = java.util.OptionalLong.empty();
@@ -283,13 +281,11 @@ public class S3Backend implements Backend {
                 s3 = s3.withUploadId(id.upstream());
                 uploadToken = id.token();
             } catch (IllegalArgumentException e) {
-                S3Xml.error(exchange.response(), head, 404, "NoSuchUpload", "The specified multipart upload does "
-                        + "not exist: " + e.getMessage(), s3.resource(), Map.of());
-                return false;
+                return Admitted.refused(404, "NoSuchUpload", "The specified multipart upload does "
+                        + "not exist: " + e.getMessage(), s3.resource());
             }
         }
-        req.context().register(new Parsed(s3, verified, uploadToken, unsigned));
-        return true;
+        return new Admitted(new Parsed(s3, verified, uploadToken, unsigned), null);
     }
 
     // ---- browser-form uploads (POST Object) ----
@@ -301,27 +297,25 @@ public class S3Backend implements Backend {
      * Reads a browser-form upload up to its file and judges it before any fence question: its signature over the
      * policy document, the policy's expiration and conditions, the key. The file is read by the write.
      */
-    private boolean admitForm(Exchange exchange, S3Request s3, boolean head) {
+    private Admitted admitForm(Exchange exchange, S3Request s3, boolean head) {
         ServerRequest req = exchange.request();
         String boundary = PostForm.boundary(req.headers().first(HeaderNames.CONTENT_TYPE).orElse(null));
         if (boundary == null) {
-            S3Xml.error(exchange.response(), head, 400, "MalformedPOSTRequest", "The body of your POST request is "
-                    + "not well-formed multipart/form-data: no boundary in its Content-Type.", s3.resource(), Map.of());
-            return false;
+            return Admitted.refused(400, "MalformedPOSTRequest", "The body of your POST request is "
+                    + "not well-formed multipart/form-data: no boundary in its Content-Type.", s3.resource());
         }
         PostForm form;
         try {
             form = PostForm.read(exchange.body(), boundary);
         } catch (PostForm.Malformed e) {
-            S3Xml.error(exchange.response(), head, 400, e.code, e.getMessage(), s3.resource(), Map.of());
-            return false;
+            return Admitted.refused(400, e.code, e.getMessage(), s3.resource());
         } catch (IOException e) {
-            if (BodyBounds.BodyRefused.in(e) != null) {
-                return false; // over a bound of the policy: the pipeline answers it
+            BodyBounds.BodyRefused bound = BodyBounds.BodyRefused.in(e);
+            if (bound != null) {
+                return new Admitted(null, bound.problem()); // over a bound of the policy
             }
-            S3Xml.error(exchange.response(), head, 400, "IncompleteBody", "the form could not be read: "
-                    + e.getMessage(), s3.resource(), Map.of());
-            return false;
+            return Admitted.refused(400, "IncompleteBody", "the form could not be read: "
+                    + e.getMessage(), s3.resource());
         }
         Map<String, String> fields = new java.util.LinkedHashMap<>();
         for (PostForm.Field f : form.fields()) {
@@ -329,9 +323,8 @@ public class S3Backend implements Backend {
         }
         String key = fields.get("key");
         if (key == null) {
-            S3Xml.error(exchange.response(), head, 400, "InvalidArgument", "Bucket POST must contain a field named "
-                    + "'key'.  If it is specified, please check the order of the fields.", s3.resource(), Map.of());
-            return false;
+            return Admitted.refused(400, "InvalidArgument", "Bucket POST must contain a field named "
+                    + "'key'.  If it is specified, please check the order of the fields.", s3.resource());
         }
         key = key.replace("${filename}", form.fileName());
         fields.put("key", key);
@@ -372,13 +365,11 @@ public class S3Backend implements Backend {
                         + TOKEN_FIELD + ", which its policy signs; the " + tokenHeader + " header of a form upload"
                         + " is covered by no signature (policy option signed-token)");
             }
-            req.context().register(new Parsed(s3, null, java.util.OptionalLong.empty(), false,
-                    new Form(form, key, min, max, java.util.Collections.unmodifiableMap(fields))));
-            return true;
+            return new Admitted(new Parsed(s3, null, java.util.OptionalLong.empty(), false,
+                    new Form(form, key, min, max, java.util.Collections.unmodifiableMap(fields))), null);
         } catch (S3Refused e) {
-            S3Xml.error(exchange.response(), head, e.status, e.code, e.getMessage(), resource, Map.of());
+            return Admitted.refused(e.status, e.code, e.getMessage(), resource);
         }
-        return false;
     }
 
     /**
@@ -475,50 +466,55 @@ public class S3Backend implements Backend {
      * A form upload without a fence (mode off or observe, missing: allow): the file is read and written as a plain
      * PutObject, as the other unfenced writes are forwarded.
      */
-    void formUpload(Exchange exchange, Parsed p) {
+    WriteResult formUpload(Exchange exchange, Parsed p) {
         Form form = p.form();
-        try (Spool file = spool(exchange, form)) {
-            if (file == null) {
-                return;
-            }
+        Spooled spooled = spool(exchange, form);
+        if (spooled.refused() != null) {
+            return spooled.refused();
+        }
+        try (Spool file = spooled.file()) {
             try (UpstreamResponse response = upstream.send("PUT", p.s3().bucket(), form.key(), List.of(),
                     formHeaders(form), file.body())) {
                 if (response.status() / 100 != 2) {
                     relayResponse(response, exchange);
-                    return;
+                    return new WriteResult.Answered(response.status());
                 }
-                formAnswer(exchange, form, p.s3().bucket(), response.first("ETag"));
+                return formAnswer(exchange, form, p.s3().bucket(), response.first("ETag"));
             }
         } catch (RuntimeException e) {
-            forwardFailure(exchange, e, true);
+            return failure(exchange, e, true);
         }
     }
 
+    /** A form's file read, or the refusal of it. */
+    record Spooled(Spool file, WriteResult refused) {
+    }
+
     /**
-     * Reads a form's file within its policy's content-length-range; null after answering when it is not.
+     * Reads a form's file within its policy's content-length-range.
      */
-    Spool spool(Exchange exchange, Form form) {
+    Spooled spool(Exchange exchange, Form form) {
         long max = Math.min(form.maxLength(), MAX_FORM_FILE);
         try {
             Spool file = Spool.of(form.form().file(), max, ConditionalS3Backend.REPLAY_BUFFER);
             if (file.length() < form.minLength()) {
                 file.close();
-                answer(exchange, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed "
-                        + "size (" + form.minLength() + " bytes, the policy's content-length-range)");
-                return null;
+                return new Spooled(null, answer(exchange, 400, "EntityTooSmall", "Your proposed upload is smaller "
+                        + "than the minimum allowed size (" + form.minLength() + " bytes, the policy's "
+                        + "content-length-range)"));
             }
-            return file;
+            return new Spooled(file, null);
         } catch (Spool.TooLarge e) {
-            answer(exchange, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size ("
-                    + max + " bytes" + (max == MAX_FORM_FILE ? ", S3's limit for a POST upload" : ", the policy's "
-                    + "content-length-range") + ")");
-            return null;
+            return new Spooled(null, answer(exchange, 400, "EntityTooLarge", "Your proposed upload exceeds the "
+                    + "maximum allowed size (" + max + " bytes" + (max == MAX_FORM_FILE ? ", S3's limit for a POST "
+                    + "upload" : ", the policy's content-length-range") + ")"));
         } catch (IOException e) {
-            if (BodyBounds.BodyRefused.in(e) != null) {
-                throw new UncheckedIOException(e); // answered by the pipeline (see failure)
+            BodyBounds.BodyRefused refused = BodyBounds.BodyRefused.in(e);
+            if (refused != null) {
+                return new Spooled(null, new WriteResult.Answered(refused.problem().status())); // the pipeline's
             }
-            answer(exchange, 400, "IncompleteBody", "the form's file could not be read: " + e.getMessage());
-            return null;
+            return new Spooled(null, answer(exchange, 400, "IncompleteBody", "the form's file could not be read: "
+                    + e.getMessage()));
         }
     }
 
@@ -549,12 +545,11 @@ public class S3Backend implements Backend {
      * {@value #TOKEN_META} (both: they must agree), else, for a CompleteMultipartUpload, the token its upload ID
      * carries (the CLI cannot send metadata with it, and the upload can only be completed with that token anyway).
      */
-    @Override
-    public FencingToken.Parsed token(Exchange exchange) {
+    FencingToken.Parsed token(Exchange exchange, Parsed p) {
         ServerRequest req = exchange.request();
         String header = exchange.route().policy().fence().header();
         List<String> values = req.headers().all(HeaderNames.create(header), List::of);
-        Form form = req.context().get(Parsed.class).map(Parsed::form).orElse(null);
+        Form form = p.form();
         if (form != null) {
             // a browser form: the token is the form field its policy signs (a header, where allowed, must agree)
             String field = form.fields().get(TOKEN_FIELD);
@@ -574,12 +569,9 @@ public class S3Backend implements Backend {
         }
         List<String> metadata = req.headers().all(HeaderNames.create(TOKEN_META), List::of);
         if (metadata.isEmpty()) {
-            if (values.isEmpty()) {
-                Optional<Parsed> p = req.context().get(Parsed.class);
-                if (p.isPresent() && p.get().s3().operation() == S3Request.Operation.COMPLETE_MULTIPART
-                        && p.get().uploadToken().isPresent()) {
-                    return new FencingToken.Present(p.get().uploadToken().getAsLong());
-                }
+            if (values.isEmpty() && p.s3().operation() == S3Request.Operation.COMPLETE_MULTIPART
+                    && p.uploadToken().isPresent()) {
+                return new FencingToken.Present(p.uploadToken().getAsLong());
             }
             return FencingToken.parse(header, values);
         }
@@ -598,50 +590,115 @@ public class S3Backend implements Backend {
 
     // ---- refusals as S3 errors ----
 
+    /** Problem members that carry an S3 error's own status, code and resource (never sent as JSON). */
+    static final String S3_STATUS = "s3Status";
+    static final String S3_CODE = "s3Code";
+    static final String S3_RESOURCE = "s3Resource";
+
+    /**
+     * An S3 error the backend decides, as a problem of the proxy's vocabulary that keeps S3's own status and code
+     * (an SDK switches on the code): {@link #refuse} sends it as S3 XML.
+     */
+    static Problem s3Problem(int status, String code, String message, String resource) {
+        Problem problem = Problem.of(kindOf(status, code), message).with(S3_STATUS, status).with(S3_CODE, code);
+        return resource == null ? problem : problem.with(S3_RESOURCE, resource);
+    }
+
+    /** The kind of refusal an S3 error is, by its status and code. */
+    private static ProblemType kindOf(int status, String code) {
+        return switch (status) {
+            case 400 -> switch (code) {
+                case "InvalidURI" -> ProblemType.BAD_PATH;
+                case "IncompleteBody" -> ProblemType.INCOMPLETE_BODY;
+                case "MalformedXML", "MalformedPOSTRequest" -> ProblemType.MALFORMED_BODY;
+                case "EntityTooLarge", "MaxMessageLengthExceeded" -> ProblemType.BODY_TOO_LARGE;
+                case "UnknownOperation" -> ProblemType.UNKNOWN_OPERATION;
+                case "HeaderNotUnderstood" -> ProblemType.REFUSED_HEADER;
+                default -> ProblemType.BAD_REQUEST;
+            };
+            case 403 -> ProblemType.ACCESS_DENIED;
+            case 404 -> ProblemType.NOT_FOUND;
+            case 405 -> ProblemType.METHOD_NOT_ALLOWED;
+            case 412 -> ProblemType.PRECONDITION_FAILED;
+            case 413 -> ProblemType.BODY_TOO_LARGE;
+            case 501 -> ProblemType.NOT_SUPPORTED;
+            case 502 -> ProblemType.UPSTREAM_UNREACHABLE;
+            case 503 -> code.equals("SlowDown") ? ProblemType.SLOW_DOWN : ProblemType.STORAGE_ERROR;
+            case 504 -> ProblemType.UPSTREAM_TIMEOUT;
+            default -> ProblemType.BAD_REQUEST;
+        };
+    }
+
+    /**
+     * Every refusal as an S3 XML error: one the backend decided keeps its S3 status and code; one the engine
+     * decided (stale, missing or malformed token, store unavailable, quarantine) gets the S3 code its kind maps to,
+     * stale as 412 {@code PreconditionFailed} so that SDKs understand it. Every 503 says {@code Retry-After}.
+     */
     @Override
     public void refuse(Exchange exchange, Problem problem) {
-        String type = problem.type().substring(Problem.TYPE_PREFIX.length());
-        int status = problem.status();
+        ServerRequest req = exchange.request();
+        int status;
         String code;
-        switch (type) {
-            case "stale-token" -> {
-                status = 412;
-                code = "PreconditionFailed";
-            }
-            case "missing-token" -> {
-                status = 400;
-                code = "MissingFencingToken";
-                String detail = problem.detail();
-                boolean form = exchange.request().context().get(Parsed.class).map(p -> p.form() != null)
-                        .orElse(false);
-                problem = Problem.of(400, "missing-token", "Fencing token required", form ? "a browser-form "
-                        + "upload is fenced: send the token of your lock as the form field " + TOKEN_FIELD + ", with a"
-                        + " condition for it in the signed policy document" : detail
-                        + (config.tokenFromMetadata() ? " (or as the object metadata fencing-token: "
-                        + TOKEN_META + ", e.g. aws s3 cp --metadata fencing-token=N)"
-                        : exchange.request().headers().contains(HeaderNames.create(TOKEN_META))
-                        ? "; " + TOKEN_META + " is not read as the token unless the policy says "
-                        + "token-from-metadata: true" : ""));
-            }
-            case "malformed-token" -> code = "InvalidFencingToken";
-            case "bad-path" -> code = "InvalidURI";
-            case "scope-busy" -> code = "SlowDown";
-            case "unknown-outcome" -> code = "UnknownOutcome";
-            default -> code = status == 503 ? "ServiceUnavailable" : camel(type);
+        String detail = problem.detail();
+        if (problem.member(S3_CODE) instanceof String s3Code) {
+            status = (Integer) problem.member(S3_STATUS);
+            code = s3Code;
+        } else {
+            status = problem.status();
+            code = switch (problem.kind()) {
+                case STALE_TOKEN -> {
+                    status = 412;
+                    yield "PreconditionFailed";
+                }
+                case MISSING_TOKEN -> {
+                    status = 400;
+                    detail = missingTokenDetail(exchange, detail);
+                    yield "MissingFencingToken";
+                }
+                case MALFORMED_TOKEN -> "InvalidFencingToken";
+                case BAD_PATH -> "InvalidURI";
+                case SCOPE_BUSY, SLOW_DOWN -> "SlowDown";
+                case UNKNOWN_OUTCOME -> "UnknownOutcome";
+                default -> status == 503 ? "ServiceUnavailable" : camel(problem.kind().type());
+            };
         }
         Map<String, String> headers = new java.util.LinkedHashMap<>();
         if (status == 503) {
-            headers.put("Retry-After", "1");
+            headers.put("Retry-After", problem.headers().getOrDefault("Retry-After", "1"));
         }
-        String resource;
+        String resource = problem.member(S3_RESOURCE) instanceof String r ? r : resourceOf(exchange);
+        S3Xml.error(exchange.response(), isHead(req), status, code, detail, resource, headers);
+    }
+
+    /** What a client missing its token should do: the form field of a form upload, the metadata the CLI can send. */
+    private String missingTokenDetail(Exchange exchange, String detail) {
+        ServerRequest req = exchange.request();
+        boolean form = exchange.route().target() != null && resourceRequest(exchange)
+                .map(s3 -> s3.operation() == S3Request.Operation.POST_OBJECT).orElse(false);
+        return form ? "a browser-form upload is fenced: send the token of your lock as the form field " + TOKEN_FIELD
+                + ", with a condition for it in the signed policy document" : detail
+                + (config.tokenFromMetadata() ? " (or as the object metadata fencing-token: "
+                + TOKEN_META + ", e.g. aws s3 cp --metadata fencing-token=N)"
+                : req.headers().contains(HeaderNames.create(TOKEN_META))
+                ? "; " + TOKEN_META + " is not read as the token unless the policy says "
+                + "token-from-metadata: true" : "");
+    }
+
+    /** The request read as S3 again (its head only), for an error's resource; empty when it cannot be. */
+    private Optional<S3Request> resourceRequest(Exchange exchange) {
         try {
-            resource = exchange.route().target() == null ? exchange.request().path().rawPath()
-                    : read(exchange.request(), exchange.route()).resource();
+            return Optional.of(S3Request.of(exchange.request(), exchange.route().target(), config.virtualHost()));
         } catch (IllegalArgumentException e) {
-            resource = null;
+            return Optional.empty();
         }
-        S3Xml.error(exchange.response(), isHead(exchange.request()), status, code, problem.detail(), resource,
-                headers);
+    }
+
+    /** The resource an error names: /bucket/key, or the raw path of a target that did not parse. */
+    private String resourceOf(Exchange exchange) {
+        if (exchange.route().target() == null) {
+            return exchange.request().path().rawPath();
+        }
+        return resourceRequest(exchange).map(S3Request::resource).orElse(null);
     }
 
     private static String camel(String kebab) {
@@ -656,23 +713,20 @@ public class S3Backend implements Backend {
 
     // ---- unfenced requests and serialized writes: relayed as they are ----
 
-    @Override
-    public void forward(Exchange exchange) {
-        Parsed p = parsed(exchange.request());
+    /** A request sent without a token: relayed as it is (a form upload as the PutObject it is). */
+    WriteResult forward(Exchange exchange, Parsed p) {
         if (p.form() != null) {
-            formUpload(exchange, p);
-            return;
+            return formUpload(exchange, p);
         }
         List<Map.Entry<String, String>> extra = new ArrayList<>();
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
-            tokenOf(exchange).ifPresent(t -> extra.add(Map.entry(TOKEN_META, Long.toString(t))));
+            tokenOf(exchange, p).ifPresent(t -> extra.add(Map.entry(TOKEN_META, Long.toString(t))));
         }
-        answerForwarded(exchange, relay(exchange, p, extra));
+        return relay(exchange, p, extra);
     }
 
-    @Override
-    public WriteResult write(Exchange exchange, Admission admission) {
-        Parsed p = parsed(exchange.request());
+    /** A serialized write: relayed as it is, with the admitted token in the object's metadata. */
+    WriteResult write(Exchange exchange, Parsed p, Admission admission) {
         if (p.s3().operation() == S3Request.Operation.DELETE_OBJECTS) {
             return answer(exchange, 501, "NotImplemented", "DeleteObjects spans several scopes, which the serialized"
                     + " class cannot hold at once; delete the objects one by one (DeleteObject)");
@@ -795,32 +849,6 @@ public class S3Backend implements Backend {
         return new WriteResult.Unknown(reason);
     }
 
-    /**
-     * A failure of a request the pipeline does not answer (an unfenced forward, a listing, a form upload's own
-     * answer): answered here as S3 answers (503 ServiceUnavailable, naming the upstream) with one WARN line.
-     */
-    void forwardFailure(Exchange exchange, RuntimeException e, boolean mayHaveReached) {
-        answerForwarded(exchange, failure(exchange, e, mayHaveReached));
-    }
-
-    /** The result of a request the pipeline does not answer: an unanswered failure is answered here (503). */
-    void answerForwarded(Exchange exchange, WriteResult result) {
-        String reason = switch (result) {
-            case WriteResult.Unavailable unavailable -> unavailable.reason();
-            case WriteResult.Unknown unknown -> unknown.reason();
-            default -> null; // answered already
-        };
-        if (reason == null) {
-            return;
-        }
-        String policy = exchange.route().policy().name();
-        long leftOut = warnings.admit(policy);
-        if (leftOut >= 0) {
-            LOG.warning("policy '" + policy + "': " + exchange.request().prologue().method().text() + " "
-                    + exchange.route().target().rawPath() + ": " + reason + WarnLimiter.leftOut(leftOut));
-        }
-        answer(exchange, 503, "ServiceUnavailable", reason);
-    }
 
     // ---- headers and bodies ----
 
@@ -972,21 +1000,14 @@ public class S3Backend implements Backend {
         }
     }
 
+    /** An S3 error the backend decided: nothing is sent here; the pipeline answers it through {@link #refuse}. */
     WriteResult answer(Exchange exchange, int status, String code, String message) {
-        String resource;
-        try {
-            resource = read(exchange.request(), exchange.route()).resource();
-        } catch (IllegalArgumentException e) {
-            resource = null;
-        }
-        S3Xml.error(exchange.response(), isHead(exchange.request()), status, code, message, resource,
-                status == 503 ? Map.of("Retry-After", "1") : Map.of());
-        return new WriteResult.Answered(status);
+        return new WriteResult.Refused(s3Problem(status, code, message, null));
     }
 
     /** The request's token, when it carries a valid one (for metadata on unfenced steps). */
-    java.util.Optional<Long> tokenOf(Exchange exchange) {
-        FencingToken.Parsed parsed = token(exchange);
+    java.util.Optional<Long> tokenOf(Exchange exchange, Parsed p) {
+        FencingToken.Parsed parsed = token(exchange, p);
         return parsed instanceof FencingToken.Present present ? java.util.Optional.of(present.value())
                 : java.util.Optional.empty();
     }

@@ -4,6 +4,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.LongAdder;
 
 import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
@@ -52,7 +53,7 @@ public final class CachingFenceStore implements FenceStore {
     @Override
     public Advance advance(String scope, long token, boolean acceptEqual) throws StoreUnavailableException {
         Long cached = highest.getIfPresent(scope);
-        if (cached != null && (token < cached || token == cached && !acceptEqual)) {
+        if (cached != null && FenceRule.stale(token, cached, acceptEqual)) {
             hits.increment();
             return new Advance.Stale(cached);
         }

@@ -18,6 +18,7 @@ import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.etcd.EtcdClients;
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
@@ -119,7 +120,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
         for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
             long floor = FenceAdmin.floorOf(f.floors(), scope);
             long highest = Math.max(k.token(), floor);
-            if (f.epochRev() >= 0 && (token < highest || token == highest && !acceptEqual)) {
+            if (f.epochRev() >= 0 && FenceRule.stale(token, highest, acceptEqual)) {
                 // Both values were committed in etcd and tokens only rise: the token is below a taken one now.
                 return new Advance.Stale(highest, floor > k.token());
             }

@@ -13,6 +13,7 @@ import java.util.function.Consumer;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
@@ -142,7 +143,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         Map<String, FloorEntry> fl = floorView;
         if (!fl.isEmpty()) {
             FloorEntry floor = floorOf(fl, scope);
-            if (floor != null && (token < floor.token() || token == floor.token() && !acceptEqual)) {
+            if (floor != null && FenceRule.stale(token, floor.token(), acceptEqual)) {
                 Entry current = current(scope);
                 journal.awaitDurable(Math.max(floor.lsn(), current == null ? 0 : current.lsn()));
                 long own = current == null ? -1 : current.token();
@@ -152,7 +153,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         Entry current = current(scope);
         if (current != null && token <= current.token()) {
             // Nothing to change. Tokens never go down, so this read is a linearizable answer.
-            Advance answer = token == current.token() && acceptEqual
+            Advance answer = FenceRule.admits(token, current.token(), acceptEqual)
                     ? new Advance.Accepted(current.state())
                     : new Advance.Stale(current.token());
             journal.awaitDurable(current.lsn());

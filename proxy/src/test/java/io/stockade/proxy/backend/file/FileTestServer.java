@@ -18,13 +18,17 @@ import io.stockade.policy.Route;
 import io.stockade.policy.ScopeTemplate;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.Keeper;
+import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.problem.ProblemType;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.ServerResponse;
 
 /**
  * A real Helidon server in front of a {@link FileBackend}, standing in for the engine: a request with a
@@ -61,13 +65,13 @@ final class FileTestServer implements AutoCloseable {
                     RequestTarget target;
                     switch (RequestTarget.parse(req.path().rawPath(), null, false)) {
                         case RequestTarget.Refused refused -> {
-                            Problem.of(400, "bad-path", "Path refused", refused.reason()).send(res);
+                            Problem.of(ProblemType.BAD_PATH, refused.reason()).send(res);
                             return;
                         }
                         case RequestTarget.Accepted accepted -> target = accepted.target();
                     }
                     if (target.trailingSlash()) {
-                        Problem.of(400, "bad-path", "Path refused", "the path ends with '/' (an empty last segment)")
+                        Problem.of(ProblemType.BAD_PATH, "the path ends with '/' (an empty last segment)")
                                 .send(res);
                         return;
                     }
@@ -75,30 +79,39 @@ final class FileTestServer implements AutoCloseable {
                     Route route = new Route(policy, vars, target);
                     String scope = vars.isEmpty() ? "file:?" : route.scope();
                     Exchange exchange = new Exchange(req, res, route, scope);
-                    if (!backend.admit(exchange)) {
-                        return;
-                    }
                     Optional<String> token = req.headers().first(HeaderNames.create(policy.fence().header()));
                     String method = req.prologue().method().text();
-                    if (token.isPresent() && policy.fences(method)) {
-                        Admission admission = new Admission(scope, Long.parseLong(token.get()),
-                                new FenceState(-1, null), null);
-                        WriteResult result = backend.write(exchange, admission);
-                        results.add(result);
-                        switch (result) {
-                            case WriteResult.Stale s -> res.status(409).send("stale highest=" + s.highest());
-                            case WriteResult.Unknown u -> res.status(504).send(u.reason());
-                            case WriteResult.Unavailable u -> res.status(503).send(u.reason());
-                            case WriteResult.TooFar t -> res.status(422).send("too far, highest=" + t.highest());
-                            case WriteResult.Answered a -> {
+                    switch (backend.plan(exchange)) {
+                        case Plan.Refuse refuse -> refuse.problem().send(res);
+                        case Plan.Forward forward -> answer(res, forward.action().run(exchange));
+                        case Plan.Write write -> {
+                            if (token.isPresent() && policy.fences(method)) {
+                                Admission admission = new Admission(scope, Long.parseLong(token.get()),
+                                        new FenceState(-1, null), null);
+                                WriteResult result = ((Keeper.Serialized) write.keeper()).write()
+                                        .write(exchange, admission);
+                                results.add(result);
+                                answer(res, result);
+                            } else {
+                                answer(res, write.unfenced().run(exchange));
                             }
                         }
-                    } else {
-                        backend.forward(exchange);
                     }
                 }))
                 .build()
                 .start();
+    }
+
+    private static void answer(ServerResponse res, WriteResult result) {
+        switch (result) {
+            case WriteResult.Stale s -> res.status(409).send("stale highest=" + s.highest());
+            case WriteResult.Unknown u -> res.status(504).send(u.reason());
+            case WriteResult.Unavailable u -> res.status(503).send(u.reason());
+            case WriteResult.TooFar t -> res.status(422).send("too far, highest=" + t.highest());
+            case WriteResult.Refused r -> r.problem().send(res);
+            case WriteResult.Answered a -> {
+            }
+        }
     }
 
     int port() {
