@@ -34,6 +34,7 @@ import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
+import io.stockade.proxy.store.memory.MemoryFenceStore;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import io.helidon.common.tls.TlsClientAuth;
@@ -105,6 +106,14 @@ public final class StockadeServer implements AutoCloseable {
                     guard::activeScopes);
             if (store instanceof CachingFenceStore cache) {
                 metrics.cache(cache::hits, cache::misses, cache::evictions, cache::size);
+            }
+            if (FenceStores.unwrapped(store) instanceof MemoryFenceStore memory) {
+                metrics.gauge("stockade.store.scopes", "Scopes the memory store holds", memory::scopeCount);
+                metrics.gauge("stockade.store.scope.memory.bytes", "Heap the memory store's scopes take (estimated)",
+                        memory::memoryUsed);
+                metrics.gauge("stockade.store.scope.memory.limit.bytes", "The memory store's max-scope-memory,"
+                        + " resolved",
+                        memory::memoryLimit);
             }
             FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime,
                     verifiers);
