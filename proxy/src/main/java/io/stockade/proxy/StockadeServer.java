@@ -24,6 +24,7 @@ import io.stockade.proxy.backend.s3.S3Backend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.listener.HttpDate;
 import io.stockade.proxy.listener.ListenerLimits;
 import io.stockade.proxy.listener.ListenerTls;
 import io.stockade.proxy.listener.UnreadBody;
@@ -204,6 +205,7 @@ public final class StockadeServer implements AutoCloseable {
                         AdminEndpoint admin) {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
+        routing.addFilter(new HttpDate(java.time.Clock.systemUTC()));
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
                 .get(METRICS, (req, res) -> metrics(req, res, metrics));
