@@ -22,10 +22,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.stockade.testing.Dynalite;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -52,6 +53,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The DynamoDB provider against dynalite, a real DynamoDB API server (a third-party implementation, not AWS; its
  * conditional writes are checked first by the proxy's {@code DynaliteConditionalWritesIT}).
  */
+@RequiresTools(Tools.Tool.DYNALITE)
 class DynamoDbLeaseIT {
     private static Dynalite dynalite;
     private static DynamoDbClient db;
@@ -65,7 +67,6 @@ class DynamoDbLeaseIT {
 
     @BeforeAll
     static void startDynalite() {
-        Assumptions.assumeTrue(Dynalite.available(), Dynalite.MISSING);
         dynalite = Dynalite.start();
         db = dynalite.client();
     }

@@ -7,9 +7,10 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.testing.Dynalite;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,6 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * passed on and the item is released at the end; a lock taken over under it stops the command within a renew
  * interval (75); a missing region is a clear error (69).
  */
+@RequiresTools(Tools.Tool.DYNALITE)
 class DynamoDbLeaseRunIT {
     private static final String MAIN = "io.stockade.client.cli.LeaseCommand";
     private static Dynalite dynalite;
@@ -36,7 +38,6 @@ class DynamoDbLeaseRunIT {
 
     @BeforeAll
     static void startDynalite() {
-        Assumptions.assumeTrue(Dynalite.available(), Dynalite.MISSING);
         dynalite = Dynalite.start();
         db = dynalite.client();
         DynamoDbLockTable.create(db, "run-locks");

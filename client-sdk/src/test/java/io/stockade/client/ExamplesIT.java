@@ -10,8 +10,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import io.stockade.testing.EtcdServer;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -132,7 +130,7 @@ class ExamplesIT {
 
     @Test
     void twoReplicasShareOneFenceInEtcd() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         forget("replicas");
         Running r = start("replicas");
         URI second = URI.create(r.printed().stream().filter(l -> l.startsWith("# replica 2: ")).findFirst()

@@ -69,7 +69,7 @@ class LauncherIT {
 
     @Test
     void theProxyAndTheFenceCommandRunThroughTheLauncher() throws Exception {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         try (EtcdServer etcd = EtcdServer.single()) {
             int port = io.stockade.testing.FreePorts.next();
             Path config = dir.resolve("stockade.yaml");

@@ -10,9 +10,10 @@ import javax.net.ssl.SSLContext;
 import io.stockade.policy.ClientTls;
 import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.testing.RedisServer;
+import io.stockade.testing.RequiresTools;
 import io.stockade.testing.TestPki;
+import io.stockade.testing.Tools;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Cluster of two nodes (the lock and counter keys in one slot, on the node serving it; a name that cannot share a
  * slot is refused, saying why).
  */
+@RequiresTools(Tools.Tool.REDIS)
 class RedisConnectionsIT {
 
     /** The ACL rules client-sdk/README.md gives for a lease user (keys under jobs/ here). */
@@ -44,7 +46,6 @@ class RedisConnectionsIT {
 
     @BeforeEach
     void needsRedis() {
-        Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
     }
 
     private static SSLContext context(Path ca, Path cert, Path key) throws Exception {

@@ -12,10 +12,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.testing.RedisServer;
+import io.stockade.testing.RequiresTools;
 import io.stockade.testing.TcpRelay;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,6 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * backend) lets only the newer token's writes land. What {@code WAIT} and {@code min-replicas-to-write} change, and
  * what a counter without the clock floor would have handed out.
  */
+@RequiresTools(Tools.Tool.REDIS)
 class RedisFailoverIT {
 
     private static final String LOCK = "jobs/failover";
@@ -47,7 +49,6 @@ class RedisFailoverIT {
 
     @BeforeEach
     void startPrimaryAndReplica() {
-        Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
         primary = RedisServer.start(RedisServer.options().with("--min-replicas-max-lag", "2"));
         link = TcpRelay.to(primary.port());
         replica = RedisServer.replicaOf(link.port(), null, RedisServer.options());

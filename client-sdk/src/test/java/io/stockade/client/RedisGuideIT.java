@@ -11,9 +11,10 @@ import java.util.regex.Pattern;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.TokenVerification;
 import io.stockade.testing.RedisServer;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.Jedis;
@@ -28,6 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * docs/locks-guide.md, section 6 "A Redis lock done properly", run against a real redis-server: its three scripts are
  * the SDK's, the two mistakes it shows happen as it says, and its policy loads.
  */
+@RequiresTools(Tools.Tool.REDIS)
 class RedisGuideIT {
 
     private static final Path GUIDE = Path.of("..", "docs", "locks-guide.md");
@@ -37,7 +39,6 @@ class RedisGuideIT {
 
     @BeforeAll
     static void start() {
-        Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
         redis = RedisServer.start(RedisServer.options());
         a = new Jedis(redis.url());
         b = new Jedis(redis.url());

@@ -15,9 +15,10 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.stockade.testing.RedisServer;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.Jedis;
@@ -33,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * port): acquire, contention, renewal, release, expiry, re-acquisition, every loss reported once with its reason,
  * racing holders, and tokens strictly rising per lock across holders and across a Redis crash with the AOF on.
  */
+@RequiresTools(Tools.Tool.REDIS)
 class RedisLeaseIT {
 
     private static RedisServer redis;
@@ -42,7 +44,6 @@ class RedisLeaseIT {
 
     @BeforeAll
     static void start() {
-        Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
         redis = RedisServer.start(RedisServer.options());
         a = Leases.newBuilder().holderIdentity("a").redis(redis.url());
         b = Leases.newBuilder().holderIdentity("b").redis(redis.url());

@@ -6,9 +6,10 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.testing.RedisServer;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -25,6 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * lock key holds; a deleted lock key stops it within one renew interval (ttl/3); a busy lock and a refused password
  * have their own exit codes.
  */
+@RequiresTools(Tools.Tool.REDIS)
 class RedisLeaseRunIT {
 
     private static final String MAIN = "io.stockade.client.cli.LeaseCommand";
@@ -34,7 +36,6 @@ class RedisLeaseRunIT {
 
     @BeforeAll
     static void start() {
-        Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
         redis = RedisServer.start(RedisServer.options().password(PASSWORD));
         admin = new Jedis(new HostAndPort("127.0.0.1", redis.port()),
                 DefaultJedisClientConfig.builder().password(PASSWORD).build());

@@ -15,7 +15,6 @@ import java.util.concurrent.TimeUnit;
 
 import io.stockade.testing.RedisServer;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.Jedis;
 
@@ -32,7 +31,7 @@ class RedisZombieIT {
 
     @Test
     void aStoppedHolderIsRefused403OnceItsLockIsGoneAnd409AfterTheNewHolderWrote() throws Exception {
-        Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.REDIS);
         Path dir = Files.createTempDirectory("stockade-redis-zombie-");
         String name = "zombie-" + UUID.randomUUID();
         String lock = "files/" + name; // the lease is named like the proxy's scope (no prefix)

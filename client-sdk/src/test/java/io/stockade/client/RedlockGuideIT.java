@@ -9,7 +9,6 @@ import java.util.Optional;
 import io.stockade.testing.RedisServer;
 import io.stockade.testing.TcpRelay;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -66,7 +65,7 @@ class RedlockGuideIT {
 
     @Test
     void aNodeThatRestartsWithoutItsDataGivesTheLockToASecondMajority() throws Exception {
-        Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.REDIS);
         List<RedisServer> servers = new ArrayList<>();
         try {
             for (int i = 0; i < 3; i++) {

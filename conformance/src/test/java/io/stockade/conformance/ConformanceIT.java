@@ -321,7 +321,7 @@ class ConformanceIT {
      */
     @Test
     void fileBackendWithRedisLeasesPassesPauseAndProxyRestart(@TempDir Path dir) throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.REDIS);
         try (RedisServer redis = RedisServer.start(RedisServer.options())) {
             Path root = dir.resolve("files");
             Path policy = policy(dir, memoryStore(dir), """
@@ -414,8 +414,7 @@ class ConformanceIT {
      */
     @Test
     void fileBackendWithDynamoDbLeasesPassesPauseAndProxyRestart(@TempDir Path dir) throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(io.stockade.testing.Dynalite.available(),
-                io.stockade.testing.Dynalite.MISSING);
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.DYNALITE);
         try (io.stockade.testing.Dynalite dynalite = io.stockade.testing.Dynalite.start()) {
             String table = dynalite.createLockTable("conformance-locks");
             Path root = dir.resolve("files");
@@ -674,8 +673,7 @@ class ConformanceIT {
      */
     @Test
     void etcdStoreSurvivesAStoreStopWithEtcdLeases(@TempDir Path dir) throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/etcd")),
-                "/usr/bin/etcd is missing (apt-get install etcd-server)");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         int storePort = freePort();
         List<String> lockCmd = etcd(dir.resolve("locks-etcd"), freePort());
         String lockUrl = lockCmd.get(lockCmd.indexOf("--listen-client-urls") + 1);

@@ -13,9 +13,10 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.testing.Dynalite;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
@@ -36,6 +37,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * strongly consistent read must see the winner. What dynalite does not do is written in {@code Dynalite}'s comment and
  * docs/locks-guide.md.
  */
+@RequiresTools(Tools.Tool.DYNALITE)
 class DynaliteConditionalWritesIT {
     private static final int RACERS = 16;
     private static Dynalite dynalite;
@@ -44,7 +46,6 @@ class DynaliteConditionalWritesIT {
 
     @BeforeAll
     static void start() {
-        Assumptions.assumeTrue(Dynalite.available(), Dynalite.MISSING);
         dynalite = Dynalite.start();
         table = dynalite.createLockTable("locks");
         db = dynalite.client();

@@ -9,11 +9,12 @@ import java.util.UUID;
 
 import io.stockade.testing.Dynalite;
 import io.stockade.testing.Http;
+import io.stockade.testing.RequiresTools;
 import io.stockade.testing.TcpRelay;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * guide documents (the client SDK's provider is tested against the same proxy in client-sdk). Every refusal is
  * checked to have written nothing and left the fence alone.
  */
+@RequiresTools(Tools.Tool.DYNALITE)
 class DynamoDbLockVerifyIT {
     private static Dynalite dynalite;
     private static DynamoDbClient db;
@@ -48,7 +50,6 @@ class DynamoDbLockVerifyIT {
 
     @BeforeAll
     static void startDynalite() {
-        Assumptions.assumeTrue(Dynalite.available(), Dynalite.MISSING);
         dynalite = Dynalite.start();
         db = dynalite.client();
     }

@@ -4,22 +4,23 @@ import java.util.Map;
 import java.util.UUID;
 
 import io.stockade.testing.EtcdServer;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 
 /**
  * The whole contract through the HTTP backend (serialized class) with the fence state in a real etcd and the token
  * cache in front of it (the default). Each test gets its own key prefix.
  */
+@RequiresTools(Tools.Tool.ETCD)
 class EtcdContractIT extends HttpContractIT {
     static EtcdServer etcd;
     final String prefix = "/contract/" + UUID.randomUUID() + "/";
 
     @BeforeAll
     static void startEtcd() {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
         etcd = EtcdServer.single();
     }
 

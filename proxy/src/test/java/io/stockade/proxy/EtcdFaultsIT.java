@@ -17,8 +17,9 @@ import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -27,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** etcd going away under a running proxy: outages, restarts, a lost cluster member, and the token cache. */
+@RequiresTools(Tools.Tool.ETCD)
 class EtcdFaultsIT {
     static final String YAML = TestPolicies.docsOverHttpOn("""
             store:
@@ -41,7 +43,6 @@ class EtcdFaultsIT {
 
     @BeforeEach
     void needEtcd() {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
     }
 
     static Http.Response put(ProxyFixture proxy, String path, String body, long token) throws Exception {

@@ -20,9 +20,10 @@ import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.Racers;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Three proxy processes share one etcd. Writers race with interleaved tokens (holders, takeovers, zombies); the
  * history of what each writer was told is checked per scope against what the storage applied, in order.
  */
+@RequiresTools(Tools.Tool.ETCD)
 class EtcdReplicasIT {
     static final int REPLICAS = 3;
     static final int WRITERS = 12;
@@ -44,7 +46,6 @@ class EtcdReplicasIT {
 
     @BeforeAll
     static void startEtcd() {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
         etcd = EtcdServer.single();
     }
 

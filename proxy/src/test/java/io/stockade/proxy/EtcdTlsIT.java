@@ -16,13 +16,14 @@ import io.stockade.policy.ClientTls;
 import io.stockade.proxy.etcd.EtcdClients;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;
+import io.stockade.testing.RequiresTools;
 import io.stockade.testing.TestPki;
+import io.stockade.testing.Tools;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -40,6 +41,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the same options: it verifies a lock holder's token through TLS and fails closed (503, nothing written) when TLS
  * does not work.
  */
+@RequiresTools(Tools.Tool.ETCD)
 class EtcdTlsIT {
     @TempDir
     static Path pkiDir;
@@ -54,7 +56,6 @@ class EtcdTlsIT {
 
     @BeforeAll
     static void startEtcd() {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
         pki = TestPki.create(pkiDir.resolve("ca"));
         proxyCert = pki.leaf("proxy", "DNS:proxy.stockade.test");
         etcd = EtcdServer.singleTls(pki.server("etcd"), true);

@@ -17,9 +17,9 @@ import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -49,7 +49,7 @@ class FenceOpsIT {
     }
 
     static void assumeEtcd() {
-        Assumptions.assumeTrue(etcd != null, "etcd is not installed (apt-get install -y etcd-server)");
+        Tools.require(Tools.Tool.ETCD);
     }
 
     @AfterAll

@@ -14,9 +14,10 @@ import java.util.stream.Stream;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.testing.FrontProxy;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInstance;
@@ -39,6 +40,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code haproxy} or {@code nginx} is not installed ({@code ./test.sh} installs both).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@RequiresTools({Tools.Tool.HAPROXY, Tools.Tool.NGINX})
 class FrontProxySmugglingIT {
     static final String SECRET = "Bearer secret-of-the-next-client";
 
@@ -53,8 +55,6 @@ class FrontProxySmugglingIT {
 
     @BeforeAll
     void start() throws Exception {
-        Assumptions.assumeTrue(FrontProxy.haproxyBinary().isPresent() && FrontProxy.nginxBinary().isPresent(),
-                "haproxy or nginx is not installed: ./test.sh installs them (apt-get install -y haproxy nginx-light)");
         root = dir.resolve("root");
         upstream = TestUpstream.start();
         proxy = ProxyFixture.start(dir.resolve("j"), """

@@ -17,7 +17,6 @@ import io.stockade.testing.Pg;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -55,7 +54,7 @@ class LockServiceVerifyIT {
 
     @Test
     void etcdAdmitsTheLockHoldersTokenAndRefusesAnInventedOne() throws Exception {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
              ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\nprefix: locks/",
@@ -93,7 +92,7 @@ class LockServiceVerifyIT {
      */
     @Test
     void etcdRefusesTheHolderOfANestedLockForTheOuterScope() throws Exception {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
              ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\nprefix: locks/\ncache: {enabled: false}",
@@ -123,7 +122,7 @@ class LockServiceVerifyIT {
     /** An outer lock taken before a nested one: each holder is genuine for its own scope only. */
     @Test
     void etcdTellsTheOuterAndTheNestedHolderApart() throws Exception {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
              ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\ncache: {enabled: false}",
@@ -149,7 +148,7 @@ class LockServiceVerifyIT {
      */
     @Test
     void etcdRefusalsNeverTellTheClientTheHoldersTokenAndTheirWarningsAreLimited() throws Exception {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
              ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}", Map.of("ETCD", server.endpoints()))) {
@@ -192,7 +191,7 @@ class LockServiceVerifyIT {
 
     @Test
     void etcdDownIs503AndNothingIsWrittenButARememberedVerdictSparesTheLookup() throws Exception {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
              ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\ntimeout: 500ms\ncache: {ttl: 1m}",

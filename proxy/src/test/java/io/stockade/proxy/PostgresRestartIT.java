@@ -21,7 +21,6 @@ import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
 import io.stockade.testing.PgCluster;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -67,7 +66,7 @@ class PostgresRestartIT {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void writesAnswer503DuringTheOutageNothingStaleIsAcceptedAndServiceResumesByItself() throws Exception {
-        Assumptions.assumeTrue(PgCluster.available(), "needs PostgreSQL 15 binaries and root (runuser postgres)");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.POSTGRES_CLUSTER);
         try (PgCluster cluster = PgCluster.create()) {
             Pg pg = Pg.create(cluster.url(), DDL);
             History history = new History();

@@ -13,11 +13,12 @@ import java.util.Map;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.testing.Http;
 import io.stockade.testing.PgCluster;
+import io.stockade.testing.RequiresTools;
 import io.stockade.testing.TestPki;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,6 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * certificate names {@code localhost} only, so {@code 127.0.0.1} in a URL is a wrong name. Every wrong set-up
  * stops the proxy at start (the store and the backend prepare their tables then), naming the cause.
  */
+@RequiresTools(Tools.Tool.POSTGRES_CLUSTER)
 class PostgresTlsIT {
     @TempDir
     static Path pkiDir;
@@ -47,7 +49,6 @@ class PostgresTlsIT {
 
     @BeforeAll
     static void startPostgres() throws IOException {
-        Assumptions.assumeTrue(PgCluster.available(), "needs PostgreSQL 15 binaries and root (test-tools' PgCluster)");
         pki = TestPki.create(pkiDir.resolve("ca"));
         proxyCert = pki.leaf("proxy", "DNS:proxy.stockade.test");
         pg = PgCluster.createTls(pki.leaf("postgres", "DNS:localhost"), true);

@@ -8,8 +8,9 @@ import java.util.Map;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -23,13 +24,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * policy's verifier is down, UP again when it answers; {@code /health/live} stays up throughout. Real etcd, killed
  * and started again on its ports and data.
  */
+@RequiresTools(Tools.Tool.ETCD)
 class ReadinessIT {
     @TempDir
     Path dir;
 
     @BeforeEach
     void needEtcd() {
-        Assumptions.assumeTrue(EtcdServer.available(), "etcd is not installed (apt-get install -y etcd-server)");
     }
 
     @Test

@@ -9,9 +9,10 @@ import java.util.Optional;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.testing.Http;
 import io.stockade.testing.RedisServer;
+import io.stockade.testing.RequiresTools;
 import io.stockade.testing.TestPki;
+import io.stockade.testing.Tools;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -34,6 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * that cannot answer — down, a refused {@code AUTH}, an ACL without {@code +get}, a failed TLS handshake — refuses
  * the write (503) and nothing is written.
  */
+@RequiresTools(Tools.Tool.REDIS)
 class RedisLockVerifyIT {
     /**
      * The client SDK's acquire script ({@code io.stockade.client.RedisLeaseService.ACQUIRE}), run as the SDK runs
@@ -60,7 +62,6 @@ class RedisLockVerifyIT {
 
     @BeforeEach
     void needsRedis() {
-        Assumptions.assumeTrue(RedisServer.available(), RedisServer.MISSING);
     }
 
     /** Takes the lock {@code key} for {@code holder} with the SDK's script; the token, or -1 when it is held. */

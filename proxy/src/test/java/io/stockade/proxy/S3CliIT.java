@@ -11,8 +11,10 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
+
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -44,6 +46,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * </ul>
  * {@code ./test.sh} installs the Debian packages when missing; without them this class is skipped.
  */
+@RequiresTools({Tools.Tool.AWS_CLI, Tools.Tool.BOTO3})
 class S3CliIT {
     private static final String BUCKET = "cli";
     /** The shipped hook, relative to the proxy module (the tests' working directory). */
@@ -65,11 +68,6 @@ class S3CliIT {
     static void start() throws Exception {
         aws = executable(System.getenv("STOCKADE_AWS_CLI"), "/usr/bin/aws");
         python = executable(System.getenv("STOCKADE_PYTHON3"), "/usr/bin/python3");
-        Assumptions.assumeTrue(aws != null, "the AWS CLI is not installed at /usr/bin/aws (Debian package awscli;"
-                + " ./test.sh installs it; or set STOCKADE_AWS_CLI)");
-        Assumptions.assumeTrue(python != null && run(List.of(python, "-c", "import boto3"), Map.of(), work)
-                .code() == 0, "boto3 is not installed for /usr/bin/python3 (Debian package python3-boto3;"
-                + " ./test.sh installs it; or set STOCKADE_PYTHON3)");
         assertTrue(Files.isRegularFile(HOOK_DIR.resolve("stockade_fencing.py")), HOOK_DIR.toString());
         fixture = S3Fixture.start(journal, Map.of("TOKEN_FROM_METADATA", "true"));
         direct = fixture.direct();
@@ -318,8 +316,7 @@ class S3CliIT {
     /** A browser form made by boto3's generate_presigned_post, posted as a browser would (python3-requests). */
     @Test
     void boto3PresignedPostIsFencedByItsSignedTokenField() throws Exception {
-        Assumptions.assumeTrue(run(List.of(python, "-c", "import requests"), Map.of(), work).code() == 0,
-                "python3-requests is not installed (a dependency of awscli)");
+        Tools.require(Tools.Tool.PYTHON_REQUESTS);
         String script = """
                 import json, sys
                 import boto3, requests

@@ -7,8 +7,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.testing.RequiresTools;
+import io.stockade.testing.Tools;
+
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code token-from-metadata: true}, signed like any metadata); deletes need {@code --header "Fencing-Token: N"},
  * which only a policy with {@code signed-token: false} accepts. Downloads must not trip over tombstones.
  */
+@RequiresTools(Tools.Tool.RCLONE)
 class S3RcloneIT {
     private static final long TIMEOUT_SECONDS = 120;
     @TempDir
@@ -45,8 +48,6 @@ class S3RcloneIT {
     @BeforeAll
     static void start() throws Exception {
         rclone = Files.isExecutable(Path.of("/usr/bin/rclone")) ? "/usr/bin/rclone" : null;
-        Assumptions.assumeTrue(rclone != null, "rclone is not installed at /usr/bin/rclone (Debian package rclone;"
-                + " ./test.sh installs it)");
         signed = S3Fixture.start(journal, Map.of("TOKEN_FROM_METADATA", "true"));
         unsigned = S3Fixture.start(unsignedJournal, Map.of("TOKEN_FROM_METADATA", "true", "SIGNED_TOKEN", "false"));
         signed.direct().createBucket(b -> b.bucket("rcl"));
