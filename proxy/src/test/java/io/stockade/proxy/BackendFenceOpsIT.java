@@ -154,10 +154,11 @@ class BackendFenceOpsIT {
             assertEquals(200, put(p, "/orders/a", "v3", 3).status());
             Http.Response raise = admin(p, "POST", "/admin/fences/raise", "{\"scope\":\"orders/a\",\"token\":1000}");
             assertEquals(200, raise.status(), raise.body());
+            assertEquals(OptionalLong.of(1000), backendDb.fence("orders/a"), "raised in the backend's table: "
+                    + raise.body());
+            assertEquals(OptionalLong.empty(), storeDb.fence("orders/a"), "not in the store, which nothing reads");
             assertTrue(raise.body().contains("\"token\":1000") && raise.body().contains("\"raised\":true")
                     && raise.body().contains("\"keeper\":\"backend\",\"policy\":\"orders\""), raise.body());
-            assertEquals(OptionalLong.of(1000), backendDb.fence("orders/a"), "raised in the backend's table");
-            assertEquals(OptionalLong.empty(), storeDb.fence("orders/a"), "not in the store, which nothing reads");
 
             Http.Response zombie = put(p, "/orders/a", "zombie", 3);
             assertEquals(409, zombie.status(), zombie.body());
@@ -183,10 +184,10 @@ class BackendFenceOpsIT {
         try (ProxyFixture p = proxy(config())) {
             Http.Response floor = admin(p, "POST", "/admin/fences/raise", "{\"prefix\":\"orders/\",\"token\":500}");
             assertEquals(200, floor.status(), floor.body());
+            assertEquals(Optional.of("500"), floor(backendDb, "orders/"), floor.body());
+            assertEquals(Optional.empty(), floor(storeDb, "orders/"));
             assertTrue(floor.body().contains("\"floor\":500") && floor.body().contains("\"policy\":\"orders\""),
                     floor.body());
-            assertEquals(Optional.of("500"), floor(backendDb, "orders/"));
-            assertEquals(Optional.empty(), floor(storeDb, "orders/"));
 
             assertEquals(409, put(p, "/orders/new", "zombie", 499).status());
             assertEquals(Optional.empty(), row("new"), "nothing written");
@@ -213,9 +214,9 @@ class BackendFenceOpsIT {
             assertEquals(200, put(p, "/orders/b", "v5", 5).status());
             Run raise = cli(config, "", "raise", "--scope", "orders/b", "--token", "70");
             assertEquals(0, raise.code(), raise.err());
+            assertEquals(OptionalLong.of(70), backendDb.fence("orders/b"), raise.out());
             assertTrue(raise.out().contains("\"raised\":true") && raise.out().contains("\"policy\":\"orders\""),
                     raise.out());
-            assertEquals(OptionalLong.of(70), backendDb.fence("orders/b"));
             assertEquals(409, put(p, "/orders/b", "zombie", 69).status());
             assertEquals(Optional.of("v5"), row("b"));
             assertEquals(OptionalLong.of(70), backendDb.fence("orders/b"));
@@ -247,6 +248,7 @@ class BackendFenceOpsIT {
             Http.Response exported = admin(p, "GET", "/admin/fences/export", null);
             assertEquals(200, exported.status(), exported.body());
             export = exported.body();
+            assertTrue(export.contains("\"scope\":\"orders/a\",\"token\":9"), "the backend's scope: " + export);
             assertTrue(export.contains("{\"kind\":\"scope\",\"scope\":\"orders/a\",\"token\":9,\"keeper\":\"backend\","
                     + "\"policy\":\"orders\"}"), export);
             assertTrue(export.contains("{\"kind\":\"floor\",\"prefix\":\"orders/x\",\"token\":40,\"keeper\":"
