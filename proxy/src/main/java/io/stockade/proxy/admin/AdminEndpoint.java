@@ -4,8 +4,8 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
 import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayDeque;
 import java.util.Deque;
@@ -38,7 +38,7 @@ import io.helidon.webserver.http.ServerResponse;
  * compared in constant time. See {@code docs/admin-api.md}.
  * <pre>
  *   GET  /admin/fences/scope?name=S[&amp;policy=P]             show
- *   GET  /admin/fences/scopes?prefix=P&amp;limit=N[&amp;policy=P]  list (most recently active first when the store can tell)
+ *   GET  /admin/fences/scopes?prefix=P&amp;limit=N[&amp;policy=P]  list (most recently active first where known)
  *   GET  /admin/fences/floors[?policy=P]                    prefix floors
  *   GET  /admin/fences/export[?policy=P]                    JSON lines (application/x-ndjson)
  *   POST /admin/fences/import                               JSON lines; each raises, never lowers
