@@ -66,7 +66,12 @@ class AdminTargetSpellingIT {
             "POST /%61dmin/fences/raise",
             "POST /admin/fences/raise;x",
             "POST /admin/fences/./raise",
-            "PUT /%61dmin/fences/raise");
+            "PUT /%61dmin/fences/raise",
+            "GET /admin/fences/%zz",
+            "GET /admin/fences/export%00",
+            "GET /admin/fences/export%3bx",
+            "GET /admin/fences/export?x=1#frag",
+            "GET /admin\\fences/export");
 
     @Test
     void everySideDoorIsRefusedBeforeAnythingAndReachesNoBackend() throws Exception {
@@ -84,7 +89,9 @@ class AdminTargetSpellingIT {
                         + "\r\n\r\n" + (method.equals("GET") ? "" : body);
                 Http.Response r = RawHttp.send(p.server().port(), request);
                 assertEquals(400, r.status(), door + ": " + r.body());
-                assertTrue(r.body().contains("bad-path"), door + ": " + r.body());
+                // the two that Helidon's own parser refuses first (a broken escape, a raw backslash) say bad-request
+                assertTrue(r.body().contains(door.contains("%zz") || door.contains("\\") ? "bad-request"
+                        : "bad-path"), door + ": " + r.body());
                 assertFalse(r.body().contains("docs/a"), door + " answered the export: " + r.body());
             }
             assertTrue(store.floors().isEmpty(), "no floor was raised: " + store.floors());
@@ -119,9 +126,9 @@ class AdminTargetSpellingIT {
             }
         };
         Logger audit = Logger.getLogger("stockade.audit");
-        audit.addHandler(capture);
         try (TestUpstream upstream = TestUpstream.start();
              ProxyFixture p = ProxyFixture.start(dir.resolve("j"), yaml(upstream), Map.of())) {
+            audit.addHandler(capture); // once the proxy has installed its own handlers
             for (String auth : new String[]{"Bearer " + TOKEN, "Bearer wrong"}) {
                 Http.send("GET", p.uri("/admin/fences/scope?name=docs/a&access_token=SECRET-ONE&password=SECRET-TWO"),
                         java.net.http.HttpRequest.BodyPublishers.noBody(), Map.of("Authorization", auth));
