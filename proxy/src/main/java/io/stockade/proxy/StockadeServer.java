@@ -172,7 +172,7 @@ public final class StockadeServer implements AutoCloseable {
         FenceAdmin storeAdmin = FenceStores.admin(store).orElse(null);
         return () -> {
             Reloader.InForce now = reloader.inForce();
-            return new FenceRouting(now.config().policies(), storeConfig, storeAdmin, policy -> {
+            return new FenceRouting(now.config().policies(), storeConfig, () -> storeAdmin, policy -> {
                 if (now.backends().get(policy.name()) instanceof PostgresBackend backend
                         && policy.backend() instanceof BackendConfig.Postgres pg) {
                     return PostgresFenceStore.over(backend.pool(), pg.datasource().statementTimeout().plusSeconds(5));

@@ -65,10 +65,15 @@ class BackendFenceOpsIT {
     }
 
     static String yaml(Pg store, Pg backend, Pg column, TestUpstream upstream, Path tokenFile) {
-        return """
+        return yaml("""
                 store:
                   type: postgres
                   datasource: {url: "%s", user: postgres, pool-size: 2}
+                """.formatted(store.url()), backend, column, upstream, tokenFile);
+    }
+
+    static String yaml(String store, Pg backend, Pg column, TestUpstream upstream, Path tokenFile) {
+        return store + """
                 policies:
                   - name: orders
                     match: {path: "/orders/{id}"}
@@ -102,7 +107,7 @@ class BackendFenceOpsIT {
                     backend: {type: http, url: "%s", conditional: if-match}
                 admin:
                   token-file: %s
-                """.formatted(store.url(), backend.url(), column.url(), upstream.baseUri(), tokenFile);
+                """.formatted(backend.url(), column.url(), upstream.baseUri(), tokenFile);
     }
 
     Path config() throws Exception {
@@ -233,6 +238,26 @@ class BackendFenceOpsIT {
                     + "\"backend\",\"policy\":\"orders\""));
             Run list = cli(config, "", "list", "--prefix", "orders/");
             assertTrue(list.out().contains("\"scope\":\"orders/b\",\"token\":70"), list.out());
+        }
+    }
+
+    @Test
+    void onTheMemoryStoreTheCommandReachesTheBackendWhileTheProxyHoldsTheJournal() throws Exception {
+        Path tokenFile = dir.resolve("admin-token");
+        Files.writeString(tokenFile, ADMIN_TOKEN + "\n");
+        Path config = dir.resolve("memory.yaml");
+        Files.writeString(config, yaml("store: {type: memory, journal: \"" + dir.resolve("j") + "\"}\n", backendDb,
+                columnDb, upstream, tokenFile));
+        try (ProxyFixture p = proxy(config)) {
+            assertEquals(200, put(p, "/orders/m", "v5", 5).status());
+            Run raise = cli(config, "", "raise", "--scope", "orders/m", "--token", "9");
+            assertEquals(0, raise.code(), raise.err());
+            assertEquals(OptionalLong.of(9), backendDb.fence("orders/m"));
+            assertEquals(409, put(p, "/orders/m", "zombie", 8).status());
+            assertEquals(Optional.of("v5"), row("m"));
+            Run store = cli(config, "", "show", "docs/x");
+            assertEquals(1, store.code(), store.out());
+            assertTrue(store.err().contains("journal.lock"), store.err());
         }
     }
 

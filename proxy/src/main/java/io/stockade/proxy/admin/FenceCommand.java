@@ -37,8 +37,9 @@ import io.stockade.proxy.store.postgres.PostgresFenceStore;
  * problem is on stderr).
  * <p>
  * The memory store's journal is locked by a running proxy ({@code journal.lock}): stop it first, or use that
- * proxy's admin endpoints. Shared stores (etcd, postgres) and backends' databases can be operated on while proxies
- * run.
+ * proxy's admin endpoints. The store and the databases are opened only when an operation reaches them, so an
+ * operation on a postgres backend's scope runs beside such a proxy. Shared stores (etcd, postgres) and backends'
+ * databases can be operated on while proxies run.
  */
 public final class FenceCommand {
     public static final String USAGE = """
@@ -109,26 +110,11 @@ public final class FenceCommand {
             return 2;
         }
         StoreConfig storeConfig = loaded.store();
-        FenceStore store;
-        try {
-            store = FenceStores.open(storeConfig);
-        } catch (IOException e) {
-            String msg = e.getMessage();
-            if (storeConfig instanceof StoreConfig.Memory m && msg != null
-                    && (msg.contains("in use") || msg.contains("already open"))) {
-                err.println("stockade fence: the journal " + m.journal() + " is locked by a running proxy "
-                        + "(journal.lock). Stop that proxy first, or use its admin endpoints (/admin/fences).");
-            } else {
-                err.println("stockade fence: cannot open the " + storeConfig.type() + " store: " + msg);
-            }
-            return 1;
-        }
-        try (store; Databases databases = new Databases()) {
-            FenceRouting routing = new FenceRouting(loaded.policies(), storeConfig,
-                    FenceStores.admin(store).orElse(null), databases::of);
+        try (Store store = new Store(storeConfig); Databases databases = new Databases()) {
+            FenceRouting routing = new FenceRouting(loaded.policies(), storeConfig, store::admin, databases::of);
             return operate(new FenceOperations(routing), policy, op, params, in, out, err);
         } catch (StoreUnavailableException e) {
-            err.println("stockade fence: store unavailable: " + e.getMessage());
+            err.println("stockade fence: " + e.getMessage());
             return 1;
         } catch (FenceOperations.Refused e) {
             err.println("{\"status\":" + e.status() + ",\"type\":\"" + e.type() + "\",\"detail\":"
@@ -139,6 +125,44 @@ public final class FenceCommand {
             return 1;
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());
+        }
+    }
+
+    /**
+     * The store the file names, opened when an operation first reaches it: an operation on a postgres backend's
+     * scope runs while a proxy holds the memory store's journal.
+     */
+    private static final class Store implements AutoCloseable {
+        private final StoreConfig config;
+        private FenceStore store;
+
+        Store(StoreConfig config) {
+            this.config = config;
+        }
+
+        FenceAdmin admin() throws StoreUnavailableException {
+            if (store == null) {
+                try {
+                    store = FenceStores.open(config);
+                } catch (IOException e) {
+                    String msg = e.getMessage();
+                    if (config instanceof StoreConfig.Memory m && msg != null
+                            && (msg.contains("in use") || msg.contains("already open"))) {
+                        throw new StoreUnavailableException("the journal " + m.journal() + " is locked by a running"
+                                + " proxy (journal.lock). Stop that proxy first, or use its admin endpoints"
+                                + " (/admin/fences).", e);
+                    }
+                    throw new StoreUnavailableException("cannot open the " + config.type() + " store: " + msg, e);
+                }
+            }
+            return FenceStores.admin(store).orElse(null);
+        }
+
+        @Override
+        public void close() {
+            if (store != null) {
+                store.close();
+            }
         }
     }
 

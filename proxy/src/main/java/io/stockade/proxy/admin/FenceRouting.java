@@ -51,6 +51,16 @@ public final class FenceRouting {
         FenceAdmin of(Policy policy) throws StoreUnavailableException;
     }
 
+    /** The operations of the proxy's store, opened when a call first reaches it. */
+    @FunctionalInterface
+    public interface StoreAdmin {
+        /**
+         * @return the store's operations, or {@code null} when its type has none
+         * @throws StoreUnavailableException when it cannot be opened or reached now
+         */
+        FenceAdmin open() throws StoreUnavailableException;
+    }
+
     /** Where one policy keeps its fence. */
     private sealed interface Place {
     }
@@ -81,20 +91,20 @@ public final class FenceRouting {
     }
 
     private final List<Policy> policies;
-    private final FenceAdmin store;
+    private final StoreAdmin store;
     private final StoreConfig storeConfig;
     private final Databases databases;
 
     /**
      * @param policies    the policies in force
      * @param storeConfig the proxy's store
-     * @param store       its operations, or {@code null} when it has none
+     * @param store       its operations
      * @param databases   the operations on a postgres backend's database
      */
-    public FenceRouting(List<Policy> policies, StoreConfig storeConfig, FenceAdmin store, Databases databases) {
+    public FenceRouting(List<Policy> policies, StoreConfig storeConfig, StoreAdmin store, Databases databases) {
         this.policies = List.copyOf(policies);
         this.storeConfig = Objects.requireNonNull(storeConfig, "storeConfig");
-        this.store = store;
+        this.store = Objects.requireNonNull(store, "store");
         this.databases = Objects.requireNonNull(databases, "databases");
     }
 
@@ -140,8 +150,9 @@ public final class FenceRouting {
             return List.of(forPrefix(policy, prefix));
         }
         List<Target> out = new ArrayList<>();
-        if (store != null) {
-            out.add(storeTarget());
+        FenceAdmin storeAdmin = store.open();
+        if (storeAdmin != null) {
+            out.add(new Target(storeAdmin, null));
         }
         Map<Place, Policy> seen = new LinkedHashMap<>();
         for (Policy p : policies) {
@@ -212,11 +223,12 @@ public final class FenceRouting {
         };
     }
 
-    private Target storeTarget() throws FenceOperations.Refused {
-        if (store == null) {
+    private Target storeTarget() throws FenceOperations.Refused, StoreUnavailableException {
+        FenceAdmin admin = store.open();
+        if (admin == null) {
             throw noStoreOperations();
         }
-        return new Target(store, null);
+        return new Target(admin, null);
     }
 
     private FenceOperations.Refused noStoreOperations() {
