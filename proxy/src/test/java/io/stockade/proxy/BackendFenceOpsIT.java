@@ -262,6 +262,27 @@ class BackendFenceOpsIT {
     }
 
     @Test
+    void afterAReloadTheOperationsReachTheBackendNowInForce() throws Exception {
+        Path config = config();
+        try (Pg moved = Pg.create("CREATE TABLE docs (id text PRIMARY KEY, content text)");
+             StockadeServer server = StockadeServer.start(io.stockade.policy.PolicyLoader.load(config).withPort(0))) {
+            java.net.URI base = java.net.URI.create("http://127.0.0.1:" + server.port());
+            Files.writeString(config, Files.readString(config).replace(backendDb.url(), moved.url()));
+            Http.Response reload = Http.send("POST", base.resolve("/admin/policies/reload"),
+                    HttpRequest.BodyPublishers.noBody(), Map.of("Authorization", "Bearer " + ADMIN_TOKEN));
+            assertEquals(200, reload.status(), reload.body());
+            Http.Response raise = Http.send("POST", base.resolve("/admin/fences/raise"),
+                    HttpRequest.BodyPublishers.ofString("{\"scope\":\"orders/r\",\"token\":50}"),
+                    Map.of("Authorization", "Bearer " + ADMIN_TOKEN));
+            assertEquals(200, raise.status(), raise.body());
+            assertEquals(OptionalLong.of(50), moved.fence("orders/r"), "the database the policy names now");
+            assertEquals(OptionalLong.empty(), backendDb.fence("orders/r"));
+            assertEquals(409, Http.put(base.resolve("/orders/r"), "zombie", Map.of("Fencing-Token", "49")).status());
+            assertEquals(Optional.empty(), moved.single("SELECT content FROM docs WHERE id = 'orders/r'"));
+        }
+    }
+
+    @Test
     void exportAndImportCarryTheBackendsScopes() throws Exception {
         Path config = config();
         String export;
