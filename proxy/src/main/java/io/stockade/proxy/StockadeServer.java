@@ -28,6 +28,7 @@ import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.listener.HttpDate;
 import io.stockade.proxy.listener.ListenerLimits;
 import io.stockade.proxy.listener.ListenerTls;
 import io.stockade.proxy.listener.UnreadBody;
@@ -38,6 +39,7 @@ import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
+import io.stockade.proxy.store.memory.MemoryFenceStore;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
@@ -110,6 +112,14 @@ public final class StockadeServer implements AutoCloseable {
                     guard::activeScopes);
             if (store instanceof CachingFenceStore cache) {
                 metrics.cache(cache::hits, cache::misses, cache::evictions, cache::size);
+            }
+            if (FenceStores.unwrapped(store) instanceof MemoryFenceStore memory) {
+                metrics.gauge("stockade.store.scopes", "Scopes the memory store holds", memory::scopeCount);
+                metrics.gauge("stockade.store.scope.memory.bytes", "Heap the memory store's scopes take (estimated)",
+                        memory::memoryUsed);
+                metrics.gauge("stockade.store.scope.memory.limit.bytes", "The memory store's max-scope-memory,"
+                        + " resolved",
+                        memory::memoryLimit);
             }
             FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime,
                     verifiers);
@@ -220,6 +230,7 @@ public final class StockadeServer implements AutoCloseable {
                         AdminEndpoint admin) {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
+        routing.addFilter(new HttpDate(java.time.Clock.systemUTC()));
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
                 .get(METRICS, (req, res) -> metrics(req, res, metrics));
