@@ -54,6 +54,27 @@ public final class PolicyLoader {
         return store.orElseThrow(() -> new IllegalStateException("no store, yet no error reported"));
     }
 
+    /**
+     * Reads the {@code store} and the {@code policies} of a UTF-8 policy file, not its {@code server} and
+     * {@code admin} sections (the root keys are checked; the server is the default, the admin block absent): what
+     * the offline {@code fence} command needs to find where each policy keeps its fence, without the variables of
+     * the admin token or the listener's TLS.
+     */
+    public static StockadeConfig loadFencing(Path file) throws PolicyException {
+        return parseFencing(read(file), file, System.getenv());
+    }
+
+    /** {@link #loadFencing} of a document. */
+    public static StockadeConfig parseFencing(String yaml, Path sourceName, Map<String, String> env)
+            throws PolicyException {
+        Problems problems = new Problems(sourceName);
+        Optional<StockadeConfig> config = compose(yaml, problems)
+                .map(root -> Field.root(root, problems, new EnvSubstitution(env)))
+                .flatMap(root -> read(root, sourceName, false));
+        problems.throwIfAny();
+        return config.orElseThrow(() -> new IllegalStateException("no configuration, yet no error reported"));
+    }
+
     private static String read(Path file) throws PolicyException {
         try {
             return Files.readString(file);
@@ -78,7 +99,7 @@ public final class PolicyLoader {
         Problems problems = new Problems(sourceName);
         Optional<StockadeConfig> config = compose(yaml, problems)
                 .map(root -> Field.root(root, problems, new EnvSubstitution(env)))
-                .flatMap(root -> read(root, sourceName));
+                .flatMap(root -> read(root, sourceName, true));
         problems.throwIfAny();
         return config.orElseThrow(() -> new IllegalStateException("no configuration, yet no error reported"));
     }
@@ -104,15 +125,17 @@ public final class PolicyLoader {
         return Optional.empty();
     }
 
-    private static Optional<StockadeConfig> read(Field root, Path source) {
+    /** The document; without {@code serverAndAdmin} those two sections are not read (default server, no admin). */
+    private static Optional<StockadeConfig> read(Field root, Path source, boolean serverAndAdmin) {
         return root.mapping().flatMap(document -> {
             document.allowOnly(Vocabulary.ROOT_KEYS);
-            Optional<ServerConfig> server = document.optional("server", PolicyLoader::server,
-                    new ServerConfig(ServerConfig.DEFAULT_HOST, ServerConfig.DEFAULT_PORT));
+            ServerConfig defaultServer = new ServerConfig(ServerConfig.DEFAULT_HOST, ServerConfig.DEFAULT_PORT);
+            Optional<ServerConfig> server = serverAndAdmin
+                    ? document.optional("server", PolicyLoader::server, defaultServer) : Optional.of(defaultServer);
             Optional<StoreConfig> store = document.required("store", StoreReader::read);
             Optional<List<Policy>> policies = document.required("policies", PolicyReader::readAll);
-            Optional<Optional<AdminConfig>> admin = document.optional("admin",
-                    f -> StoreReader.admin(f).map(Optional::of), Optional.empty());
+            Optional<Optional<AdminConfig>> admin = serverAndAdmin ? document.optional("admin",
+                    f -> StoreReader.admin(f).map(Optional::of), Optional.empty()) : Optional.of(Optional.empty());
             if (!Values.allPresent(server, store, policies, admin)) {
                 return Optional.empty();
             }

@@ -60,6 +60,14 @@ public final class Reloader implements PolicyReload, AutoCloseable {
         return backends;
     }
 
+    /** The policies in force and their backends, read together (a reload swaps both under this lock). */
+    record InForce(StockadeConfig config, Map<String, Backend> backends) {
+    }
+
+    synchronized InForce inForce() {
+        return new InForce(pipeline.config(), backends);
+    }
+
     synchronized void started(Map<String, Backend> initial) {
         backends = new LinkedHashMap<>(initial);
     }

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -15,14 +16,17 @@ import io.stockade.policy.ServerConfig;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.admin.AdminEndpoint;
+import io.stockade.proxy.admin.FenceRouting;
 import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.file.FileBackend;
 import io.stockade.proxy.backend.http.HttpBackend;
 import io.stockade.proxy.backend.postgres.PostgresBackend;
 import io.stockade.proxy.backend.s3.S3Backend;
+import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.listener.HttpDate;
 import io.stockade.proxy.listener.ListenerLimits;
@@ -36,6 +40,7 @@ import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.store.memory.MemoryFenceStore;
+import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import io.helidon.common.tls.TlsClientAuth;
@@ -127,7 +132,7 @@ public final class StockadeServer implements AutoCloseable {
             Reloader reloader = new Reloader(pipeline, verifiers);
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
-                    : AdminEndpoint.create(config.admin(), FenceStores.admin(store).orElse(null), reloader);
+                    : AdminEndpoint.create(config.admin(), fenceRouting(config.store(), store, reloader), reloader);
             var builder = WebServer.builder()
                     .host(config.server().host())
                     .port(config.server().port());
@@ -166,6 +171,26 @@ public final class StockadeServer implements AutoCloseable {
             store.close();
             throw e;
         }
+    }
+
+    /**
+     * Where the admin endpoints find the fence of a scope, for the policies in force at each call: the store, or
+     * the database of a postgres backend ({@code fence: table}) through that backend's own pool (each operation's
+     * connection bounded by the datasource's statement timeout plus 5 s, as the store's pool bounds its reads).
+     */
+    static Supplier<FenceRouting> fenceRouting(StoreConfig storeConfig, FenceStore store, Reloader reloader) {
+        FenceAdmin storeAdmin = FenceStores.admin(store).orElse(null);
+        return () -> {
+            Reloader.InForce now = reloader.inForce();
+            return new FenceRouting(now.config().policies(), storeConfig, () -> storeAdmin, policy -> {
+                if (now.backends().get(policy.name()) instanceof PostgresBackend backend
+                        && policy.backend() instanceof BackendConfig.Postgres pg) {
+                    return PostgresFenceStore.over(backend.pool(), pg.datasource().statementTimeout().plusSeconds(5));
+                }
+                throw new StoreUnavailableException("the postgres backend of policy '" + policy.name()
+                        + "' is not open (a reload is replacing it); try again");
+            });
+        };
     }
 
     /** The listener's address cannot be bound; the message says where and what to change. */

@@ -211,8 +211,8 @@ class FenceOpsIT {
             // export, then import into it a lower state: nothing goes down
             Http.Response export = admin(p, "GET", "/admin/fences/export", null, ADMIN_TOKEN);
             assertEquals(200, export.status());
-            assertTrue(export.body().contains("{\"kind\":\"floor\",\"prefix\":\"docs/a/\",\"token\":100}"),
-                    export.body());
+            assertTrue(export.body().contains("{\"kind\":\"floor\",\"prefix\":\"docs/a/\",\"token\":100,"
+                    + "\"keeper\":\"store\"}"), export.body());
             assertTrue(export.body().contains("\"scope\":\"docs/b/1\",\"token\":7"), export.body());
             Http.Response imported = admin(p, "POST", "/admin/fences/import",
                     "{\"kind\":\"scope\",\"scope\":\"docs/b/1\",\"token\":1}\n"
@@ -312,25 +312,36 @@ class FenceOpsIT {
     }
 
     @Test
-    void theCommandReadsOnlyTheStoreSoTheVariablesOfTheRestNeedNotBeSet() throws Exception {
-        // the admin token, an upstream and a verifier's password from variables nobody set for an offline run
+    void theCommandReadsTheStoreAndThePoliciesNotTheAdminTokenOrTheListener() throws Exception {
+        // the admin token and the listener from variables nobody set for an offline run
         Path config = dir.resolve("offline.yaml");
-        Files.writeString(config, """
-                store:
-                  type: memory
-                  journal: %s
+        String policies = """
                 policies:
                   - name: docs
                     match: {path: "/docs/{id}"}
                     scope: docs/{id}
-                    backend: {type: http, url: "${STOCKADE_TEST_UNSET_UPSTREAM}"}
+                    backend: {type: http, url: "%s"}
+                """;
+        String rest = """
+                server: {host: "${STOCKADE_TEST_UNSET_HOST}"}
+                store:
+                  type: memory
+                  journal: %s
                 admin:
                   token: ${STOCKADE_TEST_UNSET_ADMIN_TOKEN}
-                """.formatted(dir.resolve("j")));
+                """.formatted(dir.resolve("j"));
+        Files.writeString(config, rest + policies.formatted("http://127.0.0.1:1/"));
         Run raise = cli(config, "", "raise", "--scope", "docs/a", "--token", "7");
         assertEquals(0, raise.code(), raise.err());
         Run show = cli(config, "", "show", "docs/a");
         assertTrue(show.out().contains("\"token\":7"), show.out());
+        // the policies' variables are needed: they say where each scope's fence is kept (a postgres backend's
+        // datasource, for one)
+        Files.writeString(config, rest + policies.formatted("${STOCKADE_TEST_UNSET_UPSTREAM}"));
+        Run policy = cli(config, "", "show", "docs/a");
+        assertEquals(2, policy.code());
+        assertTrue(policy.err().contains("STOCKADE_TEST_UNSET_UPSTREAM is not set")
+                && policy.err().contains("where each scope's fence is kept"), policy.err());
         // the store's own variables are still required, with the loader's message
         Files.writeString(config, "store: {type: memory, journal: \"${STOCKADE_TEST_UNSET_JOURNAL}\"}\npolicies: []\n");
         Run missing = cli(config, "", "show", "docs/a");

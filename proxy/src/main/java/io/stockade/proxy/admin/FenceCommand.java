@@ -11,24 +11,35 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Policy;
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.store.FenceStores;
+import io.stockade.proxy.store.postgres.PostgresFenceStore;
 
 /**
- * {@code stockade-proxy fence --config FILE <operation> ...}: the fence-state operations run directly on the store
- * the policy file names. Answers JSON on stdout. Exit codes: 0 done, 1 the store cannot be opened or is unavailable,
- * 2 bad command line or policy file, 3 refused or not found (the JSON problem is on stderr).
+ * {@code stockade-proxy fence --config FILE <operation> ...}: the fence-state operations run directly on the fence
+ * that keeps each scope ({@link FenceRouting}): the store the policy file names, or the database of a postgres
+ * backend ({@code fence: table}), opened for the command. It reads the file's store and policies (not its server
+ * and admin sections, so it needs no admin token). Answers JSON on stdout. Exit codes: 0 done, 1 a store or
+ * database cannot be opened or is unavailable, 2 bad command line or policy file, 3 refused or not found (the JSON
+ * problem is on stderr).
  * <p>
  * The memory store's journal is locked by a running proxy ({@code journal.lock}): stop it first, or use that
- * proxy's admin endpoints. Shared stores (etcd) can be operated on while proxies run.
+ * proxy's admin endpoints. The store and the databases are opened only when an operation reaches them, so an
+ * operation on a postgres backend's scope runs beside such a proxy. Shared stores (etcd, postgres) and backends'
+ * databases can be operated on while proxies run.
  */
 public final class FenceCommand {
     public static final String USAGE = """
@@ -43,8 +54,15 @@ public final class FenceCommand {
               raise --prefix P --token N          raise the floor of every scope starting with P, existing or not
               retire SCOPE                        remove a scope a floor at or above its token covers
 
+              --policy NAME                       (any operation but import) act on that policy's fence; without
+                                                  it, a scope goes where the policies' scope templates lead it
+                                                  (the store, or a postgres backend's database with fence: table)
+                                                  and list, floors and export cover the store and every such
+                                                  database
+
             Nothing lowers a token. With the memory store, stop the proxy first (it locks the journal) or use its
-            admin endpoints (/admin/fences, see docs/admin-api.md).
+            admin endpoints (/admin/fences, see docs/admin-api.md). The command reads the file's store and
+            policies, so it needs the variables they use (not the admin token's).
             """;
 
     private FenceCommand() {
@@ -52,11 +70,14 @@ public final class FenceCommand {
 
     public static int run(List<String> args, InputStream in, PrintStream out, PrintStream err) {
         Path config = null;
+        String policy = null;
         List<String> rest = new ArrayList<>();
         for (int i = 0; i < args.size(); i++) {
             String a = args.get(i);
             if (a.equals("--config") && i + 1 < args.size()) {
                 config = Path.of(args.get(++i));
+            } else if (a.equals("--policy") && i + 1 < args.size()) {
+                policy = args.get(++i);
             } else if (a.equals("--help") || a.equals("-h")) {
                 out.print(USAGE);
                 return 0;
@@ -67,46 +88,33 @@ public final class FenceCommand {
         if (config == null || rest.isEmpty()) {
             return usage(err, config == null ? "--config FILE is required" : "an operation is required");
         }
-        StoreConfig storeConfig;
+        String op = rest.getFirst();
+        List<String> params = rest.subList(1, rest.size());
+        if (!List.of("show", "list", "floors", "export", "import", "raise", "retire").contains(op)) {
+            return usage(err, "unknown operation '" + op + "'");
+        }
+        if (op.equals("import") && policy != null) {
+            return usage(err, "import takes no --policy: each line names its fence (\"keeper\", \"policy\")");
+        }
+        StockadeConfig loaded;
         try {
-            // only the store: the offline command needs no admin token, upstream or verifier variables
-            storeConfig = PolicyLoader.loadStore(config);
+            // the store and the policies (where each scope's fence is kept); not the admin token or the listener
+            loaded = PolicyLoader.loadFencing(config);
         } catch (PolicyException e) {
-            err.println("stockade fence: " + config + " is not a valid policy file:");
+            err.println("stockade fence: " + config + " is not a valid policy file (the command reads its store and"
+                    + " its policies, to find where each scope's fence is kept):");
             err.println(e.getMessage());
             return 2;
         } catch (RuntimeException e) {
             err.println("stockade fence: cannot read " + config + ": " + e.getMessage());
             return 2;
         }
-        String op = rest.getFirst();
-        List<String> params = rest.subList(1, rest.size());
-        if (!List.of("show", "list", "floors", "export", "import", "raise", "retire").contains(op)) {
-            return usage(err, "unknown operation '" + op + "'");
-        }
-        FenceStore store;
-        try {
-            store = FenceStores.open(storeConfig);
-        } catch (IOException e) {
-            String msg = e.getMessage();
-            if (storeConfig instanceof StoreConfig.Memory m && msg != null
-                    && (msg.contains("in use") || msg.contains("already open"))) {
-                err.println("stockade fence: the journal " + m.journal() + " is locked by a running proxy "
-                        + "(journal.lock). Stop that proxy first, or use its admin endpoints (/admin/fences).");
-            } else {
-                err.println("stockade fence: cannot open the " + storeConfig.type() + " store: " + msg);
-            }
-            return 1;
-        }
-        try (store) {
-            Optional<FenceAdmin> admin = FenceStores.admin(store);
-            if (admin.isEmpty()) {
-                err.println("stockade fence: the " + storeConfig.type() + " store has no fence-state operations");
-                return 1;
-            }
-            return operate(new FenceOperations(admin.get()), op, params, in, out, err);
+        StoreConfig storeConfig = loaded.store();
+        try (Store store = new Store(storeConfig); Databases databases = new Databases()) {
+            FenceRouting routing = new FenceRouting(loaded.policies(), storeConfig, store::admin, databases::of);
+            return operate(new FenceOperations(routing), policy, op, params, in, out, err);
         } catch (StoreUnavailableException e) {
-            err.println("stockade fence: store unavailable: " + e.getMessage());
+            err.println("stockade fence: " + e.getMessage());
             return 1;
         } catch (FenceOperations.Refused e) {
             err.println("{\"status\":" + e.status() + ",\"type\":\"" + e.type() + "\",\"detail\":"
@@ -120,24 +128,94 @@ public final class FenceCommand {
         }
     }
 
-    private static int operate(FenceOperations ops, String op, List<String> p, InputStream in, PrintStream out,
-                               PrintStream err) throws StoreUnavailableException, FenceOperations.Refused,
-            IOException {
+    /**
+     * The store the file names, opened when an operation first reaches it: an operation on a postgres backend's
+     * scope runs while a proxy holds the memory store's journal.
+     */
+    private static final class Store implements AutoCloseable {
+        private final StoreConfig config;
+        private FenceStore store;
+
+        Store(StoreConfig config) {
+            this.config = config;
+        }
+
+        FenceAdmin admin() throws StoreUnavailableException {
+            if (store == null) {
+                try {
+                    store = FenceStores.open(config);
+                } catch (IOException e) {
+                    String msg = e.getMessage();
+                    if (config instanceof StoreConfig.Memory m && msg != null
+                            && (msg.contains("in use") || msg.contains("already open"))) {
+                        throw new StoreUnavailableException("the journal " + m.journal() + " is locked by a running"
+                                + " proxy (journal.lock). Stop that proxy first, or use its admin endpoints"
+                                + " (/admin/fences).", e);
+                    }
+                    throw new StoreUnavailableException("cannot open the " + config.type() + " store: " + msg, e);
+                }
+            }
+            return FenceStores.admin(store).orElse(null);
+        }
+
+        @Override
+        public void close() {
+            if (store != null) {
+                store.close();
+            }
+        }
+    }
+
+    /**
+     * The databases of the postgres backends ({@code fence: table}) an operation reaches, opened when first reached
+     * (as the backend opens it: its {@code migrate} creates the fence tables, else they are checked) and closed
+     * with the command.
+     */
+    private static final class Databases implements AutoCloseable {
+        private final Map<String, PostgresFenceStore> open = new HashMap<>();
+
+        FenceAdmin of(Policy policy) throws StoreUnavailableException {
+            if (!(policy.backend() instanceof BackendConfig.Postgres pg)) {
+                throw new IllegalStateException("policy " + policy.name() + " has no postgres backend");
+            }
+            String key = pg.datasource().url() + "\n" + pg.datasource().user();
+            PostgresFenceStore db = open.get(key);
+            if (db == null) {
+                try {
+                    db = PostgresFenceStore.open(new StoreConfig.Postgres(pg.datasource(), pg.migrate()));
+                } catch (IOException e) {
+                    throw new StoreUnavailableException("cannot open the database of policy '" + policy.name()
+                            + "' (its postgres backend keeps its fence there): " + e.getMessage(), e);
+                }
+                open.put(key, db);
+            }
+            return db;
+        }
+
+        @Override
+        public void close() {
+            open.values().forEach(PostgresFenceStore::close);
+        }
+    }
+
+    private static int operate(FenceOperations ops, String policy, String op, List<String> p, InputStream in,
+                               PrintStream out, PrintStream err) throws StoreUnavailableException,
+            FenceOperations.Refused, IOException {
         switch (op) {
-            case "show" -> out.println(ops.show(single(p, "show SCOPE")));
-            case "list" -> out.println(ops.list(option(p, "--prefix").orElse(""),
+            case "show" -> out.println(ops.show(policy, single(p, "show SCOPE")));
+            case "list" -> out.println(ops.list(policy, option(p, "--prefix").orElse(""),
                     Integer.parseInt(option(p, "--limit").orElse("100"))));
-            case "floors" -> out.println(ops.floors());
+            case "floors" -> out.println(ops.floors(policy));
             case "export" -> {
                 Optional<String> file = option(p, "--out");
                 if (file.isPresent()) {
                     try (Writer w = Files.newBufferedWriter(Path.of(file.get()), StandardCharsets.UTF_8)) {
-                        long n = ops.export(w);
+                        long n = ops.export(policy, w);
                         err.println("stockade fence: exported " + n + " lines to " + file.get());
                     }
                 } else {
                     Writer w = new OutputStreamWriter(out, StandardCharsets.UTF_8);
-                    ops.export(w);
+                    ops.export(policy, w);
                     w.flush();
                 }
             }
@@ -157,10 +235,10 @@ public final class FenceCommand {
                 if (scope.isPresent() == prefix.isPresent()) {
                     throw new IllegalArgumentException("raise needs exactly one of --scope S and --prefix P");
                 }
-                out.println(scope.isPresent() ? ops.raiseScope(scope.get(), token)
-                        : ops.raiseFloor(prefix.get(), token));
+                out.println(scope.isPresent() ? ops.raiseScope(policy, scope.get(), token)
+                        : ops.raiseFloor(policy, prefix.get(), token));
             }
-            default -> out.println(ops.retire(single(p, "retire SCOPE")));
+            default -> out.println(ops.retire(policy, single(p, "retire SCOPE")));
         }
         out.flush();
         return 0;

@@ -16,12 +16,17 @@ import io.stockade.proxy.problem.ProblemType;
 
 /**
  * The fence-state operations, shared by the {@code fence} command and the admin endpoints: each takes plain
- * arguments and answers JSON. None can lower a token (see {@link FenceAdmin}).
+ * arguments and answers JSON. None can lower a token (see {@link FenceAdmin}). Each acts on the fence that keeps
+ * the scope, wherever that is ({@link FenceRouting}: the proxy's store or a postgres backend's database), or is
+ * refused with the reason; every answer says which ({@code "keeper":"store"}, or {@code "keeper":"backend"} with
+ * the {@code "policy"}).
  * <p>
- * Export format, one JSON object per line: first every floor {@code {"kind":"floor","prefix":"p/","token":9}},
- * then every scope {@code {"kind":"scope","scope":"p/a","token":7}}. Versions (upstream ETags) are not exported:
- * an imported scope's version is unknown and the next writer reads it afresh. Import applies each line with
- * {@link FenceAdmin#raiseFloor} or {@link FenceAdmin#raise}: {@code max(existing, imported)}.
+ * Export format, one JSON object per line: first every floor
+ * {@code {"kind":"floor","prefix":"p/","token":9,"keeper":"store"}}, then every scope
+ * {@code {"kind":"scope","scope":"p/a","token":7,"keeper":"backend","policy":"orders"}}. Versions (upstream ETags)
+ * are not exported: an imported scope's version is unknown and the next writer reads it afresh. Import applies each
+ * line with {@link FenceAdmin#raiseFloor} or {@link FenceAdmin#raise} on the fence it names:
+ * {@code max(existing, imported)}.
  */
 public final class FenceOperations {
     /** Most scopes one list answers. */
@@ -49,78 +54,115 @@ public final class FenceOperations {
         }
     }
 
-    private final FenceAdmin admin;
+    private final FenceRouting routing;
 
-    public FenceOperations(FenceAdmin admin) {
-        this.admin = admin;
+    /** The operations on the fences {@code routing} leads to. */
+    public FenceOperations(FenceRouting routing) {
+        this.routing = routing;
     }
 
-    /** A scope's own token, the highest floor covering it and the effective highest (what a writer must reach). */
-    public String show(String scope) throws StoreUnavailableException, Refused {
+    /**
+     * A scope's own token, the highest floor covering it and the effective highest (what a writer must reach), as
+     * the fence that keeps it has them.
+     *
+     * @param policy the policy whose fence to read, or {@code null}: the one the scope templates lead to
+     */
+    public String show(String policy, String scope) throws StoreUnavailableException, Refused {
         requireText(scope, "scope");
+        FenceRouting.Target target = routing.forScope(policy, scope);
+        FenceAdmin admin = target.admin();
         Optional<FenceAdmin.ScopeEntry> entry = admin.scope(scope);
         long floor = FenceAdmin.floorOf(admin.floors(), scope);
         if (entry.isEmpty() && floor < 0) {
             throw new Refused(ProblemType.UNKNOWN_SCOPE, "no token was ever accepted for scope '" + scope
-                    + "' and no floor covers it");
+                    + "' and no floor covers it" + where(target));
         }
         long token = entry.map(FenceAdmin.ScopeEntry::token).orElse(-1L);
         return "{\"scope\":" + JsonWriter.quote(scope)
                 + ",\"token\":" + (entry.isPresent() ? token : "null")
                 + ",\"version\":" + JsonWriter.quote(entry.map(FenceAdmin.ScopeEntry::version).orElse(null))
                 + ",\"floor\":" + (floor < 0 ? "null" : floor)
-                + ",\"effective\":" + Math.max(token, floor) + "}";
+                + ",\"effective\":" + Math.max(token, floor) + target.json() + "}";
     }
 
-    public String list(String prefix, int limit) throws StoreUnavailableException, Refused {
+    /**
+     * Scopes starting with {@code prefix}: in the named policy's fence, else in the store and every postgres
+     * backend's database that may hold such scopes (the store's first; most recently active first within one).
+     */
+    public String list(String policy, String prefix, int limit) throws StoreUnavailableException, Refused {
         if (limit < 1 || limit > MAX_LIST) {
             throw new Refused(ProblemType.BAD_REQUEST, "limit must be 1.." + MAX_LIST + ", was " + limit);
         }
-        List<FenceAdmin.ScopeEntry> scopes = admin.scopes(prefix == null ? "" : prefix, limit);
+        String p = prefix == null ? "" : prefix;
+        List<FenceRouting.Target> targets = routing.every(policy, p);
         StringJoiner j = new StringJoiner(",", "[", "]");
-        for (FenceAdmin.ScopeEntry e : scopes) {
-            j.add("{\"scope\":" + JsonWriter.quote(e.scope()) + ",\"token\":" + e.token() + ",\"activity\":"
-                    + e.activity() + "}");
+        int left = limit;
+        boolean byActivity = targets.size() == 1;
+        for (FenceRouting.Target target : targets) {
+            if (left == 0) {
+                break;
+            }
+            byActivity &= target.admin().listsByActivity();
+            for (FenceAdmin.ScopeEntry e : target.admin().scopes(p, left)) {
+                j.add("{\"scope\":" + JsonWriter.quote(e.scope()) + ",\"token\":" + e.token() + ",\"activity\":"
+                        + e.activity() + target.json() + "}");
+                left--;
+            }
         }
-        return "{\"orderedByActivity\":" + admin.listsByActivity() + ",\"scopes\":" + j + "}";
+        return "{\"orderedByActivity\":" + byActivity + ",\"scopes\":" + j
+                + elsewhere(policy == null ? routing.notCovered(p) : Map.of()) + "}";
     }
 
-    public String floors() throws StoreUnavailableException {
+    /** The prefix floors of the named policy's fence, else of the store and every postgres backend's database. */
+    public String floors(String policy) throws StoreUnavailableException, Refused {
         StringJoiner j = new StringJoiner(",", "[", "]");
-        for (FenceAdmin.Floor f : admin.floors()) {
-            j.add(floorJson(f.prefix(), f.token()));
+        for (FenceRouting.Target target : routing.every(policy, null)) {
+            for (FenceAdmin.Floor f : target.admin().floors()) {
+                j.add("{\"prefix\":" + JsonWriter.quote(f.prefix()) + ",\"token\":" + f.token() + target.json()
+                        + "}");
+            }
         }
-        return "{\"floors\":" + j + "}";
+        return "{\"floors\":" + j + elsewhere(policy == null ? routing.notCovered(null) : Map.of()) + "}";
     }
 
-    /** Writes every floor, then every scope, one JSON line each; answers the number of lines. */
-    public long export(Writer out) throws StoreUnavailableException, IOException {
+    /**
+     * Writes every floor, then every scope, one JSON line each, of the named policy's fence, else of the store and
+     * of every postgres backend's database; each line says whose it is. Answers the number of lines.
+     */
+    public long export(String policy, Writer out) throws StoreUnavailableException, IOException, Refused {
+        List<FenceRouting.Target> targets = routing.every(policy, null);
         long[] n = {0};
-        for (FenceAdmin.Floor f : admin.floors()) {
-            out.write("{\"kind\":\"floor\",\"prefix\":" + JsonWriter.quote(f.prefix()) + ",\"token\":" + f.token()
-                    + "}\n");
-            n[0]++;
+        for (FenceRouting.Target target : targets) {
+            for (FenceAdmin.Floor f : target.admin().floors()) {
+                out.write("{\"kind\":\"floor\",\"prefix\":" + JsonWriter.quote(f.prefix()) + ",\"token\":"
+                        + f.token() + target.json() + "}\n");
+                n[0]++;
+            }
         }
-        try {
-            admin.forEachScope(e -> {
-                try {
-                    out.write("{\"kind\":\"scope\",\"scope\":" + JsonWriter.quote(e.scope()) + ",\"token\":" + e.token()
-                            + "}\n");
-                    n[0]++;
-                } catch (IOException io) {
-                    throw new UncheckedIOException(io);
-                }
-            });
-        } catch (UncheckedIOException e) {
-            throw e.getCause();
+        for (FenceRouting.Target target : targets) {
+            try {
+                target.admin().forEachScope(e -> {
+                    try {
+                        out.write("{\"kind\":\"scope\",\"scope\":" + JsonWriter.quote(e.scope()) + ",\"token\":"
+                                + e.token() + target.json() + "}\n");
+                        n[0]++;
+                    } catch (IOException io) {
+                        throw new UncheckedIOException(io);
+                    }
+                });
+            } catch (UncheckedIOException e) {
+                throw e.getCause();
+            }
         }
         out.flush();
         return n[0];
     }
 
     /**
-     * Applies an export: each line raises a floor or a scope to at least its token. Stops at the first bad line
-     * (lines before it are applied: each is safe on its own).
+     * Applies an export: each line raises a floor or a scope to at least its token, in the fence the line names
+     * ({@code "policy"}: that policy's; {@code "keeper":"store"}: the store's; neither: the one the scope
+     * templates lead to). Stops at the first bad or refused line (lines before it are applied: each is safe on its
+     * own).
      */
     public String importLines(BufferedReader in) throws StoreUnavailableException, IOException, Refused {
         long lines = 0;
@@ -132,24 +174,44 @@ public final class FenceOperations {
             if (line.isBlank()) {
                 continue;
             }
+            String at = "line " + lines + ": ";
+            String applied = " (applied " + (raised + kept) + " lines before it)";
             Map<String, Object> o;
             try {
                 o = FlatJson.parse(line);
             } catch (IllegalArgumentException e) {
-                throw new Refused(ProblemType.BAD_REQUEST, "line " + lines + ": " + e.getMessage()
-                        + " (applied " + raised + " raises before it)");
+                throw new Refused(ProblemType.BAD_REQUEST, at + e.getMessage() + applied);
             }
-            long token = token(o.get("token"), "line " + lines + ": ");
+            for (String key : o.keySet()) {
+                if (!LINE_KEYS.contains(key)) {
+                    throw new Refused(ProblemType.BAD_REQUEST, at + "unknown field '" + key + "'; a line has "
+                            + String.join(", ", LINE_KEYS) + applied);
+                }
+            }
+            long token = token(o.get("token"), at);
             Object kind = o.get("kind");
+            Object keeper = o.get("keeper");
+            String policy = o.get("policy") instanceof String s ? s : null;
+            if ((o.containsKey("policy") && policy == null)
+                    || (keeper != null && !"store".equals(keeper) && !"backend".equals(keeper))
+                    || ("backend".equals(keeper) && policy == null)) {
+                throw new Refused(ProblemType.BAD_REQUEST, at + "\"keeper\" is \"store\", or \"backend\" with the"
+                        + " backend's \"policy\"" + applied);
+            }
+            boolean store = policy == null && "store".equals(keeper);
             long after;
-            if ("floor".equals(kind) && o.get("prefix") instanceof String p) {
-                after = admin.raiseFloor(p, token);
-            } else if ("scope".equals(kind) && o.get("scope") instanceof String s && !s.isEmpty()) {
-                after = admin.raise(s, token);
-            } else {
-                throw new Refused(ProblemType.BAD_REQUEST, "line " + lines + ": expected"
-                        + " {\"kind\":\"floor\",\"prefix\":..."
-                        + "} or {\"kind\":\"scope\",\"scope\":...} with a token");
+            try {
+                if ("floor".equals(kind) && o.get("prefix") instanceof String p && !o.containsKey("scope")) {
+                    after = routing.forLine(policy, store, null, p).admin().raiseFloor(p, token);
+                } else if ("scope".equals(kind) && o.get("scope") instanceof String s && !s.isEmpty()
+                        && !o.containsKey("prefix")) {
+                    after = routing.forLine(policy, store, s, null).admin().raise(s, token);
+                } else {
+                    throw new Refused(ProblemType.BAD_REQUEST, at + "expected {\"kind\":\"floor\",\"prefix\":...}"
+                            + " or {\"kind\":\"scope\",\"scope\":...} with a token" + applied);
+                }
+            } catch (Refused e) {
+                throw e.getMessage().startsWith(at) ? e : new Refused(e.kind(), at + e.getMessage() + applied);
             }
             if (after > token) {
                 kept++;
@@ -160,34 +222,61 @@ public final class FenceOperations {
         return "{\"lines\":" + lines + ",\"raised\":" + raised + ",\"keptHigher\":" + kept + "}";
     }
 
-    /** Raises one scope to at least {@code token}. */
-    public String raiseScope(String scope, long token) throws StoreUnavailableException, Refused {
+    /** Raises one scope to at least {@code token}, in the fence that keeps it. */
+    public String raiseScope(String policy, String scope, long token) throws StoreUnavailableException, Refused {
         requireText(scope, "scope");
-        long after = admin.raise(scope, checkToken(token));
+        checkToken(token);
+        FenceRouting.Target target = routing.forScope(policy, scope);
+        long after = target.admin().raise(scope, token);
         return "{\"scope\":" + JsonWriter.quote(scope) + ",\"requested\":" + token + ",\"token\":" + after
-                + ",\"raised\":" + (after == token) + "}";
+                + ",\"raised\":" + (after == token) + target.json() + "}";
     }
 
-    /** Raises the floor of a prefix to at least {@code token}; applies to scopes that do not exist yet too. */
-    public String raiseFloor(String prefix, long token) throws StoreUnavailableException, Refused {
+    /**
+     * Raises the floor of a prefix to at least {@code token}, in the fence that keeps the scopes under it; applies
+     * to scopes that do not exist yet too.
+     */
+    public String raiseFloor(String policy, String prefix, long token) throws StoreUnavailableException, Refused {
         if (prefix == null) {
             throw new Refused(ProblemType.BAD_REQUEST, "prefix is required (\"\" covers every scope)");
         }
-        long after = admin.raiseFloor(prefix, checkToken(token));
+        checkToken(token);
+        FenceRouting.Target target = routing.forPrefix(policy, prefix);
+        long after = target.admin().raiseFloor(prefix, token);
         return "{\"prefix\":" + JsonWriter.quote(prefix) + ",\"requested\":" + token + ",\"floor\":" + after
-                + ",\"raised\":" + (after == token) + "}";
+                + ",\"raised\":" + (after == token) + target.json() + "}";
     }
 
     /** Retires a scope that a floor at or above its token covers; refuses (409) any other. */
-    public String retire(String scope) throws StoreUnavailableException, Refused {
+    public String retire(String policy, String scope) throws StoreUnavailableException, Refused {
         requireText(scope, "scope");
-        return switch (admin.retire(scope)) {
-            case RETIRED -> "{\"scope\":" + JsonWriter.quote(scope) + ",\"retired\":true}";
-            case NOT_FOUND -> throw new Refused(ProblemType.UNKNOWN_SCOPE, "scope '" + scope + "' is not stored");
+        FenceRouting.Target target = routing.forScope(policy, scope);
+        return switch (target.admin().retire(scope)) {
+            case RETIRED -> "{\"scope\":" + JsonWriter.quote(scope) + ",\"retired\":true" + target.json() + "}";
+            case NOT_FOUND -> throw new Refused(ProblemType.UNKNOWN_SCOPE, "scope '" + scope + "' is not stored"
+                    + where(target));
             case NOT_COVERED -> throw new Refused(ProblemType.SCOPE_NOT_COVERED, "scope '" + scope + "' is not covered "
                     + "by a prefix floor at or above its token; removing it would let lower tokens in. Raise a "
-                    + "floor over it first (raise --prefix P --token N with N >= its token)");
+                    + "floor over it first (raise --prefix P --token N with N >= its token)" + where(target));
         };
+    }
+
+    private static final List<String> LINE_KEYS = List.of("kind", "scope", "prefix", "token", "keeper", "policy");
+
+    private static String where(FenceRouting.Target target) {
+        return target.policy() == null ? " (in the proxy's store)"
+                : " (in the database of the postgres backend of policy '" + target.policy() + "')";
+    }
+
+    /** The policies whose fence a listing without a policy could not cover, and why. */
+    private static String elsewhere(Map<String, String> notCovered) {
+        if (notCovered.isEmpty()) {
+            return "";
+        }
+        StringJoiner j = new StringJoiner(",", ",\"notCovered\":[", "]");
+        notCovered.forEach((policy, reason) -> j.add("{\"policy\":" + JsonWriter.quote(policy) + ",\"reason\":"
+                + JsonWriter.quote("policy '" + policy + "' " + reason) + "}"));
+        return j.toString();
     }
 
     static long token(Object value, String where) throws Refused {
@@ -197,20 +286,15 @@ public final class FenceOperations {
         throw new Refused(ProblemType.BAD_REQUEST, where + "token must be a whole number 0.." + Long.MAX_VALUE);
     }
 
-    private static long checkToken(long token) throws Refused {
+    private static void checkToken(long token) throws Refused {
         if (token < 0) {
             throw new Refused(ProblemType.BAD_REQUEST, "token must be 0.." + Long.MAX_VALUE);
         }
-        return token;
     }
 
     private static void requireText(String value, String what) throws Refused {
         if (value == null || value.isEmpty()) {
             throw new Refused(ProblemType.BAD_REQUEST, what + " is required");
         }
-    }
-
-    private static String floorJson(String prefix, long token) {
-        return "{\"prefix\":" + JsonWriter.quote(prefix) + ",\"token\":" + token + "}";
     }
 }

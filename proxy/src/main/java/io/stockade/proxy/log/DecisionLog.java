@@ -14,8 +14,9 @@ import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
  * admin action (logger {@code stockade.audit}). Lines are written by {@link JsonLineHandler} to standard output,
  * one JSON object each, so a log shipper can take them as they are.
  * <p>
- * Never logged: the query string (it may carry presigned signatures), request bodies, credentials, the admin
- * token. The holder ({@code Fencing-Holder} header) is cut to 128 characters.
+ * Never logged: the query string (it may carry presigned signatures; an admin line shows only the values of its
+ * operations' own parameters, and the names of any other), request bodies, credentials, the admin token. The holder
+ * ({@code Fencing-Holder} header) is cut to 128 characters.
  */
 public final class DecisionLog {
     public static final String DECISIONS = "stockade.decision";

@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -61,9 +62,27 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     private static final int FETCH = 1000;
 
     private final HikariDataSource pool;
+    /** Whether {@link #close} closes the pool (not when the pool is a postgres backend's). */
+    private final boolean ownsPool;
+    /** A bound on each read from the server, for a pool opened without one (the backend's); null: the pool's. */
+    private final Duration networkTimeout;
 
-    private PostgresFenceStore(HikariDataSource pool) {
+    private PostgresFenceStore(HikariDataSource pool, boolean ownsPool, Duration networkTimeout) {
         this.pool = pool;
+        this.ownsPool = ownsPool;
+        this.networkTimeout = networkTimeout;
+    }
+
+    /**
+     * The fence-state operations on the fence table of a database the proxy already has a pool for: a postgres
+     * backend's ({@code fence: table}), whose {@code stockade_fence} reads the same table and floors, so a raise or a
+     * floor here holds for its next write as it does for the store's {@code advance}. The pool stays its owner's
+     * ({@link #close} leaves it open). The backend's pool has no driver socket timeout (its transactions have a
+     * watchdog), so each operation's connection gets {@code networkTimeout} for the call, which the pool resets
+     * when the connection comes back.
+     */
+    public static FenceAdmin over(HikariDataSource pool, Duration networkTimeout) {
+        return new PostgresFenceStore(pool, false, Objects.requireNonNull(networkTimeout, "networkTimeout"));
     }
 
     /** Opens the pool and creates (or checks) the fence table. */
@@ -71,7 +90,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
         HikariDataSource pool = PostgresPools.open(config.datasource(), "stockade-store");
         try {
             PostgresPools.prepare(pool, config.migrate(), config.datasource().url());
-            return new PostgresFenceStore(pool);
+            return new PostgresFenceStore(pool, true, null);
         } catch (IOException | RuntimeException e) {
             pool.close();
             throw e;
@@ -84,7 +103,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
         if (token < 0) {
             throw new IllegalArgumentException("negative token " + token);
         }
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(ADVANCE)) {
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(ADVANCE)) {
             ps.setString(1, scope);
             ps.setLong(2, token);
             ps.setBoolean(3, acceptEqual);
@@ -102,7 +121,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
 
     @Override
     public Optional<FenceState> get(String scope) throws StoreUnavailableException {
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(GET)) {
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(GET)) {
             ps.setString(1, scope);
             try (ResultSet r = ps.executeQuery()) {
                 return r.next() ? Optional.of(new FenceState(r.getLong(1), r.getString(2))) : Optional.empty();
@@ -114,7 +133,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
 
     @Override
     public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(RECORD)) {
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(RECORD)) {
             ps.setString(1, version);
             ps.setString(2, scope);
             ps.setLong(3, token);
@@ -138,7 +157,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
 
     @Override
     public Optional<ScopeEntry> scope(String scope) throws StoreUnavailableException {
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(SCOPE)) {
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(SCOPE)) {
             ps.setString(1, scope);
             try (ResultSet r = ps.executeQuery()) {
                 return r.next() ? Optional.of(entry(r)) : Optional.empty();
@@ -150,7 +169,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
 
     @Override
     public List<ScopeEntry> scopes(String prefix, int limit) throws StoreUnavailableException {
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(SCOPES)) {
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(SCOPES)) {
             ps.setString(1, prefix);
             ps.setInt(2, limit);
             List<ScopeEntry> out = new ArrayList<>();
@@ -172,7 +191,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
 
     @Override
     public void forEachScope(Consumer<ScopeEntry> sink) throws StoreUnavailableException {
-        try (Connection c = pool.getConnection()) {
+        try (Connection c = connection()) {
             c.setAutoCommit(false);  // pgjdbc streams with a fetch size only inside a transaction
             try (PreparedStatement ps = c.prepareStatement(ALL)) {
                 ps.setFetchSize(FETCH);
@@ -193,7 +212,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
 
     @Override
     public List<Floor> floors() throws StoreUnavailableException {
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(FLOORS);
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(FLOORS);
              ResultSet r = ps.executeQuery()) {
             List<Floor> out = new ArrayList<>();
             while (r.next()) {
@@ -209,7 +228,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     public long raise(String scope, long token) throws StoreUnavailableException {
         Objects.requireNonNull(scope, "scope");
         checkToken(token);
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(RAISE);
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(RAISE);
              PreparedStatement q = c.prepareStatement(GET)) {
             for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
                 ps.setString(1, scope);
@@ -239,7 +258,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     public long raiseFloor(String prefix, long token) throws StoreUnavailableException {
         Objects.requireNonNull(prefix, "prefix");
         checkToken(token);
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(RAISE_FLOOR)) {
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(RAISE_FLOOR)) {
             ps.setString(1, prefix);
             ps.setLong(2, token);
             try (ResultSet r = ps.executeQuery()) {
@@ -254,7 +273,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     @Override
     public Retired retire(String scope) throws StoreUnavailableException {
         Objects.requireNonNull(scope, "scope");
-        try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(RETIRE)) {
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(RETIRE)) {
             ps.setString(1, scope);
             ps.setString(2, scope);
             try (ResultSet r = ps.executeQuery()) {
@@ -267,6 +286,19 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
         } catch (SQLException e) {
             throw unavailable("retire", e);
         }
+    }
+
+    private Connection connection() throws SQLException {
+        Connection c = pool.getConnection();
+        if (networkTimeout != null) {
+            try {
+                c.setNetworkTimeout(Runnable::run, (int) Math.min(Integer.MAX_VALUE, networkTimeout.toMillis()));
+            } catch (SQLException | RuntimeException e) {
+                c.close();
+                throw e;
+            }
+        }
+        return c;
     }
 
     private static ScopeEntry entry(ResultSet r) throws SQLException {
@@ -286,6 +318,8 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
 
     @Override
     public void close() {
-        pool.close();
+        if (ownsPool) {
+            pool.close();
+        }
     }
 }

@@ -15,7 +15,10 @@
  *   <li><b>Fence-state operations.</b> Implements {@code FenceAdmin}: prefix floors in {@code stockade_floors},
  *   read by {@code stockade_advance} (and the backend's {@code stockade_fence}) after the table lock, raised by
  *   {@code stockade_raise_floor} under an EXCLUSIVE table lock so no decision misses a committed floor; retire is
- *   one {@code DELETE ... WHERE token <= stockade_floor_of(scope)}; activity is {@code updated_at}.</li>
+ *   one {@code DELETE ... WHERE token <= stockade_floor_of(scope)}; activity is {@code updated_at}. The same
+ *   operations serve a postgres backend's own fence ({@code fence: table}, the same table and floors its
+ *   {@code stockade_fence} reads): {@code PostgresFenceStore.over} runs them on the backend's pool, each call's
+ *   connection bounded by a network timeout (that pool has no socket timeout), and leaves the pool open.</li>
  *   <li><b>What it does not give.</b> The store is consulted before the write; the write then travels from the
  *   proxy to the storage. Another replica that admits a higher token meanwhile does not wait for that write, so
  *   with a non-atomic backend a write admitted earlier can land after a later holder's write (the check-to-write

@@ -1,0 +1,338 @@
+package io.stockade.proxy.admin;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.StringJoiner;
+import java.util.function.Predicate;
+import java.util.regex.Pattern;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Datasource;
+import io.stockade.policy.Policy;
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.problem.ProblemType;
+
+/**
+ * Where the fence of a scope is kept, for the fence-state operations: each call acts on the fence that the writes
+ * of the scope are checked against, or is refused with the reason.
+ * <ul>
+ *   <li><b>The proxy's store</b> keeps the fence of every policy whose backend the engine fences (http, file, s3
+ *   with {@code fence-scope: prefix} or without conditional writes): the serialized and conditional classes.</li>
+ *   <li><b>A postgres backend's database</b> ({@code fence: table}) keeps its own fence in its
+ *   {@code stockade_fences} and {@code stockade_floors}, which its {@code stockade_fence} reads in each write's
+ *   transaction; the store is never consulted for it. The operations run on that database with the store's own
+ *   statements. A backend whose datasource is the postgres store's (same URL and user) shares the store's
+ *   table: it is the store.</li>
+ *   <li><b>Elsewhere</b>: a postgres backend with {@code fence: column} keeps the token in the user's own rows,
+ *   and the atomic s3 class ({@code fence-scope: object} with conditional writes) in each object's metadata. The
+ *   proxy holds no fence for them that it could show, raise or retire; every operation on them is refused
+ *   ({@link ProblemType#NOT_SUPPORTED}) with the reason and what to do instead.</li>
+ * </ul>
+ * A call names its policy ({@code policy}), or is routed by the scope templates: the policies whose template can
+ * make the scope (a prefix: some scope starting with it). None: the store. One place: that place. Several places:
+ * refused, the call must name the policy. Listings, floors and the export without a policy cover the store and
+ * every postgres backend's database.
+ */
+public final class FenceRouting {
+
+    /** The fence-state operations on a postgres backend's database ({@code fence: table}). */
+    @FunctionalInterface
+    public interface Databases {
+        /**
+         * @param policy a policy whose postgres backend keeps its fence in its database
+         * @throws StoreUnavailableException when the database cannot be reached now
+         */
+        FenceAdmin of(Policy policy) throws StoreUnavailableException;
+    }
+
+    /** The operations of the proxy's store, opened when a call first reaches it. */
+    @FunctionalInterface
+    public interface StoreAdmin {
+        /**
+         * @return the store's operations, or {@code null} when its type has none
+         * @throws StoreUnavailableException when it cannot be opened or reached now
+         */
+        FenceAdmin open() throws StoreUnavailableException;
+    }
+
+    /** Where one policy keeps its fence. */
+    private sealed interface Place {
+    }
+
+    private record Store() implements Place {
+    }
+
+    /** A postgres backend's database, by its URL and user (two policies on one database share one). */
+    private record Database(String url, String user) implements Place {
+    }
+
+    /** A fence the proxy cannot reach: why, and what to do instead. */
+    private record Elsewhere(String reason, String instead) implements Place {
+    }
+
+    /**
+     * The fence one call acts on.
+     *
+     * @param admin  its operations
+     * @param policy the policy whose backend keeps it, or {@code null} for the proxy's store
+     */
+    public record Target(FenceAdmin admin, String policy) {
+        /** How answers and export lines name the keeper: {@code ,"keeper":"store"} or the backend's policy. */
+        public String json() {
+            return policy == null ? ",\"keeper\":\"store\""
+                    : ",\"keeper\":\"backend\",\"policy\":" + JsonWriter.quote(policy);
+        }
+    }
+
+    private final List<Policy> policies;
+    private final StoreAdmin store;
+    private final StoreConfig storeConfig;
+    private final Databases databases;
+
+    /**
+     * @param policies    the policies in force
+     * @param storeConfig the proxy's store
+     * @param store       its operations
+     * @param databases   the operations on a postgres backend's database
+     */
+    public FenceRouting(List<Policy> policies, StoreConfig storeConfig, StoreAdmin store, Databases databases) {
+        this.policies = List.copyOf(policies);
+        this.storeConfig = Objects.requireNonNull(storeConfig, "storeConfig");
+        this.store = Objects.requireNonNull(store, "store");
+        this.databases = Objects.requireNonNull(databases, "databases");
+    }
+
+    /** The fence of {@code scope}: the named policy's, or the one its scope templates lead to. */
+    public Target forScope(String policy, String scope) throws FenceOperations.Refused, StoreUnavailableException {
+        return route(policy, "scope '" + scope + "'", "make", p -> shape(p).matches(scope));
+    }
+
+    /** Where a floor on {@code prefix} goes: the named policy's fence, or the one the templates lead to. */
+    public Target forPrefix(String policy, String prefix) throws FenceOperations.Refused, StoreUnavailableException {
+        return route(policy, "prefix '" + prefix + "'", "make a scope starting with", p -> shape(p).overlaps(prefix));
+    }
+
+    /**
+     * The fence an import line names: its policy's ({@code policy}: no template check, an export names the first
+     * policy of a database for every scope in it), the store ({@code keeper: store}), else by the templates.
+     */
+    Target forLine(String policy, boolean store, String scope, String prefix) throws FenceOperations.Refused,
+            StoreUnavailableException {
+        if (policy != null) {
+            Policy p = policy(policy);
+            return target(p, placeOf(p));
+        }
+        if (store) {
+            return storeTarget();
+        }
+        return scope != null ? forScope(null, scope) : forPrefix(null, prefix);
+    }
+
+    /**
+     * Every fence a listing covers: the named policy's (whose template must be able to make a scope starting with
+     * {@code prefix}); else the store and each postgres backend's database with a policy that can.
+     *
+     * @param prefix the listing's prefix, or {@code null} for every scope (floors, export)
+     */
+    public List<Target> every(String policy, String prefix) throws FenceOperations.Refused,
+            StoreUnavailableException {
+        if (policy != null) {
+            if (prefix == null) {
+                Policy p = policy(policy);
+                return List.of(target(p, placeOf(p)));
+            }
+            return List.of(forPrefix(policy, prefix));
+        }
+        List<Target> out = new ArrayList<>();
+        FenceAdmin storeAdmin = store.open();
+        if (storeAdmin != null) {
+            out.add(new Target(storeAdmin, null));
+        }
+        Map<Place, Policy> seen = new LinkedHashMap<>();
+        for (Policy p : policies) {
+            Place place = placeOf(p);
+            if (place instanceof Database && !seen.containsKey(place)
+                    && (prefix == null || shape(p).overlaps(prefix))) {
+                seen.put(place, p);
+                out.add(target(p, place));
+            }
+        }
+        if (out.isEmpty()) {
+            throw noStoreOperations();
+        }
+        return out;
+    }
+
+    /**
+     * The policies a listing of {@code prefix} without a policy cannot cover (their fence is elsewhere), with the
+     * reason: for an honest answer.
+     */
+    public Map<String, String> notCovered(String prefix) {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (Policy p : policies) {
+            if (placeOf(p) instanceof Elsewhere e && (prefix == null || shape(p).overlaps(prefix))) {
+                out.put(p.name(), e.reason());
+            }
+        }
+        return out;
+    }
+
+    private Target route(String policy, String subject, String verb, Predicate<Policy> fits)
+            throws FenceOperations.Refused, StoreUnavailableException {
+        if (policy != null) {
+            Policy p = policy(policy);
+            if (!fits.test(p)) {
+                throw new FenceOperations.Refused(ProblemType.BAD_REQUEST, "policy '" + p.name() + "' cannot "
+                        + verb + " " + subject + ": its scopes are made by the template '" + template(p) + "'");
+            }
+            return target(p, placeOf(p));
+        }
+        Map<Place, List<Policy>> byPlace = new LinkedHashMap<>();
+        for (Policy p : policies) {
+            if (fits.test(p)) {
+                byPlace.computeIfAbsent(placeOf(p), k -> new ArrayList<>()).add(p);
+            }
+        }
+        if (byPlace.isEmpty()) {
+            return storeTarget();
+        }
+        if (byPlace.size() > 1) {
+            StringJoiner places = new StringJoiner("; ");
+            byPlace.forEach((place, ps) -> places.add(String.join(", ", ps.stream().map(Policy::name).toList())
+                    + " (" + describe(place) + ")"));
+            throw new FenceOperations.Refused(ProblemType.BAD_REQUEST, subject + " may belong to policies whose "
+                    + "fences are kept in different places: " + places + ". Name the policy: \"policy\" (admin API) "
+                    + "or --policy NAME (fence command)");
+        }
+        Map.Entry<Place, List<Policy>> only = byPlace.entrySet().iterator().next();
+        return target(only.getValue().getFirst(), only.getKey());
+    }
+
+    private Target target(Policy p, Place place) throws FenceOperations.Refused, StoreUnavailableException {
+        return switch (place) {
+            case Store s -> storeTarget();
+            case Database d -> new Target(databases.of(p), p.name());
+            case Elsewhere e -> throw new FenceOperations.Refused(ProblemType.NOT_SUPPORTED, "policy '" + p.name()
+                    + "' " + e.reason() + ". " + e.instead());
+        };
+    }
+
+    private Target storeTarget() throws FenceOperations.Refused, StoreUnavailableException {
+        FenceAdmin admin = store.open();
+        if (admin == null) {
+            throw noStoreOperations();
+        }
+        return new Target(admin, null);
+    }
+
+    private FenceOperations.Refused noStoreOperations() {
+        return new FenceOperations.Refused(ProblemType.NOT_SUPPORTED, "the " + storeConfig.type()
+                + " store has no fence-state operations");
+    }
+
+    private Policy policy(String name) throws FenceOperations.Refused {
+        for (Policy p : policies) {
+            if (p.name().equals(name)) {
+                return p;
+            }
+        }
+        throw new FenceOperations.Refused(ProblemType.NO_POLICY, "no policy named '" + name + "'; the policies are: "
+                + String.join(", ", policies.stream().map(Policy::name).toList()));
+    }
+
+    private String describe(Place place) {
+        return switch (place) {
+            case Store s -> "the proxy's " + storeConfig.type() + " store";
+            case Database d -> "the stockade_fences table of their postgres backend's database";
+            case Elsewhere e -> "not kept by the proxy";
+        };
+    }
+
+    /** Where a policy keeps its fence: one case per backend type, so a new one must be placed here. */
+    private Place placeOf(Policy policy) {
+        return switch (policy.backend()) {
+            case BackendConfig.Postgres pg when pg.fence() == BackendConfig.FenceMode.COLUMN -> new Elsewhere(
+                    "keeps its fence in a token column of its own rows (postgres backend, fence: column): its "
+                            + "statements compare that column with the token, so the proxy has no table of tokens "
+                            + "to show, list, raise or retire, and no prefix floor applies to it",
+                    "To fence a writer out, raise the token column of the row itself in the database (e.g. UPDATE"
+                            + " ... SET token = GREATEST(token, N) WHERE ...), or use fence: table, whose fence "
+                            + "these operations reach");
+            case BackendConfig.Postgres pg -> sameAsStore(pg.datasource()) ? new Store()
+                    : new Database(pg.datasource().url(), Objects.requireNonNullElse(pg.datasource().user(), ""));
+            case BackendConfig.S3 s3 when s3.atomic() -> new Elsewhere(
+                    "keeps each object's token in the object's own metadata (s3 backend with conditional writes "
+                            + "and fence-scope: object, the atomic class): the store checks it in the conditional "
+                            + "write itself and the proxy keeps no fence for it, so there is nothing to show, list, "
+                            + "raise or retire here, and a prefix floor would have no place the writes read",
+                    "To fence a writer out of an object, write or delete the object through the proxy with a token "
+                            + "above the writer's (a delete leaves a tombstone that keeps it); an object's token is "
+                            + "its x-amz-meta-fencing-token at the store. For floors over a prefix use "
+                            + "fence-scope: prefix, whose fence the proxy's store keeps");
+            case BackendConfig.S3 s3 -> new Store();
+            case BackendConfig.Http http -> new Store();
+            case BackendConfig.File file -> new Store();
+        };
+    }
+
+    private boolean sameAsStore(Datasource ds) {
+        return storeConfig instanceof StoreConfig.Postgres pg && pg.datasource().url().equals(ds.url())
+                && Objects.equals(pg.datasource().user(), ds.user());
+    }
+
+    private static String template(Policy p) {
+        return p.backend() instanceof BackendConfig.S3 ? p.scope() + "/<bucket>/<key>" : p.scope().toString();
+    }
+
+    private static Shape shape(Policy p) {
+        return Shape.of(p.scope().toString(), p.backend() instanceof BackendConfig.S3);
+    }
+
+    /**
+     * The scopes a policy can make, from its scope template: literals with a wildcard for each variable (any text:
+     * a superset of what the path can bind). The s3 backend makes {@code <scope>}, {@code <scope>/<bucket>} and
+     * {@code <scope>/<bucket>/<key>} from its literal scope.
+     */
+    record Shape(List<String> literals, Pattern pattern) {
+        static Shape of(String template, boolean s3) {
+            if (s3) {
+                return new Shape(List.of(template, ""), Pattern.compile(Pattern.quote(template) + "(?:/.*)?",
+                        Pattern.DOTALL));
+            }
+            List<String> literals = new ArrayList<>();
+            StringBuilder regex = new StringBuilder();
+            int i = 0;
+            while (true) {
+                int open = template.indexOf('{', i);
+                String literal = template.substring(i, open < 0 ? template.length() : open);
+                literals.add(literal);
+                regex.append(Pattern.quote(literal));
+                if (open < 0) {
+                    break;
+                }
+                regex.append(".*");
+                i = template.indexOf('}', open) + 1; // the loader refused an unclosed '{'
+            }
+            return new Shape(List.copyOf(literals), Pattern.compile(regex.toString(), Pattern.DOTALL));
+        }
+
+        boolean matches(String scope) {
+            return pattern.matcher(scope).matches();
+        }
+
+        /** Whether some scope of this shape starts with {@code prefix}. */
+        boolean overlaps(String prefix) {
+            String first = literals.getFirst();
+            if (literals.size() == 1) {
+                return first.startsWith(prefix);
+            }
+            return first.startsWith(prefix) || prefix.startsWith(first);
+        }
+    }
+}
