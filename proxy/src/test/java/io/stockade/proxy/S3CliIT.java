@@ -71,7 +71,7 @@ class S3CliIT {
                 .code() == 0, "boto3 is not installed for /usr/bin/python3 (Debian package python3-boto3;"
                 + " ./test.sh installs it; or set STOCKADE_PYTHON3)");
         assertTrue(Files.isRegularFile(HOOK_DIR.resolve("stockade_fencing.py")), HOOK_DIR.toString());
-        fixture = S3Fixture.start(journal, Map.of("TOKEN_FROM_METADATA", "true"));
+        fixture = S3Fixture.start(journal, Map.of("TOKEN_FROM_METADATA", "true", "BUCKET_WRITES", "[delete]"));
         direct = fixture.direct();
         sdk = fixture.client();
         direct.createBucket(b -> b.bucket(BUCKET));
