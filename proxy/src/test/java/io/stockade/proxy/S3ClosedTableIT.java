@@ -86,12 +86,19 @@ class S3ClosedTableIT {
             SETUPS.put(store, new Setup(fixture, serialized, direct, fixture.client(), serializedClient));
             awaitOpen(serializedClient);
         }
-        optedIn = SETUPS.get(Store.TRANSIENT).fixture().anotherProxy(dir.resolve("journal-opted-in"),
-                Map.of("CONDITIONAL_WRITES", "false", "S3_TIMEOUT", "2s", "BUCKET_WRITES", "[create, delete, acl]",
-                        "DISTINCT_KEYS", "true"));
-        try (S3Client client = S3Fixture.client(optedIn.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
-            awaitOpen(client);
+    }
+
+    /** The proxy whose policy opts in, started by the first test that needs it. */
+    private static synchronized ProxyFixture optedIn() throws Exception {
+        if (optedIn == null) {
+            optedIn = SETUPS.get(Store.TRANSIENT).fixture().anotherProxy(dir.resolve("journal-opted-in"),
+                    Map.of("CONDITIONAL_WRITES", "false", "S3_TIMEOUT", "2s", "BUCKET_WRITES",
+                            "[create, delete, acl]", "DISTINCT_KEYS", "true"));
+            try (S3Client client = S3Fixture.client(optedIn.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
+                awaitOpen(client);
+            }
         }
+        return optedIn;
     }
 
     @AfterAll
@@ -342,7 +349,7 @@ class S3ClosedTableIT {
     @Test
     void bucketWritesThePolicyNamesAreForwarded() throws Exception {
         Setup setup = SETUPS.get(Store.TRANSIENT);
-        int port = optedIn.server().port();
+        int port = optedIn().server().port();
         Http.Response create = new S3Fixture.Raw("PUT", "/opted-in").send(port);
         assertEquals(200, create.status(), create.toString());
         setup.direct().headBucket(b -> b.bucket("opted-in"));
@@ -363,8 +370,8 @@ class S3ClosedTableIT {
     @Test
     void aPolicyForAStoreThatKeepsKeysApartWritesThemAsTwoScopes() throws Exception {
         Setup setup = SETUPS.get(Store.TRANSIENT);
-        int port = optedIn.server().port();
-        try (S3Client client = S3Fixture.client(optedIn.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
+        int port = optedIn().server().port();
+        try (S3Client client = S3Fixture.client(optedIn().uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
             client.putObject(b -> b.bucket(BUCKET).key("apart/k").overrideConfiguration(S3BackendIT.token(10)),
                     RequestBody.fromString("k by 10"));
             Http.Response marker = new S3Fixture.Raw("PUT", "/" + BUCKET + "/apart/k/").header("Fencing-Token", "1")
