@@ -447,6 +447,9 @@ class S3ClosedTableIT {
         Http.Response acl = new S3Fixture.Raw("GET", "/" + BUCKET + "/" + key).query("acl", "").send(setup.port(fence));
         assertEquals(200, acl.status(), acl.body());
         assertTrue(acl.body().contains("AccessControlPolicy"), acl.body());
+        Http.Response headAcl = new S3Fixture.Raw("HEAD", "/" + BUCKET + "/" + key).query("acl", "")
+                .send(setup.port(fence));
+        assertEquals(200, headAcl.status(), headAcl.toString());
         Http.Response bucketAcl = new S3Fixture.Raw("GET", "/" + BUCKET).query("acl", "").send(setup.port(fence));
         assertEquals(200, bucketAcl.status(), bucketAcl.body());
         Http.Response location = new S3Fixture.Raw("GET", "/" + BUCKET).query("location", "").send(setup.port(fence));

@@ -81,7 +81,7 @@ final class S3Table {
     private static final Set<String> RESPONSE = Set.of("response-cache-control", "response-content-disposition",
             "response-content-encoding", "response-content-language", "response-content-type", "response-expires");
 
-    /** Bucket sub-resources whose GET (and HEAD) reads a configuration: forwarded. */
+    /** Bucket sub-resources whose GET (and HEAD, a read too) reads a configuration: forwarded. */
     private static final List<String> BUCKET_READS = List.of("abac", "accelerate", "acl", "analytics", "cors",
             "encryption", "intelligent-tiering", "inventory", "lifecycle", "location", "logging",
             "metadataConfiguration", "metadataTable", "metrics", "notification", "object-lock", "ownershipControls",
@@ -100,7 +100,7 @@ final class S3Table {
             "ownershipControls", "policy", "publicAccessBlock", "replication", "tagging", "website");
     /** Bucket sub-resources AWS creates with POST. */
     private static final List<String> BUCKET_POSTS = List.of("metadataConfiguration", "metadataTable");
-    /** Object sub-resources whose GET reads something of the object beside its bytes: forwarded. */
+    /** Object sub-resources whose GET (and HEAD) reads something of the object beside its bytes: forwarded. */
     private static final List<String> OBJECT_READS = List.of("acl", "attributes", "legal-hold", "retention",
             "tagging", "torrent");
 
@@ -123,8 +123,10 @@ final class S3Table {
         rows.add(row("GET", Target.BUCKET, Set.of("uploads"), Set.of("prefix", "delimiter", "key-marker",
                 "upload-id-marker", "max-uploads", "encoding-type"), Operation.BUCKET_READ));
         for (String sub : BUCKET_READS) {
-            rows.add(row("GET", Target.BUCKET, Set.of(sub), WITH_ID.contains(sub) ? Set.of("id", "continuation-token")
-                    : Set.of(), Operation.BUCKET_READ));
+            for (String method : List.of("GET", "HEAD")) {
+                rows.add(row(method, Target.BUCKET, Set.of(sub), WITH_ID.contains(sub)
+                        ? Set.of("id", "continuation-token") : Set.of(), Operation.BUCKET_READ));
+            }
         }
         rows.add(row("HEAD", Target.BUCKET, Set.of(), Set.of(), Operation.BUCKET_READ));
         // a bucket: writes, each forwarded only when the policy names it (bucket-writes)
@@ -153,8 +155,10 @@ final class S3Table {
         rows.add(row("GET", Target.OBJECT, Set.of("uploadId"), Set.of("max-parts", "part-number-marker"),
                 Operation.LIST_PARTS));
         for (String sub : OBJECT_READS) {
-            rows.add(row("GET", Target.OBJECT, Set.of(sub), sub.equals("torrent") ? Set.of() : Set.of("versionId"),
-                    Operation.OBJECT_READ));
+            for (String method : List.of("GET", "HEAD")) {
+                rows.add(row(method, Target.OBJECT, Set.of(sub), sub.equals("torrent") ? Set.of()
+                        : Set.of("versionId"), Operation.OBJECT_READ));
+            }
         }
         // an object: writes of its data, fenced
         rows.add(row("PUT", Target.OBJECT, Set.of(), Set.of(), Operation.PUT_OBJECT));

@@ -58,6 +58,8 @@ class S3TableTest {
         assertEquals(Operation.GET_OBJECT, classify("GET", Target.OBJECT, "response-content-type=a/b",
                 "versionId=1", "X-Amz-Signature=x", "X-Amz-Date=1").operation());
         assertEquals(Operation.OBJECT_READ, classify("GET", Target.OBJECT, "acl").operation());
+        assertEquals(Operation.OBJECT_READ, classify("HEAD", Target.OBJECT, "tagging", "versionId=3").operation());
+        assertEquals(Operation.BUCKET_READ, classify("HEAD", Target.BUCKET, "versioning").operation());
         assertEquals(Operation.LIST_PARTS, classify("GET", Target.OBJECT, "uploadId=u", "max-parts=2").operation());
         assertEquals(Operation.UPLOAD_PART, classify("PUT", Target.OBJECT, "partNumber=1", "uploadId=u").operation());
         assertEquals(Operation.OBJECT_SUBRESOURCE_WRITE, classify("PUT", Target.OBJECT, "tagging").operation());
