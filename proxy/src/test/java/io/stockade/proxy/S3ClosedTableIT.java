@@ -288,6 +288,27 @@ class S3ClosedTableIT {
     }
 
     /**
+     * The atomic class keeps the token in the object itself, so a spelling the store folds onto {@code k} reads and
+     * writes {@code k}'s token: a lower token through {@code k/} changes nothing of {@code k} (refused, or failed at
+     * the store), on every store.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Store.class)
+    void onTheAtomicClassAFoldedKeyMeetsTheTokenOfTheObjectItFoldsOnto(Store store) throws Exception {
+        Setup setup = SETUPS.get(store);
+        String key = "fold-atomic/k";
+        put(setup, Fence.ATOMIC, key, 10, "fenced by 10");
+        Http.Response marker = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key + "/").header("Fencing-Token", "1")
+                .body("").send(setup.port(Fence.ATOMIC));
+        Http.Response delete = new S3Fixture.Raw("DELETE", "/" + BUCKET + "/" + key + "/").header("Fencing-Token", "1")
+                .send(setup.port(Fence.ATOMIC));
+        String both = "PUT k/: " + marker.status() + ", DELETE k/: " + delete.status() + "; k in the store: "
+                + stored(setup, key);
+        assertEquals("'fenced by 10', token 10", stored(setup, key).replaceAll(", ETag.*", ""), both);
+        assertStillFenced(setup, Fence.ATOMIC, key, "fenced by 10", 10);
+    }
+
+    /**
      * Reproduction 3: a presigned PUT that signs only the token took an unsigned {@code x-amz-copy-source} and copied
      * another bucket's object into the key. AWS refuses a request with an unsigned {@code x-amz-*} header (403
      * AccessDenied "There were headers present in the request which were not signed"); so does the proxy, for
