@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 
 /** Where a policy's requests go. Each backend type is one record. */
 public sealed interface BackendConfig {
@@ -248,13 +249,27 @@ public sealed interface BackendConfig {
      * @param unsignedReads     with {@code auth: sigv4}: what happens to an unsigned (anonymous) GET or HEAD
      * @param etagCache         the atomic class: how many objects' (token, ETag) of the proxy's own last write
      *                          are remembered, so that the next write of the object skips the HEAD; 0: off
+     * @param bucketWrites      the bucket-level writes the proxy forwards (unfenced), by name from
+     *                          {@link #BUCKET_WRITES}; every other bucket write is refused
+     * @param distinctKeys      the serialized class: whether the store keeps apart keys a file-system store folds
+     *                          into one object ({@code k/} beside {@code k}); false refuses writes of such keys
      */
     record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
               boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
               FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
               ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads,
-              int etagCache)
+              int etagCache, Set<String> bucketWrites, boolean distinctKeys)
             implements BackendConfig {
+        /**
+         * The bucket-level writes a policy can let through ({@code bucket-writes}): {@code create} (CreateBucket),
+         * {@code delete} (DeleteBucket), and each bucket sub-resource by its name in the query (its PUT, DELETE
+         * and POST), as AWS's S3 API reference names them.
+         */
+        public static final List<String> BUCKET_WRITES = List.of("create", "delete", "abac", "accelerate", "acl",
+                "analytics", "cors", "encryption", "intelligent-tiering", "inventory", "lifecycle", "logging",
+                "metadataConfiguration", "metadataInventoryTable", "metadataJournalTable", "metadataTable", "metrics",
+                "notification", "object-lock", "ownershipControls", "policy", "publicAccessBlock", "replication",
+                "requestPayment", "tagging", "versioning", "website");
         public static final String DEFAULT_REGION = "us-east-1";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
         public static final int DEFAULT_RETRIES = 3;
@@ -270,11 +285,27 @@ public sealed interface BackendConfig {
             Objects.requireNonNull(fenceScope, "fenceScope");
             Objects.requireNonNull(timeout, "timeout");
             Objects.requireNonNull(unsignedReads, "unsignedReads");
+            bucketWrites = Set.copyOf(bucketWrites);
+            if (!BUCKET_WRITES.containsAll(bucketWrites)) {
+                throw new IllegalArgumentException("unknown bucket writes " + bucketWrites + "; valid: "
+                        + BUCKET_WRITES);
+            }
         }
 
         @Override
         public String type() {
             return "s3";
+        }
+
+        /** As the canonical constructor, with every bucket write refused and keys that may alias refused. */
+        public S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
+                  boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+                  FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
+                  ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads,
+                  int etagCache) {
+            this(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth, clients, virtualHost,
+                    fenceScope, prefixSegments, timeout, retries, maxConnections, tls, signedToken, tokenFromMetadata,
+                    unsignedReads, etagCache, Set.of(), false);
         }
 
         /** As the canonical constructor, without the ETag cache. */
@@ -327,7 +358,7 @@ public sealed interface BackendConfig {
                     + clients.size() + ", virtualHost=" + virtualHost + ", fenceScope=" + fenceScope
                     + ", prefixSegments=" + prefixSegments + ", tls=" + tls + ", signedToken=" + signedToken
                     + ", tokenFromMetadata=" + tokenFromMetadata + ", unsignedReads=" + unsignedReads + ", etagCache="
-                    + etagCache + "]";
+                    + etagCache + ", bucketWrites=" + bucketWrites + ", distinctKeys=" + distinctKeys + "]";
         }
     }
 

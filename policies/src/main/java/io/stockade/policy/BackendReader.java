@@ -89,6 +89,8 @@ final class BackendReader {
                 BackendConfig.UnsignedReads.REFUSE);
         Optional<Integer> etagCache = backend.optional("etag-cache",
                 field -> Values.integer(field, 0, 10_000_000, "whole number"), 0);
+        Optional<Set<String>> bucketWrites = backend.optional("bucket-writes", BackendReader::bucketWrites, Set.of());
+        Optional<Boolean> distinctKeys = backend.optional("distinct-keys", Values::bool, false);
         boolean valid = true;
         if (etagCache.isPresent() && etagCache.get() > 0
                 && !(conditionalWrites.equals(Optional.of(true))
@@ -113,14 +115,35 @@ final class BackendReader {
         }
         if (!valid || !Values.allPresent(endpoint, region, accessKey, secretKey, pathStyle, conditionalWrites, auth,
                 clients, virtualHost, fenceScope, prefixSegments, timeout, retries, maxConnections, tls,
-                signedToken, tokenFromMetadata, unsignedReads, etagCache)) {
+                signedToken, tokenFromMetadata, unsignedReads, etagCache, bucketWrites, distinctKeys)) {
             return Optional.empty();
         }
         return Optional.of(new BackendConfig.S3(endpoint.get(), region.get(), accessKey.get(), secretKey.get(),
                 pathStyle.get(), conditionalWrites.get(), auth.get(), clients.get(),
                 virtualHost.get().isEmpty() ? null : virtualHost.get(), fenceScope.get(), prefixSegments.get(),
                 timeout.get(), retries.get(), maxConnections.get(), tls.get().orElse(null), signedToken.get(),
-                tokenFromMetadata.get(), unsignedReads.get(), etagCache.get()));
+                tokenFromMetadata.get(), unsignedReads.get(), etagCache.get(), bucketWrites.get(),
+                distinctKeys.get()));
+    }
+
+    /**
+     * {@code bucket-writes}: the bucket-level writes an s3 policy forwards, each by its name (an unknown name is an
+     * error listing the valid ones), each once.
+     */
+    private static Optional<Set<String>> bucketWrites(Field field) {
+        return field.items().flatMap(items -> {
+            Set<String> names = new java.util.LinkedHashSet<>();
+            boolean valid = true;
+            for (Field item : items) {
+                Optional<String> name = Values.keyword(item, "bucket write", BackendConfig.S3.BUCKET_WRITES);
+                if (name.isPresent() && !names.add(name.get())) {
+                    item.error(name.get() + " is listed twice");
+                    valid = false;
+                }
+                valid &= name.isPresent();
+            }
+            return valid ? Optional.of(names) : Optional.empty();
+        });
     }
 
     /**

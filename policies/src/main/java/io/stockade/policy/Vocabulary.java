@@ -61,7 +61,7 @@ final class Vocabulary {
     static final List<String> S3_BACKEND_KEYS = List.of("type", "endpoint", "region", "access-key", "secret-key",
             "path-style", "conditional-writes", "auth", "signed-token", "token-from-metadata", "unsigned-reads",
             "clients", "virtual-host", "fence-scope", "prefix-segments", "timeout", "retries", "etag-cache",
-            "max-connections", "tls");
+            "max-connections", "tls", "bucket-writes", "distinct-keys");
     static final List<String> S3_CLIENT_KEYS = List.of("access-key", "secret-key");
 
     /** The methods a policy can take, in the order messages list them. */

@@ -96,6 +96,29 @@ class PolicyLoaderTest {
     }
 
     @Test
+    void s3BucketWritesAreRefusedUnlessThePolicyNamesThem() throws Exception {
+        String yaml = S3_POLICY;
+        BackendConfig.S3 none = (BackendConfig.S3) parse(yaml).policies().getFirst().backend();
+        assertEquals(java.util.Set.of(), none.bucketWrites());
+        assertFalse(none.distinctKeys());
+        BackendConfig.S3 some = (BackendConfig.S3) parse(yaml + "      bucket-writes: [delete, cors, lifecycle]\n"
+                + "      distinct-keys: true\n").policies().getFirst().backend();
+        assertEquals(java.util.Set.of("delete", "cors", "lifecycle"), some.bucketWrites());
+        assertTrue(some.distinctKeys());
+        List<PolicyError> unknown = errors(yaml + "      bucket-writes: [delete, lifecyle, everything]\n", Map.of());
+        assertEquals(2, unknown.size(), unknown.toString());
+        assertEquals(13, unknown.getFirst().line(), unknown.toString());
+        assertEquals(31, unknown.getFirst().column(), unknown.toString());
+        assertTrue(unknown.getFirst().message().contains("unknown bucket write 'lifecyle'; did you mean 'lifecycle'?")
+                && unknown.getFirst().message().contains("valid: create, delete, abac"), unknown.toString());
+        List<PolicyError> twice = errors(yaml + "      bucket-writes: [delete, delete]\n", Map.of());
+        assertEquals(1, twice.size(), twice.toString());
+        assertTrue(twice.getFirst().message().contains("listed twice"), twice.toString());
+        List<PolicyError> notAList = errors(yaml + "      bucket-writes: delete\n", Map.of());
+        assertEquals(1, notAList.size(), notAList.toString());
+    }
+
+    @Test
     void unsignedS3ReadsAreRefusedUnlessThePolicyForwardsThem() throws Exception {
         String yaml = S3_POLICY;
         assertEquals(BackendConfig.UnsignedReads.REFUSE,

@@ -67,6 +67,7 @@ class PolicySchemaTest {
                 at("$defs/s3Backend/properties/fence-scope/enum"));
         assertEquals(List.copyOf(Vocabulary.S3_UNSIGNED_READS.keySet()),
                 at("$defs/s3Backend/properties/unsigned-reads/enum"));
+        assertEquals(BackendConfig.S3.BUCKET_WRITES, at("$defs/s3Backend/properties/bucket-writes/items/enum"));
     }
 
     @Test

@@ -69,7 +69,7 @@ class S3CliIT {
         aws = executable(System.getenv("STOCKADE_AWS_CLI"), "/usr/bin/aws");
         python = executable(System.getenv("STOCKADE_PYTHON3"), "/usr/bin/python3");
         assertTrue(Files.isRegularFile(HOOK_DIR.resolve("stockade_fencing.py")), HOOK_DIR.toString());
-        fixture = S3Fixture.start(journal, Map.of("TOKEN_FROM_METADATA", "true"));
+        fixture = S3Fixture.start(journal, Map.of("TOKEN_FROM_METADATA", "true", "BUCKET_WRITES", "[delete]"));
         direct = fixture.direct();
         sdk = fixture.client();
         direct.createBucket(b -> b.bucket(BUCKET));

@@ -54,8 +54,10 @@ public final class S3Fixture implements AutoCloseable {
                   token-from-metadata: ${TOKEN_FROM_METADATA:-false}
                   unsigned-reads: ${UNSIGNED_READS:-refuse}
                   fence-scope: ${FENCE_SCOPE:-object}
+                  conditional-writes: ${CONDITIONAL_WRITES:-true}
                   etag-cache: ${ETAG_CACHE:-0}
-                  timeout: 10s
+                  timeout: ${S3_TIMEOUT:-10s}
+                  # s3-options
                   clients:
                     - {access-key: app-key, secret-key: app-secret}
               - name: s3-root
@@ -79,8 +81,23 @@ public final class S3Fixture implements AutoCloseable {
     }
 
     public static S3Fixture start(Path journal, Map<String, String> vars) throws Exception {
+        return start(journal, vars, "transient", null);
+    }
+
+    /**
+     * An s3proxy over the blob store {@code provider}: jclouds' {@code transient} (a map in memory), jclouds'
+     * {@code filesystem} or s3proxy's own {@code filesystem-nio2} in the directory {@code filesystemRoot} (objects
+     * are files there, their metadata in extended attributes; {@code scripts/s3proxy.sh} runs the latter).
+     * Besides the policy's variables, {@code vars} may say {@code BUCKET_WRITES} (a YAML list) and
+     * {@code DISTINCT_KEYS} (true or false): the backend options of those names, left out of the policy otherwise.
+     */
+    public static S3Fixture start(Path journal, Map<String, String> vars, String provider, Path filesystemRoot)
+            throws Exception {
         Properties properties = new Properties();
-        BlobStoreContext blobs = ContextBuilder.newBuilder("transient")
+        if (filesystemRoot != null) {
+            properties.setProperty("jclouds.filesystem.basedir", filesystemRoot.toString());
+        }
+        BlobStoreContext blobs = ContextBuilder.newBuilder(provider)
                 .credentials("identity", "credential")
                 .overrides(properties)
                 .build(BlobStoreContext.class);
@@ -99,15 +116,31 @@ public final class S3Fixture implements AutoCloseable {
         }
         Map<String, String> env = new java.util.HashMap<>(vars);
         env.put("S3PORT", Integer.toString(s3proxy.getPort()));
-        ProxyFixture proxy = ProxyFixture.start(journal, POLICY, env);
+        ProxyFixture proxy = ProxyFixture.start(journal, policy(vars), env);
         return new S3Fixture(s3proxy, blobs, proxy);
+    }
+
+    /** The policy, with the backend options {@code BUCKET_WRITES} and {@code DISTINCT_KEYS} when vars name them. */
+    static String policy(Map<String, String> vars) {
+        StringBuilder options = new StringBuilder();
+        if (vars.containsKey("BUCKET_WRITES")) {
+            options.append("      bucket-writes: ").append(vars.get("BUCKET_WRITES")).append('\n');
+        }
+        if (vars.containsKey("DISTINCT_KEYS")) {
+            options.append("      distinct-keys: ").append(vars.get("DISTINCT_KEYS")).append('\n');
+        }
+        String policy = POLICY.replace("      # s3-options\n", options.toString());
+        if (policy.equals(POLICY) && !options.isEmpty()) {
+            throw new IllegalStateException("no place for the backend options in the policy");
+        }
+        return policy;
     }
 
     /** Another proxy (replica) in front of the same s3proxy, with the same policy and these variables. */
     public ProxyFixture anotherProxy(Path journal, Map<String, String> vars) throws Exception {
         Map<String, String> env = new java.util.HashMap<>(vars);
         env.putIfAbsent("S3PORT", Integer.toString(s3proxy.getPort()));
-        return ProxyFixture.start(journal, POLICY, env);
+        return ProxyFixture.start(journal, policy(vars), env);
     }
 
     public URI proxyUri() {
@@ -160,6 +193,151 @@ public final class S3Fixture implements AutoCloseable {
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(APP_KEY,
                         APP_SECRET)))
                 .build();
+    }
+
+    /**
+     * A request written byte for byte and signed with SigV4 by the client key ({@link #APP_KEY}), for what the SDK
+     * will not send: a sub-resource with a body, a header left out of the signature, parameters a presigner of
+     * another SDK hoists into the query. Query parameters and header values are given decoded.
+     */
+    static final class Raw {
+        private final String method;
+        private final String path;
+        private final java.util.List<Map.Entry<String, String>> query = new java.util.ArrayList<>();
+        private final Map<String, String> signed = new java.util.TreeMap<>();
+        private final Map<String, String> unsigned = new java.util.LinkedHashMap<>();
+        private String body;
+        private boolean presigned;
+        private String secret = APP_SECRET;
+
+        Raw(String method, String path) {
+            this.method = method;
+            this.path = path;
+        }
+
+        Raw query(String name, String value) {
+            query.add(Map.entry(name, value));
+            return this;
+        }
+
+        /** A header the signature covers. */
+        Raw header(String name, String value) {
+            signed.put(name.toLowerCase(java.util.Locale.ROOT), value);
+            return this;
+        }
+
+        /** A header sent but left out of the signature. */
+        Raw unsignedHeader(String name, String value) {
+            unsigned.put(name, value);
+            return this;
+        }
+
+        Raw body(String text) {
+            this.body = text;
+            return this;
+        }
+
+        /** Signed in the query (a presigned URL, valid five minutes) instead of the Authorization header. */
+        Raw presigned() {
+            this.presigned = true;
+            return this;
+        }
+
+        /** Sends it to the proxy's port and reads the answer. */
+        io.stockade.testing.Http.Response send(int port) throws Exception {
+            java.time.Instant now = java.time.Instant.now();
+            String amzDate = java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'")
+                    .withZone(java.time.ZoneOffset.UTC).format(now);
+            String date = amzDate.substring(0, 8);
+            String scope = date + "/us-east-1/s3/aws4_request";
+            String host = "127.0.0.1:" + port;
+            Map<String, String> headers = new java.util.TreeMap<>(signed);
+            headers.put("host", host);
+            java.util.List<Map.Entry<String, String>> params = new java.util.ArrayList<>(query);
+            String payload = "UNSIGNED-PAYLOAD";
+            if (presigned) {
+                params.add(Map.entry("X-Amz-Algorithm", "AWS4-HMAC-SHA256"));
+                params.add(Map.entry("X-Amz-Credential", APP_KEY + "/" + scope));
+                params.add(Map.entry("X-Amz-Date", amzDate));
+                params.add(Map.entry("X-Amz-Expires", "300"));
+                params.add(Map.entry("X-Amz-SignedHeaders", String.join(";", headers.keySet())));
+            } else {
+                headers.put("x-amz-date", amzDate);
+                headers.put("x-amz-content-sha256", payload);
+            }
+            java.util.List<String> canonicalQuery = new java.util.ArrayList<>();
+            for (Map.Entry<String, String> e : params) {
+                canonicalQuery.add(encode(e.getKey()) + "=" + encode(e.getValue()));
+            }
+            java.util.Collections.sort(canonicalQuery);
+            StringBuilder canonicalHeaders = new StringBuilder();
+            for (Map.Entry<String, String> h : headers.entrySet()) {
+                canonicalHeaders.append(h.getKey()).append(':').append(h.getValue().trim()).append('\n');
+            }
+            String signedHeaders = String.join(";", headers.keySet());
+            String canonical = method + "\n" + path + "\n" + String.join("&", canonicalQuery) + "\n"
+                    + canonicalHeaders + "\n" + signedHeaders + "\n" + payload;
+            String toSign = "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n" + hex(java.security.MessageDigest
+                    .getInstance("SHA-256").digest(canonical.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            byte[] key = hmac(hmac(hmac(hmac(("AWS4" + secret).getBytes(java.nio.charset.StandardCharsets.UTF_8),
+                    date), "us-east-1"), "s3"), "aws4_request");
+            String signature = hex(hmac(key, toSign));
+            StringBuilder target = new StringBuilder(path);
+            char sep = '?';
+            for (Map.Entry<String, String> e : params) {
+                target.append(sep).append(encode(e.getKey()));
+                if (!e.getValue().isEmpty() || presigned) {
+                    target.append('=').append(encode(e.getValue()));
+                }
+                sep = '&';
+            }
+            StringBuilder request = new StringBuilder();
+            if (presigned) {
+                target.append(sep).append("X-Amz-Signature=").append(signature);
+            }
+            request.append(method).append(' ').append(target).append(" HTTP/1.1\r\n");
+            for (Map.Entry<String, String> h : headers.entrySet()) {
+                request.append(h.getKey()).append(": ").append(h.getValue()).append("\r\n");
+            }
+            if (!presigned) {
+                request.append("Authorization: AWS4-HMAC-SHA256 Credential=").append(APP_KEY).append('/')
+                        .append(scope).append(", SignedHeaders=").append(signedHeaders).append(", Signature=")
+                        .append(signature).append("\r\n");
+            }
+            for (Map.Entry<String, String> h : unsigned.entrySet()) {
+                request.append(h.getKey()).append(": ").append(h.getValue()).append("\r\n");
+            }
+            byte[] bytes = body == null ? new byte[0] : body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            if (body != null) {
+                request.append("Content-Length: ").append(bytes.length).append("\r\n");
+            }
+            request.append("Connection: close\r\n\r\n");
+            return RawHttp.send(port, request + (body == null ? "" : body));
+        }
+
+        private static String encode(String text) {
+            StringBuilder out = new StringBuilder();
+            for (byte b : text.getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+                char c = (char) (b & 0xff);
+                if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'
+                        || c == '_' || c == '.' || c == '~') {
+                    out.append(c);
+                } else {
+                    out.append('%').append(String.format("%02X", b & 0xff));
+                }
+            }
+            return out.toString();
+        }
+
+        private static byte[] hmac(byte[] key, String text) throws Exception {
+            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+            mac.init(new javax.crypto.spec.SecretKeySpec(key, "HmacSHA256"));
+            return mac.doFinal(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+
+        private static String hex(byte[] bytes) {
+            return java.util.HexFormat.of().formatHex(bytes);
+        }
     }
 
     @Override

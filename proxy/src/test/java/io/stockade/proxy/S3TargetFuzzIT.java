@@ -130,7 +130,8 @@ class S3TargetFuzzIT {
             String[] parts = attempt.split(" ", -1);
             TargetGrammar.Attempt stale = new TargetGrammar.Attempt(parts[0], "/fzz/unk" + parts[1], 3L);
             oracle.judge(stale, S3TargetFuzzIT::send);
-            assertEquals(400, send(stale, "x").status(), stale.toString());
+            // an unknown method is 405 MethodNotAllowed, as S3 answers it; an unknown parameter 400
+            assertEquals(parts[0].equals("PATCH") ? 405 : 400, send(stale, "x").status(), stale.toString());
         }
     }
 

@@ -48,7 +48,7 @@ class S3ToolsIT {
 
     @BeforeAll
     static void start() throws Exception {
-        fixture = S3Fixture.start(journal);
+        fixture = S3Fixture.start(journal, Map.of("BUCKET_WRITES", "[delete]"));
         s3 = fixture.client();
         direct = fixture.direct();
         direct.createBucket(b -> b.bucket(BUCKET));

@@ -175,8 +175,9 @@ final class ConditionalS3Backend extends S3Backend {
                 case CREATE_MULTIPART -> createMultipart(exchange, p, token, acceptEqual);
                 case DELETE_OBJECTS -> deleteObjects(exchange, p, token, acceptEqual);
                 case POST_OBJECT -> postObject(exchange, p, token, acceptEqual);
-                case LIST_BUCKETS, BUCKET_OTHER, LIST_OBJECTS, LIST_OBJECT_VERSIONS, DELETE_BUCKET, GET_OBJECT,
-                     HEAD_OBJECT, UPLOAD_PART, ABORT_MULTIPART, OBJECT_OTHER, PREFLIGHT, UNKNOWN_WRITE ->
+                case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
+                     GET_OBJECT, HEAD_OBJECT, OBJECT_READ, OBJECT_SUBRESOURCE_WRITE, UPLOAD_PART, ABORT_MULTIPART,
+                     LIST_PARTS, PREFLIGHT ->
                         answer(exchange, 501, "NotImplemented", s3.operation() + " is not a fenced write of the "
                                 + "atomic class; it is never sent as one");
             };
@@ -216,9 +217,9 @@ final class ConditionalS3Backend extends S3Backend {
                     yield answer(exchange, e.status, e.code, e.getMessage());
                 }
             }
-            case LIST_BUCKETS, BUCKET_OTHER, DELETE_OBJECTS, POST_OBJECT, GET_OBJECT, HEAD_OBJECT, PUT_OBJECT,
-                 COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER,
-                 PREFLIGHT, UNKNOWN_WRITE ->
+            case LIST_BUCKETS, BUCKET_READ, BUCKET_WRITE, DELETE_OBJECTS, POST_OBJECT, GET_OBJECT, HEAD_OBJECT,
+                 OBJECT_READ, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, OBJECT_SUBRESOURCE_WRITE, CREATE_MULTIPART,
+                 COMPLETE_MULTIPART, ABORT_MULTIPART, LIST_PARTS, PREFLIGHT ->
                     written.enabled() && changesObjects(p) ? forwardWrite(exchange, p) : super.forward(exchange, p);
         };
     }
@@ -258,9 +259,11 @@ final class ConditionalS3Backend extends S3Backend {
     /** Whether a request may change an object's bytes or metadata (parts of a multipart upload do not, yet). */
     private static boolean changesObjects(Parsed p) {
         return switch (p.s3().operation()) {
-            case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, DELETE_OBJECTS, COMPLETE_MULTIPART, POST_OBJECT -> true;
-            case OBJECT_OTHER -> !p.s3().method().equals("GET") && !p.s3().method().equals("HEAD");
-            default -> false;
+            case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, DELETE_OBJECTS, COMPLETE_MULTIPART, POST_OBJECT,
+                 OBJECT_SUBRESOURCE_WRITE -> true;
+            case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
+                 GET_OBJECT, HEAD_OBJECT, OBJECT_READ, CREATE_MULTIPART, UPLOAD_PART, ABORT_MULTIPART, LIST_PARTS,
+                 PREFLIGHT -> false;
         };
     }
 
@@ -277,7 +280,7 @@ final class ConditionalS3Backend extends S3Backend {
     private WriteResult listing(Exchange exchange, Parsed p) {
         S3Request s3 = p.s3();
         try (UpstreamResponse response = send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
-                forwardHeaders(exchange), null)) {
+                forwardHeaders(exchange, p), null)) {
             if (response.status() != 200) {
                 return relayed(exchange, response);
             }
@@ -403,7 +406,7 @@ final class ConditionalS3Backend extends S3Backend {
     private WriteResult deleteBucket(Exchange exchange, Parsed p) {
         S3Request s3 = p.s3();
         try (UpstreamResponse response = send(exchange, p, "DELETE", s3.bucket(), null, s3.upstreamQuery(),
-                forwardHeaders(exchange), null)) {
+                forwardHeaders(exchange, p), null)) {
             if (response.status() != 409) {
                 return relayed(exchange, response);
             }
@@ -436,7 +439,7 @@ final class ConditionalS3Backend extends S3Backend {
 
     private WriteResult putObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
+        List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
         headers.add(Map.entry(TOKEN_META, Long.toString(token)));
         // The body is opened only once the token and the client's conditions have passed: opening it asks a client
         // that sent Expect: 100-continue for it, and a refusal of a large body that is on its way closes the
@@ -477,12 +480,12 @@ final class ConditionalS3Backend extends S3Backend {
             return spooled.refused();
         }
         try (Spool file = spooled.file()) {
-            List<Map.Entry<String, String>> headers = formHeaders(form);
+            List<Map.Entry<String, String>> headers = FormUploads.headers(form);
             headers.add(Map.entry(TOKEN_META, Long.toString(token)));
             return guarded(exchange, p, form.key(), token, acceptEqual, true, Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
                             file.body()),
-                    response -> formAnswer(exchange, form, s3.bucket(), response.first("ETag")));
+                    response -> FormUploads.answer(exchange, form, s3.bucket(), response.first("ETag")));
         } catch (RuntimeException e) {
             return failure(exchange, e, false);
         }
@@ -521,7 +524,7 @@ final class ConditionalS3Backend extends S3Backend {
         if (stale(head.token(), token, acceptEqual)) {
             return new WriteResult.Stale(head.token());
         }
-        List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
+        List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
         headers.add(Map.entry(TOKEN_META, Long.toString(token)));
         try (UpstreamResponse response = upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), headers,
                 null)) {
@@ -570,7 +573,7 @@ final class ConditionalS3Backend extends S3Backend {
         } catch (S3Xml.Malformed e) {
             return answer(exchange, 400, "MalformedXML", e.getMessage());
         }
-        List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
+        List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
         return guarded(exchange, p, s3.key(), token, acceptEqual, true, Remember.NOTHING,
                 etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
                         Upstream.Body.of(body)),
@@ -643,7 +646,7 @@ final class ConditionalS3Backend extends S3Backend {
         boolean replace = req.headers().first(HeaderNames.create("x-amz-metadata-directive"))
                 .map(v -> v.equalsIgnoreCase("REPLACE")).orElse(false);
         List<Map.Entry<String, String>> clientHeaders = new ArrayList<>();
-        for (Map.Entry<String, String> h : forwardHeaders(exchange)) {
+        for (Map.Entry<String, String> h : forwardHeaders(exchange, p)) {
             String n = h.getKey();
             if (n.startsWith("x-amz-copy-source") || n.equals("x-amz-metadata-directive")
                     || (!replace && (n.startsWith("x-amz-meta-") || n.equals("content-type")))) {

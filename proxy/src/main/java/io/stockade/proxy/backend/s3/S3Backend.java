@@ -53,13 +53,6 @@ public class S3Backend implements Backend {
     static final String TOKEN_META = "x-amz-meta-fencing-token";
     /** The object metadata marking a tombstone: a deleted object whose token must outlive it. */
     static final String DELETED_META = "x-amz-meta-fencing-deleted";
-    /** Request headers the proxy does not pass upstream: its own signing replaces them, or they are hop-by-hop. */
-    private static final Set<String> DROPPED = Set.of("host", "authorization", "x-amz-date", "x-amz-content-sha256",
-            "x-amz-decoded-content-length", "x-amz-trailer", "x-amz-sdk-checksum-algorithm", "content-length",
-            "transfer-encoding", "connection", "keep-alive", "expect", "te", "upgrade", "proxy-authorization",
-            "proxy-connection", "x-amz-security-token", "amz-sdk-invocation-id", "amz-sdk-request", "fencing-holder",
-
-            TOKEN_META, DELETED_META);
     /** Response headers not relayed (hop-by-hop; the server sets its own framing). */
     private static final Set<String> NOT_RELAYED = Set.of("connection", "keep-alive", "transfer-encoding",
             "content-length", "te", "upgrade", "proxy-connection");
@@ -185,10 +178,62 @@ public class S3Backend implements Backend {
         }
         Parsed p = admitted.parsed();
         String scope = scopeOf(exchange.route(), p);
-        if (!p.s3().operation().fenced()) {
+        S3Request s3 = p.s3();
+        String bucketWrite = s3.bucketWrite();
+        if (bucketWrite != null && !config.bucketWrites().contains(bucketWrite)) {
+            return new Plan.Refuse(scope, s3Problem(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", (bucketWrite
+                    .equals("create") ? "CreateBucket" : bucketWrite.equals("delete") ? "DeleteBucket" : "a "
+                    + s3.method() + " of the bucket's " + bucketWrite) + " is a bucket-level write, which the proxy "
+                    + "forwards only when the policy names it (bucket-writes: [" + bucketWrite + "]); it changes "
+                    + "what no object's token guards" + (bucketWrite.equals("lifecycle") ? " (a lifecycle rule can "
+                    + "expire fenced objects and tombstones)" : ""), s3.resource()));
+        }
+        if (s3.operation() == S3Request.Operation.OBJECT_SUBRESOURCE_WRITE && atomic()) {
+            return new Plan.Refuse(scope, s3Problem(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
+                    + s3.method() + " of the object's " + s3.subresource() + " cannot be made conditional on the "
+                    + "token the atomic class keeps in the object's metadata, so it is not forwarded; set "
+                    + (s3.subresource().equals("acl") ? "the ACL (x-amz-acl, x-amz-grant-*)"
+                    : "the tags (x-amz-tagging)")
+                    + " with the PutObject or CopyObject that writes the object, under its token", s3.resource()));
+        }
+        if (!s3.operation().fenced()) {
             return new Plan.Forward(scope, ex -> forward(ex, p));
         }
+        Optional<String> folded = atomic() || config.distinctKeys() || p.form() != null ? Optional.empty()
+                : foldedKey(s3.key());
+        if (folded.isPresent()) {
+            return new Plan.Refuse(scope, s3Problem(ProblemType.BAD_PATH, 400, "InvalidArgument", "the key '"
+                    + s3.key() + "' may be the same object as '" + folded.get() + "' in the store (file-system "
+                    + "stores, s3proxy's among them, fold them into one file), which is another scope of this policy"
+                    + "; the serialized class refuses writes of such keys unless the policy says the store keeps them"
+                    + " apart (distinct-keys: true)", s3.resource()));
+        }
         return new Plan.Write(List.of(scope), token(exchange, p), keeper(p), ex -> forward(ex, p));
+    }
+
+    /**
+     * The spelling a file-system store may fold a key into when that spelling is another scope: {@code k/} is the
+     * file (or directory) {@code k}, and a backslash is a separator on Windows. Keys that fold within their own
+     * scope ({@code team/dir/} under a prefix scope {@code team/}) are no problem.
+     */
+    Optional<String> foldedKey(String key) {
+        if (key == null) {
+            return Optional.empty();
+        }
+        List<String> folds = new ArrayList<>(2);
+        if (key.endsWith("/")) {
+            folds.add(key.substring(0, key.length() - 1));
+        }
+        if (key.indexOf('\\') >= 0) {
+            String slashes = key.replace('\\', '/');
+            folds.add(slashes.endsWith("/") ? slashes.substring(0, slashes.length() - 1) : slashes);
+        }
+        for (String fold : folds) {
+            if (!fold.isEmpty() && !scopeKey(fold).equals(scopeKey(key))) {
+                return Optional.of(fold);
+            }
+        }
+        return Optional.empty();
     }
 
     /** Who keeps the fence of a write: the proxy's store, the scope held while the request is relayed. */
@@ -216,22 +261,12 @@ public class S3Backend implements Backend {
             return Admitted.refused(400, "KeyTooLongError", "Your key is too long: "
                     + s3.keyProblem().get(), null);
         }
-        if (s3.operation() == S3Request.Operation.UNKNOWN_WRITE) {
-            return Admitted.refused(400, "InvalidArgument", "a " + s3.method() + " of an object with"
-                    + " the query parameters " + s3.query().stream().map(Map.Entry::getKey).toList() + " names no S3"
-                    + " operation the fencing proxy knows; it is refused rather than forwarded unfenced",
-                    s3.resource());
-        }
-        if (s3.operation() == S3Request.Operation.DELETE_OBJECT && s3.param("versionId").isPresent()) {
-            return Admitted.refused(501, "NotImplemented", "deleting one version of an object is"
-                    + " not supported through the fencing proxy", s3.resource());
-        }
         if (s3.operation() == S3Request.Operation.POST_OBJECT) {
             return admitForm(exchange, s3, head);
         }
         ClientAuth.Verified verified = null;
         boolean unsigned = false;
-        if (s3.operation() == S3Request.Operation.PREFLIGHT) {
+        if (s3.method().equals("OPTIONS")) {
             // A browser's CORS preflight is never signed (S3 does not check a signature on OPTIONS) and changes
             // nothing: the store answers it from its CORS configuration when the policy forwards unsigned reads.
             if (!req.headers().contains(HeaderNames.ORIGIN)) {
@@ -259,6 +294,11 @@ public class S3Backend implements Backend {
                 return Admitted.refused(refused.status, refused.code, refused.getMessage(),
                         s3.resource());
             }
+        }
+        // Authenticated (or an unsigned read the policy forwards): now what the request means to the store.
+        Problem table = tableRefusal(exchange, s3, verified);
+        if (table != null) {
+            return new Admitted(null, table);
         }
         for (String carrier : tokenCarriers(exchange.route(), req)) {
             if (verified != null && config.signedToken() && s3.operation().fenced()
@@ -288,6 +328,58 @@ public class S3Backend implements Backend {
         return new Admitted(new Parsed(s3, verified, uploadToken, unsigned), null);
     }
 
+    /**
+     * Why the closed table refuses an authenticated request, or null: an operation outside the table, an
+     * {@code x-amz-*} header its signature does not cover (AWS: 403 "There were headers present in the request which
+     * were not signed") or the table does not know for the operation, a token in the query the policy does not read.
+     */
+    private Problem tableRefusal(Exchange exchange, S3Request s3, ClientAuth.Verified verified) {
+        if (s3.refusal() != null) {
+            return s3Problem(s3.refusal(), s3.resource());
+        }
+        if (s3.operation() == S3Request.Operation.DELETE_OBJECT && s3.param("versionId").isPresent()) {
+            return s3Problem(501, "NotImplemented", "deleting one version of an object is not supported through the"
+                    + " fencing proxy", s3.resource());
+        }
+        ServerRequest req = exchange.request();
+        String tokenHeader = exchange.route().policy().fence().header().toLowerCase(Locale.ROOT);
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        for (Header header : req.headers()) {
+            String name = header.name().toLowerCase(Locale.ROOT);
+            if (!name.equals(tokenHeader)) {
+                names.add(name);
+            }
+        }
+        if (verified != null) {
+            List<String> unsignedAmz = names.stream().filter(n -> n.startsWith("x-amz-")
+                    && !verified.signedHeaders().contains(n)).toList();
+            if (!unsignedAmz.isEmpty()) {
+                return s3Problem(403, "AccessDenied", "There were headers present in the request which were not "
+                        + "signed: " + String.join(", ", unsignedAmz) + ". Every x-amz-* header must be covered by the "
+                        + "signature (" + (s3.presigned() ? "X-Amz-SignedHeaders of the presigned URL"
+                        : "SignedHeaders") + "), as AWS requires", s3.resource());
+            }
+        }
+        boolean copy = names.contains("x-amz-copy-source");
+        List<Map.Entry<String, String>> hoisted = s3.hoisted();
+        if (config.tokenFromMetadata() && s3.operation().fenced()) {
+            // the token, wherever the write is fenced (never relayed)
+            names.remove(TOKEN_META);
+            hoisted = hoisted.stream().filter(h -> !h.getKey().equals(TOKEN_META)).toList();
+        }
+        Optional<S3Table.Refusal> header = S3Table.headers(s3.operation(), names, hoisted, copy);
+        if (header.isPresent()) {
+            return s3Problem(header.get(), s3.resource());
+        }
+        if (s3.hoisted().stream().anyMatch(h -> h.getKey().equals(TOKEN_META)) && !config.tokenFromMetadata()) {
+            return s3Problem(ProblemType.BAD_PARAMETER, 400, "InvalidArgument", "the query parameter " + TOKEN_META
+                    + " is read as the fencing token only under token-from-metadata: true; send the token as the "
+                    + exchange.route().policy().fence().header() + " header (signed), or ask for token-from-metadata",
+                    s3.resource());
+        }
+        return null;
+    }
+
     // ---- browser-form uploads (POST Object) ----
 
     /** The form field that carries a form upload's token (covered by the policy's signature like every field). */
@@ -299,6 +391,14 @@ public class S3Backend implements Backend {
      */
     private Admitted admitForm(Exchange exchange, S3Request s3, boolean head) {
         ServerRequest req = exchange.request();
+        for (Header header : req.headers()) {
+            if (header.name().toLowerCase(Locale.ROOT).startsWith("x-amz-")) {
+                return new Admitted(null, s3Problem(ProblemType.REFUSED_HEADER, 400, "InvalidArgument", "a "
+                        + "browser-form upload's headers are covered by no signature (its policy signs its fields): "
+                        + "the header " + header.name() + " is refused; give what it sets as a form field",
+                        s3.resource()));
+            }
+        }
         String boundary = PostForm.boundary(req.headers().first(HeaderNames.CONTENT_TYPE).orElse(null));
         if (boundary == null) {
             return Admitted.refused(400, "MalformedPOSTRequest", "The body of your POST request is "
@@ -353,7 +453,7 @@ public class S3Backend implements Backend {
                 min = policy.minLength();
                 max = policy.maxLength();
             }
-            Optional<String> keyProblem = formKeyProblem(s3.bucket(), key);
+            Optional<String> keyProblem = FormUploads.keyProblem(s3.bucket(), key);
             if (keyProblem.isPresent()) {
                 throw new S3Refused(400, key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
                         > S3Request.MAX_KEY_BYTES ? "KeyTooLongError" : "InvalidArgument", keyProblem.get());
@@ -373,96 +473,6 @@ public class S3Backend implements Backend {
     }
 
     /**
-     * Why a form's key is refused: empty, over 1024 bytes, or a key the proxy refuses in a path (dot segments,
-     * empty segments: the proxy writes it in a path, where stores and servers may normalise it).
-     */
-    private static Optional<String> formKeyProblem(String bucket, String key) {
-        if (key.isEmpty()) {
-            return Optional.of("the key is empty");
-        }
-        int bytes = key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
-        if (bytes > S3Request.MAX_KEY_BYTES) {
-            return Optional.of("Your key is too long: " + bytes + " bytes of UTF-8; S3 allows at most "
-                    + S3Request.MAX_KEY_BYTES);
-        }
-        String raw = "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(key, false);
-        if (!(io.stockade.policy.RequestTarget.parse(raw, null, false)
-                instanceof io.stockade.policy.RequestTarget.Accepted accepted)) {
-            return Optional.of("the key '" + key + "' is refused as an ambiguous path (empty, '.' or '..' "
-                    + "segments, control characters; docs/request-targets.md)");
-        }
-        List<String> expected = new ArrayList<>();
-        expected.add(bucket);
-        expected.addAll(List.of(key.split("/", -1)));
-        if (key.endsWith("/")) {
-            expected.removeLast();
-        }
-        if (!accepted.target().segments().equals(expected) || accepted.target().trailingSlash() != key.endsWith("/")) {
-            return Optional.of("the key '" + key + "' does not read back as itself in a path");
-        }
-        return Optional.empty();
-    }
-
-    /** The headers a form upload's fields give the object (its type, content headers, ACL, metadata). */
-    static List<Map.Entry<String, String>> formHeaders(Form form) {
-        List<Map.Entry<String, String>> out = new ArrayList<>();
-        for (PostForm.Field f : form.form().fields()) {
-            String name = f.name().toLowerCase(Locale.ROOT);
-            if (name.equals("content-type") || name.equals("cache-control") || name.equals("content-disposition")
-                    || name.equals("content-encoding") || name.equals("expires")
-                    || name.equals("x-amz-storage-class") || name.equals("x-amz-website-redirect-location")
-                    || name.startsWith("x-amz-server-side-encryption")
-                    || (name.startsWith("x-amz-meta-") && !name.equals(TOKEN_META) && !name.equals(DELETED_META))) {
-                out.add(Map.entry(name, f.value()));
-            } else if (name.equals("acl")) {
-                out.add(Map.entry("x-amz-acl", f.value()));
-            }
-        }
-        return out;
-    }
-
-    /** What a successful form upload answers: a redirect, 200, 201 with XML, or 204 (S3's default). */
-    static WriteResult formAnswer(Exchange exchange, Form form, String bucket, String etag) {
-        var res = exchange.response();
-        String quoted = etag == null ? "" : etag;
-        String host = exchange.request().headers().first(HeaderNames.HOST).orElse("localhost");
-        String location = "http://" + host + "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(form.key(), false);
-        String redirect = form.fields().getOrDefault("success_action_redirect", form.fields().get("redirect"));
-        if (!quoted.isEmpty()) {
-            res.header(HeaderNames.ETAG, quoted);
-        }
-        if (redirect != null && !redirect.isBlank()) {
-            String target = redirect + (redirect.contains("?") ? "&" : "?") + "bucket="
-                    + java.net.URLEncoder.encode(bucket, java.nio.charset.StandardCharsets.UTF_8) + "&key="
-                    + java.net.URLEncoder.encode(form.key(), java.nio.charset.StandardCharsets.UTF_8) + "&etag="
-                    + java.net.URLEncoder.encode(quoted, java.nio.charset.StandardCharsets.UTF_8);
-            res.header(HeaderNames.LOCATION, target);
-            res.status(303).send();
-            return new WriteResult.Answered(303);
-        }
-        res.header(HeaderNames.LOCATION, location);
-        String status = form.fields().getOrDefault("success_action_status", "204").trim();
-        switch (status) {
-            case "200" -> {
-                res.status(200).send();
-                return new WriteResult.Answered(200);
-            }
-            case "201" -> {
-                String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>"
-                        + S3Xml.escape(location) + "</Location><Bucket>" + S3Xml.escape(bucket) + "</Bucket><Key>"
-                        + S3Xml.escape(form.key()) + "</Key><ETag>" + S3Xml.escape(quoted) + "</ETag></PostResponse>";
-                res.header(HeaderNames.CONTENT_TYPE, "application/xml");
-                res.status(201).send(xml.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-                return new WriteResult.Answered(201);
-            }
-            default -> {
-                res.status(204).send();
-                return new WriteResult.Answered(204);
-            }
-        }
-    }
-
-    /**
      * A form upload without a fence (mode off or observe, missing: allow): the file is read and written as a plain
      * PutObject, as the other unfenced writes are forwarded.
      */
@@ -474,12 +484,12 @@ public class S3Backend implements Backend {
         }
         try (Spool file = spooled.file()) {
             try (UpstreamResponse response = upstream.send("PUT", p.s3().bucket(), form.key(), List.of(),
-                    formHeaders(form), file.body())) {
+                    FormUploads.headers(form), file.body())) {
                 if (response.status() / 100 != 2) {
                     relayResponse(response, exchange);
                     return new WriteResult.Answered(response.status());
                 }
-                return formAnswer(exchange, form, p.s3().bucket(), response.first("ETag"));
+                return FormUploads.answer(exchange, form, p.s3().bucket(), response.first("ETag"));
             }
         } catch (RuntimeException e) {
             return failure(exchange, e, true);
@@ -567,7 +577,9 @@ public class S3Backend implements Backend {
         if (!config.tokenFromMetadata() || header.equalsIgnoreCase(TOKEN_META)) {
             return FencingToken.parse(header, values);
         }
-        List<String> metadata = req.headers().all(HeaderNames.create(TOKEN_META), List::of);
+        List<String> metadata = new ArrayList<>(req.headers().all(HeaderNames.create(TOKEN_META), List::of));
+        // a presigner of the JS SDK hoists it into the query, where the URL's signature covers it
+        p.s3().hoisted().stream().filter(h -> h.getKey().equals(TOKEN_META)).forEach(h -> metadata.add(h.getValue()));
         if (metadata.isEmpty()) {
             if (values.isEmpty() && p.s3().operation() == S3Request.Operation.COMPLETE_MULTIPART
                     && p.uploadToken().isPresent()) {
@@ -601,6 +613,17 @@ public class S3Backend implements Backend {
      */
     static Problem s3Problem(int status, String code, String message, String resource) {
         Problem problem = Problem.of(kindOf(status, code), message).with(S3_STATUS, status).with(S3_CODE, code);
+        return resource == null ? problem : problem.with(S3_RESOURCE, resource);
+    }
+
+    /** A refusal of the closed table, as the S3 error it is answered with. */
+    static Problem s3Problem(S3Table.Refusal refusal, String resource) {
+        return s3Problem(refusal.kind(), refusal.status(), refusal.code(), refusal.message(), resource);
+    }
+
+    /** An S3 error of a given kind (its status and code alone would map to another). */
+    static Problem s3Problem(ProblemType kind, int status, String code, String message, String resource) {
+        Problem problem = Problem.of(kind, message).with(S3_STATUS, status).with(S3_CODE, code);
         return resource == null ? problem : problem.with(S3_RESOURCE, resource);
     }
 
@@ -743,7 +766,7 @@ public class S3Backend implements Backend {
     WriteResult relay(Exchange exchange, Parsed p, List<Map.Entry<String, String>> extraHeaders) {
         ServerRequest req = exchange.request();
         S3Request s3 = p.s3();
-        List<Map.Entry<String, String>> headers = forwardHeaders(exchange);
+        List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
         headers.addAll(extraHeaders);
         boolean sent = false;
         try {
@@ -852,13 +875,18 @@ public class S3Backend implements Backend {
 
     // ---- headers and bodies ----
 
-    /** The client's headers that go upstream. */
-    List<Map.Entry<String, String>> forwardHeaders(Exchange exchange) {
+    /**
+     * The client's headers that go upstream: the {@code x-amz-*} headers of the table (those the proxy reads itself,
+     * for signing, framing and checksums, and the token's, excepted), the standard headers S3 reads
+     * ({@link S3Table#STANDARD}), and the headers a presigner hoisted into the query. Every other header is not
+     * relayed: the proxy signs its own request upstream, and a header S3 gives no meaning stays with the proxy.
+     */
+    List<Map.Entry<String, String>> forwardHeaders(Exchange exchange, Parsed p) {
         String fencingHeader = exchange.route().policy().fence().header().toLowerCase(Locale.ROOT);
         List<Map.Entry<String, String>> out = new ArrayList<>();
         for (Header header : exchange.request().headers()) {
             String name = header.name().toLowerCase(Locale.ROOT);
-            if (DROPPED.contains(name) || name.equals(fencingHeader) || name.startsWith("x-forwarded-")) {
+            if (!relayed(name) || name.equals(fencingHeader)) {
                 continue;
             }
             String value = String.join(",", header.allValues());
@@ -871,7 +899,20 @@ public class S3Backend implements Backend {
             }
             out.add(Map.entry(name, value));
         }
+        for (Map.Entry<String, String> h : p.s3().hoisted()) {
+            if (relayed(h.getKey())) {
+                out.add(h);
+            }
+        }
         return out;
+    }
+
+    /** Whether a request header (lower case) is relayed upstream. */
+    private static boolean relayed(String name) {
+        if (name.startsWith("x-amz-")) {
+            return !S3Table.CONSUMED.contains(name) && !name.equals(TOKEN_META) && !name.equals(DELETED_META);
+        }
+        return S3Table.STANDARD.contains(name);
     }
 
     /** A client error found while reading the request (S3 code and status). */

@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 
 import io.stockade.policy.RequestTarget;
 
@@ -15,48 +14,61 @@ import io.helidon.webserver.http.ServerRequest;
 
 /**
  * One client request read as S3: the bucket and key (path-style {@code /bucket/key}, or virtual-host-style
- * {@code bucket.<virtual-host>/key}), the decoded query, and the operation.
+ * {@code bucket.<virtual-host>/key}), the decoded query, and the operation its row of the closed table
+ * ({@link S3Table}) names.
  *
- * @param method      the HTTP method, upper case
+ * @param method      the HTTP method, exactly as the client spelled it (S3 methods are upper case)
  * @param bucket      the bucket, or null (ListBuckets)
  * @param key         the object key, decoded, or null (a bucket or service operation)
  * @param decodedPath the request path, percent-decoded, as the client signed it
  * @param query       the decoded query parameters in request order
- * @param operation   what the request does
+ * @param operation   what the request does; null when the table refuses it
+ * @param subresource the sub-resource that names the operation ({@code acl}, {@code lifecycle}...), or null
+ * @param hoisted     the {@code x-amz-*} headers a presigner moved into the query (lower-case names)
+ * @param refusal     null, or why the table refuses the request (answered once the request is authenticated)
  */
 record S3Request(String method, String bucket, String key, String decodedPath,
-                 List<Map.Entry<String, String>> query, Operation operation) {
+                 List<Map.Entry<String, String>> query, Operation operation, String subresource,
+                 List<Map.Entry<String, String>> hoisted, S3Table.Refusal refusal) {
 
     /** The most bytes of UTF-8 an S3 key may have. */
     static final int MAX_KEY_BYTES = 1024;
-    /** Query parameters that name no sub-resource: an object request with only these is a plain object request. */
-    private static final Set<String> PLAIN = Set.of("x-id", "versionId", "partNumber");
 
-    /** What an S3 request does; the fenced ones are the writes of object data. */
+    /** What an S3 request does: one per row (or group of rows) of the closed table. */
     enum Operation {
-        LIST_BUCKETS, BUCKET_OTHER, DELETE_OBJECTS,
-        /** POST Object: a browser-form upload (multipart/form-data, a signed policy document) to a bucket. */
-        POST_OBJECT,
+        /** ListBuckets. */
+        LIST_BUCKETS,
+        /** A read of a bucket: HeadBucket, a bucket sub-resource's GET, ListMultipartUploads. */
+        BUCKET_READ,
         /** ListObjects (v1) or ListObjectsV2: tombstones are hidden from it (atomic class). */
         LIST_OBJECTS,
         /** ListObjectVersions: tombstone versions are hidden from it (atomic class). */
         LIST_OBJECT_VERSIONS,
-        /** DeleteBucket: refused with the reason when only tombstones are left in the bucket (atomic class). */
+        /** CreateBucket, or a PUT, DELETE or POST of a bucket sub-resource: forwarded when the policy names it. */
+        BUCKET_WRITE,
+        /** DeleteBucket: forwarded when the policy names it; refused with the reason when only tombstones are left
+         * in the bucket (atomic class). */
         DELETE_BUCKET,
-        GET_OBJECT, HEAD_OBJECT, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
-        CREATE_MULTIPART, UPLOAD_PART, COMPLETE_MULTIPART, ABORT_MULTIPART, OBJECT_OTHER,
+        DELETE_OBJECTS,
+        /** POST Object: a browser-form upload (multipart/form-data, a signed policy document) to a bucket. */
+        POST_OBJECT,
+        GET_OBJECT, HEAD_OBJECT,
+        /** A read of an object's sub-resource: its ACL, tags, attributes, retention, legal hold, torrent. */
+        OBJECT_READ,
+        PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
+        /** PutObjectAcl, PutObjectTagging, DeleteObjectTagging: fenced on the key's scope (serialized class). */
+        OBJECT_SUBRESOURCE_WRITE,
+        CREATE_MULTIPART, UPLOAD_PART, COMPLETE_MULTIPART, ABORT_MULTIPART, LIST_PARTS,
         /** An OPTIONS request (a browser's CORS preflight): never signed, never fenced. */
-        PREFLIGHT,
-        /** A write to an object whose method or parameters name no operation the proxy knows: refused. */
-        UNKNOWN_WRITE;
+        PREFLIGHT;
 
         /** Whether the operation changes what an object holds (and so needs a token). */
         boolean fenced() {
             return switch (this) {
                 case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, DELETE_OBJECTS,
-                     POST_OBJECT, UNKNOWN_WRITE ->
-                        true;
-                default -> false;
+                     POST_OBJECT, OBJECT_SUBRESOURCE_WRITE -> true;
+                case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
+                     GET_OBJECT, HEAD_OBJECT, OBJECT_READ, UPLOAD_PART, ABORT_MULTIPART, LIST_PARTS, PREFLIGHT -> false;
             };
         }
     }
@@ -69,7 +81,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
      * @throws IllegalArgumentException when the path or query has a malformed escape
      */
     static S3Request of(ServerRequest req, RequestTarget target, String virtualHost) {
-        String method = req.prologue().method().text().toUpperCase(Locale.ROOT);
+        String method = req.prologue().method().text();
         // The bucket and key come from the target's one canonical form, like the scope: never from the raw path.
         String decodedPath = "/" + String.join("/", target.segments())
                 + (target.trailingSlash() && !target.segments().isEmpty() ? "/" : "");
@@ -88,13 +100,17 @@ record S3Request(String method, String bucket, String key, String decodedPath,
             key = slash < 0 || slash == rest.length() - 1 ? null : rest.substring(slash + 1);
         }
         boolean copy = req.headers().contains(HeaderNames.create("x-amz-copy-source"));
-        Operation operation = operation(method, bucket, key, query, copy);
-        if (operation == Operation.BUCKET_OTHER && method.equals("POST") && query.stream().allMatch(e ->
-                e.getKey().equals("x-id")) && req.headers().first(HeaderNames.CONTENT_TYPE).map(t -> t.trim()
-                .toLowerCase(Locale.ROOT).startsWith("multipart/form-data")).orElse(false)) {
-            operation = Operation.POST_OBJECT;
+        S3Table.Target addressed = bucket == null ? S3Table.Target.SERVICE
+                : key == null ? S3Table.Target.BUCKET : S3Table.Target.OBJECT;
+        S3Table.Classified classified = S3Table.classify(method, addressed, query,
+                req.headers().first(HeaderNames.CONTENT_TYPE).orElse(null), copy);
+        Operation operation = classified.operation();
+        if (operation == Operation.PUT_OBJECT && copy) {
+            operation = Operation.COPY_OBJECT;
         }
-        return new S3Request(method, bucket, key, decodedPath, query, operation);
+        String subresource = classified.row() == null ? null : classified.row().subresource();
+        return new S3Request(method, bucket, key, decodedPath, query, classified.refusal() == null ? operation : null,
+                subresource, classified.hoisted(), classified.refusal());
     }
 
     private static String hostBucket(String host, String virtualHost) {
@@ -106,83 +122,6 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         String suffix = "." + virtualHost.toLowerCase(Locale.ROOT);
         return name.endsWith(suffix) && name.length() > suffix.length()
                 ? name.substring(0, name.length() - suffix.length()) : null;
-    }
-
-    private static Operation operation(String method, String bucket, String key, List<Map.Entry<String, String>> q,
-                                       boolean copy) {
-        if (method.equals("OPTIONS")) {
-            return Operation.PREFLIGHT;
-        }
-        if (bucket == null) {
-            return method.equals("GET") ? Operation.LIST_BUCKETS : Operation.BUCKET_OTHER;
-        }
-        if (key == null) {
-            return bucketOperation(method, q);
-        }
-        boolean plain = q.stream().allMatch(e -> PLAIN.contains(e.getKey()) || e.getKey().startsWith("response-")
-                || e.getKey().startsWith("X-Amz-"));
-        // Writes are classified by their exact set of parameters: a write whose parameters name no operation the
-        // proxy knows is refused (UNKNOWN_WRITE), never forwarded unfenced. S3 stores ignore parameters they do
-        // not know, so PUT /b/k?x=1 would otherwise be a PutObject that no fence checked.
-        Set<String> keys = new java.util.TreeSet<>();
-        for (Map.Entry<String, String> e : q) {
-            if (!e.getKey().equals("x-id") && !e.getKey().startsWith("X-Amz-")) {
-                keys.add(e.getKey());
-            }
-        }
-        return switch (method) {
-            case "GET" -> plain ? Operation.GET_OBJECT : Operation.OBJECT_OTHER;
-            case "HEAD" -> plain ? Operation.HEAD_OBJECT : Operation.OBJECT_OTHER;
-            case "PUT" -> keys.isEmpty() ? (copy ? Operation.COPY_OBJECT : Operation.PUT_OBJECT)
-                    : keys.equals(Set.of("uploadId", "partNumber")) ? Operation.UPLOAD_PART
-                    : metadataOnly(keys, Set.of("acl", "tagging", "retention", "legal-hold")) ? Operation.OBJECT_OTHER
-                    : Operation.UNKNOWN_WRITE;
-            case "POST" -> keys.equals(Set.of("uploads")) ? Operation.CREATE_MULTIPART
-                    : keys.equals(Set.of("uploadId")) ? Operation.COMPLETE_MULTIPART
-                    : metadataOnly(keys, Set.of("restore", "select")) ? Operation.OBJECT_OTHER
-                    : Operation.UNKNOWN_WRITE;
-            case "DELETE" -> keys.equals(Set.of("uploadId")) ? Operation.ABORT_MULTIPART
-                    : keys.isEmpty() || keys.equals(Set.of("versionId")) ? Operation.DELETE_OBJECT
-                    : metadataOnly(keys, Set.of("tagging")) ? Operation.OBJECT_OTHER
-                    : Operation.UNKNOWN_WRITE;
-            default -> Operation.UNKNOWN_WRITE;
-        };
-    }
-
-    /** Query parameters of ListObjects (v1) and ListObjectsV2. */
-    private static final Set<String> LIST_PARAMETERS = Set.of("list-type", "prefix", "delimiter", "marker", "max-keys",
-            "continuation-token", "start-after", "fetch-owner", "encoding-type", "x-id", "allow-unordered");
-    /** Query parameters of ListObjectVersions. */
-    private static final Set<String> VERSIONS_PARAMETERS = Set.of("versions", "prefix", "delimiter", "key-marker",
-            "version-id-marker", "max-keys", "encoding-type", "x-id");
-
-    private static Operation bucketOperation(String method, List<Map.Entry<String, String>> q) {
-        Set<String> keys = new java.util.TreeSet<>();
-        for (Map.Entry<String, String> e : q) {
-            if (!e.getKey().startsWith("X-Amz-")) {
-                keys.add(e.getKey());
-            }
-        }
-        return switch (method) {
-            case "POST" -> has(q, "delete") ? Operation.DELETE_OBJECTS : Operation.BUCKET_OTHER;
-            case "GET" -> keys.contains("versions") && VERSIONS_PARAMETERS.containsAll(keys)
-                    ? Operation.LIST_OBJECT_VERSIONS
-                    : LIST_PARAMETERS.containsAll(keys) ? Operation.LIST_OBJECTS : Operation.BUCKET_OTHER;
-            case "DELETE" -> keys.isEmpty() || keys.equals(Set.of("x-id")) ? Operation.DELETE_BUCKET
-                    : Operation.BUCKET_OTHER;
-            default -> Operation.BUCKET_OTHER;
-        };
-    }
-
-    /**
-     * Whether the parameters are one sub-resource of {@code subresources} (optionally with its companions
-     * {@code versionId} and {@code select-type}): a request that changes or reads something beside the object's
-     * data (its ACL, tags, retention, legal hold; a restore or select), which is not fenced.
-     */
-    private static boolean metadataOnly(Set<String> keys, Set<String> subresources) {
-        long named = keys.stream().filter(subresources::contains).count();
-        return named == 1 && keys.stream().allMatch(k -> subresources.contains(k) || k.equals("versionId")
-                || k.equals("select-type"));
     }
 
     static boolean has(List<Map.Entry<String, String>> query, String name) {
@@ -199,7 +138,8 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         for (Map.Entry<String, String> e : query) {
             replaced.add(e.getKey().equals("uploadId") ? Map.entry("uploadId", upstreamId) : e);
         }
-        return new S3Request(method, bucket, key, decodedPath, List.copyOf(replaced), operation);
+        return new S3Request(method, bucket, key, decodedPath, List.copyOf(replaced), operation, subresource, hoisted,
+                refusal);
     }
 
     /** Whether the request reads and changes nothing (GET, HEAD): the only kind an unsigned request may be. */
@@ -212,9 +152,22 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         return has(query, "X-Amz-Signature");
     }
 
-    /** The query without the presigning parameters: what goes upstream. */
+    /**
+     * The query without the presigning parameters and the headers a presigner hoisted into it (those go upstream as
+     * the headers they are): what goes upstream.
+     */
     List<Map.Entry<String, String>> upstreamQuery() {
-        return query.stream().filter(e -> !e.getKey().startsWith("X-Amz-")).toList();
+        return query.stream().filter(e -> !S3Table.UNIVERSAL.contains(e.getKey()) || e.getKey().equals("x-id"))
+                .filter(e -> hoisted.stream().noneMatch(h -> h.getKey().equals(e.getKey()))).toList();
+    }
+
+    /**
+     * The name of the bucket write this is ({@code bucket-writes}: {@code create}, {@code delete} or the
+     * sub-resource), or null when it is none.
+     */
+    String bucketWrite() {
+        return operation == Operation.DELETE_BUCKET ? "delete" : operation != Operation.BUCKET_WRITE ? null
+                : subresource == null ? "create" : subresource;
     }
 
     /** Why the key is refused, if it is. */

@@ -4,7 +4,8 @@
  * decodes aws-chunked bodies while checking chunk signatures and trailing checksums
  * ({@link io.stockade.proxy.backend.s3.PayloadReader}), signs its own upstream requests
  * ({@link io.stockade.proxy.backend.s3.Upstream}, {@link io.stockade.proxy.backend.s3.SigV4}) and answers every
- * refusal as an S3 XML error.
+ * refusal as an S3 XML error. What it forwards is a closed table ({@link io.stockade.proxy.backend.s3.S3Table}):
+ * every (method, target, query parameters, significant header) it forwards is a row, anything else is refused.
  * <p>
  * Two classes: {@link io.stockade.proxy.backend.s3.ConditionalS3Backend} (<em>atomic</em>: one scope per object,
  * the highest token in the object's metadata, writes conditional on the ETag it was read from, deletes leave a
@@ -13,7 +14,8 @@
  * <p>
  * What real tools need besides (issue 15): {@link io.stockade.proxy.backend.s3.Listings} cuts tombstones out of
  * listings; {@link io.stockade.proxy.backend.s3.PostForm}, {@link io.stockade.proxy.backend.s3.PostPolicy} and
- * {@link io.stockade.proxy.backend.s3.Spool} read, judge and hold browser-form uploads (POST Object).
+ * {@link io.stockade.proxy.backend.s3.Spool} read, judge and hold browser-form uploads (POST Object),
+ * {@link io.stockade.proxy.backend.s3.FormUploads} writes and answers them.
  * <p>
  * Depends only on {@code io.stockade.proxy.backend}, {@code fence.ScopeGuard}, {@code http.Problem},
  * {@code token.FencingToken}, {@code upstream} (the proxy's own HTTP client) and the policy model.

@@ -1,0 +1,113 @@
+package io.stockade.proxy.backend.s3;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.WriteResult;
+
+import io.helidon.http.HeaderNames;
+
+/**
+ * What a browser-form upload (POST Object) comes to once its form was read and judged ({@code S3Backend.admitForm}):
+ * the key it may name, the headers its fields give the object, the answer S3 sends.
+ */
+final class FormUploads {
+    private FormUploads() {
+    }
+
+    /**
+     * Why a form's key is refused: empty, over 1024 bytes, or a key the proxy refuses in a path (dot segments,
+     * empty segments: the proxy writes it in a path, where stores and servers may normalise it).
+     */
+    static Optional<String> keyProblem(String bucket, String key) {
+        if (key.isEmpty()) {
+            return Optional.of("the key is empty");
+        }
+        int bytes = key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        if (bytes > S3Request.MAX_KEY_BYTES) {
+            return Optional.of("Your key is too long: " + bytes + " bytes of UTF-8; S3 allows at most "
+                    + S3Request.MAX_KEY_BYTES);
+        }
+        String raw = "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(key, false);
+        if (!(io.stockade.policy.RequestTarget.parse(raw, null, false)
+                instanceof io.stockade.policy.RequestTarget.Accepted accepted)) {
+            return Optional.of("the key '" + key + "' is refused as an ambiguous path (empty, '.' or '..' "
+                    + "segments, control characters; docs/request-targets.md)");
+        }
+        List<String> expected = new ArrayList<>();
+        expected.add(bucket);
+        expected.addAll(List.of(key.split("/", -1)));
+        if (key.endsWith("/")) {
+            expected.removeLast();
+        }
+        if (!accepted.target().segments().equals(expected) || accepted.target().trailingSlash() != key.endsWith("/")) {
+            return Optional.of("the key '" + key + "' does not read back as itself in a path");
+        }
+        return Optional.empty();
+    }
+
+    /** The headers a form upload's fields give the object (its type, content headers, ACL, metadata). */
+    static List<Map.Entry<String, String>> headers(S3Backend.Form form) {
+        List<Map.Entry<String, String>> out = new ArrayList<>();
+        for (PostForm.Field f : form.form().fields()) {
+            String name = f.name().toLowerCase(Locale.ROOT);
+            if (name.equals("content-type") || name.equals("cache-control") || name.equals("content-disposition")
+                    || name.equals("content-encoding") || name.equals("expires")
+                    || name.equals("x-amz-storage-class") || name.equals("x-amz-website-redirect-location")
+                    || name.startsWith("x-amz-server-side-encryption")
+                    || (name.startsWith("x-amz-meta-") && !name.equals(S3Backend.TOKEN_META)
+                    && !name.equals(S3Backend.DELETED_META))) {
+                out.add(Map.entry(name, f.value()));
+            } else if (name.equals("acl")) {
+                out.add(Map.entry("x-amz-acl", f.value()));
+            }
+        }
+        return out;
+    }
+
+    /** What a successful form upload answers: a redirect, 200, 201 with XML, or 204 (S3's default). */
+    static WriteResult answer(Exchange exchange, S3Backend.Form form, String bucket, String etag) {
+        var res = exchange.response();
+        String quoted = etag == null ? "" : etag;
+        String host = exchange.request().headers().first(HeaderNames.HOST).orElse("localhost");
+        String location = "http://" + host + "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(form.key(), false);
+        String redirect = form.fields().getOrDefault("success_action_redirect", form.fields().get("redirect"));
+        if (!quoted.isEmpty()) {
+            res.header(HeaderNames.ETAG, quoted);
+        }
+        if (redirect != null && !redirect.isBlank()) {
+            String target = redirect + (redirect.contains("?") ? "&" : "?") + "bucket="
+                    + java.net.URLEncoder.encode(bucket, java.nio.charset.StandardCharsets.UTF_8) + "&key="
+                    + java.net.URLEncoder.encode(form.key(), java.nio.charset.StandardCharsets.UTF_8) + "&etag="
+                    + java.net.URLEncoder.encode(quoted, java.nio.charset.StandardCharsets.UTF_8);
+            res.header(HeaderNames.LOCATION, target);
+            res.status(303).send();
+            return new WriteResult.Answered(303);
+        }
+        res.header(HeaderNames.LOCATION, location);
+        String status = form.fields().getOrDefault("success_action_status", "204").trim();
+        switch (status) {
+            case "200" -> {
+                res.status(200).send();
+                return new WriteResult.Answered(200);
+            }
+            case "201" -> {
+                String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>"
+                        + S3Xml.escape(location) + "</Location><Bucket>" + S3Xml.escape(bucket) + "</Bucket><Key>"
+                        + S3Xml.escape(form.key()) + "</Key><ETag>" + S3Xml.escape(quoted) + "</ETag></PostResponse>";
+                res.header(HeaderNames.CONTENT_TYPE, "application/xml");
+                res.status(201).send(xml.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                return new WriteResult.Answered(201);
+            }
+            default -> {
+                res.status(204).send();
+                return new WriteResult.Answered(204);
+            }
+        }
+    }
+
+}
