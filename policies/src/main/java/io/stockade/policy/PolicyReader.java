@@ -132,6 +132,9 @@ final class PolicyReader {
     private static boolean addMethod(Field item, String method, Set<String> taken, Set<String> methods) {
         if (!Vocabulary.METHOD_TOKEN.matcher(method).matches()) {
             item.error(notAMethod(method));
+        } else if (Vocabulary.BODY_NAMED_METHODS.containsKey(method)) {
+            item.error(method + " " + Vocabulary.BODY_NAMED_METHODS.get(method) + ", which the proxy does not read,"
+                    + " so that write cannot be fenced on its own scope: no policy takes " + method + "; remove it");
         } else if (!Vocabulary.REGISTERED_METHODS.contains(method)
                 && Suggestions.distance(method, closestRegistered(method)) <= 1) {
             item.error("unknown method '" + method + "'; did you mean '" + closestRegistered(method) + "'? (a method"

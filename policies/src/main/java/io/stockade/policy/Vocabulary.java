@@ -86,6 +86,16 @@ final class Vocabulary {
             "UPDATE", "UPDATEREDIRECTREF", "VERSION-CONTROL");
 
     /**
+     * Methods that change a resource named in their request body, which the proxy does not read: their write cannot
+     * be fenced on the scope it changes, so no policy may take them. Each with why.
+     */
+    static final Map<String, String> BODY_NAMED_METHODS = Map.of(
+            "BIND", "adds a binding named in its request body to another resource (RFC 5842)",
+            "REBIND", "moves a binding named in its request body, removing it from another collection (RFC 5842)",
+            "UNBIND", "removes the member its request body names (RFC 5842)",
+            "MERGE", "merges, and may check in, the resource its request body names (RFC 3253)");
+
+    /**
      * The methods {@code match.methods} may name that are not fenced unless {@code fence.methods} says so: those
      * RFC 9110 and the WebDAV RFCs define as safe (read-only). Every other method a policy names is fenced by
      * default.
