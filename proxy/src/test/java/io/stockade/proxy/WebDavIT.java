@@ -65,6 +65,8 @@ class WebDavIT {
     Path root;
     FrontProxy nginx;
     ProxyFixture proxy;
+    /** Where nginx keeps the 'dav' paths under its root: the upstream URL's base path. */
+    String davBase = "store/";
 
     @BeforeEach
     void startNginx() throws IOException {
@@ -106,7 +108,7 @@ class WebDavIT {
 
     /** A file as nginx holds it, read from its root, not through the proxy ('dav' is under the base path /store). */
     Optional<String> onDisk(String path) throws IOException {
-        Path file = root.resolve((path.startsWith("/dav/") ? "store/" : "") + path.substring(1));
+        Path file = root.resolve((path.startsWith("/dav/") ? davBase : "") + path.substring(1));
         return Files.isRegularFile(file) ? Optional.of(Files.readString(file)) : Optional.empty();
     }
 
@@ -140,6 +142,35 @@ class WebDavIT {
     /** The requests of {@code method} nginx received. */
     List<String> reached(String method) throws InterruptedException {
         return accessLog().stream().filter(line -> line.startsWith(method + " ")).toList();
+    }
+
+    @Test
+    void theShippedExampleFencesCopyAndMoveOnTheTenantsScope() throws Exception {
+        String example = Files.readString(Path.of("..", "policies", "examples", "webdav.yaml"))
+                .replace("./stockade-data/webdav/journal", "${JOURNAL}")
+                .replace("settle: 60s", "settle: 1ms"); // a fresh journal: no write of an earlier run in flight
+        proxy = ProxyFixture.start(dir.resolve("journal"), example,
+                Map.of("DAV_URL", "http://127.0.0.1:" + nginx.port(0)));
+        davBase = "";
+        put("/dav/acme/docs/a.txt", 5, "a v5");
+        put("/dav/beta/x.txt", 3, "x v3");
+
+        Http.Response copy = send("COPY", "/dav/acme/docs/a.txt", "5", "", "Destination: /dav/acme/docs/b.txt");
+        assertTrue(copy.status() == 201 || copy.status() == 204, copy.status() + " " + copy.body());
+        assertEquals(Optional.of("a v5"), onDisk("/dav/acme/docs/b.txt"));
+
+        Http.Response stale = send("MOVE", "/dav/acme/docs/b.txt", "4", "", "Destination: /dav/beta/b.txt");
+        assertEquals(409, stale.status(), stale.body());
+        assertEquals(OptionalLong.of(3), fence("dav/beta"), "the destination's fence did not move");
+        Http.Response move = send("MOVE", "/dav/acme/docs/b.txt", "7", "", "Destination: /dav/beta/b.txt");
+        assertTrue(move.status() == 201 || move.status() == 204, move.status() + " " + move.body());
+        assertEquals(Optional.empty(), onDisk("/dav/acme/docs/b.txt"));
+        assertEquals(Optional.of("a v5"), onDisk("/dav/beta/b.txt"));
+        assertEquals(OptionalLong.of(7), fence("dav/acme"));
+        assertEquals(OptionalLong.of(7), fence("dav/beta"));
+        assertEquals(409, send("PUT", "/dav/beta/x.txt", "6", "zombie").status());
+        assertEquals(404, send("PROPPATCH", "/dav/acme/docs/a.txt", "7", "").status(), "no policy takes it");
+        assertEquals(List.of(), reached("PROPPATCH"));
     }
 
     @ParameterizedTest
