@@ -4,6 +4,8 @@
 # and runs every test (unit tests *Test, integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
+# The proxies the tests start refuse a non-UTF-8 locale (file names); a CI runner's bare environment may be POSIX.
+export LC_ALL=C.UTF-8
 . scripts/lib.sh
 stockade_find_jdk
 stockade_quiet_maven

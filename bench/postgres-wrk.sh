@@ -60,7 +60,7 @@ ${COMMIT:+      commit: $COMMIT}
 YAML
 printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stockade.decision.level=OFF' > "$work/logging.properties"
 # shellcheck disable=SC2086 # PROXY_JAVA_OPTS is a list of options
-"$JAVA_HOME/bin/java" -Xmx1g ${PROXY_JAVA_OPTS:-} -Djava.util.logging.config.file="$work/logging.properties" \
+"$JAVA_HOME/bin/java" -Xmx1g -XX:+ExitOnOutOfMemoryError ${PROXY_JAVA_OPTS:-} -Djava.util.logging.config.file="$work/logging.properties" \
   -jar "$jar" --config "$work/proxy.yaml" > "$work/proxy.out" 2> "$work/proxy.err" & pids+=($!)
 proxy_pid=$!
 stockade_wait_port "$port" "$proxy_pid" "$work/proxy.err"

@@ -110,7 +110,7 @@ policies:
     backend: {type: http, url: "http://127.0.0.1:$upstream_port", settle: 1s, max-connections: 256}
 YAML
   # shellcheck disable=SC2086 # the JVM options are a list of options
-  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g ${4-${PROXY_JAVA_OPTS:-}} -Dstockade.decision.level=OFF \
+  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g -XX:+ExitOnOutOfMemoryError ${4-${PROXY_JAVA_OPTS:-}} -Dstockade.decision.level=OFF \
     -Djava.util.logging.config.file="$work/logging.properties" -jar "${3:-$jar}" --config "$work/$1.yaml" > "$work/$1.out" 2> "$work/$1.err" & pids+=($!)
   eval "port_$1=$port pid_$1=$!"
 }

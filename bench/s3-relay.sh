@@ -119,7 +119,7 @@ policies:
         - {access-key: app-key, secret-key: app-secret}
 YAML
   # shellcheck disable=SC2086 # the JVM options are a list of options
-  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g $3 -Dstockade.decision.level=OFF \
+  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g -XX:+ExitOnOutOfMemoryError $3 -Dstockade.decision.level=OFF \
     -Djava.util.logging.config.file="$work/logging.properties" -jar "$2" --config "$work/$1.yaml" \
     > "$work/$1.out" 2> "$work/$1.err" & pids+=($!)
   eval "port_$1=$port pid_$1=$!"

@@ -294,7 +294,7 @@ EOF
 name: $b
 proxy:
   path: $proxy_path
-  launch: ["$JAVA", "-jar", "$ROOT/proxy/target/stockade-proxy.jar", "--config", "$dir/stockade.yaml"]
+  launch: ["$JAVA", "-XX:+ExitOnOutOfMemoryError", "-jar", "$ROOT/proxy/target/stockade-proxy.jar", "--config", "$dir/stockade.yaml"]
 $target_rest
 lease:
   ttl: 1s

@@ -119,4 +119,55 @@ class LauncherIT {
         }
     }
 
+    /**
+     * Hostile-load report: started with {@code env -i PATH=/usr/bin:/bin} (a service manager's bare environment, a
+     * POSIX locale), the proxy answered 500 for a file named 'é'. The launcher now runs it under a UTF-8 locale,
+     * and a JVM that cannot name such a file refuses to start saying what to set.
+     */
+    @Test
+    void aBareEnvironmentStillNamesUnicodeFiles() throws Exception {
+        int port = io.stockade.testing.FreePorts.next();
+        Path config = dir.resolve("unicode.yaml");
+        Files.writeString(config, """
+                server: {port: %d}
+                store: {type: memory, journal: "%s"}
+                policies:
+                  - name: files
+                    match: {path: "/files/{path...}"}
+                    scope: files/{path}
+                    backend: {type: file, root: "%s"}
+                """.formatted(port, dir.resolve("journal"), dir.resolve("files")));
+        // the JVM alone, under the bare environment: refused, saying what to set
+        Path jar = LAUNCHER.getParent().getParent().resolve("proxy/target/stockade-proxy.jar");
+        ProcessBuilder bare = new ProcessBuilder(io.stockade.testing.Jvm.binary(), "-XX:+ExitOnOutOfMemoryError",
+                "-jar", jar.toString(), "--config", config.toString()).redirectErrorStream(true);
+        bare.environment().clear();
+        bare.environment().put("PATH", "/usr/bin:/bin");
+        Process refused = bare.start();
+        String said = new String(refused.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(refused.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(1, refused.exitValue(), said);
+        assertTrue(said.contains("LC_ALL=C.UTF-8"), said);
+        // through the launcher, under the same environment: it serves 'é'
+        ProcessBuilder launched = new ProcessBuilder(LAUNCHER.toString(), "--config", config.toString())
+                .redirectOutput(dir.resolve("bare.out").toFile()).redirectError(dir.resolve("bare.err").toFile());
+        launched.environment().clear();
+        launched.environment().put("PATH", "/usr/bin:/bin");
+        Process proxy = launched.start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!Files.readString(dir.resolve("bare.out")).contains("Stockade listening")) {
+                assertTrue(proxy.isAlive() && System.nanoTime() < deadline,
+                        "the proxy did not start: " + Files.readString(dir.resolve("bare.err")));
+                Thread.sleep(50);
+            }
+            assertEquals("201", Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
+                    "http://127.0.0.1:" + port + "/files/%C3%A9"));
+            assertEquals("200", Curl.status("http://127.0.0.1:" + port + "/files/%C3%A9"));
+            assertEquals("v5", Files.readString(dir.resolve("files/files/\u00e9")));
+        } finally {
+            proxy.destroy();
+            proxy.waitFor(20, TimeUnit.SECONDS);
+        }
+    }
 }

@@ -48,7 +48,8 @@ class ConformanceIT {
 
     private static List<String> launch(Path policy) {
         String java = ProcessHandle.current().info().command().orElse("java");
-        return List.of(java, "-cp", System.getProperty("java.class.path"), "io.stockade.proxy.Main",
+        return List.of(java, "-XX:+ExitOnOutOfMemoryError", "-cp", System.getProperty("java.class.path"),
+                "io.stockade.proxy.Main",
                 "--config", policy.toString());
     }
 

@@ -47,10 +47,13 @@ final class LimitsReader {
             Optional<Duration> bodyTimeout = limits.optional("body-timeout", Values::duration, d.bodyTimeout());
             Optional<Integer> concurrent = limits.optional("max-concurrent-per-scope",
                     f -> Values.integer(f, 1, 1_000_000, "whole number"), d.maxConcurrentPerScope());
-            if (!Values.allPresent(headers, body, bodyTimeout, concurrent)) {
+            Optional<Long> scopeBytes = limits.optional("max-scope-bytes", f -> Values.size(f, 16, 1L << 16),
+                    (long) d.maxScopeBytes());
+            if (!Values.allPresent(headers, body, bodyTimeout, concurrent, scopeBytes)) {
                 return Optional.empty();
             }
-            return Optional.of(new Policy.Limits(headers.get(), body.get(), bodyTimeout.get(), concurrent.get()));
+            return Optional.of(new Policy.Limits(headers.get(), body.get(), bodyTimeout.get(), concurrent.get(),
+                    scopeBytes.get().intValue()));
         });
     }
 }

@@ -136,25 +136,36 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
      *                              trickled body cannot hold a scope for ever; past it 408
      * @param maxConcurrentPerScope the most requests of this policy in flight on one scope ({@link #UNLIMITED_COUNT}:
      *                              any); more get 503 with {@code Retry-After}
+     * @param maxScopeBytes         the longest scope (UTF-8 bytes) a request may have; a longer one is refused with 414
+     *                              before any fence question, so no client can make a store keep huge names
      */
-    public record Limits(long maxHeaderBytes, long maxBodyBytes, Duration bodyTimeout, int maxConcurrentPerScope) {
+    public record Limits(long maxHeaderBytes, long maxBodyBytes, Duration bodyTimeout, int maxConcurrentPerScope,
+                         int maxScopeBytes) {
         /** No bound on a size. */
         public static final long UNLIMITED = Long.MAX_VALUE;
         /** No bound on a count. */
         public static final int UNLIMITED_COUNT = Integer.MAX_VALUE;
         /** Long enough for a large honest upload on a slow link; short enough that a trickler lets go. */
         public static final Duration DEFAULT_BODY_TIMEOUT = Duration.ofMinutes(5);
+        /** Long enough for a file path (Linux takes 4095 bytes) and an S3 scope (a 1024-byte key and its bucket). */
+        public static final int DEFAULT_MAX_SCOPE_BYTES = 4096;
 
         public Limits {
             Objects.requireNonNull(bodyTimeout, "bodyTimeout");
-            if (maxHeaderBytes < 1 || maxBodyBytes < 1 || maxConcurrentPerScope < 1 || !bodyTimeout.isPositive()) {
+            if (maxHeaderBytes < 1 || maxBodyBytes < 1 || maxConcurrentPerScope < 1 || !bodyTimeout.isPositive()
+                    || maxScopeBytes < 1) {
                 throw new IllegalArgumentException("limits must be positive: " + maxHeaderBytes + ", " + maxBodyBytes
-                        + ", " + bodyTimeout + ", " + maxConcurrentPerScope);
+                        + ", " + bodyTimeout + ", " + maxConcurrentPerScope + ", " + maxScopeBytes);
             }
         }
 
+        /** Limits with the default bound on a scope's length. */
+        public Limits(long maxHeaderBytes, long maxBodyBytes, Duration bodyTimeout, int maxConcurrentPerScope) {
+            this(maxHeaderBytes, maxBodyBytes, bodyTimeout, maxConcurrentPerScope, DEFAULT_MAX_SCOPE_BYTES);
+        }
+
         public static Limits defaults() {
-            return new Limits(UNLIMITED, UNLIMITED, DEFAULT_BODY_TIMEOUT, UNLIMITED_COUNT);
+            return new Limits(UNLIMITED, UNLIMITED, DEFAULT_BODY_TIMEOUT, UNLIMITED_COUNT, DEFAULT_MAX_SCOPE_BYTES);
         }
     }
 

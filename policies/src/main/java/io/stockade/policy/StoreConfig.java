@@ -98,19 +98,70 @@ public sealed interface StoreConfig {
      * @param journal            directory holding the journal segments (created if missing)
      * @param compactAfterBytes  a journal segment larger than this is compacted into a snapshot
      */
-    record Memory(Path journal, long compactAfterBytes) implements StoreConfig {
+    record Memory(Path journal, long compactAfterBytes, long maxScopes, ScopeMemory maxScopeMemory)
+            implements StoreConfig {
         public static final long DEFAULT_COMPACT_AFTER_BYTES = 64L * 1024 * 1024;
+        /** No bound on the count of scopes (the memory bound still applies). */
+        public static final long UNLIMITED_SCOPES = Long.MAX_VALUE;
 
         public Memory {
             Objects.requireNonNull(journal, "journal");
+            Objects.requireNonNull(maxScopeMemory, "maxScopeMemory");
             if (compactAfterBytes <= 0) {
                 throw new IllegalArgumentException("compactAfterBytes must be positive");
             }
+            if (maxScopes < 1) {
+                throw new IllegalArgumentException("maxScopes must be positive");
+            }
+        }
+
+        /** A store with the default bounds: any count of scopes within half of the heap. */
+        public Memory(Path journal, long compactAfterBytes) {
+            this(journal, compactAfterBytes, UNLIMITED_SCOPES, ScopeMemory.DEFAULT);
         }
 
         @Override
         public String type() {
             return "memory";
+        }
+    }
+
+    /**
+     * The most memory the memory store's scopes may take: a fixed number of bytes, or a share of the JVM's maximum
+     * heap ({@code -Xmx}), resolved when the store opens.
+     *
+     * @param bytes   a fixed bound in bytes, or 0 when {@code percent} applies
+     * @param percent a share of the maximum heap, 1..90, or 0 when {@code bytes} applies
+     */
+    record ScopeMemory(long bytes, int percent) {
+        /** Half of the heap: the rest is for requests, buffers and the collector's headroom. */
+        public static final ScopeMemory DEFAULT = new ScopeMemory(0, 50);
+        /** What a share of the heap always leaves to the server itself (its classes, buffers, threads). */
+        public static final long SERVER_RESERVE = 32L << 20;
+
+        public ScopeMemory {
+            if ((bytes > 0) == (percent > 0) || bytes < 0 || percent < 0 || percent > 90) {
+                throw new IllegalArgumentException("give bytes or a percent of 1..90: " + bytes + ", " + percent);
+            }
+        }
+
+        /**
+         * The bound in bytes for a JVM whose maximum heap is {@code maxHeap}: the fixed bytes, or the share of the
+         * heap less what the server itself needs ({@link #SERVER_RESERVE}), whichever is smaller.
+         */
+        public long resolve(long maxHeap) {
+            return bytes > 0 ? bytes : Math.max(0, Math.min(maxHeap / 100 * percent, maxHeap - SERVER_RESERVE));
+        }
+
+        /** The heap in which this bound gives the scopes {@code scopeBytes}. */
+        public long heapFor(long scopeBytes) {
+            return bytes > 0 ? scopeBytes + SERVER_RESERVE
+                    : Math.max(scopeBytes / percent * 100, scopeBytes + SERVER_RESERVE);
+        }
+
+        @Override
+        public String toString() {
+            return bytes > 0 ? Values.bytes(bytes) : percent + "%";
         }
     }
 

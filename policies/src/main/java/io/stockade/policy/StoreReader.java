@@ -39,10 +39,35 @@ final class StoreReader {
         Optional<Path> journal = store.required("journal", Values::path);
         Optional<Long> compactAfter = store.optional("compact-after", Values::size,
                 StoreConfig.Memory.DEFAULT_COMPACT_AFTER_BYTES);
-        if (!Values.allPresent(journal, compactAfter)) {
+        Optional<Long> maxScopes = store.optional("max-scopes",
+                f -> Values.longInteger(f, 1, Long.MAX_VALUE, "whole number"), StoreConfig.Memory.UNLIMITED_SCOPES);
+        Optional<StoreConfig.ScopeMemory> memory = store.optional("max-scope-memory", StoreReader::scopeMemory,
+                StoreConfig.ScopeMemory.DEFAULT);
+        if (!Values.allPresent(journal, compactAfter, maxScopes, memory)) {
             return Optional.empty();
         }
-        return Optional.of(new StoreConfig.Memory(journal.get(), compactAfter.get()));
+        return Optional.of(new StoreConfig.Memory(journal.get(), compactAfter.get(), maxScopes.get(),
+                memory.get()));
+    }
+
+    /** {@code 50%} of the maximum heap (1..90 %), or a size ({@code 512MiB}). */
+    private static Optional<StoreConfig.ScopeMemory> scopeMemory(Field field) {
+        Optional<String> text = field.text();
+        if (text.isPresent() && text.get().endsWith("%")) {
+            String number = text.get().substring(0, text.get().length() - 1).strip();
+            try {
+                int percent = Integer.parseInt(number);
+                if (percent >= 1 && percent <= 90) {
+                    return Optional.of(new StoreConfig.ScopeMemory(0, percent));
+                }
+            } catch (NumberFormatException e) {
+                // refused below
+            }
+            field.error("expected a share of the heap from 1% to 90%, or a size (e.g. 512MiB), got '" + text.get()
+                    + "'");
+            return Optional.empty();
+        }
+        return Values.size(field, 1L << 20, Long.MAX_VALUE).map(bytes -> new StoreConfig.ScopeMemory(bytes, 0));
     }
 
     private static Optional<StoreConfig> etcd(Mapping store) {

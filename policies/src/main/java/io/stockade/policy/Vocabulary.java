@@ -20,7 +20,8 @@ final class Vocabulary {
             "max-body-bytes", "header-timeout", "idle-timeout", "read-timeout");
     static final List<String> SERVER_TLS_KEYS = List.of("keystore", "password", "password-file", "truststore",
             "client-auth");
-    static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after");
+    static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after", "max-scopes",
+            "max-scope-memory");
     static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate", "cache");
     static final List<String> DATASOURCE_KEYS = List.of("url", "user", "password", "password-file", "pool-size",
             "statement-timeout", "connect-timeout");
@@ -31,7 +32,7 @@ final class Vocabulary {
     static final List<String> ADMIN_KEYS = List.of("token", "token-file");
     static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend", "limits");
     static final List<String> POLICY_LIMITS_KEYS = List.of("max-header-bytes", "max-body-bytes", "body-timeout",
-            "max-concurrent-per-scope");
+            "max-concurrent-per-scope", "max-scope-bytes");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance",
             "verify");

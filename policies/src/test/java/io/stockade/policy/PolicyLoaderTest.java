@@ -307,15 +307,16 @@ class PolicyLoaderTest {
         assertEquals(List.of(
                 "test.yaml:2:3: store: missing required key 'journal'",
                 "test.yaml:3:3: store.jornal: unknown key 'jornal'; did you mean 'journal'? valid: type, journal,"
-                        + " compact-after"), errors.stream().map(PolicyError::toString).toList());
+                        + " compact-after, max-scopes, max-scope-memory"),
+                errors.stream().map(PolicyError::toString).toList());
     }
 
     @Test
     void snakeCaseAndCamelCaseKeysAreSteeredToKebabCase() {
         String yaml = MINIMAL.replace("journal: /var/lib/stockade", "journal: /j\n  compactAfter: 1GiB");
 
-        assertEquals("unknown key 'compactAfter'; did you mean 'compact-after'? valid: type, journal, compact-after",
-                errors(yaml, Map.of()).getFirst().message());
+        assertEquals("unknown key 'compactAfter'; did you mean 'compact-after'? valid: type, journal, compact-after,"
+                + " max-scopes, max-scope-memory", errors(yaml, Map.of()).getFirst().message());
     }
 
     @Test
@@ -326,7 +327,8 @@ class PolicyLoaderTest {
         PolicyException e = assertThrows(PolicyException.class, () -> PolicyLoader.parse(yaml, SOURCE, Map.of()));
 
         assertEquals("""
-                test.yaml:3:3: store.extra: unknown key 'extra'; valid: type, journal, compact-after
+                test.yaml:3:3: store.extra: unknown key 'extra'; valid: type, journal, compact-after, max-scopes, \
+                max-scope-memory
                 test.yaml:12:7: policies[0].backend.extra: unknown key 'extra'; valid: type, root""", e.getMessage());
     }
 

@@ -24,6 +24,7 @@ import io.stockade.proxy.backend.s3.S3Backend;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.listener.HttpDate;
 import io.stockade.proxy.listener.ListenerLimits;
 import io.stockade.proxy.listener.ListenerTls;
 import io.stockade.proxy.listener.UnreadBody;
@@ -34,6 +35,7 @@ import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
+import io.stockade.proxy.store.memory.MemoryFenceStore;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import io.helidon.common.tls.TlsClientAuth;
@@ -105,6 +107,14 @@ public final class StockadeServer implements AutoCloseable {
                     guard::activeScopes);
             if (store instanceof CachingFenceStore cache) {
                 metrics.cache(cache::hits, cache::misses, cache::evictions, cache::size);
+            }
+            if (FenceStores.unwrapped(store) instanceof MemoryFenceStore memory) {
+                metrics.gauge("stockade.store.scopes", "Scopes the memory store holds", memory::scopeCount);
+                metrics.gauge("stockade.store.scope.memory.bytes", "Heap the memory store's scopes take (estimated)",
+                        memory::memoryUsed);
+                metrics.gauge("stockade.store.scope.memory.limit.bytes", "The memory store's max-scope-memory,"
+                        + " resolved",
+                        memory::memoryLimit);
             }
             FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime,
                     verifiers);
@@ -195,6 +205,7 @@ public final class StockadeServer implements AutoCloseable {
                         AdminEndpoint admin) {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
+        routing.addFilter(new HttpDate(java.time.Clock.systemUTC()));
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
                 .get(METRICS, (req, res) -> metrics(req, res, metrics));

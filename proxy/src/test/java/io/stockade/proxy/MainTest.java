@@ -109,4 +109,15 @@ class MainTest {
         assertEquals(0, run("--help"));
         assertTrue(out.toString(StandardCharsets.UTF_8).contains("usage:"));
     }
+
+    /** Hostile-load report: under a bare environment the JVM could not name a file and the file backend said 500. */
+    @Test
+    void aJvmThatCannotNameUnicodeFilesOrSurviveAnOutOfMemoryErrorIsRefusedSayingWhatToSet() {
+        assertEquals(null, Main.environmentProblem("UTF-8", true));
+        String ascii = Main.environmentProblem("ANSI_X3.4-1968", true);
+        assertTrue(ascii != null && ascii.contains("LC_ALL=C.UTF-8") && ascii.contains("ANSI_X3.4-1968"), ascii);
+        String oom = Main.environmentProblem("UTF-8", false);
+        assertTrue(oom != null && oom.contains("-XX:+ExitOnOutOfMemoryError"), oom);
+        assertTrue(Main.exitsOnOutOfMemory(), "the test JVMs run as the launchers run the proxy (pom.xml argLine)");
+    }
 }

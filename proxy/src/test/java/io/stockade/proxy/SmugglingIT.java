@@ -144,6 +144,11 @@ class SmugglingIT {
         Http.Response r = raw("PUT /files/d HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\n"
                 + "Transfer-Encoding : chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
         assertEquals(400, r.status());
+        // said in the proxy's words, not the parser's ("Token contains whitespace character at position 17")
+        assertTrue(r.body().contains("header names and methods are tokens") && !r.body().contains("Token contains"),
+                r.body());
+        assertTrue(r.header("Date").orElse("").matches("[A-Z][a-z]{2}, \\d{2} [A-Z][a-z]{2} \\d{4} "
+                + "\\d{2}:\\d{2}:\\d{2} GMT"), "an IMF-fixdate (two-digit day): " + r.header("Date"));
         assertFalse(written("d"));
         assertEquals(-1, highest("files/d"));
     }

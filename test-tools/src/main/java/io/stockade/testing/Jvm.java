@@ -35,6 +35,7 @@ public final class Jvm {
     public static ProcessBuilder java(List<String> jvmOptions, String mainClass, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(binary());
+        cmd.add("-XX:+ExitOnOutOfMemoryError"); // as every launcher of the proxy (it refuses to start without)
         cmd.addAll(jvmOptions);
         cmd.addAll(List.of("-cp", classPath(), mainClass));
         cmd.addAll(List.of(args));

@@ -104,6 +104,7 @@ public final class ListenerLimits {
                 .status(Statuses.of(problem.status()))
                 .headers(headers)
                 .header(HeaderNames.CONTENT_TYPE, "application/problem+json")
+                .header(HeaderNames.DATE, HttpDate.now())
                 .keepAlive(false)
                 .entity(problem.toJson().getBytes(StandardCharsets.UTF_8));
         return response.build();
@@ -122,7 +123,7 @@ public final class ListenerLimits {
      *                        {@code /} (so {@code PRI * HTTP/2.0/} for an HTTP/2 preface after a first request)
      */
     static Problem problemFor(int status, String message, String protocolVersion) {
-        String detail = message == null || message.isBlank() ? "the request could not be read" : message;
+        String detail = message == null || message.isBlank() ? "the request could not be read" : ownWords(message);
         if (status == 400 && HEADER_SIZE_EXCEEDED.equals(message)) {
             return Problem.of(ProblemType.HEADERS_TOO_LARGE, "the request's header lines are larger than the"
                     + " listener's max-header-bytes; nothing was "
@@ -152,6 +153,20 @@ public final class ListenerLimits {
             default -> Problem.of(ProblemType.BAD_REQUEST, detail + " (refused by the listener with " + status + " "
                     + Statuses.of(status).reasonPhrase() + ")");
         };
+    }
+
+    /** Helidon's parser names a header name or a method a "token": said so in words a client can act on. */
+    private static final java.util.regex.Pattern TOKEN =
+            java.util.regex.Pattern.compile("Token contains (\\S+) character at position (\\d+)");
+
+    /** A message of Helidon's parser in the proxy's words, where its own are cryptic. */
+    static String ownWords(String message) {
+        java.util.regex.Matcher m = TOKEN.matcher(message);
+        if (m.find()) {
+            return "a header name or the method has a " + m.group(1) + " character (at position " + m.group(2)
+                    + " of it): header names and methods are tokens (RFC 9110 section 5.6.2); nothing was forwarded";
+        }
+        return message;
     }
 
     private static final java.util.regex.Pattern VERSION =

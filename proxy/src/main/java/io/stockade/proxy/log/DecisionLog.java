@@ -23,9 +23,9 @@ public final class DecisionLog {
     private static final Logger DECISION = Logger.getLogger(DECISIONS);
     private static final Logger AUDIT_LOG = Logger.getLogger(AUDIT);
     private static final int MAX_HOLDER = 128;
-    private static final Set<Outcome> REFUSALS = EnumSet.of(Outcome.STALE, Outcome.MISSING, Outcome.MALFORMED,
-            Outcome.TOO_FAR, Outcome.BAD_REQUEST, Outcome.UNAVAILABLE, Outcome.QUARANTINED, Outcome.NO_POLICY,
-            Outcome.WOULD_REJECT, Outcome.UNKNOWN_OUTCOME);
+    /** Every outcome but a request that went through (or that observe mode judged admissible). */
+    private static final Set<Outcome> REFUSALS = EnumSet.complementOf(EnumSet.of(Outcome.ACCEPTED, Outcome.UNFENCED,
+            Outcome.ALLOWED_WITHOUT_TOKEN, Outcome.OBSERVED));
 
     private DecisionLog() {
     }
@@ -35,15 +35,15 @@ public final class DecisionLog {
         return java.util.List.of(DECISION, AUDIT_LOG);
     }
 
-    /** Writes the decision line, and an audit line when it is a refusal. */
+    /**
+     * One line per request: the decision line; or, when the per-request lines are off
+     * ({@code stockade.decision.level=OFF}), a refusal's audit line, so that refusals are never lost and never
+     * written twice.
+     */
     public static void write(Decision d, long nowNanos) {
-        boolean refusal = REFUSALS.contains(d.outcome);
-        if (!DECISION.isLoggable(Level.INFO) && !(refusal && AUDIT_LOG.isLoggable(Level.INFO))) {
-            return;
-        }
-        String line = json("decision", d, nowNanos);
-        DECISION.info(line);
-        if (refusal) {
+        if (DECISION.isLoggable(Level.INFO)) {
+            DECISION.info(json("decision", d, nowNanos));
+        } else if (REFUSALS.contains(d.outcome) && AUDIT_LOG.isLoggable(Level.INFO)) {
             AUDIT_LOG.info(json("refusal", d, nowNanos));
         }
     }

@@ -85,6 +85,11 @@ public final class ProxyMetrics {
         TIMED_OUT,
         /** Refused: the scope has as many requests in flight as the policy's max-concurrent-per-scope (503). */
         BUSY,
+        /**
+         * Refused: a write of a new scope while the memory store holds as many scopes as its {@code max-scopes} or
+         * {@code max-scope-memory} allow (503); writes of known scopes go on.
+         */
+        SCOPE_LIMIT,
         /** A bug: an exception escaped the pipeline before it decided (500, logged with its stack trace). */
         ERROR;
 

@@ -25,6 +25,7 @@ import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.fence.ScopeLimitException;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.log.Decision;
@@ -343,12 +344,29 @@ public final class FencePipeline implements Handler {
         return true;
     }
 
-    /** plan: the backend reads the request as its storage would and decides; the exchange gets the plan's scope. */
+    /**
+     * plan: the backend reads the request as its storage would and decides; the exchange gets the plan's scope. A
+     * scope longer than the policy's {@code max-scope-bytes} is refused here (414), before any store sees it.
+     */
     private Plan plan(Call call) {
         Plan plan = call.backend.plan(call.exchange);
         if (!plan.scope().equals(call.exchange.scope())) {
             call.exchange = call.exchange.withScope(plan.scope());
             call.decision.scope(plan.scope());
+        }
+        List<String> scopes = switch (plan) {
+            case Plan.Write write -> write.scopes();
+            case Plan.Forward forward -> List.of(forward.scope());
+            case Plan.Refuse refuse -> List.of();
+        };
+        int max = call.policy().limits().maxScopeBytes();
+        for (String scope : scopes) {
+            int bytes = Limits.utf8Length(scope);
+            if (bytes > max) {
+                call.exchange = call.exchange.withScope(Limits.shortened(scope));
+                call.decision.scope(call.exchange.scope());
+                return new Plan.Refuse(call.exchange.scope(), Limits.scopeTooLong(call.policy(), bytes));
+            }
         }
         return plan;
     }
@@ -378,11 +396,12 @@ public final class FencePipeline implements Handler {
             case TOKEN_TOO_FAR -> Outcome.TOO_FAR;
             case UNVERIFIED_TOKEN -> Outcome.UNVERIFIED;
             case NO_POLICY -> Outcome.NO_POLICY;
-            case BODY_TOO_LARGE, HEADERS_TOO_LARGE, REQUEST_LINE_TOO_LONG -> Outcome.TOO_LARGE;
+            case BODY_TOO_LARGE, HEADERS_TOO_LARGE, REQUEST_LINE_TOO_LONG, SCOPE_TOO_LONG -> Outcome.TOO_LARGE;
+            case SCOPE_LIMIT -> Outcome.SCOPE_LIMIT;
             case BODY_TIMEOUT -> Outcome.TIMED_OUT;
             case SCOPE_BUSY -> Outcome.BUSY;
             case SCOPE_QUARANTINED -> Outcome.QUARANTINED;
-            case STORE_UNAVAILABLE, FENCE_UNAVAILABLE, VERIFIER_UNAVAILABLE, DATABASE_UNAVAILABLE, STORAGE_ERROR,
+            case STORE_UNAVAILABLE, VERIFIER_UNAVAILABLE, DATABASE_UNAVAILABLE, STORAGE_ERROR,
                  SHUTTING_DOWN, SLOW_DOWN, BACKEND_UNAVAILABLE, UPSTREAM_UNREACHABLE, STATEMENT_FAILED,
                  ANSWER_UNREADABLE -> Outcome.UNAVAILABLE;
             case UNKNOWN_OUTCOME, UPSTREAM_TIMEOUT, STATEMENT_TIMEOUT -> Outcome.UNKNOWN_OUTCOME;
@@ -579,6 +598,9 @@ public final class FencePipeline implements Handler {
                 scopes.forEach(s -> guard.quarantine(s, call.backend.settle().toNanos()));
             }
             answer(call, token, result, Outcome.ACCEPTED);
+        } catch (ScopeLimitException e) {
+            warn(policy, "scope-limit", e.getMessage());
+            call.refuse(Outcome.SCOPE_LIMIT, Refusals.scopeLimit(scope, e.getMessage()));
         } catch (StoreUnavailableException e) {
             // One line with the cause, at most one a second per policy (every request fails alike while the
             // store is down); the stack only at FINE.
@@ -675,14 +697,15 @@ public final class FencePipeline implements Handler {
                 call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, scope, token, tooFar.highest()));
             }
             case WriteResult.Unavailable unavailable -> {
-                warn(policy, "unavailable", (token < 0 ? "a request to scope '" + scope + "' was not sent: "
-                        : "the fence could not be decided for scope '" + scope + "': ") + unavailable.reason());
+                warn(policy, "unavailable", (token < 0 ? call.method + " " + call.rawPath + " (scope '" + scope
+                        + "') was not sent: " : "the fence could not be decided for scope '" + scope + "': ")
+                        + unavailable.reason());
                 call.refuse(Outcome.UNAVAILABLE, token < 0 ? Refusals.storageUnavailable(scope, unavailable.reason())
                         : Refusals.fenceUnavailable(scope, unavailable.reason()));
             }
             case WriteResult.Unknown unknown -> {
-                warn(policy, "unknown", "the outcome of the " + (token < 0 ? "unfenced request" : "write of token "
-                        + token) + " to scope '" + scope + "' is unknown: " + unknown.reason());
+                warn(policy, "unknown", "the outcome of " + (token < 0 ? call.method + " " + call.rawPath
+                        : "the write of token " + token) + " to scope '" + scope + "' is unknown: " + unknown.reason());
                 call.refuse(Outcome.UNKNOWN_OUTCOME, Refusals.unknownOutcome(policy, scope, token, unknown.reason(),
                         guard.quarantineRemaining(scope) > 0 ? call.backend.settle().toSeconds() : 0));
             }

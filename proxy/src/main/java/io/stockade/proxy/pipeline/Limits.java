@@ -104,12 +104,45 @@ final class Limits {
 
     /** The refusal of a request that found its scope full. */
     static Problem busy(Policy policy, String scope) {
-        return Problem.of(ProblemType.SCOPE_BUSY, "policy '" + policy.name() + "' allows"
-                + " " + policy.limits().maxConcurrentPerScope()
-                                + " requests in flight on one scope (max-concurrent-per-scope) and that many are; "
-                                + "nothing was forwarded, retry later")
+        return Problem.of(ProblemType.SCOPE_BUSY, "policy '" + policy.name() + "' allows "
+                        + policy.limits().maxConcurrentPerScope() + " requests in flight on one scope"
+                        + " (max-concurrent-per-scope) and that many are; nothing was forwarded, retry later")
                 .with("policy", policy.name()).with("scope", scope)
                 .with("maxConcurrentPerScope", policy.limits().maxConcurrentPerScope()).retryAfter(1);
+    }
+
+    /** The refusal of a request whose scope is longer than the policy takes. */
+    static Problem scopeTooLong(Policy policy, int bytes) {
+        return Problem.of(ProblemType.SCOPE_TOO_LONG, "the request's scope is " + bytes + " bytes of UTF-8, more than"
+                        + " policy '" + policy.name() + "' takes (max-scope-bytes " + policy.limits().maxScopeBytes()
+                        + "); nothing was forwarded and no fence was raised")
+                .with("maxScopeBytes", policy.limits().maxScopeBytes());
+    }
+
+    /** The UTF-8 length of a string, without encoding it. */
+    static int utf8Length(String s) {
+        int bytes = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) {
+                bytes++;
+            } else if (c < 0x800) {
+                bytes += 2;
+            } else if (Character.isHighSurrogate(c) && i + 1 < s.length()
+                    && Character.isLowSurrogate(s.charAt(i + 1))) {
+                bytes += 4;
+                i++;
+            } else {
+                bytes += 3;
+            }
+        }
+        return bytes;
+    }
+
+    /** A scope too long to log whole: its first 256 characters and how many more there were. */
+    static String shortened(String scope) {
+        return scope.length() <= 256 ? scope : scope.substring(0, 256) + "...(" + (scope.length() - 256)
+                + " more characters)";
     }
 
     private void leave(String key) {

@@ -85,7 +85,7 @@ final class Refusals {
 
     /** The backend's own fence (the storage's) could not decide. */
     static Problem fenceUnavailable(String scope, String reason) {
-        return unavailable(ProblemType.FENCE_UNAVAILABLE, "the fence could not be decided, "
+        return unavailable(ProblemType.STORE_UNAVAILABLE, "the fence could not be decided, "
                 + "nothing was written: " + reason, scope, 1);
     }
 
@@ -93,6 +93,13 @@ final class Refusals {
     static Problem storageUnavailable(String scope, String reason) {
         return unavailable(ProblemType.STORAGE_ERROR, "the storage could not be reached, nothing was sent: "
                 + reason, scope, 1);
+    }
+
+    /** The memory store holds as many scopes as it may: a write of a new scope waits for an operator. */
+    static Problem scopeLimit(String scope, String reason) {
+        return unavailable(ProblemType.SCOPE_LIMIT, reason + "; nothing was written, and writes of scopes the store"
+                + " already holds go on. An operator raises the store's max-scopes or max-scope-memory (and the"
+                + " heap), or retires scopes no writer uses any more (fence retire)", scope, 60);
     }
 
     static Problem scopeBusy(String scope, long waitedSeconds) {

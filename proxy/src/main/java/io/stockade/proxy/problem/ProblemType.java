@@ -49,6 +49,8 @@ public enum ProblemType {
     BODY_TOO_LARGE(413, "body-too-large", "Request body too large"),
     PATH_TOO_LONG(414, "path-too-long", "Path too long"),
     REQUEST_LINE_TOO_LONG(414, "request-line-too-long", "Request line too long"),
+    /** A scope longer than the policy's {@code max-scope-bytes}: refused before any store keeps its name. */
+    SCOPE_TOO_LONG(414, "scope-too-long", "Scope too long"),
     TOKEN_TOO_FAR(422, "token-too-far", "Token jumps too far"),
     CONSTRAINT_VIOLATION(422, "constraint-violation", "Constraint violated"),
     MISSING_TOKEN(428, "missing-token", "Fencing token required"),
@@ -60,14 +62,15 @@ public enum ProblemType {
     UPSTREAM_UNREACHABLE(502, "upstream-unreachable", "Upstream unreachable"),
     STATEMENT_FAILED(502, "statement-failed", "Statement failed"),
     ANSWER_UNREADABLE(502, "answer-unreadable", "Answer unreadable"),
+    /** The fence store, or the storage that keeps its own fence (a PostgreSQL table, an object's metadata). */
     STORE_UNAVAILABLE(503, "store-unavailable", "Fence store unavailable"),
-    /** The storage's own fence (a PostgreSQL table, an S3 object's metadata) could not decide. */
-    FENCE_UNAVAILABLE(503, "fence-unavailable", "Fence unavailable"),
     VERIFIER_UNAVAILABLE(503, "verifier-unavailable", "Token verifier unavailable"),
     DATABASE_UNAVAILABLE(503, "database-unavailable", "Database unavailable"),
     STORAGE_ERROR(503, "storage-error", "Storage error"),
     SCOPE_BUSY(503, "scope-busy", "Scope busy"),
     SCOPE_QUARANTINED(503, "scope-quarantined", "Scope quarantined"),
+    /** The memory store holds as many scopes as it may; a write of a new scope waits for an operator. */
+    SCOPE_LIMIT(503, "scope-limit", "Scope limit reached"),
     SHUTTING_DOWN(503, "shutting-down", "Shutting down"),
     /** A write that lost a race with another write of the same object at the storage; nothing was written. */
     SLOW_DOWN(503, "slow-down", "Retry the write"),

@@ -28,7 +28,11 @@ public final class FenceStores {
 
     /** The fence-state operations of a store opened here, if its type offers them. */
     public static Optional<FenceAdmin> admin(FenceStore store) {
-        FenceStore s = store instanceof CachingFenceStore c ? c.delegate() : store;
-        return s instanceof FenceAdmin a ? Optional.of(a) : Optional.empty();
+        return unwrapped(store) instanceof FenceAdmin a ? Optional.of(a) : Optional.empty();
+    }
+
+    /** The store behind the token cache, if there is one in front of it. */
+    public static FenceStore unwrapped(FenceStore store) {
+        return store instanceof CachingFenceStore c ? c.delegate() : store;
     }
 }

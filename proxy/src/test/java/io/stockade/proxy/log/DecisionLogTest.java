@@ -31,4 +31,44 @@ class DecisionLogTest {
         assertTrue(line.contains("\"token\":4,\"highest\":5,\"holder\":\"worker-1\",\"outcome\":\"stale\","
                 + "\"status\":409,\"latency_ms\":1.500,\"reason\":\"token 4 is below 5\""), line);
     }
+
+    /** Hostile-load report: every refusal was logged twice, a decision line and a refusal line. */
+    @Test
+    void aRefusalIsOneLineWhetherOrNotThePerRequestLinesAreOn() {
+        java.util.List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                lines.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        java.util.List<java.util.logging.Logger> loggers = DecisionLog.loggers();
+        java.util.logging.Level decisionLevel = loggers.getFirst().getLevel();
+        loggers.forEach(l -> l.addHandler(capture));
+        try {
+            Decision refused = new Decision(0, "PUT", "/a").policy("p", "file", "a").token(1)
+                    .outcome(Outcome.STALE, "stale").status(409);
+            DecisionLog.write(refused, 1);
+            assertEquals(1, lines.size(), lines.toString());
+            assertTrue(lines.getFirst().contains("\"event\":\"decision\""), lines.toString());
+            lines.clear();
+            loggers.getFirst().setLevel(java.util.logging.Level.OFF); // stockade.decision.level=OFF
+            DecisionLog.write(refused, 1);
+            DecisionLog.write(new Decision(0, "PUT", "/a").policy("p", "file", "a").outcome(Outcome.ACCEPTED, null)
+                    .status(201), 1);
+            assertEquals(1, lines.size(), "the refusal, audited; the accepted write, not: " + lines);
+            assertTrue(lines.getFirst().contains("\"event\":\"refusal\""), lines.toString());
+        } finally {
+            loggers.forEach(l -> l.removeHandler(capture));
+            loggers.getFirst().setLevel(decisionLevel);
+        }
+    }
 }

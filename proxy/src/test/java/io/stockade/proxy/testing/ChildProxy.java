@@ -65,6 +65,7 @@ public final class ChildProxy implements AutoCloseable {
         Process process;
         List<String> command = new ArrayList<>();
         command.add(Jvm.binary());
+        command.add("-XX:+ExitOnOutOfMemoryError"); // as every launcher of the proxy (it refuses to start without)
         command.addAll(extraJvmArgs);
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass,
                 "--config", configFile.toAbsolutePath().toString()));

@@ -16,6 +16,7 @@ import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.ScopeLimitException;
 import io.stockade.proxy.fence.StoreUnavailableException;
 
 /**
@@ -83,6 +84,15 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     private final ConcurrentHashMap<String, Entry> states;
     /** Scopes added minus scopes retired since open: the count is {@code replayed.size()} plus this. */
     private final java.util.concurrent.atomic.LongAdder addedSinceOpen = new java.util.concurrent.atomic.LongAdder();
+    /** The heap the scopes added since open take, estimated ({@link #SCOPE_OVERHEAD} plus two bytes a character). */
+    private final java.util.concurrent.atomic.LongAdder memoryAddedSinceOpen =
+            new java.util.concurrent.atomic.LongAdder();
+    /** The most scopes the store may hold ({@code max-scopes}). */
+    private final long maxScopes;
+    /** The most heap its scopes may take ({@code max-scope-memory}, resolved against {@code -Xmx}). */
+    private final long maxMemory;
+    /** What {@code max-scope-memory} said, for messages. */
+    private final String maxMemorySetting;
     private final ConcurrentHashMap<String, FloorEntry> floors;
     /** A copy of {@link #floors} for the request path; replaced (under the floors' lock) on every change. */
     private volatile Map<String, FloorEntry> floorView;
@@ -91,7 +101,17 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     /** Test seam: runs inside the per-scope critical section, right after a raise queued its record. */
     Consumer<String> afterQueueingRaise;
 
-    private MemoryFenceStore(ReplayedScopes replayed, ConcurrentHashMap<String, FloorEntry> floors, Journal journal) {
+    /**
+     * What a scope in the concurrent map costs beyond its characters (the String, its byte array's header, the map
+     * node, the entry): measured ~140 bytes on a 64-bit JVM with compressed references (docs/benchmarks.md).
+     */
+    static final int SCOPE_OVERHEAD = 140;
+
+    private MemoryFenceStore(ReplayedScopes replayed, ConcurrentHashMap<String, FloorEntry> floors, Journal journal,
+                             StoreConfig.Memory config, long maxMemory) {
+        this.maxScopes = config.maxScopes();
+        this.maxMemory = maxMemory;
+        this.maxMemorySetting = config.maxScopeMemory().toString();
         this.replayed = replayed;
         this.states = new ConcurrentHashMap<>();
         this.floors = floors;
@@ -110,25 +130,41 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     }
 
     static MemoryFenceStore open(StoreConfig.Memory config, Journal.ChannelOpener opener) throws IOException {
-        // Sized for the journal's records up front (it still grows if they are more scopes than that).
-        ReplayedScopes replayed = new ReplayedScopes(Segments.expectedRecords(config.journal()));
+        long maxHeap = Runtime.getRuntime().maxMemory();
+        long budget = Math.max(ReplayBudget.ALLOWANCE, config.maxScopeMemory().resolve(maxHeap));
+        ReplayBudget replayBudget = ReplayBudget.check(config, maxHeap, budget);
+        // Sized for the journal's records up front (it still grows if they are more scopes than that), never past
+        // what the budget allows for slots.
+        ReplayedScopes replayed = replayBudget.table();
         ConcurrentHashMap<String, FloorEntry> floors = new ConcurrentHashMap<>();
-        Journal journal = Journal.open(config.journal(), config.compactAfterBytes(), opener,
-                (type, a, off, len, token, version) -> {
-                    switch (type) {
-                        // Per prefix the highest floor wins.
-                        case RecordCodec.TYPE_FLOOR -> floors.merge(new String(a, off, len,
-                                        java.nio.charset.StandardCharsets.UTF_8), new FloorEntry(token, 0),
-                                (old, now) -> now.token() >= old.token() ? now : old);
-                        // Retired only when covered by a floor, journaled earlier; a later state record brings it
-                        // back.
-                        case RecordCodec.TYPE_RETIRE -> replayed.retire(a, off, len);
-                        // Per scope the highest token wins; for equal tokens the later record (a recorded version).
-                        default -> replayed.put(a, off, len, token, version);
-                    }
-                });
+        Journal journal;
+        try {
+            journal = Journal.open(config.journal(), config.compactAfterBytes(), opener,
+                    (type, a, off, len, token, version) -> {
+                        replayBudget.afterRecord(replayed, len);
+                        switch (type) {
+                            // Per prefix the highest floor wins.
+                            case RecordCodec.TYPE_FLOOR -> floors.merge(new String(a, off, len,
+                                            java.nio.charset.StandardCharsets.UTF_8), new FloorEntry(token, 0),
+                                    (old, now) -> now.token() >= old.token() ? now : old);
+                            // Retired only when covered by a floor, journaled earlier; a later state record brings it
+                            // back.
+                            case RecordCodec.TYPE_RETIRE -> replayed.retire(a, off, len);
+                            // Per scope the highest token wins; for equal tokens the later record (a recorded version).
+                            default -> replayed.put(a, off, len, token, version);
+                        }
+                    });
+        } catch (ReplayBudget.Exceeded e) {
+            throw new IOException(e.getMessage());
+        }
+        try {
+            replayBudget.check(replayed);
+        } catch (ReplayBudget.Exceeded e) {
+            journal.close();
+            throw new IOException(e.getMessage());
+        }
         replayed.freeze();
-        MemoryFenceStore store = new MemoryFenceStore(replayed, floors, journal);
+        MemoryFenceStore store = new MemoryFenceStore(replayed, floors, journal, config, budget);
         journal.start(store::snapshot);
         return store;
     }
@@ -151,6 +187,9 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
             }
         }
         Entry current = current(scope);
+        if (current == null) {
+            checkRoomFor(scope);
+        }
         if (current != null && token <= current.token()) {
             // Nothing to change. Tokens never go down, so this read is a linearizable answer.
             Advance answer = FenceRule.admits(token, current.token(), acceptEqual)
@@ -363,6 +402,45 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         return o.retired;
     }
 
+    /**
+     * Refuses a new scope when the store holds as many as it may: never an eviction, which would forget a fence
+     * and let a zombie write. Concurrent writes of new scopes may each pass this check together and go over the
+     * bound by as many as there are of them; the bound is on memory, not a fence, so that is safe.
+     */
+    private void checkRoomFor(String scope) throws ScopeLimitException {
+        long scopes = replayed.size() + addedSinceOpen.sum();
+        if (scopes >= maxScopes) {
+            throw new ScopeLimitException("the memory store holds " + scopes + " scopes, its max-scopes (" + maxScopes
+                    + "); a write of a new scope is refused rather than forget a fence");
+        }
+        long memory = memoryUsed() + cost(scope);
+        if (memory > maxMemory) {
+            throw new ScopeLimitException("the memory store's scopes would take " + memory + " bytes of heap, more than"
+                    + " its max-scope-memory (" + maxMemorySetting + ": " + maxMemory + " bytes); a write of a new"
+                    + " scope is refused rather than forget a fence");
+        }
+    }
+
+    /** The heap a scope added to the concurrent map takes, estimated. */
+    private static long cost(String scope) {
+        return SCOPE_OVERHEAD + 2L * scope.length();
+    }
+
+    /** The heap the scopes take now, estimated: the replayed table and the scopes added since. */
+    public long memoryUsed() {
+        return replayed.footprint() + memoryAddedSinceOpen.sum();
+    }
+
+    /** The most heap the scopes may take ({@code max-scope-memory} resolved against this JVM's maximum heap). */
+    public long memoryLimit() {
+        return maxMemory;
+    }
+
+    /** The scopes the store holds now. */
+    public long scopeCount() {
+        return replayed.size() + addedSinceOpen.sum();
+    }
+
     /** Counters for tests and metrics; cheap, and not a consistent cut across fields. */
     public Stats stats() {
         return new Stats(replayed.size() + addedSinceOpen.sum(), journal.segmentCount(), journal.journalBytes(),
@@ -430,7 +508,11 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
             if (next == current) {
                 return front;
             }
-            addedSinceOpen.add((next != null ? 1 : 0) - (current != null ? 1 : 0));
+            int added = (next != null ? 1 : 0) - (current != null ? 1 : 0);
+            if (added != 0) {
+                addedSinceOpen.add(added);
+                memoryAddedSinceOpen.add(added * cost(k));
+            }
             if (next != null) {
                 return next;
             }

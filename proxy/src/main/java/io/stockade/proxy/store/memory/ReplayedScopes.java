@@ -30,9 +30,17 @@ final class ReplayedScopes {
     /** A slot's token when its scope was retired during the replay (and not written again). */
     private static final long REMOVED = -1;
 
+    /** The first arena chunk: small, so that a small journal costs a small heap; each next one doubles to CHUNK. */
+    private static final int FIRST_CHUNK = 64 * 1024;
+
     private byte[][] chunks = new byte[1][];
     private int chunkCount;
-    private int chunkUsed = CHUNK; // forces a first chunk
+    private int chunkUsed = Integer.MAX_VALUE; // forces a first chunk
+    private int chunkLength;
+    /** Bytes of every arena chunk allocated. */
+    private long arenaBytes;
+    /** Told the footprint the table is about to grow to, before it allocates; may refuse by throwing. */
+    private java.util.function.LongConsumer growth = bytes -> { };
     /** Bits of a slot's meta word that say where its key is: 1 + (chunk << CHUNK_BITS | offset); 0: empty slot. */
     private static final int REF_BITS = 36;
     private static final long REF_MASK = (1L << REF_BITS) - 1;
@@ -54,6 +62,13 @@ final class ReplayedScopes {
         allocate(capacityFor(Math.max(16, expected)));
     }
 
+    /** A table that tells {@code growth} the footprint it is about to reach before each allocation. */
+    ReplayedScopes(int expected, java.util.function.LongConsumer growth) {
+        growth.accept(slotsFootprint(expected));
+        allocate(capacityFor(Math.max(16, expected)));
+        this.growth = growth;
+    }
+
     private static int capacityFor(int scopes) {
         long c = (long) Math.ceil(scopes / TARGET_LOAD) + 1;
         if (c > Integer.MAX_VALUE - 8) {
@@ -73,6 +88,16 @@ final class ReplayedScopes {
 
     int size() {
         return size;
+    }
+
+    /** The heap this table takes now: its arena chunks, its slots and its version references (8 bytes each). */
+    long footprint() {
+        return arenaBytes + (long) table.length * Long.BYTES + (long) versions.length * 8;
+    }
+
+    /** The heap a table sized for {@code scopes} takes before any key is stored. */
+    static long slotsFootprint(int scopes) {
+        return (long) capacityFor(Math.max(16, scopes)) * (2 * Long.BYTES + 8);
     }
 
     // ---- building (the replay) ----
@@ -200,6 +225,7 @@ final class ReplayedScopes {
     }
 
     private void rehash(int newCapacity) {
+        growth.accept(footprint() + (long) newCapacity * (2 * Long.BYTES + 8));
         long[] oldTable = table;
         String[] oldVersions = versions;
         allocate(newCapacity);
@@ -220,11 +246,15 @@ final class ReplayedScopes {
     /** Copies a key into the arena: a varint length, then the bytes. */
     private long store(byte[] a, int off, int len) {
         int need = varintSize(len) + len;
-        if (chunkUsed + need > CHUNK) {
+        if ((long) chunkUsed + need > chunkLength) {
             if (chunkCount == chunks.length) {
                 chunks = Arrays.copyOf(chunks, chunks.length * 2);
             }
-            chunks[chunkCount++] = new byte[CHUNK];
+            int length = (int) Math.min(CHUNK, Math.max(Math.max(FIRST_CHUNK, 2L * chunkLength), need));
+            growth.accept(footprint() + length);
+            chunks[chunkCount++] = new byte[length];
+            chunkLength = length;
+            arenaBytes += length;
             chunkUsed = 0;
         }
         if (((long) chunkCount << CHUNK_BITS) + CHUNK > REF_MASK) {
