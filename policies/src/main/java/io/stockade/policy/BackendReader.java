@@ -24,7 +24,7 @@ final class BackendReader {
                     case "file" -> file(backend);
                     case "postgres" -> PostgresBackendReader.read(backend, path, methods, fence);
                     case "s3" -> s3(backend, scope);
-                    default -> http(backend, path, scope);
+                    default -> http(backend, path, scope, fence);
                 }));
     }
 
@@ -34,11 +34,11 @@ final class BackendReader {
     }
 
     private static Optional<BackendConfig> http(Mapping backend, Optional<PathTemplate> path,
-                                                Optional<ScopeTemplate> scope) {
+                                                Optional<ScopeTemplate> scope, Optional<Policy.Fence> fence) {
         backend.allowOnly(Vocabulary.HTTP_BACKEND_KEYS);
         Optional<URI> url = backend.required("url", Values::httpUrl);
         Optional<BackendConfig.Conditional> conditional = backend.optional("conditional",
-                field -> conditional(field, path, scope), BackendConfig.Conditional.NONE);
+                field -> conditional(field, path, scope, fence), BackendConfig.Conditional.NONE);
         Optional<Duration> connectTimeout = backend.optional("connect-timeout", Values::duration,
                 BackendConfig.Http.DEFAULT_CONNECT_TIMEOUT);
         Optional<Duration> timeout = backend.optional("timeout", Values::duration,
@@ -180,11 +180,27 @@ final class BackendReader {
         });
     }
 
-    /** if-match guards one resource with its ETag, so the scope must name exactly one resource. */
+    /**
+     * if-match guards one resource with its ETag, so the scope must name exactly one resource, and a fenced write
+     * must change only that one: a COPY or MOVE also writes its Destination, whose version an {@code If-Match} on
+     * the source cannot make it conditional on.
+     */
     private static Optional<BackendConfig.Conditional> conditional(Field field, Optional<PathTemplate> path,
-                                                                   Optional<ScopeTemplate> scope) {
+                                                                   Optional<ScopeTemplate> scope,
+                                                                   Optional<Policy.Fence> fence) {
         Optional<BackendConfig.Conditional> conditional =
                 Values.keyword(field, "value", Vocabulary.CONDITIONALS);
+        List<String> twoResources = fence.map(f -> Policy.DESTINATION_METHODS.stream()
+                .filter(f.methods()::contains).sorted().toList()).orElse(List.of());
+        if (conditional.equals(Optional.of(BackendConfig.Conditional.IF_MATCH)) && !twoResources.isEmpty()) {
+            field.error("if-match makes a write conditional on the ETag of the one resource it names, but fence.methods"
+                    + " has " + String.join(" and ", twoResources) + (twoResources.size() == 1
+                    ? ", which also writes the resource its" : ", which also write the resource their")
+                    + " Destination header names, and If-Match cannot make that write conditional on the"
+                    + " destination's version; write conditional: none (serialized: the proxy holds both scopes) or"
+                    + " take " + String.join(" and ", twoResources) + " out of fence.methods");
+            return Optional.empty();
+        }
         if (conditional.equals(Optional.of(BackendConfig.Conditional.IF_MATCH))
                 && path.isPresent() && scope.isPresent()) {
             List<String> unused = path.get().variables().stream()

@@ -136,6 +136,26 @@ public final class PathTemplate {
         return i == decoded.size() ? Optional.of(vars == null ? Map.of() : vars) : Optional.empty();
     }
 
+    /** The name of the greedy variable that ends this template ({@code path} of {@code /files/{path...}}), if any. */
+    public Optional<String> greedyVariable() {
+        Segment last = segments.isEmpty() ? null : segments.getLast();
+        return last != null && last.greedy ? Optional.of(last.variable) : Optional.empty();
+    }
+
+    /**
+     * Whether some path below a path this template matches (the path, then one or more segments more: a member of
+     * the collection it names) may match {@code other}. Conservative for a template that ends with a greedy
+     * variable: the paths it matches are taken along.
+     */
+    public boolean overlapsBelow(PathTemplate other) {
+        if (greedyVariable().isPresent()) {
+            return overlaps(other);
+        }
+        List<Segment> below = new ArrayList<>(segments);
+        below.add(new Segment(null, "", true));
+        return overlaps(below, 0, other.segments, 0);
+    }
+
     /** Whether some path matches both templates. */
     public boolean overlaps(PathTemplate other) {
         return overlaps(segments, 0, other.segments, 0);

@@ -1,7 +1,6 @@
 package io.stockade.policy;
 
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
 
@@ -33,16 +32,30 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
         this(name, match, scope, fence, backend, Limits.defaults());
     }
 
-    /** Whether a request with this method must carry a valid token (before the mode is applied). */
+    /**
+     * The methods that write a second resource, the one their {@code Destination} header names (RFC 4918): a
+     * backend fences both scopes or refuses them.
+     */
+    public static final Set<String> DESTINATION_METHODS = Set.of("COPY", "MOVE");
+
+    /**
+     * Whether a request with this method must carry a valid token (before the mode is applied). Methods are
+     * case-sensitive: {@code put} is not {@code PUT} (the listener hands the pipeline upper-cased methods).
+     */
     public boolean fences(String method) {
-        return fence.methods().contains(method.toUpperCase(Locale.ROOT));
+        return fence.methods().contains(method);
+    }
+
+    /** Whether this policy names {@code method} in {@code match.methods} or {@code fence.methods}. */
+    public boolean names(String method) {
+        return match.methods().contains(method) || fence.methods().contains(method);
     }
 
     /**
      * Which requests a policy handles.
      *
      * @param path    the path template, e.g. {@code /files/{path...}}
-     * @param methods the HTTP methods it takes (upper case); empty means every method
+     * @param methods the HTTP methods it takes (upper-case method tokens); empty means every method
      */
     public record Match(PathTemplate path, Set<String> methods) {
         public Match {
@@ -50,8 +63,9 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
             methods = Set.copyOf(methods);
         }
 
+        /** Whether it takes a request with this method: exactly as spelled (methods are case-sensitive). */
         public boolean matchesMethod(String method) {
-            return methods.isEmpty() || methods.contains(method.toUpperCase(Locale.ROOT));
+            return methods.isEmpty() || methods.contains(method);
         }
     }
 
@@ -59,7 +73,8 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
      * How the token of a request is read and judged.
      *
      * @param header  the header carrying the token (default {@code Fencing-Token})
-     * @param methods the methods that are fenced (default PUT, POST, PATCH, DELETE); others pass unfenced
+     * @param methods the methods that are fenced (default PUT, POST, PATCH, DELETE, or every method match.methods
+     *                names that is not safe); others pass unfenced
      * @param missing what a fenced request without a token gets
      * @param equal   what a token equal to the highest gets
      * @param mode    enforce, observe (forward anyway, count what would be rejected) or off

@@ -69,6 +69,7 @@ final class PolicyReader {
         Policy result = new Policy(name.get(), new Policy.Match(path.get(), methods.get()), scope.get(), fence.get(),
                 backend.get(), limits.get());
         reportOverlaps(result, item, matchField.get());
+        reportCollectionScope(result, policy);
         read.add(new Located(result, item));
         return Optional.of(result);
     }
@@ -108,7 +109,7 @@ final class PolicyReader {
     }
 
     /**
-     * A list of methods, upper-cased.
+     * A list of methods: RFC 9110 method tokens in upper case, each once.
      *
      * @param taken     the methods each must be among (those of match.methods); empty when any will do
      * @param whenEmpty the advice given for an empty list
@@ -128,10 +129,17 @@ final class PolicyReader {
         });
     }
 
-    private static boolean addMethod(Field item, String text, Set<String> taken, Set<String> methods) {
-        String method = text.toUpperCase(Locale.ROOT);
-        if (!Vocabulary.METHODS.contains(method)) {
-            item.error(Suggestions.unknown("method", text, Vocabulary.METHODS));
+    private static boolean addMethod(Field item, String method, Set<String> taken, Set<String> methods) {
+        if (!Vocabulary.METHOD_TOKEN.matcher(method).matches()) {
+            item.error(notAMethod(method));
+        } else if (Vocabulary.BODY_NAMED_METHODS.containsKey(method)) {
+            item.error(method + " " + Vocabulary.BODY_NAMED_METHODS.get(method) + ", which the proxy does not read,"
+                    + " so that write cannot be fenced on its own scope: no policy takes " + method + "; remove it");
+        } else if (!Vocabulary.REGISTERED_METHODS.contains(method)
+                && Suggestions.distance(method, closestRegistered(method)) <= 1) {
+            item.error("unknown method '" + method + "'; did you mean '" + closestRegistered(method) + "'? (a method"
+                    + " outside the IANA HTTP Method Registry is taken as written unless it is one letter away from"
+                    + " a registered one)");
         } else if (!taken.isEmpty() && !taken.contains(method)) {
             item.error(method + " is not in match.methods (" + String.join(", ", ordered(taken))
                     + "): this policy never sees " + method + " requests; add it there or remove it here");
@@ -141,6 +149,29 @@ final class PolicyReader {
             return true;
         }
         return false;
+    }
+
+    /** Why {@code text} is not a method a policy can name, and what to write instead. */
+    private static String notAMethod(String text) {
+        String upper = text.toUpperCase(Locale.ROOT);
+        if (Vocabulary.METHOD_TOKEN.matcher(upper).matches()) {
+            return "'" + text + "' is not upper case: methods are case-sensitive (RFC 9110 section 9.1), and the"
+                    + " listener takes every request's method upper-cased, so only an upper-case name can match;"
+                    + " write '" + upper + "'";
+        }
+        return "'" + text + "' is not an HTTP method: a method is an RFC 9110 token of upper-case letters, digits"
+                + " and !#$%&'*+-.^_`|~ (e.g. PUT, MKCOL, VERSION-CONTROL)";
+    }
+
+    /** The registered method nearest to {@code method}. */
+    private static String closestRegistered(String method) {
+        String best = Vocabulary.REGISTERED_METHODS.getFirst();
+        for (String registered : Vocabulary.REGISTERED_METHODS) {
+            if (Suggestions.distance(method, registered) < Suggestions.distance(method, best)) {
+                best = registered;
+            }
+        }
+        return best;
     }
 
     /**
@@ -180,25 +211,83 @@ final class PolicyReader {
                 defaults.equal(), defaults.mode());
     }
 
-    /** The default fenced methods that the policy takes at all. */
+    /**
+     * The default fenced methods: PUT, POST, PATCH and DELETE for a policy that takes every method; else every
+     * method {@code match.methods} names but the safe ones (GET, HEAD, OPTIONS, TRACE, PROPFIND, REPORT, SEARCH),
+     * so a method named there is a write until the policy says otherwise.
+     */
     private static Set<String> defaultFencedMethods(Set<String> taken) {
-        return taken.isEmpty() ? Policy.Fence.DEFAULT_METHODS : Policy.Fence.DEFAULT_METHODS.stream()
-                .filter(taken::contains).collect(Collectors.toSet());
+        return taken.isEmpty() ? Policy.Fence.DEFAULT_METHODS : taken.stream()
+                .filter(method -> !Vocabulary.SAFE_METHODS.contains(method)).collect(Collectors.toSet());
     }
 
-    /** Reports each earlier policy that can match a request this one matches. */
+    /**
+     * Reports each earlier policy that can match a request this one matches, and each earlier policy whose
+     * resources a COPY or MOVE of the other could write (see {@link #destinationOverlap}).
+     */
     private void reportOverlaps(Policy policy, Field item, Field matchField) {
         for (Located earlier : read) {
             Policy.Match a = earlier.policy().match();
             Policy.Match b = policy.match();
-            if (!a.path().overlaps(b.path())) {
+            Optional<String> shared = a.path().overlaps(b.path()) ? sharedMethods(a.methods(), b.methods())
+                    : Optional.empty();
+            if (shared.isPresent()) {
+                matchField.error(item.path() + " '" + policy.name() + "' can match the same requests as "
+                        + earlier.item().path() + " '" + earlier.policy().name() + "' (paths " + a.path() + " and "
+                        + b.path() + "; " + shared.get() + ")");
                 continue;
             }
-            sharedMethods(a.methods(), b.methods()).ifPresent(methods -> matchField.error(
-                    item.path() + " '" + policy.name() + "' can match the same requests as " + earlier.item().path()
-                            + " '" + earlier.policy().name() + "' (paths " + a.path() + " and " + b.path() + "; "
-                            + methods + ")"));
+            destinationOverlap(earlier.policy(), earlier.item(), policy, item)
+                    .or(() -> destinationOverlap(policy, item, earlier.policy(), earlier.item()))
+                    .ifPresent(matchField::error);
         }
+    }
+
+    /**
+     * A COPY or MOVE writes the resource its {@code Destination} names, and for a collection every resource below
+     * the source and the destination. The proxy takes a Destination only when the same policy matches it, so
+     * {@code writer}'s COPY or MOVE changes only resources no other policy serves: {@code other}'s paths must not
+     * overlap {@code writer}'s, nor lie below them. The problem, if they do.
+     */
+    private static Optional<String> destinationOverlap(Policy writer, Field writerItem, Policy other,
+                                                       Field otherItem) {
+        List<String> writes = Policy.DESTINATION_METHODS.stream().filter(writer::names).sorted().toList();
+        if (writes.isEmpty()) {
+            return Optional.empty();
+        }
+        PathTemplate w = writer.match().path();
+        PathTemplate o = other.match().path();
+        boolean same = w.overlaps(o);
+        if (!same && !w.overlapsBelow(o)) {
+            return Optional.empty();
+        }
+        return Optional.of(writerItem.path() + " '" + writer.name() + "' takes " + String.join(" and ", writes)
+                + (writes.size() == 1 ? ", which writes the resource its" : ", which write the resource their")
+                + " Destination header names"
+                + (same ? "" : " and, for a collection, every resource below it") + "; " + otherItem.path() + " '"
+                + other.name() + "' serves paths " + (same ? "that " + w + " matches too" : "below " + w) + " ("
+                + o + "), whose fence such a write would not hold: give the policies paths that do not overlap, or"
+                + " take " + String.join(" and ", writes) + " out of '" + writer.name() + "'");
+    }
+
+    /**
+     * A policy that takes COPY or MOVE over a path template ending in a greedy variable must not use that variable
+     * in its scope: a COPY or MOVE of a collection ({@code /dav/c}) changes every member ({@code /dav/c/a}), whose
+     * scope would be another one ({@code dav/c/a}) that the write does not hold.
+     */
+    private static void reportCollectionScope(Policy policy, Mapping mapping) {
+        List<String> writes = Policy.DESTINATION_METHODS.stream().filter(policy::names).sorted().toList();
+        Optional<String> greedy = policy.match().path().greedyVariable();
+        if (writes.isEmpty() || greedy.isEmpty() || !policy.scope().variables().contains(greedy.get())) {
+            return;
+        }
+        mapping.get("scope").ifPresent(field -> field.error("'" + policy.name() + "' takes "
+                + String.join(" and ", writes) + (writes.size() == 1 ? ", which on a collection changes"
+                : ", which on a collection change") + " every resource below it, but scope '"
+                + policy.scope() + "' uses {" + greedy.get() + "}, so a member has another scope than its collection"
+                + " and such a write would not hold it; use a scope without {" + greedy.get() + "} (one fence for"
+                + " the subtree), a path template without a greedy variable (/dav/{dir}/{name}), or take "
+                + String.join(" and ", writes) + " out of the policy"));
     }
 
     /** The methods two matches both take, as text ("methods PUT, DELETE" or "every method"); empty if none. */
@@ -206,14 +295,16 @@ final class PolicyReader {
         if (a.isEmpty() && b.isEmpty()) {
             return Optional.of("every method");
         }
-        List<String> shared = Vocabulary.METHODS.stream()
-                .filter(m -> (a.isEmpty() || a.contains(m)) && (b.isEmpty() || b.contains(m)))
-                .toList();
-        return shared.isEmpty() ? Optional.empty() : Optional.of("methods " + String.join(", ", shared));
+        Set<String> shared = a.isEmpty() ? b : b.isEmpty() ? a
+                : a.stream().filter(b::contains).collect(Collectors.toSet());
+        return shared.isEmpty() ? Optional.empty() : Optional.of("methods " + String.join(", ", ordered(shared)));
     }
 
-    /** The methods in the order of {@link Vocabulary#METHODS}. */
+    /** The methods in the order of {@link Vocabulary#REGISTERED_METHODS}, then the others in text order. */
     private static List<String> ordered(Set<String> methods) {
-        return Vocabulary.METHODS.stream().filter(methods::contains).toList();
+        List<String> ordered = new ArrayList<>(Vocabulary.REGISTERED_METHODS.stream()
+                .filter(methods::contains).toList());
+        methods.stream().filter(m -> !Vocabulary.REGISTERED_METHODS.contains(m)).sorted().forEach(ordered::add);
+        return ordered;
     }
 }

@@ -6,6 +6,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
 
 /**
  * Every key and keyword of the policy file format in one place. The JSON schema test checks
@@ -64,8 +66,43 @@ final class Vocabulary {
             "max-connections", "tls", "bucket-writes", "distinct-keys");
     static final List<String> S3_CLIENT_KEYS = List.of("access-key", "secret-key");
 
-    /** The methods a policy can take, in the order messages list them. */
+    /** The methods a postgres policy can declare statements for, in the order messages list them. */
     static final List<String> METHODS = List.of("GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS");
+
+    /**
+     * What {@code match.methods} and {@code fence.methods} take: an RFC 9110 method token, upper case only. Methods
+     * are case-sensitive; the listener reads a request's method case-insensitively and forwards it upper-cased, so
+     * only an upper-case name can ever meet a request.
+     */
+    static final Pattern METHOD_TOKEN = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Z-]+");
+
+    /**
+     * The methods of the IANA HTTP Method Registry (RFC 9110, the WebDAV family, RFC 5789), in the order messages
+     * list them. Any other token is taken as written, unless it is one edit away from one of these (a typo).
+     */
+    static final List<String> REGISTERED_METHODS = List.of("GET", "HEAD", "PUT", "POST", "PATCH", "DELETE", "OPTIONS",
+            "TRACE", "CONNECT", "COPY", "MOVE", "MKCOL", "PROPFIND", "PROPPATCH", "LOCK", "UNLOCK", "SEARCH", "REPORT",
+            "ACL", "BASELINE-CONTROL", "BIND", "CHECKIN", "CHECKOUT", "LABEL", "LINK", "MERGE", "MKACTIVITY",
+            "MKCALENDAR", "MKREDIRECTREF", "MKWORKSPACE", "ORDERPATCH", "REBIND", "UNBIND", "UNCHECKOUT", "UNLINK",
+            "UPDATE", "UPDATEREDIRECTREF", "VERSION-CONTROL");
+
+    /**
+     * Methods that change a resource named in their request body, which the proxy does not read: their write cannot
+     * be fenced on the scope it changes, so no policy may take them. Each with why.
+     */
+    static final Map<String, String> BODY_NAMED_METHODS = Map.of(
+            "BIND", "adds a binding named in its request body to another resource (RFC 5842)",
+            "REBIND", "moves a binding named in its request body, removing it from another collection (RFC 5842)",
+            "UNBIND", "removes the member its request body names (RFC 5842)",
+            "MERGE", "merges, and may check in, the resource its request body names (RFC 3253)");
+
+    /**
+     * The methods {@code match.methods} may name that are not fenced unless {@code fence.methods} says so: those
+     * RFC 9110 and the WebDAV RFCs define as safe (read-only). Every other method a policy names is fenced by
+     * default.
+     */
+    static final Set<String> SAFE_METHODS = Set.of("GET", "HEAD", "OPTIONS", "TRACE", "PROPFIND", "REPORT",
+            "SEARCH");
 
     static final List<String> STORE_TYPES = List.of("memory", "postgres", "etcd");
     static final List<String> BACKEND_TYPES = List.of("file", "http", "postgres", "s3");

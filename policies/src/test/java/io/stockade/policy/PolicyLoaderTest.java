@@ -173,9 +173,9 @@ class PolicyLoaderTest {
                 store: {type: memory, journal: ./j, compact-after: 512KiB}
                 policies:
                   - name: docs
-                    match: {path: "/docs/{id}", methods: [get, put]}
+                    match: {path: "/docs/{id}", methods: [GET, PUT]}
                     scope: docs/{id}
-                    fence: {header: X-Token, methods: [put], missing: allow, equal: reject, mode: off}
+                    fence: {header: X-Token, methods: [PUT], missing: allow, equal: reject, mode: off}
                     backend:
                       type: http
                       url: https://upstream.example:8443/base
@@ -216,6 +216,73 @@ class PolicyLoaderTest {
                 + "      methods: [GET, PUT, DELETE]")).policies().getFirst();
 
         assertEquals(Set.of("PUT", "DELETE"), policy.fence().methods());
+    }
+
+    @Test
+    void anyMethodTokenCanBeNamedAndEveryMethodNamedButTheSafeOnesIsFencedByDefault() throws Exception {
+        Policy policy = parse(MINIMAL.replace("path: /files/{path...}", "path: /files/{path...}\n"
+                + "      methods: [GET, HEAD, PUT, MKCOL, PROPFIND, PROPPATCH, PURGE, VERSION-CONTROL, OPTIONS]"))
+                .policies().getFirst();
+
+        assertEquals(Set.of("GET", "HEAD", "PUT", "MKCOL", "PROPFIND", "PROPPATCH", "PURGE", "VERSION-CONTROL",
+                "OPTIONS"), policy.match().methods());
+        assertEquals(Set.of("PUT", "MKCOL", "PROPPATCH", "PURGE", "VERSION-CONTROL"), policy.fence().methods());
+    }
+
+    @Test
+    void withoutMatchMethodsTheDefaultFenceStaysTheFourWriteMethods() throws Exception {
+        assertEquals(Set.of("PUT", "POST", "PATCH", "DELETE"), parse(MINIMAL).policies().getFirst().fence().methods());
+    }
+
+    @Test
+    void methodsAreMatchedAndFencedExactlyAsSpelled() throws Exception {
+        StockadeConfig config = parse(MINIMAL.replace("path: /files/{path...}", "path: /files/{path...}\n"
+                + "      methods: [GET, PUT]"));
+        Policy policy = config.policies().getFirst();
+
+        assertTrue(config.route("PUT", "/files/a").isPresent());
+        assertTrue(config.route("put", "/files/a").isEmpty(), "put is another method than PUT");
+        assertTrue(policy.fences("PUT"));
+        assertFalse(policy.fences("put"));
+        assertFalse(policy.fences("Put"));
+    }
+
+    @Test
+    void policiesOnOnePathSplitByMethodsOutsideTheOldSevenStillOverlapWhenTheyShareOne() {
+        List<PolicyError> errors = errors("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: a
+                    match: {path: "/x/{id}", methods: [GET, PURGE]}
+                    scope: x/{id}
+                    backend: {type: http, url: http://127.0.0.1:9000}
+                  - name: b
+                    match: {path: "/x/{id}", methods: [PURGE, MKCOL]}
+                    scope: x/{id}
+                    backend: {type: http, url: http://127.0.0.1:9000}
+                """, Map.of());
+
+        assertEquals(1, errors.size(), errors.toString());
+        assertTrue(errors.getFirst().message().endsWith("(paths /x/{id} and /x/{id}; methods PURGE)"),
+                errors.toString());
+    }
+
+    @Test
+    void copyAndMoveWithPerResourceScopesOverATemplateWithoutAGreedyVariableAreTaken() throws Exception {
+        Policy policy = parse("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: dav
+                    match: {path: "/dav/{dir}/{name}", methods: [GET, HEAD, PUT, DELETE, COPY, MOVE]}
+                    scope: dav/{dir}/{name}
+                    backend: {type: http, url: http://127.0.0.1:9000/}
+                  - name: other
+                    match: {path: "/other/{name}"}
+                    scope: other/{name}
+                    backend: {type: http, url: http://127.0.0.1:9000/}
+                """).policies().getFirst();
+
+        assertEquals(Set.of("PUT", "DELETE", "COPY", "MOVE"), policy.fence().methods());
     }
 
     @Test

@@ -17,7 +17,8 @@ import io.stockade.testing.FreePorts;
 /**
  * A real reverse proxy in front of Stockade, from the Debian packages ({@code haproxy}, {@code nginx-light}), run as a
  * child process in the foreground on free loopback ports with its configuration and logs in a temporary directory,
- * and killed by its PID (and its workers') on {@link #close()}. Installs nothing: {@code ./test.sh} installs the
+ * and killed by its PID (and its workers') on {@link #close()}. nginx also serves as a real WebDAV storage behind
+ * Stockade ({@link #webdav}). Installs nothing: {@code ./test.sh} installs the
  * packages; tests skip when {@link #haproxyBinary()} or {@link #nginxBinary()} is empty.
  */
 public final class FrontProxy implements AutoCloseable {
@@ -137,6 +138,78 @@ public final class FrontProxy implements AutoCloseable {
         Path bin = nginxBinary().orElseThrow(() -> new IllegalStateException("nginx is not installed"));
         return start("nginx", dir, List.of(bin.toString(), "-p", dir.toString(),
                 "-e", dir.resolve("error.log").toString(), "-c", file.toString()), ports);
+    }
+
+    /**
+     * nginx as a WebDAV server (its {@code ngx_http_dav_module}, built into Debian's package: {@code nginx -V} says
+     * {@code --with-http_dav_module}) serving {@code root} on a free loopback port, {@link #port(int) port(0)}, with
+     * {@code dav_methods PUT DELETE MKCOL COPY MOVE} and {@code create_full_put_path on}. Every request that
+     * reaches it is one line of {@link #accessLog()}: method, target, status and the Destination header.
+     */
+    public static FrontProxy webdav(Path dir, Path root) {
+        int port = FreePorts.next();
+        String user = System.getProperty("user.name");
+        String config = """
+                user %s;
+                worker_processes 1;
+                daemon off;
+                master_process on;
+                pid %s/nginx.pid;
+                error_log %s/error.log info;
+                events { worker_connections 128; }
+                http {
+                    log_format dav '$request_method $request_uri $status "$http_destination"';
+                    access_log %s/access.log dav;
+                    client_body_temp_path %s/body;
+                    proxy_temp_path %s/proxy;
+                    fastcgi_temp_path %s/fastcgi;
+                    uwsgi_temp_path %s/uwsgi;
+                    scgi_temp_path %s/scgi;
+                    server {
+                        listen 127.0.0.1:%d;
+                        root %s;
+                        location / {
+                            dav_methods PUT DELETE MKCOL COPY MOVE;
+                            create_full_put_path on;
+                            dav_access user:rw group:rw all:r;
+                            client_max_body_size 16m;
+                        }
+                    }
+                }
+                """.formatted(user, dir, dir, dir, dir, dir, dir, dir, dir, port, root);
+        Path file = write(dir.resolve("nginx.conf"), config);
+        Path bin = nginxBinary().orElseThrow(() -> new IllegalStateException("nginx is not installed"));
+        return start("nginx", dir, List.of(bin.toString(), "-p", dir.toString(),
+                "-e", dir.resolve("error.log").toString(), "-c", file.toString()), List.of(port));
+    }
+
+    /** Whether the installed nginx has the WebDAV module ({@code nginx -V} lists {@code --with-http_dav_module}). */
+    public static boolean nginxHasDav() {
+        Optional<Path> bin = nginxBinary();
+        if (bin.isEmpty()) {
+            return false;
+        }
+        try {
+            Process p = new ProcessBuilder(bin.get().toString(), "-V").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            p.waitFor(10, TimeUnit.SECONDS);
+            return out.contains("--with-http_dav_module");
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** The lines of nginx's access log ({@link #webdav}: every request that reached it), none when it has none. */
+    public List<String> accessLog() {
+        Path file = log.resolveSibling("access.log");
+        try {
+            return Files.exists(file) ? Files.readAllLines(file, StandardCharsets.UTF_8) : List.of();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     private static Path write(Path file, String text) {

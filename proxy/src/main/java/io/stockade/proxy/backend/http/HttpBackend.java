@@ -64,6 +64,9 @@ public final class HttpBackend implements Backend {
     private static final Logger LOG = Logger.getLogger(HttpBackend.class.getName());
     private static final HeaderName X_FORWARDED_FOR = HeaderNames.create("X-Forwarded-For");
     private static final HeaderName FORWARDED = HeaderNames.create("Forwarded");
+    private static final HeaderName DESTINATION = HeaderNames.create("Destination");
+    private static final HeaderName DEPTH = HeaderNames.create("Depth");
+    private static final HeaderName OVERWRITE = HeaderNames.create("Overwrite");
 
     /** The largest copy buffer of a request body (a small body gets one of its declared length). */
     private static final int BODY_BUFFER = 64 * 1024;
@@ -108,49 +111,138 @@ public final class HttpBackend implements Backend {
     }
 
     /**
-     * The http backend's closed table: the methods the policy fences are fenced writes of the request's scope
-     * (serialized, or conditional on {@code If-Match} with {@code conditional: if-match}); {@code GET} and
-     * {@code HEAD}, and any other method the policy names in {@code match.methods}, are forwarded without a token;
-     * every other method is 405 before the upstream sees it (a WebDAV {@code COPY} the policy never named is not
-     * relayed).
+     * The http backend's closed table, read in this order:
+     * <ol>
+     *     <li>the method: {@code GET} and {@code HEAD}, the methods the policy names in {@code match.methods}, and
+     *     the methods it fences; any other is 405 with {@code Allow} (a WebDAV {@code COPY} the policy never named
+     *     is not relayed);</li>
+     *     <li>headers that would make the storage run another method or reach another target than the request
+     *     line's ({@link RefusedHeaders}): 400 {@code refused-header};</li>
+     *     <li>{@code COPY} and {@code MOVE} write a second resource, the one their {@code Destination} names: it
+     *     must be a path of the same policy ({@link Destination}, else 400 {@code bad-destination}); a fenced one is
+     *     a write of both scopes, serialized (the {@code if-match} class cannot make it conditional on the
+     *     destination's version: 501), and the upstream gets the destination as its own URL of the canonical
+     *     path. {@code Depth} must be {@code 0} or {@code infinity} and {@code Overwrite} {@code T} or {@code F}
+     *     when present. A {@code Destination} on any other method is 400;</li>
+     *     <li>a fenced method is a write of the request's scope (serialized, or conditional on {@code If-Match}
+     *     with {@code conditional: if-match}); any other method in the table is forwarded without a token.</li>
+     * </ol>
      */
     @Override
     public Plan plan(Exchange exchange) {
-        String method = exchange.request().prologue().method().text();
+        ServerRequest req = exchange.request();
+        String method = req.prologue().method().text();
         Policy policy = exchange.route().policy();
         String scope = exchange.scope();
-        if (policy.fences(method)) {
+        boolean fenced = policy.fences(method);
+        if (!fenced && !READS.contains(method) && !policy.match().methods().contains(method)) {
+            String allowed = String.join(", ", allowed(policy));
+            return new Plan.Refuse(scope, Problem.of(ProblemType.METHOD_NOT_ALLOWED, "policy '" + policy.name()
+                    + "' forwards " + allowed + "; " + method + " is not among them, so it is not sent to the"
+                    + " upstream (name it in match.methods, or in fence.methods to fence it)")
+                    .header("Allow", allowed));
+        }
+        Optional<Problem> refused = RefusedHeaders.refusal(req.headers(), exchange.route().target().query());
+        if (refused.isPresent()) {
+            return new Plan.Refuse(scope, refused.get());
+        }
+        List<String> destination = req.headers().all(DESTINATION, List::of);
+        if (Policy.DESTINATION_METHODS.contains(method)) {
+            return twoResources(exchange, method, fenced, destination);
+        }
+        if (!destination.isEmpty()) {
+            return new Plan.Refuse(scope, Problem.of(ProblemType.BAD_DESTINATION, "a Destination header is taken on"
+                    + " COPY and MOVE only; a " + method + " with one is refused, since the upstream might act on"
+                    + " it: send the request without Destination"));
+        }
+        if (fenced) {
             Keeper keeper = config.conditional() == BackendConfig.Conditional.IF_MATCH
-                    ? new Keeper.Conditional(this::conditionalWrite) : new Keeper.Serialized(this::serializedWrite);
-            return new Plan.Write(List.of(scope), Backend.headerToken(exchange), keeper, this::forward);
+                    ? new Keeper.Conditional(this::conditionalWrite)
+                    : new Keeper.Serialized((ex, admission) -> serializedWrite(ex, null));
+            return new Plan.Write(List.of(scope), Backend.headerToken(exchange), keeper, ex -> forward(ex, null));
         }
-        if (READS.contains(method) || policy.match().methods().contains(method)) {
-            return new Plan.Forward(scope, this::forward);
-        }
-        String allowed = String.join(", ", allowed(policy));
-        return new Plan.Refuse(scope, Problem.of(ProblemType.METHOD_NOT_ALLOWED, "policy '" + policy.name()
-                + "' forwards " + allowed + "; " + method + " is not among them, so it is not sent to the upstream"
-                + " (name it in match.methods, or in fence.methods to fence it)").header("Allow", allowed));
+        return new Plan.Forward(scope, ex -> forward(ex, null));
     }
 
-    /** The methods a policy forwards: the reads, the methods it names, the methods it fences. */
+    /**
+     * A {@code COPY} or {@code MOVE}: the request's resource and its destination, both fenced when the policy
+     * fences the method; the upstream gets the destination as its own URL.
+     */
+    private Plan twoResources(Exchange exchange, String method, boolean fenced, List<String> values) {
+        ServerRequest req = exchange.request();
+        Policy policy = exchange.route().policy();
+        String scope = exchange.scope();
+        Optional<Problem> badHeader = depthAndOverwrite(req, method);
+        if (badHeader.isPresent()) {
+            return new Plan.Refuse(scope, badHeader.get());
+        }
+        Destination.Found found;
+        switch (Destination.read(values, req.authority(), req.isSecure(), policy)) {
+            case Destination.Refused refused -> {
+                return new Plan.Refuse(scope, Problem.of(ProblemType.BAD_DESTINATION, refused.reason()
+                        + "; nothing was sent to the upstream"));
+            }
+            case Destination.Found f -> found = f;
+        }
+        String upstreamDestination = config.url().getScheme() + "://" + authority
+                + found.target().upstreamTarget(basePath);
+        if (!fenced) {
+            return new Plan.Forward(scope, ex -> forward(ex, upstreamDestination));
+        }
+        if (config.conditional() == BackendConfig.Conditional.IF_MATCH) {
+            return new Plan.Refuse(scope, Problem.of(ProblemType.NOT_SUPPORTED, "a fenced " + method + " writes its"
+                    + " Destination too, and conditional: if-match cannot make that write conditional on the"
+                    + " destination's version; fence " + method + " with conditional: none"));
+        }
+        List<String> scopes = found.scope().equals(scope) ? List.of(scope) : List.of(scope, found.scope());
+        return new Plan.Write(scopes, Backend.headerToken(exchange),
+                new Keeper.Serialized((ex, admission) -> serializedWrite(ex, upstreamDestination)),
+                ex -> forward(ex, upstreamDestination));
+    }
+
+    /**
+     * {@code Depth} and {@code Overwrite} of a COPY or MOVE, when present, as RFC 4918 defines them: {@code 0} or
+     * {@code infinity}, {@code T} or {@code F}. Either way the write stays inside the two scopes (a collection's
+     * members are covered by the policy's scope rules, checked at load).
+     */
+    private static Optional<Problem> depthAndOverwrite(ServerRequest req, String method) {
+        List<String> depth = req.headers().all(DEPTH, List::of);
+        if (!depth.isEmpty() && !(depth.size() == 1 && (depth.getFirst().equals("0")
+                || depth.getFirst().equalsIgnoreCase("infinity")))) {
+            return Optional.of(Problem.of(ProblemType.REFUSED_HEADER, "Depth " + depth + " is refused on " + method
+                    + ": send one Depth: 0 or Depth: infinity, or none (RFC 4918 sections 9.8.3 and 9.9.2)")
+                    .with("header", "Depth"));
+        }
+        List<String> overwrite = req.headers().all(OVERWRITE, List::of);
+        if (!overwrite.isEmpty() && !(overwrite.size() == 1 && (overwrite.getFirst().equals("T")
+                || overwrite.getFirst().equals("F")))) {
+            return Optional.of(Problem.of(ProblemType.REFUSED_HEADER, "Overwrite " + overwrite + " is refused on "
+                    + method + ": send one Overwrite: T or Overwrite: F, or none (RFC 4918 section 10.6)")
+                    .with("header", "Overwrite"));
+        }
+        return Optional.empty();
+    }
+
+    /** The methods a policy forwards: the reads, then the methods it names or fences in text order. */
     private static java.util.Set<String> allowed(Policy policy) {
         java.util.Set<String> allowed = new java.util.LinkedHashSet<>(READS);
-        allowed.addAll(policy.match().methods());
-        allowed.addAll(policy.fence().methods());
+        java.util.Set<String> named = new java.util.TreeSet<>(policy.match().methods());
+        named.addAll(policy.fence().methods());
+        allowed.addAll(named);
         return allowed;
     }
 
-    private WriteResult forward(Exchange exchange) {
-        return switch (send(exchange, null, null)) {
+    /** @param destination the upstream's URL of a COPY's or MOVE's destination, else null */
+    private WriteResult forward(Exchange exchange, String destination) {
+        return switch (send(exchange, null, null, destination)) {
             case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
             case Sent.Failed failed -> answerFailure(exchange, failed);
             case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
         };
     }
 
-    private WriteResult serializedWrite(Exchange exchange, Admission admission) {
-        return switch (send(exchange, null, null)) {
+    private WriteResult serializedWrite(Exchange exchange, String destination) {
+        return switch (send(exchange, null, null, destination)) {
             case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
             case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
             case Sent.Failed failed when failed.reachedUpstream() -> new WriteResult.Unknown(failed.reason());
@@ -172,7 +264,7 @@ public final class HttpBackend implements Backend {
                     return recheck(exchange, admission);
                 }
             }
-            Sent sent = send(exchange, admission, version);
+            Sent sent = send(exchange, admission, version, null);
             if (sent instanceof Sent.BodyFailed failed) {
                 return bodyFailed(exchange, failed);
             }
@@ -288,17 +380,18 @@ public final class HttpBackend implements Backend {
     /**
      * Sends the request upstream and relays the answer.
      *
-     * @param admission the admitted token of a conditional write, else null
-     * @param condition null for a plain forward, else the version the write is conditional on
+     * @param admission   the admitted token of a conditional write, else null
+     * @param condition   null for a plain forward, else the version the write is conditional on
+     * @param destination the upstream's URL of a COPY's or MOVE's destination (replacing the client's), else null
      */
-    private Sent send(Exchange exchange, Admission admission, String condition) {
+    private Sent send(Exchange exchange, Admission admission, String condition, String destination) {
         ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
         UpstreamClient.Request upstream;
         try {
             upstream = client.request(req.prologue().method().text(), host,
                     exchange.route().target().upstreamTarget(basePath));
-            copyRequestHeaders(req, upstream, condition);
+            copyRequestHeaders(req, upstream, condition, destination);
         } catch (IllegalArgumentException e) {
             // A recorded version that is not a header value, or a request target the proxy cannot send: nothing
             // left the proxy.
@@ -442,11 +535,15 @@ public final class HttpBackend implements Backend {
         return new WriteResult.Refused(problem);
     }
 
-    private void copyRequestHeaders(ServerRequest req, UpstreamClient.Request upstream, String condition) {
+    private void copyRequestHeaders(ServerRequest req, UpstreamClient.Request upstream, String condition,
+                                    String destination) {
         Set<String> hop = HopByHop.of(req.headers());
         for (Header header : req.headers()) {
             if (HopByHop.skip(hop, header)) {
                 continue;
+            }
+            if (header.headerName().equals(DESTINATION)) {
+                continue; // plan() refused it on any other method; a COPY's or MOVE's is replaced below
             }
             if (condition != null && (header.headerName().equals(HeaderNames.IF_MATCH)
                     || header.headerName().equals(HeaderNames.IF_NONE_MATCH))) {
@@ -456,6 +553,9 @@ public final class HttpBackend implements Backend {
             for (String value : header.allValues()) {
                 upstream.header(name, value);
             }
+        }
+        if (destination != null) {
+            upstream.header("Destination", destination);
         }
         if (condition != null) {
             if (condition.equals(FenceState.ABSENT)) {
