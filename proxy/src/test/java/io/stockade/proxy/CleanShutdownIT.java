@@ -61,7 +61,8 @@ class CleanShutdownIT {
 
     private static void assertSettling(Http.Response r) {
         assertEquals(503, r.status(), r.body());
-        assertTrue(r.body().contains("Scope settling after start"), r.body());
+        assertTrue(r.body().contains("scope-quarantined") && r.body().contains("open after its settle time"),
+                r.body());
     }
 
     @Test

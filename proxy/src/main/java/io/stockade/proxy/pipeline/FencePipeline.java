@@ -243,7 +243,8 @@ public final class FencePipeline implements Handler {
             try {
                 if (backend != null && exchange != null) {
                     Problem named = exchange.route().target() == null ? problem
-                            : problem.withDefault("policy", policy().name()).withDefault("scope", scope());
+                            : problem.withDefault("policy", policy().name())
+                            .withDefault("scope", Limits.shortened(scope()));
                     backend.refuse(exchange, named);
                 } else {
                     problem.send(res);

@@ -139,9 +139,12 @@ final class Limits {
         return bytes;
     }
 
-    /** A scope too long to log whole: its first 256 characters and how many more there were. */
+    /**
+     * A scope as an answer or a log line names it: whole up to 256 characters; a longer one (a client's huge name,
+     * never echoed back whole) as its first 48 characters and how many more there were.
+     */
     static String shortened(String scope) {
-        return scope.length() <= 256 ? scope : scope.substring(0, 256) + "...(" + (scope.length() - 256)
+        return scope.length() <= 256 ? scope : scope.substring(0, 48) + "...(" + (scope.length() - 48)
                 + " more characters)";
     }
 
