@@ -242,11 +242,13 @@ class HostileLoadIT {
         Random random = new Random(42);
         List<String> requests = List.of(
                 "GARBAGE\r\n\r\n",
-                "PUT /files/m HTTP/1.1\r\nHost: x\r\nFencing-Token: 3\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n",
+                "PUT /files/m HTTP/1.1\r\nHost: x\r\nFencing-Token: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "zz\r\nab\r\n",
                 "PUT /files/m HTTP/1.0\r\nFencing-Token: 3\r\nContent-Length: 1\r\n\r\nx",
                 "PUT /files/../etc/passwd HTTP/1.1\r\nHost: x\r\nFencing-Token: 3\r\nContent-Length: 1\r\n\r\nx",
                 "PUT /files/m HTTP/1.1\r\nHost: x\r\nX-Big: " + "b".repeat(20_000) + "\r\nContent-Length: 1\r\n\r\nx",
-                "PUT /files/m HTTP/1.1\r\nHost: x\r\nFencing-Token: 3\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy",
+                "PUT /files/m HTTP/1.1\r\nHost: x\r\nFencing-Token: 3\r\nContent-Length: 1\r\n"
+                        + "Content-Length: 2\r\n\r\nxy",
                 "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
         while (System.nanoTime() < end) {
             String request = random.nextInt(4) == 0 ? randomBytes(random) : requests.get(random.nextInt(
