@@ -182,7 +182,10 @@ class S3PostObjectIT {
         // a zombie's form with 6: refused, its file never read, nothing changed
         Form zombie = signedForm("up/a.txt", 6L);
         zombie.file = "zombie".getBytes(StandardCharsets.UTF_8);
-        assertS3Error(zombie.post(), 412, "PreconditionFailed", "token 6");
+        HttpResponse<String> refused = zombie.post();
+        assertS3Error(refused, 412, "PreconditionFailed", "token 6");
+        // the refusal names the object's scope, read from the form's key (it named the bucket's: hostile-load report)
+        assertTrue(refused.body().contains("scope &apos;s3/" + BUCKET + "/up/a.txt&apos;"), refused.body());
         assertEquals("form data", storedBody("up/a.txt"));
         assertEquals("7", stored("up/a.txt").metadata().get("fencing-token"));
 
