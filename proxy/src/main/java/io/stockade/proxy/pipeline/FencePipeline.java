@@ -761,6 +761,18 @@ public final class FencePipeline implements Handler {
             return;
         }
         try {
+            if (write.scopes().size() > 1) {
+                // as enforce judges a write of several scopes: on every scope before any fence moves
+                for (String scope : write.scopes()) {
+                    long highest = store.get(scope).map(FenceState::token).orElse(FenceRule.NONE);
+                    if (FenceRule.stale(token, highest, acceptsEqual(policy))) {
+                        call.decision.highest(highest);
+                        observed(call, write, Outcome.STALE, "token " + token + " is not above the highest "
+                                + highest + " of scope '" + scope + "'");
+                        return;
+                    }
+                }
+            }
             for (String scope : write.scopes()) {
                 Advance advance = store.advance(scope, token, acceptsEqual(policy));
                 if (advance instanceof Advance.Stale stale) {
