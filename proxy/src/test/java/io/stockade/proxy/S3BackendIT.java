@@ -102,6 +102,15 @@ class S3BackendIT {
         assertEquals("me", head.metadata().get("owner"));
     }
 
+    /** S3 round three, item 5: "deflate, gzip" was stored as "deflate,gzip"; the store keeps what was sent. */
+    @Test
+    void aContentEncodingIsStoredAsTheClientWroteIt() {
+        s3.putObject(b -> b.bucket(BUCKET).key("enc.bin").contentEncoding("deflate, gzip")
+                .overrideConfiguration(token(3)), RequestBody.fromString("zz"));
+        assertEquals("deflate, gzip", fixture.direct().headObject(b -> b.bucket(BUCKET).key("enc.bin"))
+                .contentEncoding());
+    }
+
     @Test
     void staleWriterGets412AndNothingChanges() {
         put("stale.txt", 10, "new holder");

@@ -889,10 +889,12 @@ public class S3Backend implements Backend {
             if (!relayed(name) || name.equals(fencingHeader)) {
                 continue;
             }
-            String value = String.join(",", header.allValues());
+            String value = String.join(", ", header.allValues());
             if (name.equals("content-encoding")) {
-                value = String.join(",", java.util.Arrays.stream(value.split(","))
-                        .map(String::trim).filter(v -> !v.isEmpty() && !v.equalsIgnoreCase("aws-chunked")).toList());
+                // aws-chunked is the request's framing, not the object's: the rest goes on as the client wrote it
+                // ("deflate, gzip" stays so; it was stored as "deflate,gzip")
+                value = String.join(",", java.util.Arrays.stream(value.split(",", -1))
+                        .filter(v -> !v.isBlank() && !v.strip().equalsIgnoreCase("aws-chunked")).toList()).strip();
                 if (value.isEmpty()) {
                     continue;
                 }
