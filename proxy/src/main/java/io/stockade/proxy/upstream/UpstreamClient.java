@@ -318,19 +318,34 @@ public final class UpstreamClient implements AutoCloseable {
             try {
                 connection.timeout(readTimeout);
                 RequestOutput out = new RequestOutput(connection, head, length);
-                if (body != null) {
-                    try {
-                        body.writeTo(out);
-                    } catch (UpstreamFailure e) {
-                        throw e;
-                    } catch (IOException | RuntimeException | Error e) {
-                        if (out.failure != null) {
-                            throw out.failure; // the write to the upstream failed, inside the body writer
+                try {
+                    if (body != null) {
+                        try {
+                            body.writeTo(out);
+                        } catch (UpstreamFailure e) {
+                            throw e;
+                        } catch (IOException | RuntimeException | Error e) {
+                            if (out.failure != null) {
+                                throw out.failure; // the write to the upstream failed, inside the body writer
+                            }
+                            throw new AbandonedBody(e);
                         }
-                        throw new AbandonedBody(e);
                     }
+                    out.finish();
+                } catch (UpstreamFailure e) {
+                    if (e instanceof AbandonedBody) {
+                        throw e;
+                    }
+                    // Sending failed: the upstream may have answered before the body's end and closed (RFC 9112
+                    // lets it: a 404 for a missing bucket, a 412 for a failed condition). Its answer, if there is
+                    // one, is the outcome; only without one is the outcome unknown.
+                    UpstreamResponse early = earlyAnswer(client, connection, headRequest, readTimeout);
+                    if (early == null) {
+                        throw e;
+                    }
+                    done = true;
+                    return early;
                 }
-                out.finish();
                 UpstreamResponse response = UpstreamResponse.read(client, connection, headRequest);
                 done = true;
                 return response;
@@ -340,6 +355,31 @@ public final class UpstreamClient implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /** How long the proxy waits for an early answer after sending a request failed. */
+    private static final Duration EARLY_ANSWER = Duration.ofSeconds(2);
+
+    /**
+     * The answer an upstream sent before the request's end, read after sending failed: a refusal (4xx or 5xx) is
+     * taken as the outcome, on a connection never used again; anything else (no answer, a success before the body's
+     * end) is not, and null is returned.
+     */
+    private static UpstreamResponse earlyAnswer(UpstreamClient client, Connection connection, boolean headRequest,
+                                                Duration readTimeout) {
+        try {
+            connection.timeout(readTimeout.compareTo(EARLY_ANSWER) < 0 ? readTimeout : EARLY_ANSWER);
+            UpstreamResponse early = UpstreamResponse.read(client, connection, headRequest);
+            if (early.status() >= 400) {
+                early.neverReuse();
+                return early;
+            }
+            early.neverReuse();
+            early.close();
+        } catch (UpstreamFailure | RuntimeException e) {
+            // no answer to read: the outcome stays unknown
+        }
+        return null;
     }
 
     /** Writes a request body. */

@@ -281,6 +281,11 @@ public final class UpstreamResponse implements AutoCloseable {
         return all;
     }
 
+    /** This answer's connection is closed when the answer is done (an early answer to a request cut short). */
+    void neverReuse() {
+        keepAlive = false;
+    }
+
     @Override
     public void close() {
         if (closed) {
