@@ -473,6 +473,18 @@ class S3BackendIT {
                 + "Host: x\r\nConnection: close\r\n\r\n");
         assertEquals(400, url.status(), url.body());
         assertTrue(url.body().contains("Signature Version 2"), url.body());
+        // S3 round three, item 3: a SigV2 presigned PUT or DELETE (boto3's default presign before s3v4) says the
+        // same, not "names no S3 operation"; nothing reaches the store
+        for (String method : new String[] {"PUT", "DELETE"}) {
+            io.stockade.testing.Http.Response write = RawHttp.send(fixture.proxy.server().port(), method + " /"
+                    + BUCKET + "/sigv2?AWSAccessKeyId=" + S3Fixture.APP_KEY + "&Expires=1900000000&Signature=c2ln"
+                    + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx");
+            assertEquals(400, write.status(), write.body());
+            assertTrue(write.body().contains("<Code>InvalidRequest</Code>")
+                    && write.body().contains("Signature Version 2"), write.body());
+        }
+        assertThrows(software.amazon.awssdk.services.s3.model.NoSuchKeyException.class,
+                () -> fixture.direct().headObject(b -> b.bucket(BUCKET).key("sigv2")));
     }
 
     /** Issue 15: the default refuses every unsigned request, and says what the policy could do about reads. */
