@@ -288,20 +288,20 @@ class S3BackendIT {
         S3Exception altered = assertThrows(S3Exception.class, () -> s3.completeMultipartUpload(b -> b.bucket(BUCKET)
                 .key(key).uploadId(claimed).multipartUpload(parts).overrideConfiguration(token(6))));
         assertEquals(404, altered.statusCode());
-        // an upload created straight at the store (no token the proxy knows)
+        // an upload created straight at the store: its ID is none the proxy handed out, and names nothing through it
         String foreign = fixture.direct().createMultipartUpload(b -> b.bucket(BUCKET).key(key)).uploadId();
-        String foreignEtag = s3.uploadPart(b -> b.bucket(BUCKET).key(key).uploadId(foreign).partNumber(1),
-                RequestBody.fromString("foreign")).eTag();
+        S3Exception part = assertThrows(S3Exception.class, () -> s3.uploadPart(b -> b.bucket(BUCKET).key(key)
+                .uploadId(foreign).partNumber(1), RequestBody.fromString("foreign")));
+        assertEquals(404, part.statusCode());
+        assertEquals("NoSuchUpload", part.awsErrorDetails().errorCode());
         S3Exception unknown = assertThrows(S3Exception.class, () -> s3.completeMultipartUpload(b -> b.bucket(BUCKET)
-                .key(key).uploadId(foreign).multipartUpload(CompletedMultipartUpload.builder()
-                        .parts(CompletedPart.builder().partNumber(1).eTag(foreignEtag).build()).build())
-                .overrideConfiguration(token(7))));
-        assertEquals(400, unknown.statusCode());
+                .key(key).uploadId(foreign).multipartUpload(parts).overrideConfiguration(token(7))));
+        assertEquals(404, unknown.statusCode());
         assertThrows(NoSuchKeyException.class, () -> get(key));
         s3.completeMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload).multipartUpload(parts)
                 .overrideConfiguration(token(5)));
         assertEquals("five", get(key));
-        s3.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(foreign));
+        fixture.direct().abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(foreign));
     }
 
     @Test

@@ -119,6 +119,11 @@ class S3CliIT {
 
     /** The AWS CLI through the proxy, as the application's key; {@code token} is $FENCING_TOKEN (null: unset). */
     private static Result aws(Path config, Long token, String... args) throws Exception {
+        return aws(fixture.proxyUri(), config, token, args);
+    }
+
+    /** The AWS CLI through the proxy at {@code endpoint}. */
+    private static Result aws(java.net.URI endpoint, Path config, Long token, String... args) throws Exception {
         Map<String, String> env = new HashMap<>();
         env.put("AWS_CONFIG_FILE", config.toString());
         env.put("AWS_SHARED_CREDENTIALS_FILE", work.resolve("no-credentials").toString());
@@ -130,7 +135,7 @@ class S3CliIT {
         if (token != null) {
             env.put("FENCING_TOKEN", Long.toString(token));
         }
-        List<String> command = new ArrayList<>(List.of(aws, "--endpoint-url", fixture.proxyUri().toString()));
+        List<String> command = new ArrayList<>(List.of(aws, "--endpoint-url", endpoint.toString()));
         command.addAll(List.of(args));
         return run(command, env, work);
     }
@@ -208,6 +213,47 @@ class S3CliIT {
                 "--metadata", "fencing-token=7"), "PreconditionFailed");
         assertEquals("8", storedToken(BUCKET, "big.bin"));
         assertArrayEquals(data, direct.getObjectAsBytes(b -> b.bucket(BUCKET).key("big.bin")).asByteArray());
+    }
+
+    /**
+     * The same with the serialized class (the token in the proxy's journal): its upload IDs carry the upload's token
+     * too, so the CLI's CompleteMultipartUpload, which carries no metadata, takes it. Before, the serialized class
+     * handed out the store's IDs and refused that Complete as missing its token.
+     */
+    @Test
+    void aMultipartCopyThroughTheSerializedClassCompletesWithItsUploadsToken() throws Exception {
+        try (ProxyFixture serialized = fixture.anotherProxy(work.resolve("journal-serialized"), Map.of(
+                "TOKEN_FROM_METADATA", "true", "CONDITIONAL_WRITES", "false", "S3_TIMEOUT", "2s"))) {
+            java.net.URI endpoint = serialized.uri("");
+            try (S3Client client = S3Fixture.client(endpoint, S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
+                // a serialized policy refuses writes for its timeout after it starts
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (true) {
+                    try {
+                        client.putObject(b -> b.bucket(BUCKET).key("serialized/warm-up").overrideConfiguration(
+                                S3BackendIT.token(1)), RequestBody.fromString("x"));
+                        break;
+                    } catch (software.amazon.awssdk.services.s3.model.S3Exception e) {
+                        assertTrue(e.statusCode() == 503 && System.nanoTime() < deadline, e.getMessage());
+                        Thread.sleep(100);
+                    }
+                }
+            }
+            byte[] data = new byte[9 * 1024 * 1024 + 5];
+            new Random(16).nextBytes(data);
+            Path big = work.resolve("big-serialized.bin");
+            Files.write(big, data);
+            ok(aws(endpoint, plainConfig, null, "s3", "cp", big.toString(), "s3://" + BUCKET + "/serialized/big.bin",
+                    "--metadata", "fencing-token=8"));
+            assertArrayEquals(data, direct.getObjectAsBytes(b -> b.bucket(BUCKET).key("serialized/big.bin"))
+                    .asByteArray());
+            assertEquals("8", storedToken(BUCKET, "serialized/big.bin"));
+            failed(aws(endpoint, plainConfig, null, "s3", "cp", big.toString(), "s3://" + BUCKET
+                    + "/serialized/big.bin", "--metadata", "fencing-token=7"), "PreconditionFailed");
+            assertEquals("8", storedToken(BUCKET, "serialized/big.bin"));
+            assertArrayEquals(data, direct.getObjectAsBytes(b -> b.bucket(BUCKET).key("serialized/big.bin"))
+                    .asByteArray());
+        }
     }
 
     @Test

@@ -12,8 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.backend.Exchange;
@@ -21,6 +20,7 @@ import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.HeaderNames;
@@ -63,14 +63,12 @@ final class ConditionalS3Backend extends S3Backend {
             new java.util.concurrent.ConcurrentHashMap<>();
 
     private final ScopeGuard local;
-    private final UploadIds uploadIds;
     private final EtagCache written;
     /** Whether this policy's writes may skip the HEAD ({@code etag-cache} above 0). */
     private final boolean useCache;
 
     ConditionalS3Backend(BackendConfig.S3 config) {
         super(config);
-        this.uploadIds = new UploadIds(config.secretKey());
         Shared shared = SHARED.computeIfAbsent(endpointKey(config.endpoint()),
                 k -> new Shared(new ScopeGuard(), new EtagCache(0)));
         shared.written().atLeast(config.etagCache());
@@ -89,11 +87,6 @@ final class ConditionalS3Backend extends S3Backend {
         }
         return endpoint.getScheme().toLowerCase(Locale.ROOT) + "://" + endpoint.getHost().toLowerCase(Locale.ROOT)
                 + ":" + port + path;
-    }
-
-    @Override
-    UploadIds uploadIds() {
-        return uploadIds;
     }
 
     @Override
@@ -524,48 +517,15 @@ final class ConditionalS3Backend extends S3Backend {
         if (stale(head.token(), token, acceptEqual)) {
             return new WriteResult.Stale(head.token());
         }
-        List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
-        headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-        try (UpstreamResponse response = upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), headers,
-                null)) {
-            if (response.status() != 200) {
-                return relayed(exchange, response);
-            }
-            String xml = new String(response.readAll(64 * 1024), StandardCharsets.UTF_8);
-            Matcher id = UPLOAD_ID.matcher(xml);
-            if (!id.find()) {
-                return answer(exchange, 502, "InternalError", "the upstream's CreateMultipartUpload answer has no"
-                        + " UploadId");
-            }
-            String wrapped = uploadIds.wrap(S3Xml.unescape(id.group(1)), token);
-            byte[] answer = (xml.substring(0, id.start(1)) + S3Xml.escape(wrapped) + xml.substring(id.end(1)))
-                    .getBytes(StandardCharsets.UTF_8);
-            exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
-            exchange.response().status(200).send(answer);
-            return new WriteResult.Answered(200);
-        } catch (IOException e) {
-            return failure(exchange, new java.io.UncheckedIOException(e), true);
-        } catch (RuntimeException e) {
-            return failure(exchange, e, true);
-        }
+        return multipart.create(exchange, p, OptionalLong.of(token));
     }
-
-    private static final Pattern UPLOAD_ID = Pattern.compile("<UploadId>([^<]*)</UploadId>");
 
     private WriteResult complete(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        if (p.uploadToken().isEmpty()) {
-            return answer(exchange, 400, "InvalidRequest", "this upload was not created through the fencing proxy "
-                    + "with a fencing token, so the token its object would carry is unknown; create the upload "
-                    + "through the proxy with the token you complete it with");
-        }
-        long created = p.uploadToken().getAsLong();
-        if (created != token) {
-            // The completed object holds its CreateMultipartUpload's metadata, so it would carry the creation's
-            // token, not this one: completing with another token could lower the object's fence.
-            return answer(exchange, 400, "InvalidRequest", "this upload was created with fencing token " + created
-                    + "; complete it with token " + created + " (its object will carry " + created + "), or create"
-                    + " a new upload with token " + token);
+        // the plan refused any other token (Multipart.tokenRefusal): the completed object holds the creation's
+        Problem other = Multipart.completeRefusal(p.uploadToken(), token, null);
+        if (other != null) {
+            return new WriteResult.Refused(other);
         }
         byte[] body = smallBody(exchange, p.verified(), REPLAY_BUFFER);
         try {

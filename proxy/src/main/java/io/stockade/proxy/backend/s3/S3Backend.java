@@ -59,11 +59,13 @@ public class S3Backend implements Backend {
 
     final BackendConfig.S3 config;
     final Upstream upstream;
+    final Multipart multipart;
     private final ClientAuth auth;
 
     S3Backend(BackendConfig.S3 config) {
         this.config = config;
         this.upstream = new Upstream(config);
+        this.multipart = new Multipart(this, config.secretKey());
         this.auth = config.auth() == BackendConfig.Auth.SIGV4 ? new ClientAuth(config.clients()) : null;
         if (auth == null) {
             LOG.warning("!!! S3 backend " + config.endpoint() + " runs with auth: none: ANY client that reaches this"
@@ -100,16 +102,19 @@ public class S3Backend implements Backend {
      *
      * @param s3          the request as S3
      * @param verified    its checked signature (null with auth: none, for an unsigned read and for a form)
-     * @param uploadToken the token the multipart upload named by the request's {@code uploadId} was created with,
-     *                    when the ID is one the proxy handed out ({@link UploadIds}); empty otherwise
+     * @param upload      the multipart upload the request's {@code uploadId} names ({@link Multipart}), or null
      * @param unsigned    an unsigned read (or CORS preflight) the policy forwards: sent upstream without the proxy's
      *                    signature, for the store to judge as the anonymous request it is
      * @param form        a browser-form upload, read up to its file; null for any other request
      */
-    record Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned,
-                  Form form) {
-        Parsed(S3Request s3, ClientAuth.Verified verified, java.util.OptionalLong uploadToken, boolean unsigned) {
-            this(s3, verified, uploadToken, unsigned, null);
+    record Parsed(S3Request s3, ClientAuth.Verified verified, UploadIds.Id upload, boolean unsigned, Form form) {
+        Parsed(S3Request s3, ClientAuth.Verified verified, UploadIds.Id upload, boolean unsigned) {
+            this(s3, verified, upload, unsigned, null);
+        }
+
+        /** The token the upload named by the request's {@code uploadId} was created with, if any. */
+        OptionalLong uploadToken() {
+            return upload == null ? OptionalLong.empty() : upload.token();
         }
     }
 
@@ -123,11 +128,6 @@ public class S3Backend implements Backend {
      * @param fields    its fields by lower-case name (the first of each name)
      */
     record Form(PostForm form, String key, long minLength, long maxLength, Map<String, String> fields) {
-    }
-
-    /** Upload IDs that carry their creation's token: only the atomic class needs them (null here). */
-    UploadIds uploadIds() {
-        return null;
     }
 
     /** The fence scope of a request: the policy's prefix, the bucket, and the key's scope part (a form's key). */
@@ -195,6 +195,10 @@ public class S3Backend implements Backend {
                     + (s3.subresource().equals("acl") ? "the ACL (x-amz-acl, x-amz-grant-*)"
                     : "the tags (x-amz-tagging)")
                     + " with the PutObject or CopyObject that writes the object, under its token", s3.resource()));
+        }
+        Problem upload = multipart.tokenRefusal(exchange, p);
+        if (upload != null) {
+            return new Plan.Refuse(scope, upload);
         }
         if (!s3.operation().fenced()) {
             return new Plan.Forward(scope, ex -> forward(ex, p));
@@ -312,20 +316,12 @@ public class S3Backend implements Backend {
                         s3.resource());
             }
         }
-        java.util.OptionalLong uploadToken = java.util.OptionalLong.empty();
-        Optional<String> uploadId = s3.param("uploadId");
-        if (uploadIds() != null && uploadId.isPresent()) {
-            // The client signed the ID it was given; the upstream gets its own (see UploadIds).
-            try {
-                UploadIds.Id id = uploadIds().read(uploadId.get());
-                s3 = s3.withUploadId(id.upstream());
-                uploadToken = id.token();
-            } catch (IllegalArgumentException e) {
-                return Admitted.refused(404, "NoSuchUpload", "The specified multipart upload does "
-                        + "not exist: " + e.getMessage(), s3.resource());
-            }
+        // The client signed the upload ID it was given; the upstream gets its own (Multipart, UploadIds).
+        Multipart.Admitted upload = multipart.admit(s3);
+        if (upload.refusal() != null) {
+            return new Admitted(null, upload.refusal());
         }
-        return new Admitted(new Parsed(s3, verified, uploadToken, unsigned), null);
+        return new Admitted(new Parsed(upload.s3(), verified, upload.upload(), unsigned), null);
     }
 
     /**
@@ -465,7 +461,7 @@ public class S3Backend implements Backend {
                         + TOKEN_FIELD + ", which its policy signs; the " + tokenHeader + " header of a form upload"
                         + " is covered by no signature (policy option signed-token)");
             }
-            return new Admitted(new Parsed(s3, null, java.util.OptionalLong.empty(), false,
+            return new Admitted(new Parsed(s3, null, null, false,
                     new Form(form, key, min, max, java.util.Collections.unmodifiableMap(fields))), null);
         } catch (S3Refused e) {
             return Admitted.refused(e.status, e.code, e.getMessage(), resource);
@@ -741,11 +737,13 @@ public class S3Backend implements Backend {
         if (p.form() != null) {
             return formUpload(exchange, p);
         }
-        List<Map.Entry<String, String>> extra = new ArrayList<>();
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
-            tokenOf(exchange, p).ifPresent(t -> extra.add(Map.entry(TOKEN_META, Long.toString(t))));
+            return multipart.create(exchange, p, tokenOf(exchange, p));
         }
-        return relay(exchange, p, extra);
+        if (Multipart.listsUploads(p.s3())) {
+            return multipart.listUploads(exchange, p);
+        }
+        return relay(exchange, p, List.of());
     }
 
     /** A serialized write: relayed as it is, with the admitted token in the object's metadata. */
@@ -758,6 +756,9 @@ public class S3Backend implements Backend {
             return answer(exchange, 501, "NotImplemented", "a browser-form upload names its key in its body, not in"
                     + " the path the serialized class fences; it is fenced only with fence-scope: object and "
                     + "conditional-writes: true");
+        }
+        if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
+            return multipart.create(exchange, p, OptionalLong.of(admission.token()));
         }
         return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(admission.token()))));
     }
@@ -1049,10 +1050,9 @@ public class S3Backend implements Backend {
     }
 
     /** The request's token, when it carries a valid one (for metadata on unfenced steps). */
-    java.util.Optional<Long> tokenOf(Exchange exchange, Parsed p) {
-        FencingToken.Parsed parsed = token(exchange, p);
-        return parsed instanceof FencingToken.Present present ? java.util.Optional.of(present.value())
-                : java.util.Optional.empty();
+    OptionalLong tokenOf(Exchange exchange, Parsed p) {
+        return token(exchange, p) instanceof FencingToken.Present present ? OptionalLong.of(present.value())
+                : OptionalLong.empty();
     }
 
     static boolean isHead(ServerRequest req) {

@@ -15,7 +15,9 @@
  * What real tools need besides (issue 15): {@link io.stockade.proxy.backend.s3.Listings} cuts tombstones out of
  * listings; {@link io.stockade.proxy.backend.s3.PostForm}, {@link io.stockade.proxy.backend.s3.PostPolicy} and
  * {@link io.stockade.proxy.backend.s3.Spool} read, judge and hold browser-form uploads (POST Object),
- * {@link io.stockade.proxy.backend.s3.FormUploads} writes and answers them.
+ * {@link io.stockade.proxy.backend.s3.FormUploads} writes and answers them;
+ * {@link io.stockade.proxy.backend.s3.Multipart} lets each step of a multipart upload name only an upload the proxy
+ * handed out ({@link io.stockade.proxy.backend.s3.UploadIds}: created with its token, or listed).
  * <p>
  * Depends only on {@code io.stockade.proxy.backend}, {@code fence.ScopeGuard}, {@code http.Problem},
  * {@code token.FencingToken}, {@code upstream} (the proxy's own HTTP client) and the policy model.
