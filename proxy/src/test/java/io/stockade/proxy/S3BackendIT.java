@@ -541,4 +541,19 @@ class S3BackendIT {
         assertEquals(400, complete.statusCode());
         assertFalse(complete.awsErrorDetails().errorCode().isEmpty());
     }
+
+    /**
+     * S3 round three, item 4: one rule for keys in every operation. A key the proxy refuses in a path (a '\\', dot
+     * segments) was refused to GET/PUT/DELETE yet deleted by DeleteObjects: now no operation deletes it.
+     */
+    @Test
+    void deleteObjectsTakesNoKeyThePathCouldNotName() {
+        put("victim", 1, "kept");
+        var result = s3.deleteObjects(b -> b.bucket(BUCKET).delete(d -> d.objects(
+                o -> o.key("x/../victim"), o -> o.key("a\\b"))).overrideConfiguration(token(5)));
+        assertEquals(2, result.errors().size(), result.toString());
+        assertTrue(result.errors().stream().allMatch(e -> e.code().equals("InvalidArgument")), result.toString());
+        assertTrue(result.errors().stream().anyMatch(e -> e.message().contains("holds a '\\'")), result.toString());
+        assertEquals("kept", fixture.direct().getObjectAsBytes(b -> b.bucket(BUCKET).key("victim")).asUtf8String());
+    }
 }

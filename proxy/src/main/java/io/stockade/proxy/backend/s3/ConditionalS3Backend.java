@@ -700,6 +700,11 @@ final class ConditionalS3Backend extends S3Backend {
         if (key.getBytes(StandardCharsets.UTF_8).length > S3Request.MAX_KEY_BYTES) {
             return "<Code>KeyTooLongError</Code><Message>Your key is too long</Message>";
         }
+        Optional<String> problem = FormUploads.keyProblem(bucket, key);
+        if (problem.isPresent()) {
+            // the key a DeleteObject of its path could not name is not deleted either (x/../victim, a\b)
+            return "<Code>InvalidArgument</Code><Message>" + S3Xml.escape(problem.get()) + "</Message>";
+        }
         try (ScopeGuard.Held held = local.acquire(bucket + "/" + key, SCOPE_WAIT.toNanos())) {
             if (held == null) {
                 return "<Code>SlowDown</Code><Message>other writes of this object held it too long</Message>";

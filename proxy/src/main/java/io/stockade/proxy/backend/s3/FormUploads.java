@@ -20,8 +20,10 @@ final class FormUploads {
     }
 
     /**
-     * Why a form's key is refused: empty, over 1024 bytes, or a key the proxy refuses in a path (dot segments,
-     * empty segments: the proxy writes it in a path, where stores and servers may normalise it).
+     * Why a key named outside the request's path (a form's field, a DeleteObjects entry) is refused: empty, over 1024
+     * bytes, or a key the proxy refuses in a path (dot segments, empty segments, a {@code \}, control characters:
+     * the proxy writes it in a path, where stores and servers may normalise it). One rule for every operation: the
+     * keys a GET, PUT or DELETE cannot name are the keys no other operation writes or deletes (docs/s3.md).
      */
     static Optional<String> keyProblem(String bucket, String key) {
         if (key.isEmpty()) {
@@ -35,8 +37,10 @@ final class FormUploads {
         String raw = "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(key, false);
         if (!(io.stockade.policy.RequestTarget.parse(raw, null, false)
                 instanceof io.stockade.policy.RequestTarget.Accepted accepted)) {
-            return Optional.of("the key '" + key + "' is refused as an ambiguous path (empty, '.' or '..' "
-                    + "segments, control characters; docs/request-targets.md)");
+            return Optional.of("the key '" + key + "' is refused" + (key.indexOf('\\') >= 0 ? ": it holds a '\\',"
+                    + " which stores and servers may take for a '/'" : " as an ambiguous path (empty, '.' or '..'"
+                    + " segments, control characters)") + "; no operation through the proxy writes or deletes such"
+                    + " a key (docs/request-targets.md)");
         }
         List<String> expected = new ArrayList<>();
         expected.add(bucket);
