@@ -128,6 +128,11 @@ public final class StockadeServer implements AutoCloseable {
             if (journal != null && CleanShutdown.consume(journal)) {
                 pipeline.previousRunStoppedCleanly();
                 LOG.info("the previous run stopped cleanly (nothing in flight): serialized policies open at once");
+            } else if (FenceStores.unwrapped(store) instanceof MemoryFenceStore memory && memory.freshAtOpen()) {
+                // A new journal: no run before this one kept fences in it, so none of its writes is awaited. (A
+                // run on another journal, or one whose journal was deleted, left no fence to honour either.)
+                pipeline.previousRunStoppedCleanly();
+                LOG.info("a new journal (no previous run on it): serialized policies open at once");
             }
             Reloader reloader = new Reloader(pipeline, verifiers);
             reloader.started(backends);

@@ -93,6 +93,8 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     private final long maxMemory;
     /** What {@code max-scope-memory} said, for messages. */
     private final String maxMemorySetting;
+    /** Whether the journal had no segment when the store opened: no run before this one wrote to it. */
+    private boolean fresh;
     private final ConcurrentHashMap<String, FloorEntry> floors;
     /** A copy of {@link #floors} for the request path; replaced (under the floors' lock) on every change. */
     private volatile Map<String, FloorEntry> floorView;
@@ -130,6 +132,8 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     }
 
     static MemoryFenceStore open(StoreConfig.Memory config, Journal.ChannelOpener opener) throws IOException {
+        boolean fresh = !java.nio.file.Files.isDirectory(config.journal())
+                || Segments.list(config.journal()).isEmpty();
         long maxHeap = Runtime.getRuntime().maxMemory();
         long budget = Math.max(ReplayBudget.ALLOWANCE, config.maxScopeMemory().resolve(maxHeap));
         ReplayBudget replayBudget = ReplayBudget.check(config, maxHeap, budget);
@@ -165,6 +169,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         }
         replayed.freeze();
         MemoryFenceStore store = new MemoryFenceStore(replayed, floors, journal, config, budget);
+        store.fresh = fresh;
         journal.start(store::snapshot);
         return store;
     }
@@ -434,6 +439,14 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     /** The most heap the scopes may take ({@code max-scope-memory} resolved against this JVM's maximum heap). */
     public long memoryLimit() {
         return maxMemory;
+    }
+
+    /**
+     * Whether this store's journal was new when it opened (no segment): there was no run before this one on it, so
+     * none of its writes can still be in flight.
+     */
+    public boolean freshAtOpen() {
+        return fresh;
     }
 
     /** The scopes the store holds now. */
