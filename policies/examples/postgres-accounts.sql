@@ -5,7 +5,7 @@
 CREATE TABLE IF NOT EXISTS accounts (
     id          text PRIMARY KEY,
     owner       text NOT NULL UNIQUE,
-    balance     numeric(14, 2) NOT NULL CHECK (balance >= 0),
+    balance     numeric(14, 2) NOT NULL CHECK (balance >= 0),  -- the policy's balance: precision 14, scale 2
     updated_at  timestamptz NOT NULL DEFAULT now()
 );
 

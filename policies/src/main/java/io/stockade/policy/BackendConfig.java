@@ -184,13 +184,53 @@ public sealed interface BackendConfig {
      * @param field    the path variable, query parameter or JSON field name (usually the same as {@code name})
      * @param type     how the value is checked and bound
      * @param nullable whether JSON {@code null} (or an absent query parameter) binds SQL NULL instead of a 400
+     * @param digits   a {@code number} parameter's {@code precision} and {@code scale}, when the policy gives them
      */
-    record SqlParam(String name, ParamSource source, String field, ParamType type, boolean nullable) {
+    record SqlParam(String name, ParamSource source, String field, ParamType type, boolean nullable,
+                    Optional<Digits> digits) {
         public SqlParam {
             Objects.requireNonNull(name, "name");
             Objects.requireNonNull(source, "source");
             Objects.requireNonNull(field, "field");
             Objects.requireNonNull(type, "type");
+            Objects.requireNonNull(digits, "digits");
+            if (digits.isPresent() && type != ParamType.NUMBER) {
+                throw new IllegalArgumentException("precision and scale apply to type: number only");
+            }
+        }
+
+        /** A parameter without precision and scale. */
+        public SqlParam(String name, ParamSource source, String field, ParamType type, boolean nullable) {
+            this(name, source, field, type, nullable, Optional.empty());
+        }
+    }
+
+    /**
+     * The digits a {@code number} parameter may have, as PostgreSQL's {@code numeric(precision, scale)} column
+     * holds them: at most {@code scale} after the point and {@code precision - scale} before it. A value with more
+     * is refused, never rounded (PostgreSQL would round 1.005 into {@code numeric(14, 2)} as 1.01 without a word).
+     *
+     * @param precision 1..{@value #MAX_PRECISION} significant digits in all
+     * @param scale     0..precision digits after the point
+     */
+    record Digits(int precision, int scale) {
+        /** PostgreSQL's largest {@code numeric(precision, scale)} precision. */
+        public static final int MAX_PRECISION = 1000;
+
+        public Digits {
+            if (precision < 1 || precision > MAX_PRECISION || scale < 0 || scale > precision) {
+                throw new IllegalArgumentException("numeric(" + precision + ", " + scale + ")");
+            }
+        }
+
+        /** The most digits before the point. */
+        public int integerDigits() {
+            return precision - scale;
+        }
+
+        @Override
+        public String toString() {
+            return "numeric(" + precision + ", " + scale + ")";
         }
     }
 

@@ -106,6 +106,7 @@ final class PostgresBackendReader {
         Optional<String> fieldName;
         Optional<ParamType> type;
         Optional<Boolean> nullable;
+        Optional<Optional<BackendConfig.Digits>> digits;
         if (field.isMapping()) {
             Optional<Mapping> m = field.mapping().map(x -> x.allowOnly(Vocabulary.PARAM_KEYS));
             source = m.flatMap(x -> x.required("from", f -> Values.keyword(f, "parameter source",
@@ -114,13 +115,15 @@ final class PostgresBackendReader {
             type = m.flatMap(x -> x.optional("type", f -> Values.keyword(f, "parameter type",
                     Vocabulary.PARAM_TYPES), ParamType.STRING));
             nullable = m.flatMap(x -> x.optional("nullable", Values::bool, false));
+            digits = m.flatMap(x -> type.flatMap(t -> digits(x, name, t)));
         } else {
             source = Values.keyword(field, "parameter source", Vocabulary.PARAM_SOURCES);
             fieldName = Optional.of(name);
             type = Optional.of(ParamType.STRING);
             nullable = Optional.of(false);
+            digits = Optional.of(Optional.empty());
         }
-        if (!Values.allPresent(source, fieldName, type, nullable)) {
+        if (!Values.allPresent(source, fieldName, type, nullable, digits)) {
             return Optional.empty();
         }
         if (source.get() == ParamSource.PATH && path.isPresent()
@@ -130,7 +133,45 @@ final class PostgresBackendReader {
                     : "only " + String.join(", ", path.get().variables())));
             return Optional.empty();
         }
-        return Optional.of(new SqlParam(name, source.get(), fieldName.get(), type.get(), nullable.get()));
+        return Optional.of(new SqlParam(name, source.get(), fieldName.get(), type.get(), nullable.get(),
+                digits.get()));
+    }
+
+    /**
+     * A {@code number} parameter's {@code precision} and {@code scale} (as {@code numeric(precision, scale)}; scale
+     * 0 when only precision is given): empty when neither is given, absent (an error reported) when they are
+     * invalid or the parameter is not a number.
+     */
+    private static Optional<Optional<BackendConfig.Digits>> digits(Mapping m, String name, ParamType type) {
+        Optional<Field> precisionField = m.get("precision");
+        Optional<Field> scaleField = m.get("scale");
+        if (precisionField.isEmpty() && scaleField.isEmpty()) {
+            return Optional.of(Optional.empty());
+        }
+        if (type != ParamType.NUMBER) {
+            precisionField.or(() -> scaleField).ifPresent(f -> f.error("parameter '" + name + "': precision and"
+                    + " scale apply to type: number only (this one is type: " + type.name().toLowerCase(Locale.ROOT)
+                    + ")"));
+            return Optional.empty();
+        }
+        if (precisionField.isEmpty()) {
+            scaleField.get().error("parameter '" + name + "': scale needs precision, as numeric(precision, scale)"
+                    + " does: give the column's precision too");
+            return Optional.empty();
+        }
+        int max = BackendConfig.Digits.MAX_PRECISION;
+        Optional<Integer> precision = Values.integer(precisionField.get(), 1, max, "whole number");
+        Optional<Integer> scale = scaleField.isEmpty() ? Optional.of(0)
+                : Values.integer(scaleField.get(), 0, max, "whole number");
+        if (!Values.allPresent(precision, scale)) {
+            return Optional.empty();
+        }
+        if (scale.get() > precision.get()) {
+            scaleField.get().error("parameter '" + name + "': scale " + scale.get() + " is larger than precision "
+                    + precision.get() + ": give the column's numeric(precision, scale), e.g. precision: 14, scale: 2");
+            return Optional.empty();
+        }
+        return Optional.of(Optional.of(new BackendConfig.Digits(precision.get(), scale.get())));
     }
 
     private static Optional<Map<String, List<Located>>> statements(Field field, Optional<Set<String>> methods) {

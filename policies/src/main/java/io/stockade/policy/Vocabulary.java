@@ -58,7 +58,8 @@ final class Vocabulary {
             List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections", "tls");
     static final List<String> POSTGRES_BACKEND_KEYS = List.of("type", "datasource", "fence", "migrate", "params",
             "statements", "check", "body-limit", "retries", "empty-get", "commit");
-    static final List<String> PARAM_KEYS = List.of("from", "field", "type", "nullable");
+    static final List<String> PARAM_KEYS = List.of("from", "field", "type", "nullable", "precision",
+            "scale");
     static final List<String> STATEMENT_KEYS = List.of("name", "sql");
     static final List<String> S3_BACKEND_KEYS = List.of("type", "endpoint", "region", "access-key", "secret-key",
             "path-style", "conditional-writes", "auth", "signed-token", "token-from-metadata", "unsigned-reads",

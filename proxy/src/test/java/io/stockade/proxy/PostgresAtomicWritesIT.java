@@ -168,7 +168,8 @@ class PostgresAtomicWritesIT {
 
     /** The multi-statement shapes: each fails in a different statement, at bind, execution or COMMIT. */
     static final List<Shape> MULTI = List.of(
-            new Shape("jsonb refuses \\u0000 (statement 2)", Map.of("memo", "{\"a\": \"\\u0000\"}"), 400),
+            // (a jsonb \u0000 used to fail here; the binder now refuses it before anything runs)
+            new Shape("numeric(14, 2) overflows (statement 2)", Map.of("amount", "1e20"), 400),
             new Shape("CHECK in statement 2", Map.of("amount", "2000000"), 422),
             new Shape("CHECK in statement 1", Map.of("balance", "-1"), 422),
             new Shape("foreign key", Map.of("ref", "\"nobody\""), 422),
@@ -295,6 +296,9 @@ class PostgresAtomicWritesIT {
         cases.put("null where not nullable", body(with(good(1), "balance", "null")));
         cases.put("a number for a string", body(with(good(1), "qty", "3")));
         cases.put("a NUL in a string (text cannot hold it)", body(with(good(1), "note", "\"a\\u0000b\"")));
+        cases.put("a NUL in a jsonb string", body(with(good(1), "memo", "{\"a\": \"\\u0000\"}")));
+        cases.put("a lone surrogate in a string", body(with(good(1), "note", "\"a\\ud800b\"")));
+        cases.put("a number numeric cannot hold", body(with(good(1), "balance", "1e131072")));
         cases.put("over body-limit", body(with(good(1), "note", "\"" + "x".repeat(3000) + "\"")));
         cases.put("out of the column's range (the database refuses it)", body(with(good(1), "balance", "1e20")));
         Map<String, Integer> status = Map.of("over body-limit", 413);

@@ -5,13 +5,18 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Types;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import io.stockade.policy.BackendConfig;
+import io.stockade.policy.BackendConfig.ParamSource;
 import io.stockade.policy.BackendConfig.ParamType;
 import io.stockade.policy.BackendConfig.SqlParam;
 import io.stockade.policy.BackendConfig.Statement;
 import io.stockade.proxy.backend.Exchange;
+
+import org.postgresql.util.PGobject;
 
 /**
  * The values of a request's statement parameters, read from the path, the query, the JSON body or the whole
@@ -40,15 +45,22 @@ final class Binder {
     }
 
     /**
-     * @param body  the request body, or null when no parameter reads it
+     * @param body  the request body's bytes, or null when no parameter reads it
      * @param token the fencing token, or null (unfenced runs bind {@code :fencing_token} as NULL)
      */
-    Binder(Map<String, SqlParam> params, java.util.Set<String> used, Exchange exchange, String body, Long token)
+    Binder(Map<String, SqlParam> params, Set<String> used, Exchange exchange, byte[] body, Long token)
             throws BadParameter {
         this.params = params;
         this.exchange = exchange;
-        this.body = body;
         this.token = token;
+        this.body = body == null ? null : Exact.utf8(body);
+        if (body != null && this.body == null) {
+            SqlParam reader = params.values().stream().filter(p -> used.contains(p.name()))
+                    .filter(p -> p.source() == ParamSource.BODY || p.source() == ParamSource.BODY_TEXT)
+                    .findFirst().orElseThrow();
+            throw new BadParameter(reader.name(), "parameter '" + reader.name() + "' is read from the body, which"
+                    + " is not valid UTF-8: send the text in UTF-8 (a byte that is not would be stored as U+FFFD)");
+        }
         for (SqlParam p : params.values()) {
             if (used.contains(p.name())) {
                 values.put(p.name(), read(p));
@@ -83,9 +95,21 @@ final class Binder {
         switch (type) {
             case STRING, JSON -> ps.setObject(index, v, Types.OTHER); // unspecified: the server infers the type
             case INTEGER -> ps.setLong(index, (Long) v);
-            case NUMBER -> ps.setBigDecimal(index, (BigDecimal) v);
+            case NUMBER -> ps.setObject(index, numeric((BigDecimal) v));
             case BOOLEAN -> ps.setBoolean(index, (Boolean) v);
         }
+    }
+
+    /**
+     * A checked number as a {@code numeric} parameter in its plain decimal text, which the server reads exactly.
+     * Not {@code setBigDecimal}: pgjdbc's binary encoding of it folded what {@code numeric} cannot hold (1e131072
+     * was stored as 0) and threw on a huge scale.
+     */
+    private static PGobject numeric(BigDecimal d) throws SQLException {
+        PGobject o = new PGobject();
+        o.setType("numeric");
+        o.setValue(Exact.bindable(d).toPlainString());
+        return o;
     }
 
     private Object read(SqlParam p) throws BadParameter {
@@ -100,8 +124,7 @@ final class Binder {
                 return text(p, where, exchange.route().variables().get(p.field()));
             }
             case QUERY -> {
-                var query = exchange.request().query();
-                return text(p, where, query.contains(p.field()) ? query.get(p.field()) : null);
+                return text(p, where, queryValue(p, where));
             }
             case BODY_TEXT -> {
                 return text(p, where, body);
@@ -116,6 +139,28 @@ final class Binder {
                 return json(p, where, object.containsKey(p.field()) ? object.get(p.field()) : JsonBody.NULL);
             }
         }
+    }
+
+    /**
+     * A query parameter's value, decoded strictly from its raw spelling; null when absent. Given twice it is
+     * refused: which of the two would bind is a guess.
+     */
+    private String queryValue(SqlParam p, String where) throws BadParameter {
+        var query = exchange.request().query();
+        if (!query.contains(p.field())) {
+            return null;
+        }
+        List<String> raw = query.getAllRaw(p.field());
+        if (raw.size() > 1) {
+            throw new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ") is given " + raw.size()
+                    + " times: give it once");
+        }
+        String value = Exact.queryValue(raw.getFirst());
+        if (value == null) {
+            throw new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ") is not valid UTF-8 once"
+                    + " percent-decoded: encode the text's UTF-8 bytes as %HH");
+        }
+        return value;
     }
 
     private Map<?, ?> jsonBody(SqlParam p) throws BadParameter {
@@ -144,21 +189,23 @@ final class Binder {
             throw new BadParameter(p.name(), "parameter '" + p.name() + "' is missing: the request has no "
                     + where);
         }
+        Object value;
         try {
-            return switch (p.type()) {
-                case STRING -> withoutNul(p, where, text);
-                case INTEGER -> Long.parseLong(text);
-                case NUMBER -> new BigDecimal(text);
+            value = switch (p.type()) {
+                case STRING -> text;
+                case INTEGER -> Exact.parseInteger(text);
+                case NUMBER -> Exact.parseNumber(text);
                 case BOOLEAN -> switch (text) {
                     case "true" -> Boolean.TRUE;
                     case "false" -> Boolean.FALSE;
-                    default -> throw new NumberFormatException();
+                    default -> throw new IllegalArgumentException();
                 };
-                case JSON -> JsonBody.write(JsonBody.parse(text));
+                case JSON -> JsonBody.parse(text);
             };
         } catch (IllegalArgumentException e) {
-            throw mistyped(p, where, "'" + text + "'");
+            throw mistyped(p, where, "'" + text + "'", e.getMessage());
         }
+        return exact(p, where, value);
     }
 
     private static Object json(SqlParam p, String where, Object v) throws BadParameter {
@@ -169,41 +216,51 @@ final class Binder {
             throw new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ") must not be null");
         }
         Object out = switch (p.type()) {
-            case STRING -> v instanceof String text ? withoutNul(p, where, text) : null;
-            case INTEGER -> {
-                if (v instanceof BigDecimal d) {
-                    try {
-                        yield d.longValueExact();
-                    } catch (ArithmeticException notWhole) {
-                        yield null;
-                    }
-                }
-                yield null;
-            }
+            case STRING -> v instanceof String ? v : null;
+            case INTEGER -> v instanceof BigDecimal d ? whole(p, where, d) : null;
             case NUMBER -> v instanceof BigDecimal ? v : null;
             case BOOLEAN -> v instanceof Boolean ? v : null;
-            case JSON -> JsonBody.write(v);
+            case JSON -> v;
         };
         if (out == null) {
-            throw mistyped(p, where, JsonBody.write(v));
+            throw mistyped(p, where, JsonBody.write(v), null);
         }
-        return out;
+        return exact(p, where, out);
+    }
+
+    /** A JSON number as a bigint, refused when it is not whole or out of bigint's range. */
+    private static Long whole(SqlParam p, String where, BigDecimal d) throws BadParameter {
+        try {
+            return d.longValueExact();
+        } catch (ArithmeticException e) {
+            boolean fraction = Exact.integerDigits(d) <= 19 && Exact.fractionDigits(d) > 0;
+            throw new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ") must be a whole number"
+                    + (fraction ? "" : " in bigint's range " + Long.MIN_VALUE + ".." + Long.MAX_VALUE) + ", got "
+                    + Exact.shown(d));
+        }
     }
 
     /**
-     * A string parameter is bound as text, which PostgreSQL cannot hold with a NUL character in it: refused here,
-     * before the fence, rather than by the database (which says "invalid byte sequence", or "invalid message
-     * format" under the simple query protocol, where the NUL ends the query text).
+     * A typed value checked for what PostgreSQL stores exactly ({@link Exact}), and in the form it is bound: a
+     * string without U+0000 or a lone surrogate, a number {@code numeric} (or the parameter's precision and scale)
+     * holds, JSON whose strings and numbers jsonb holds as they are (as its text). Refused here, before the fence,
+     * rather than changed on the way (pgjdbc wrote a lone surrogate as {@code ?}) or refused by the database.
      */
-    private static String withoutNul(SqlParam p, String where, String text) throws BadParameter {
-        if (text.indexOf('\u0000') >= 0) {
-            throw new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ") must not contain the"
-                    + " character U+0000: PostgreSQL text cannot hold it");
+    private static Object exact(SqlParam p, String where, Object value) throws BadParameter {
+        String wrong = switch (value) {
+            case String text when p.type() == ParamType.STRING -> Exact.text(text);
+            case BigDecimal d -> Exact.number(d, p.digits());
+            default -> p.type() == ParamType.JSON ? Exact.json(value, "$") : null;
+        };
+        if (wrong != null) {
+            throw new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ")"
+                    + (p.type() == ParamType.STRING ? " " : ": ") + wrong);
         }
-        return text;
+        return p.type() == ParamType.JSON ? JsonBody.write(value) : value;
     }
 
-    private static BadParameter mistyped(SqlParam p, String where, String got) {
+    /** @param why what the parser said, or null */
+    private static BadParameter mistyped(SqlParam p, String where, String got, String why) {
         String expected = switch (p.type()) {
             case STRING -> "a string";
             case INTEGER -> "a whole number";
@@ -212,6 +269,8 @@ final class Binder {
             case JSON -> "JSON";
         };
         return new BadParameter(p.name(), "parameter '" + p.name() + "' (" + where + ") must be " + expected
-                + ", got " + (got.length() > 80 ? got.substring(0, 80) + "..." : got));
+                + ", got " + (got.length() > 80 ? got.substring(0, Character.isHighSurrogate(got.charAt(79)) ? 79
+                : 80) + "..." : got)
+                + (why == null || why.isEmpty() ? "" : " (" + why + ")"));
     }
 }

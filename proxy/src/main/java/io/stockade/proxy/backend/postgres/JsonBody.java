@@ -57,7 +57,8 @@ final class JsonBody {
                 b.append(']');
             }
             case String str -> b.append(io.stockade.proxy.json.JsonWriter.quote(str));
-            case BigDecimal d -> b.append(d.toString());
+            // never written out plainly (1e2147483647 would not fit in memory); zeros past numeric's scale dropped
+            case BigDecimal d -> b.append((d.scale() > Exact.NUMERIC_SCALE ? d.stripTrailingZeros() : d).toString());
             default -> b.append(v); // Boolean, NULL
         }
     }

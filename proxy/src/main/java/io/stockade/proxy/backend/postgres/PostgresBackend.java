@@ -197,7 +197,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     private Bound bind(Exchange exchange, Statements plan, Kind kind, long token) {
         ServerResponse res = exchange.response();
         try {
-            String body;
+            byte[] body;
             try {
                 body = plan.readsBody() ? readBody(exchange) : null;
             } catch (UncheckedIOException e) {
@@ -616,19 +616,20 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     }
 
     /**
-     * The body as text, or null when it is larger than the backend's {@code body-limit}. Read within the policy's
-     * bounds ({@link Exchange#body()}), before any statement runs.
+     * The body's bytes (the binder decodes them, refusing what is not UTF-8), or null when it is larger than the
+     * backend's {@code body-limit}. Read within the policy's bounds ({@link Exchange#body()}), before any statement
+     * runs.
      */
-    private String readBody(Exchange exchange) {
+    private byte[] readBody(Exchange exchange) {
         if (!exchange.request().content().hasEntity()) {
-            return "";
+            return new byte[0];
         }
         try (InputStream in = exchange.body()) {
             byte[] bytes = in.readNBytes((int) Math.min(Integer.MAX_VALUE - 8, config.bodyLimit() + 1));
             if (bytes.length > config.bodyLimit()) {
                 return null;
             }
-            return new String(bytes, StandardCharsets.UTF_8);
+            return bytes;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

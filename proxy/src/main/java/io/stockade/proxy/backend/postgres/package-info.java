@@ -33,7 +33,11 @@
  *   {@code fence.max-advance}, {@code check} is also read first, in the same transaction.</li>
  *   <li><b>Binding.</b> {@code Binder} reads each declared parameter from the path, the query, a JSON body field or
  *   the whole body and checks its type; {@code :fencing_token} and {@code :scope} are provided. Strings and JSON are
- *   bound with an unspecified type, so PostgreSQL infers the column's type.</li>
+ *   bound with an unspecified type, so PostgreSQL infers the column's type; numbers as {@code numeric} text (not
+ *   pgjdbc's binary {@code setBigDecimal}, which folded what numeric cannot hold). Every value is stored exactly as
+ *   sent or refused (400 naming it) before anything runs: {@code Exact} knows what PostgreSQL holds (numeric's
+ *   digits, a parameter's precision and scale, bigint, text without U+0000 or lone surrogates, valid UTF-8) and
+ *   counts a number's digits without writing it out.</li>
  *   <li><b>Errors.</b> stale → 409 (engine); unique violation → 409 naming the constraint; other integrity
  *   violations → 422; serialization failure or deadlock → retried {@code retries} times, then 409; a data exception
  *   → 400; statement timeout → 504 (rolled back); no connection, the server shutting down, or a connection lost
