@@ -192,6 +192,10 @@ public final class PolicyLoader {
 
     /** snakeyaml's problem with its context: "could not find expected ':' (while scanning a simple key at line 3)". */
     private static String syntaxMessage(MarkedYAMLException e) {
+        String words = inWords(e.getProblem());
+        if (words != null) {
+            return words;
+        }
         if (e.getContext() == null) {
             return e.getProblem();
         }
@@ -200,6 +204,30 @@ public final class PolicyLoader {
         }
         String line = e.getContextMark() == null ? "" : " at line " + (e.getContextMark().getLine() + 1);
         return e.getProblem() + " (" + e.getContext() + line + ")";
+    }
+
+    /**
+     * What snakeyaml's most common problems mean to someone editing a policy file, with its words after them; null
+     * when there is nothing to add.
+     */
+    private static String inWords(String problem) {
+        if (problem == null) {
+            return null;
+        }
+        if (problem.contains("expected <block end>, but found '<block mapping start>'")
+                || problem.contains("expected <block end>, but found '<block sequence start>'")) {
+            return "this line is indented more than the lines before it at the same level: keys of one mapping (and"
+                    + " items of one list) must start in the same column (YAML: " + problem + ")";
+        }
+        if (problem.contains("mapping values are not allowed here")) {
+            return "a key where YAML reads the line above as going on: this line is indented more than the keys"
+                    + " before it at its level (keys of one mapping start in one column), or a value holding ': '"
+                    + " is not quoted (\"a: b\") (YAML: " + problem + ")";
+        }
+        if (problem.contains("found character '\\t' that cannot start any token")) {
+            return "a tab: YAML indents with spaces only (YAML: " + problem + ")";
+        }
+        return null;
     }
 
     /** The 1-based line and column of a code point index. */

@@ -227,9 +227,18 @@ final class Values {
     /** {@code text} as a URI (RFC 3986), or an error at {@code field}: what the URL's kind checks next. */
     static Optional<URI> uri(String text, Field field) {
         try {
-            return Optional.of(new URI(text));
+            URI uri = new URI(text);
+            if (uri.getScheme() != null && uri.getHost() == null && uri.getRawSchemeSpecificPart() != null
+                    && uri.getRawSchemeSpecificPart().matches("\\d+(/.*)?")) {
+                // "127.0.0.1:8080/x" reads as the scheme "127.0.0.1" (or "localhost:8080" as "localhost")
+                field.error("'" + text + "' has no scheme: write http://" + text + " (or https://)");
+                return Optional.empty();
+            }
+            return Optional.of(uri);
         } catch (URISyntaxException e) {
-            field.error("not a valid URL: " + e.getMessage());
+            field.error(text.matches("[^/:]+:\\d+.*") || e.getMessage().contains("scheme name")
+                    ? "'" + text + "' has no scheme: write http://" + text + " (or https://)"
+                    : "not a valid URL: " + e.getMessage());
             return Optional.empty();
         }
     }
