@@ -106,9 +106,15 @@ class PostgresRestartIT {
                     }));
                 }
 
-                Thread.sleep(1500);
+                // writes are acknowledged before the outage (waited for, not slept on: a loaded machine's first
+                // writes take their time), then a little more history
+                long acknowledged = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                while (answers.stream().noneMatch(a -> a.status() == 200) && System.nanoTime() < acknowledged) {
+                    Thread.sleep(50);
+                }
                 assertTrue(answers.stream().anyMatch(a -> a.status() == 200), "no write succeeded before the "
                         + "outage: " + summary(answers, 0, Long.MAX_VALUE));
+                Thread.sleep(500);
 
                         cluster.stopImmediate();
                 long stopped = System.nanoTime();

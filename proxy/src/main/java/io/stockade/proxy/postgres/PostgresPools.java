@@ -121,6 +121,26 @@ public final class PostgresPools {
      * The pool says only that no connection came within its timeout; why (a refused TLS certificate, a
      * {@code pg_hba.conf} rule, a wrong password) is in the driver's exception underneath.
      */
+    /**
+     * What went wrong with a database call, in words that name the cause: the pool's "Connection is not available,
+     * request timed out after 2002ms (total=0, active=0, idle=0, waiting=0)" becomes "no connection within 2002 ms:
+     * Connection to 127.0.0.1:25432 refused ...", the driver's reason for the last failed attempt.
+     */
+    public static String why(SQLException e) {
+        if (e instanceof java.sql.SQLTransientConnectionException && e.getMessage() != null
+                && e.getMessage().contains("Connection is not available")) {
+            java.util.regex.Matcher ms = java.util.regex.Pattern.compile("after (\\d+)ms").matcher(e.getMessage());
+            String within = ms.find() ? " within " + ms.group(1) + " ms" : "";
+            for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
+                if (t.getCause() == null && t.getMessage() != null) {
+                    return "no database connection" + within + ": " + t.getMessage().lines().findFirst().orElse("");
+                }
+            }
+            return "no database connection" + within + " (the pool found none free and could open none)";
+        }
+        return e.getMessage() + (e.getSQLState() == null ? "" : " (SQLSTATE " + e.getSQLState() + ")");
+    }
+
     private static String cause(SQLException e) {
         StringBuilder why = new StringBuilder();
         for (Throwable t = e.getCause(); t != null; t = t.getCause()) {

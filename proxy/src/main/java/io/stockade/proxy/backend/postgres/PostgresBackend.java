@@ -232,7 +232,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             try {
                 c = pool.getConnection();
             } catch (SQLException e) {
-                return new Outcome(new WriteResult.Unavailable("no database connection: " + e.getMessage()));
+                return new Outcome(new WriteResult.Unavailable(PostgresPools.why(e)));
             }
             Ran ran;
             try (var watch = watchdog.watch(c, limit(call))) {
@@ -641,7 +641,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             return c.isValid(2) ? Optional.empty()
                     : Optional.of("database " + config.datasource().url() + ": the connection did not answer");
         } catch (java.sql.SQLException e) {
-            return Optional.of("database " + config.datasource().url() + ": " + e.getMessage());
+            return Optional.of("database " + config.datasource().url() + ": " + PostgresPools.why(e));
         }
     }
 

@@ -84,6 +84,9 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
     private volatile Floors floors = new Floors(List.of(), -1);
     private volatile boolean closed;
 
+    private static final java.util.logging.Logger LOG =
+            java.util.logging.Logger.getLogger(EtcdFenceStore.class.getName());
+
     EtcdFenceStore(Client client, StoreConfig.Etcd config) {
         this.client = client;
         this.kv = client.getKVClient();
@@ -95,15 +98,34 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
         this.known = Caffeine.newBuilder().maximumSize(100_000).build();
     }
 
+    /** How long a start waits for etcd's first answer (the client's first call sets up its channel: ~2 s). */
+    static final Duration WARM_UP = Duration.ofSeconds(10);
+
     /**
-     * Connects to the cluster. Does not wait for it: while etcd is unreachable every decision is refused (503)
-     * and the proxy still starts.
+     * Connects to the cluster and waits, up to {@link #WARM_UP}, for its first answer (a read of the floors), so
+     * that the first write after the listener opens is not the one that pays for the client's connection set-up
+     * (a first write used to time out at 2 s while /health/ready already said UP). While etcd is unreachable every
+     * decision is refused (503) and the proxy still starts.
      *
      * @throws IOException when a TLS file or the password file cannot be read
      */
     public static EtcdFenceStore open(StoreConfig.Etcd config) throws IOException {
-        return new EtcdFenceStore(EtcdClients.open(config.endpoints(), config.timeout(), config.tls(),
+        EtcdFenceStore store = new EtcdFenceStore(EtcdClients.open(config.endpoints(), config.timeout(), config.tls(),
                 config.username(), config.password(), config.passwordFile(), "store"), config);
+        store.warmUp();
+        return store;
+    }
+
+    private void warmUp() {
+        try {
+            kv.get(epochKey).get(WARM_UP.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            LOG.warning("etcd fence store: no answer within " + WARM_UP.toSeconds() + " s at start ("
+                    + EtcdClients.describe(e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e)
+                    + "); writes answer 503 until it answers");
+        }
     }
 
     // ---- FenceStore ----
@@ -351,11 +373,19 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
         if (closed) {
             throw new StoreUnavailableException("fence store closed");
         }
-        return await(txn.commit());
+        return await(txn.commit(), true);
     }
 
     /** Waits for an etcd answer within the timeout; anything but an answer is a {@link StoreUnavailableException}. */
     private <T> T await(CompletableFuture<T> call) throws StoreUnavailableException {
+        return await(call, false);
+    }
+
+    /**
+     * @param change whether the call may change the store (a transaction): a timeout then leaves it unknown whether
+     *               the fence moved; a read's timeout only that the answer did not come
+     */
+    private <T> T await(CompletableFuture<T> call, boolean change) throws StoreUnavailableException {
         if (closed) {
             call.cancel(true);
             throw new StoreUnavailableException("fence store closed");
@@ -364,8 +394,8 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
             return call.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
             call.cancel(true);
-            throw new StoreUnavailableException("etcd did not answer within " + timeout.toMillis()
-                    + " ms (outcome unknown)", e);
+            throw new StoreUnavailableException("etcd did not answer within " + timeout.toMillis() + " ms"
+                    + (change ? " (whether the fence moved is unknown; nothing was forwarded)" : ""), e);
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() == null ? e : e.getCause();
             throw new StoreUnavailableException("etcd: " + EtcdClients.describe(cause), cause);

@@ -312,8 +312,8 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     }
 
     private static StoreUnavailableException unavailable(String what, SQLException e) {
-        return new StoreUnavailableException("postgres fence store: " + what + " failed: " + e.getMessage()
-                + " (SQLSTATE " + e.getSQLState() + ")", e);
+        return new StoreUnavailableException("postgres fence store: " + what + " failed: " + PostgresPools.why(e),
+                e);
     }
 
     @Override

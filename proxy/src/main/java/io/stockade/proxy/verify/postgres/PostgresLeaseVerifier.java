@@ -69,7 +69,7 @@ public final class PostgresLeaseVerifier implements TokenVerifier {
                 return new Genuine(false);
             }
         } catch (SQLException e) {
-            return new Unavailable("PostgreSQL: " + e.getMessage());
+            return new Unavailable("PostgreSQL: " + PostgresPools.why(e));
         } catch (RuntimeException e) {
             return new Unavailable("PostgreSQL: " + e);
         }
