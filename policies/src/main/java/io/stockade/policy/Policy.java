@@ -16,7 +16,7 @@ import java.util.Set;
  * @param limits        bounds on the size, duration and concurrency of the policy's requests
  */
 public record Policy(String name, Match match, ScopeTemplate scope, Fence fence, BackendConfig backend,
-                     Limits limits) {
+                     Limits limits, Readiness readiness) {
 
     public Policy {
         Objects.requireNonNull(name, "name");
@@ -25,11 +25,32 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
         Objects.requireNonNull(fence, "fence");
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(limits, "limits");
+        Objects.requireNonNull(readiness, "readiness");
+    }
+
+    /** A policy whose health is reported, not gated on ({@link Readiness#REPORT}). */
+    public Policy(String name, Match match, ScopeTemplate scope, Fence fence, BackendConfig backend, Limits limits) {
+        this(name, match, scope, fence, backend, limits, Readiness.REPORT);
     }
 
     /** A policy with the default limits. */
     public Policy(String name, Match match, ScopeTemplate scope, Fence fence, BackendConfig backend) {
         this(name, match, scope, fence, backend, Limits.defaults());
+    }
+
+    /**
+     * What a policy's own dependencies (its token verifier, the database of a postgres backend) mean to the
+     * replica's {@code /health/ready}. The fence store, which every policy needs, always gates it.
+     */
+    public enum Readiness {
+        /**
+         * Reported (the default): the policy's health is in {@code /health/ready}'s body and at
+         * {@code /health/ready/<policy>}; while it is down its writes answer 503 and the replica stays ready for the
+         * policies that work.
+         */
+        REPORT,
+        /** Gated on: while the policy's dependencies are down the whole replica is unready. */
+        GATE
     }
 
     /**

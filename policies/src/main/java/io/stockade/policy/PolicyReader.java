@@ -63,11 +63,13 @@ final class PolicyReader {
         Optional<BackendConfig> backend = policy.required("backend", field -> BackendReader.read(field, path, scope,
                 methods, fence));
         Optional<Policy.Limits> limits = policy.optional("limits", LimitsReader::policy, Policy.Limits.defaults());
-        if (!Values.allPresent(name, path, methods, scope, fence, backend, limits)) {
+        Optional<Policy.Readiness> readiness = policy.optional("readiness",
+                f -> Values.keyword(f, "value", Vocabulary.READINESS), Policy.Readiness.REPORT);
+        if (!Values.allPresent(name, path, methods, scope, fence, backend, limits, readiness)) {
             return Optional.empty();
         }
         Policy result = new Policy(name.get(), new Policy.Match(path.get(), methods.get()), scope.get(), fence.get(),
-                backend.get(), limits.get());
+                backend.get(), limits.get(), readiness.get());
         reportOverlaps(result, item, matchField.get());
         reportCollectionScope(result, policy);
         read.add(new Located(result, item));

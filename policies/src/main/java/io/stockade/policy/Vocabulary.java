@@ -30,7 +30,9 @@ final class Vocabulary {
     static final List<String> TLS_KEYS = List.of("ca", "cert", "key");
     static final List<String> CACHE_KEYS = List.of("enabled", "max-scopes");
     static final List<String> ADMIN_KEYS = List.of("token", "token-file");
-    static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend", "limits");
+    static final List<String> POLICY_KEYS = List.of("name", "match", "scope", "fence", "backend", "limits",
+            "readiness");
+    static final Map<String, Policy.Readiness> READINESS = keywords(Policy.Readiness.class);
     static final List<String> POLICY_LIMITS_KEYS = List.of("max-header-bytes", "max-body-bytes", "body-timeout",
             "max-concurrent-per-scope", "max-scope-bytes");
     static final List<String> MATCH_KEYS = List.of("path", "methods");

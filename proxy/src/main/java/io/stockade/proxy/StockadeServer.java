@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -238,6 +239,8 @@ public final class StockadeServer implements AutoCloseable {
         routing.addFilter(new HttpDate(java.time.Clock.systemUTC()));
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
+                .get(READY + "/{policy}", (req, res) -> policyReady(res, req.path().pathParameters().get("policy"),
+                        pipeline))
                 .get(METRICS, (req, res) -> metrics(req, res, metrics));
         if (admin != null) {
             routing.any(admin);
@@ -255,17 +258,53 @@ public final class StockadeServer implements AutoCloseable {
         }
     }
 
-    /** 200 UP, or 503 DOWN with what cannot be reached (a reason per component, as the log says it). */
+    /**
+     * 200 UP, or 503 DOWN with what cannot be reached (a reason per component, as the log says it); and each
+     * policy's state: a policy whose own dependencies are down refuses its writes (503) while the replica stays
+     * ready for the others, unless it gates readiness ({@code readiness: gate}).
+     */
     private static void ready(ServerResponse res, Readiness.Report report) {
         StringBuilder body = new StringBuilder("{\"status\":\"").append(report.up() ? "UP" : "DOWN").append('"');
         if (!report.up()) {
-            body.append(",\"down\":[");
-            for (int i = 0; i < report.down().size(); i++) {
-                body.append(i == 0 ? "" : ",").append(JsonWriter.quote(report.down().get(i)));
-            }
-            body.append(']');
+            body.append(",\"down\":").append(jsonList(report.down()));
         }
-        json(res, report.up() ? 200 : 503, body.append('}').toString());
+        body.append(",\"policies\":{");
+        boolean first = true;
+        for (Map.Entry<String, List<String>> p : report.policies().entrySet()) {
+            body.append(first ? "" : ",").append(JsonWriter.quote(p.getKey())).append(":{\"status\":\"")
+                    .append(report.up(p.getKey()) ? "UP" : "DOWN").append('"');
+            if (!p.getValue().isEmpty()) {
+                body.append(",\"down\":").append(jsonList(p.getValue()));
+            }
+            body.append('}');
+            first = false;
+        }
+        json(res, report.up() ? 200 : 503, body.append("}}").toString());
+    }
+
+    /** {@code /health/ready/<policy>}: 200 while the policy can write (the store and its own dependencies). */
+    private static void policyReady(ServerResponse res, String policy, FencePipeline pipeline) {
+        Readiness.Report report = pipeline.readiness().check();
+        if (!report.policies().containsKey(policy)) {
+            Problem.of(ProblemType.NOT_FOUND, "no policy '" + policy + "'; the policies: "
+                    + String.join(", ", report.policies().keySet())).send(res);
+            return;
+        }
+        List<String> down = new java.util.ArrayList<>();
+        if (!report.storeUp()) {
+            report.down().stream().filter(d -> d.startsWith("fence store: ")).forEach(down::add);
+        }
+        down.addAll(report.policies().get(policy));
+        json(res, down.isEmpty() ? 200 : 503, "{\"policy\":" + JsonWriter.quote(policy) + ",\"status\":\""
+                + (down.isEmpty() ? "UP\"" : "DOWN\",\"down\":" + jsonList(down)) + "}");
+    }
+
+    private static String jsonList(List<String> items) {
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < items.size(); i++) {
+            b.append(i == 0 ? "" : ",").append(JsonWriter.quote(items.get(i)));
+        }
+        return b.append(']').toString();
     }
 
     private static void metrics(ServerRequest req, ServerResponse res, ProxyMetrics metrics) {

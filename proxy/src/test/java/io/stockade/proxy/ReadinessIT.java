@@ -57,29 +57,75 @@ class ReadinessIT {
 
             etcd.restart(0);
             Http.Response up = awaitReady(proxy, 200);
-            assertEquals("{\"status\":\"UP\"}", up.body());
+            assertTrue(up.body().startsWith("{\"status\":\"UP\",\"policies\":{\"docs\":{\"status\":\"UP\"}"),
+                    up.body());
             assertEquals(201, Http.put(proxy.uri("/docs/a"), "v", Map.of("Fencing-Token", "5")).status());
         }
     }
 
+    private static final String TWO_POLICIES = """
+            store: {type: memory, journal: "${JOURNAL}"}
+            policies:
+              - name: files
+                match: {path: "/files/{name}"}
+                scope: files/{name}
+                readiness: ${READINESS}
+                fence:
+                  verify: {kind: etcd, endpoints: "${ETCD}", prefix: locks/, timeout: 1s}
+                backend: {type: file, root: "${ROOT}"}
+              - name: open
+                match: {path: "/open/{name}"}
+                scope: open/{name}
+                backend: {type: file, root: "${ROOT}"}
+            """;
+
+    /**
+     * The first-hour report: one policy's dependency down made every replica unready, taking healthy policies out of
+     * the Service. By default a policy's own dependencies are reported: the replica stays ready, the broken policy
+     * refuses its writes with 503, the healthy one writes.
+     */
     @Test
-    void aVerifierThatCannotAnswerMakesTheProxyUnreadyAndNamesThePolicy() throws Exception {
+    void aVerifierThatCannotAnswerTakesItsPolicyDownAndLeavesTheOthersServing() throws Exception {
         Path root = Files.createDirectories(dir.resolve("root"));
         try (EtcdServer etcd = EtcdServer.single();
-             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), """
-                     store: {type: memory, journal: "${JOURNAL}"}
-                     policies:
-                       - name: files
-                         match: {path: "/files/{name}"}
-                         scope: files/{name}
-                         fence:
-                           verify: {kind: etcd, endpoints: "${ETCD}", prefix: locks/, timeout: 1s}
-                         backend: {type: file, root: "${ROOT}"}
-                       - name: open
-                         match: {path: "/open/{name}"}
-                         scope: open/{name}
-                         backend: {type: file, root: "${ROOT}"}
-                     """, Map.of("ETCD", etcd.endpoints(), "ROOT", root.toString()))) {
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), TWO_POLICIES, Map.of("ETCD", etcd.endpoints(),
+                     "ROOT", root.toString(), "READINESS", "report"))) {
+            awaitReady(proxy, 200);
+            etcd.kill(0);
+            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            Http.Response files;
+            do {
+                Thread.sleep(100);
+                files = Http.get(proxy.uri(StockadeServer.READY + "/files"));
+            } while (files.status() != 503 && System.nanoTime() < deadline);
+            assertEquals(503, files.status(), files.body());
+            assertTrue(files.body().contains("etcd verifier"), files.body());
+            Http.Response ready = Http.get(proxy.uri(StockadeServer.READY));
+            assertEquals(200, ready.status(), "the replica stays ready: " + ready.body());
+            assertTrue(ready.body().contains("\"files\":{\"status\":\"DOWN\",\"down\":[\"etcd verifier")
+                    && ready.body().contains("\"open\":{\"status\":\"UP\"}"), ready.body());
+            assertEquals(200, Http.get(proxy.uri(StockadeServer.READY + "/open")).status());
+            assertEquals(404, Http.get(proxy.uri(StockadeServer.READY + "/nope")).status());
+            // the truth it tells: the healthy policy writes, the broken one refuses with 503 and writes nothing
+            assertEquals(201, Http.put(proxy.uri("/open/a"), "v", Map.of("Fencing-Token", "5")).status());
+            assertEquals(503, Http.put(proxy.uri("/files/a"), "v", Map.of("Fencing-Token", "5")).status());
+            assertFalse(Files.exists(root.resolve("files/a")));
+            etcd.restart(0);
+            do {
+                Thread.sleep(100);
+                files = Http.get(proxy.uri(StockadeServer.READY + "/files"));
+            } while (files.status() != 200 && System.nanoTime() < deadline + Duration.ofSeconds(30).toNanos());
+            assertEquals(200, files.status(), files.body());
+        }
+    }
+
+    /** A policy that gates readiness ({@code readiness: gate}) makes the whole replica unready while it is down. */
+    @Test
+    void aPolicyThatGatesReadinessMakesTheReplicaUnreadyAndNamesThePolicy() throws Exception {
+        Path root = Files.createDirectories(dir.resolve("root"));
+        try (EtcdServer etcd = EtcdServer.single();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), TWO_POLICIES, Map.of("ETCD", etcd.endpoints(),
+                     "ROOT", root.toString(), "READINESS", "gate"))) {
             awaitReady(proxy, 200);
             etcd.kill(0);
             Http.Response down = awaitReady(proxy, 503);

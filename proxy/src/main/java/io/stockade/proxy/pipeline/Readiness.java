@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -41,10 +42,35 @@ public final class Readiness {
     static final String PROBE_SCOPE = "stockade-readiness-probe";
     private static final long KEEP_NANOS = TimeUnit.SECONDS.toNanos(1);
 
-    /** The outcome of a check: UP when nothing is down. */
-    public record Report(List<String> down) {
+    /**
+     * The outcome of a check.
+     *
+     * @param down     what keeps the whole replica from deciding fences: the fence store, and the dependencies of
+     *                 policies that gate readiness ({@code readiness: gate}); UP when empty
+     * @param policies each policy's own problems (its verifier, its backend's database), empty when it works
+     */
+    public record Report(List<String> down, Map<String, List<String>> policies) {
+        public Report {
+            down = List.copyOf(down);
+            policies = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(policies));
+        }
+
+        public Report(List<String> down) {
+            this(down, Map.of());
+        }
+
         public boolean up() {
             return down.isEmpty();
+        }
+
+        /** Whether a policy can write now: the fence store answers and so do its own dependencies. */
+        public boolean up(String policy) {
+            return storeUp() && policies.getOrDefault(policy, List.of()).isEmpty();
+        }
+
+        /** Whether the fence store answered (a problem of it is the one entry of {@link #down} not a policy's). */
+        public boolean storeUp() {
+            return down.stream().noneMatch(d -> d.startsWith("fence store: "));
         }
     }
 
@@ -96,37 +122,53 @@ public final class Readiness {
     }
 
     private Report checkNow() {
-        Report report = new Report(List.copyOf(down()));
+        Report report = down();
         if (last == null ? !report.up() : last.up() != report.up() || !last.down().equals(report.down())) {
             LOG.warning(report.up() ? "ready: the fence store and verifiers answer again"
                     : "not ready: " + String.join("; ", report.down()));
         }
+        report.policies().forEach((policy, problems) -> {
+            List<String> before = last == null ? List.of() : last.policies().getOrDefault(policy, List.of());
+            if (!problems.equals(before)) {
+                LOG.warning(problems.isEmpty() ? "policy '" + policy + "': its dependencies answer again"
+                        : "policy '" + policy + "' cannot write now (its writes answer 503): "
+                        + String.join("; ", problems));
+            }
+        });
         last = report;
         checkedAt = nanoTime.getAsLong();
         return report;
     }
 
-    private List<String> down() {
+    private Report down() {
         List<String> down = new ArrayList<>();
         try {
             store.get(PROBE_SCOPE);
         } catch (StoreUnavailableException e) {
             down.add("fence store: " + e.getMessage());
         }
-        Map<TokenVerifier, Boolean> asked = new IdentityHashMap<>();
+        Map<TokenVerifier, Optional<String>> asked = new IdentityHashMap<>();
         Map<String, Backend> byPolicy = backends.get();
+        Map<String, List<String>> policies = new java.util.LinkedHashMap<>();
         for (Policy policy : config.get().policies()) {
+            List<String> own = new ArrayList<>();
             TokenVerifier verifier = verifiers.of(policy);
-            if (verifier != null && asked.put(verifier, Boolean.TRUE) == null
-                    && verifier.verify(new TokenVerifier.Claim(PROBE_SCOPE, 1, h -> List.of()))
-                    instanceof TokenVerifier.Unavailable unavailable) {
-                down.add("policy '" + policy.name() + "': " + verifier.kind() + " verifier: " + unavailable.reason());
+            if (verifier != null) {
+                // one question per verifier, however many policies share it
+                asked.computeIfAbsent(verifier, v -> v.verify(new TokenVerifier.Claim(PROBE_SCOPE, 1,
+                        h -> List.of())) instanceof TokenVerifier.Unavailable unavailable
+                        ? Optional.of(v.kind() + " verifier: " + unavailable.reason()) : Optional.empty())
+                        .ifPresent(own::add);
             }
             Backend backend = byPolicy.get(policy.name());
             if (backend != null) {
-                backend.unreachable().ifPresent(why -> down.add("policy '" + policy.name() + "': " + why));
+                backend.unreachable().ifPresent(own::add);
+            }
+            policies.put(policy.name(), own);
+            if (policy.readiness() == Policy.Readiness.GATE) {
+                own.forEach(why -> down.add("policy '" + policy.name() + "': " + why));
             }
         }
-        return down;
+        return new Report(down, policies);
     }
 }
