@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium, dynalite), then builds every module
+# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium, dynalite, promtool), then builds every module
 # and runs every test (unit tests *Test, integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -86,6 +86,12 @@ if [ ! -f .tools/dynalite/node_modules/dynalite/cli.js ]; then
       || echo "stockade: could not install dynalite (npm install dynalite@4.0.0); the DynamoDB tests will be" \
               "skipped" >&2
   fi
+fi
+# promtool (Debian prometheus) checks and unit-tests the shipped alert rules (DeployFilesIT).
+if ! command -v promtool >/dev/null; then
+  echo "stockade: promtool not found, installing prometheus (for promtool)" >&2
+  { apt-get update && apt-get install -y prometheus; } >&2 \
+    || echo "stockade: could not install prometheus (run as root: apt-get install -y prometheus)" >&2
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then

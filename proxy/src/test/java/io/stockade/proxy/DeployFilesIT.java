@@ -99,6 +99,26 @@ class DeployFilesIT {
     }
 
     /**
+     * The shipped alert rules, checked and unit-tested by Prometheus's own promtool: every kind of outage a write can
+     * meet (the fence store, a postgres backend's database, a verifier, an http upstream, an S3 store, the memory
+     * store's bound) fires an alert ({@code deploy/prometheus/alerts.test.yaml}); OutageMetricsIT drives each
+     * outage against a real proxy and sees the metrics those rules read move.
+     */
+    @Test
+    void theAlertRulesPassPromtoolsCheckAndUnitTests() throws Exception {
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.PROMTOOL);
+        String promtool = io.stockade.testing.Tools.binary("promtool").orElseThrow().toString();
+        for (List<String> command : List.of(
+                List.of(promtool, "check", "rules", DEPLOY.resolve("prometheus/alerts.yaml").toString()),
+                List.of(promtool, "test", "rules", DEPLOY.resolve("prometheus/alerts.test.yaml").toString()))) {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes());
+            assertTrue(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS), "promtool hung");
+            assertEquals(0, p.exitValue(), String.join(" ", command) + ":\n" + out);
+        }
+    }
+
+    /**
      * The image's HEALTHCHECK command, run against a real proxy (its port for 8080). It asked in HTTP/1.0, which the
      * proxy never answered (and now answers 505): the container could never become healthy.
      */

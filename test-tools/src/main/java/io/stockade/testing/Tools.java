@@ -33,6 +33,8 @@ public final class Tools {
                 () -> runs("/usr/bin/python3", "-c", "import requests")),
         RCLONE("rclone (/usr/bin/rclone)", "apt-get install -y rclone",
                 () -> Files.isExecutable(Path.of("/usr/bin/rclone"))),
+        PROMTOOL("promtool (Prometheus's rule checker)", "apt-get install -y prometheus",
+                () -> binary("promtool").isPresent()),
         POSTGRES_CLUSTER("PostgreSQL 15's initdb/pg_ctl and root (a private cluster per test)",
                 "apt-get install -y postgresql, and run the tests as root", PgCluster::available);
 

@@ -109,6 +109,11 @@ public final class ProxyMetrics {
         Gauge.builder(name, value).description(help).register(registry);
     }
 
+    /** A gauge of one policy, read at scrape time. */
+    public void policyGauge(String name, String help, String policy, Supplier<Number> value) {
+        Gauge.builder(name, value).description(help).tag("policy", policy).register(registry);
+    }
+
     /** The token cache's meters, read at scrape time. */
     public void cache(Supplier<Number> hits, Supplier<Number> misses, Supplier<Number> evictions,
                       Supplier<Number> size) {

@@ -101,6 +101,7 @@ public final class FencePipeline implements Handler {
         this.warnings = new WarnLimiter(nanoTime, WarnLimiter.INTERVAL_NANOS);
         this.readiness = new Readiness(() -> active.config(), () -> active.backends(), store, verifiers, nanoTime);
         this.served.addAll(backends.values());
+        registerPolicyGauges(config);
     }
 
     /**
@@ -150,7 +151,30 @@ public final class FencePipeline implements Handler {
         Active old = active;
         served.addAll(backends.values());
         active = new Active(config, Map.copyOf(backends));
+        registerPolicyGauges(config);
         return old.backends();
+    }
+
+    /** Policies that have a {@code stockade_policy_up} gauge (one per name, kept across reloads). */
+    private final java.util.Set<String> gauged = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * {@code stockade_policy_up{policy}}: 1 while the policy can write (the fence store and its own dependencies
+     * answer), 0 while its writes answer 503, NaN once a reload removed it. Read at scrape time from the readiness
+     * check (at most one round of questions a second), so an outage of any dependency a write needs moves a metric
+     * an alert watches ({@code StockadePolicyDown}).
+     */
+    private void registerPolicyGauges(StockadeConfig config) {
+        for (Policy policy : config.policies()) {
+            String name = policy.name();
+            if (gauged.add(name)) {
+                metrics.policyGauge("stockade.policy.up", "1 while the policy can write (the fence store and its own"
+                        + " dependencies answer), 0 while its writes answer 503", name, () -> {
+                            Readiness.Report report = readiness.check();
+                            return !report.policies().containsKey(name) ? Double.NaN : report.up(name) ? 1 : 0;
+                        });
+            }
+        }
     }
 
     /** Requests holding a place under {@code max-concurrent-per-scope} on a scope of a policy now. */
