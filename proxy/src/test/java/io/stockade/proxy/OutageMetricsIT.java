@@ -97,6 +97,14 @@ class OutageMetricsIT {
             // StockadeUpstreamErrors
             assertTrue(sample(scrape, "stockade_upstream_errors_total", "policy=\"docs\",reason=\"unreachable\"")
                     >= 1, "the upstream outage counted");
+            // and what an operator reads beside them: the build, the JVM, the process (first-hour report)
+            Pattern buildInfo = Pattern.compile("(?m)^stockade_build_info\\{commit=\"([0-9a-f]{40}|unknown)\","
+                    + "version=\"[^\"]+\"\\} 1");
+            assertTrue(buildInfo.matcher(scrape).find(), "stockade_build_info");
+            for (String jvm : new String[] {"jvm_memory_used_bytes", "jvm_threads_live_threads", "process_cpu_usage",
+                    "process_uptime_seconds", "process_files_open_files"}) {
+                assertTrue(scrape.contains(jvm), jvm);
+            }
             // the replica stays ready: the fence store answers; the two policies say what is down
             Http.Response ready = Http.get(proxy.uri("/health/ready"));
             assertEquals(200, ready.status(), ready.body());

@@ -102,6 +102,31 @@ public final class ProxyMetrics {
     }
 
     public ProxyMetrics() {
+        // the JVM and the process: memory and collections, threads, classes, CPU, uptime, file descriptors
+        new io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics().bindTo(registry);
+        new io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics().bindTo(registry);
+        new io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics().bindTo(registry);
+        new io.micrometer.core.instrument.binder.system.ProcessorMetrics().bindTo(registry);
+        new io.micrometer.core.instrument.binder.system.UptimeMetrics().bindTo(registry);
+        new io.micrometer.core.instrument.binder.system.FileDescriptorMetrics().bindTo(registry);
+        String[] build = buildInfo();
+        Gauge.builder("stockade.build.info", () -> 1).description("The proxy's version and the commit it was built"
+                + " from (1)").tag("version", build[0]).tag("commit", build[1]).register(registry);
+    }
+
+    /** The version and commit the build wrote beside this class ({@code proxy/pom.xml}, build-info). */
+    static String[] buildInfo() {
+        try (java.io.InputStream in = ProxyMetrics.class.getResourceAsStream("build-info")) {
+            if (in != null) {
+                String[] lines = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).split("\n");
+                String commit = lines.length > 1 && lines[1].strip().matches("[0-9a-f]{40}") ? lines[1].strip()
+                        : "unknown";
+                return new String[] {lines[0].strip(), commit};
+            }
+        } catch (java.io.IOException e) {
+            // unknown
+        }
+        return new String[] {"unknown", "unknown"};
     }
 
     /** Registers a gauge read at scrape time. */
