@@ -76,9 +76,43 @@ class DeployFilesIT {
                 }
             }
         }
+        policies.addAll(generatedConfigMapPolicies());
+        assertTrue(policies.size() >= 2, "compose and the kustomize base ship policies: " + policies.size());
         for (String text : policies) {
             PolicyLoader.parse(text, Path.of("embedded.yaml"), Map.of("POD_NAME", "stockade-0"));
         }
+    }
+
+    /**
+     * The kustomize base ships its policies through a {@code configMapGenerator} (a hash-suffixed name, so an edit
+     * rolls the pods): every generated ConfigMap's {@code stockade.yaml} is read from its file, and the Deployment
+     * mounts a ConfigMap of that generator's name (kustomize rewrites the reference to the hashed name).
+     */
+    private static List<String> generatedConfigMapPolicies() throws IOException {
+        List<String> policies = new ArrayList<>();
+        for (Path kustomization : files("kustomization.yaml")) {
+            Map<?, ?> k = new Yaml(new SafeConstructor(new LoaderOptions())).load(Files.readString(kustomization));
+            if (!(k.get("configMapGenerator") instanceof List<?> generators)) {
+                continue;
+            }
+            assertTrue(!(k.get("resources") instanceof List<?> resources) || resources.stream()
+                    .noneMatch(r -> String.valueOf(r).contains("configmap")),
+                    kustomization + ": the policies come from the generator, not a hand-written ConfigMap too");
+            String deployment = Files.readString(kustomization.resolveSibling("deployment.yaml"));
+            for (Object g : generators) {
+                Map<?, ?> generator = (Map<?, ?>) g;
+                assertTrue(deployment.contains("name: " + generator.get("name")),
+                        kustomization + ": deployment.yaml mounts the generated ConfigMap " + generator.get("name"));
+                for (Object f : (List<?>) generator.get("files")) {
+                    Path file = kustomization.resolveSibling(String.valueOf(f));
+                    if (file.getFileName().toString().equals("stockade.yaml")) {
+                        policies.add(Files.readString(file));
+                    }
+                }
+            }
+        }
+        assertTrue(!policies.isEmpty(), "deploy/k8s/base generates the stockade-policies ConfigMap from stockade.yaml");
+        return policies;
     }
 
     @Test
@@ -148,7 +182,8 @@ class DeployFilesIT {
 
     /** A load in which each kind of event happens once: accept, handoff, stale, timeout, store failure. */
     private String scrapeAfterLoad() throws Exception {
-        String yaml = TestPolicies.docsOverHttp("timeout: 200ms", "settle: 100ms");
+        // The timeout leaves a cold JVM on a loaded machine room for its first write (200 ms did not: 600 ms seen).
+        String yaml = TestPolicies.docsOverHttp("timeout: 1500ms", "settle: 100ms");
         try (TestUpstream upstream = TestUpstream.start();
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
                      Map.of("UPSTREAM", upstream.baseUri().toString()))) {
@@ -156,7 +191,7 @@ class DeployFilesIT {
             assertEquals(201, Http.put(proxy.uri("/docs/a"), "1", Map.of("Fencing-Token", "1")).status());
             assertEquals(204, Http.put(proxy.uri("/docs/a"), "5", Map.of("Fencing-Token", "5")).status());
             assertEquals(409, Http.put(proxy.uri("/docs/a"), "2", Map.of("Fencing-Token", "2")).status());
-            upstream.delayWrites(Duration.ofMillis(500));
+            upstream.delayWrites(Duration.ofMillis(2500));
             assertEquals(504, Http.put(proxy.uri("/docs/b"), "b", Map.of("Fencing-Token", "1")).status());
             upstream.delayWrites(Duration.ZERO);
             assertEquals(503, Http.put(proxy.uri("/docs/b"), "b", Map.of("Fencing-Token", "2")).status());
