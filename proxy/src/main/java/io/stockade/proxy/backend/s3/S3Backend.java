@@ -199,6 +199,18 @@ public class S3Backend implements Backend {
         if (!s3.operation().fenced()) {
             return new Plan.Forward(scope, ex -> forward(ex, p));
         }
+        boolean enforced = exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE;
+        if (!atomic() && enforced && s3.operation() == S3Request.Operation.DELETE_OBJECTS) {
+            // refused before the fence (refused by the write, it left the bucket's scope raised); observe forwards
+            return new Plan.Refuse(scope, s3Problem(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "DeleteObjects"
+                    + " spans several scopes, which the serialized class cannot hold at once; delete the objects one "
+                    + "by one (DeleteObject)", s3.resource()));
+        }
+        if (!atomic() && enforced && p.form() != null) {
+            return new Plan.Refuse(scope, s3Problem(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
+                    + "browser-form upload names its key in its body, not in the path the serialized class fences; "
+                    + "it is fenced only with fence-scope: object and conditional-writes: true", s3.resource()));
+        }
         Optional<String> folded = atomic() || config.distinctKeys() || p.form() != null ? Optional.empty()
                 : foldedKey(s3.key());
         if (folded.isPresent()) {
@@ -750,15 +762,7 @@ public class S3Backend implements Backend {
 
     /** A serialized write: relayed as it is, with the admitted token in the object's metadata. */
     WriteResult write(Exchange exchange, Parsed p, Admission admission) {
-        if (p.s3().operation() == S3Request.Operation.DELETE_OBJECTS) {
-            return answer(exchange, 501, "NotImplemented", "DeleteObjects spans several scopes, which the serialized"
-                    + " class cannot hold at once; delete the objects one by one (DeleteObject)");
-        }
-        if (p.form() != null) {
-            return answer(exchange, 501, "NotImplemented", "a browser-form upload names its key in its body, not in"
-                    + " the path the serialized class fences; it is fenced only with fence-scope: object and "
-                    + "conditional-writes: true");
-        }
+        // DeleteObjects and form uploads never get here: plan() refuses them on this class, before the fence
         return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(admission.token()))));
     }
 
