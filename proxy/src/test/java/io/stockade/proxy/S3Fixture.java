@@ -320,7 +320,8 @@ public final class S3Fixture implements AutoCloseable {
                 request.append("Content-Length: ").append(bytes.length).append("\r\n");
             }
             request.append("Connection: close\r\n\r\n");
-            return RawHttp.send(port, request + (body == null ? "" : body));
+            // RawHttp writes one byte per char: the body goes as its UTF-8 bytes, which Content-Length counted
+            return RawHttp.send(port, request + new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1));
         }
 
         private static String encode(String text) {

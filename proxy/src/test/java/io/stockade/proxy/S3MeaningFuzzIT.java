@@ -249,6 +249,33 @@ class S3MeaningFuzzIT {
         }
     }
 
+    /**
+     * Found by the property: the serialized class planned DeleteObjects (and a browser-form upload) as a fenced write
+     * of the bucket's scope and refused it (501) only in the write, after the token had raised that scope's fence:
+     * a refusal that moved a fence. Now refused in the plan, before the fence.
+     */
+    @Example
+    void aDeleteObjectsTheSerializedClassRefusesRaisesNoFence() throws Exception {
+        for (World world : WORLDS.values()) {
+            if (world.atomic()) {
+                continue;
+            }
+            MeaningGrammar.Request deleteObjects = new MeaningGrammar.Builder("POST", "/" + MeaningGrammar.BUCKET)
+                    .target("bucket").param("delete", null).body("<Delete><Object><Key>k</Key></Object></Delete>")
+                    .token(MeaningGrammar.Token.HIGHER, 2).about(MeaningGrammar.BUCKET + "/k").build();
+            MeaningOracle.Answer[] answer = new MeaningOracle.Answer[1];
+            world.oracle().judge(deleteObjects.asSeed("DeleteObjects on the serialized class"), (r, token) -> {
+                answer[0] = send(world, r, token);
+                return answer[0];
+            });
+            org.junit.jupiter.api.Assertions.assertEquals(501, answer[0].status(), answer[0].body());
+            org.junit.jupiter.api.Assertions.assertTrue(answer[0].body().contains("DeleteObjects spans several "
+                    + "scopes"), answer[0].body());
+            org.junit.jupiter.api.Assertions.assertEquals(java.util.Optional.empty(), world.fixture().proxy.server()
+                    .store().get("s3/" + MeaningGrammar.BUCKET), "the bucket's scope has no fence");
+        }
+    }
+
     /** Signs the request with the client's key as the grammar says (what is signed, presigned or not) and sends it. */
     static MeaningOracle.Answer send(World world, MeaningGrammar.Request request, Long token) throws Exception {
         S3Fixture.Raw raw = new S3Fixture.Raw(request.signedAs(), request.path()).sentAs(request.method());

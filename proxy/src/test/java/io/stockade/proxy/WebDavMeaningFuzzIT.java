@@ -183,8 +183,9 @@ class WebDavMeaningFuzzIT {
             out.append("Fencing-Token: ").append(token).append("\r\n");
         }
         byte[] body = request.body().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        // RawHttp writes one byte per char: the body goes as its UTF-8 bytes, which Content-Length counted
         out.append("Content-Length: ").append(body.length).append("\r\nConnection: close\r\n\r\n")
-                .append(request.body());
+                .append(new String(body, java.nio.charset.StandardCharsets.ISO_8859_1));
         Http.Response r = RawHttp.send(proxy.server().port(), out.toString());
         return new MeaningOracle.Answer(r.status(), r.body());
     }

@@ -334,6 +334,13 @@ public final class MeaningGrammar {
     }
 
     static Request s3(Random random) {
+        int shape = random.nextInt(20);
+        if (shape == 0) {
+            return deleteObjects(random);
+        }
+        if (shape <= 2) {
+            return copyObject(random);
+        }
         String method = method(random, List.of("PUT", "PUT", "PUT", "DELETE", "POST", "GET", "HEAD", "OPTIONS"));
         String bucket = random.nextInt(6) == 0 ? pick(random, OTHER, EMPTY, "nob") : BUCKET;
         int what = random.nextInt(10);
@@ -376,6 +383,53 @@ public final class MeaningGrammar {
             b.unsignedToken();
         }
         return b.build();
+    }
+
+    /** DeleteObjects ({@code POST /bucket?delete}): several keys in one request, each its own scope. */
+    static Request deleteObjects(Random random) {
+        StringBuilder xml = new StringBuilder("<Delete>");
+        int keys = 1 + random.nextInt(3);
+        List<String> about = new ArrayList<>();
+        for (int i = 0; i < keys; i++) {
+            String key = pick(random, KEYS);
+            xml.append("<Object><Key>").append(key.replace("&", "&amp;").replace("<", "&lt;")).append("</Key>")
+                    .append("</Object>");
+            about.add(BUCKET + "/" + key);
+        }
+        String body = xml.append("</Delete>").toString();
+        Builder b = new Builder("POST", "/" + BUCKET).target("bucket").param("delete", null).body(body)
+                .token(token(random), random.nextInt(3)).about(about.toArray(String[]::new));
+        if (random.nextInt(4) != 0) {
+            b.header("Content-MD5", contentMd5(body));
+        }
+        return b.build();
+    }
+
+    /** CopyObject: a PUT of a key with {@code x-amz-copy-source} naming another (or the same) object. */
+    static Request copyObject(Random random) {
+        String key = pick(random, KEYS);
+        String source = "/" + (random.nextInt(4) == 0 ? OTHER + "/ov" : BUCKET + "/" + s3Path(pick(random, KEYS)));
+        Builder b = new Builder("PUT", "/" + BUCKET + "/" + s3Path(key)).target("object")
+                .header("x-amz-copy-source", source);
+        if (random.nextBoolean()) {
+            b.header("x-amz-metadata-directive", pick(random, "COPY", "REPLACE"));
+        }
+        if (random.nextInt(4) == 0) {
+            b.header("x-amz-meta-fencing-token", pick(random, "1", "99"));
+        }
+        if (random.nextInt(6) == 0) {
+            b.header("Connection", pick(random, "x-amz-copy-source", "x-amz-metadata-directive"), false);
+        }
+        return b.token(token(random), random.nextInt(3)).about(BUCKET + "/" + key).build();
+    }
+
+    public static String contentMd5(String body) {
+        try {
+            return java.util.Base64.getEncoder().encodeToString(java.security.MessageDigest.getInstance("MD5")
+                    .digest(body.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** A key in a path as SigV4 encodes it (every byte but the unreserved ones and {@code /}). */

@@ -109,7 +109,13 @@ public final class MeaningOracle {
         Map<String, Double> decided = decisions.snapshot();
         Long token = token(request, fencesBefore);
         long t1 = System.nanoTime();
-        Answer answer = send.send(request, token);
+        Answer answer;
+        try {
+            answer = send.send(request, token);
+        } catch (Exception e) {
+            violations++;
+            throw new AssertionError(name + ": no answer (" + e + ") to " + request.describe(token), e);
+        }
         long t2 = System.nanoTime();
         String outcome = outcome(decided);
         long t3 = System.nanoTime();
