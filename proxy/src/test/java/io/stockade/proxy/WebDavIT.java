@@ -362,6 +362,29 @@ class WebDavIT {
         assertEquals(OptionalLong.of(5), fence("dav/t2/src.txt"), "the source's fence did not move either");
     }
 
+    /**
+     * Found by WebDavMeaningFuzzIT: a fenced COPY of a file onto itself (Overwrite: T) was admitted and forwarded;
+     * nginx deleted the file, failed the copy and answered 500, so a write the client saw refused removed the file.
+     * RFC 4918 answers 403 to a copy onto the source; the proxy refuses it before the fence, in every spelling.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"COPY", "MOVE"})
+    void aCopyOrMoveOntoItselfIsRefusedBeforeTheFence(String method) throws Exception {
+        startProxy(DAV);
+        put("/dav/t2/src.txt", 5, "src v5");
+        int before = accessLog().size();
+        for (String destination : List.of("/dav/t2/src.txt", "http://" + host() + "/dav/t2/src.txt",
+                "/dav/%742/sr%63.txt")) {
+            Http.Response r = send(method, "/dav/t2/src.txt", "9", "", "Destination: " + destination,
+                    "Overwrite: T");
+            assertEquals(400, r.status(), destination + ": " + r.body());
+            assertTrue(r.body().contains("bad-destination") && r.body().contains("own resource"), r.body());
+        }
+        assertEquals(before, accessLog().size(), "nothing reached nginx: " + accessLog());
+        assertEquals(Optional.of("src v5"), onDisk("/dav/t2/src.txt"));
+        assertEquals(OptionalLong.of(5), fence("dav/t2/src.txt"));
+    }
+
     @Test
     void aCopyWithoutOrWithTwoDestinationsIsRefused() throws Exception {
         startProxy(DAV);

@@ -178,6 +178,12 @@ public final class MeaningSeeds {
         }
         out.put("Destination spellings and headers", destinations);
         out.put("method overrides and rewrites", overrides("dav", "t1", "a.txt"));
+        out.put("a copy onto itself (found by this fuzzer)", List.of(dav("PUT", "dav", "t2", "a.txt", Token.HIGHER),
+                new Builder("COPY", "/dav/t2/a.txt").target("dav").header("Destination", "/dav/t2/a.txt")
+                        .header("Overwrite", "T").token(Token.HIGHER)
+                        .about(MeaningGrammar.davResource("dav", "t2", "a.txt")).build(),
+                new Builder("MOVE", "/dav/t2/a.txt").target("dav").header("Destination", "http://HOST/dav/t2/a.txt")
+                        .token(Token.HIGHER).about(MeaningGrammar.davResource("dav", "t2", "a.txt")).build()));
         return out;
     }
 

@@ -119,11 +119,12 @@ public final class HttpBackend implements Backend {
      *     <li>headers that would make the storage run another method or reach another target than the request
      *     line's ({@link RefusedHeaders}): 400 {@code refused-header};</li>
      *     <li>{@code COPY} and {@code MOVE} write a second resource, the one their {@code Destination} names: it
-     *     must be a path of the same policy ({@link Destination}, else 400 {@code bad-destination}); a fenced one is
-     *     a write of both scopes, serialized (the {@code if-match} class cannot make it conditional on the
-     *     destination's version: 501), and the upstream gets the destination as its own URL of the canonical
-     *     path. {@code Depth} must be {@code 0} or {@code infinity} and {@code Overwrite} {@code T} or {@code F}
-     *     when present. A {@code Destination} on any other method is 400;</li>
+     *     must be a path of the same policy and not the request's own ({@link Destination}, else 400
+     *     {@code bad-destination}); a fenced one is a write of both scopes, serialized (the {@code if-match} class
+     *     cannot make it conditional on the destination's version: 501), and the upstream gets the destination as
+     *     its own URL of the canonical path. {@code Depth} must be {@code 0} or {@code infinity} and
+     *     {@code Overwrite} {@code T} or {@code F} when present. A {@code Destination} on any other method is 400;
+     *     </li>
      *     <li>a fenced method is a write of the request's scope (serialized, or conditional on {@code If-Match}
      *     with {@code conditional: if-match}); any other method in the table is forwarded without a token.</li>
      * </ol>
@@ -183,6 +184,12 @@ public final class HttpBackend implements Backend {
                         + "; nothing was sent to the upstream"));
             }
             case Destination.Found f -> found = f;
+        }
+        if (found.target().segments().equals(exchange.route().target().segments())) {
+            // RFC 4918 answers 403; nginx's dav module deletes the file, fails the copy and answers 500
+            return new Plan.Refuse(scope, Problem.of(ProblemType.BAD_DESTINATION, "the Destination is the request's"
+                    + " own resource: a " + method + " onto itself is refused (WebDAV servers differ on it, and one "
+                    + "deletes the resource); nothing was sent to the upstream"));
         }
         String upstreamDestination = config.url().getScheme() + "://" + authority
                 + found.target().upstreamTarget(basePath);
