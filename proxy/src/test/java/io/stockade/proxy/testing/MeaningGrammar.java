@@ -341,6 +341,15 @@ public final class MeaningGrammar {
         if (shape <= 2) {
             return copyObject(random);
         }
+        if (shape <= 6) {
+            // a plain write, so that the odd requests meet objects, tombstones and fences of every height
+            String key = pick(random, KEYS);
+            String method = random.nextInt(4) == 0 ? "DELETE" : "PUT";
+            return new Builder(method, "/" + BUCKET + "/" + s3Path(key)).target("object")
+                    .body(method.equals("PUT") ? body(random, random.nextInt(1000)) : "")
+                    .token(random.nextInt(5) == 0 ? Token.STALE : Token.HIGHER, random.nextInt(3))
+                    .about(BUCKET + "/" + key).build();
+        }
         String method = method(random, List.of("PUT", "PUT", "PUT", "DELETE", "POST", "GET", "HEAD", "OPTIONS"));
         String bucket = random.nextInt(6) == 0 ? pick(random, OTHER, EMPTY, "nob") : BUCKET;
         int what = random.nextInt(10);
@@ -485,6 +494,14 @@ public final class MeaningGrammar {
         String area = pick(random, DAV_AREAS);
         String dir = pick(random, DIRS);
         String name = pick(random, NAMES);
+        if (random.nextInt(5) == 0) {
+            // a plain write, so that copies and moves meet files and fences of every height
+            String method = random.nextInt(4) == 0 ? "DELETE" : "PUT";
+            return new Builder(method, "/" + area + "/" + dir + "/" + name).target(area)
+                    .body(method.equals("PUT") ? body(random, random.nextInt(1000)) : "")
+                    .token(random.nextInt(5) == 0 ? Token.STALE : Token.HIGHER, random.nextInt(3))
+                    .about(davResource(area, dir, name)).build();
+        }
         String path = "/" + area + "/" + dir + "/" + name;
         int odd = random.nextInt(25);
         if (odd == 0) {
