@@ -429,6 +429,29 @@ class WebDavIT {
         assertEquals(OptionalLong.of(5), fence("dav/t2/src.txt"));
     }
 
+    /**
+     * Found while writing WebDavMeaningFuzzIT's {@code Connection} headers (its judge cannot see it: the write was
+     * fenced on both scopes): a header named in {@code Connection} is hop-by-hop, so the proxy read
+     * {@code Overwrite: F} and dropped it; nginx applied its default (T) and overwrote the destination, which is not
+     * the request the proxy judged. Refused.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"Overwrite", "Depth", "keep-alive, overwrite"})
+    void aConnectionHeaderNamingOverwriteOrDepthIsRefused(String named) throws Exception {
+        startProxy(DAV);
+        put("/dav/t1/victim.txt", 10, "victim v10");
+        put("/dav/t2/src.txt", 5, "src v5");
+        int before = accessLog().size();
+        Http.Response r = send("COPY", "/dav/t2/src.txt", "11", "", "Destination: /dav/t1/victim.txt",
+                "Overwrite: F", "Depth: 0", "Connection: " + named);
+        assertEquals(400, r.status(), r.body());
+        assertTrue(r.body().contains("refused-header") && r.body().contains("Connection"), r.body());
+        assertEquals(before, accessLog().size(), "nothing reached nginx: " + accessLog());
+        assertEquals(Optional.of("victim v10"), onDisk("/dav/t1/victim.txt"));
+        assertEquals(OptionalLong.of(10), fence("dav/t1/victim.txt"));
+        assertEquals(OptionalLong.of(5), fence("dav/t2/src.txt"));
+    }
+
     @Test
     void depthZeroOrInfinityAndOverwriteFalseAreForwarded() throws Exception {
         startProxy(DAV);

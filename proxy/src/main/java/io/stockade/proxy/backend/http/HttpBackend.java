@@ -209,7 +209,8 @@ public final class HttpBackend implements Backend {
 
     /**
      * {@code Depth} and {@code Overwrite} of a COPY or MOVE, when present, as RFC 4918 defines them: {@code 0} or
-     * {@code infinity}, {@code T} or {@code F}. Either way the write stays inside the two scopes (a collection's
+     * {@code infinity}, {@code T} or {@code F}, and not named by {@code Connection} (dropped as hop-by-hop, the
+     * upstream would apply its own default). Either way the write stays inside the two scopes (a collection's
      * members are covered by the policy's scope rules, checked at load).
      */
     private static Optional<Problem> depthAndOverwrite(ServerRequest req, String method) {
@@ -219,6 +220,16 @@ public final class HttpBackend implements Backend {
             return Optional.of(Problem.of(ProblemType.REFUSED_HEADER, "Depth " + depth + " is refused on " + method
                     + ": send one Depth: 0 or Depth: infinity, or none (RFC 4918 sections 9.8.3 and 9.9.2)")
                     .with("header", "Depth"));
+        }
+        Set<String> hopByHop = HopByHop.of(req.headers());
+        for (String name : List.of("Overwrite", "Depth")) {
+            if (hopByHop.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+                // the proxy would read it and drop it as hop-by-hop: the upstream would apply its default instead
+                return Optional.of(Problem.of(ProblemType.REFUSED_HEADER, "the Connection header names " + name
+                        + ": a proxy does not pass such a header on, so the upstream would run the " + method
+                        + " with its default " + name + " (T, infinity) rather than the one sent; send " + name
+                        + " without naming it in Connection").with("header", "Connection"));
+            }
         }
         List<String> overwrite = req.headers().all(OVERWRITE, List::of);
         if (!overwrite.isEmpty() && !(overwrite.size() == 1 && (overwrite.getFirst().equals("T")
