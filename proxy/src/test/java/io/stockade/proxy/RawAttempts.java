@@ -1,11 +1,14 @@
 package io.stockade.proxy;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 import io.stockade.proxy.fence.FenceAdmin;
+import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.testing.DifferentialOracle;
+import io.stockade.proxy.testing.MeaningOracle;
 import io.stockade.proxy.testing.TargetGrammar;
 import io.stockade.testing.Http;
 
@@ -32,6 +35,24 @@ final class RawAttempts {
         return () -> {
             Map<String, Long> out = new HashMap<>();
             admin.scopes("", 1_000_000).forEach(e -> out.put(e.scope(), e.token()));
+            return out;
+        };
+    }
+
+    /**
+     * The proxy's decisions so far by outcome, summed over the policies named and requests no policy matched
+     * ({@code stockade_decisions_total}).
+     */
+    static MeaningOracle.Decisions decisions(ProxyFixture proxy, String... policies) {
+        List<String> names = new java.util.ArrayList<>(List.of(policies));
+        names.add(io.stockade.proxy.log.Decision.NONE);
+        return () -> {
+            Map<String, Double> out = new HashMap<>();
+            for (ProxyMetrics.Outcome outcome : ProxyMetrics.Outcome.values()) {
+                for (String policy : names) {
+                    out.merge(outcome.label(), proxy.server().metrics().count(policy, outcome), Double::sum);
+                }
+            }
             return out;
         };
     }

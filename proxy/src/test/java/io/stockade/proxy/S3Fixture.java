@@ -202,6 +202,7 @@ public final class S3Fixture implements AutoCloseable {
      */
     static final class Raw {
         private final String method;
+        private String wireMethod;
         private final String path;
         private final java.util.List<Map.Entry<String, String>> query = new java.util.ArrayList<>();
         private final Map<String, String> signed = new java.util.TreeMap<>();
@@ -234,6 +235,12 @@ public final class S3Fixture implements AutoCloseable {
 
         Raw body(String text) {
             this.body = text;
+            return this;
+        }
+
+        /** Sent with this spelling of the method, signed with the one given to the constructor. */
+        Raw sentAs(String spelling) {
+            this.wireMethod = spelling;
             return this;
         }
 
@@ -295,7 +302,8 @@ public final class S3Fixture implements AutoCloseable {
             if (presigned) {
                 target.append(sep).append("X-Amz-Signature=").append(signature);
             }
-            request.append(method).append(' ').append(target).append(" HTTP/1.1\r\n");
+            request.append(wireMethod == null ? method : wireMethod).append(' ').append(target)
+                    .append(" HTTP/1.1\r\n");
             for (Map.Entry<String, String> h : headers.entrySet()) {
                 request.append(h.getKey()).append(": ").append(h.getValue()).append("\r\n");
             }
@@ -312,7 +320,8 @@ public final class S3Fixture implements AutoCloseable {
                 request.append("Content-Length: ").append(bytes.length).append("\r\n");
             }
             request.append("Connection: close\r\n\r\n");
-            return RawHttp.send(port, request + (body == null ? "" : body));
+            // RawHttp writes one byte per char: the body goes as its UTF-8 bytes, which Content-Length counted
+            return RawHttp.send(port, request + new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1));
         }
 
         private static String encode(String text) {

@@ -83,6 +83,11 @@ class S3PostObjectIT {
         }
 
         HttpResponse<String> post(Map<String, String> headers) throws Exception {
+            return post(fixture.proxyUri(), headers);
+        }
+
+        /** Posts the form to the proxy at {@code proxy}. */
+        HttpResponse<String> post(URI proxy, Map<String, String> headers) throws Exception {
             String boundary = "----stockade" + Long.toHexString(new Random().nextLong());
             ByteArrayOutputStream body = new ByteArrayOutputStream();
             for (Map.Entry<String, String> f : fields.entrySet()) {
@@ -93,7 +98,7 @@ class S3PostObjectIT {
                     + "\"\r\nContent-Type: application/octet-stream\r\n\r\n").getBytes(StandardCharsets.UTF_8));
             body.write(file);
             body.write(("\r\n--" + boundary + "--\r\n").getBytes(StandardCharsets.UTF_8));
-            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(fixture.proxyUri() + "/" + BUCKET))
+            HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(proxy + "/" + BUCKET))
                     .header("Content-Type", "multipart/form-data; boundary=" + boundary)
                     .POST(HttpRequest.BodyPublishers.ofByteArray(body.toByteArray()));
             headers.forEach(request::header);
@@ -312,5 +317,24 @@ class S3PostObjectIT {
         }
         assertThrows(NoSuchKeyException.class, () -> stored("escape.txt"));
         assertS3Error(signedForm("k".repeat(1100), 1L).post(), 400, "KeyTooLongError", "too long");
+    }
+
+    /**
+     * The serialized class cannot fence a form upload (its key is in the body, not the path): 501, refused before the
+     * fence. Found by S3MeaningFuzzIT (with DeleteObjects): it was refused only by the write, after the token had
+     * raised the key's scope.
+     */
+    @Test
+    void theSerializedClassRefusesAFormUploadBeforeTheFence() throws Exception {
+        try (ProxyFixture serialized = fixture.anotherProxy(java.nio.file.Files.createTempDirectory(
+                "stockade-form-serialized").resolve("journal"), Map.of("CONDITIONAL_WRITES", "false",
+                "S3_TIMEOUT", "200ms"))) {
+            Thread.sleep(300); // past the time a serialized policy refuses writes after it starts
+            HttpResponse<String> r = signedForm("up/serialized.txt", 9L).post(serialized.uri(""), Map.of());
+            assertS3Error(r, 501, "NotImplemented", "browser-form upload");
+            assertNothingStored("up/serialized.txt");
+            assertEquals(java.util.Optional.empty(), serialized.server().store().get("s3/" + BUCKET
+                    + "/up/serialized.txt"), "the key's scope has no fence");
+        }
     }
 }

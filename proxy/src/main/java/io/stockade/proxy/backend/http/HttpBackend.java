@@ -119,11 +119,12 @@ public final class HttpBackend implements Backend {
      *     <li>headers that would make the storage run another method or reach another target than the request
      *     line's ({@link RefusedHeaders}): 400 {@code refused-header};</li>
      *     <li>{@code COPY} and {@code MOVE} write a second resource, the one their {@code Destination} names: it
-     *     must be a path of the same policy ({@link Destination}, else 400 {@code bad-destination}); a fenced one is
-     *     a write of both scopes, serialized (the {@code if-match} class cannot make it conditional on the
-     *     destination's version: 501), and the upstream gets the destination as its own URL of the canonical
-     *     path. {@code Depth} must be {@code 0} or {@code infinity} and {@code Overwrite} {@code T} or {@code F}
-     *     when present. A {@code Destination} on any other method is 400;</li>
+     *     must be a path of the same policy and not the request's own ({@link Destination}, else 400
+     *     {@code bad-destination}); a fenced one is a write of both scopes, serialized (the {@code if-match} class
+     *     cannot make it conditional on the destination's version: 501), and the upstream gets the destination as
+     *     its own URL of the canonical path. {@code Depth} must be {@code 0} or {@code infinity} and
+     *     {@code Overwrite} {@code T} or {@code F} when present. A {@code Destination} on any other method is 400;
+     *     </li>
      *     <li>a fenced method is a write of the request's scope (serialized, or conditional on {@code If-Match}
      *     with {@code conditional: if-match}); any other method in the table is forwarded without a token.</li>
      * </ol>
@@ -184,6 +185,12 @@ public final class HttpBackend implements Backend {
             }
             case Destination.Found f -> found = f;
         }
+        if (found.target().segments().equals(exchange.route().target().segments())) {
+            // RFC 4918 answers 403; nginx's dav module deletes the file, fails the copy and answers 500
+            return new Plan.Refuse(scope, Problem.of(ProblemType.BAD_DESTINATION, "the Destination is the request's"
+                    + " own resource: a " + method + " onto itself is refused (WebDAV servers differ on it, and one "
+                    + "deletes the resource); nothing was sent to the upstream"));
+        }
         String upstreamDestination = config.url().getScheme() + "://" + authority
                 + found.target().upstreamTarget(basePath);
         if (!fenced) {
@@ -202,7 +209,8 @@ public final class HttpBackend implements Backend {
 
     /**
      * {@code Depth} and {@code Overwrite} of a COPY or MOVE, when present, as RFC 4918 defines them: {@code 0} or
-     * {@code infinity}, {@code T} or {@code F}. Either way the write stays inside the two scopes (a collection's
+     * {@code infinity}, {@code T} or {@code F}, and not named by {@code Connection} (dropped as hop-by-hop, the
+     * upstream would apply its own default). Either way the write stays inside the two scopes (a collection's
      * members are covered by the policy's scope rules, checked at load).
      */
     private static Optional<Problem> depthAndOverwrite(ServerRequest req, String method) {
@@ -212,6 +220,16 @@ public final class HttpBackend implements Backend {
             return Optional.of(Problem.of(ProblemType.REFUSED_HEADER, "Depth " + depth + " is refused on " + method
                     + ": send one Depth: 0 or Depth: infinity, or none (RFC 4918 sections 9.8.3 and 9.9.2)")
                     .with("header", "Depth"));
+        }
+        Set<String> hopByHop = HopByHop.of(req.headers());
+        for (String name : List.of("Overwrite", "Depth")) {
+            if (hopByHop.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+                // the proxy would read it and drop it as hop-by-hop: the upstream would apply its default instead
+                return Optional.of(Problem.of(ProblemType.REFUSED_HEADER, "the Connection header names " + name
+                        + ": a proxy does not pass such a header on, so the upstream would run the " + method
+                        + " with its default " + name + " (T, infinity) rather than the one sent; send " + name
+                        + " without naming it in Connection").with("header", "Connection"));
+            }
         }
         List<String> overwrite = req.headers().all(OVERWRITE, List::of);
         if (!overwrite.isEmpty() && !(overwrite.size() == 1 && (overwrite.getFirst().equals("T")

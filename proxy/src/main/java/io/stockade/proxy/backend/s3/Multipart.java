@@ -73,13 +73,13 @@ final class Multipart {
         try {
             id = ids.read(s3.bucket(), s3.key(), sent.get());
         } catch (UploadIds.Unknown e) {
-            return new Admitted(null, null, S3Backend.s3Problem(404, "NoSuchUpload", "The specified multipart "
+            return new Admitted(null, null, S3Problems.of(404, "NoSuchUpload", "The specified multipart "
                     + "upload does not exist: " + e.getMessage() + ". Name an upload by the UploadId its "
                     + "CreateMultipartUpload through the proxy answered", s3.resource()));
         }
         S3Request.Operation op = s3.operation();
         if (!id.created() && (op == S3Request.Operation.UPLOAD_PART || op == S3Request.Operation.COMPLETE_MULTIPART)) {
-            return new Admitted(null, null, S3Backend.s3Problem(400, "InvalidRequest", "this UploadId comes from a "
+            return new Admitted(null, null, S3Problems.of(400, "InvalidRequest", "this UploadId comes from a "
                     + "listing (ListMultipartUploads): it lists the upload's parts and aborts it, but takes no part "
                     + "and completes nothing (a writer must not put bytes into another holder's upload); use the "
                     + "UploadId your CreateMultipartUpload answered", s3.resource()));
@@ -106,7 +106,7 @@ final class Multipart {
         return switch (s3.operation()) {
             case COMPLETE_MULTIPART -> completeRefusal(created, present.value(), s3.resource());
             case UPLOAD_PART -> created.isPresent() && created.getAsLong() != present.value()
-                    ? S3Backend.s3Problem(400, "InvalidRequest", "this upload was created with fencing token "
+                    ? S3Problems.of(400, "InvalidRequest", "this upload was created with fencing token "
                     + created.getAsLong() + " and can only be completed with it; its parts carry that token or none,"
                     + " not " + present.value() + " (create a new upload with token " + present.value() + ")",
                     s3.resource()) : null;
@@ -117,12 +117,12 @@ final class Multipart {
     /** Why a CompleteMultipartUpload with {@code token} may not end an upload created with {@code created}. */
     static Problem completeRefusal(OptionalLong created, long token, String resource) {
         if (created.isEmpty()) {
-            return S3Backend.s3Problem(400, "InvalidRequest", "this upload was created without a fencing token, so "
+            return S3Problems.of(400, "InvalidRequest", "this upload was created without a fencing token, so "
                     + "its object would carry none; create the upload through the proxy with the token you complete "
                     + "it with", resource);
         }
         if (created.getAsLong() != token) {
-            return S3Backend.s3Problem(400, "InvalidRequest", "this upload was created with fencing token "
+            return S3Problems.of(400, "InvalidRequest", "this upload was created with fencing token "
                     + created.getAsLong() + "; complete it with token " + created.getAsLong() + " (its object will "
                     + "carry " + created.getAsLong() + "), or create a new upload with token " + token, resource);
         }

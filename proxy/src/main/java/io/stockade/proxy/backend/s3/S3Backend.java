@@ -181,7 +181,7 @@ public class S3Backend implements Backend {
         S3Request s3 = p.s3();
         String bucketWrite = s3.bucketWrite();
         if (bucketWrite != null && !config.bucketWrites().contains(bucketWrite)) {
-            return new Plan.Refuse(scope, s3Problem(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", (bucketWrite
+            return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", (bucketWrite
                     .equals("create") ? "CreateBucket" : bucketWrite.equals("delete") ? "DeleteBucket" : "a "
                     + s3.method() + " of the bucket's " + bucketWrite) + " is a bucket-level write, which the proxy "
                     + "forwards only when the policy names it (bucket-writes: [" + bucketWrite + "]); it changes "
@@ -189,7 +189,7 @@ public class S3Backend implements Backend {
                     + "expire fenced objects and tombstones)" : ""), s3.resource()));
         }
         if (s3.operation() == S3Request.Operation.OBJECT_SUBRESOURCE_WRITE && atomic()) {
-            return new Plan.Refuse(scope, s3Problem(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
+            return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
                     + s3.method() + " of the object's " + s3.subresource() + " cannot be made conditional on the "
                     + "token the atomic class keeps in the object's metadata, so it is not forwarded; set "
                     + (s3.subresource().equals("acl") ? "the ACL (x-amz-acl, x-amz-grant-*)"
@@ -203,10 +203,22 @@ public class S3Backend implements Backend {
         if (!s3.operation().fenced()) {
             return new Plan.Forward(scope, ex -> forward(ex, p));
         }
+        boolean enforced = exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE;
+        // refused before the fence (refused by the write, they left the bucket's scope raised); observe forwards
+        String unheld = atomic() || !enforced ? null
+                : s3.operation() == S3Request.Operation.DELETE_OBJECTS ? "DeleteObjects spans several scopes, which"
+                        + " the serialized class cannot hold at once; delete the objects one by one (DeleteObject)"
+                : p.form() != null ? "a browser-form upload names its key in its body, not in the path the serialized"
+                        + " class fences; it is fenced only with fence-scope: object and conditional-writes: true"
+                : null;
+        if (unheld != null) {
+            return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", unheld,
+                    s3.resource()));
+        }
         Optional<String> folded = atomic() || config.distinctKeys() || p.form() != null ? Optional.empty()
                 : foldedKey(s3.key());
         if (folded.isPresent()) {
-            return new Plan.Refuse(scope, s3Problem(ProblemType.BAD_PATH, 400, "InvalidArgument", "the key '"
+            return new Plan.Refuse(scope, S3Problems.of(ProblemType.BAD_PATH, 400, "InvalidArgument", "the key '"
                     + s3.key() + "' may be the same object as '" + folded.get() + "' in the store (file-system "
                     + "stores, s3proxy's among them, fold them into one file), which is another scope of this policy"
                     + "; the serialized class refuses writes of such keys unless the policy says the store keeps them"
@@ -248,7 +260,7 @@ public class S3Backend implements Backend {
     /** A request read and authenticated, or why it was refused. */
     private record Admitted(Parsed parsed, Problem refusal) {
         static Admitted refused(int status, String code, String message, String resource) {
-            return new Admitted(null, s3Problem(status, code, message, resource));
+            return new Admitted(null, S3Problems.of(status, code, message, resource));
         }
     }
 
@@ -331,10 +343,10 @@ public class S3Backend implements Backend {
      */
     private Problem tableRefusal(Exchange exchange, S3Request s3, ClientAuth.Verified verified) {
         if (s3.refusal() != null) {
-            return s3Problem(s3.refusal(), s3.resource());
+            return S3Problems.of(s3.refusal(), s3.resource());
         }
         if (s3.operation() == S3Request.Operation.DELETE_OBJECT && s3.param("versionId").isPresent()) {
-            return s3Problem(501, "NotImplemented", "deleting one version of an object is not supported through the"
+            return S3Problems.of(501, "NotImplemented", "deleting one version of an object is not supported through the"
                     + " fencing proxy", s3.resource());
         }
         ServerRequest req = exchange.request();
@@ -350,7 +362,7 @@ public class S3Backend implements Backend {
             List<String> unsignedAmz = names.stream().filter(n -> n.startsWith("x-amz-")
                     && !verified.signedHeaders().contains(n)).toList();
             if (!unsignedAmz.isEmpty()) {
-                return s3Problem(403, "AccessDenied", "There were headers present in the request which were not "
+                return S3Problems.of(403, "AccessDenied", "There were headers present in the request which were not "
                         + "signed: " + String.join(", ", unsignedAmz) + ". Every x-amz-* header must be covered by the "
                         + "signature (" + (s3.presigned() ? "X-Amz-SignedHeaders of the presigned URL"
                         : "SignedHeaders") + "), as AWS requires", s3.resource());
@@ -365,10 +377,10 @@ public class S3Backend implements Backend {
         }
         Optional<S3Table.Refusal> header = S3Table.headers(s3.operation(), names, hoisted, copy);
         if (header.isPresent()) {
-            return s3Problem(header.get(), s3.resource());
+            return S3Problems.of(header.get(), s3.resource());
         }
         if (s3.hoisted().stream().anyMatch(h -> h.getKey().equals(TOKEN_META)) && !config.tokenFromMetadata()) {
-            return s3Problem(ProblemType.BAD_PARAMETER, 400, "InvalidArgument", "the query parameter " + TOKEN_META
+            return S3Problems.of(ProblemType.BAD_PARAMETER, 400, "InvalidArgument", "the query parameter " + TOKEN_META
                     + " is read as the fencing token only under token-from-metadata: true; send the token as the "
                     + exchange.route().policy().fence().header() + " header (signed), or ask for token-from-metadata",
                     s3.resource());
@@ -389,7 +401,7 @@ public class S3Backend implements Backend {
         ServerRequest req = exchange.request();
         for (Header header : req.headers()) {
             if (header.name().toLowerCase(Locale.ROOT).startsWith("x-amz-")) {
-                return new Admitted(null, s3Problem(ProblemType.REFUSED_HEADER, 400, "InvalidArgument", "a "
+                return new Admitted(null, S3Problems.of(ProblemType.REFUSED_HEADER, 400, "InvalidArgument", "a "
                         + "browser-form upload's headers are covered by no signature (its policy signs its fields): "
                         + "the header " + header.name() + " is refused; give what it sets as a form field",
                         s3.resource()));
@@ -598,56 +610,6 @@ public class S3Backend implements Backend {
 
     // ---- refusals as S3 errors ----
 
-    /** Problem members that carry an S3 error's own status, code and resource (never sent as JSON). */
-    static final String S3_STATUS = "s3Status";
-    static final String S3_CODE = "s3Code";
-    static final String S3_RESOURCE = "s3Resource";
-
-    /**
-     * An S3 error the backend decides, as a problem of the proxy's vocabulary that keeps S3's own status and code
-     * (an SDK switches on the code): {@link #refuse} sends it as S3 XML.
-     */
-    static Problem s3Problem(int status, String code, String message, String resource) {
-        Problem problem = Problem.of(kindOf(status, code), message).with(S3_STATUS, status).with(S3_CODE, code);
-        return resource == null ? problem : problem.with(S3_RESOURCE, resource);
-    }
-
-    /** A refusal of the closed table, as the S3 error it is answered with. */
-    static Problem s3Problem(S3Table.Refusal refusal, String resource) {
-        return s3Problem(refusal.kind(), refusal.status(), refusal.code(), refusal.message(), resource);
-    }
-
-    /** An S3 error of a given kind (its status and code alone would map to another). */
-    static Problem s3Problem(ProblemType kind, int status, String code, String message, String resource) {
-        Problem problem = Problem.of(kind, message).with(S3_STATUS, status).with(S3_CODE, code);
-        return resource == null ? problem : problem.with(S3_RESOURCE, resource);
-    }
-
-    /** The kind of refusal an S3 error is, by its status and code. */
-    private static ProblemType kindOf(int status, String code) {
-        return switch (status) {
-            case 400 -> switch (code) {
-                case "InvalidURI" -> ProblemType.BAD_PATH;
-                case "IncompleteBody" -> ProblemType.INCOMPLETE_BODY;
-                case "MalformedXML", "MalformedPOSTRequest" -> ProblemType.MALFORMED_BODY;
-                case "EntityTooLarge", "MaxMessageLengthExceeded" -> ProblemType.BODY_TOO_LARGE;
-                case "UnknownOperation" -> ProblemType.UNKNOWN_OPERATION;
-                case "HeaderNotUnderstood" -> ProblemType.REFUSED_HEADER;
-                default -> ProblemType.BAD_REQUEST;
-            };
-            case 403 -> ProblemType.ACCESS_DENIED;
-            case 404 -> ProblemType.NOT_FOUND;
-            case 405 -> ProblemType.METHOD_NOT_ALLOWED;
-            case 412 -> ProblemType.PRECONDITION_FAILED;
-            case 413 -> ProblemType.BODY_TOO_LARGE;
-            case 501 -> ProblemType.NOT_SUPPORTED;
-            case 502 -> ProblemType.UPSTREAM_UNREACHABLE;
-            case 503 -> code.equals("SlowDown") ? ProblemType.SLOW_DOWN : ProblemType.STORAGE_ERROR;
-            case 504 -> ProblemType.UPSTREAM_TIMEOUT;
-            default -> ProblemType.BAD_REQUEST;
-        };
-    }
-
     /**
      * Every refusal as an S3 XML error: one the backend decided keeps its S3 status and code; one the engine
      * decided (stale, missing or malformed token, store unavailable, quarantine) gets the S3 code its kind maps to,
@@ -659,8 +621,8 @@ public class S3Backend implements Backend {
         int status;
         String code;
         String detail = problem.detail();
-        if (problem.member(S3_CODE) instanceof String s3Code) {
-            status = (Integer) problem.member(S3_STATUS);
+        if (problem.member(S3Problems.CODE) instanceof String s3Code) {
+            status = (Integer) problem.member(S3Problems.STATUS);
             code = s3Code;
         } else {
             status = problem.status();
@@ -685,7 +647,7 @@ public class S3Backend implements Backend {
         if (status == 503) {
             headers.put("Retry-After", problem.headers().getOrDefault("Retry-After", "1"));
         }
-        String resource = problem.member(S3_RESOURCE) instanceof String r ? r : resourceOf(exchange);
+        String resource = problem.member(S3Problems.RESOURCE) instanceof String r ? r : resourceOf(exchange);
         S3Xml.error(exchange.response(), isHead(req), status, code, detail, resource, headers);
     }
 
@@ -748,15 +710,7 @@ public class S3Backend implements Backend {
 
     /** A serialized write: relayed as it is, with the admitted token in the object's metadata. */
     WriteResult write(Exchange exchange, Parsed p, Admission admission) {
-        if (p.s3().operation() == S3Request.Operation.DELETE_OBJECTS) {
-            return answer(exchange, 501, "NotImplemented", "DeleteObjects spans several scopes, which the serialized"
-                    + " class cannot hold at once; delete the objects one by one (DeleteObject)");
-        }
-        if (p.form() != null) {
-            return answer(exchange, 501, "NotImplemented", "a browser-form upload names its key in its body, not in"
-                    + " the path the serialized class fences; it is fenced only with fence-scope: object and "
-                    + "conditional-writes: true");
-        }
+        // DeleteObjects and form uploads never get here: plan() refuses them on this class, before the fence
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
             return multipart.create(exchange, p, OptionalLong.of(admission.token()));
         }
@@ -1046,7 +1000,7 @@ public class S3Backend implements Backend {
 
     /** An S3 error the backend decided: nothing is sent here; the pipeline answers it through {@link #refuse}. */
     WriteResult answer(Exchange exchange, int status, String code, String message) {
-        return new WriteResult.Refused(s3Problem(status, code, message, null));
+        return new WriteResult.Refused(S3Problems.of(status, code, message, null));
     }
 
     /** The request's token, when it carries a valid one (for metadata on unfenced steps). */
