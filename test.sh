@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium, dynalite, promtool), then builds every module
-# and runs every test (unit tests *Test, integration tests *IT against real servers).
+# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium, dynalite, the AWS SDK for
+# JavaScript, promtool), then builds every module and runs every test (unit tests *Test, integration tests *IT against
+# real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
 # The proxies the tests start refuse a non-UTF-8 locale (file names); a CI runner's bare environment may be POSIX.
@@ -92,6 +93,22 @@ if ! command -v promtool >/dev/null; then
   echo "stockade: promtool not found, installing prometheus (for promtool)" >&2
   { apt-get update && apt-get install -y prometheus; } >&2 \
     || echo "stockade: could not install prometheus (run as root: apt-get install -y prometheus)" >&2
+fi
+# The AWS SDK for JavaScript v3 (npm packages @aws-sdk/client-s3, lib-storage, s3-request-presigner) for S3JsSdkIT,
+# which runs Node.js scripts with it against the proxy: installed into .tools/aws-sdk-js (ignored by git) with the
+# machine's Node.js (skipped, saying so, when it is missing).
+if [ ! -f .tools/aws-sdk-js/node_modules/@aws-sdk/client-s3/package.json ] \
+    || [ ! -f .tools/aws-sdk-js/node_modules/@aws-sdk/lib-storage/package.json ] \
+    || [ ! -f .tools/aws-sdk-js/node_modules/@aws-sdk/s3-request-presigner/package.json ]; then
+  if command -v npm >/dev/null; then
+    echo "stockade: installing the AWS SDK for JavaScript v3 into .tools/aws-sdk-js" >&2
+    npm install --prefix .tools/aws-sdk-js --no-audit --no-fund --loglevel=error @aws-sdk/client-s3@3.1175.0 \
+        @aws-sdk/lib-storage@3.1175.0 @aws-sdk/s3-request-presigner@3.1169.0 >&2 \
+      || echo "stockade: could not install the AWS SDK for JavaScript v3 (npm install --prefix .tools/aws-sdk-js" \
+              "@aws-sdk/client-s3 @aws-sdk/lib-storage @aws-sdk/s3-request-presigner); S3JsSdkIT will be skipped" >&2
+  else
+    echo "stockade: npm not found; S3JsSdkIT will be skipped (apt-get install -y nodejs npm)" >&2
+  fi
 fi
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 if ! command -v openssl >/dev/null; then

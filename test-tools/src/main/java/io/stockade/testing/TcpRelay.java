@@ -25,8 +25,8 @@ public final class TcpRelay implements AutoCloseable {
     private volatile boolean dropToClient;
     private volatile boolean dropToTarget;
     private volatile boolean closed;
-    /** Requests towards the target whose first bytes are these are held until {@link #release()}; null: none. */
-    private volatile byte[] holdPrefix;
+    /** Requests towards the target whose first bytes are one of these are held until {@link #release()}. */
+    private volatile List<byte[]> holdPrefixes = List.of();
     private volatile java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(0);
     private final java.util.concurrent.Semaphore held = new java.util.concurrent.Semaphore(0);
 
@@ -64,13 +64,14 @@ public final class TcpRelay implements AutoCloseable {
     }
 
     /**
-     * From now on, hold every chunk towards the target that starts with {@code prefix} (e.g. {@code "PUT "}: a
-     * request the client sent and the target has not yet received) until {@link #release()}: a network delay of
-     * exactly that request, what a paused sender looks like from the target.
+     * From now on, hold every chunk towards the target that starts with one of {@code prefixes} (e.g.
+     * {@code "PUT "}: a request the client sent and the target has not yet received) until {@link #release()}: a
+     * network delay of exactly those requests, what a paused sender looks like from the target.
      */
-    public void holdRequestsStartingWith(String prefix) {
+    public void holdRequestsStartingWith(String... prefixes) {
         gate = new java.util.concurrent.CountDownLatch(1);
-        holdPrefix = prefix.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        holdPrefixes = java.util.Arrays.stream(prefixes)
+                .map(p -> p.getBytes(java.nio.charset.StandardCharsets.US_ASCII)).toList();
     }
 
     /** Waits until a request is being held; false when none was within the time. */
@@ -80,7 +81,7 @@ public final class TcpRelay implements AutoCloseable {
 
     /** Lets the held requests (and every later one) through. */
     public void release() {
-        holdPrefix = null;
+        holdPrefixes = List.of();
         gate.countDown();
     }
 
@@ -110,9 +111,8 @@ public final class TcpRelay implements AutoCloseable {
     }
 
     private void holdIfAsked(byte[] buffer, int n) throws IOException {
-        byte[] prefix = holdPrefix;
-        if (prefix == null || n < prefix.length
-                || !java.util.Arrays.equals(buffer, 0, prefix.length, prefix, 0, prefix.length)) {
+        if (holdPrefixes.stream().noneMatch(prefix -> n >= prefix.length
+                && java.util.Arrays.equals(buffer, 0, prefix.length, prefix, 0, prefix.length))) {
             return;
         }
         java.util.concurrent.CountDownLatch g = gate;

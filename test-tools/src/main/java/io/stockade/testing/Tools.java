@@ -23,6 +23,8 @@ public final class Tools {
         REDIS("redis-server", "apt-get install -y redis-server", RedisServer::available),
         DYNALITE("dynalite", "./test.sh installs it: npm install --prefix .tools/dynalite dynalite@4.0.0",
                 Dynalite::available),
+        AWS_SDK_JS("the AWS SDK for JavaScript v3 (.tools/aws-sdk-js) and Node.js", AwsSdkJs.INSTALL,
+                AwsSdkJs::available),
         HAPROXY("haproxy", "apt-get install -y haproxy", () -> binary("haproxy").isPresent()),
         NGINX("nginx", "apt-get install -y nginx-light", () -> binary("nginx").isPresent()),
         AWS_CLI("the AWS CLI (/usr/bin/aws)", "apt-get install -y awscli",
