@@ -656,10 +656,17 @@ public class S3Backend implements Backend {
         ServerRequest req = exchange.request();
         boolean form = exchange.route().target() != null && resourceRequest(exchange)
                 .map(s3 -> s3.operation() == S3Request.Operation.POST_OBJECT).orElse(false);
+        // a delete or a Complete carries no metadata: the header itself still counts (the CLI's hook sends it)
+        boolean carriesMetadata = resourceRequest(exchange).map(s3 -> switch (s3.operation()) {
+            case PUT_OBJECT, COPY_OBJECT, CREATE_MULTIPART -> true;
+            default -> false;
+        }).orElse(false);
         return form ? "a browser-form upload is fenced: send the token of your lock as the form field " + TOKEN_FIELD
                 + ", with a condition for it in the signed policy document" : detail
-                + (config.tokenFromMetadata() ? " (or as the object metadata fencing-token: "
+                + (config.tokenFromMetadata() && carriesMetadata ? " (or as the object metadata fencing-token: "
                 + TOKEN_META + ", e.g. aws s3 cp --metadata fencing-token=N)"
+                : config.tokenFromMetadata() ? " (or as the header " + TOKEN_META + ", which the AWS CLI sends with"
+                + " the hook client-sdk/python/stockade_fencing.py: docs/s3.md)"
                 : req.headers().contains(HeaderNames.create(TOKEN_META))
                 ? "; " + TOKEN_META + " is not read as the token unless the policy says "
                 + "token-from-metadata: true" : "");
