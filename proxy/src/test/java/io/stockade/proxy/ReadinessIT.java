@@ -138,16 +138,21 @@ class ReadinessIT {
 
     /** Polls {@code /health/ready} (its answer is kept for a second) until it answers {@code status}. */
     static Http.Response awaitReady(ProxyFixture proxy, int status) throws Exception {
+        return awaitReady(proxy, StockadeServer.READY, status);
+    }
+
+    /** Polls {@code path} (/health/ready or /health/ready/&lt;policy&gt;) until it answers {@code status}. */
+    static Http.Response awaitReady(ProxyFixture proxy, String path, int status) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         Http.Response r;
         do {
-            r = Http.get(proxy.uri(StockadeServer.READY));
+            r = Http.get(proxy.uri(path));
             if (r.status() == status) {
                 return r;
             }
             Thread.sleep(100);
         } while (System.nanoTime() < deadline);
-        throw new AssertionError("/health/ready did not answer " + status + " within 30 s; last: " + r.status()
+        throw new AssertionError(path + " did not answer " + status + " within 30 s; last: " + r.status()
                 + " " + r.body());
     }
 }
