@@ -154,10 +154,35 @@ public final class PolicyLoader {
                     f -> serverTls(f).map(Optional::of), Optional.empty());
             Optional<ServerConfig.Limits> limits = server.optional("limits", LimitsReader::server,
                     ServerConfig.Limits.defaults());
-            if (!Values.allPresent(host, port, tls, limits)) {
+            Optional<Optional<ServerConfig.Management>> management = server.optional("management",
+                    f -> management(f, host.orElse(ServerConfig.DEFAULT_HOST), port.orElse(-1)).map(Optional::of),
+                    Optional.empty());
+            if (!Values.allPresent(host, port, tls, limits, management)) {
                 return Optional.empty();
             }
-            return Optional.of(new ServerConfig(host.get(), port.get(), tls.get().orElse(null), limits.get()));
+            return Optional.of(new ServerConfig(host.get(), port.get(), tls.get().orElse(null), limits.get(),
+                    management.get().orElse(null)));
+        });
+    }
+
+    /** {@code server.management}: the listener of /metrics and /admin (host defaults to the server's). */
+    private static Optional<ServerConfig.Management> management(Field field, String serverHost, int serverPort) {
+        return field.mapping().flatMap(management -> {
+            management.allowOnly(Vocabulary.MANAGEMENT_KEYS);
+            Optional<String> host = management.optional("host", Values::text, serverHost);
+            Optional<Integer> port = management.required("port", f -> Values.integer(f, 0, 65535, "port number")
+                    .flatMap(p -> {
+                        if (p != 0 && p == serverPort && host.orElse("").equals(serverHost)) {
+                            f.error("the management listener needs a port of its own: server.port is " + p
+                                    + " too (the data port writers reach must not serve /metrics and /admin)");
+                            return Optional.empty();
+                        }
+                        return Optional.of(p);
+                    }));
+            if (!Values.allPresent(host, port)) {
+                return Optional.empty();
+            }
+            return Optional.of(new ServerConfig.Management(host.get(), port.get()));
         });
     }
 

@@ -11,8 +11,10 @@ import java.util.Objects;
  * @param port TCP port, 0 for any free port
  * @param tls  TLS on the listener, or {@code null} for plain HTTP
  * @param limits what the listener enforces on every connection, before any policy is known
+ * @param management the listener of the proxy's own endpoints ({@code /metrics}, {@code /admin}), or {@code null}
+ *                   to serve them on this one
  */
-public record ServerConfig(String host, int port, Tls tls, Limits limits) {
+public record ServerConfig(String host, int port, Tls tls, Limits limits, Management management) {
     public static final String DEFAULT_HOST = "127.0.0.1";
     public static final int DEFAULT_PORT = 8080;
 
@@ -22,6 +24,15 @@ public record ServerConfig(String host, int port, Tls tls, Limits limits) {
             throw new IllegalArgumentException("port must be 0..65535, was " + port);
         }
         Objects.requireNonNull(limits, "limits");
+        if (management != null && management.port() != 0 && management.port() == port
+                && management.host().equals(host)) {
+            throw new IllegalArgumentException("the management listener needs a port of its own, not " + port);
+        }
+    }
+
+    /** A listener that serves the proxy's own endpoints beside the policies'. */
+    public ServerConfig(String host, int port, Tls tls, Limits limits) {
+        this(host, port, tls, limits, null);
     }
 
     /** A listener with the default limits. */
@@ -36,7 +47,36 @@ public record ServerConfig(String host, int port, Tls tls, Limits limits) {
 
     /** A copy on another port. */
     public ServerConfig withPort(int newPort) {
-        return new ServerConfig(host, newPort, tls, limits);
+        return new ServerConfig(host, newPort, tls, limits, management);
+    }
+
+    /** A copy with this management listener, or none. */
+    public ServerConfig withManagement(Management newManagement) {
+        return new ServerConfig(host, port, tls, limits, newManagement);
+    }
+
+    /** A copy whose management listener is on another port (on the data listener's host unless it has one). */
+    public ServerConfig withManagementPort(int newPort) {
+        return new ServerConfig(host, port, tls, limits,
+                new Management(management == null ? host : management.host(), newPort));
+    }
+
+    /**
+     * The listener of the proxy's own endpoints, apart from the port writers reach: {@code /metrics} and the admin
+     * API are served only there, so a network policy, a Service or a firewall can keep them from writers. The health
+     * endpoints answer on both (probes and load balancers check either). Plain HTTP: bind it to an interface only
+     * operators reach.
+     *
+     * @param host the interface address to bind
+     * @param port the TCP port, 0 for any free port
+     */
+    public record Management(String host, int port) {
+        public Management {
+            Objects.requireNonNull(host, "host");
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("port must be 0..65535, was " + port);
+            }
+        }
     }
 
     /**

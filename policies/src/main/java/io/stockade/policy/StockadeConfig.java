@@ -88,4 +88,14 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
     public StockadeConfig withPort(int port) {
         return new StockadeConfig(source, server.withPort(port), store, policies, admin);
     }
+
+    /** A copy with this management listener (a reload keeps the one the process started with). */
+    public StockadeConfig withManagement(ServerConfig.Management management) {
+        return new StockadeConfig(source, server.withManagement(management), store, policies, admin);
+    }
+
+    /** A copy whose management listener is on another port (the command line's {@code --management-port}). */
+    public StockadeConfig withManagementPort(int port) {
+        return new StockadeConfig(source, server.withManagementPort(port), store, policies, admin);
+    }
 }

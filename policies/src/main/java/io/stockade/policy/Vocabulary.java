@@ -15,7 +15,8 @@ import java.util.regex.Pattern;
  */
 final class Vocabulary {
     static final List<String> ROOT_KEYS = List.of("server", "store", "policies", "admin");
-    static final List<String> SERVER_KEYS = List.of("host", "port", "tls", "limits");
+    static final List<String> SERVER_KEYS = List.of("host", "port", "tls", "limits", "management");
+    static final List<String> MANAGEMENT_KEYS = List.of("host", "port");
     static final List<String> SERVER_LIMITS_KEYS = List.of("max-request-line-bytes", "max-header-bytes",
             "max-body-bytes", "header-timeout", "idle-timeout", "read-timeout");
     static final List<String> SERVER_TLS_KEYS = List.of("keystore", "password", "password-file", "truststore",

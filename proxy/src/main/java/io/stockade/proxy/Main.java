@@ -15,7 +15,7 @@ import io.stockade.proxy.log.JsonLineHandler;
 import io.helidon.logging.common.LogConfig;
 
 /**
- * The command line: {@code java -jar stockade-proxy.jar --config FILE [--port N]}, or
+ * The command line: {@code java -jar stockade-proxy.jar --config FILE [--port N] [--management-port N]}, or
  * {@code java -jar stockade-proxy.jar fence --config FILE OPERATION ...} for the fence-state operations
  * ({@link FenceCommand}).
  * <p>
@@ -27,11 +27,14 @@ public final class Main {
     static final int EXIT_START_FAILED = 1;
 
     private static final String USAGE = """
-            usage: stockade-proxy --config FILE [--port N]
+            usage: stockade-proxy --config FILE [--port N] [--management-port N]
                    stockade-proxy fence --config FILE OPERATION ...   (fence --help lists the operations)
 
               --config FILE   the policy file (YAML); see policies/README.md
               --port N        listen on port N instead of the file's server.port (0 = any free port)
+              --management-port N
+                              serve /metrics and /admin on port N only (server.management.port; its host is
+                              server.management.host, else server.host)
               --help          this text
             """;
 
@@ -52,6 +55,7 @@ public final class Main {
         }
         Path config = null;
         Integer port = null;
+        Integer managementPort = null;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             switch (arg) {
@@ -59,22 +63,28 @@ public final class Main {
                     out.print(USAGE);
                     return 0;
                 }
-                case "--config", "--port" -> {
+                case "--config", "--port", "--management-port" -> {
                     if (i + 1 >= args.length) {
                         return usage(err, arg + " needs a value");
                     }
                     String value = args[++i];
                     if (arg.equals("--config")) {
                         config = Path.of(value);
+                        continue;
+                    }
+                    int number;
+                    try {
+                        number = Integer.parseInt(value);
+                    } catch (NumberFormatException e) {
+                        return usage(err, arg + " must be a number 0..65535, was '" + value + "'");
+                    }
+                    if (number < 0 || number > 65535) {
+                        return usage(err, arg + " must be a number 0..65535, was " + number);
+                    }
+                    if (arg.equals("--port")) {
+                        port = number;
                     } else {
-                        try {
-                            port = Integer.parseInt(value);
-                        } catch (NumberFormatException e) {
-                            return usage(err, "--port must be a number 0..65535, was '" + value + "'");
-                        }
-                        if (port < 0 || port > 65535) {
-                            return usage(err, "--port must be a number 0..65535, was " + port);
-                        }
+                        managementPort = number;
                     }
                 }
                 default -> {
@@ -100,6 +110,13 @@ public final class Main {
         if (port != null) {
             loaded = loaded.withPort(port);
         }
+        if (managementPort != null) {
+            if (managementPort != 0 && managementPort == loaded.server().port()) {
+                return usage(err, "--management-port needs a port of its own: the data port is " + managementPort
+                        + " too");
+            }
+            loaded = loaded.withManagementPort(managementPort);
+        }
 
         String environment = environmentProblem(System.getProperty("sun.jnu.encoding"), exitsOnOutOfMemory());
         if (environment != null) {
@@ -121,6 +138,10 @@ public final class Main {
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "stockade-shutdown"));
         // Tests and scripts wait for exactly this line.
         out.println("Stockade listening on " + server.scheme() + "://" + server.host() + ":" + server.port());
+        if (loaded.server().management() != null) {
+            out.println("Stockade management (/metrics, /admin, /health) on http://" + server.managementHost() + ":"
+                    + server.managementPort());
+        }
         out.flush();
         try {
             Thread.currentThread().join();

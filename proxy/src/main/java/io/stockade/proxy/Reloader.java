@@ -14,6 +14,7 @@ import java.util.logging.Logger;
 import io.stockade.policy.Policy;
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.ServerConfig;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
@@ -90,9 +91,19 @@ public final class Reloader implements PolicyReload, AutoCloseable {
         }
         // The port given on the command line (--port) wins over the file's, as at start.
         fresh = fresh.withPort(old.server().port());
+        // So does --management-port: the listener the process started with stays (a file without server.management
+        // may be one the command line gave a listener to); a file that adds one, or moves its host, needs a restart.
+        ServerConfig.Management oldManagement = old.server().management();
+        if (oldManagement != null) {
+            fresh = fresh.server().management() == null
+                    ? fresh.withManagement(oldManagement) : fresh.withManagementPort(oldManagement.port());
+        }
         List<String> restart = new ArrayList<>();
         if (!Objects.equals(fresh.server().host(), old.server().host())) {
             restart.add("server.host");
+        }
+        if (!Objects.equals(fresh.server().management(), oldManagement)) {
+            restart.add("server.management");
         }
         // The listener's limits and TLS are fixed when Helidon's listener is built: a changed value would be half
         // applied (the body watchdog reads read-timeout per request, Helidon keeps the rest).

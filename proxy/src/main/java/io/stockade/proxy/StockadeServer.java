@@ -64,6 +64,10 @@ public final class StockadeServer implements AutoCloseable {
     /** How long a stop waits for writes holding a scope before it gives up recording a clean stop. */
     static final int DRAIN_SECONDS = 10;
     public static final String METRICS = "/metrics";
+    /** The name of the management listener's socket ({@code server.management}). */
+    static final String MANAGEMENT = "management";
+    private static final String DATA_SETTING = "server.port, or --port";
+    private static final String MANAGEMENT_SETTING = "server.management.port, or --management-port";
 
     /** How long replaced backends stay open after a reload, for requests that started before it. */
     static final Duration DRAIN = Duration.ofSeconds(60);
@@ -94,7 +98,11 @@ public final class StockadeServer implements AutoCloseable {
      * @throws IOException if the store or a backend cannot be opened
      */
     public static StockadeServer start(StockadeConfig config) throws IOException {
-        checkListenable(config.server().host(), config.server().port());
+        checkListenable(config.server().host(), config.server().port(), DATA_SETTING);
+        ServerConfig.Management management = config.server().management();
+        if (management != null) {
+            checkListenable(management.host(), management.port(), MANAGEMENT_SETTING);
+        }
         FenceStore store = FenceStores.open(config.store());
         Map<String, Backend> backends = new LinkedHashMap<>();
         TokenVerifiers verifiers = new TokenVerifiers(java.time.Clock.systemUTC());
@@ -161,14 +169,25 @@ public final class StockadeServer implements AutoCloseable {
                     // A proxy passes bodies on as they came: no decoding of Content-Encoding (and no 400 for
                     // encodings Helidon does not know, such as S3's aws-chunked).
                     .contentEncoding(new PassThroughEncoding(io.helidon.http.encoding.ContentEncodingContext.create()))
-                    .routing(routing -> routing(routing, pipeline, metrics, admin))
+                    .routing(routing -> routing(routing, pipeline, metrics, management == null ? admin : null,
+                            management != null))
+                    .update(b -> {
+                        if (management != null) {
+                            b.putSocket(MANAGEMENT, socket -> socket.host(management.host()).port(management.port())
+                                    .connectionOptions(options -> options.tcpNoDelay(true))
+                                    .routing(routing -> managementRouting(routing, pipeline, metrics, admin)));
+                        }
+                    })
                     .build()
                     .start();
-            if (server.port() < 0) {
+            if (server.port() < 0 || (management != null && server.port(MANAGEMENT) < 0)) {
                 // Helidon logs the failure and goes on without a listener (port -1): taken between the check above
                 // and its own bind.
                 server.stop();
-                throw new ListenFailure(config.server().host(), config.server().port(), "the listener did not start");
+                boolean data = server.port() < 0;
+                throw new ListenFailure(data ? config.server().host() : management.host(),
+                        data ? config.server().port() : management.port(), "the listener did not start",
+                        data ? DATA_SETTING : MANAGEMENT_SETTING);
             }
             return new StockadeServer(store, metrics, pipeline, reloader, server, listenerLimits, journal);
         } catch (RuntimeException | IOException e) {
@@ -201,8 +220,8 @@ public final class StockadeServer implements AutoCloseable {
 
     /** The listener's address cannot be bound; the message says where and what to change. */
     public static final class ListenFailure extends IOException {
-        ListenFailure(String host, int port, String reason) {
-            super("cannot listen on " + host + ":" + port + ": " + reason + " (server.port, or --port)");
+        ListenFailure(String host, int port, String reason, String setting) {
+            super("cannot listen on " + host + ":" + port + ": " + reason + " (" + setting + ")");
         }
     }
 
@@ -211,7 +230,7 @@ public final class StockadeServer implements AutoCloseable {
      * machine's) is one clear line before anything opens, instead of Helidon's stack trace and a server without a
      * listener. Port 0 (any free port) needs no check.
      */
-    static void checkListenable(String host, int port) throws ListenFailure {
+    static void checkListenable(String host, int port, String setting) throws ListenFailure {
         if (port == 0) {
             return;
         }
@@ -222,9 +241,9 @@ public final class StockadeServer implements AutoCloseable {
             String message = e.getMessage() == null ? "" : e.getMessage().toLowerCase(java.util.Locale.ROOT);
             throw new ListenFailure(host, port, message.contains("in use") ? "address already in use"
                     : message.contains("permission") ? "permission denied (ports below 1024 need privileges)"
-                    : message.contains("assign") ? "the host is not an address of this machine" : message);
+                    : message.contains("assign") ? "the host is not an address of this machine" : message, setting);
         } catch (IOException | IllegalArgumentException e) {
-            throw new ListenFailure(host, port, e.getMessage());
+            throw new ListenFailure(host, port, e.getMessage(), setting);
         }
     }
 
@@ -233,20 +252,59 @@ public final class StockadeServer implements AutoCloseable {
      * when configured), then every other request through the pipeline.
      */
     static void routing(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics,
-                        AdminEndpoint admin) {
+                        AdminEndpoint admin, boolean managementListener) {
+        health(routing, pipeline);
+        if (managementListener) {
+            // served on the management listener only; never a policy's either (as without one)
+            routing.get(METRICS, (req, res) -> onManagementListener(res, METRICS))
+                    .any((req, res) -> {
+                        if (AdminEndpoint.claims(req)) {
+                            onManagementListener(res, "the admin API");
+                        } else {
+                            res.next();
+                        }
+                    });
+        } else {
+            routing.get(METRICS, (req, res) -> metrics(req, res, metrics));
+            if (admin != null) {
+                routing.any(admin);
+            }
+        }
+        routing.any(pipeline)
+                .error(RuntimeException.class, (req, res, e) -> internalError(res, e));
+    }
+
+    /**
+     * The management listener's routing ({@code server.management}): the health endpoints, {@code /metrics} and the
+     * admin API; nothing else, and never the pipeline (no write is relayed from it).
+     */
+    static void managementRouting(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics,
+                                  AdminEndpoint admin) {
+        health(routing, pipeline);
+        routing.get(METRICS, (req, res) -> metrics(req, res, metrics));
+        if (admin != null) {
+            routing.any(admin);
+        }
+        routing.any((req, res) -> Problem.of(ProblemType.NOT_FOUND, "the management listener serves " + LIVE + ", "
+                        + READY + ", " + METRICS + (admin == null ? "" : " and the admin API") + "; writes go to the"
+                        + " data port").send(res))
+                .error(RuntimeException.class, (req, res, e) -> internalError(res, e));
+    }
+
+    /** The filters every listener runs first, and the health endpoints both answer. */
+    private static void health(HttpRouting.Builder routing, FencePipeline pipeline) {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
         routing.addFilter(new HttpDate(java.time.Clock.systemUTC()));
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
                 .get(READY + "/{policy}", (req, res) -> policyReady(res, req.path().pathParameters().get("policy"),
-                        pipeline))
-                .get(METRICS, (req, res) -> metrics(req, res, metrics));
-        if (admin != null) {
-            routing.any(admin);
-        }
-        routing.any(pipeline)
-                .error(RuntimeException.class, (req, res, e) -> internalError(res, e));
+                        pipeline));
+    }
+
+    private static void onManagementListener(ServerResponse res, String what) {
+        Problem.of(ProblemType.NOT_FOUND, what + " is served on the management listener (server.management), not"
+                + " on the port writers reach").send(res);
     }
 
     /** A bug, not bad input: answered as a problem without internals, logged with its stack trace. */
@@ -375,6 +433,17 @@ public final class StockadeServer implements AutoCloseable {
     /** The port actually bound (useful with port 0). */
     public int port() {
         return server.port();
+    }
+
+    /** The management listener's port actually bound, or the data port when there is none. */
+    public int managementPort() {
+        return pipeline.config().server().management() == null ? server.port() : server.port(MANAGEMENT);
+    }
+
+    /** The management listener's host, or the data listener's when there is none. */
+    public String managementHost() {
+        ServerConfig.Management management = pipeline.config().server().management();
+        return management == null ? host() : management.host();
     }
 
     public String host() {

@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -14,6 +15,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.ServerConfig;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 
@@ -61,6 +63,62 @@ class DeployFilesIT {
         Map<?, ?> rule = yaml.load(Files.readString(DEPLOY.resolve("k8s/base/prometheusrule.yaml")));
         assertEquals(alerts.get("groups"), ((Map<?, ?>) rule.get("spec")).get("groups"),
                 "deploy/k8s/base/prometheusrule.yaml must carry the groups of deploy/prometheus/alerts.yaml");
+    }
+
+    /**
+     * The kustomize base keeps /metrics and the admin API off the port writers reach: the policies put them on a
+     * management listener, the Deployment names that port, a Service of its own exposes it (the writers' Service
+     * exposes the data port only) and the ServiceMonitor scrapes it there.
+     */
+    @Test
+    void theKubernetesBaseScrapesTheManagementListenerAndWritersReachOnlyTheDataPort() throws Exception {
+        Yaml yaml = new Yaml(new SafeConstructor(new LoaderOptions()));
+        Path base = DEPLOY.resolve("k8s/base");
+        ServerConfig server = PolicyLoader.parse(Files.readString(base.resolve("stockade.yaml")),
+                Path.of("stockade.yaml"), Map.of()).server();
+        assertTrue(server.management() != null && server.management().port() != server.port(),
+                "stockade.yaml sets server.management.port");
+        Map<?, ?> deployment = yaml.load(Files.readString(base.resolve("deployment.yaml")));
+        Map<?, ?> container = (Map<?, ?>) ((List<?>) path(deployment, "spec", "template", "spec", "containers"))
+                .getFirst();
+        Map<String, Object> ports = new HashMap<>();
+        for (Object port : (List<?>) container.get("ports")) {
+            ports.put(String.valueOf(((Map<?, ?>) port).get("name")), ((Map<?, ?>) port).get("containerPort"));
+        }
+        assertEquals(Map.of("http", server.port(), "management", server.management().port()), ports);
+        Map<String, Map<?, ?>> services = new HashMap<>();
+        for (Object doc : yaml.loadAll(Files.readString(base.resolve("service.yaml")))) {
+            services.put(String.valueOf(path((Map<?, ?>) doc, "metadata", "name")), (Map<?, ?>) doc);
+        }
+        assertEquals(List.of("http"), targetPorts(services.get("stockade")), "writers' Service: the data port only");
+        Map<?, ?> management = services.get("stockade-management");
+        assertEquals(List.of("management"), targetPorts(management));
+        Map<?, ?> monitor = yaml.load(Files.readString(base.resolve("servicemonitor.yaml")));
+        Map<?, ?> wanted = (Map<?, ?>) path(monitor, "spec", "selector", "matchLabels");
+        Map<?, ?> labels = (Map<?, ?>) path(management, "metadata", "labels");
+        for (Map.Entry<?, ?> label : wanted.entrySet()) {
+            // the kustomization adds app.kubernetes.io/name to every resource
+            assertTrue(label.getKey().equals("app.kubernetes.io/name") || label.getValue().equals(
+                    labels.get(label.getKey())), "the ServiceMonitor selects stockade-management: " + label);
+        }
+        assertFalse(String.valueOf(path(services.get("stockade"), "metadata")).contains("management"),
+                "the ServiceMonitor must not select the writers' Service");
+        Map<?, ?> endpoint = (Map<?, ?>) ((List<?>) path(monitor, "spec", "endpoints")).getFirst();
+        assertEquals("management", endpoint.get("port"));
+        assertEquals("/metrics", endpoint.get("path"));
+    }
+
+    private static Object path(Map<?, ?> map, String... keys) {
+        Object at = map;
+        for (String key : keys) {
+            at = ((Map<?, ?>) at).get(key);
+        }
+        return at;
+    }
+
+    private static List<?> targetPorts(Map<?, ?> service) {
+        return ((List<?>) path(service, "spec", "ports")).stream().map(p -> (Object) ((Map<?, ?>) p).get("targetPort"))
+                .toList();
     }
 
     @Test

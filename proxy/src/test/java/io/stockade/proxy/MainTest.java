@@ -80,6 +80,30 @@ class MainTest {
     }
 
     @Test
+    void aTakenManagementPortExitsWith1NamingItsSetting() throws Exception {
+        Path file = dir.resolve("ok.yaml");
+        Files.writeString(file, """
+                store: {type: memory, journal: "%s"}
+                policies:
+                  - name: files
+                    match: {path: "/files/{path...}"}
+                    scope: files/{path}
+                    backend: {type: file, root: "%s"}
+                """.formatted(dir.resolve("j"), dir.resolve("r")));
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1,
+                java.net.InetAddress.getByName("127.0.0.1"))) {
+            int port = taken.getLocalPort();
+            assertEquals(1, run("--config", file.toString(), "--port", "0", "--management-port",
+                    Integer.toString(port)));
+            assertEquals("stockade: cannot listen on 127.0.0.1:" + port + ": address already in use"
+                    + " (server.management.port, or --management-port)", err().strip());
+            assertTrue(out.toString(StandardCharsets.UTF_8).isEmpty(), out.toString(StandardCharsets.UTF_8));
+        }
+        assertEquals(2, run("--config", file.toString(), "--management-port", "metrics"));
+        assertTrue(err().contains("--management-port must be a number"), err());
+    }
+
+    @Test
     void aMissingFileExitsWith2() {
         assertEquals(2, run("--config", dir.resolve("nope.yaml").toString()));
         assertTrue(err().contains("does not exist"), err());

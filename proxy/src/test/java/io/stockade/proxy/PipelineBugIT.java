@@ -75,7 +75,7 @@ class PipelineBugIT {
         FencePipeline pipeline = new FencePipeline(config, Map.of("files", backend), new BuggyStore(),
                 new ScopeGuard(), metrics, System::nanoTime, new TokenVerifiers(Clock.systemUTC()));
         WebServer server = WebServer.builder().host("127.0.0.1").port(0)
-                .routing(r -> StockadeServer.routing(r, pipeline, metrics, null)).build().start();
+                .routing(r -> StockadeServer.routing(r, pipeline, metrics, null, false)).build().start();
         try {
             HttpResponse<String> response = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
                             URI.create("http://127.0.0.1:" + server.port() + "/files/a.txt"))

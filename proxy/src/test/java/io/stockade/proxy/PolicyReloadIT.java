@@ -150,4 +150,30 @@ class PolicyReloadIT {
         assertEquals(409, r.status(), r.body());
         assertTrue(r.body().contains("server.tls"), r.body());
     }
+
+    @Test
+    void aReloadThatAddsAManagementListenerIsRefused() throws Exception {
+        Files.writeString(file, policy("").replace("  port: 0\n", "  port: 0\n  management: {port: 0}\n"));
+        Http.Response r = reload(AUTH);
+        assertEquals(409, r.status(), r.body());
+        assertTrue(r.body().contains("server.management"), r.body());
+        assertEquals(200, Http.get(uri("/metrics")).status(), "the metrics stay where they were");
+    }
+
+    /**
+     * A management listener given on the command line (--management-port) is kept by a reload of a file without
+     * one, as --port is: the metrics and the admin API stay off the data port.
+     */
+    @Test
+    void aReloadKeepsTheManagementListenerTheProcessStartedWith() throws Exception {
+        server.close();
+        server = StockadeServer.start(PolicyLoader.load(file).withManagementPort(0));
+        URI management = URI.create("http://127.0.0.1:" + server.managementPort());
+        Http.Response r = Http.send("POST", management.resolve("/admin/policies/reload"),
+                HttpRequest.BodyPublishers.noBody(), AUTH);
+        assertEquals(200, r.status(), r.body());
+        assertEquals(404, Http.get(uri("/metrics")).status());
+        assertEquals(200, Http.get(management.resolve("/metrics")).status());
+        assertEquals(404, reload(AUTH).status(), "the admin API is not on the data port");
+    }
 }

@@ -94,7 +94,7 @@ public final class AdminEndpoint implements Handler {
     @Override
     public void handle(ServerRequest req, ServerResponse res) {
         String raw = req.path().rawPath();
-        if (!claims(raw, req.path().path())) {
+        if (!claims(req)) {
             res.next();
             return;
         }
@@ -294,6 +294,10 @@ public final class AdminEndpoint implements Handler {
      * Whether a target is the admin API's: any reading of it — as sent, Helidon's, or decoded leniently with
      * {@code ;parameters} dropped and dot-segments resolved — is under {@value #BASE} or {@value #POLICIES}.
      */
+    public static boolean claims(ServerRequest req) {
+        return claims(req.path().rawPath(), req.path().path());
+    }
+
     static boolean claims(String raw, String decoded) {
         return isAdmin(raw) || isAdmin(decoded) || isAdmin(lenient(raw));
     }
