@@ -25,7 +25,10 @@ import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -35,22 +38,32 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * history of what each writer was told is checked per scope against what the storage applied, in order.
  */
 @RequiresTools(Tools.Tool.ETCD)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class EtcdReplicasIT {
     static final int REPLICAS = 3;
     static final int WRITERS = 12;
     static final int OPS_PER_WRITER = 30;
     static EtcdServer etcd;
+    static TestUpstream upstream;
+    /** One set of replicas for the class (child JVMs are the slow part), each test on scopes of its own. */
+    static List<ChildProxy> replicas = List.of();
 
     @TempDir
-    Path dir;
+    static Path dir;
 
     @BeforeAll
-    static void startEtcd() {
+    static void start() throws Exception {
         etcd = EtcdServer.single();
+        upstream = TestUpstream.start();
+        replicas = startReplicas();
     }
 
     @AfterAll
-    static void stopEtcd() {
+    static void stop() throws Exception {
+        replicas.forEach(ChildProxy::close);
+        if (upstream != null) {
+            upstream.close();
+        }
         if (etcd != null) {
             etcd.close();
         }
@@ -58,17 +71,11 @@ class EtcdReplicasIT {
 
     /** Atomic class (If-Match upstream): any writer may go through any replica, the storage settles the race. */
     @Test
+    @Order(1)
     void threeReplicasInFrontOfAnAtomicBackend() throws Exception {
-        try (TestUpstream upstream = TestUpstream.start()) {
-            List<ChildProxy> replicas = startReplicas(upstream, "conditional: if-match");
-            try {
-                History history = new History();
-                race(history, "docs/race", i -> replicas.get(i % REPLICAS).baseUri().resolve("/docs/race"));
-                check(history, upstream, List.of("docs/race"));
-            } finally {
-                replicas.forEach(ChildProxy::close);
-            }
-        }
+        History history = new History();
+        race(history, "atomic/race", i -> replicas.get(i % REPLICAS).baseUri().resolve("/atomic/race"));
+        check(history, upstream, List.of("atomic/race"));
     }
 
     /**
@@ -76,89 +83,109 @@ class EtcdReplicasIT {
      * replica (consistent hashing, docs/replicas.md). Three scopes race at once, each through its own replica.
      */
     @Test
+    @Order(2)
     void threeReplicasSerializedWithEachScopeRoutedToOneReplica() throws Exception {
-        try (TestUpstream upstream = TestUpstream.start()) {
-            List<ChildProxy> replicas = startReplicas(upstream, "settle: 50ms");
-            Thread.sleep(100);
-            try {
-                History history = new History();
-                List<String> scopes = List.of("docs/a", "docs/b", "docs/c");
-                ExecutorService pool = Executors.newFixedThreadPool(scopes.size());
-                List<Future<?>> runs = new ArrayList<>();
-                for (String scope : scopes) {
-                    // the load balancer's choice: one replica per scope
-                    ChildProxy owner = replicas.get(Math.floorMod(scope.hashCode(), REPLICAS));
-                    runs.add(pool.submit(() -> {
-                        race(history, scope, i -> owner.baseUri().resolve("/" + scope));
-                        return null;
-                    }));
-                }
-                for (Future<?> f : runs) {
-                    f.get();
-                }
-                pool.shutdown();
-                check(history, upstream, scopes);
-            } finally {
-                replicas.forEach(ChildProxy::close);
-            }
+        History history = new History();
+        List<String> scopes = List.of("docs/a", "docs/b", "docs/c");
+        ExecutorService pool = Executors.newFixedThreadPool(scopes.size());
+        List<Future<?>> runs = new ArrayList<>();
+        for (String scope : scopes) {
+            // the load balancer's choice: one replica per scope
+            ChildProxy owner = replicas.get(Math.floorMod(scope.hashCode(), REPLICAS));
+            runs.add(pool.submit(() -> {
+                race(history, scope, i -> owner.baseUri().resolve("/" + scope));
+                return null;
+            }));
         }
+        for (Future<?> f : runs) {
+            f.get();
+        }
+        pool.shutdown();
+        check(history, upstream, scopes);
     }
 
-    /** A replica is killed -9 while writes go through it: no acknowledged write lost, no stale accept after. */
+    /**
+     * A replica is killed -9 while writes go through it: no acknowledged write lost, no stale accept after. Last: it
+     * leaves the class two replicas.
+     */
     @Test
+    @Order(3)
     void aReplicaKilledMidWriteLosesNoAcknowledgedWriteAndAcceptsNothingStale() throws Exception {
-        try (TestUpstream upstream = TestUpstream.start()) {
-            upstream.delayWrites(java.time.Duration.ofMillis(5));
-            List<ChildProxy> replicas = startReplicas(upstream, "conditional: if-match");
+        upstream.delayWrites(java.time.Duration.ofMillis(5));
+        History history = new History();
+        Thread killer = new Thread(() -> {
             try {
-                History history = new History();
-                Thread killer = new Thread(() -> {
-                    try {
-                        Thread.sleep(400);
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                    replicas.getFirst().kill9();
-                });
-                killer.start();
-                race(history, "docs/k", i -> replicas.get(i % REPLICAS).baseUri().resolve("/docs/k"));
-                killer.join();
-                assertTrue(!replicas.getFirst().isAlive());
-                // after the kill: the survivors still refuse every stale token (same history, higher leases)
-                race(history, "docs/k", i -> replicas.get(1 + i % 2).baseUri().resolve("/docs/k"));
-                check(history, upstream, List.of("docs/k"));
-            } finally {
-                replicas.forEach(ChildProxy::close);
+                Thread.sleep(400);
+            } catch (InterruptedException e) {
+                return;
             }
-        }
+            replicas.getFirst().kill9();
+        });
+        killer.start();
+        race(history, "atomic/k", i -> replicas.get(i % REPLICAS).baseUri().resolve("/atomic/k"));
+        killer.join();
+        assertTrue(!replicas.getFirst().isAlive());
+        // after the kill: the survivors still refuse every stale token (same history, higher leases)
+        race(history, "atomic/k", i -> replicas.get(1 + i % 2).baseUri().resolve("/atomic/k"));
+        check(history, upstream, List.of("atomic/k"));
     }
 
-    private List<ChildProxy> startReplicas(TestUpstream upstream, String backendOption) throws Exception {
+    /**
+     * Three replicas on one etcd prefix, started at once: the policy {@code atomic} in front of the upstream's
+     * If-Match (the atomic class), {@code docs} without it (the serialized class).
+     */
+    private static List<ChildProxy> startReplicas() throws Exception {
         String prefix = "/replicas/" + UUID.randomUUID() + "/";
-        List<ChildProxy> replicas = new ArrayList<>();
-        for (int i = 0; i < REPLICAS; i++) {
-            Path config = dir.resolve("replica-" + i + ".yaml");
-            Files.writeString(config, """
-                    server:
-                      port: 0
-                    store:
-                      type: etcd
-                      endpoints: %s
-                      prefix: %s
-                      timeout: 2s
-                    policies:
-                      - name: docs
-                        match:
-                          path: /docs/{id}
-                        scope: docs/{id}
-                        backend:
-                          type: http
-                          url: %s
-                          %s
-                    """.formatted(etcd.endpoints(), prefix, upstream.baseUri(), backendOption));
-            replicas.add(ChildProxy.start(config, List.of("-Xmx256m")));
+        Path config = dir.resolve("replica.yaml");
+        Files.writeString(config, """
+                server:
+                  port: 0
+                store:
+                  type: etcd
+                  endpoints: %s
+                  prefix: %s
+                  timeout: 2s
+                policies:
+                  - name: atomic
+                    match:
+                      path: /atomic/{id}
+                    scope: atomic/{id}
+                    backend:
+                      type: http
+                      url: %s
+                      conditional: if-match
+                  - name: docs
+                    match:
+                      path: /docs/{id}
+                    scope: docs/{id}
+                    backend:
+                      type: http
+                      url: %s
+                      settle: 50ms
+                """.formatted(etcd.endpoints(), prefix, upstream.baseUri(), upstream.baseUri()));
+        ExecutorService starting = Executors.newFixedThreadPool(REPLICAS);
+        try {
+            List<Future<ChildProxy>> started = new ArrayList<>();
+            for (int i = 0; i < REPLICAS; i++) {
+                started.add(starting.submit(() -> ChildProxy.start(config, List.of("-Xmx256m"))));
+            }
+            List<ChildProxy> all = new ArrayList<>();
+            try {
+                for (Future<ChildProxy> f : started) {
+                    all.add(f.get());
+                }
+            } catch (java.util.concurrent.ExecutionException e) {
+                for (Future<ChildProxy> f : started) {
+                    if (f.state() == Future.State.SUCCESS) {
+                        f.resultNow().close(); // none is left running when one did not start
+                    }
+                }
+                throw e;
+            }
+            return all;
+        } finally {
+            starting.shutdown();
         }
-        return replicas;
     }
 
     private static void check(History history, TestUpstream upstream, List<String> scopes) {
