@@ -170,17 +170,17 @@ class EtcdReplicasIT {
                 started.add(starting.submit(() -> ChildProxy.start(config, List.of("-Xmx256m"))));
             }
             List<ChildProxy> all = new ArrayList<>();
-            try {
-                for (Future<ChildProxy> f : started) {
+            java.util.concurrent.ExecutionException failed = null;
+            for (Future<ChildProxy> f : started) {
+                try {
                     all.add(f.get());
+                } catch (java.util.concurrent.ExecutionException e) {
+                    failed = e;
                 }
-            } catch (java.util.concurrent.ExecutionException e) {
-                for (Future<ChildProxy> f : started) {
-                    if (f.state() == Future.State.SUCCESS) {
-                        f.resultNow().close(); // none is left running when one did not start
-                    }
-                }
-                throw e;
+            }
+            if (failed != null) {
+                all.forEach(ChildProxy::close); // none is left running when one did not start
+                throw failed;
             }
             return all;
         } finally {
