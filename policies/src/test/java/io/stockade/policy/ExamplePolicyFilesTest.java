@@ -38,7 +38,10 @@ class ExamplePolicyFilesTest {
         assertFalse(config.policies().isEmpty());
     }
 
-    /** Issue 18: the examples shared ./stockade-data/journal, so trying one leaked its fences into the next. */
+    /**
+     * The first-hour report: the examples shared ./stockade-data/journal, so trying one leaked its fences into the
+     * next.
+     */
     @Test
     void everyExampleKeepsItsFencesInAJournalOfItsOwn() throws Exception {
         List<Path> files = exampleFiles().toList();

@@ -202,7 +202,10 @@ abstract class ContractIT {
         assertEquals(Optional.empty(), stored("/docs/a"));
     }
 
-    /** Issue 14: a token header that is there but empty is malformed (400), on every backend, never "missing". */
+    /**
+     * The request-target review: a token header that is there but empty is malformed (400), on every backend, never
+     * "missing".
+     */
     @Test
     void anEmptyOrBlankTokenHeaderIsMalformedNotMissing() throws Exception {
         for (String value : List.of("", " ", "   ", "\t")) {

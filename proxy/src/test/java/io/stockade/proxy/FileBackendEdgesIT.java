@@ -17,7 +17,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The file backend's edges from issue 14: paths the file system cannot take, and what a crash leaves behind. */
+/**
+ * The file backend's edges from the request-target review: paths the file system cannot take, and what a crash leaves
+ * behind.
+ */
 class FileBackendEdgesIT {
     @TempDir
     Path dir;

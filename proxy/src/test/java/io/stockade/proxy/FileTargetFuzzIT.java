@@ -20,7 +20,7 @@ import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
 
 /**
- * The differential fuzzer of the file backend (issue 14): hostile spellings of a few resources
+ * The differential fuzzer of the file backend (the request-target review): hostile spellings of a few resources
  * ({@link TargetGrammar}) sent to a real proxy in front of a directory, judged by {@link DifferentialOracle}
  * against the files the directory holds (read directly, named by their paths under the root).
  * <p>

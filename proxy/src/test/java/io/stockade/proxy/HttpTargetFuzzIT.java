@@ -21,7 +21,7 @@ import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
 
 /**
- * The differential fuzzer of the http backend (issue 14): hostile spellings of a few resources
+ * The differential fuzzer of the http backend (the request-target review): hostile spellings of a few resources
  * ({@link TargetGrammar}) sent to a real proxy in front of a recording upstream, serialized and {@code if-match}
  * policies alike, judged by {@link DifferentialOracle} against what the upstream holds, named as a server that
  * percent-decodes its paths names it.

@@ -52,7 +52,7 @@ class MainTest {
         assertTrue(err().contains("enforce"), err());
     }
 
-    /** Issue 18: a taken port used to hang the proxy after printing "listening on ...:-1". */
+    /** The first-hour report: a taken port used to hang the proxy after printing "listening on ...:-1". */
     @Test
     void aTakenPortExitsWith1InOneLineAndNeverSaysListening() throws Exception {
         Path file = dir.resolve("ok.yaml");

@@ -18,7 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The postgres example as a newcomer meets it (issue 18, defect 3): a fresh database made from the example's own
+ * The postgres example as a newcomer meets it (the first-hour report, defect 3): a fresh database made from the
+ * example's own
  * SQL file, the example's policy file as shipped, and the session its comment shows. Its curl used to fail
  * ("the JSON body has no field 'memo'"), then on a missing account row, and a GET of a missing account was 200 [].
  */

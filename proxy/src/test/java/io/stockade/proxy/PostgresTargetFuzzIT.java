@@ -18,7 +18,7 @@ import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
 
 /**
- * The differential fuzzer of the postgres backend (issue 14): hostile spellings of a few resources
+ * The differential fuzzer of the postgres backend (the request-target review): hostile spellings of a few resources
  * ({@link TargetGrammar}) sent to a real proxy in front of a real PostgreSQL, the path variable bound as the row's
  * key, judged by {@link DifferentialOracle} against the rows of the table and of {@code stockade_fences}, read
  * directly.

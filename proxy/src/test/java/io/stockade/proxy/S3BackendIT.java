@@ -244,7 +244,8 @@ class S3BackendIT {
     }
 
     /**
-     * Issue 15, defect 1: created with 9, 10 written, completed with 10: the completed object held the creation's
+     * S3 as real tools use it, defect 1: created with 9, 10 written, completed with 10: the completed object held the
+     * creation's
      * metadata (token 9) and a zombie's 9 was then accepted. The upload ID now says which token created it, and a
      * Complete with another token is refused; the fence never goes down.
      */
@@ -329,7 +330,8 @@ class S3BackendIT {
             assertEquals(200, response.statusCode());
             assertEquals("signed in the URL", response.body());
 
-            // The token is presigned with the URL: whoever holds it must send exactly that token (issue 15).
+            // The token is presigned with the URL: whoever holds it must send exactly that token (S3 as real tools use
+            // it).
             PresignedPutObjectRequest put = presigner.presignPutObject(b -> b.signatureDuration(Duration.ofMinutes(5))
                     .putObjectRequest(r -> r.bucket(BUCKET).key("presigned-put.txt")
                             .overrideConfiguration(token(2))));
@@ -367,7 +369,7 @@ class S3BackendIT {
         }
     }
 
-    /** Issue 15, defect 4: a token header added after signing is refused, the object untouched. */
+    /** S3 as real tools use it, defect 4: a token header added after signing is refused, the object untouched. */
     @Test
     void aTokenHeaderTheSignatureDoesNotCoverIsRefused() throws Exception {
         put("unsigned-token.txt", 20, "signed with 20");
@@ -428,7 +430,7 @@ class S3BackendIT {
         return java.util.HexFormat.of().formatHex(bytes);
     }
 
-    /** Issue 15, defect 5: keys ending in '/' (folder markers) are keys of their own in S3. */
+    /** S3 as real tools use it, defect 5: keys ending in '/' (folder markers) are keys of their own in S3. */
     @Test
     void folderMarkersAreKeysOfTheirOwnAndFenced() {
         put("folder/", 3, "");
@@ -446,7 +448,7 @@ class S3BackendIT {
                 .anyMatch(o -> o.key().equals("folder")));
     }
 
-    /** Issue 15, defect 5: a path refusal is S3 XML for an s3 policy, so SDKs report the reason. */
+    /** S3 as real tools use it, defect 5: a path refusal is S3 XML for an s3 policy, so SDKs report the reason. */
     @Test
     void pathRefusalsAreS3Errors() throws Exception {
         for (String path : List.of("/" + BUCKET + "/a/../b", "/" + BUCKET + "/a/%2e%2e/b", "/" + BUCKET + "/a//b",
@@ -459,7 +461,7 @@ class S3BackendIT {
         }
     }
 
-    /** Issue 15, defect 6: SigV2 gets an answer that says what to do. */
+    /** S3 as real tools use it, defect 6: SigV2 gets an answer that says what to do. */
     @Test
     void sigV2IsRefusedWithWhatToDoInstead() throws Exception {
         io.stockade.testing.Http.Response header = RawHttp.send(fixture.proxy.server().port(), "GET /" + BUCKET
@@ -487,7 +489,10 @@ class S3BackendIT {
                 () -> fixture.direct().headObject(b -> b.bucket(BUCKET).key("sigv2")));
     }
 
-    /** Issue 15: the default refuses every unsigned request, and says what the policy could do about reads. */
+    /**
+     * S3 as real tools use it: the default refuses every unsigned request, and says what the policy could do about
+     * reads.
+     */
     @Test
     void unsignedRequestsAreRefusedByDefault() throws Exception {
         put("unsigned-default.txt", 1, "kept");

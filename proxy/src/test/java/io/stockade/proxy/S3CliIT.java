@@ -32,7 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 15 with unmodified third-party clients as processes: Debian's AWS CLI ({@code awscli}, v2) and boto3
+ * S3 as real tools use it, with unmodified third-party clients as processes: Debian's AWS CLI ({@code awscli}, v2) and
+ * boto3
  * ({@code python3-boto3}), through the proxy to an in-process s3proxy, with the policy's {@code token-from-metadata}
  * on. What each client did is checked by reading s3proxy directly: the objects, their bytes and their
  * {@code fencing-token} metadata, the tombstones.

@@ -33,7 +33,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 15: browser-form uploads (S3's POST Object) through the proxy. The form's policy document is signed
+ * S3 as real tools use it: browser-form uploads (S3's POST Object) through the proxy. The form's policy document is
+ * signed
  * (SigV4, or SigV2 as older SDKs and Ceph's s3-tests sign it), its expiration and conditions are judged as S3
  * judges them, and the upload is fenced by the form field {@code x-amz-meta-fencing-token}, which the policy must
  * name like every field. Each refusal is checked against s3proxy read directly: nothing written, the object's

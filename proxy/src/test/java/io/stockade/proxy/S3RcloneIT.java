@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 15 with rclone (Debian package {@code rclone}) as a process, through the proxy to s3proxy, checked against
+ * S3 as real tools use it, with rclone (Debian package {@code rclone}) as a process, through the proxy to s3proxy,
+ * checked against
  * s3proxy read directly. rclone cannot sign an extra header (its {@code --header} is added after signing), so:
  * uploads carry the token as metadata ({@code --metadata --metadata-set fencing-token=N}, policy
  * {@code token-from-metadata: true}, signed like any metadata); deletes need {@code --header "Fencing-Token: N"},

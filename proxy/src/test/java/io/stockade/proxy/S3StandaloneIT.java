@@ -28,7 +28,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 15: the S3 example end to end on one machine, as docs/s3.md tells a newcomer to run it. s3proxy is started
+ * S3 as real tools use it: the S3 example end to end on one machine, as docs/s3.md tells a newcomer to run it. s3proxy
+ * is started
  * by {@code scripts/s3proxy.sh} as a child process without a console (where s3proxy's own {@code Main} used to
  * recurse into a StackOverflowError), and the proxy runs {@code policies/examples/s3.yaml} as shipped (only its
  * journal moved to a temporary directory and its port chosen free), with the example's default keys.

@@ -28,7 +28,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The differential fuzzer of the s3 backend (issue 14), atomic class ({@code fence-scope: object}, conditional
+ * The differential fuzzer of the s3 backend (the request-target review), atomic class ({@code fence-scope: object},
+ * conditional
  * writes): hostile spellings of a few keys ({@link TargetGrammar}) sent path-style to a real proxy (client
  * authentication off, so that every spelling reaches the proxy's own parsing) in front of an in-process
  * s3proxy, judged by {@link DifferentialOracle} against the objects of the bucket and the token each carries,
@@ -135,7 +136,7 @@ class S3TargetFuzzIT {
         }
     }
 
-    /** Issue 14: a token header that is there but empty is malformed (400), as on every backend. */
+    /** The request-target review: a token header that is there but empty is malformed (400), as on every backend. */
     @Example
     void anEmptyOrBlankTokenHeaderIsMalformed() throws Exception {
         Map<String, String> before = oracleSnapshot();

@@ -34,7 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 15, "S3 as real tools use it", with the AWS SDK v2 (the CLI and boto3 paths are in {@code S3CliIT}):
+ * "S3 as real tools use it", with the AWS SDK v2 (the CLI and boto3 paths are in {@code S3CliIT}):
  * tombstones hidden from listings while they stay in the store as the fence, and removing a bucket that only
  * tombstones keep.
  */
@@ -200,7 +200,7 @@ class S3ToolsIT {
         assertFalse(direct.listBuckets().buckets().stream().anyMatch(b -> b.name().equals("rb-empty")));
     }
 
-    // ---- conditional writes: the client's own If-Match / If-None-Match (issue 15) ----
+    // ---- conditional writes: the client's own If-Match / If-None-Match (S3 as real tools use it) ----
 
     private static S3Exception refused(Runnable write) {
         return assertThrows(S3Exception.class, write::run);

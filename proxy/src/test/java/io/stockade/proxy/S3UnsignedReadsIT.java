@@ -22,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue 15: unsigned requests with {@code unsigned-reads: forward}. An unsigned GET or HEAD goes to the store
+ * S3 as real tools use it: unsigned requests with {@code unsigned-reads: forward}. An unsigned GET or HEAD goes to the
+ * store
  * without the proxy's signature, so the store's ACLs answer it (a public object is served, a private one is 403,
  * what does not exist is 404); unsigned writes are refused by the proxy. s3proxy is read directly to check that
  * nothing was written.

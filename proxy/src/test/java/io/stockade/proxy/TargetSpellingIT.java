@@ -21,7 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The request-target bypasses a hostile client found (issue 14), each replayed byte for byte against the http
+ * The request-target bypasses a hostile client found (the request-target review), each replayed byte for byte against
+ * the http
  * backend in front of a recording upstream: what the upstream received is compared with the scope the fence
  * decided on, and every refusal is checked to have reached nothing and moved no fence.
  */

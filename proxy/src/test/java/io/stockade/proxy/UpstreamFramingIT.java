@@ -33,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * How the proxy's upstream client frames answers and writes request lines (RFC 9112): answers with no body by
  * definition (304, 204, any answer to HEAD) are relayed at once whatever their headers say, and a long request
  * target goes out whole. Before the proxy had its own client, a 304 without {@code Content-Length} hung for the
- * read timeout (30 s) and a key of ~1 KB went upstream as NUL bytes (issue 15).
+ * read timeout (30 s) and a key of ~1 KB went upstream as NUL bytes (S3 as real tools use it).
  */
 class UpstreamFramingIT {
     @TempDir
@@ -149,7 +149,10 @@ class UpstreamFramingIT {
         }
     }
 
-    /** Issue 15, defect 2: an S3 store's error without a body reaches the client as an S3 error, never a 500. */
+    /**
+     * S3 as real tools use it, defect 2: an S3 store's error without a body reaches the client as an S3 error, never a
+     * 500.
+     */
     @Test
     void anS3StoreErrorWithoutABodyIsAnS3Error() throws Exception {
         try (ProxyFixture s3 = ProxyFixture.start(dir.resolve("s3j"), """

@@ -53,14 +53,17 @@ class ArchitectureTest {
                 .check(classes);
     }
 
-    /** Issue 17: backend and http, verify and its kinds were cycles (BodyBounds and TokenVerifiers moved). */
+    /**
+     * The layering review: backend and http, verify and its kinds were cycles (BodyBounds and TokenVerifiers moved).
+     */
     @Test
     void packagesAreFreeOfCycles() {
         slices().matching("io.stockade.proxy.(**)").should().beFreeOfCycles().check(classes);
     }
 
     /**
-     * Issue 17: the server's root package (StockadeServer, Reloader, Main) wires the packages together; none of them
+     * The layering review: the server's root package (StockadeServer, Reloader, Main) wires the packages together; none
+     * of them
      * reaches back into it (the admin API named Reloader; it now names the PolicyReload interface it declares).
      */
     @Test

@@ -14,7 +14,8 @@ import javax.crypto.spec.SecretKeySpec;
  * <p>
  * An object completed from a multipart upload holds the metadata of its CreateMultipartUpload, so it holds that
  * call's token, whatever token the CompleteMultipartUpload carries. If a newer holder wrote the object in
- * between, completing the older upload would lower the object's token, and with it the fence (issue 15: created
+ * between, completing the older upload would lower the object's token, and with it the fence (S3 as real tools use it:
+ * created
  * with 9, 10 written, completed with 10, the object said 9 and a zombie's 9 was accepted). S3 gives no way to read
  * an upload's metadata before it is completed, so the proxy hands the client an upload ID that carries the
  * token: {@code <upstream id>~stk<token>~<mac>} ({@code <upstream id>~stk~<mac>} for an upload created without a

@@ -12,7 +12,8 @@
  * tombstone) and {@link io.stockade.proxy.backend.s3.S3Backend} (<em>serialized</em>: a prefix scope or an
  * upstream without conditional writes; the engine's store and scope guard do the fencing). See docs/s3.md.
  * <p>
- * What real tools need besides (issue 15): {@link io.stockade.proxy.backend.s3.Listings} cuts tombstones out of
+ * What real tools need besides (S3 as real tools use it): {@link io.stockade.proxy.backend.s3.Listings} cuts tombstones
+ * out of
  * listings; {@link io.stockade.proxy.backend.s3.PostForm}, {@link io.stockade.proxy.backend.s3.PostPolicy} and
  * {@link io.stockade.proxy.backend.s3.Spool} read, judge and hold browser-form uploads (POST Object),
  * {@link io.stockade.proxy.backend.s3.FormUploads} writes and answers them;
