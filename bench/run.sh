@@ -10,6 +10,8 @@
 #   BASELINE_JAR=proxy/target/stockade-proxy.jar BASELINE_JAVA_OPTS= PROXY_JAVA_OPTS="-Dx=y" TARGETS="nginx memory \
 #     baseline" bench/run.sh           # a JVM option against the same jar without it (baseline: BASELINE_JAVA_OPTS,
 #                                      # default PROXY_JAVA_OPTS)
+#   TARGETS="nginx vertx memory steady" BACKENDS=no bench/run.sh   # against the JVM peer: Vert.x's reverse proxy
+#                                      # (bench/vertx-peer, built on first use), no fence, same upstream
 #   WARMUP=30s bench/run.sh            # longer JIT warm-up per proxy (default 15s)
 #   SYSCALLS=1 bench/run.sh            # also count each proxy's system calls and context switches per request
 #                                      # (perf stat; steadier than rps on a shared host)
@@ -127,6 +129,17 @@ if uses baseline; then
   start_stockade baseline "{type: memory, journal: $work/journal-baseline}" "${BASELINE_JAR:?BASELINE_JAR names the jar of the baseline build}" \
     "${BASELINE_JAVA_OPTS-${PROXY_JAVA_OPTS:-}}"
 fi
+if [[ " $TARGETS " == *" vertx "* ]]; then
+  # The JVM peer: vertx-http-proxy on one event loop, forwarding the same PUTs to the same upstream, no fence.
+  if [ ! -d bench/vertx-peer/target/libs ]; then
+    echo "bench: building the Vert.x peer (bench/vertx-peer)" >&2
+    mvn -B -q -f bench/vertx-peer/pom.xml package >&2
+  fi
+  port_vertx=$(stockade_free_port)
+  taskset -c 0 "$JAVA_HOME/bin/java" -Xmx1g ${PROXY_JAVA_OPTS:-} -cp "bench/vertx-peer/target/classes:bench/vertx-peer/target/libs/*" \
+    io.stockade.bench.peer.VertxPeer "$port_vertx" "$upstream_port" > "$work/vertx.out" 2>&1 & pids+=($!)
+  pid_vertx=$!
+fi
 if [[ " $TARGETS " == *" postgres "* ]]; then
   psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'stockade_bench'" | grep -q 1 \
     || psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE stockade_bench"
@@ -144,7 +157,7 @@ if [[ " $TARGETS " == *" etcd "* ]]; then
 fi
 
 stockade_wait_port "$upstream_port"; stockade_wait_port "$nginx_port"; stockade_wait_port "$haproxy_port"
-for t in memory baseline postgres etcd; do
+for t in memory baseline postgres etcd vertx; do
   if uses "$t"; then eval "stockade_wait_port \$port_$t"; fi
 done
 nginx_pid=$(pgrep -P "$nginx_master" | head -1) # the worker does the proxying; the master only supervises
@@ -159,7 +172,7 @@ run_wrk() { # $1 = url, $2 = connections -> "rps p50 p99 non2xx requests"
 results="$work/results.txt"
 : > "$results"
 echo "warming up the proxies (JIT) ..." >&2
-for t in memory baseline postgres etcd; do
+for t in memory baseline postgres etcd vertx; do
   if uses "$t"; then eval "DURATION=${WARMUP:-15s} run_wrk http://127.0.0.1:\$port_$t 32 >/dev/null"; fi
 done
 
@@ -216,6 +229,9 @@ for c in $CONNECTIONS; do
         ratio(rps["haproxy"], rps["nginx"]), ratio(rps["nginx"], rps["direct"])
       if ("baseline" in rps) printf ", baseline/nginx rps %s, memory/baseline rps %s, baseline/nginx p99 %s",
         ratio(rps["baseline"], rps["nginx"]), ratio(rps["memory"], rps["baseline"]), ratio(p99["baseline"], p99["nginx"])
+      if ("vertx" in rps) printf ", memory/vertx rps %s (target >= 1.0), cpu/req %s (target <= 1.0); steady/vertx rps %s, cpu/req %s",
+        ratio(rps["memory"], rps["vertx"]), ratio(cpu["memory"], cpu["vertx"]), ratio(rps["steady"], rps["vertx"]),
+        ratio(cpu["steady"], cpu["vertx"])
       if ("postgres" in rps) printf ", postgres-store/memory rps %s", ratio(rps["postgres"], rps["memory"])
       if ("etcd" in rps) printf ", etcd-store/memory rps %s", ratio(rps["etcd"], rps["memory"])
       printf "\n"
