@@ -118,13 +118,11 @@ public final class PostgresPools {
     }
 
     /**
-     * The pool says only that no connection came within its timeout; why (a refused TLS certificate, a
-     * {@code pg_hba.conf} rule, a wrong password) is in the driver's exception underneath.
-     */
-    /**
-     * What went wrong with a database call, in words that name the cause: the pool's "Connection is not available,
-     * request timed out after 2002ms (total=0, active=0, idle=0, waiting=0)" becomes "no connection within 2002 ms:
-     * Connection to 127.0.0.1:25432 refused ...", the driver's reason for the last failed attempt.
+     * What went wrong with a database call, in words that name the cause: the pool says only that no connection
+     * came within its timeout, and why (a refused connection or TLS certificate, a {@code pg_hba.conf} rule, a wrong
+     * password) is in the driver's exception underneath, so "Connection is not available, request timed out after
+     * 2002ms (total=0, active=0, idle=0, waiting=0)" becomes "no connection within 2002 ms: Connection to
+     * 127.0.0.1:25432 refused ...", the driver's reason for the last failed attempt.
      */
     public static String why(SQLException e) {
         if (e instanceof java.sql.SQLTransientConnectionException && e.getMessage() != null

@@ -115,8 +115,9 @@ final class ConditionalS3Backend extends S3Backend {
         return Duration.ZERO; // a conditional write that lands late no longer matches; nothing to quarantine
     }
 
-    /** The object's state at the upstream. */
     /**
+     * The object's state at the upstream.
+     *
      * @param exists    whether an object (a tombstone included) is stored under the key
      * @param tombstone whether that object is a tombstone (a deleted object's token)
      */
