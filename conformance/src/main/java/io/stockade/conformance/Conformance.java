@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -152,7 +153,8 @@ public final class Conformance {
                 } else if (target.control().containsKey("jdbc")) {
                     controlShim = JdbcHttpStore.start(target.control().get("jdbc"), target.control().get("user"),
                             target.control().get("password"), target.control().get("sql"));
-                    controlEndpoint = ScenarioRunner.fixed(controlShim.baseUri(), "/{key}");
+                    controlEndpoint = ScenarioRunner.fixed(controlShim.baseUri(), "/" + target.control()
+                            .getOrDefault("param", target.read().getOrDefault("param", "{key}")));
                 } else if (target.control().containsKey("s3")) {   // path style, signed with the bucket's own key
                     Map<String, String> c = target.control();
                     controlEndpoint = ScenarioRunner.fixed(URI.create(c.get("s3")),
@@ -160,7 +162,8 @@ public final class Conformance {
                             new SigV4(c.get("access-key"), c.get("secret-key"), c.getOrDefault("region", "us-east-1")));
                 } else {
                     controlEndpoint = ScenarioRunner.fixed(URI.create(target.control().get("url")),
-                            target.control().getOrDefault("path", "/{key}"));
+                            target.control().getOrDefault("path", "/{key}"), null, target.control()
+                                    .getOrDefault("method", target.request().method()).toUpperCase(Locale.ROOT));
                 }
             }
             if (controlEndpoint == null) {
@@ -259,7 +262,7 @@ public final class Conformance {
             spec = p;
         }
         return new ScenarioRunner.Options(duration, target.ttl(), target.writers(), spec, target.header(), readEvery,
-                work, store);
+                work, store, target.request());
     }
 
     private ScenarioRunner.Endpoint proxyEndpoint(URI base, ProxyProcess launched) {
@@ -273,7 +276,12 @@ public final class Conformance {
 
             @Override
             public String path(String key) {
-                return prefix + target.proxyPath().replace("{key}", key);
+                return prefix + Template.expand(target.proxyPath(), key);
+            }
+
+            @Override
+            public String method() {
+                return target.request().method();
             }
 
             @Override
