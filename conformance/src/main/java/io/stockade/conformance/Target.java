@@ -85,7 +85,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     /** Parses a target document; {@code source} names it in errors. */
     @SuppressWarnings("unchecked")
     public static Target parse(String yaml, String source) {
-        Object doc = new Yaml(new SafeConstructor(new LoaderOptions())).load(yaml);
+        Object doc = yaml(yaml, source);
         if (!(doc instanceof Map<?, ?> root)) {
             throw new IllegalArgumentException(source + ": a target file is a YAML mapping");
         }
@@ -185,19 +185,8 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(source + ": " + e.getMessage(), e);
         }
-        if (control != null && !control.containsKey("url") && !control.containsKey("directory")
-                && !control.containsKey("jdbc") && !control.containsKey("s3")) {
-            throw new IllegalArgumentException(source + ": control needs 'url' (+ path), 'directory' (+ file), "
-                    + "'jdbc' (+ sql) or 's3' (+ bucket)");
-        }
-        if (control != null && control.containsKey("s3") && (!control.containsKey("bucket")
-                || !control.containsKey("access-key") || !control.containsKey("secret-key"))) {
-            throw new IllegalArgumentException(source + ": control.s3 needs control.bucket, control.access-key and "
-                    + "control.secret-key (the bucket's own credentials: the control writes around the proxy)");
-        }
-        if (control != null && control.containsKey("jdbc") && !control.containsKey("sql")) {
-            throw new IllegalArgumentException(source + ": control.jdbc needs control.sql (one statement, two ?: "
-                    + "the key, then the body)");
+        if (control != null) {
+            checkControl(source, control);
         }
         if (t.writers < 2) {
             throw new IllegalArgumentException(source + ": writers must be at least 2 (a handoff needs two)");
@@ -317,6 +306,32 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     private static final Set<String> CONTROL_KEYS = Set.of("url", "path", "directory", "file", "jdbc", "user",
             "password", "sql", "param", "s3", "bucket", "key", "region", "access-key", "secret-key", "path-style",
             "method");
+
+    private static Object yaml(String yaml, String source) {
+        try {
+            return new Yaml(new SafeConstructor(new LoaderOptions())).load(yaml);
+        } catch (org.yaml.snakeyaml.error.YAMLException e) {
+            throw new IllegalArgumentException(source + ": not valid YAML (a template with braces in a {...} mapping "
+                    + "needs quotes: path: '/jobs/{id}'): " + e.getMessage(), e);
+        }
+    }
+
+    private static void checkControl(String source, Map<String, String> control) {
+        if (!control.containsKey("url") && !control.containsKey("directory")
+                && !control.containsKey("jdbc") && !control.containsKey("s3")) {
+            throw new IllegalArgumentException(source + ": control needs 'url' (+ path), 'directory' (+ file), "
+                    + "'jdbc' (+ sql) or 's3' (+ bucket)");
+        }
+        if (control.containsKey("s3") && (!control.containsKey("bucket")
+                || !control.containsKey("access-key") || !control.containsKey("secret-key"))) {
+            throw new IllegalArgumentException(source + ": control.s3 needs control.bucket, control.access-key and "
+                    + "control.secret-key (the bucket's own credentials: the control writes around the proxy)");
+        }
+        if (control.containsKey("jdbc") && !control.containsKey("sql")) {
+            throw new IllegalArgumentException(source + ": control.jdbc needs control.sql (one statement, two ?: "
+                    + "the key as control.param makes it, default read.param or {key}, then the body as sent)");
+        }
+    }
 
     /** {@code proxy.method}, {@code proxy.body}, {@code proxy.content-type}, checked. */
     private static Request request(String source, Map<String, Object> proxy) {
