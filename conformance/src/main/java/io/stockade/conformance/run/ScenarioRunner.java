@@ -217,7 +217,7 @@ public final class ScenarioRunner {
                 leases.close();
             }
         }
-        String finalValue = reader.read(key);
+        String finalValue = finalRead();
         long now = System.nanoTime();
         history.read(key, now, now, finalValue);
         Map<String, String> fin = new HashMap<>();
@@ -242,6 +242,27 @@ public final class ScenarioRunner {
                 .map(f -> new RunResult.FaultWindow(f.session, f.startNanos, f.healedNanos)).toList();
         return new RunResult(scenario, control, key, history, finalValue, check, Math.max(0, grants - 1),
                 faults.size(), effective, exposed, List.copyOf(notes), List.copyOf(doubts), windows);
+    }
+
+    /**
+     * The final state, read three times at most (200 ms apart) if the read fails. A read-back that keeps failing (a
+     * document with nothing at {@code read.json}, a query error) leaves the run without a final state: it is never
+     * taken for "absent", which would look like a lost write.
+     *
+     * @throws java.io.UncheckedIOException naming the reader and the last failure
+     */
+    private String finalRead() throws InterruptedException {
+        IOException last = null;
+        for (int attempt = 0; attempt < 3; attempt++) {
+            try {
+                return reader.read(key);
+            } catch (IOException e) {
+                last = e;
+                Thread.sleep(200);
+            }
+        }
+        throw new java.io.UncheckedIOException("the final read of the storage (" + reader.describe() + ") failed: "
+                + last.getMessage(), last);
     }
 
     /** Could {@code o} have landed after a higher token was acknowledged? (An unknown outcome may land any time.) */
