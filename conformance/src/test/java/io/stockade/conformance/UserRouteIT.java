@@ -168,6 +168,17 @@ class UserRouteIT {
             Target wrong = target(dir.resolve("wrong"), "http-jobs-wrong-read", policy,
                     read.replaceFirst("path: /jobs/\\{id}", "path: /jobs/{key}"));
             failsOnTheReadBack(wrong, dir.resolve("wrong"));
+
+            // A pointer to nothing: the read-back fails (never "absent"), the scenario proves nothing and says why.
+            Target noField = target(dir.resolve("no-field"), "http-jobs-no-field", policy,
+                    read.replace("json: /value", "json: /valeu"));
+            Conformance.Result nf = Conformance.of(noField).scenarios(Scenario.PAUSE)
+                    .duration(Duration.ofSeconds(1)).workDir(dir.resolve("no-field")).run();
+            ScenarioResult s = nf.scenarios().getFirst();
+            assertEquals(Verdict.INCONCLUSIVE, s.verdict(), Reports.line(s));
+            assertTrue(s.reasons().getFirst().startsWith("the control run broke off: the final read of the storage "
+                    + "(http " + base + "/jobs/{id}, JSON /valeu) failed: nothing at /valeu in {\"value\": "),
+                    s.reasons().toString());
         }
     }
 
@@ -278,7 +289,9 @@ class UserRouteIT {
                     .get("refusedStale")).longValue() > 0, "the zombie's refusal is counted");
         }
         String html = r.html();
-        Files.writeString(dir.resolve("report.html"), html);
+        // kept under target/ to look at after the build
+        Path page = Files.createDirectories(Path.of("target")).resolve("conformance-report-" + name + ".html");
+        Files.writeString(page, html);
         assertTrue(html.contains("<p id=\"summary\" class=\"summary PASS\">" + summary.replace("&", "&amp;")
                 .replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;") + "</p>"), "summary line");
         for (String fact : List.of("<th>date</th><td>" + info.get("started") + "</td>",
@@ -290,7 +303,7 @@ class UserRouteIT {
         assertTrue(html.contains("<th>storage (read back)</th><td>"), "storage");
         // and the page's own script still draws every write, in a real browser
         assertTrue(HeadlessBrowser.available(), "chromium is not installed (./test.sh installs it)");
-        String dom = HeadlessBrowser.dumpDom(dir.resolve("report.html"), Files.createDirectories(dir.resolve("b")));
+        String dom = HeadlessBrowser.dumpDom(page, Files.createDirectories(dir.resolve("b")));
         String body = dom.substring(dom.indexOf("<body"), dom.indexOf('>', dom.indexOf("<body")) + 1);
         long writes = r.scenarios().stream().mapToLong(s -> s.proxied().history().ops().size()
                 + s.control().history().ops().size()).sum();
