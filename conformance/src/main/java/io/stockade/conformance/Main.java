@@ -84,7 +84,7 @@ public final class Main {
             Files.writeString(reportDir.resolve("conformance-report.json"), result.json(), StandardCharsets.UTF_8);
             Files.writeString(reportDir.resolve("conformance-report.html"), result.html(), StandardCharsets.UTF_8);
             Files.writeString(reportDir.resolve("TEST-conformance.xml"),
-                    Reports.junitXml(target.name(), result.scenarios()), StandardCharsets.UTF_8);
+                    Reports.junitXml(target.name(), result.info(), result.scenarios()), StandardCharsets.UTF_8);
             System.out.print(Reports.table(result.scenarios()));
             System.out.print(Reports.details(result.scenarios()));
             System.out.println("\n" + result.summary());

@@ -24,7 +24,8 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
 /**
  * What the suite tests: a proxy, and the storage behind it read back directly. See {@code conformance/README.md}
  * for the file format. {@code {key}} in a path is replaced by the resource key of each run
- * ({@code conformance/<run>/<scenario>}, plus {@code -control} for the control).
+ * ({@code conformance/<run>/<scenario>}, plus {@code -control} for the control), {@code {id}} by the same key as one
+ * path segment ({@code conformance-<run>-<scenario>}); see {@link Template}.
  *
  * @param name        the label in reports (the "backend" column)
  * @param proxyUrl    {@code http://host:port} of a running proxy; null when {@code launch} is given

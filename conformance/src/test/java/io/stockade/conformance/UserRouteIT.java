@@ -193,7 +193,12 @@ class UserRouteIT {
             last = Conformance.of(target).scenarios(todo.toArray(Scenario[]::new)).duration(Duration.ofSeconds(1))
                     .workDir(work.resolve("attempt-" + attempt)).run();
             for (ScenarioResult s : last.scenarios()) {
-                System.out.println(Reports.line(s));
+                String line = Reports.line(s);
+                System.out.println(line);
+                assertTrue(line.matches(s.scenario().id() + " on " + target.name() + ": " + s.verdict()
+                        + " \\| through the proxy: \\d+ requests \\(\\d+ acknowledged, \\d+ refused as stale, \\d+ "
+                        + "refused otherwise, \\d+ unknown\\), \\d+ handoff\\(s\\), .* \\| control: \\d+ requests .*"),
+                        line);
                 if (s.verdict() != Verdict.INCONCLUSIVE || attempt == 3) {
                     settled.add(s);
                     todo.remove(s.scenario());
@@ -213,24 +218,37 @@ class UserRouteIT {
         return r;
     }
 
-    /** The read-back points where the route does not write: FAIL (the storage never shows an acknowledged write). */
+    /**
+     * The read-back points where the route does not write: FAIL (the storage never shows an acknowledged write). Run
+     * as a user would, with the command line ({@link Main}): exit code 1, and the three reports say it.
+     */
+    @SuppressWarnings("unchecked")
     private static void failsOnTheReadBack(Target wrong, Path work) throws Exception {
-        Conformance.Result r = Conformance.of(wrong).scenarios(Scenario.PAUSE).duration(Duration.ofSeconds(1))
-                .workDir(work).run();
-        ScenarioResult s = r.scenarios().getFirst();
-        String line = Reports.line(s);
-        System.out.println(line);
-        assertEquals(Verdict.FAIL, s.verdict(), line);
-        assertFalse(r.passed());
-        assertTrue(s.proxied().history().ops().stream().anyMatch(o -> o.outcome() == History.Outcome.OK),
-                "the writes were acknowledged: only the read-back is wrong");
-        assertNull(s.proxied().finalValue(), "nothing is found where the read-back points");
-        assertTrue(s.proxied().check().details().stream().anyMatch(v -> v.rule().equals("LOST_ACK")
-                || v.rule().equals("FINAL_STATE")), s.proxied().check().toString());
-        assertTrue(line.startsWith("pause on " + wrong.name() + ": FAIL"), line);
-        assertTrue(line.contains("because: ") && line.contains("violation(s) through the proxy"), line);
-        assertTrue(line.contains("does 'read' point where the route writes"), line);
-        assertTrue(r.summary().startsWith("FAIL: 0 of 1 scenario(s) passed against " + wrong.name()), r.summary());
+        Path reports = work.resolve("reports");
+        assertEquals(1, Main.run(new String[] {"--target", work.resolve("target.yaml").toString(), "--scenario",
+            "pause", "--duration", "1s", "--report", reports.toString()}));
+        Map<String, Object> json = parse(Files.readString(reports.resolve("conformance-report.json")));
+        assertEquals("FAIL", json.get("verdict"));
+        String summary = (String) json.get("summary");
+        assertTrue(summary.startsWith("FAIL: 0 of 1 scenario(s) passed against " + wrong.name() + " (FAIL 1) — "
+                + "Stockade 0.1.0-SNAPSHOT (commit "), summary);
+        Map<String, Object> s = (Map<String, Object>) ((List<Object>) json.get("scenarios")).getFirst();
+        assertEquals("FAIL", s.get("verdict"));
+        List<Object> reasons = (List<Object>) s.get("reasons");
+        assertTrue(reasons.getFirst().toString().endsWith("violation(s) through the proxy"), reasons.toString());
+        assertTrue(reasons.stream().anyMatch(x -> x.toString().startsWith("no direct read found any value although ")
+                && x.toString().contains("does 'read' point where the route writes")), reasons.toString());
+        Map<String, Object> proxied = (Map<String, Object>) s.get("proxied");
+        assertNull(proxied.get("finalValue"), "nothing is found where the read-back points");
+        Map<String, Object> counts = (Map<String, Object>) proxied.get("counts");
+        assertTrue(((Number) counts.get("acknowledged")).longValue() > 0, "only the read-back is wrong: " + counts);
+        assertTrue(((List<Object>) proxied.get("violations")).stream().map(v -> ((Map<String, Object>) v).get("rule"))
+                .anyMatch(rule -> rule.equals("LOST_ACK") || rule.equals("FINAL_STATE")), proxied.toString());
+        String xml = Files.readString(reports.resolve("TEST-conformance.xml"));
+        assertTrue(xml.contains("failures=\"1\"") && xml.contains("<property name=\"summary\" value=\"FAIL: 0 of 1")
+                && xml.contains("<property name=\"stockade.version\" value=\"0.1.0-SNAPSHOT\"/>"), xml);
+        assertTrue(Files.readString(reports.resolve("conformance-report.html"))
+                .contains("<p id=\"summary\" class=\"summary FAIL\">FAIL: 0 of 1"), "the HTML's summary line");
     }
 
     /**

@@ -264,6 +264,14 @@ public final class Reports {
 
     /** JUnit XML: one test case per scenario, failed or skipped unless it passed. */
     public static String junitXml(String target, List<ScenarioResult> results) {
+        return junitXml(target, null, results);
+    }
+
+    /**
+     * JUnit XML: one test case per scenario, failed or skipped unless it passed; with {@code info}, the suite's
+     * properties carry the summary line, the date and the Stockade version and commit.
+     */
+    public static String junitXml(String target, RunInfo info, List<ScenarioResult> results) {
         long failures = results.stream().filter(r -> r.verdict() == io.stockade.conformance.Verdict.FAIL).count();
         long errors = results.stream().filter(r -> r.verdict() == io.stockade.conformance.Verdict.INCONCLUSIVE)
                 .count();
@@ -274,6 +282,17 @@ public final class Reports {
                 "<testsuite name=\"stockade-conformance %s\" tests=\"%d\" failures=\"%d\" errors=\"%d\" "
                         + "skipped=\"%d\" time=\"%.3f\">%n", xml(target), results.size(), failures, errors, skipped,
                 time));
+        if (info != null) {
+            b.append("  <properties>\n");
+            for (String[] p : new String[][] {{"summary", summary(target, info, results)},
+                    {"started", info.started().toString()}, {"stockade.version", info.stockade()},
+                    {"stockade.commit", info.commit()}, {"lease.provider", info.leaseProvider()},
+                    {"lease.ttl-ms", Long.toString(info.ttl().toMillis())}, {"storage", info.storage()}}) {
+                b.append("    <property name=\"").append(p[0]).append("\" value=\"").append(xml(p[1]))
+                        .append("\"/>\n");
+            }
+            b.append("  </properties>\n");
+        }
         for (ScenarioResult r : results) {
             b.append(String.format(Locale.ROOT, "  <testcase classname=\"conformance.%s\" name=\"%s\" time=\"%.3f\">",
                     xml(r.backend()), xml(r.scenario().id()), r.seconds()));
