@@ -6,15 +6,19 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
 import io.stockade.conformance.report.Reports;
+import io.stockade.conformance.report.RunInfo;
 import io.stockade.conformance.run.ProxyProcess;
 import io.stockade.conformance.run.RunResult;
 import io.stockade.conformance.run.ScenarioRunner;
@@ -92,8 +96,32 @@ public final class Conformance {
         return this;
     }
 
-    /** The results of one suite run. */
-    public record Result(Target target, List<ScenarioResult> scenarios) {
+    /**
+     * The results of one suite run.
+     *
+     * @param info the run's facts for the report (date, builds, storage, lease, durations); null when unknown
+     */
+    public record Result(Target target, List<ScenarioResult> scenarios, RunInfo info) {
+        /** Results without the run's facts. */
+        public Result(Target target, List<ScenarioResult> scenarios) {
+            this(target, scenarios, null);
+        }
+
+        /** The summary line (overall verdict, counts of verdicts, Stockade build, date, duration). */
+        public String summary() {
+            return Reports.summary(target.name(), info, scenarios);
+        }
+
+        /** The JSON report. */
+        public String json() {
+            return Reports.json(target.name(), info, scenarios);
+        }
+
+        /** The HTML report. */
+        public String html() {
+            return Reports.html(target.name(), info, scenarios);
+        }
+
         /** True when every scenario that ran passed (and at least one ran). */
         public boolean passed() {
             return scenarios.stream().anyMatch(s -> s.verdict() != Verdict.SKIPPED)
@@ -112,14 +140,19 @@ public final class Conformance {
     /** Runs every scenario: control first, then through the proxy. */
     public Result run() throws Exception {
         Path work = workDir != null ? Files.createDirectories(workDir) : Files.createTempDirectory("stockade-conf-");
+        Instant started = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+        long startNanos = System.nanoTime();
+        String[] stockade = {"unknown (no run reached the proxy)", "unknown"};
+        String proxyAt = target.proxyUrl() == null ? "launched by the suite" : target.proxyUrl();
+        String storage = "?";
         String runId = Long.toString(System.currentTimeMillis(), 36);
         proxyAnnounced = false;
         List<ScenarioResult> results = new ArrayList<>();
         ProxyProcess launched = null;
         StoreProcess store = null;
-        PlainHttpStore controlStore = null;
-        JdbcHttpStore controlShim = null;
+        List<AutoCloseable> servers = new ArrayList<>();   // the control's shims
         try (StorageReader reader = target.reader()) {
+            storage = reader.describe();
             if (target.store() != null) {   // before the proxy, which needs it
                 store = new StoreProcess(target.store().launch(), target.store().ready(), work.resolve("store.log"));
                 store.start(Duration.ofSeconds(60));
@@ -145,23 +178,7 @@ public final class Conformance {
             }
             ScenarioRunner.Endpoint controlEndpoint = null;
             if (target.control() != null) {
-                if (target.control().containsKey("directory")) {
-                    controlStore = PlainHttpStore.start(Path.of(target.control().get("directory")));
-                    controlEndpoint = ScenarioRunner.fixed(controlStore.baseUri(),
-                            "/" + target.control().getOrDefault("file", "{key}"));
-                } else if (target.control().containsKey("jdbc")) {
-                    controlShim = JdbcHttpStore.start(target.control().get("jdbc"), target.control().get("user"),
-                            target.control().get("password"), target.control().get("sql"));
-                    controlEndpoint = ScenarioRunner.fixed(controlShim.baseUri(), "/{key}");
-                } else if (target.control().containsKey("s3")) {   // path style, signed with the bucket's own key
-                    Map<String, String> c = target.control();
-                    controlEndpoint = ScenarioRunner.fixed(URI.create(c.get("s3")),
-                            "/" + c.get("bucket") + "/" + c.getOrDefault("key", "{key}"),
-                            new SigV4(c.get("access-key"), c.get("secret-key"), c.getOrDefault("region", "us-east-1")));
-                } else {
-                    controlEndpoint = ScenarioRunner.fixed(URI.create(target.control().get("url")),
-                            target.control().getOrDefault("path", "/{key}"));
-                }
+                controlEndpoint = controlEndpoint(servers);
             }
             if (controlEndpoint == null) {
                 awaitProxy(proxyStart, launched);
@@ -186,11 +203,24 @@ public final class Conformance {
                 RunResult control = null;
                 if (controlEndpoint != null) {
                     log.println("conformance: " + s.id() + " control (no proxy) ...");
-                    control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, reader,
-                            options(work, store)).run();
+                    try {
+                        control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, reader,
+                                options(work, store)).run();
+                    } catch (java.io.UncheckedIOException e) {   // its read-back failed: it proves nothing
+                        ScenarioResult broke = new ScenarioResult(s, target.name(), null, null, Verdict.INCONCLUSIVE,
+                                List.of("the control run broke off: " + e.getMessage()),
+                                (System.nanoTime() - t0) / 1e9);
+                        log.println("conformance: " + Reports.line(broke));
+                        results.add(broke);
+                        continue;
+                    }
                 }
                 if (proxied == null) {
-                    proxied = proxyEndpoint(awaitProxy(proxyStart, launched), launched);
+                    URI base = awaitProxy(proxyStart, launched);
+                    proxied = proxyEndpoint(base, launched);
+                    proxyAt = launched == null ? base.toString() : "launched by the suite, on " + base;
+                    stockade = RunInfo.proxyBuild(URI.create(target.metricsUrl() != null ? target.metricsUrl()
+                            : base.toString().replaceAll("/$", "") + "/metrics"));
                 }
                 log.println("conformance: " + s.id() + " through the proxy ...");
                 RunResult through;
@@ -202,13 +232,13 @@ public final class Conformance {
                     ScenarioResult broke = new ScenarioResult(s, target.name(), null, control, Verdict.INCONCLUSIVE,
                             List.of("the run through the proxy broke off: " + e.getMessage()),
                             (System.nanoTime() - t0) / 1e9);
-                    log.println("conformance: " + s.id() + " " + broke.verdict() + " " + broke.reasons());
+                    log.println("conformance: " + Reports.line(broke));
                     results.add(broke);
                     continue;
                 }
                 ScenarioResult r = ScenarioResult.judge(s, target.name(), through, control,
                         (System.nanoTime() - t0) / 1e9);
-                log.println("conformance: " + s.id() + " " + r.verdict() + " " + r.reasons());
+                log.println("conformance: " + Reports.line(r));
                 results.add(r);
             }
         } finally {
@@ -218,14 +248,60 @@ public final class Conformance {
             if (store != null) {
                 store.close();
             }
-            if (controlStore != null) {
-                controlStore.close();
-            }
-            if (controlShim != null) {
-                controlShim.close();
+            for (AutoCloseable c : servers) {
+                c.close();
             }
         }
-        return new Result(target, List.copyOf(results));
+        String[] suite = RunInfo.suiteBuild();
+        Target.Request q = target.request();
+        String write = q.method() + " " + target.proxyPath() + (q.contentType() == null ? "" : " Content-Type: "
+                + q.contentType()) + " body " + q.body() + ", token in " + target.header();
+        RunInfo info = new RunInfo(started, (System.nanoTime() - startNanos) / 1e9, target.name(), proxyAt,
+                stockade[0], stockade[1], suite[0], suite[1], write, storage, controlDescription(),
+                RunInfo.hideSecrets(target.leaseProvider()), target.ttl(), target.writers(), duration);
+        return new Result(target, List.copyOf(results), info);
+    }
+
+    /** The control's way into the storage; the servers the suite starts for it are added to {@code servers}. */
+    private ScenarioRunner.Endpoint controlEndpoint(List<AutoCloseable> servers) {
+        Map<String, String> c = target.control();
+        if (c.containsKey("directory")) {
+            PlainHttpStore controlStore = PlainHttpStore.start(Path.of(c.get("directory")));
+            servers.add(controlStore);
+            return ScenarioRunner.fixed(controlStore.baseUri(), "/" + c.getOrDefault("file", "{key}"));
+        } else if (c.containsKey("jdbc")) {
+            JdbcHttpStore controlShim = JdbcHttpStore.start(c.get("jdbc"), c.get("user"), c.get("password"),
+                    c.get("sql"));
+            servers.add(controlShim);
+            return ScenarioRunner.fixed(controlShim.baseUri(), "/" + c.getOrDefault("param",
+                    target.read().getOrDefault("param", "{key}")));
+        } else if (c.containsKey("s3")) {   // path style, signed with the bucket's own key
+            return ScenarioRunner.fixed(URI.create(c.get("s3")),
+                    "/" + c.get("bucket") + "/" + c.getOrDefault("key", "{key}"),
+                    new SigV4(c.get("access-key"), c.get("secret-key"), c.getOrDefault("region", "us-east-1")));
+        }
+        return ScenarioRunner.fixed(URI.create(c.get("url")), c.getOrDefault("path", "/{key}"), null,
+                c.getOrDefault("method", target.request().method()).toUpperCase(Locale.ROOT));
+    }
+
+    /** How the control writes the storage, for the report. */
+    private String controlDescription() {
+        Map<String, String> c = target.control();
+        if (c == null) {
+            return "none";
+        }
+        if (c.containsKey("directory")) {
+            return "directory " + c.get("directory") + "/" + c.getOrDefault("file", "{key}") + " (served by the suite)";
+        }
+        if (c.containsKey("jdbc")) {
+            return "jdbc " + c.get("jdbc") + " " + c.get("sql") + " (? = " + c.getOrDefault("param",
+                    target.read().getOrDefault("param", "{key}")) + ", then the body)";
+        }
+        if (c.containsKey("s3")) {
+            return "s3 " + c.get("s3") + " bucket " + c.get("bucket") + " key " + c.getOrDefault("key", "{key}");
+        }
+        return c.getOrDefault("method", target.request().method()).toUpperCase(Locale.ROOT) + " " + c.get("url")
+                + c.getOrDefault("path", "/{key}");
     }
 
     /** The launched proxy's address once it is ready (or the target's {@code proxy.url}). */
@@ -259,7 +335,7 @@ public final class Conformance {
             spec = p;
         }
         return new ScenarioRunner.Options(duration, target.ttl(), target.writers(), spec, target.header(), readEvery,
-                work, store);
+                work, store, target.request());
     }
 
     private ScenarioRunner.Endpoint proxyEndpoint(URI base, ProxyProcess launched) {
@@ -273,7 +349,12 @@ public final class Conformance {
 
             @Override
             public String path(String key) {
-                return prefix + target.proxyPath().replace("{key}", key);
+                return prefix + Template.expand(target.proxyPath(), key);
+            }
+
+            @Override
+            public String method() {
+                return target.request().method();
             }
 
             @Override

@@ -81,14 +81,13 @@ public final class Main {
             }
             Conformance.Result result = suite.run();
             Files.createDirectories(reportDir);
-            Files.writeString(reportDir.resolve("conformance-report.json"),
-                    Reports.json(target.name(), result.scenarios()), StandardCharsets.UTF_8);
-            Files.writeString(reportDir.resolve("conformance-report.html"),
-                    Reports.html(target.name(), result.scenarios()), StandardCharsets.UTF_8);
+            Files.writeString(reportDir.resolve("conformance-report.json"), result.json(), StandardCharsets.UTF_8);
+            Files.writeString(reportDir.resolve("conformance-report.html"), result.html(), StandardCharsets.UTF_8);
             Files.writeString(reportDir.resolve("TEST-conformance.xml"),
-                    Reports.junitXml(target.name(), result.scenarios()), StandardCharsets.UTF_8);
+                    Reports.junitXml(target.name(), result.info(), result.scenarios()), StandardCharsets.UTF_8);
             System.out.print(Reports.table(result.scenarios()));
             System.out.print(Reports.details(result.scenarios()));
+            System.out.println("\n" + result.summary());
             System.out.println("\nreports: " + reportDir.toAbsolutePath());
             return result.passed() ? 0 : 1;
         } catch (Exception e) {

@@ -26,6 +26,13 @@ public record ScenarioResult(Scenario scenario, String backend, RunResult proxie
         if (!proxied.check().ok()) {
             v = Verdict.FAIL;
             reasons.add(proxied.check().details().size() + " violation(s) through the proxy");
+            long acked = proxied.history().ops().stream()
+                    .filter(o -> o.outcome() == io.stockade.conformance.check.History.Outcome.OK).count();
+            if (acked > 0 && proxied.history().reads().stream().allMatch(r -> r.value() == null)) {
+                reasons.add("no direct read found any value although " + acked + " write(s) were acknowledged: "
+                        + "does 'read' point where the route writes (the same table, key or path, with {id} or "
+                        + "{key} as the route uses it)?");
+            }
         } else {
             v = Verdict.PASS;
             if (proxied.handoffs() == 0) {

@@ -12,6 +12,7 @@ import java.util.Set;
 import io.stockade.conformance.storage.DirectoryReader;
 import io.stockade.conformance.storage.HttpReader;
 import io.stockade.conformance.storage.JdbcReader;
+import io.stockade.conformance.storage.JsonValueReader;
 import io.stockade.conformance.storage.S3Reader;
 import io.stockade.conformance.storage.StorageReader;
 import io.stockade.conformance.writer.SigV4;
@@ -23,7 +24,8 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
 /**
  * What the suite tests: a proxy, and the storage behind it read back directly. See {@code conformance/README.md}
  * for the file format. {@code {key}} in a path is replaced by the resource key of each run
- * ({@code conformance/<run>/<scenario>}, plus {@code -control} for the control).
+ * ({@code conformance/<run>/<scenario>}, plus {@code -control} for the control), {@code {id}} by the same key as one
+ * path segment ({@code conformance-<run>-<scenario>}); see {@link Template}.
  *
  * @param name        the label in reports (the "backend" column)
  * @param proxyUrl    {@code http://host:port} of a running proxy; null when {@code launch} is given
@@ -47,10 +49,30 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * @param writers     how many writer processes
  * @param leaseProvider {@code counter} (built in), {@code etcd:<endpoints>}, {@code postgres:<jdbc url>} or
  *                    {@code redis:<redis url>} (the client SDK's providers), or {@code class:<Name>:<argument>}
+ * @param request     how a write is sent: method, body template, content type ({@code proxy.method},
+ *                    {@code proxy.body}, {@code proxy.content-type}); the defaults are a plain-text PUT of the value
+ * @param metricsUrl  where the proxy's Prometheus text is ({@code proxy.metrics}), for the report's Stockade version
+ *                    and commit; null: {@code /metrics} on the proxy's address
  */
 public record Target(String name, String proxyUrl, String proxyPath, String header, List<String> launch,
                      SigV4 proxySigner, Map<String, String> read, Map<String, String> control, Store store,
-                     Duration ttl, int writers, String leaseProvider) {
+                     Duration ttl, int writers, String leaseProvider, Request request, String metricsUrl) {
+
+    /**
+     * How each write is sent, through the proxy and (method aside, for the suite's own shims) in the control.
+     *
+     * @param method      {@code PUT} (default), {@code POST} or {@code PATCH}
+     * @param body        the body template: {@code {value}} (required), {@code {token}}, {@code {key}}, {@code {id}};
+     *                    default {@code {value}}
+     * @param contentType the {@code Content-Type} sent, or null (default: none, as before)
+     */
+    public record Request(String method, String body, String contentType) {
+        /** A plain-text PUT of the value with no Content-Type: what the suite always sent before. */
+        public static final Request DEFAULT = new Request("PUT", "{value}", null);
+    }
+
+    /** The methods a write may use. */
+    private static final Set<String> METHODS = Set.of("PUT", "POST", "PATCH");
 
     /** A fence store the suite launches (and may stop): the command, and a {@code host:port} open when it is up. */
     public record Store(List<String> launch, String ready) {
@@ -64,7 +86,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     /** Parses a target document; {@code source} names it in errors. */
     @SuppressWarnings("unchecked")
     public static Target parse(String yaml, String source) {
-        Object doc = new Yaml(new SafeConstructor(new LoaderOptions())).load(yaml);
+        Object doc = yaml(yaml, source);
         if (!(doc instanceof Map<?, ?> root)) {
             throw new IllegalArgumentException(source + ": a target file is a YAML mapping");
         }
@@ -72,7 +94,8 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                 "writers"));
         Map<String, Object> proxy = section(source, root, "proxy", true);
         known(source, "proxy.", proxy, Set.of("url", "path", "header", "launch", "access-key", "secret-key",
-                "region"));
+                "region", "method", "body", "content-type", "metrics"));
+        Request request = request(source, proxy);
         SigV4 signer = null;
         if (proxy.containsKey("access-key") || proxy.containsKey("secret-key")) {
             if (proxy.get("access-key") == null || proxy.get("secret-key") == null) {
@@ -91,9 +114,14 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             }
             store = new Store(sl.stream().map(String::valueOf).toList(), str(storeRaw.get("ready")));
         }
-        Map<String, String> read = strings(source, "read", section(source, root, "read", true));
+        Map<String, String> read = strings(source, "read", section(source, root, "read", true), READ_KEYS);
         Map<String, Object> controlRaw = section(source, root, "control", false);
-        Map<String, String> control = controlRaw == null ? null : strings(source, "control", controlRaw);
+        Map<String, String> control = controlRaw == null ? null
+                : strings(source, "control", controlRaw, CONTROL_KEYS);
+        templates(source, "read", read);
+        if (control != null) {
+            templates(source, "control", control);
+        }
         Map<String, Object> lease = section(source, root, "lease", false);
         if (lease != null) {
             known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis", "zookeeper",
@@ -146,27 +174,20 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             throw new IllegalArgumentException(source + ": proxy needs 'url' or 'launch'");
         }
         String path = str(proxy.getOrDefault("path", "/{key}"));
+        Template.parse(path, source + ": proxy.path", Template.KEY, Template.KEY);
         Target t = new Target(str(root.get("name")) == null ? "target" : str(root.get("name")),
                 url == null ? null : trimSlash(url), path, str(proxy.getOrDefault("header", "Fencing-Token")),
                 launch, signer, read, control, store,
                 duration(lease == null ? "1s" : str(lease.getOrDefault("ttl", "1s"))),
-                root.get("writers") == null ? 2 : Integer.parseInt(str(root.get("writers"))), provider);
+                root.get("writers") == null ? 2 : Integer.parseInt(str(root.get("writers"))), provider, request,
+                str(proxy.get("metrics")));
         try (StorageReader r = t.reader()) {   // validates the read section
             r.describe();
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(source + ": " + e.getMessage(), e);
         }
-        if (control != null && !control.containsKey("url") && !control.containsKey("directory")
-                && !control.containsKey("jdbc") && !control.containsKey("s3")) {
-            throw new IllegalArgumentException(source + ": control needs 'url' (+ path), 'directory' (+ file), "
-                    + "'jdbc' (+ sql) or 's3' (+ bucket)");
-        }
-        if (control != null && control.containsKey("s3") && (!control.containsKey("bucket")
-                || !control.containsKey("access-key") || !control.containsKey("secret-key"))) {
-            throw new IllegalArgumentException(source + ": control.s3 needs control.bucket, control.access-key and "
-                    + "control.secret-key (the bucket's own credentials: the control writes around the proxy)");
-        }
-        if (control != null && control.containsKey("jdbc") && !control.containsKey("sql")) {
-            throw new IllegalArgumentException(source + ": control.jdbc needs control.sql (one statement, two ?: "
-                    + "the key, then the body)");
+        if (control != null) {
+            checkControl(source, control);
         }
         if (t.writers < 2) {
             throw new IllegalArgumentException(source + ": writers must be at least 2 (a handoff needs two)");
@@ -185,7 +206,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     public Target withLeaseProvider(String spec) {
         String s = spec.startsWith("redis://") || spec.startsWith("rediss://") ? "redis:" + spec : spec;
         return new Target(name, proxyUrl, proxyPath, header, launch, proxySigner, read, control, store, ttl, writers,
-                leaseSpec(s, "--lease"));
+                leaseSpec(s, "--lease"), request, metricsUrl);
     }
 
     /** Checks a lease provider spec (counter, etcd:…, postgres:…, redis:redis://…, zookeeper:…, class:…). */
@@ -206,8 +227,16 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         return spec;
     }
 
-    /** A new reader for {@link #read}. */
+    /**
+     * A new reader for {@link #read}: the storage read as it is, or with {@code read.json} the string at that JSON
+     * Pointer in what was read (a JSON document stored whole, e.g. by an HTTP upstream).
+     */
     public StorageReader reader() {
+        StorageReader r = rawReader();
+        return read.containsKey("json") ? new JsonValueReader(r, read.get("json")) : r;
+    }
+
+    private StorageReader rawReader() {
         if (read.containsKey("url")) {
             return new HttpReader(trimSlash(read.get("url")), read.getOrDefault("path", "/{key}"));
         }
@@ -219,7 +248,8 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             if (!read.containsKey("sql")) {
                 throw new IllegalArgumentException("read.jdbc needs read.sql (a query with one ? for the key)");
             }
-            return new JdbcReader(read.get("jdbc"), read.get("user"), read.get("password"), read.get("sql"));
+            return new JdbcReader(read.get("jdbc"), read.get("user"), read.get("password"), read.get("sql"),
+                    read.getOrDefault("param", "{key}"));
         }
         if (read.containsKey("s3")) {
             if (!read.containsKey("bucket") || !read.containsKey("access-key") || !read.containsKey("secret-key")) {
@@ -271,9 +301,92 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         return (Map<String, Object>) m;
     }
 
-    private static Map<String, String> strings(String source, String prefix, Map<String, Object> m) {
-        known(source, prefix + ".", m, Set.of("url", "path", "directory", "file", "jdbc", "user", "password", "sql",
-                "s3", "bucket", "key", "region", "access-key", "secret-key", "path-style"));
+    private static final Set<String> READ_KEYS = Set.of("url", "path", "directory", "file", "jdbc", "user",
+            "password", "sql", "param", "s3", "bucket", "key", "region", "access-key", "secret-key", "path-style",
+            "json");
+    private static final Set<String> CONTROL_KEYS = Set.of("url", "path", "directory", "file", "jdbc", "user",
+            "password", "sql", "param", "s3", "bucket", "key", "region", "access-key", "secret-key", "path-style",
+            "method");
+
+    private static Object yaml(String yaml, String source) {
+        try {
+            return new Yaml(new SafeConstructor(new LoaderOptions())).load(yaml);
+        } catch (org.yaml.snakeyaml.error.YAMLException e) {
+            throw new IllegalArgumentException(source + ": not valid YAML (a template with braces in a {...} mapping "
+                    + "needs quotes: path: '/jobs/{id}'): " + e.getMessage(), e);
+        }
+    }
+
+    private static void checkControl(String source, Map<String, String> control) {
+        if (!control.containsKey("url") && !control.containsKey("directory")
+                && !control.containsKey("jdbc") && !control.containsKey("s3")) {
+            throw new IllegalArgumentException(source + ": control needs 'url' (+ path), 'directory' (+ file), "
+                    + "'jdbc' (+ sql) or 's3' (+ bucket)");
+        }
+        if (control.containsKey("s3") && (!control.containsKey("bucket")
+                || !control.containsKey("access-key") || !control.containsKey("secret-key"))) {
+            throw new IllegalArgumentException(source + ": control.s3 needs control.bucket, control.access-key and "
+                    + "control.secret-key (the bucket's own credentials: the control writes around the proxy)");
+        }
+        if (control.containsKey("jdbc") && !control.containsKey("sql")) {
+            throw new IllegalArgumentException(source + ": control.jdbc needs control.sql (one statement, two ?: "
+                    + "the key as control.param makes it, default read.param or {key}, then the body as sent)");
+        }
+    }
+
+    /** {@code proxy.method}, {@code proxy.body}, {@code proxy.content-type}, checked. */
+    private static Request request(String source, Map<String, Object> proxy) {
+        String method = str(proxy.getOrDefault("method", "PUT")).toUpperCase(java.util.Locale.ROOT);
+        if (!METHODS.contains(method)) {
+            throw new IllegalArgumentException(source + ": proxy.method '" + proxy.get("method") + "' is not a write "
+                    + "with a body; valid: " + METHODS.stream().sorted().toList());
+        }
+        String body = str(proxy.getOrDefault("body", "{value}"));
+        Template.parse(body, source + ": proxy.body", Template.BODY, Set.of("value"));
+        String type = str(proxy.get("content-type"));
+        if (type != null && (type.isBlank() || type.chars().anyMatch(c -> c < 0x20 || c == 0x7f))) {
+            throw new IllegalArgumentException(source + ": proxy.content-type '" + type + "' is not a header value "
+                    + "(e.g. application/json)");
+        }
+        return new Request(method, body, type);
+    }
+
+    /** The key templates of a read or control section ({@code path}, {@code file}, {@code key}, {@code param}). */
+    private static void templates(String source, String prefix, Map<String, String> m) {
+        for (String k : List.of("path", "file", "key", "param")) {
+            if (m.containsKey(k)) {
+                Template.parse(m.get(k), source + ": " + prefix + "." + k, Template.KEY, Template.KEY);
+            }
+        }
+        if (m.containsKey("param") && !m.containsKey("jdbc")) {
+            throw new IllegalArgumentException(source + ": " + prefix + ".param is the SQL parameter of " + prefix
+                    + ".jdbc; without jdbc use path (url), file (directory) or key (s3)");
+        }
+        if (m.containsKey("json")) {
+            try {
+                com.fasterxml.jackson.core.JsonPointer.compile(m.get("json"));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(source + ": " + prefix + ".json '" + m.get("json") + "' is not a "
+                        + "JSON Pointer (e.g. /value, /job/value): " + e.getMessage(), e);
+            }
+            if (m.get("json").isEmpty()) {
+                throw new IllegalArgumentException(source + ": " + prefix + ".json is empty; leave it out to take "
+                        + "what is read as the value, or point at the field, e.g. /value");
+            }
+        }
+        if (m.containsKey("method") && !m.containsKey("url")) {
+            throw new IllegalArgumentException(source + ": " + prefix + ".method is for a url control (the storage's "
+                    + "own HTTP endpoint); the suite's own directory, jdbc and s3 controls take PUT");
+        }
+        if (m.containsKey("method") && !METHODS.contains(m.get("method").toUpperCase(java.util.Locale.ROOT))) {
+            throw new IllegalArgumentException(source + ": " + prefix + ".method '" + m.get("method") + "'; valid: "
+                    + METHODS.stream().sorted().toList());
+        }
+    }
+
+    private static Map<String, String> strings(String source, String prefix, Map<String, Object> m,
+                                               Set<String> keys) {
+        known(source, prefix + ".", m, keys);
         java.util.LinkedHashMap<String, String> out = new java.util.LinkedHashMap<>();
         m.forEach((k, v) -> out.put(k, str(v)));
         return Map.copyOf(out);

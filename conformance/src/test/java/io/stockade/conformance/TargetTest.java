@@ -42,6 +42,66 @@ class TargetTest {
     }
 
     @Test
+    void aUserRouteIsDescribed() throws Exception {
+        Target t = Target.parse("""
+                proxy:
+                  url: http://127.0.0.1:8080
+                  path: /jobs/{id}
+                  method: post
+                  content-type: application/json
+                  body: '{"value": "{value}", "token": {token}, "job": "{id}"}'
+                read: {jdbc: "jdbc:postgresql://127.0.0.1/app", sql: "select value from jobs where id = ?",
+                       param: "{id}"}
+                control: {url: "http://127.0.0.1:9000", path: "/jobs/{id}", method: PUT}
+                """, "t.yaml");
+        assertEquals(new Target.Request("POST", "{\"value\": \"{value}\", \"token\": {token}, \"job\": \"{id}\"}",
+                "application/json"), t.request());
+        assertTrue(t.reader().describe().endsWith("(? = {id})"), t.reader().describe());
+        Template body = Template.parse(t.request().body(), "b", Template.BODY, java.util.Set.of("value"));
+        // one pass: the key's placeholders first (the runner), then the write's (the writer)
+        String forRun = Template.expand(t.request().body(), "conformance/abc/pause");
+        assertEquals("{\"value\": \"{value}\", \"token\": {token}, \"job\": \"conformance-abc-pause\"}",
+                forRun);
+        assertEquals("{\"value\": \"w1.t7-{token}\", \"token\": 7, \"job\": \"{id}\"}",
+                body.render(java.util.Map.of("value", "w1.t7-{token}", "token", "7")), "a value is never expanded");
+        // the defaults are what the suite always sent: a plain-text PUT of the value to /{key}
+        Target d = Target.parse("proxy: {url: x}\nread: {directory: /d}\n", "t.yaml");
+        assertEquals(Target.Request.DEFAULT, d.request());
+        assertEquals("/{key}", d.proxyPath());
+    }
+
+    @Test
+    void aRouteDescriptionsMistakesAreLocated() {
+        String base = "proxy:\n  url: http://127.0.0.1:8080\n";
+        String read = "read: {directory: /d}\n";
+        for (String[] c : new String[][] {
+                {base + "  body: '{\"v\": \"x\", \"token\": {token}}'\n" + read,
+                        "t.yaml: proxy.body: '{\"v\": \"x\", \"token\": {token}}' has no {value}"},
+                {base + "  body: '{\"value\": \"{valeu}\"}'\n" + read,
+                        "t.yaml: proxy.body: unknown placeholder {valeu} at character 12"},
+                {base + "  path: /jobs/{job}\n" + read, "t.yaml: proxy.path: unknown placeholder {job} at character 7"},
+                {base + "  path: /jobs/latest\n" + read, "t.yaml: proxy.path: '/jobs/latest' has no placeholder of"},
+                {base + "  method: DELETE\n" + read, "t.yaml: proxy.method 'DELETE' is not a write with a body"},
+                {base + "  content-type: \"a\\nb\"\n" + read, "t.yaml: proxy.content-type"},
+                {base + "read: {url: http://s, path: '/jobs/{value}'}\n",
+                        "t.yaml: read.path: unknown placeholder {value} at character 7"},
+                {base + "read: {jdbc: 'jdbc:postgresql://h/d', sql: 'select 1 where ? = 1', param: job}\n",
+                        "t.yaml: read.param: 'job' has no placeholder of {id}, {key}"},
+                {base + "read: {url: http://s, param: '{id}'}\n", "t.yaml: read.param is the SQL parameter"},
+                {base + "read: {url: http://s, json: value}\n", "t.yaml: read.json 'value' is not a JSON Pointer"},
+                {base + read + "control: {directory: /d, method: POST}\n", "t.yaml: control.method is for a url"},
+                {base + read + "control: {url: http://s, path: '/{kye}'}\n",
+                        "t.yaml: control.path: unknown placeholder {kye}"},
+                {base + "read: {directory: /d, json: /v, path-style: x, method: PUT}\n", "unknown key 'read.method'"},
+                {base + "read: {url: http://s, path: /jobs/{id}}\n", "t.yaml: not valid YAML"},
+        }) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Target.parse(c[0],
+                    "t.yaml"), c[0]);
+            assertTrue(e.getMessage().startsWith(c[1]) || e.getMessage().contains(c[1]), e.getMessage());
+        }
+    }
+
+    @Test
     void badArgumentsExitWith2() {
         assertEquals(2, Main.run(new String[] {"--nope"}));
         assertEquals(2, Main.run(new String[0]));

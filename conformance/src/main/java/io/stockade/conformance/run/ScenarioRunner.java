@@ -18,6 +18,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import io.stockade.conformance.Scenario;
+import io.stockade.conformance.Target;
+import io.stockade.conformance.Template;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.History.Op;
 import io.stockade.conformance.check.HistoryChecker;
@@ -47,7 +49,12 @@ public final class ScenarioRunner {
      * @param store     the fence store the suite launched (for {@link Scenario#STORE_STOP}), or null
      */
     public record Options(Duration duration, Duration ttl, int writers, String leaseSpec, String header,
-                          Duration readEvery, Path workDir, StoreProcess store) {
+                          Duration readEvery, Path workDir, StoreProcess store, Target.Request request) {
+        /** Options with the default request (a plain-text PUT of the value). */
+        public Options(Duration duration, Duration ttl, int writers, String leaseSpec, String header,
+                       Duration readEvery, Path workDir, StoreProcess store) {
+            this(duration, ttl, writers, leaseSpec, header, readEvery, workDir, store, Target.Request.DEFAULT);
+        }
     }
 
     /** Where the writers send their writes. */
@@ -57,6 +64,11 @@ public final class ScenarioRunner {
 
         /** The request path for a key. */
         String path(String key);
+
+        /** The method of a write (the proxy's route: {@code proxy.method}; the suite's own shims: PUT). */
+        default String method() {
+            return "PUT";
+        }
 
         /** How writers sign their PUTs (an S3 endpoint with SigV4), or null for unsigned requests. */
         default SigV4 signer() {
@@ -205,7 +217,7 @@ public final class ScenarioRunner {
                 leases.close();
             }
         }
-        String finalValue = reader.read(key);
+        String finalValue = finalRead();
         long now = System.nanoTime();
         history.read(key, now, now, finalValue);
         Map<String, String> fin = new HashMap<>();
@@ -230,6 +242,27 @@ public final class ScenarioRunner {
                 .map(f -> new RunResult.FaultWindow(f.session, f.startNanos, f.healedNanos)).toList();
         return new RunResult(scenario, control, key, history, finalValue, check, Math.max(0, grants - 1),
                 faults.size(), effective, exposed, List.copyOf(notes), List.copyOf(doubts), windows);
+    }
+
+    /**
+     * The final state, read three times at most (200 ms apart) if the read fails. A read-back that keeps failing (a
+     * document with nothing at {@code read.json}, a query error) leaves the run without a final state: it is never
+     * taken for "absent", which would look like a lost write.
+     *
+     * @throws java.io.UncheckedIOException naming the reader and the last failure
+     */
+    private String finalRead() throws InterruptedException {
+        IOException last = null;
+        for (int attempt = 0; attempt < 3; attempt++) {
+            try {
+                return reader.read(key);
+            } catch (IOException e) {
+                last = e;
+                Thread.sleep(200);
+            }
+        }
+        throw new java.io.UncheckedIOException("the final read of the storage (" + reader.describe() + ") failed: "
+                + last.getMessage(), last);
     }
 
     /** Could {@code o} have landed after a higher token was acknowledged? (An unknown outcome may land any time.) */
@@ -504,9 +537,13 @@ public final class ScenarioRunner {
         List<String> cmd = new ArrayList<>(List.of(java(), "-Xshare:auto", "-XX:TieredStopAtLevel=1",
                 "-cp", System.getProperty("java.class.path"), WriterMain.class.getName(),
                 "--name", w.name, "--lease", leaseSpec, "--url", url, "--header", options.header,
+                "--method", endpoint.method(), "--body", Template.expand(options.request.body(), key),
                 "--work-ms", "100", "--pace-ms", "20", "--timeout-ms", Long.toString(timeoutMs),
                 "--retries", "3", "--retry-backoff-ms", "200",
                 "--max-ms", Long.toString(options.duration.toMillis() + 10 * 60_000L)));
+        if (options.request.contentType() != null) {
+            cmd.addAll(List.of("--content-type", options.request.contentType()));
+        }
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.environment().remove(SigV4.ENV);
         if (endpoint.signer() != null) {   // the credentials go by environment, never on the command line
@@ -642,6 +679,11 @@ public final class ScenarioRunner {
 
     /** A fixed endpoint whose writes are signed by {@code signer} (null: unsigned). */
     public static Endpoint fixed(URI base, String pathTemplate, SigV4 signer) {
+        return fixed(base, pathTemplate, signer, "PUT");
+    }
+
+    /** A fixed endpoint written with {@code method}, signed by {@code signer} (null: unsigned). */
+    public static Endpoint fixed(URI base, String pathTemplate, SigV4 signer, String method) {
         InetSocketAddress addr = new InetSocketAddress(base.getHost(), base.getPort() < 0 ? 80 : base.getPort());
         String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/$", "");
         return new Endpoint() {
@@ -652,7 +694,12 @@ public final class ScenarioRunner {
 
             @Override
             public String path(String key) {
-                return prefix + pathTemplate.replace("{key}", key);
+                return prefix + Template.expand(pathTemplate, key);
+            }
+
+            @Override
+            public String method() {
+                return method;
             }
 
             @Override

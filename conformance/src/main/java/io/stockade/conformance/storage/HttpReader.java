@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.net.URI;
 import java.time.Duration;
 
+import io.stockade.conformance.Template;
 import io.stockade.conformance.writer.RawHttp;
 
 /** GETs {@code url + path} (with {@code {key}} replaced) from the storage's own HTTP endpoint. */
@@ -11,13 +12,13 @@ public record HttpReader(String url, String path) implements StorageReader {
 
     @Override
     public String read(String key) throws IOException {
-        RawHttp.Response r = RawHttp.send(URI.create(url + path.replace("{key}", key)), "GET", null, null,
+        RawHttp.Response r = RawHttp.send(URI.create(url + Template.expand(path, key)), "GET", null, null,
                 Duration.ofSeconds(5));
         if (r.status() == 404 || r.status() == 410) {
             return null;
         }
         if (r.status() != 200) {
-            throw new IOException("GET " + path.replace("{key}", key) + " answered " + r.status());
+            throw new IOException("GET " + Template.expand(path, key) + " answered " + r.status());
         }
         return r.body();
     }

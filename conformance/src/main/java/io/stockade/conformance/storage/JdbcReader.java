@@ -7,9 +7,12 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 
+import io.stockade.conformance.Template;
+
 /**
- * Runs a query with the key as its one parameter ({@code ?}) and takes the first column of the first row as the
- * value (no row: absent). E.g. {@code select body from documents where id = ?}.
+ * Runs a query with one parameter ({@code ?}: the key, or what the {@code param} template makes of it, e.g.
+ * {@code {id}}) and takes the first column of the first row as the value (no row: absent). E.g.
+ * {@code select body from documents where id = ?}, {@code select value from jobs where id = ?}.
  */
 public final class JdbcReader implements StorageReader {
 
@@ -17,13 +20,20 @@ public final class JdbcReader implements StorageReader {
     private final String user;
     private final String password;
     private final String sql;
+    private final String param;
     private Connection connection;
 
     public JdbcReader(String url, String user, String password, String sql) {
+        this(url, user, password, sql, "{key}");
+    }
+
+    /** {@code param}: the parameter's template, {@code {key}} or {@code {id}} (with text around it if need be). */
+    public JdbcReader(String url, String user, String password, String sql, String param) {
         this.url = url;
         this.user = user;
         this.password = password;
         this.sql = sql;
+        this.param = param;
     }
 
     @Override
@@ -34,7 +44,7 @@ public final class JdbcReader implements StorageReader {
             }
             try (PreparedStatement st = connection.prepareStatement(sql)) {
                 st.setQueryTimeout(5);   // a hung database fails the read instead of stalling the sampler
-                st.setString(1, key);
+                st.setString(1, Template.expand(param, key));
                 try (ResultSet rs = st.executeQuery()) {
                     return rs.next() ? rs.getString(1) : null;
                 }
@@ -47,7 +57,7 @@ public final class JdbcReader implements StorageReader {
 
     @Override
     public String describe() {
-        return "jdbc " + url + " " + sql;
+        return "jdbc " + url + " " + sql + " (? = " + param + ")";
     }
 
     @Override

@@ -5,6 +5,8 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
+import io.stockade.conformance.Template;
+
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.ResponseBytes;
@@ -58,7 +60,7 @@ public final class S3Reader implements StorageReader {
 
     @Override
     public String read(String key) throws IOException {
-        String objectKey = keyTemplate.replace("{key}", key);
+        String objectKey = Template.expand(keyTemplate, key);
         try {
             ResponseBytes<GetObjectResponse> r = s3.getObjectAsBytes(b -> b.bucket(bucket).key(objectKey));
             return r.asString(StandardCharsets.UTF_8);

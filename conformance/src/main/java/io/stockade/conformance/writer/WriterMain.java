@@ -10,7 +10,9 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
+import io.stockade.conformance.Template;
 import io.stockade.conformance.lease.Lease;
 import io.stockade.conformance.lease.LeaseProvider;
 import io.stockade.conformance.lease.LeaseProviders;
@@ -32,14 +34,23 @@ import io.stockade.conformance.lease.LeaseProviders;
  * A line {@code stop} on stdin ends it after the current write. With {@link SigV4#ENV} in its environment
  * ({@code accessKey:region:secretKey}) every PUT is signed with AWS SigV4, for S3 endpoints.
  *
- * <p>Arguments: {@code --name W --lease SPEC --url URL [--header Fencing-Token] [--work-ms 100] [--pace-ms 20]
- * [--timeout-ms 10000] [--retries 3] [--retry-backoff-ms 50] [--max-ms 600000]}.
+ * <p>Each write is one request: {@code --method} (default PUT) to {@code --url}, the headers {@code Host},
+ * {@code Connection: close}, {@code Content-Length}, the fencing header with the token, {@code Content-Type} when
+ * {@code --content-type} is given, and the SigV4 headers when signing; the body is {@code --body} (default
+ * {@code {value}}) with {@code {value}} and {@code {token}} replaced, as UTF-8.
+ *
+ * <p>Arguments: {@code --name W --lease SPEC --url URL [--header Fencing-Token] [--method PUT] [--body {value}]
+ * [--content-type TYPE] [--work-ms 100] [--pace-ms 20] [--timeout-ms 10000] [--retries 3] [--retry-backoff-ms 50]
+ * [--max-ms 600000]}.
  */
 public final class WriterMain {
 
     private static volatile boolean stop;
     /** Set when the endpoint is S3 with SigV4 (environment {@link SigV4#ENV}): every PUT is signed. */
     private static SigV4 signer;
+    private static String method = "PUT";
+    private static Template body;
+    private static String contentType;
 
     private WriterMain() {
     }
@@ -52,6 +63,9 @@ public final class WriterMain {
         String name = require(a, "name");
         URI url = URI.create(require(a, "url"));
         String header = a.getOrDefault("header", "Fencing-Token");
+        method = a.getOrDefault("method", "PUT");
+        body = Template.parse(a.getOrDefault("body", "{value}"), "--body", Template.BODY, Set.of("value"));
+        contentType = a.get("content-type");
         long work = Long.parseLong(a.getOrDefault("work-ms", "100"));
         long pace = Long.parseLong(a.getOrDefault("pace-ms", "20"));
         Duration timeout = Duration.ofMillis(Long.parseLong(a.getOrDefault("timeout-ms", "10000")));
@@ -130,11 +144,15 @@ public final class WriterMain {
             out.println("INVOKE " + id + " " + session + " " + token + " " + value + " " + System.nanoTime());
             try {
                 Map<String, String> headers = new java.util.LinkedHashMap<>(Map.of(header, Long.toString(token)));
+                if (contentType != null) {
+                    headers.put("Content-Type", contentType);
+                }
+                String payload = body.render(Map.of("value", value, "token", Long.toString(token)));
                 if (signer != null) {   // signed per attempt, the fencing header with it
-                    headers.putAll(signer.sign("PUT", url, value.getBytes(StandardCharsets.UTF_8), headers,
+                    headers.putAll(signer.sign(method, url, payload.getBytes(StandardCharsets.UTF_8), headers,
                             java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC)));
                 }
-                RawHttp.Response r = RawHttp.send(url, "PUT", value, headers, timeout);
+                RawHttp.Response r = RawHttp.send(url, method, payload, headers, timeout);
                 status = r.status();
                 out.println("DONE " + id + " " + status + " " + System.nanoTime());
                 if (status < 500) {
