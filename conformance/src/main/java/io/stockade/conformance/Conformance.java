@@ -219,8 +219,9 @@ public final class Conformance {
                     URI base = awaitProxy(proxyStart, launched);
                     proxied = proxyEndpoint(base, launched);
                     proxyAt = launched == null ? base.toString() : "launched by the suite, on " + base;
+                    URI metricsBase = launched != null && launched.management() != null ? launched.management() : base;
                     stockade = RunInfo.proxyBuild(URI.create(target.metricsUrl() != null ? target.metricsUrl()
-                            : base.toString().replaceAll("/$", "") + "/metrics"));
+                            : metricsBase.toString().replaceAll("/$", "") + "/metrics"));
                 }
                 log.println("conformance: " + s.id() + " through the proxy ...");
                 RunResult through;

@@ -136,12 +136,12 @@ public final class Main {
             return EXIT_START_FAILED;
         }
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "stockade-shutdown"));
-        // Tests and scripts wait for exactly this line.
-        out.println("Stockade listening on " + server.scheme() + "://" + server.host() + ":" + server.port());
+        // The management line first: tests and scripts wait for exactly the listening line, last.
         if (loaded.server().management() != null) {
-            out.println("Stockade management (/metrics, /admin, /health) on http://" + server.managementHost() + ":"
-                    + server.managementPort());
+            out.println("Stockade management (/metrics, /admin, /health) on http://" + literal(server.managementHost())
+                    + ":" + server.managementPort());
         }
+        out.println("Stockade listening on " + server.scheme() + "://" + literal(server.host()) + ":" + server.port());
         out.flush();
         try {
             Thread.currentThread().join();
@@ -186,5 +186,10 @@ public final class Main {
         err.println("stockade: " + message);
         err.print(USAGE);
         return EXIT_USAGE;
+    }
+
+    /** A host as a URL writes it: an IPv6 literal in brackets. */
+    static String literal(String host) {
+        return host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host;
     }
 }

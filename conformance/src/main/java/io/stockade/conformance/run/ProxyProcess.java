@@ -21,12 +21,18 @@ import java.util.regex.Pattern;
  */
 public final class ProxyProcess implements AutoCloseable {
 
-    private static final Pattern READY = Pattern.compile("Stockade listening on http://([^\\s:/]+):(\\d+)");
+    /** The proxy's last start-up line; a host may be an IPv6 literal in brackets. */
+    private static final Pattern READY = Pattern.compile("Stockade listening on http://(\\[[0-9a-fA-F:.]+]|[^\\s:/]+)"
+            + ":(\\d+)");
+    /** Printed before it when the proxy has a management listener (server.management): where /metrics is. */
+    private static final Pattern MANAGEMENT = Pattern.compile("Stockade management \\([^)]*\\) on http://"
+            + "(\\[[0-9a-fA-F:.]+]|[^\\s:/]+):(\\d+)");
 
     private final List<String> command;
     private final Path log;
     private Process process;
     private URI uri;
+    private URI management;
 
     public ProxyProcess(List<String> command, Path log) {
         this.command = List.copyOf(command);
@@ -46,8 +52,9 @@ public final class ProxyProcess implements AutoCloseable {
                         StandardCharsets.UTF_8);
                 Matcher m = READY.matcher(fresh);
                 if (m.find()) {
-                    String host = m.group(1).equals("0.0.0.0") ? "127.0.0.1" : m.group(1);
-                    uri = URI.create("http://" + host + ":" + m.group(2));
+                    uri = URI.create("http://" + reachable(m.group(1)) + ":" + m.group(2));
+                    Matcher mm = MANAGEMENT.matcher(fresh);
+                    management = mm.find() ? URI.create("http://" + reachable(mm.group(1)) + ":" + mm.group(2)) : null;
                     return uri;
                 }
                 if (!process.isAlive()) {
@@ -90,6 +97,17 @@ public final class ProxyProcess implements AutoCloseable {
             }
         }
         return null;
+    }
+
+    /** The address a client reaches a listener bound to {@code host} at: a wildcard is this machine's loopback. */
+    static String reachable(String host) {
+        return host.equals("0.0.0.0") ? "127.0.0.1" : host.equals("[::]") || host.equals("[0:0:0:0:0:0:0:0]")
+                ? "[::1]" : host;
+    }
+
+    /** The management listener's address ({@code /metrics}), when the proxy printed one; else null. */
+    public synchronized URI management() {
+        return management;
     }
 
     public Path log() {
