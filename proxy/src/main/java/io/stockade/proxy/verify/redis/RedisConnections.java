@@ -80,7 +80,9 @@ final class RedisConnections implements AutoCloseable {
                 .socketTimeoutMillis(millis)
                 .database(c.database())
                 // no CLIENT SETNAME / SETINFO: the verifier's ACL user needs +get, +pttl and nothing else
-                .clientSetInfoConfig(ClientSetInfoConfig.DISABLED);
+                .clientSetInfoConfig(ClientSetInfoConfig.DISABLED)
+                // the server's own protocol, no HELLO: and Jedis does not warn that it cannot negotiate RESP3
+                .serverDefaultProtocol();
         String password = c.passwordFile() != null ? SecretFiles.password(c.passwordFile(), what + ".password-file")
                 : c.password();
         if (password != null) {
