@@ -19,7 +19,8 @@ import io.etcd.jetcd.lock.LockResponse;
  * etcd: an etcd lease (TTL in whole seconds, rounded up, so the server's TTL is never shorter than ours) and the
  * lock API, which puts the key {@code NAME/LEASE_ID} under the lease and waits until it has the lowest create
  * revision. Token: that key's create revision. Renewal: keep-alive, then a read that the key still exists with the
- * same create revision.
+ * same create revision. Validity counts from a keep-alive sent once the lock is granted (one more round trip per
+ * acquire), so a waiter that queued starts with its whole ttl.
  */
 final class EtcdLeaseService implements LeaseService {
 
@@ -66,12 +67,15 @@ final class EtcdLeaseService implements LeaseService {
                     if (kvs.isEmpty()) {
                         throw new IllegalStateException("lock key " + key + " vanished right after locking");
                     }
-                    if (ticker.read() - sent > ttl.toNanos()) {
-                        // waited longer than the ttl: validity counts from the last keep-alive we sent
-                        long s = ticker.read();
-                        keepAlive(leaseId, RPC_TIMEOUT);
-                        sent = s;
+                    // validity counts from the grant: a keep-alive sent now renews the lease for a whole ttl. Counted
+                    // from the grant request or a keep-alive sent while queued, a waiter granted late would start
+                    // with a fraction of its ttl and lose the lease at its first late renewal on a loaded host
+                    long s = ticker.read();
+                    if (!keepAlive(leaseId, RPC_TIMEOUT)) {
+                        throw new IllegalStateException("the lease of lock key " + key + " ended while it was"
+                                + " queued");
                     }
+                    sent = s;
                     done = true;
                     return new Grant(kvs.get(0).getCreateRevision(), sent, new Handle(leaseId, key));
                 } catch (TimeoutException stillWaiting) {
@@ -105,7 +109,14 @@ final class EtcdLeaseService implements LeaseService {
     public void release(String name, String holder, Grant grant) throws Exception {
         Handle h = (Handle) grant.handle();
         // revoking the lease deletes the lock key with it; only our own lease id is touched
-        get(client.getLeaseClient().revoke(h.leaseId()), Duration.ofSeconds(5));
+        try {
+            get(client.getLeaseClient().revoke(h.leaseId()), Duration.ofSeconds(5));
+        } catch (ExecutionException e) {
+            if (!notFound(e)) {
+                throw e;
+            }
+            // the lease expired (or was revoked) already, and its key went with it: nothing left to release
+        }
     }
 
     @Override
@@ -119,12 +130,17 @@ final class EtcdLeaseService implements LeaseService {
             LeaseKeepAliveResponse r = get(client.getLeaseClient().keepAliveOnce(leaseId), timeout);
             return r.getTTL() > 0;
         } catch (ExecutionException e) {
-            String m = String.valueOf(e.getCause());
-            if (m.contains("NOT_FOUND") || m.contains("lease not found")) {
+            if (notFound(e)) {
                 return false;
             }
             throw e;
         }
+    }
+
+    /** Whether etcd answered that it does not know the lease. */
+    private static boolean notFound(ExecutionException e) {
+        String m = String.valueOf(e.getCause());
+        return m.contains("NOT_FOUND") || m.contains("lease not found");
     }
 
     private void revokeQuietly(long leaseId) {

@@ -195,7 +195,9 @@ final class RedisLeaseService implements LeaseService {
                     .socketTimeoutMillis(millis)
                     .database(database)
                     .clientName("stockade-lease")
-                    .clientSetInfoConfig(ClientSetInfoConfig.DISABLED); // one command less for the ACL
+                    .clientSetInfoConfig(ClientSetInfoConfig.DISABLED) // one command less for the ACL
+                    // the server's own protocol, no HELLO: and Jedis does not warn that it cannot negotiate RESP3
+                    .serverDefaultProtocol();
             if (password != null) {
                 b.password(password);
                 if (user != null) {

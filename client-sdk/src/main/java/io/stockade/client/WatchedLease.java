@@ -210,8 +210,9 @@ final class WatchedLease implements Lease {
 
     private void lose(LossReason reason, String detail) {
         if (markLost(reason)) {
+            // the token as digits (a number argument would be formatted with grouping commas)
             LOG.log(System.Logger.Level.WARNING, "lease ''{0}'' (token {1}) lost: {2}: {3}",
-                    name, token(), reason, detail);
+                    name, Long.toString(token()), reason, detail);
             ScheduledFuture<?> task = watchdog;
             if (task != null) {
                 task.cancel(false);

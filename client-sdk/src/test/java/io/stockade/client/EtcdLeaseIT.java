@@ -91,6 +91,40 @@ class EtcdLeaseIT {
         }
     }
 
+    /**
+     * A waiter granted the lock after queueing starts with its whole ttl: its validity counts from a keep-alive sent
+     * after the grant, not from the grant request or a keep-alive sent while it queued (it used to, and a waiter
+     * granted just before its next queued keep-alive lost the lease at once on a loaded host).
+     */
+    @Test
+    void aQueuedWaitersValidityCountsFromTheGrant() throws Exception {
+        Duration ttl = Duration.ofSeconds(3);
+        String[] endpoints = etcd.endpoints().split(",");
+        try (EtcdLeaseService first = new EtcdLeaseService(endpoints, Ticker.system());
+             EtcdLeaseService second = new EtcdLeaseService(endpoints, Ticker.system())) {
+            LeaseService.Grant held = first.acquire("jobs/granted", "a", ttl, Duration.ofSeconds(5));
+            CompletableFuture<LeaseService.Grant> waiting = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return second.acquire("jobs/granted", "b", ttl, Duration.ofSeconds(20));
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (admin.getKVClient().get(ByteSequence.from("jobs/granted/", StandardCharsets.UTF_8),
+                    GetOption.builder().isPrefix(true).build()).get(5, TimeUnit.SECONDS).getCount() < 2) {
+                assertTrue(System.nanoTime() < deadline, "the waiter queued");
+                Thread.sleep(10);
+            }
+            long released = System.nanoTime();
+            first.release("jobs/granted", "a", held);
+            LeaseService.Grant granted = waiting.get(10, TimeUnit.SECONDS);
+            assertTrue(granted.sentAt() - released >= 0,
+                    "validity counted from " + (released - granted.sentAt()) / 1_000_000 + " ms before the grant");
+            second.release("jobs/granted", "b", granted);
+        }
+    }
+
     @Test
     void theWatchdogRenewsPastTheTtl() throws Exception {
         try (Lease lease = a.acquire("jobs/renew", Duration.ofSeconds(2), Duration.ofSeconds(5))) {

@@ -25,7 +25,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The zombie test with the Redis provider and a real proxy (a child JVM) whose policy verifies tokens against the same
  * Redis ({@code fence.verify: {kind: redis}}): a holder JVM is SIGSTOPped past its 2 s TTL until its lock key has
  * expired in Redis. Continued, it learns of the loss before writing; the write it forces anyway is refused with 403
- * (its lock is gone: nobody holds it), and after a new holder took the lock and wrote, with 409.
+ * (its lock is gone: nobody holds it), and after a new holder took the lock and wrote, with 409. The proxy runs with
+ * the default verdict cache (ttl 10s): the zombie's verdict, remembered at its first write, ends with the lock's
+ * {@code PTTL} read at that lookup, so the forced write after the key expired is looked up again and refused.
  */
 class RedisZombieIT {
 
@@ -37,8 +39,7 @@ class RedisZombieIT {
         String lock = "files/" + name; // the lease is named like the proxy's scope (no prefix)
         try (RedisServer redis = RedisServer.start(RedisServer.options());
              Jedis admin = new Jedis(redis.url());
-             Children.Proxy proxy = new Children.Proxy(dir, "{kind: redis, url: \"" + redis.url()
-                     + "\", cache: {enabled: false}}")) {
+             Children.Proxy proxy = new Children.Proxy(dir, "{kind: redis, url: \"" + redis.url() + "\"}")) {
             Process zombie = Children.java(ZombieWriter.class.getName(), redis.url(), name, proxy.base, "files/")
                     .redirectError(dir.resolve("zombie.err").toFile()).start();
             try {

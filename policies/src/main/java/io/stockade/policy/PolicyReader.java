@@ -202,6 +202,17 @@ final class PolicyReader {
             if (!Values.allPresent(header, methods, missing, equal, mode, maxAdvance, verify)) {
                 return Optional.empty();
             }
+            if (maxAdvance.get() != Policy.Fence.UNLIMITED
+                    && verify.get().orElse(null) instanceof TokenVerification.ZooKeeper) {
+                // a zxid's high 32 bits are the epoch, which every leader election raises: elections add up while
+                // a scope is idle, so any bound on the jump refuses the next holder for good
+                fence.get("max-advance").orElseThrow().error("cannot be used with verify kind zookeeper: a"
+                        + " ZooKeeper token is a zxid, raised by 2^32 at every leader election, so after enough"
+                        + " elections while a scope is idle every new holder would be refused (422) for good; the"
+                        + " verifier already refuses any token that is not the current holder's, so leave"
+                        + " max-advance out");
+                return Optional.empty();
+            }
             return Optional.of(new Policy.Fence(header.get(), methods.get(), missing.get(), equal.get(), mode.get(),
                     maxAdvance.get(), verify.get().orElse(null)));
         });

@@ -8,6 +8,7 @@ import java.util.Map;
 
 import org.junit.jupiter.api.Test;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -206,6 +207,25 @@ class PolicyLoaderVerifyTest {
         assertFalse(zk.cache().enabled());
         assertEquals(List.of("a:2181", "b:1"), ((TokenVerification.ZooKeeper) verify(
                 "kind: zookeeper\nservers: [a, \"b:1\"]\nprefix: /x", Map.of())).servers());
+    }
+
+    /**
+     * A zxid's epoch (its high 32 bits) rises at every leader election, and elections add up while a scope is
+     * idle: any max-advance would lock the scope out, so the combination is refused where max-advance is written.
+     */
+    @Test
+    void maxAdvanceBesideAZooKeeperVerifierIsRefusedWithTheReason() {
+        String yaml = policy("kind: zookeeper\nservers: 127.0.0.1").replace("      verify:\n",
+                "      max-advance: 4294967296000\n      verify:\n");
+        PolicyException e = assertThrows(PolicyException.class, () -> PolicyLoader.parse(yaml, SOURCE, Map.of()));
+        List<String> errors = e.errors().stream().map(PolicyError::toString).toList();
+        assertEquals(1, errors.size(), errors.toString());
+        assertTrue(errors.get(0).startsWith("test.yaml:10:20: policies[0].fence.max-advance: cannot be used with"
+                + " verify kind zookeeper: a ZooKeeper token is a zxid, raised by 2^32 at every leader election"),
+                errors.toString());
+        // other kinds keep it (an etcd revision rises by one per write)
+        assertDoesNotThrow(() -> PolicyLoader.parse(policy("kind: etcd\nendpoints: http://127.0.0.1:2379")
+                .replace("      verify:\n", "      max-advance: 1000\n      verify:\n"), SOURCE, Map.of()));
     }
 
     @Test

@@ -95,7 +95,7 @@ class LockServiceVerifyIT {
         io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
-             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\nprefix: locks/\ncache: {enabled: false}",
+             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\nprefix: locks/",
                      Map.of("ETCD", server.endpoints()))) {
             long inner = lock(etcd, "locks/files/x/y");
 
@@ -125,7 +125,7 @@ class LockServiceVerifyIT {
         io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
         try (EtcdServer server = EtcdServer.single();
              Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
-             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}\ncache: {enabled: false}",
+             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}",
                      Map.of("ETCD", server.endpoints()))) {
             long outer = lock(etcd, "files/x");
             long inner = lock(etcd, "files/x/y");
@@ -187,6 +187,37 @@ class LockServiceVerifyIT {
             Thread.sleep(10);
         }
         throw new AssertionError("the contender's key did not appear");
+    }
+
+    /**
+     * With the default cache (ttl 10s): a holder whose lease ran out without a keep-alive (a stopped process) is
+     * refused as soon as its lock key is gone, though its verdict was remembered moments before; the next holder
+     * takes the lock and writes. The remembered verdict ended with the lease etcd reported (its TTL left less the
+     * margin), not after the ttl.
+     */
+    @Test
+    void etcdAZombieIsRefusedAsSoonAsItsLeaseEndedWithTheDefaultCache() throws Exception {
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
+        try (EtcdServer server = EtcdServer.single();
+             Client etcd = Client.builder().endpoints(server.endpoints().split(",")).build();
+             ProxyFixture proxy = start(dir, "kind: etcd\nendpoints: ${ETCD}", Map.of("ETCD", server.endpoints()))) {
+            long lease = etcd.getLeaseClient().grant(3).get(5, TimeUnit.SECONDS).getID(); // never kept alive
+            ByteSequence key = etcd.getLockClient().lock(bytes("files/a"), lease).get(5, TimeUnit.SECONDS).getKey();
+            long old = etcd.getKVClient().get(key).get(5, TimeUnit.SECONDS).getKvs().get(0).getCreateRevision();
+            assertEquals(201, put(proxy, "a", "old", old).status());
+            assertEquals(204, put(proxy, "a", "old again", old).status());
+            assertEquals(1, proxy.server().metrics().verifications("files", "remembered"), "the verdict is cached");
+
+            long next = lock(etcd, "files/a"); // granted once the zombie's lease expired and its key went
+            assertTrue(next > old);
+            Http.Response zombie = put(proxy, "a", "zombie", old);
+            assertEquals(403, zombie.status(), "a remembered verdict outlived the lease: " + zombie.body());
+            assertEquals(Optional.of("old again"), stored(dir, "a"));
+            assertEquals(old, proxy.server().store().get("files/a").orElseThrow().token(), "the fence did not move");
+            assertEquals(204, put(proxy, "a", "new", next).status());
+            assertEquals(409, put(proxy, "a", "zombie", old).status());
+            assertEquals(Optional.of("new"), stored(dir, "a"));
+        }
     }
 
     @Test

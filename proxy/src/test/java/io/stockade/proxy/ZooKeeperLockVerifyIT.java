@@ -11,6 +11,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.verify.cache.RememberingVerifier;
 import io.stockade.testing.Http;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -166,18 +167,22 @@ class ZooKeeperLockVerifyIT {
     /**
      * A handoff: the first holder's session expires (ended at the server), its lock node goes, and the contender
      * queued behind it holds the lock. The old token is refused (403) while the new holder has not written, stale
-     * (409) after; a queued contender's own token is refused while it waits.
+     * (409) after; a queued contender's own token is refused while it waits. With the default cache: ZooKeeper
+     * reports no time left for a session, so the old holder's remembered verdict lasts at most the cache's bound
+     * (1 s) after the lookup that made it, and the zombie is refused from then on.
      */
     @Test
     void anOldHoldersTokenIsRefusedAfterItsSessionExpired() throws Exception {
         try (TestingServer zk = new TestingServer(true);
              CuratorFramework w1 = curator(zk);
              CuratorFramework w2 = curator(zk);
-             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}\ncache: {enabled: false}", zk)) {
+             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}", zk)) {
             InterProcessMutex first = new InterProcessMutex(w1, "/files/a");
             assertTrue(first.acquire(10, TimeUnit.SECONDS));
             long old = token(w1, "/files/a");
             assertEquals(201, put(proxy, "a", "old", old).status());
+            // the proxy's lookup was sent before this: its remembered verdict has ended by windowEnd
+            long windowEnd = System.nanoTime() + RememberingVerifier.UNKNOWN_BOUND.toNanos();
 
             InterProcessMutex second = new InterProcessMutex(w2, "/files/a");
             CompletableFuture<Boolean> taken = CompletableFuture.supplyAsync(() -> {
@@ -202,6 +207,9 @@ class ZooKeeperLockVerifyIT {
             assertTrue(taken.get(20, TimeUnit.SECONDS), "the second contender took the lock");
             assertEquals(queued, token(w2, "/files/a"));
 
+            while (System.nanoTime() - windowEnd < 0) { // the documented window: the remembered verdict's bound
+                Thread.sleep(Math.max(1, TimeUnit.NANOSECONDS.toMillis(windowEnd - System.nanoTime())));
+            }
             Http.Response stale = put(proxy, "a", "zombie", old);
             assertEquals(403, stale.status(), stale.body());
             assertTrue(stale.body().contains("not the token of the holder of the ZooKeeper lock '/files/a'"),
@@ -222,7 +230,7 @@ class ZooKeeperLockVerifyIT {
     void theHolderIsTheRecipesAndANestedLockFirstMeansNobodyHoldsIt() throws Exception {
         try (TestingServer zk = new TestingServer(true);
              CuratorFramework w1 = curator(zk);
-             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}\ncache: {enabled: false}", zk)) {
+             ProxyFixture proxy = startProxy("kind: zookeeper\nservers: ${ZK}", zk)) {
             // two contenders whose names sort one way as text and the other way by sequence number
             w1.create().creatingParentsIfNeeded().forPath("/files/a");
             String earlier = w1.create().withMode(CreateMode.EPHEMERAL_SEQUENTIAL)
@@ -261,10 +269,11 @@ class ZooKeeperLockVerifyIT {
             long tokenB = token(w1, "/files/b");
             assertEquals(201, put(proxy, "a", "v1", tokenA).status());
             assertEquals(1, proxy.server().metrics().verifications("files", "genuine"));
-
-            zk.stop();
+            // remembered (no lookup) for at most 1 s: ZooKeeper reports no time left for the holder's session
             assertEquals(2, put(proxy, "a", "v2", tokenA).status() / 100, "remembered: no lookup");
             assertEquals(1, proxy.server().metrics().verifications("files", "remembered"));
+
+            zk.stop();
 
             long start = System.nanoTime();
             Http.Response down = put(proxy, "b", "v1", tokenB);

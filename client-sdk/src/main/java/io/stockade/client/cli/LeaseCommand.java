@@ -87,7 +87,44 @@ public final class LeaseCommand {
      * @param args {@code run ...} as in the class description
      */
     public static void main(String[] args) {
+        oneLineLogs();
         System.exit(run(args, System.out, System.err));
+    }
+
+    /**
+     * The libraries' log records (the lease's own loss line, jetcd's, Jedis's) as one line each on standard error,
+     * {@code lease: <level>: <message>[: <exception>]}: read by people at 3 a.m., grepped against other logs, never
+     * a stack trace.
+     */
+    static void oneLineLogs() {
+        java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+        for (java.util.logging.Handler h : root.getHandlers()) {
+            root.removeHandler(h);
+        }
+        java.util.logging.StreamHandler handler = new java.util.logging.StreamHandler(System.err, new OneLine()) {
+            @Override
+            public synchronized void publish(java.util.logging.LogRecord record) {
+                super.publish(record);
+                flush();
+            }
+        };
+        handler.setLevel(java.util.logging.Level.ALL);
+        root.addHandler(handler);
+    }
+
+    /** One line per record: the message with its lines joined, the exception's own description without a trace. */
+    static final class OneLine extends java.util.logging.Formatter {
+        @Override
+        public String format(java.util.logging.LogRecord record) {
+            StringBuilder b = new StringBuilder("lease: ")
+                    .append(record.getLevel().getName().toLowerCase(Locale.ROOT)).append(": ")
+                    .append(String.join(" ", formatMessage(record).strip().lines().map(String::strip).toList()));
+            if (record.getThrown() != null) {
+                String t = String.valueOf(record.getThrown());
+                b.append(": ").append(String.join(" ", t.strip().lines().map(String::strip).toList()));
+            }
+            return b.append(System.lineSeparator()).toString();
+        }
     }
 
     static int run(String[] args, PrintStream err) {
@@ -160,12 +197,18 @@ public final class LeaseCommand {
         }
     }
 
-    /** The ZooKeeper client logs every connection at INFO: keep the command's output its own. */
-    private static final java.util.logging.Logger ZOOKEEPER_LOG =
-            java.util.logging.Logger.getLogger("org.apache.zookeeper");
+    /**
+     * The ZooKeeper client and Curator log every connection, and every reconnect attempt after a disconnection
+     * (with a stack trace): the lease's own line says the lease was lost, so theirs stay out of the output.
+     */
+    private static final java.util.logging.Logger[] ZOOKEEPER_LOGS = {
+        java.util.logging.Logger.getLogger("org.apache.zookeeper"),
+        java.util.logging.Logger.getLogger("org.apache.curator")};
 
     private static void quietZooKeeper() {
-        ZOOKEEPER_LOG.setLevel(java.util.logging.Level.WARNING);
+        for (java.util.logging.Logger log : ZOOKEEPER_LOGS) {
+            log.setLevel(java.util.logging.Level.OFF);
+        }
     }
 
     /**

@@ -58,8 +58,30 @@ public interface TokenVerifier extends AutoCloseable {
      * The token is genuine.
      *
      * @param remembered whether the verdict came from the cache (no lookup at the lock service)
+     * @param sentNanos  when the lookup that found it genuine was sent, on {@link System#nanoTime()}
+     * @param leftNanos  how long the holder's lease remained valid, counted from {@code sentNanos}, as the lock
+     *                   service reported it (a lower bound: the lease cannot end sooner unless its holder gives it
+     *                   up); {@link #UNKNOWN} when the lock service reports no remaining time
      */
-    record Genuine(boolean remembered) implements Verdict {
+    record Genuine(boolean remembered, long sentNanos, long leftNanos) implements Verdict {
+        /** {@code leftNanos} of a lock service that reports no remaining time. */
+        public static final long UNKNOWN = -1;
+
+        /** A genuine verdict without a remaining time (a signature, a remembered verdict). */
+        public Genuine(boolean remembered) {
+            this(remembered, 0, UNKNOWN);
+        }
+
+        /** A genuine verdict of a lookup sent at {@code sentNanos} whose lease had {@code leftNanos} to run. */
+        public static Genuine leaseLeft(long sentNanos, long leftNanos) {
+            return new Genuine(false, sentNanos, Math.max(0, leftNanos));
+        }
+
+        /** A genuine verdict of a lookup sent at {@code sentNanos}; the service says nothing of the time left. */
+        public static Genuine noTimeLeftKnown(long sentNanos) {
+            return new Genuine(false, sentNanos, UNKNOWN);
+        }
+
         @Override
         public String label() {
             return remembered ? "remembered" : "genuine";

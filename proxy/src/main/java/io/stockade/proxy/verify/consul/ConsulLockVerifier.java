@@ -106,6 +106,7 @@ public final class ConsulLockVerifier implements TokenVerifier {
             return new Refused("'" + key + "' cannot be a Consul KV key, so no Consul lock holds this scope");
         }
         HttpResponse<String> r;
+        long sent = System.nanoTime();
         try {
             HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(kv + path(key) + "?consistent"))
                     .timeout(timeout).header("Accept", "application/json").GET();
@@ -134,13 +135,13 @@ public final class ConsulLockVerifier implements TokenVerifier {
                     + (body.isEmpty() ? "" : ": " + (body.length() > 200 ? body.substring(0, 200) + "…" : body)));
         }
         try {
-            return judge(JsonReader.read(r.body()), key, claim.token(), where);
+            return judge(JsonReader.read(r.body()), key, claim.token(), where, sent);
         } catch (IllegalArgumentException | ClassCastException e) {
             return new Unavailable("Consul: " + where + " is not a KV entry as expected: " + e.getMessage());
         }
     }
 
-    private static Verdict judge(Object body, String key, long token, String where) {
+    private static Verdict judge(Object body, String key, long token, String where, long sent) {
         if (!(body instanceof List<?> entries) || entries.size() != 1 || !(entries.getFirst() instanceof Map<?, ?> e)) {
             throw new IllegalArgumentException("expected a list of one KV entry");
         }
@@ -161,7 +162,9 @@ public final class ConsulLockVerifier implements TokenVerifier {
                     "the key has ModifyIndex " + modifyIndex + " (session " + s + ", LockIndex "
                             + e.get("LockIndex") + ")");
         }
-        return new Genuine(false);
+        // the KV entry says nothing of the session's time left (and Consul may end it anywhere up to twice its
+        // TTL after its last renewal): remembered for the cache's bound
+        return Genuine.noTimeLeftKnown(sent);
     }
 
     @Override

@@ -114,6 +114,7 @@ public final class DynamoDbLockVerifier implements TokenVerifier {
                     + " partition key (1 to 2048 bytes), so no DynamoDB lock holds this scope");
         }
         Map<String, AttributeValue> item;
+        long sent = nanoTime.getAsLong();
         try {
             item = db.getItem(r -> r.tableName(table).key(Map.of(KEY, AttributeValue.fromS(key)))
                     .consistentRead(true).projectionExpression("#t, #r, #l, #x").expressionAttributeNames(NAMES))
@@ -137,13 +138,13 @@ public final class DynamoDbLockVerifier implements TokenVerifier {
             return new Refused("nobody holds " + where + " (no such item)");
         }
         try {
-            return judge(item, key, claim.token(), where);
+            return judge(item, key, claim.token(), where, sent);
         } catch (IllegalArgumentException e) {
             return new Unavailable("DynamoDB: " + where + " is not a lock item as expected: " + e.getMessage());
         }
     }
 
-    private Verdict judge(Map<String, AttributeValue> item, String key, long token, String where) {
+    private Verdict judge(Map<String, AttributeValue> item, String key, long token, String where, long sent) {
         long itemToken = number(item, TOKEN);
         long leaseMillis = number(item, LEASE_DURATION);
         AttributeValue rvnValue = item.get(RVN);
@@ -171,7 +172,9 @@ public final class DynamoDbLockVerifier implements TokenVerifier {
                     + " duration of " + leaseMillis + "ms", "rvn " + rvn + " unchanged for " + unchanged / 1_000_000L
                     + "ms");
         }
-        return new Genuine(false);
+        // the item says when the lease of another client's sighting ends, not when the holder last renewed:
+        // no time left is known, remembered for the cache's bound
+        return Genuine.noTimeLeftKnown(sent);
     }
 
     private static long number(Map<String, AttributeValue> item, String name) {

@@ -17,8 +17,11 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KV;
 import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.Lease;
 import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.lease.LeaseTimeToLiveResponse;
 import io.etcd.jetcd.options.GetOption;
+import io.etcd.jetcd.options.LeaseOption;
 
 /**
  * A token is genuine when it is the create revision of the key that holds the etcd lock named
@@ -35,10 +38,14 @@ import io.etcd.jetcd.options.GetOption;
  * Only the current holder's token is genuine: a queued contender cannot use its own revision before it holds the
  * lock, and a token no key ever had — an invented one — is refused. Any doubt (timeout, connection error) is
  * {@link Unavailable}, never a pass.
+ * <p>
+ * A genuine verdict carries how long the holder's lease remained ({@code LeaseTimeToLive} of the key's lease, a
+ * second round trip), so a remembered verdict ends before the lease can.
  */
 public final class EtcdLockVerifier implements TokenVerifier {
     private final Client client;
     private final KV kv;
+    private final Lease leases;
     private final String prefix;
     private final Duration timeout;
     private volatile boolean closed;
@@ -46,6 +53,7 @@ public final class EtcdLockVerifier implements TokenVerifier {
     private EtcdLockVerifier(Client client, TokenVerification.Etcd config) {
         this.client = client;
         this.kv = client.getKVClient();
+        this.leases = client.getLeaseClient();
         this.prefix = config.prefix();
         this.timeout = config.timeout();
     }
@@ -77,6 +85,7 @@ public final class EtcdLockVerifier implements TokenVerifier {
                 .build();
         CompletableFuture<GetResponse> call = null;
         GetResponse response;
+        long sent = System.nanoTime();
         try {
             call = kv.get(ByteSequence.from(lock + "/", StandardCharsets.UTF_8), holder);
             response = call.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
@@ -112,7 +121,33 @@ public final class EtcdLockVerifier implements TokenVerifier {
             return new Refused("not the token of the holder of the etcd lock '" + lock + "'",
                     "the holder has token " + holderToken);
         }
-        return new Genuine(false);
+        return Genuine.leaseLeft(sent, leaseLeft(kvs.get(0).getLease(), sent));
+    }
+
+    /**
+     * How long the holder's lease {@code lease} remains, as etcd's {@code LeaseTimeToLive} reports it (whole
+     * seconds, rounded down by etcd, so never more than what remains); {@link Genuine#UNKNOWN} for a key without a
+     * lease; 0 (nothing to remember) when the lease is gone or etcd does not answer within the timeout left.
+     */
+    private long leaseLeft(long lease, long sent) {
+        if (lease == 0) {
+            return Genuine.UNKNOWN;
+        }
+        CompletableFuture<LeaseTimeToLiveResponse> call = null;
+        try {
+            call = leases.timeToLive(lease, LeaseOption.DEFAULT);
+            long ttl = call.get(Math.max(1, sent + timeout.toNanos() - System.nanoTime()), TimeUnit.NANOSECONDS)
+                    .getTTL();
+            return ttl <= 0 ? 0 : TimeUnit.SECONDS.toNanos(ttl);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 0;
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            if (call != null) {
+                call.cancel(true);
+            }
+            return 0;
+        }
     }
 
     @Override

@@ -46,6 +46,8 @@ public final class KubernetesLeaseVerifier implements TokenVerifier {
     private static final Pattern NAME = Pattern.compile(
             "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
     private static final int MAX_NAME = 253;
+    /** More time left than this is remembered as this (far above any cache ttl; keeps the nanoseconds in range). */
+    private static final Duration DAY = Duration.ofDays(1);
 
     private final HttpClient http;
     private final String collection;
@@ -123,6 +125,7 @@ public final class KubernetesLeaseVerifier implements TokenVerifier {
         }
         String where = "Lease '" + name + "' in namespace " + namespace;
         HttpResponse<String> r;
+        long sent = System.nanoTime();
         try {
             HttpRequest request = HttpRequest.newBuilder(URI.create(collection + name)).timeout(timeout)
                     .header("Accept", "application/json")
@@ -147,14 +150,14 @@ public final class KubernetesLeaseVerifier implements TokenVerifier {
                     + statusMessage(r.body()));
         }
         try {
-            return judge(JsonReader.object(r.body()), claim.token(), where);
+            return judge(JsonReader.object(r.body()), claim.token(), where, sent);
         } catch (IllegalArgumentException | ClassCastException | java.time.DateTimeException | ArithmeticException e) {
             return new Unavailable("Kubernetes API: " + where + " is not a Lease as expected: " + e.getMessage());
         }
     }
 
     @SuppressWarnings("unchecked")
-    private Verdict judge(Map<String, Object> lease, long token, String where) {
+    private Verdict judge(Map<String, Object> lease, long token, String where, long sent) {
         if (!"Lease".equals(lease.get("kind")) && lease.get("kind") != null) {
             throw new IllegalArgumentException("kind " + lease.get("kind"));
         }
@@ -183,7 +186,10 @@ public final class KubernetesLeaseVerifier implements TokenVerifier {
             return new Refused("not the token of the holder of " + where,
                     "the Lease has leaseTransitions " + current + " (holder " + h + ")");
         }
-        return new Genuine(false);
+        // another contender may take the Lease at renewTime + leaseDurationSeconds by its own clock, up to
+        // clock-skew ahead of the proxy's: that much is left, counted from the lookup
+        Duration left = Duration.between(now, expires.minus(clockSkew));
+        return Genuine.leaseLeft(sent, left.isNegative() ? 0 : (left.compareTo(DAY) > 0 ? DAY : left).toNanos());
     }
 
     /** The {@code message} of a Kubernetes {@code Status} body, if it is one. */

@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.concurrent.TimeUnit;
 
 import io.stockade.policy.TokenVerification;
 import io.stockade.proxy.postgres.PostgresPools;
@@ -23,6 +24,9 @@ import com.zaxxer.hikari.HikariDataSource;
  * before asking, once the newer holder has written). Any SQL error or timeout is {@link Unavailable}.
  */
 public final class PostgresLeaseVerifier implements TokenVerifier {
+    /** More time left than this is remembered as this (far above any cache ttl; keeps the nanoseconds in range). */
+    private static final long DAY_MILLIS = TimeUnit.DAYS.toMillis(1);
+
     private final HikariDataSource pool;
     private final String query;
     private final String prefix;
@@ -32,7 +36,10 @@ public final class PostgresLeaseVerifier implements TokenVerifier {
         this.pool = pool;
         this.table = config.table();
         // the table name was checked by the loader: lower-case identifier, optionally schema-qualified
-        this.query = "SELECT token, expires_at > now() FROM " + config.table() + " WHERE name = ?";
+        // the third column: the milliseconds the lease has left by the database's clock (null when infinite)
+        this.query = "SELECT token, expires_at > now(), CASE WHEN isfinite(expires_at) THEN"
+                + " floor((extract(epoch FROM expires_at) - extract(epoch FROM now())) * 1000)::bigint END FROM "
+                + config.table() + " WHERE name = ?";
         this.prefix = config.prefix();
     }
 
@@ -49,6 +56,7 @@ public final class PostgresLeaseVerifier implements TokenVerifier {
     @Override
     public Verdict verify(Claim claim) {
         String name = prefix + claim.scope();
+        long sent = System.nanoTime();
         try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(query)) {
             ps.setString(1, name);
             try (ResultSet rs = ps.executeQuery()) {
@@ -66,7 +74,9 @@ public final class PostgresLeaseVerifier implements TokenVerifier {
                     return new Refused("not the token of the holder of lease '" + name + "' in " + table,
                             "the lease has token " + current);
                 }
-                return new Genuine(false);
+                long left = rs.getLong(3);
+                return rs.wasNull() ? Genuine.noTimeLeftKnown(sent)
+                        : Genuine.leaseLeft(sent, TimeUnit.MILLISECONDS.toNanos(Math.min(left, DAY_MILLIS)));
             }
         } catch (SQLException e) {
             return new Unavailable("PostgreSQL: " + PostgresPools.why(e));

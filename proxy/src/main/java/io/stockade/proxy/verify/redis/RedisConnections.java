@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.Set;
+import java.util.function.Supplier;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 
@@ -19,6 +20,9 @@ import redis.clients.jedis.Jedis;
 import redis.clients.jedis.JedisClientConfig;
 import redis.clients.jedis.JedisCluster;
 import redis.clients.jedis.JedisPool;
+import redis.clients.jedis.Pipeline;
+import redis.clients.jedis.Response;
+import redis.clients.jedis.exceptions.JedisAccessControlException;
 import redis.clients.jedis.exceptions.JedisException;
 
 /**
@@ -27,14 +31,26 @@ import redis.clients.jedis.exceptions.JedisException;
  * always verified against the URL's host), and a reader of one key that works against a standalone server (a pool
  * of connections) and against a Redis Cluster. The reader starts as a pool to the URL's node; a {@code MOVED} answer
  * (the key's slot is served by another node of a cluster) switches it to the cluster client, which follows the
- * cluster's slots from then on. So the verifier needs {@code +get} on the lock keys and nothing else on a standalone
- * server (and {@code +cluster|slots} in a cluster), and the proxy starts while Redis is down.
+ * cluster's slots from then on. So the verifier needs {@code +get} and {@code +pttl} on the lock keys (without
+ * {@code +pttl} a verdict is remembered for the bound of a lock service that reports no time left) and nothing else
+ * on a standalone server (and {@code +cluster|slots} in a cluster), and the proxy starts while Redis is down.
  */
 final class RedisConnections implements AutoCloseable {
 
+    /**
+     * What one lookup read: the key's value ({@code null}: no such key) and how long it had to live.
+     *
+     * @param pttlMillis the key's {@code PTTL} when it held {@code value} throughout ({@code GET}, {@code PTTL},
+     *                   {@code GET} in one pipeline, both reads the same value: a lock value is unique per
+     *                   acquisition, so the {@code PTTL} is that holder's); {@code -1} for a key without an
+     *                   expiry or a {@code PTTL} the ACL refused; {@code 0} when the key changed in between
+     */
+    record Lookup(String value, long pttlMillis) {
+    }
+
     /** Reads one string key; throws {@link JedisException} on anything but an answer. */
     interface Reader extends AutoCloseable {
-        String get(String key, Duration timeout);
+        Lookup get(String key, Duration timeout);
 
         @Override
         void close();
@@ -63,8 +79,10 @@ final class RedisConnections implements AutoCloseable {
                 .connectionTimeoutMillis(millis)
                 .socketTimeoutMillis(millis)
                 .database(c.database())
-                // no CLIENT SETNAME / SETINFO: the verifier's ACL user needs +get and nothing else
-                .clientSetInfoConfig(ClientSetInfoConfig.DISABLED);
+                // no CLIENT SETNAME / SETINFO: the verifier's ACL user needs +get, +pttl and nothing else
+                .clientSetInfoConfig(ClientSetInfoConfig.DISABLED)
+                // the server's own protocol, no HELLO: and Jedis does not warn that it cannot negotiate RESP3
+                .serverDefaultProtocol();
         String password = c.passwordFile() != null ? SecretFiles.password(c.passwordFile(), what + ".password-file")
                 : c.password();
         if (password != null) {
@@ -119,8 +137,10 @@ final class RedisConnections implements AutoCloseable {
                 Reader before = reader;
                 reader = new Reader() {
                     @Override
-                    public String get(String key, Duration deadline) {
-                        return client.get(key);
+                    public Lookup get(String key, Duration deadline) {
+                        String value = client.get(key);
+                        Long pttl = value == null ? null : pttl(() -> client.pttl(key));
+                        return lookup(value, pttl, value == null ? null : client.get(key));
                     }
 
                     @Override
@@ -144,10 +164,15 @@ final class RedisConnections implements AutoCloseable {
         JedisPool pool = new JedisPool(poolConfig, node, config);
         return new Reader() {
             @Override
-            public String get(String key, Duration deadline) {
+            public Lookup get(String key, Duration deadline) {
                 try (Jedis jedis = pool.getResource()) {
                     jedis.getConnection().setSoTimeout((int) Math.clamp(deadline.toMillis(), 1, Integer.MAX_VALUE));
-                    return jedis.get(key);
+                    Pipeline p = jedis.pipelined();
+                    Response<String> value = p.get(key);
+                    Response<Long> pttl = p.pttl(key);
+                    Response<String> again = p.get(key);
+                    p.sync();
+                    return lookup(value.get(), pttl(pttl::get), again.get());
                 }
             }
 
@@ -156,6 +181,27 @@ final class RedisConnections implements AutoCloseable {
                 pool.close();
             }
         };
+    }
+
+    /** The lookup of {@code value} read before a {@code PTTL} and {@code again} after it (see {@link Lookup}). */
+    private static Lookup lookup(String value, Long pttl, String again) {
+        if (value == null) {
+            return new Lookup(null, 0);
+        }
+        long millis = pttl == null ? -1 : pttl;
+        if (!value.equals(again) || millis == -2) {
+            return new Lookup(value, 0);
+        }
+        return new Lookup(value, millis < 0 ? -1 : millis);
+    }
+
+    /** The {@code PTTL} answer, {@code null} when the server refused it (NOPERM: an ACL of {@code +get} only). */
+    private static Long pttl(Supplier<Long> read) {
+        try {
+            return read.get();
+        } catch (JedisAccessControlException e) {
+            return null;
+        }
     }
 
     /** {@code host:port} for messages. */

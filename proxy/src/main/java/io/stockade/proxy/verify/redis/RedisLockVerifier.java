@@ -2,6 +2,7 @@ package io.stockade.proxy.verify.redis;
 
 import java.io.IOException;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -18,8 +19,9 @@ import redis.clients.jedis.exceptions.JedisMovedDataException;
  * A token is genuine when the Redis key {@code prefix + scope} exists and its value holds exactly this token. The
  * client SDK's Redis provider writes the lock key as {@code SET key "<token>:<nonce>:<holder>" NX PX ttl} (in one
  * script with the token counter), renews it by compare-and-{@code PEXPIRE} and deletes it by compare-and-delete on
- * release: the key exists exactly while a holder has the lock, and names that holder's token. One {@code GET} per
- * lookup.
+ * release: the key exists exactly while a holder has the lock, and names that holder's token. One pipeline per
+ * lookup: {@code GET}, {@code PTTL} (how long the holder's lock remains, so a remembered verdict ends before it),
+ * {@code GET} again (the same value: the {@code PTTL} was that holder's).
  * <p>
  * A missing key (expired, released, never taken), a value of another holder, and a key that is not a Stockade lock
  * (another value, another type) are {@link Refused}. Any doubt — Redis down or too slow, a refused {@code AUTH}, a
@@ -61,14 +63,15 @@ public final class RedisLockVerifier implements TokenVerifier {
             return new Unavailable("verifier closed");
         }
         String key = prefix + claim.scope();
-        long deadline = System.nanoTime() + timeout.toNanos();
-        String value;
+        long sent = System.nanoTime();
+        long deadline = sent + timeout.toNanos();
+        RedisConnections.Lookup lookup;
         try {
-            value = read(key, deadline);
+            lookup = read(key, deadline);
         } catch (JedisAccessControlException e) {
             return new Unavailable("Redis at " + redis.where() + " refused the verifier: "
                     + RedisConnections.describe(e)
-                    + " (check username, password and the user's ACL: it needs +get on the lock keys, and"
+                    + " (check username, password and the user's ACL: it needs +get and +pttl on the lock keys, and"
                     + " +cluster|slots in a Redis Cluster)");
         } catch (JedisDataException e) {
             if (String.valueOf(e.getMessage()).startsWith("WRONGTYPE")) {
@@ -80,6 +83,7 @@ public final class RedisLockVerifier implements TokenVerifier {
         } catch (RuntimeException e) {
             return new Unavailable("Redis client: " + e);
         }
+        String value = lookup.value();
         if (value == null) {
             return new Refused("nobody holds the Redis lock '" + key + "' (no such key: never taken, expired or"
                     + " released)");
@@ -95,7 +99,8 @@ public final class RedisLockVerifier implements TokenVerifier {
             return new Refused("not the token of the holder of the Redis lock '" + key + "'",
                     "the holder has token " + holderToken);
         }
-        return new Genuine(false);
+        return lookup.pttlMillis() < 0 ? Genuine.noTimeLeftKnown(sent)
+                : Genuine.leaseLeft(sent, TimeUnit.MILLISECONDS.toNanos(lookup.pttlMillis()));
     }
 
     /**
@@ -104,7 +109,7 @@ public final class RedisLockVerifier implements TokenVerifier {
      * {@code GET} can be repeated. A {@code MOVED} answer says the server is a Redis Cluster node that does not serve
      * the key's slot: the read goes through the cluster client from then on.
      */
-    private String read(String key, long deadline) {
+    private RedisConnections.Lookup read(String key, long deadline) {
         RedisConnections.Reader reader = redis.reader();
         try {
             return reader.get(key, left(deadline));

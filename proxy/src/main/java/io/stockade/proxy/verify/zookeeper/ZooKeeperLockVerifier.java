@@ -85,11 +85,12 @@ public final class ZooKeeperLockVerifier implements TokenVerifier {
             return new Refused("nobody holds the ZooKeeper lock '" + lockPath + "': not a valid ZooKeeper path ("
                     + e.getMessage() + ")");
         }
-        long deadline = System.nanoTime() + timeoutNanos;
+        long sent = System.nanoTime();
+        long deadline = sent + timeoutNanos;
         KeeperException last = null;
         while (true) {
             try {
-                return lookup(lockPath, claim.token(), deadline);
+                return lookup(lockPath, claim.token(), sent, deadline);
             } catch (TimeoutException e) {
                 return new Unavailable("ZooKeeper at " + servers + " did not answer within "
                         + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms"
@@ -120,7 +121,7 @@ public final class ZooKeeperLockVerifier implements TokenVerifier {
     }
 
     /** One lookup: {@code sync}, {@code getChildren}, {@code exists} of the first child; a vanished holder again. */
-    private Verdict lookup(String lockPath, long token, long deadline)
+    private Verdict lookup(String lockPath, long token, long sent, long deadline)
             throws KeeperException, TimeoutException, InterruptedException, IOException {
         while (true) {
             ZooKeeper client = client();
@@ -165,7 +166,8 @@ public final class ZooKeeperLockVerifier implements TokenVerifier {
                 return new Refused("not the token of the holder of the ZooKeeper lock '" + lockPath + "'",
                         "the holder has token " + stat.getCzxid());
             }
-            return new Genuine(false);
+            // ZooKeeper reports no time left for the holder's session: remembered for the cache's bound
+            return Genuine.noTimeLeftKnown(sent);
         }
     }
 
