@@ -7,6 +7,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 
+import io.stockade.client.PostgresPooling;
+
 /**
  * Runs a query with the key as its one parameter ({@code ?}) and takes the first column of the first row as the
  * value (no row: absent). E.g. {@code select body from documents where id = ?}.
@@ -20,7 +22,7 @@ public final class JdbcReader implements StorageReader {
     private Connection connection;
 
     public JdbcReader(String url, String user, String password, String sql) {
-        this.url = url;
+        this.url = PostgresPooling.url(url);  // unnamed statements only: safe behind PgBouncer
         this.user = user;
         this.password = password;
         this.sql = sql;
