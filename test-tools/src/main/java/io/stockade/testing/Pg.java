@@ -50,6 +50,11 @@ public final class Pg implements AutoCloseable {
         return base + "?currentSchema=" + schema;
     }
 
+    /** The server's URL without parameters ({@link #SERVER} unless created with another). */
+    public String base() {
+        return base;
+    }
+
     public String schema() {
         return schema;
     }
