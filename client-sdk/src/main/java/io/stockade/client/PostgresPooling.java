@@ -16,8 +16,8 @@ import java.sql.SQLException;
  * <p>
  * pgjdbc names a statement from its {@code prepareThreshold}-th execution (5 by default), COMMIT and ROLLBACK from
  * the first unless the connection's threshold is 0, and every statement with {@code prepareThreshold=-1} or
- * {@code -Dorg.postgresql.forceBinary=true}. A fetch size inside a transaction also names its statement (a named
- * portal needs one): the SDK does not use one.
+ * {@code -Dorg.postgresql.forceBinary=true}; with a threshold of 0 and binary transfer not forced, never (checked
+ * with pgjdbc 42.7 in {@code pg_prepared_statements}, a fetch-size cursor in a transaction included).
  */
 public final class PostgresPooling {
     private static final String FORCE_BINARY = "org.postgresql.forceBinary";

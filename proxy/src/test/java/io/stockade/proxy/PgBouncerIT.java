@@ -178,19 +178,23 @@ class PgBouncerIT {
         }
     }
 
-    /** The store's export pages through every scope in one snapshot, twice on the same pool (no cursor). */
+    /**
+     * The store's export (a fetch-size cursor in one transaction) reads every scope, from two proxies' pools
+     * taking turns on the pooler's server connections: the cursor runs from the unnamed statement too.
+     */
     @Test
     void theFenceStoresExportThroughTransactionPooling() throws Exception {
         try (Pg pg = Pg.create(""); PgBouncer bouncer = PgBouncer.transaction(pg)) {
-            Datasource ds = new Datasource(bouncer.base() + EAGER, "postgres", null, null, 2,
-                    Duration.ofSeconds(5), Duration.ofSeconds(10));
-            try (PostgresFenceStore store = PostgresFenceStore.open(new StoreConfig.Postgres(ds, true,
-                    StoreConfig.Cache.OFF))) {
+            Datasource ds = new Datasource(bouncer.base(), "postgres", null, null, 1, Duration.ofSeconds(5),
+                    Duration.ofSeconds(10));
+            StoreConfig.Postgres config = new StoreConfig.Postgres(ds, true, StoreConfig.Cache.OFF);
+            try (PostgresFenceStore one = PostgresFenceStore.open(config);
+                 PostgresFenceStore two = PostgresFenceStore.open(config)) {
                 pg.execute("INSERT INTO stockade_fences (scope, token, updated_at) SELECT 's/' || lpad(i::text, 5,"
                         + " '0'), i, now() FROM generate_series(1, 2500) i");
-                for (int round = 0; round < 2; round++) {
+                for (int round = 0; round < 6; round++) {
                     List<FenceAdmin.ScopeEntry> all = new ArrayList<>();
-                    store.forEachScope(all::add);
+                    (round % 2 == 0 ? one : two).forEachScope(all::add);
                     assertEquals(2500, all.size(), "round " + round);
                     for (int i = 0; i < all.size(); i++) {
                         assertEquals(String.format("s/%05d", i + 1), all.get(i).scope());
@@ -201,13 +205,17 @@ class PgBouncerIT {
         }
     }
 
-    /** The SDK's lease table, a lease taken as the SDK takes it, and 60 genuine writes each verified by a lookup. */
+    /**
+     * The SDK's lease table; four holders, each on its own file, take a new lease token before each of 15 writes,
+     * so every write is verified by a lookup (60 in all); then an invented token is still refused.
+     */
     @Test
     void theVerifierLooksUpEveryWriteThroughTransactionPooling() throws Exception {
         try (Pg pg = Pg.create("""
                 CREATE TABLE stockade_leases (name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL,
                     expires_at timestamptz NOT NULL);
-                INSERT INTO stockade_leases VALUES ('files/a', 'w1', 7, now() + interval '10 min');
+                INSERT INTO stockade_leases SELECT 'files/f' || i, 'w' || i, 0, now() + interval '10 min'
+                    FROM generate_series(0, 3) i;
                 """); PgBouncer bouncer = PgBouncer.transaction(pg);
              ProxyFixture proxy = VerifiedFiles.start(dir, "kind: postgres\ndatasource: {url: \"${PG}\","
                      + " user: postgres, pool-size: 4}\ncache: {enabled: false}",
@@ -217,12 +225,14 @@ class PgBouncerIT {
             try {
                 List<Future<?>> runs = new ArrayList<>();
                 for (int t = 0; t < 4; t++) {
-                    int writer = t;
+                    String file = "f" + t;
                     runs.add(pool.submit(() -> {
-                        for (int n = 0; n < 15; n++) {
-                            Http.Response r = VerifiedFiles.put(proxy, "a", "w" + writer + "-" + n, 7);
+                        for (int n = 1; n <= 15; n++) {
+                            pg.execute("UPDATE stockade_leases SET token = " + n + " WHERE name = 'files/" + file
+                                    + "'");
+                            Http.Response r = VerifiedFiles.put(proxy, file, "v" + n, n);
                             if (r.status() / 100 != 2) {
-                                failures.add(r.status() + " " + r.body());
+                                failures.add(file + " token " + n + ": " + r.status() + " " + r.body());
                             }
                         }
                         return null;
@@ -234,12 +244,11 @@ class PgBouncerIT {
             } finally {
                 pool.shutdownNow();
             }
-            assertEquals(List.of(), failures, "the holder's writes\n" + bouncer.log());
-            // and an invented token is still refused by the lookup, nothing written
-            String before = VerifiedFiles.stored(dir, "a").orElseThrow();
-            assertEquals(403, VerifiedFiles.put(proxy, "a", "evil", 8).status());
-            assertEquals(before, VerifiedFiles.stored(dir, "a").orElseThrow());
-            assertEquals(7, proxy.server().store().get("files/a").orElseThrow().token());
+            assertEquals(List.of(), failures, "the holders' writes\n" + bouncer.log());
+            // an invented token is still refused by the lookup, nothing written
+            assertEquals(403, VerifiedFiles.put(proxy, "f0", "evil", 16).status());
+            assertEquals("v15", VerifiedFiles.stored(dir, "f0").orElseThrow());
+            assertEquals(15, proxy.server().store().get("files/f0").orElseThrow().token());
         }
     }
 

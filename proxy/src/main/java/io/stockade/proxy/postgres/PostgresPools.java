@@ -73,8 +73,9 @@ public final class PostgresPools {
      * that server connection goes to another client between transactions: a named statement would be missing
      * ({@code 26000}), already there ({@code 42P05}), or another client's with the same name, run with this
      * client's parameters. pgjdbc reads the URL's parameters over the properties it is given, and the last of two
-     * equal parameters wins, so the URL is where the setting has to be. The other source of named statements,
-     * a fetch size inside a transaction (a named portal needs a named statement), is not used by Stockade.
+     * equal parameters wins, so the URL is where the setting has to be. (A fetch size inside a transaction, as
+     * the fence store's export uses, still runs the unnamed statement with pgjdbc 42.7: checked through PgBouncer
+     * by {@code PgBouncerIT}.)
      *
      * @throws IOException when the JVM forces binary transfer ({@code -Dorg.postgresql.forceBinary=true}), which
      *                     makes pgjdbc name every statement whatever the threshold

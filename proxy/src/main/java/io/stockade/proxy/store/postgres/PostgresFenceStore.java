@@ -5,7 +5,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,7 +47,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     private static final String SCOPES = "SELECT scope, token, version, " + ACTIVITY
             + " FROM stockade_fences WHERE starts_with(scope, ?) ORDER BY updated_at DESC, scope LIMIT ?";
     private static final String ALL = "SELECT scope, token, version, " + ACTIVITY
-            + " FROM stockade_fences WHERE ? OR scope > ? ORDER BY scope LIMIT ?";
+            + " FROM stockade_fences ORDER BY scope";
     private static final String FLOORS = "SELECT prefix, token FROM stockade_floors ORDER BY prefix";
     private static final String RAISE = "INSERT INTO stockade_fences AS f (scope, token, updated_at)"
             + " VALUES (?, ?, now())"
@@ -190,35 +189,17 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
         return true;  // by updated_at: a scope's last raise or recorded version
     }
 
-    /**
-     * Every scope in pages of {@value #FETCH} (keyset: after the last scope of the page before), all read in one
-     * REPEATABLE READ transaction, so the export is one snapshot. Not a fetch-size cursor: pgjdbc runs a cursor
-     * from a named server-side statement, which behind PgBouncer in transaction pooling stays on a server
-     * connection that other clients get next.
-     */
     @Override
     public void forEachScope(Consumer<ScopeEntry> sink) throws StoreUnavailableException {
         try (Connection c = connection()) {
-            c.setAutoCommit(false);
-            try (Statement iso = c.createStatement(); PreparedStatement ps = c.prepareStatement(ALL)) {
-                // the first statement of the transaction, and only for it (not SET SESSION, which a pooler shares)
-                iso.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-                String after = null;
-                int rows;
-                do {
-                    ps.setBoolean(1, after == null);
-                    ps.setString(2, after == null ? "" : after);
-                    ps.setInt(3, FETCH);
-                    rows = 0;
-                    try (ResultSet r = ps.executeQuery()) {
-                        while (r.next()) {
-                            ScopeEntry e = entry(r);
-                            sink.accept(e);
-                            after = e.scope();
-                            rows++;
-                        }
+            c.setAutoCommit(false);  // pgjdbc streams with a fetch size only inside a transaction
+            try (PreparedStatement ps = c.prepareStatement(ALL)) {
+                ps.setFetchSize(FETCH);
+                try (ResultSet r = ps.executeQuery()) {
+                    while (r.next()) {
+                        sink.accept(entry(r));
                     }
-                } while (rows == FETCH);
+                }
                 c.commit();
             } finally {
                 c.rollback();
