@@ -252,6 +252,50 @@ class PgBouncerIT {
         }
     }
 
+    /**
+     * Statement pooling: each statement on whichever server connection is free, no transaction block allowed. The
+     * verifier's lookups (single autocommit statements) work; the postgres backend, whose write is one transaction,
+     * is refused by the pooler: every write fails closed (nothing written, the fence unmoved), never half-applied.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void statementPoolingServesTheVerifierAndFailsTheBackendClosed() throws Exception {
+        try (Pg pg = Pg.create("""
+                CREATE TABLE stockade_leases (name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL,
+                    expires_at timestamptz NOT NULL);
+                INSERT INTO stockade_leases VALUES ('files/f', 'w', 3, now() + interval '10 min');
+                """ + ACCOUNTS + "INSERT INTO acct VALUES ('a0', 0);");
+             PgBouncer bouncer = PgBouncer.start(pg, "statement", 2)) {
+            try (ProxyFixture proxy = VerifiedFiles.start(dir.resolve("v"), "kind: postgres\ndatasource: {url:"
+                    + " \"${PG}\", user: postgres, pool-size: 4}\ncache: {enabled: false}",
+                    Map.of("PG", bouncer.base() + EAGER))) {
+                for (int n = 0; n < 20; n++) {
+                    Http.Response r = VerifiedFiles.put(proxy, "f", "v" + n, 3);
+                    assertTrue(r.status() / 100 == 2, r.status() + " " + r.body());
+                }
+                assertEquals(403, VerifiedFiles.put(proxy, "f", "evil", 4).status());
+            }
+            // the fence table exists already (migrate: true is a transaction, which statement pooling refuses)
+            try (PgBouncer tx = PgBouncer.transaction(pg);
+                 ProxyFixture migrate = ProxyFixture.start(dir.resolve("m"), accounts("separate"),
+                         Map.of("PG_URL", tx.base()))) {
+                assertEquals(0, pg.column("SELECT scope FROM stockade_fences").size());
+            }
+            try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("s"),
+                    accounts("separate").replace("commit: separate", "commit: separate\n      migrate: false"),
+                    Map.of("PG_URL", bouncer.base()))) {
+                for (int n = 1; n <= 3; n++) {
+                    Http.Response r = Http.put(proxy.uri("/acct/a0"), "{\"balance\": " + n + ", \"amount\": 1}",
+                            Map.of("Fencing-Token", Integer.toString(n)));
+                    assertEquals(503, r.status(), r.body());
+                }
+                assertEquals(List.of("0"), pg.column("SELECT balance::text FROM acct WHERE id = 'a0'"));
+                assertEquals(List.of(), pg.column("SELECT amount::text FROM log"));
+                assertEquals(0, pg.column("SELECT scope FROM stockade_fences").size());
+            }
+        }
+    }
+
     /** Every answer was definite: acknowledged, or refused as stale (no 502/503/504 from the database path). */
     static void assertDefinite(History history, String what) {
         List<String> unknown = history.ops().stream().filter(o -> o.outcome() == History.Outcome.UNKNOWN)
