@@ -3,6 +3,8 @@ package io.stockade.client;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The URL every SDK connection to PostgreSQL is opened with: prepareThreshold=0 last, whatever was given. */
 class PostgresPoolingTest {
@@ -21,5 +23,18 @@ class PostgresPoolingTest {
                 PostgresPooling.url("jdbc:postgresql://h/app?a=1&"));
         // another driver's URL is left alone
         assertEquals("jdbc:h2:mem:x", PostgresPooling.url("jdbc:h2:mem:x"));
+    }
+
+    /** pgjdbc names every statement when the JVM forces binary transfer: refused, naming the property. */
+    @Test
+    void aJvmForcingBinaryTransferIsRefused() {
+        System.setProperty("org.postgresql.forceBinary", "true");
+        try {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> PostgresPooling.url("jdbc:postgresql://h/app"));
+            assertTrue(e.getMessage().contains("-Dorg.postgresql.forceBinary=true"), e.getMessage());
+        } finally {
+            System.clearProperty("org.postgresql.forceBinary");
+        }
     }
 }
