@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium, dynalite, the AWS SDK for
-# JavaScript, promtool), then builds every module and runs every test (unit tests *Test, integration tests *IT against
-# real servers).
+# need (PostgreSQL, PgBouncer, etcd, redis-server, HAProxy, nginx, the AWS CLI, boto3, rclone, chromium, dynalite,
+# the AWS SDK for JavaScript, promtool), then builds every module and runs every test (unit tests *Test,
+# integration tests *IT against real servers).
 set -euo pipefail
 cd "$(dirname "$0")"
 # The proxies the tests start refuse a non-UTF-8 locale (file names); a CI runner's bare environment may be POSIX.
@@ -87,6 +87,14 @@ if [ ! -f .tools/dynalite/node_modules/dynalite/cli.js ]; then
       || echo "stockade: could not install dynalite (npm install dynalite@4.0.0); the DynamoDB tests will be" \
               "skipped" >&2
   fi
+fi
+# PgBouncer (Debian pgbouncer) for the PostgreSQL tests behind a transaction-pooling pooler (PgBouncerIT,
+# PgBouncerSdkIT); the tests start their own on free loopback ports (the package's service is not needed).
+if [ ! -x /usr/sbin/pgbouncer ]; then
+  echo "stockade: pgbouncer not found, installing it" >&2
+  { apt-get update && apt-get install -y pgbouncer; } >&2 \
+    || echo "stockade: could not install pgbouncer (run as root: apt-get install -y pgbouncer); the PgBouncer" \
+            "tests will be skipped" >&2
 fi
 # promtool (Debian prometheus) checks and unit-tests the shipped alert rules (DeployFilesIT).
 if ! command -v promtool >/dev/null; then

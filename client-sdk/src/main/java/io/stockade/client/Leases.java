@@ -309,9 +309,10 @@ public final class Leases {
          */
         public LeaseProvider postgres(String jdbcUrl) {
             Objects.requireNonNull(jdbcUrl, "jdbcUrl");
+            String url = PostgresPooling.url(jdbcUrl);
             Settings s = settings();
             return new WatchdogProvider(
-                    new PostgresLeaseService(() -> java.sql.DriverManager.getConnection(jdbcUrl), s.ticker()), s);
+                    new PostgresLeaseService(() -> java.sql.DriverManager.getConnection(url), s.ticker()), s);
         }
 
         /**

@@ -55,7 +55,8 @@ final class PostgresLeaseService implements LeaseService {
     PostgresLeaseService(Connections connections, Ticker ticker) {
         this.connections = connections;
         this.ticker = ticker;
-        try (Connection c = connections.open(); Statement s = c.createStatement()) {
+        try (Connection c = connections.open(); PostgresPooling.Unnamed u = PostgresPooling.unnamed(c);
+                 Statement s = c.createStatement()) {
             s.execute(DDL);
         } catch (SQLException e) {
             throw new IllegalStateException("cannot create the table stockade_leases: " + e.getMessage(), e);
@@ -68,7 +69,8 @@ final class PostgresLeaseService implements LeaseService {
         long poll = LeaseService.pollNanos(ttl);
         while (true) {
             long sent = ticker.read();
-            try (Connection c = connections.open(); PreparedStatement ps = c.prepareStatement(ACQUIRE)) {
+            try (Connection c = connections.open(); PostgresPooling.Unnamed u = PostgresPooling.unnamed(c);
+                 PreparedStatement ps = c.prepareStatement(ACQUIRE)) {
                 c.setAutoCommit(true);
                 ps.setString(1, name);
                 ps.setString(2, holder);
@@ -91,7 +93,8 @@ final class PostgresLeaseService implements LeaseService {
 
     @Override
     public Renewal renew(String name, String holder, Grant grant, Duration ttl, Duration timeout) throws Exception {
-        try (Connection c = connections.open(); PreparedStatement ps = c.prepareStatement(RENEW)) {
+        try (Connection c = connections.open(); PostgresPooling.Unnamed u = PostgresPooling.unnamed(c);
+                 PreparedStatement ps = c.prepareStatement(RENEW)) {
             c.setAutoCommit(true);
             ps.setLong(1, micros(ttl));
             ps.setString(2, name);
@@ -114,7 +117,8 @@ final class PostgresLeaseService implements LeaseService {
 
     @Override
     public void release(String name, String holder, Grant grant) throws Exception {
-        try (Connection c = connections.open(); PreparedStatement ps = c.prepareStatement(RELEASE)) {
+        try (Connection c = connections.open(); PostgresPooling.Unnamed u = PostgresPooling.unnamed(c);
+                 PreparedStatement ps = c.prepareStatement(RELEASE)) {
             c.setAutoCommit(true);
             ps.setString(1, name);
             ps.setLong(2, grant.token());

@@ -44,7 +44,9 @@ public final class PostgresLocks {
     /**
      * Runs {@code work} in one transaction that first takes {@code pg_advisory_xact_lock} on {@code lockName}
      * (hashed with {@code hashtextextended}), waiting while another transaction holds it; commits, or rolls back if
-     * {@code work} throws. Restores the connection's auto-commit mode.
+     * {@code work} throws. Restores the connection's auto-commit mode. Until then the connection sends unnamed
+     * statements only ({@link PostgresPooling#unnamed}): the lock, the work's statements, COMMIT and ROLLBACK are
+     * safe behind PgBouncer in transaction pooling whatever the connection's {@code prepareThreshold}.
      *
      * @param connection a connection not already in a transaction
      * @param lockName   the lock's name
@@ -57,6 +59,8 @@ public final class PostgresLocks {
         Objects.requireNonNull(lockName, "lockName");
         Objects.requireNonNull(work, "work");
         boolean auto = connection.getAutoCommit();
+        // unnamed statements (COMMIT and ROLLBACK too) until the transaction is over: safe behind PgBouncer
+        PostgresPooling.Unnamed unnamed = PostgresPooling.unnamed(connection);
         connection.setAutoCommit(false);
         try {
             try (PreparedStatement ps = connection.prepareStatement(
@@ -75,7 +79,11 @@ public final class PostgresLocks {
             }
             throw e;
         } finally {
-            connection.setAutoCommit(auto);
+            try {
+                connection.setAutoCommit(auto);
+            } finally {
+                unnamed.close();
+            }
         }
     }
 
@@ -93,7 +101,8 @@ public final class PostgresLocks {
         if (connection.getAutoCommit()) {
             throw new IllegalStateException("a transaction-level lock needs a transaction: turn auto-commit off");
         }
-        try (PreparedStatement ps = connection.prepareStatement(
+        try (PostgresPooling.Unnamed unnamed = PostgresPooling.unnamed(connection);
+             PreparedStatement ps = connection.prepareStatement(
                 "SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))")) {
             ps.setString(1, lockName);
             try (ResultSet rs = ps.executeQuery()) {

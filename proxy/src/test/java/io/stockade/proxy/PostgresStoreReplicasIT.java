@@ -41,7 +41,7 @@ class PostgresStoreReplicasIT {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void twoReplicasSharingThePostgresStoreInFrontOfAnAtomicBackend() throws Exception {
         try (Pg pg = Pg.create(""); TestUpstream upstream = TestUpstream.start()) {
-            List<ChildProxy> replicas = startReplicas(pg, upstream, "conditional: if-match");
+            List<ChildProxy> replicas = startReplicas(dir, pg.url(), upstream, "conditional: if-match");
             try {
                 History history = new History();
                 // writer w sends its n-th write to replica (w + n) % 2: every writer alternates replicas
@@ -58,7 +58,7 @@ class PostgresStoreReplicasIT {
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void twoReplicasSharingThePostgresStoreSerializedWithEachScopeRoutedToOneReplica() throws Exception {
         try (Pg pg = Pg.create(""); TestUpstream upstream = TestUpstream.start()) {
-            List<ChildProxy> replicas = startReplicas(pg, upstream, "settle: 50ms");
+            List<ChildProxy> replicas = startReplicas(dir, pg.url(), upstream, "settle: 50ms");
             Thread.sleep(100); // past the settle time every serialized policy keeps after start
             try {
                 History history = new History();
@@ -87,7 +87,9 @@ class PostgresStoreReplicasIT {
         }
     }
 
-    private List<ChildProxy> startReplicas(Pg pg, TestUpstream upstream, String backendOption) throws Exception {
+    /** {@value #REPLICAS} proxy processes on the PostgreSQL store at {@code url} (user postgres). */
+    static List<ChildProxy> startReplicas(Path dir, String url, TestUpstream upstream, String backendOption)
+            throws Exception {
         List<ChildProxy> replicas = new ArrayList<>();
         try {
             for (int i = 0; i < REPLICAS; i++) {
@@ -107,7 +109,7 @@ class PostgresStoreReplicasIT {
                               type: http
                               url: %s
                               %s
-                        """.formatted(pg.url(), upstream.baseUri(), backendOption));
+                        """.formatted(url, upstream.baseUri(), backendOption));
                 replicas.add(ChildProxy.start(config, List.of("-Xmx256m")));
             }
             return replicas;
@@ -117,7 +119,7 @@ class PostgresStoreReplicasIT {
         }
     }
 
-    private static void check(History history, TestUpstream upstream, Pg pg, List<String> scopes) throws Exception {
+    static void check(History history, TestUpstream upstream, Pg pg, List<String> scopes) throws Exception {
         Map<String, String> last = new HashMap<>();
         Map<String, List<String>> applied = new HashMap<>();
         for (String scope : scopes) {

@@ -50,12 +50,22 @@ public final class Pg implements AutoCloseable {
         return base + "?currentSchema=" + schema;
     }
 
+    /** The server's URL without parameters ({@link #SERVER} unless created with another). */
+    public String base() {
+        return base;
+    }
+
     public String schema() {
         return schema;
     }
 
+    /**
+     * A connection as {@code postgres} that never names a statement on the server ({@code prepareThreshold=0}, as
+     * every PostgreSQL client of the project: safe behind a transaction-pooling PgBouncer). test-tools depends on
+     * no module that holds the project's helper for it, so the parameter is written here.
+     */
     public Connection connect() throws SQLException {
-        return DriverManager.getConnection(url() + "&user=postgres");
+        return DriverManager.getConnection(url() + "&user=postgres&prepareThreshold=0");
     }
 
     public void execute(String sql) throws SQLException {

@@ -37,6 +37,8 @@ public final class Tools {
                 () -> Files.isExecutable(Path.of("/usr/bin/rclone"))),
         PROMTOOL("promtool (Prometheus's rule checker)", "apt-get install -y prometheus",
                 () -> binary("promtool").isPresent()),
+        PGBOUNCER("pgbouncer (Debian's, /usr/sbin/pgbouncer)", "apt-get install -y pgbouncer",
+                PgBouncer::available),
         POSTGRES_CLUSTER("PostgreSQL 15's initdb/pg_ctl and root (a private cluster per test)",
                 "apt-get install -y postgresql, and run the tests as root", PgCluster::available);
 

@@ -13,6 +13,8 @@ import java.sql.SQLException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
+import io.stockade.client.PostgresPooling;
+
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 
@@ -34,7 +36,7 @@ public final class JdbcHttpStore implements AutoCloseable {
     private final String sql;
 
     private JdbcHttpStore(String url, String user, String password, String sql) throws IOException {
-        this.url = url;
+        this.url = PostgresPooling.url(url);  // unnamed statements only: safe behind PgBouncer
         this.user = user;
         this.password = password;
         this.sql = sql;

@@ -7,6 +7,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 
+import io.stockade.client.PostgresPooling;
 import io.stockade.conformance.Template;
 
 /**
@@ -29,7 +30,7 @@ public final class JdbcReader implements StorageReader {
 
     /** {@code param}: the parameter's template, {@code {key}} or {@code {id}} (with text around it if need be). */
     public JdbcReader(String url, String user, String password, String sql, String param) {
-        this.url = url;
+        this.url = PostgresPooling.url(url);  // unnamed statements only: safe behind PgBouncer
         this.user = user;
         this.password = password;
         this.sql = sql;

@@ -39,7 +39,7 @@ public final class PostgresPools {
     public static HikariDataSource open(Datasource ds, String poolName, boolean socketTimeout) throws IOException {
         HikariConfig c = new HikariConfig();
         c.setPoolName(poolName);
-        c.setJdbcUrl(ds.url());
+        c.setJdbcUrl(unnamedStatements(ds.url()));
         if (ds.user() != null) {
             c.setUsername(ds.user());
         }
@@ -63,6 +63,45 @@ public final class PostgresPools {
         // Start even if the database is down now (writes answer 503 until it is back); migrate() reports it.
         c.setInitializationFailTimeout(-1);
         return new HikariDataSource(c);
+    }
+
+    /**
+     * {@code url} with {@code prepareThreshold=0} in place of any {@code prepareThreshold} it gives: pgjdbc then
+     * sends every statement, COMMIT and ROLLBACK as the unnamed statement, parsed again in the same message
+     * sequence as its execution, never as a named server-side statement ({@code S_1}, {@code S_2} ...) that would
+     * stay on the server connection after the transaction. Behind PgBouncer in transaction or statement pooling
+     * that server connection goes to another client between transactions: a named statement would be missing
+     * ({@code 26000}), already there ({@code 42P05}), or another client's with the same name, run with this
+     * client's parameters. pgjdbc reads the URL's parameters over the properties it is given, and the last of two
+     * equal parameters wins, so the URL is where the setting has to be. (A fetch size inside a transaction, as
+     * the fence store's export uses, still runs the unnamed statement with pgjdbc 42.7: checked through PgBouncer
+     * by {@code PgBouncerIT}.)
+     *
+     * @throws IOException when the JVM forces binary transfer ({@code -Dorg.postgresql.forceBinary=true}), which
+     *                     makes pgjdbc name every statement whatever the threshold
+     */
+    public static String unnamedStatements(String url) throws IOException {
+        if (Boolean.getBoolean("org.postgresql.forceBinary")) {
+            throw new IOException("the JVM runs with -Dorg.postgresql.forceBinary=true, which makes pgjdbc prepare"
+                    + " every statement by name on the server: unsafe behind a pooler (PgBouncer) and refused;"
+                    + " remove the property");
+        }
+        int q = url.indexOf('?');
+        StringBuilder out = new StringBuilder(q < 0 ? url : url.substring(0, q)).append('?');
+        if (q >= 0) {
+            for (String param : url.substring(q + 1).split("&")) {
+                String name = param.contains("=") ? param.substring(0, param.indexOf('=')) : param;
+                try {
+                    name = java.net.URLDecoder.decode(name, StandardCharsets.UTF_8);
+                } catch (IllegalArgumentException e) {
+                    // kept as written: pgjdbc refuses it, and the parameter appended last wins anyway
+                }
+                if (!param.isEmpty() && !name.strip().equalsIgnoreCase("prepareThreshold")) {
+                    out.append(param).append('&');
+                }
+            }
+        }
+        return out.append("prepareThreshold=0").toString();
     }
 
     /**
