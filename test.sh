@@ -116,4 +116,16 @@ if ! command -v openssl >/dev/null; then
   { apt-get update && apt-get install -y openssl; } >&2 \
     || { echo "stockade: could not install openssl (run as root: apt-get install -y openssl)" >&2; exit 1; }
 fi
+# A Java older than 21 (Debian's openjdk-17-jre-headless) for OldJavaIT and LauncherIT: what the jar and the
+# launcher tell a user whose java is too old.
+older_java=""
+for home in /usr/lib/jvm/*; do
+  v=$(stockade_jdk_major "$home" 2>/dev/null || echo 0)
+  if [ -x "$home/bin/java" ] && [ "${v:-0}" -gt 0 ] && [ "$v" -lt 21 ]; then older_java=$home; fi
+done
+if [ -z "$older_java" ]; then
+  echo "stockade: no Java older than 21 under /usr/lib/jvm, installing openjdk-17-jre-headless (OldJavaIT)" >&2
+  { apt-get update && apt-get install -y openjdk-17-jre-headless; } >&2 \
+    || echo "stockade: could not install openjdk-17-jre-headless; OldJavaIT will be skipped" >&2
+fi
 mvn -B -ntp verify "$@"

@@ -37,6 +37,8 @@ public final class Tools {
                 () -> Files.isExecutable(Path.of("/usr/bin/rclone"))),
         PROMTOOL("promtool (Prometheus's rule checker)", "apt-get install -y prometheus",
                 () -> binary("promtool").isPresent()),
+        JAVA_BEFORE_21("a Java older than 21 under /usr/lib/jvm (what an old Java is told)",
+                "apt-get install -y openjdk-17-jre-headless", () -> Jvm.olderThan21().isPresent()),
         POSTGRES_CLUSTER("PostgreSQL 15's initdb/pg_ctl and root (a private cluster per test)",
                 "apt-get install -y postgresql, and run the tests as root", PgCluster::available);
 
