@@ -80,8 +80,8 @@ case "$example" in
     session="curl -i -X PUT -H 'Fencing-Token: 5' --data v5 http://127.0.0.1:$port/objects/b/report.txt   # 201
 curl -i -X PUT -H 'Fencing-Token: 4' --data v4 http://127.0.0.1:$port/objects/b/report.txt   # 409 stale
 curl http://127.0.0.1:$port/objects/b/report.txt                                          # v5
-curl -i -X PUT -H 'Fencing-Token: 7' --data d http://127.0.0.1:$port/docs/acme/plan.md       # 503 for 60 s after
-   # the first start (serialized policies settle: a crashed run's writes may be in flight), then 201" ;;
+curl -i -X PUT -H 'Fencing-Token: 7' --data d http://127.0.0.1:$port/docs/acme/plan.md       # 201 (serialized:
+   # a new journal opens at once; after a crash a serialized policy waits 60 s for writes that may be in flight)" ;;
   observe)
     upstream=$(stockade_free_port)
     start_upstream "$upstream"
