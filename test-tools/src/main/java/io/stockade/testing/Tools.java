@@ -29,6 +29,7 @@ public final class Tools {
         NGINX("nginx", "apt-get install -y nginx-light", () -> binary("nginx").isPresent()),
         AWS_CLI("the AWS CLI (/usr/bin/aws)", "apt-get install -y awscli",
                 () -> Files.isExecutable(Path.of("/usr/bin/aws"))),
+        AWS_CLI_V1("the AWS CLI v1 (pip's awscli 1.x)", AwsCliV1.INSTALL, AwsCliV1::available),
         BOTO3("boto3 (python3 -c 'import boto3')", "apt-get install -y python3-boto3",
                 () -> runs("/usr/bin/python3", "-c", "import boto3")),
         PYTHON_REQUESTS("python3-requests (python3 -c 'import requests')", "apt-get install -y python3-requests",
