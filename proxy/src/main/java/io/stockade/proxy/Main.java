@@ -115,7 +115,7 @@ public final class Main {
             err.println("stockade: " + e.getMessage());
             return EXIT_START_FAILED;
         } catch (StockadeServer.InvalidDefinitions e) {
-            err.println("stockade: " + config + " does not match its database (PostgreSQL described each statement"
+            err.println("stockade: " + config + " does not match its database (PostgreSQL analysed each statement"
                     + " without running it):");
             for (String problem : e.problems()) {
                 err.println(config + ": " + problem);
