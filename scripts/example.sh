@@ -93,7 +93,8 @@ curl -s http://127.0.0.1:$port/metrics | grep would_reject                     #
   postgres)
     export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres} PGDATABASE=${PGDATABASE:-stockade_example}
     if [ "$PGDATABASE" = stockade_example ]; then   # the example's own database: a clean one every run
-      psql -q -h "$PGHOST" -d postgres -c 'DROP DATABASE IF EXISTS stockade_example WITH (FORCE)' >&2
+      PGOPTIONS='-c client_min_messages=warning' psql -q -h "$PGHOST" -d postgres \
+        -c 'DROP DATABASE IF EXISTS stockade_example WITH (FORCE)' >&2
     fi
     if ! psql -h "$PGHOST" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$PGDATABASE'" | grep -q 1; then
       psql -q -h "$PGHOST" -d postgres -c "CREATE DATABASE \"$PGDATABASE\"" >&2
