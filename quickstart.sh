@@ -2,13 +2,25 @@
 # Runs Stockade on embedded defaults: the memory fence store journaled under ./stockade-data, fencing
 # PUT and DELETE of /files/{path...} on the local directory ./stockade-data/files (policies/examples/quickstart.yaml).
 # Builds the proxy first if needed. Extra arguments go to the proxy (e.g. --port 9090).
-# ./quickstart.sh --example http-upstream|observe|postgres runs another example with what it needs (scripts/example.sh).
+# ./quickstart.sh --fresh first removes what an earlier run kept (./stockade-data/journal and ./stockade-data/files).
+# ./quickstart.sh --example http-upstream|observe|postgres|replicas|s3 runs another example with what it needs
+# (scripts/example.sh), from a clean state of its own every run.
 set -euo pipefail
 cd "$(dirname "$0")"
 # bin/stockade finds a JDK 21+, says which, builds the proxy when it is missing or older than its sources (showing
 # Maven's progress), and runs it.
 if [ "${1:-}" = "--example" ]; then
   shift
-  exec scripts/example.sh "$@"     # another example with what it needs: http-upstream, observe, postgres
+  exec scripts/example.sh "$@"     # another example with what it needs: http-upstream, observe, postgres, ...
+fi
+if [ "${1:-}" = "--fresh" ]; then
+  shift
+  rm -rf ./stockade-data/journal ./stockade-data/files
+  echo "stockade: --fresh: removed ./stockade-data/journal and ./stockade-data/files" >&2
+elif [ -e ./stockade-data/journal ]; then
+  # the proxy keeps its fences across restarts, as it must; say so, since the README's session assumes none
+  files=$(find ./stockade-data/files -type f 2>/dev/null | wc -l)
+  echo "stockade: kept from an earlier run: ./stockade-data/journal (the highest tokens seen) and" \
+       "./stockade-data/files ($files files); ./quickstart.sh --fresh starts clean" >&2
 fi
 exec bin/stockade --config policies/examples/quickstart.yaml "$@"

@@ -66,6 +66,17 @@ if [ ! -x /usr/bin/aws ] || ! /usr/bin/python3 -c 'import boto3' 2>/dev/null || 
     || { echo "stockade: could not install awscli python3-boto3 rclone (run as root: apt-get install -y" \
               "awscli python3-boto3 rclone); S3CliIT and S3RcloneIT will be skipped" >&2; }
 fi
+# The AWS CLI v1 (Python's awscli 1.x; Debian 12's is v2) for S3CliDocIT, which runs docs/s3.md's plugin
+# configuration for each major version as written: into .tools/awscli-v1 (a venv, ignored by git) unless an aws on
+# the PATH is v1 already.
+if ! { command -v aws >/dev/null && aws --version 2>&1 | grep -q '^aws-cli/1\.'; } \
+    && [ ! -x .tools/awscli-v1/bin/aws ]; then
+  echo "stockade: no AWS CLI v1 found, installing awscli 1.x into .tools/awscli-v1 (python3 -m venv, pip)" >&2
+  { /usr/bin/python3 -m venv --help >/dev/null 2>&1 || { apt-get update && apt-get install -y python3-venv; }; } >&2
+  { /usr/bin/python3 -m venv .tools/awscli-v1 && .tools/awscli-v1/bin/pip install -q awscli==1.45.11; } >&2 \
+    || echo "stockade: could not install awscli 1.x (python3 -m venv .tools/awscli-v1 &&" \
+            ".tools/awscli-v1/bin/pip install awscli==1.45.11); S3CliDocIT will fail under CI" >&2
+fi
 # Debian's chromium (headless) draws the conformance suite's HTML report in ConformanceIT.
 if [ ! -x /usr/bin/chromium ]; then
   echo "stockade: chromium not found, installing it (for the HTML report's browser test)" >&2
@@ -123,5 +134,17 @@ if ! command -v openssl >/dev/null; then
   echo "stockade: openssl not found, installing it" >&2
   { apt-get update && apt-get install -y openssl; } >&2 \
     || { echo "stockade: could not install openssl (run as root: apt-get install -y openssl)" >&2; exit 1; }
+fi
+# A Java older than 21 (Debian's openjdk-17-jre-headless) for OldJavaIT and LauncherIT: what the jar and the
+# launcher tell a user whose java is too old.
+older_java=""
+for home in /usr/lib/jvm/*; do
+  v=$(stockade_jdk_major "$home" 2>/dev/null || echo 0)
+  if [ -x "$home/bin/java" ] && [ "${v:-0}" -gt 0 ] && [ "$v" -lt 21 ]; then older_java=$home; fi
+done
+if [ -z "$older_java" ]; then
+  echo "stockade: no Java older than 21 under /usr/lib/jvm, installing openjdk-17-jre-headless (OldJavaIT)" >&2
+  { apt-get update && apt-get install -y openjdk-17-jre-headless; } >&2 \
+    || echo "stockade: could not install openjdk-17-jre-headless; OldJavaIT will be skipped" >&2
 fi
 mvn -B -ntp verify "$@"

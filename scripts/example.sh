@@ -2,7 +2,7 @@
 # Runs one of policies/examples with what it needs, on free loopback ports, each example's data in a directory of
 # its own, and prints a session to try; Ctrl-C (or SIGTERM) stops everything it started.
 #
-#   scripts/example.sh http-upstream|observe|postgres|replicas     (also: ./quickstart.sh --example NAME)
+#   scripts/example.sh http-upstream|observe|postgres|replicas|s3     (also: ./quickstart.sh --example NAME)
 #
 #   http-upstream  policies/examples/http-upstream.yaml in front of two small HTTP stores that honour If-Match
 #                  (scripts/example-upstream.java): 'documents' (serialized) and 'objects' (if-match, atomic)
@@ -13,11 +13,15 @@
 #                  stockade_example (created, schema and seed rows loaded) unless PGDATABASE names another
 #   replicas       policies/examples/replicas.yaml: two replicas sharing one etcd (Debian's etcd-server, data in
 #                  ./stockade-data/replicas/etcd) in front of one store that honours If-Match
+#   s3             policies/examples/s3.yaml in front of s3proxy 3.0.0 (scripts/s3proxy.sh: its data under
+#                  ./stockade-data/s3/s3proxy, the example's keys, a bucket 'reports'); signed requests (curl's
+#                  --aws-sigv4, or the AWS CLI as docs/s3.md shows)
 #
-# The S3 example runs with two commands (docs/s3.md): scripts/s3proxy.sh, then bin/stockade --config
-# policies/examples/s3.yaml.
-#
-# Data: ./stockade-data/<example>/ (the journal; the stores keep theirs in memory). Ports: STOCKADE_PORT (free
+# Data: ./stockade-data/<example>/ (the journal, and s3proxy's and etcd's data), emptied at every start: each run
+# starts from a clean state of its own, so the printed session gives the same answers every time (a journal kept
+# from an earlier run would remember tokens that the new stores, in memory, do not: a first write answered 409).
+# The postgres example recreates its database stockade_example too (a database named by PGDATABASE is kept, its
+# schema and seed rows loaded again). Ports: STOCKADE_PORT (free
 # port by default), the stores' on free ports. The first line on standard output is "proxy: http://127.0.0.1:PORT".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +30,8 @@ stockade_find_jdk >/dev/null
 
 example=${1:-}
 case "$example" in
-  http-upstream|observe|postgres|replicas) ;;
-  *) echo "usage: scripts/example.sh http-upstream|observe|postgres|replicas" >&2; exit 2 ;;
+  http-upstream|observe|postgres|replicas|s3) ;;
+  *) echo "usage: scripts/example.sh http-upstream|observe|postgres|replicas|s3" >&2; exit 2 ;;
 esac
 
 pids=()
@@ -45,6 +49,7 @@ trap 'exit 143' TERM
 bin/stockade build proxy
 
 data="./stockade-data/$example"
+rm -rf "$data"      # a clean state every run (see Data above)
 mkdir -p "$data"
 port=${STOCKADE_PORT:-$(stockade_free_port)}
 export STOCKADE_PORT=$port
@@ -75,8 +80,8 @@ case "$example" in
     session="curl -i -X PUT -H 'Fencing-Token: 5' --data v5 http://127.0.0.1:$port/objects/b/report.txt   # 201
 curl -i -X PUT -H 'Fencing-Token: 4' --data v4 http://127.0.0.1:$port/objects/b/report.txt   # 409 stale
 curl http://127.0.0.1:$port/objects/b/report.txt                                          # v5
-curl -i -X PUT -H 'Fencing-Token: 7' --data d http://127.0.0.1:$port/docs/acme/plan.md       # 503 for 60 s after
-   # the first start (serialized policies settle: a crashed run's writes may be in flight), then 201" ;;
+curl -i -X PUT -H 'Fencing-Token: 7' --data d http://127.0.0.1:$port/docs/acme/plan.md       # 201 (serialized:
+   # a new journal opens at once; after a crash a serialized policy waits 60 s for writes that may be in flight)" ;;
   observe)
     upstream=$(stockade_free_port)
     start_upstream "$upstream"
@@ -87,6 +92,10 @@ curl -i -X PUT -H 'Fencing-Token: 4' --data v4 http://127.0.0.1:$port/reports/q3
 curl -s http://127.0.0.1:$port/metrics | grep would_reject                     # ... here" ;;
   postgres)
     export PGHOST=${PGHOST:-127.0.0.1} PGUSER=${PGUSER:-postgres} PGDATABASE=${PGDATABASE:-stockade_example}
+    if [ "$PGDATABASE" = stockade_example ]; then   # the example's own database: a clean one every run
+      PGOPTIONS='-c client_min_messages=warning' psql -q -h "$PGHOST" -d postgres \
+        -c 'DROP DATABASE IF EXISTS stockade_example WITH (FORCE)' >&2
+    fi
     if ! psql -h "$PGHOST" -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$PGDATABASE'" | grep -q 1; then
       psql -q -h "$PGHOST" -d postgres -c "CREATE DATABASE \"$PGDATABASE\"" >&2
     fi
@@ -116,13 +125,27 @@ curl -i http://127.0.0.1:$port/accounts/nobody      # 404" ;;
 curl -i -X PUT -H 'Fencing-Token: 4' --data v4 http://127.0.0.1:$second/objects/b/report.txt   # replica 2: 409, the fence is shared
 curl http://127.0.0.1:$second/objects/b/report.txt                                            # v5
 # replica 2: http://127.0.0.1:$second (log $data/proxy-2.log); etcd: $ETCD_ENDPOINTS" ;;
+  s3)
+    store=$(stockade_free_port)
+    S3PROXY_PORT=$store scripts/s3proxy.sh "$data/s3proxy" > "$data/s3proxy.out" 2>&1 &
+    pids+=($!)
+    await_line "$data/s3proxy.out" "stockade: s3proxy on " "$!"
+    stockade_wait_port "$store" "$!" "$data/s3proxy.out"
+    export S3_ENDPOINT="http://127.0.0.1:$store"
+    config=policies/examples/s3.yaml
+    # the example's client key; curl 7.x signs no payload hash of its own, so the request names it unsigned
+    sign="--aws-sigv4 aws:amz:us-east-1:s3 --user app:app-secret-change-me -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD'"
+    session="curl -i -X PUT $sign -H 'Fencing-Token: 7' --data v7 http://127.0.0.1:$port/reports/2026/report.csv   # 200
+curl -i -X PUT $sign -H 'Fencing-Token: 6' --data v6 http://127.0.0.1:$port/reports/2026/report.csv   # 412 stale
+curl $sign http://127.0.0.1:$port/reports/2026/report.csv                                         # v7
+# s3proxy: $S3_ENDPOINT (keys minioadmin/minioadmin, log $data/s3proxy/s3proxy.log); the AWS CLI: docs/s3.md" ;;
 esac
 
 bin/stockade --config "$config" > "$data/proxy.log" 2>&1 &
 pids+=($!)
 await_line "$data/proxy.log" "Stockade listening" "$!"
 echo "proxy: http://127.0.0.1:$port"
-echo "policy: $config; data: $data; logs: $data/proxy.log"
+echo "policy: $config; data: $data (emptied at start: every run begins clean); logs: $data/proxy.log"
 echo "try:"
 echo "$session"
 echo "(Ctrl-C stops the proxy and what this script started)"

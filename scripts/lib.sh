@@ -27,7 +27,8 @@ stockade_find_jdk() {
     if [ -z "$found" ] && command -v java >/dev/null; then
       found="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1) at $(command -v java)"
     fi
-    echo "stockade: Stockade needs Java 21+ (a JDK); found ${found:-none} (JAVA_HOME: ${JAVA_HOME:-unset})." >&2
+    echo "stockade: Stockade needs Java 21+: found ${found:-none} (JAVA_HOME: ${JAVA_HOME:-unset}); a JDK 21+ is" \
+         "needed (bin/stockade builds the jars)." >&2
     echo "          Install one (e.g. 'apt-get install openjdk-21-jdk-headless') or set JAVA_HOME to one." >&2
     return 1
   fi

@@ -20,14 +20,17 @@ dir="${1:-./stockade-data/s3proxy}"
 mkdir -p "$dir/data"
 dir="$(cd "$dir" && pwd)"
 port="${S3PROXY_PORT:-9000}"
-cp_file=proxy/target/s3proxy.classpath
+cp_file=scripts/s3proxy/target/s3proxy.classpath
 if [ -n "${S3PROXY_CLASSPATH:-}" ]; then
   classpath="$S3PROXY_CLASSPATH"        # a class path holding s3proxy 3.0.0 (S3StandaloneIT passes its own)
 else
-  if [ ! -s "$cp_file" ] || [ pom.xml -nt "$cp_file" ] || [ proxy/pom.xml -nt "$cp_file" ]; then
-    echo "stockade: resolving s3proxy and its libraries (mvn dependency:build-classpath)..." >&2
-    mvn -B -q -Dstyle.color=never -DskipTests -pl policies,conformance-checker,proxy test-compile \
-        dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/s3proxy.classpath >&2
+  # s3proxy's own pom (scripts/s3proxy/pom.xml, outside the reactor): no module of the project is built or needed,
+  # so this works from a fresh clone (Maven downloads s3proxy and its libraries into ~/.m2 the first time)
+  if [ ! -s "$cp_file" ] || [ pom.xml -nt "$cp_file" ] || [ scripts/s3proxy/pom.xml -nt "$cp_file" ]; then
+    command -v mvn >/dev/null || { echo "stockade: Maven is missing (apt-get install maven)" >&2; exit 1; }
+    echo "stockade: resolving s3proxy and its libraries (mvn -f scripts/s3proxy/pom.xml)..." >&2
+    mvn -B -q -Dstyle.color=never -f scripts/s3proxy/pom.xml dependency:build-classpath \
+        -Dmdep.outputFile=target/s3proxy.classpath >&2
   fi
   classpath="$(cat "$cp_file")"
 fi

@@ -13,8 +13,14 @@ boto3::
     stockade_fencing.register(s3)             # the token from $FENCING_TOKEN, read at each request
     stockade_fencing.register(s3, token=7)    # or a fixed token, or a callable returning one
 
-AWS CLI (v1, and v2 through its legacy plugin support), in the file ``aws`` reads (``~/.aws/config`` or
-``$AWS_CONFIG_FILE``)::
+AWS CLI, in the file ``aws`` reads (``~/.aws/config`` or ``$AWS_CONFIG_FILE``); v1 imports the plugin from
+Python's path (``export PYTHONPATH=/path/to/stockade/client-sdk/python``) and crashes on a
+``cli_legacy_plugin_path`` line, which v2 needs (docs/s3.md, *The AWS CLI and boto3*). v1::
+
+    [plugins]
+    stockade_fencing = stockade_fencing
+
+v2::
 
     [plugins]
     cli_legacy_plugin_path = /path/to/stockade/client-sdk/python

@@ -35,14 +35,19 @@ class ExamplesIT {
     }
 
     private Running start(String example, String... env) throws Exception {
-        Path out = dir.resolve(example + ".out");
-        ProcessBuilder pb = new ProcessBuilder(ROOT.resolve("quickstart.sh").toString(), "--example", example)
+        return start(ROOT, 120, example, env);
+    }
+
+    /** {@code ROOT/quickstart.sh --example EXAMPLE}, started within {@code seconds} (a first build included). */
+    private Running start(Path root, int seconds, String example, String... env) throws Exception {
+        Path out = Files.createTempFile(dir, example, ".out");
+        ProcessBuilder pb = new ProcessBuilder(root.resolve("quickstart.sh").toString(), "--example", example)
                 .directory(dir.toFile()).redirectErrorStream(true).redirectOutput(out.toFile());
         for (int i = 0; i < env.length; i += 2) {
             pb.environment().put(env[i], env[i + 1]);
         }
         Process p = pb.start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (true) {
             List<String> lines = Files.readAllLines(out);
             if (lines.contains("(Ctrl-C stops the proxy and what this script started)")) {
@@ -90,22 +95,37 @@ class ExamplesIT {
         }
     }
 
+    /**
+     * The session, run twice: each run starts from a clean state of its own (the script empties the example's data
+     * directory, whose journal would otherwise remember the first run's token 5 while the new stores, in memory,
+     * remember nothing: the second run's first write answered 409), so both runs give the same answers.
+     */
     @Test
-    void httpUpstreamBehavesAsItsSessionSays() throws Exception {
+    void httpUpstreamBehavesAsItsSessionSaysEveryRun() throws Exception {
         forget("http-upstream");
+        try {
+            List<String> first = httpUpstreamSession();
+            assertEquals(List.of("201", "409", "v5", "201"), first);
+            assertEquals(first, httpUpstreamSession(), "a second run gives the first run's answers");
+        } finally {
+            forget("http-upstream");
+        }
+    }
+
+    private List<String> httpUpstreamSession() throws Exception {
         Running r = start("http-upstream");
+        assertTrue(r.printed().stream().anyMatch(l -> l.contains("emptied at start")), r.printed().toString());
         int upstream = upstreamPort("http-upstream");
         try {
             String objects = r.proxy().resolve("/objects/b/report.txt").toString();
-            assertEquals("201", Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5", objects));
-            assertEquals("409", Curl.status("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4", objects));
-            assertEquals("v5", Curl.get(URI.create(objects)));
-            // serialized: closed for the settle after a first start, as the session says
-            assertEquals("503", Curl.status("-X", "PUT", "-H", "Fencing-Token: 7", "--data", "d",
-                    r.proxy().resolve("/docs/acme/plan.md").toString()));
+            return List.of(Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5", objects),
+                    Curl.status("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4", objects),
+                    Curl.get(URI.create(objects)),
+                    // serialized: open at once on a new journal (each run's is), as the session says
+                    Curl.status("-X", "PUT", "-H", "Fencing-Token: 7", "--data", "d",
+                            r.proxy().resolve("/docs/acme/plan.md").toString()));
         } finally {
             stop(r, r.proxy().getPort(), upstream);
-            forget("http-upstream");
         }
     }
 
@@ -166,5 +186,76 @@ class ExamplesIT {
             new ProcessBuilder("psql", "-q", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-c",
                     "DROP DATABASE IF EXISTS " + db).inheritIO().start().waitFor(30, TimeUnit.SECONDS);
         }
+    }
+
+    /**
+     * {@code ./quickstart.sh --example s3} as a new user runs it: from a clean clone of this repository (what is
+     * committed), with a local Maven repository that holds every third-party artifact but none of the project's
+     * ({@code io/stockade} left out, as on a machine that never built it; offline), so the example builds what it
+     * needs itself (the proxy, and s3proxy from its own pom, no test module). The session it prints is replayed
+     * line by line as printed (curl signing with {@code --aws-sigv4}): each answer is what its comment says.
+     */
+    @Test
+    void s3StartsFromACleanCloneAndItsPrintedSessionHolds() throws Exception {
+        Path clone = dir.resolve("clone");
+        exec(dir, "git", "clone", "--quiet", ROOT.toString(), clone.toString());
+        Path repo = withoutTheProjectsArtifacts(dir.resolve("m2"));
+        Files.createDirectories(clone.resolve(".mvn"));
+        Files.writeString(clone.resolve(".mvn").resolve("maven.config"), "-o\n-Dmaven.repo.local=" + repo + "\n");
+        Running r = start(clone, 900, "s3");
+        try {
+            List<String> session = r.printed().stream().filter(l -> l.startsWith("curl ")).toList();
+            assertEquals(3, session.size(), r.printed().toString());
+            for (String line : session) {
+                int comment = line.lastIndexOf(" # ");
+                String command = line.substring(0, comment).strip();
+                String expected = line.substring(comment + 3).strip().split(" ")[0];
+                String answer = exec(dir, "bash", "-c", command + " -s");
+                if (expected.matches("[0-9]{3}")) {
+                    assertTrue(answer.startsWith("HTTP/1.1 " + expected + " "), line + "\n" + answer);
+                } else {
+                    assertEquals(expected, answer, line);
+                }
+            }
+            assertFalse(Files.exists(repo.resolve("io").resolve("stockade")), "nothing of the project installed");
+        } finally {
+            int store = URI.create(r.printed().stream().filter(l -> l.startsWith("# s3proxy: ")).findFirst()
+                    .orElseThrow().substring("# s3proxy: ".length()).split(" ")[0]).getPort();
+            stop(r, r.proxy().getPort(), store);
+        }
+    }
+
+    /** A local Maven repository of links to ~/.m2/repository's entries, but without io/stockade. */
+    private static Path withoutTheProjectsArtifacts(Path repo) throws IOException {
+        Path m2 = Path.of(System.getProperty("maven.repo.local",
+                Path.of(System.getProperty("user.home"), ".m2", "repository").toString()));
+        Files.createDirectories(repo.resolve("io"));
+        try (var top = Files.list(m2)) {
+            for (Path entry : top.toList()) {
+                if (!entry.getFileName().toString().equals("io")) {
+                    Files.createSymbolicLink(repo.resolve(entry.getFileName().toString()), entry);
+                }
+            }
+        }
+        if (Files.isDirectory(m2.resolve("io"))) {
+            try (var io = Files.list(m2.resolve("io"))) {
+                for (Path entry : io.toList()) {
+                    if (!entry.getFileName().toString().equals("stockade")) {
+                        Files.createSymbolicLink(repo.resolve("io").resolve(entry.getFileName().toString()), entry);
+                    }
+                }
+            }
+        }
+        return repo;
+    }
+
+    /** Runs a command in {@code cwd}; its standard output (it must exit with 0). */
+    private static String exec(Path cwd, String... command) throws Exception {
+        Process p = new ProcessBuilder(command).directory(cwd.toFile()).redirectErrorStream(false).start();
+        byte[] out = p.getInputStream().readAllBytes();
+        String err = new String(p.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), List.of(command) + " did not end");
+        assertEquals(0, p.exitValue(), List.of(command) + ": " + err);
+        return new String(out, java.nio.charset.StandardCharsets.UTF_8);
     }
 }

@@ -9,7 +9,6 @@ import java.util.concurrent.TimeUnit;
 
 import io.stockade.testing.EtcdServer;
 
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -56,14 +55,15 @@ class LauncherIT {
 
     @Test
     void withoutAJdk21TheLauncherSaysWhatItFound() throws Exception {
-        Path java17 = Path.of("/usr/lib/jvm/java-17-openjdk-amd64");
-        Assumptions.assumeTrue(Files.isExecutable(java17.resolve("bin/java")), "no JDK 17 on this machine");
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.JAVA_BEFORE_21);
+        Path older = io.stockade.testing.Jvm.olderThan21().orElseThrow();
+        int major = io.stockade.testing.Jvm.major(older);
         Path jdks = Files.createDirectories(dir.resolve("jdks"));
-        Files.createSymbolicLink(jdks.resolve("java-17"), java17);
-        Run old = run(Map.of("JAVA_HOME", java17.toString(), "STOCKADE_JDK_DIR", jdks.toString()), "help");
+        Files.createSymbolicLink(jdks.resolve("java-" + major), older);
+        Run old = run(Map.of("JAVA_HOME", older.toString(), "STOCKADE_JDK_DIR", jdks.toString()), "help");
         assertEquals(1, old.code());
-        assertTrue(old.err().contains("Stockade needs Java 21+ (a JDK); found 17 at " + jdks.resolve("java-17")),
-                old.err());
+        assertTrue(old.err().contains("Stockade needs Java 21+: found " + major + " at "
+                + jdks.resolve("java-" + major)), old.err());
         assertEquals("", old.out());
     }
 

@@ -53,6 +53,18 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
      * @throws IllegalArgumentException for an unterminated literal or comment, or a second statement
      */
     public static SqlText parse(String sql) {
+        return parse(sql, false);
+    }
+
+    /**
+     * The text with PostgreSQL's positional parameters ({@code $1}, {@code $2}, ... in the order of
+     * {@link #placeholders}) instead of {@code ?}: what a {@code PREPARE name AS ...} takes.
+     */
+    public String positional() {
+        return parse(sql, true).jdbc();
+    }
+
+    private static SqlText parse(String sql, boolean positional) {
         StringBuilder out = new StringBuilder(sql.length());
         List<String> names = new ArrayList<>();
         int n = sql.length();
@@ -102,7 +114,7 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
                     end++;
                 }
                 names.add(sql.substring(i + 1, end));
-                out.append('?');
+                out.append(positional ? "$" + names.size() : "?");
                 i = end;
             } else if (c == '?') {
                 throw new IllegalArgumentException("'?' is not a placeholder here: name parameters as :name"

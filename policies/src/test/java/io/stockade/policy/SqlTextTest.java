@@ -97,4 +97,11 @@ class SqlTextTest {
         assertEquals(Optional.of("COMMIT"), SqlText.parse("/* x /* y */ z */ COMMIT").firstKeyword());
         assertEquals(Optional.empty(), SqlText.parse("(SELECT 1)").firstKeyword());
     }
+
+    @Test
+    void positionalParametersForPrepare() {
+        SqlText text = SqlText.parse("UPDATE t SET a = :a, b = ':b?', c = :a::jsonb /* :c */ WHERE id = :id");
+        assertEquals("UPDATE t SET a = $1, b = ':b?', c = $2::jsonb /* :c */ WHERE id = $3", text.positional());
+        assertEquals(List.of("a", "a", "id"), text.placeholders());
+    }
 }

@@ -131,6 +131,13 @@ public final class Main {
         } catch (StockadeServer.ListenFailure e) {
             err.println("stockade: " + e.getMessage());
             return EXIT_START_FAILED;
+        } catch (StockadeServer.InvalidDefinitions e) {
+            err.println("stockade: " + config + " does not match its database (PostgreSQL analysed each statement"
+                    + " without running it):");
+            for (String problem : e.problems()) {
+                err.println(config + ": " + problem);
+            }
+            return EXIT_USAGE;
         } catch (IOException | RuntimeException e) {
             err.println("stockade: could not start: " + e.getMessage());
             return EXIT_START_FAILED;

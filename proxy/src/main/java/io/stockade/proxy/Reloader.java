@@ -130,7 +130,12 @@ public final class Reloader implements PolicyReload, AutoCloseable {
                 opened.put(policy.name(), backend);
                 backend.checkAtStart(policy.name());
             }
+            StockadeServer.InvalidDefinitions.check(fresh.policies(), opened);
             verifiers.open(fresh.policies()); // unchanged fence.verify blocks keep their verifier (and cache)
+        } catch (StockadeServer.InvalidDefinitions e) {
+            opened.values().forEach(Backend::close);
+            throw new Refused(ProblemType.INVALID_POLICY_FILE, old.source() + " does not match its database: "
+                    + String.join("; ", e.problems()) + "; the policies in force stay");
         } catch (IOException | RuntimeException e) {
             opened.values().forEach(Backend::close);
             throw new Refused(ProblemType.BACKEND_UNAVAILABLE, "a backend could not be opened (" + e.getMessage()

@@ -112,6 +112,7 @@ public final class StockadeServer implements AutoCloseable {
                 backends.put(policy.name(), backend);
                 backend.checkAtStart(policy.name());
             }
+            InvalidDefinitions.check(config.policies(), backends);
             verifiers.open(config.policies());
             ProxyMetrics metrics = new ProxyMetrics();
             ScopeGuard guard = new ScopeGuard();
@@ -219,6 +220,41 @@ public final class StockadeServer implements AutoCloseable {
                         + "' is not open (a reload is replacing it); try again");
             });
         };
+    }
+
+    /**
+     * What the storage says is wrong with the policies' definitions at load (a postgres statement naming a column
+     * its table does not have), one line a problem: {@code policies[i].backend.statements.PUT[0] ('name'): policy
+     * 'p' (/route): the database's message}.
+     */
+    public static final class InvalidDefinitions extends IOException {
+        private final List<String> problems;
+
+        InvalidDefinitions(List<String> problems) {
+            super(String.join("\n", problems));
+            this.problems = List.copyOf(problems);
+        }
+
+        /** Each problem, located. */
+        public List<String> problems() {
+            return problems;
+        }
+
+        /** Asks each policy's backend; throws when any has a problem. */
+        static void check(List<Policy> policies, Map<String, Backend> backends) throws InvalidDefinitions {
+            List<String> problems = new java.util.ArrayList<>();
+            for (int i = 0; i < policies.size(); i++) {
+                Policy policy = policies.get(i);
+                for (String problem : backends.get(policy.name()).definitionErrors()) {
+                    int colon = problem.indexOf(": ");
+                    problems.add("policies[" + i + "].backend." + problem.substring(0, colon) + ": policy '"
+                            + policy.name() + "' (" + policy.match().path() + "): " + problem.substring(colon + 2));
+                }
+            }
+            if (!problems.isEmpty()) {
+                throw new InvalidDefinitions(problems);
+            }
+        }
     }
 
     /** The listener's address cannot be bound; the message says where and what to change. */

@@ -1,8 +1,12 @@
 package io.stockade.testing;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
 
 /**
  * Child JVMs for the process-level tests, one way: the {@code java} this JVM runs on, with its class path.
@@ -40,5 +44,47 @@ public final class Jvm {
         cmd.addAll(List.of("-cp", classPath(), mainClass));
         cmd.addAll(List.of(args));
         return new ProcessBuilder(cmd);
+    }
+
+    /**
+     * A Java older than 21 under {@code /usr/lib/jvm} (its {@code java.home}; the newest such, by the
+     * {@code JAVA_VERSION} of its {@code release} file), for the tests of what an old Java is told.
+     */
+    public static Optional<Path> olderThan21() {
+        Path jvms = Path.of("/usr/lib/jvm");
+        if (!Files.isDirectory(jvms)) {
+            return Optional.empty();
+        }
+        Path best = null;
+        int bestMajor = 0;
+        try (Stream<Path> homes = Files.list(jvms)) {
+            for (Path home : homes.sorted().toList()) {
+                int major = major(home);
+                if (major > 0 && major < 21 && major > bestMajor && Files.isExecutable(home.resolve("bin/java"))) {
+                    best = home;
+                    bestMajor = major;
+                }
+            }
+        } catch (IOException e) {
+            return Optional.empty();
+        }
+        return Optional.ofNullable(best);
+    }
+
+    /** The major version in a Java home's {@code release} file ("1.8.0_392": 8, "17.0.15": 17); 0 if none. */
+    public static int major(Path home) {
+        try {
+            for (String line : Files.readAllLines(home.resolve("release"))) {
+                if (line.startsWith("JAVA_VERSION=\"")) {
+                    String v = line.substring("JAVA_VERSION=\"".length()).replace("\"", "");
+                    v = v.startsWith("1.") ? v.substring(2) : v;
+                    String digits = v.replaceFirst("[^0-9].*$", "");
+                    return digits.isEmpty() ? 0 : Integer.parseInt(digits);
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            return 0;
+        }
+        return 0;
     }
 }

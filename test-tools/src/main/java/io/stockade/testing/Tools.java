@@ -29,6 +29,7 @@ public final class Tools {
         NGINX("nginx", "apt-get install -y nginx-light", () -> binary("nginx").isPresent()),
         AWS_CLI("the AWS CLI (/usr/bin/aws)", "apt-get install -y awscli",
                 () -> Files.isExecutable(Path.of("/usr/bin/aws"))),
+        AWS_CLI_V1("the AWS CLI v1 (pip's awscli 1.x)", AwsCliV1.INSTALL, AwsCliV1::available),
         BOTO3("boto3 (python3 -c 'import boto3')", "apt-get install -y python3-boto3",
                 () -> runs("/usr/bin/python3", "-c", "import boto3")),
         PYTHON_REQUESTS("python3-requests (python3 -c 'import requests')", "apt-get install -y python3-requests",
@@ -39,6 +40,8 @@ public final class Tools {
                 () -> binary("promtool").isPresent()),
         PGBOUNCER("pgbouncer (Debian's, /usr/sbin/pgbouncer)", "apt-get install -y pgbouncer",
                 PgBouncer::available),
+        JAVA_BEFORE_21("a Java older than 21 under /usr/lib/jvm (what an old Java is told)",
+                "apt-get install -y openjdk-17-jre-headless", () -> Jvm.olderThan21().isPresent()),
         POSTGRES_CLUSTER("PostgreSQL 15's initdb/pg_ctl and root (a private cluster per test)",
                 "apt-get install -y postgresql, and run the tests as root", PgCluster::available);
 

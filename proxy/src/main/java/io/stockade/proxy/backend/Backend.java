@@ -95,6 +95,16 @@ public interface Backend extends AutoCloseable {
     default void checkAtStart(String policy) {
     }
 
+    /**
+     * At load (start or reload), before serving: what the storage itself says is wrong with the policy's
+     * definitions, each naming its field under the backend ({@code statements.PUT[0] ('name'): ...}): a postgres
+     * statement that names a column the table does not have. Empty when all is well, and when the storage cannot be
+     * asked now ({@link #checkAtStart} warns about that; the load goes on). Any entry fails the load.
+     */
+    default java.util.List<String> definitionErrors() {
+        return java.util.List.of();
+    }
+
     @Override
     void close();
 }

@@ -636,6 +636,11 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     }
 
     @Override
+    public List<String> definitionErrors() {
+        return StatementCheck.problems(pool, config);
+    }
+
+    @Override
     public Optional<String> unreachable() {
         try (java.sql.Connection c = pool.getConnection()) {
             return c.isValid(2) ? Optional.empty()

@@ -1,0 +1,123 @@
+package io.stockade.proxy.backend.postgres;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.BackendConfig.Statement;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.postgresql.util.PSQLException;
+import org.postgresql.util.ServerErrorMessage;
+
+/**
+ * At load, when the database answers: each statement of a postgres backend described by PostgreSQL without being
+ * run, so that a column or table the database does not have (a typo), a syntax error or an unknown function is a
+ * located error at load instead of a 502 at the first write.
+ * <p>
+ * How: {@code PREPARE} of the statement (PostgreSQL parses and analyses it, resolving every table, column and
+ * function, and runs nothing), then {@code DEALLOCATE}, both in one transaction that is rolled back: no prepared
+ * statement outlives the check, and one transaction keeps one server connection under a transaction pooler such
+ * as PgBouncer. (pgjdbc's {@code getParameterMetaData()} would describe without a name, but not in the simple
+ * query mode some deployments behind a pooler use.)
+ * <p>
+ * Only what the statement's text itself gets wrong is reported (SQLSTATE class 42, the syntax and name errors).
+ * The placeholders go out without types here, while the proxy binds typed values at a write, so the errors about a
+ * parameter's type ({@code 42P18}, {@code 42P08}, {@code 42725}, {@code 42804}) are not taken for the statement's;
+ * and a database that cannot be reached now, or fails otherwise, is the start's warning ({@code checkAtStart}),
+ * not a load failure.
+ */
+final class StatementCheck {
+    private static final Logger LOG = Logger.getLogger(StatementCheck.class.getName());
+    /** Class 42 errors that may come from a placeholder sent without its type. */
+    private static final Set<String> PARAMETER_TYPES = Set.of("42P18", "42P08", "42725", "42804");
+
+    private StatementCheck() {
+    }
+
+    /**
+     * What PostgreSQL says is wrong with the backend's statements, each as
+     * {@code statements.METHOD[i] (name): message (SQLSTATE s)[; hint]}; empty when all describe, or when the
+     * database cannot be asked now.
+     */
+    static List<String> problems(HikariDataSource pool, BackendConfig.Postgres config) {
+        List<String> problems = new ArrayList<>();
+        try (Connection c = pool.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                for (Map.Entry<String, List<Statement>> method : config.statements().entrySet()) {
+                    List<Statement> statements = method.getValue();
+                    for (int i = 0; i < statements.size(); i++) {
+                        // the field as the loader's errors name it: the index in the YAML list
+                        String field = "statements." + method.getKey() + "[" + i + "] ('"
+                                + statements.get(i).name() + "')";
+                        describe(c, statements.get(i)).ifPresent(p -> problems.add(field + ": " + p));
+                    }
+                }
+                if (config.check().isPresent()) {
+                    describe(c, config.check().get()).ifPresent(p -> problems.add("check: " + p));
+                }
+            } finally {
+                c.rollback();
+                c.setAutoCommit(true);
+            }
+        } catch (Unanswered | SQLException e) {
+            LOG.log(Level.FINE, "the statements of " + config.datasource().url() + " were not checked at load", e);
+            return List.of();
+        }
+        return problems;
+    }
+
+    /** Thrown out of the loop when the database stops answering: nothing more can be said at load. */
+    private static final class Unanswered extends Exception {
+        Unanswered(SQLException cause) {
+            super(cause);
+        }
+    }
+
+    /** The name of the prepared statement the check makes and deallocates at once. */
+    private static final String PREPARED = "stockade_statement_check";
+
+    /**
+     * The database's objection to one statement, or empty: {@code PREPARE} (a parse and an analysis, nothing run)
+     * and {@code DEALLOCATE} in the open transaction, which is then rolled back.
+     */
+    private static Optional<String> describe(Connection c, Statement statement) throws Unanswered {
+        try (java.sql.Statement s = c.createStatement()) {
+            s.execute("PREPARE " + PREPARED + " AS " + statement.sql().positional());
+            s.execute("DEALLOCATE " + PREPARED);
+            return Optional.empty();
+        } catch (SQLException e) {
+            String state = e.getSQLState() == null ? "" : e.getSQLState();
+            try {
+                c.rollback(); // the failed PREPARE aborted the transaction (and made nothing)
+            } catch (SQLException gone) {
+                throw new Unanswered(gone);
+            }
+            if (!state.startsWith("42") || PARAMETER_TYPES.contains(state)) {
+                if (state.startsWith("08") || state.startsWith("57")) {
+                    throw new Unanswered(e);
+                }
+                return Optional.empty();
+            }
+            return Optional.of(message(e, state));
+        }
+    }
+
+    private static String message(SQLException e, String state) {
+        ServerErrorMessage server = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
+        String text = server != null && server.getMessage() != null ? server.getMessage() : e.getMessage();
+        StringBuilder b = new StringBuilder(text).append(" (SQLSTATE ").append(state).append(')');
+        if (server != null && server.getHint() != null) {
+            b.append("; ").append(server.getHint());
+        }
+        return b.toString();
+    }
+}

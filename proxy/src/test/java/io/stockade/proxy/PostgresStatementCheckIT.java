@@ -1,0 +1,155 @@
+package io.stockade.proxy;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import io.stockade.policy.PolicyLoader;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A SQL typo in a postgres policy is a located error at load, not a 502 at the first write: with the database
+ * reachable, each statement is described by PostgreSQL without being run, and a column the table does not have
+ * stops the start with exit 2, naming the field, the policy, its route and the database's own message and hint;
+ * a reload with it is refused and the policies in force stay. Statements the database describes (casts, jsonb,
+ * RETURNING, a placeholder it cannot type without the proxy's typed value) start as before, and a database that
+ * cannot be reached at load is the start's warning, not a failure.
+ */
+class PostgresStatementCheckIT {
+    @TempDir
+    Path dir;
+    private Pg pg;
+
+    @BeforeEach
+    void schema() throws Exception {
+        pg = Pg.create("""
+                CREATE TABLE items (id text PRIMARY KEY, name text NOT NULL, doc jsonb, fence_token bigint NOT NULL
+                DEFAULT 0);
+                INSERT INTO items (id, name) VALUES ('a', 'first');
+                """);
+    }
+
+    @AfterEach
+    void drop() throws Exception {
+        pg.close();
+    }
+
+    private Path policy(String url, String fence, String put) throws Exception {
+        return Files.writeString(dir.resolve("stockade.yaml"), """
+                server: {port: 0}
+                store: {type: memory, journal: "%s"}
+                policies:
+                  - name: items
+                    match: {path: "/items/{id}", methods: [PUT]}
+                    scope: items/{id}
+                    backend:
+                      type: postgres
+                      datasource: {url: "%s", user: postgres, connect-timeout: 1s}
+                      params:
+                        id: path
+                        name: {from: body, type: string}
+                %s
+                      statements:
+                        PUT:
+                          - name: set-name
+                            sql: "%s"
+                """.formatted(dir.resolve("journal"), url, fence, put));
+    }
+
+    private static final String COLUMN = "      fence: column\n"
+            + "      check: SELECT fence_token FROM items WHERE id = :id";
+    private static final String TYPO = "UPDATE items SET nmae = :name WHERE id = :id RETURNING id";
+
+    record Run(int code, String out, String err) {
+    }
+
+    /** Main's command line; one that starts would serve until stopped, so it fails after 60 s instead. */
+    private static Run main(Path config) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(60),
+                () -> Main.run(new String[]{"--config", config.toString()}, new PrintStream(out, true,
+                        StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8)),
+                "the proxy started (it did not stop at the statement)");
+        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void aColumnTypoStopsTheStartLocatedWithTheDatabasesMessage() throws Exception {
+        Path config = policy(pg.url(), "", TYPO);
+        Run run = main(config);
+        assertEquals(Main.EXIT_USAGE, run.code(), run.err());
+        assertEquals("", run.out(), "never listened");
+        assertTrue(run.err().contains(config + ": policies[0].backend.statements.PUT[0] ('set-name'): policy 'items'"
+                + " (/items/{id}): column \"nmae\" of relation \"items\" does not exist (SQLSTATE 42703)"), run.err());
+        assertTrue(run.err().contains("does not match its database"), run.err());
+        // nothing ran: the row is as it was, and no fence was taken in the database
+        assertEquals(List.of("first"), pg.column("SELECT name FROM items WHERE id = 'a'"));
+        assertEquals(List.of("0"), pg.column("SELECT count(*) FROM stockade_fences"));
+    }
+
+    @Test
+    void aTypoInColumnModeAndAnUnknownTableAreCaughtToo() throws Exception {
+        Run column = main(policy(pg.url(), COLUMN,
+                "UPDATE items SET name = :name, fence_token = :fencing_token WHERE id = :id"
+                        + " AND fence_tokn <= :fencing_token RETURNING id"));
+        assertEquals(Main.EXIT_USAGE, column.code(), column.err());
+        assertTrue(column.err().contains("column \"fence_tokn\" does not exist (SQLSTATE 42703)"), column.err());
+        assertEquals(List.of("0"), pg.column("SELECT fence_token FROM items WHERE id = 'a'"));
+
+        Run table = main(policy(pg.url(), "", "INSERT INTO itemz (id, name) VALUES (:id, :name)"));
+        assertEquals(Main.EXIT_USAGE, table.code(), table.err());
+        assertTrue(table.err().contains("relation \"itemz\" does not exist (SQLSTATE 42P01)"), table.err());
+    }
+
+    @Test
+    void statementsTheDatabaseDescribesStartAsBefore() throws Exception {
+        // a cast, jsonb, RETURNING, and a placeholder PostgreSQL cannot type without the proxy's typed value
+        Path config = policy(pg.url(), "", "UPDATE items SET name = :name, doc = jsonb_build_object('n', :name::text)"
+                + " WHERE id = :id AND (:name IS NOT NULL) RETURNING id, name");
+        try (StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
+            assertTrue(server.port() > 0);
+        }
+    }
+
+    @Test
+    void anUnreachableDatabaseAtLoadIsAWarningNotAFailure() throws Exception {
+        int closed;
+        try (ServerSocket s = new ServerSocket(0)) {
+            closed = s.getLocalPort();
+        }
+        // fence: column opens no connection at start: only the check would, and it finds no database
+        Path config = policy("jdbc:postgresql://127.0.0.1:" + closed + "/test", COLUMN,
+                "UPDATE items SET nmae = :name, fence_token = :fencing_token WHERE id = :id"
+                        + " AND fence_token <= :fencing_token RETURNING id");
+        try (StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
+            assertTrue(server.port() > 0, "started: the statements are checked when the database answers");
+        }
+    }
+
+    @Test
+    void aReloadWithATypoIsRefusedAndThePoliciesInForceStay() throws Exception {
+        Path config = policy(pg.url(), "", "UPDATE items SET name = :name WHERE id = :id RETURNING id");
+        try (StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
+            policy(pg.url(), "", TYPO);
+            io.stockade.proxy.admin.PolicyReload.Refused refused = org.junit.jupiter.api.Assertions.assertThrows(
+                    io.stockade.proxy.admin.PolicyReload.Refused.class,
+                    () -> server.reload());
+            assertTrue(refused.getMessage().contains("column \"nmae\" of relation \"items\" does not exist"),
+                    refused.getMessage());
+            assertTrue(refused.getMessage().contains("the policies in force stay"), refused.getMessage());
+        }
+    }
+}
