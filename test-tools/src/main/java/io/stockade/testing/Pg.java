@@ -68,26 +68,70 @@ public final class Pg implements AutoCloseable {
         return DriverManager.getConnection(url() + "&user=postgres&prepareThreshold=0");
     }
 
-    public void execute(String sql) throws SQLException {
-        try (Connection c = connect(); Statement s = c.createStatement()) {
-            s.execute(sql);
+    /** One kept connection for {@link #execute} and {@link #column} (a new one per query cost ~50 ms each). */
+    private Connection kept;
+
+    private interface Work<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    /**
+     * Runs {@code work} on the kept connection (autocommit: each statement sees what is committed when it runs),
+     * opening it when there is none; a connection the server dropped (a restart test) is opened again once.
+     */
+    private synchronized <T> T onKept(Work<T> work) throws SQLException {
+        for (int attempt = 1; ; attempt++) {
+            if (kept == null || kept.isClosed()) {
+                kept = connect();
+            }
+            try {
+                return work.run(kept);
+            } catch (SQLException e) {
+                boolean dropped = e.getSQLState() != null && e.getSQLState().startsWith("08");
+                if (!dropped || attempt > 1) {
+                    throw e;
+                }
+                closeKept();
+            }
         }
+    }
+
+    private synchronized void closeKept() {
+        if (kept != null) {
+            try {
+                kept.close();
+            } catch (SQLException ignored) {
+                // dropping it was the point
+            }
+            kept = null;
+        }
+    }
+
+    public void execute(String sql) throws SQLException {
+        onKept(c -> {
+            try (Statement s = c.createStatement()) {
+                s.execute(sql);
+            }
+            return null;
+        });
     }
 
     /** The first column of every row of a query with string parameters. */
     public List<String> column(String sql, Object... params) throws SQLException {
-        try (Connection c = connect(); PreparedStatement ps = c.prepareStatement(sql)) {
-            for (int i = 0; i < params.length; i++) {
-                ps.setObject(i + 1, params[i]);
-            }
-            List<String> out = new ArrayList<>();
-            try (ResultSet r = ps.executeQuery()) {
-                while (r.next()) {
-                    out.add(r.getString(1));
+        return onKept(c -> {
+            try (PreparedStatement ps = c.prepareStatement(sql)) {
+                for (int i = 0; i < params.length; i++) {
+                    ps.setObject(i + 1, params[i]);
                 }
+                List<String> out = new ArrayList<>();
+                try (ResultSet r = ps.executeQuery()) {
+                    while (r.next()) {
+                        out.add(r.getString(1));
+                    }
+                }
+                return out;
             }
-            return out;
-        }
+        });
     }
 
     public Optional<String> single(String sql, Object... params) throws SQLException {
@@ -103,6 +147,7 @@ public final class Pg implements AutoCloseable {
 
     @Override
     public void close() {
+        closeKept();
         try (Connection c = DriverManager.getConnection(base + "?user=postgres");
              Statement s = c.createStatement()) {
             s.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
