@@ -148,6 +148,8 @@ public final class UpstreamClient implements AutoCloseable {
         }
         if (!pool.offer(connection, maxIdle)) {
             connection.close();
+        } else if (connection.dead()) {
+            pool.remove(connection); // its parked read ended before it was in the pool to be taken out of
         }
     }
 
@@ -633,6 +635,11 @@ public final class UpstreamClient implements AutoCloseable {
                 }
             });
             return true;
+        }
+
+        /** Whether it died while idle (its parked read ended) or was closed. */
+        boolean dead() {
+            return state.get() == DEAD;
         }
 
         /** Takes the idle connection for a request: false when it died while idle (closed, or sent a byte). */
