@@ -51,17 +51,8 @@ final class ConditionalS3Backend extends S3Backend {
     private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
             .withZone(ZoneOffset.UTC);
 
-    /**
-     * Per upstream endpoint, for every policy in the process that writes through it (and across reloads): one lock
-     * per object, so that one proxy serializes each object's writes whichever policy they come through, and one
-     * {@link EtagCache}, which every write through any of them keeps true.
-     */
-    private record Shared(ScopeGuard local, EtagCache written) {
-    }
-
-    private static final java.util.concurrent.ConcurrentHashMap<String, Shared> SHARED =
-            new java.util.concurrent.ConcurrentHashMap<>();
-
+    /** This backend's hold on the locks and the ETag cache of its endpoint, released by {@link #close}. */
+    private final EndpointWrites.Lease shared;
     private final ScopeGuard local;
     private final EtagCache written;
     /** Whether this policy's writes may skip the HEAD ({@code etag-cache} above 0). */
@@ -69,24 +60,16 @@ final class ConditionalS3Backend extends S3Backend {
 
     ConditionalS3Backend(BackendConfig.S3 config) {
         super(config);
-        Shared shared = SHARED.computeIfAbsent(endpointKey(config.endpoint()),
-                k -> new Shared(new ScopeGuard(), new EtagCache(0)));
-        shared.written().atLeast(config.etagCache());
-        this.local = shared.local();
-        this.written = shared.written();
-        this.useCache = config.etagCache() > 0;
+        this.shared = EndpointWrites.open(config.endpoint(), config.etagCache());
+        this.local = shared.locks();
+        this.written = shared.cache();
+        this.useCache = shared.useCache();
     }
 
-    /** The endpoint as one string per store: scheme, host (lower case), port, path without a trailing slash. */
-    static String endpointKey(java.net.URI endpoint) {
-        int port = endpoint.getPort() >= 0 ? endpoint.getPort()
-                : endpoint.getScheme().equalsIgnoreCase("https") ? 443 : 80;
-        String path = java.util.Objects.requireNonNullElse(endpoint.getRawPath(), "");
-        while (path.endsWith("/")) {
-            path = path.substring(0, path.length() - 1);
-        }
-        return endpoint.getScheme().toLowerCase(Locale.ROOT) + "://" + endpoint.getHost().toLowerCase(Locale.ROOT)
-                + ":" + port + path;
+    @Override
+    public void close() {
+        shared.close();
+        super.close();
     }
 
     @Override
