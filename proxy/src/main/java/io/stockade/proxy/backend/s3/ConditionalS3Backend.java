@@ -18,7 +18,6 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.upstream.UpstreamResponse;
@@ -47,23 +46,17 @@ import io.helidon.webserver.http.ServerRequest;
 final class ConditionalS3Backend extends S3Backend {
     /** Bodies up to this size are buffered so that a write that lost a race can be sent again. */
     static final int REPLAY_BUFFER = 1024 * 1024;
-    static final Duration SCOPE_WAIT = Duration.ofSeconds(30);
     private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
             .withZone(ZoneOffset.UTC);
 
     /** This backend's hold on the locks and the ETag cache of its endpoint, released by {@link #close}. */
     private final EndpointWrites.Lease shared;
-    private final ScopeGuard local;
-    private final EtagCache written;
-    /** Whether this policy's writes may skip the HEAD ({@code etag-cache} above 0). */
-    private final boolean useCache;
+    private final ConditionalWrite writes;
 
     ConditionalS3Backend(BackendConfig.S3 config) {
         super(config);
         this.shared = EndpointWrites.open(config.endpoint(), config.etagCache());
-        this.local = shared.locks();
-        this.written = shared.cache();
-        this.useCache = shared.useCache();
+        this.writes = new ConditionalWrite(upstream, config.retries(), shared, this::failure);
     }
 
     @Override
@@ -98,51 +91,17 @@ final class ConditionalS3Backend extends S3Backend {
         return Duration.ZERO; // a conditional write that lands late no longer matches; nothing to quarantine
     }
 
-    /**
-     * The object's state at the upstream.
-     *
-     * @param exists    whether an object (a tombstone included) is stored under the key
-     * @param tombstone whether that object is a tombstone (a deleted object's token)
-     */
-    private record Head(boolean exists, String etag, long token, String failure, int status, boolean tombstone) {
-        Head(boolean exists, String etag, long token, String failure, int status) {
-            this(exists, etag, token, failure, status, false);
-        }
-
-        boolean failed() {
-            return failure != null;
-        }
-    }
-
-    /** One attempt of a conditional write: sends it conditional on {@code etag} (null: must not exist). */
-    private interface Attempt {
-        UpstreamResponse send(String etag) throws Answered;
-    }
-
-    /** An attempt ended without a write (e.g. a copy whose source is missing): what the client is answered. */
-    private static final class Answered extends Exception {
-        final transient WriteResult result;
-
-        Answered(WriteResult result) {
-            super(null, null, false, false);
-            this.result = result;
-        }
-    }
-
-    /** What a successful conditional write answers. */
-    private interface Success {
-        WriteResult answer(UpstreamResponse response);
-    }
-
     /** A fenced write, by the operation the plan found: one case per fenced operation, every other refused. */
     private WriteResult fencedWrite(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         try {
             return switch (s3.operation()) {
                 case PUT_OBJECT -> putObject(exchange, p, token, acceptEqual);
-                case DELETE_OBJECT -> clientConditions(exchange) ? answer(exchange, 501, "NotImplemented",
-                        "a DeleteObject with If-Match or If-None-Match is not supported through the fencing proxy")
-                        : guarded(exchange, p, s3.key(), token, acceptEqual, true, Remember.TOMBSTONE,
+                case DELETE_OBJECT -> ConditionalWrite.clientConditions(exchange) ? answer(exchange, 501,
+                        "NotImplemented", "a DeleteObject with If-Match or If-None-Match is not supported through the"
+                        + " fencing proxy")
+                        : writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                                true, ConditionalWrite.Remember.TOMBSTONE,
                         etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
@@ -171,10 +130,10 @@ final class ConditionalS3Backend extends S3Backend {
     private Keeper.Observed observe(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         String key = p.form() != null ? p.form().key() : s3.key();
-        long stored = key == null ? -1 : head(s3.bucket(), key).token();
+        long stored = key == null ? -1 : writes.head(s3.bucket(), key).token();
         // a write forwarded while the ETag cache is on forgets the object (forwardWrite)
         WriteResult result = forward(exchange, p);
-        return new Keeper.Observed(stale(stored, token, acceptEqual), stored, result);
+        return new Keeper.Observed(ConditionalWrite.stale(stored, token, acceptEqual), stored, result);
     }
 
     // ---- listings without tombstones, and a bucket that only tombstones keep ----
@@ -197,7 +156,8 @@ final class ConditionalS3Backend extends S3Backend {
             case LIST_BUCKETS, BUCKET_READ, BUCKET_WRITE, DELETE_OBJECTS, POST_OBJECT, GET_OBJECT, HEAD_OBJECT,
                  OBJECT_READ, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, OBJECT_SUBRESOURCE_WRITE, CREATE_MULTIPART,
                  COMPLETE_MULTIPART, ABORT_MULTIPART, LIST_PARTS, PREFLIGHT ->
-                    written.enabled() && changesObjects(p) ? forwardWrite(exchange, p) : super.forward(exchange, p);
+                    writes.cache().enabled() && changesObjects(p) ? forwardWrite(exchange, p)
+                            : super.forward(exchange, p);
         };
     }
 
@@ -213,19 +173,19 @@ final class ConditionalS3Backend extends S3Backend {
             try {
                 return super.forward(exchange, p);
             } finally {
-                written.clear();
+                writes.cache().clear();
             }
         }
         String object = p.s3().bucket() + "/" + key;
-        try (ScopeGuard.Held held = local.acquire(object, SCOPE_WAIT.toNanos())) {
+        try (ScopeGuard.Held held = writes.locks().acquire(object, ConditionalWrite.SCOPE_WAIT.toNanos())) {
             if (held == null) {
                 return answer(exchange, 503, "SlowDown", "other writes of this object held it for "
-                        + SCOPE_WAIT.toSeconds() + " s");
+                        + ConditionalWrite.SCOPE_WAIT.toSeconds() + " s");
             }
             try {
                 return super.forward(exchange, p);
             } finally {
-                written.forget(object);
+                writes.cache().forget(object);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -246,7 +206,7 @@ final class ConditionalS3Backend extends S3Backend {
 
     @Override
     boolean deletedForAnonymous(String bucket, String key) {
-        Head head = head(bucket, key);
+        ConditionalWrite.Head head = writes.head(bucket, key);
         return !head.failed() && head.tombstone() && anonymousMayList(bucket, key);
     }
 
@@ -351,7 +311,7 @@ final class ConditionalS3Backend extends S3Backend {
                 if (!Tombstone.maySize(entry.size())) {
                     return Optional.empty();
                 }
-                Head head = head(bucket, entry.key());
+                ConditionalWrite.Head head = writes.head(bucket, entry.key());
                 if (head.failed()) {
                     throw new Listings.Unavailable(head.failure());
                 }
@@ -424,7 +384,8 @@ final class ConditionalS3Backend extends S3Backend {
         boolean replayable = declaredLength(exchange) <= REPLAY_BUFFER;
         Upstream.Body[] body = new Upstream.Body[1];
         boolean[] opened = new boolean[1];
-        return guarded(exchange, p, s3.key(), token, acceptEqual, replayable, Remember.OBJECT,
+        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                replayable, ConditionalWrite.Remember.OBJECT,
                 etag -> {
                     if (!opened[0]) {
                         opened[0] = true;
@@ -445,11 +406,11 @@ final class ConditionalS3Backend extends S3Backend {
     private WriteResult postObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         Form form = p.form();
-        Head before = head(s3.bucket(), form.key());
+        ConditionalWrite.Head before = writes.head(s3.bucket(), form.key());
         if (before.failed()) {
             return new WriteResult.Unavailable(before.failure());
         }
-        if (stale(before.token(), token, acceptEqual)) {
+        if (ConditionalWrite.stale(before.token(), token, acceptEqual)) {
             return new WriteResult.Stale(before.token()); // the file is never read
         }
         Spooled spooled = spool(exchange, form);
@@ -459,7 +420,8 @@ final class ConditionalS3Backend extends S3Backend {
         try (Spool file = spooled.file()) {
             List<Map.Entry<String, String>> headers = FormUploads.headers(form);
             headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-            return guarded(exchange, p, form.key(), token, acceptEqual, true, Remember.OBJECT,
+            return writes.write(exchange, s3.bucket(), form.key(), token, acceptEqual,
+                    true, ConditionalWrite.Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
                             file.body()),
                     response -> FormUploads.answer(exchange, form, s3.bucket(), response.first("ETag")));
@@ -494,11 +456,11 @@ final class ConditionalS3Backend extends S3Backend {
         // upload carries its token, which the object will hold once completed. The client gets an upload ID that
         // says which token that is (UploadIds), so that the upload can only be completed with it.
         S3Request s3 = p.s3();
-        Head head = head(s3.bucket(), s3.key());
+        ConditionalWrite.Head head = writes.head(s3.bucket(), s3.key());
         if (head.failed()) {
             return new WriteResult.Unavailable(head.failure());
         }
-        if (stale(head.token(), token, acceptEqual)) {
+        if (ConditionalWrite.stale(head.token(), token, acceptEqual)) {
             return new WriteResult.Stale(head.token());
         }
         return multipart.create(exchange, p, OptionalLong.of(token));
@@ -518,7 +480,8 @@ final class ConditionalS3Backend extends S3Backend {
             return answer(exchange, 400, "MalformedXML", e.getMessage());
         }
         List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
-        return guarded(exchange, p, s3.key(), token, acceptEqual, true, Remember.NOTHING,
+        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                true, ConditionalWrite.Remember.NOTHING,
                 etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
                         Upstream.Body.of(body)),
                 response -> relayed(exchange, response));
@@ -601,17 +564,18 @@ final class ConditionalS3Backend extends S3Backend {
         // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
         // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
         String[] lastEtag = new String[1];
-        return guarded(exchange, p, s3.key(), token, acceptEqual, true, Remember.OBJECT, etag -> {
+        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                true, ConditionalWrite.Remember.OBJECT, etag -> {
             UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
             int status = src.status();
             if (status != 200 || (src.first(DELETED_META) != null)) {
                 try (src) {
                     if (status == 200 || status == 404) {
-                        throw new Answered(answer(exchange, 404, "NoSuchKey", "The specified copy source does not "
-                                + "exist."));
+                        throw new ConditionalWrite.Answered(answer(exchange, 404, "NoSuchKey",
+                                "The specified copy source does not exist."));
                     }
                     int mapped = status == 304 || status == 412 ? 412 : status;
-                    throw new Answered(answer(exchange, mapped, mapped == 412 ? "PreconditionFailed"
+                    throw new ConditionalWrite.Answered(answer(exchange, mapped, mapped == 412 ? "PreconditionFailed"
                             : "CopySourceUnavailable", "the copy source answered " + status));
                 }
             }
@@ -689,17 +653,17 @@ final class ConditionalS3Backend extends S3Backend {
             // the key a DeleteObject of its path could not name is not deleted either (x/../victim, a\b)
             return "<Code>InvalidArgument</Code><Message>" + S3Xml.escape(problem.get()) + "</Message>";
         }
-        try (ScopeGuard.Held held = local.acquire(bucket + "/" + key, SCOPE_WAIT.toNanos())) {
+        try (ScopeGuard.Held held = writes.locks().acquire(bucket + "/" + key, ConditionalWrite.SCOPE_WAIT.toNanos())) {
             if (held == null) {
                 return "<Code>SlowDown</Code><Message>other writes of this object held it too long</Message>";
             }
-            written.forget(bucket + "/" + key); // read from the store below, and changed without being recorded
+            writes.cache().forget(bucket + "/" + key); // read from the store below, and changed without being recorded
             for (int attempt = 0; ; attempt++) {
-                Head head = head(bucket, key);
+                ConditionalWrite.Head head = writes.head(bucket, key);
                 if (head.failed()) {
                     return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(head.failure()) + "</Message>";
                 }
-                if (stale(head.token(), token, acceptEqual)) {
+                if (ConditionalWrite.stale(head.token(), token, acceptEqual)) {
                     return "<Code>PreconditionFailed</Code><Message>" + S3Xml.escape(staleMessage(token, head.token()))
                             + "</Message>";
                 }
@@ -708,7 +672,7 @@ final class ConditionalS3Backend extends S3Backend {
                     if (status / 100 == 2) {
                         return null;
                     }
-                    if (!lostRace(r, head.exists()) || attempt >= config.retries()) {
+                    if (!ConditionalWrite.lostRace(r, head.exists()) || attempt >= config.retries()) {
                         return "<Code>" + (status == 412 || status == 409 ? "SlowDown" : "InternalError")
                                 + "</Code><Message>the upstream answered " + status + "</Message>";
                     }
@@ -736,249 +700,12 @@ final class ConditionalS3Backend extends S3Backend {
                 Upstream.Body.of(Tombstone.body()));
     }
 
-    /** What a successful conditional write leaves in the {@link EtagCache}. */
-    private enum Remember {
-        /** an object: its ETag and token */
-        OBJECT,
-        /** a tombstone: its ETag and token */
-        TOMBSTONE,
-        /** nothing (the answer does not carry the new object's ETag): the entry is forgotten */
-        NOTHING
-    }
-
-    /**
-     * The heart of the atomic class: read, compare, conditional write, bounded retries; all of one object's
-     * writes through this proxy serialized. With the {@code etag-cache}, the first attempt may take the object's
-     * token and ETag from this proxy's own last write of it instead of a HEAD, when they let the write through;
-     * a 412 then forgets them and the write goes on as without the cache.
-     */
-    private WriteResult guarded(Exchange exchange, Parsed p, String key, long token, boolean acceptEqual,
-                                boolean replayable, Remember remember, Attempt attempt, Success success) {
-        S3Request s3 = p.s3();
-        String object = s3.bucket() + "/" + key;
-        boolean sent = false;
-        try (ScopeGuard.Held held = local.acquire(object, SCOPE_WAIT.toNanos())) {
-            if (held == null) {
-                return answer(exchange, 503, "SlowDown", "other writes of this object held it for "
-                        + SCOPE_WAIT.toSeconds() + " s");
-            }
-            // Only a body that can be sent again may be written on a remembered ETag, and only without the client's
-            // own conditions (those are judged against the store's current answer).
-            boolean remembered = replayable && useCache && !clientConditions(exchange);
-            for (int i = 0; ; i++) {
-                Head head = remembered ? rememberedHead(exchange, object, token, acceptEqual) : null;
-                boolean fromCache = head != null;
-                remembered = false;
-                if (!fromCache) {
-                    head = head(s3.bucket(), key);
-                }
-                if (head.failed()) {
-                    if (head.status() == 403) {
-                        return answer(exchange, 403, "AccessDenied", head.failure());
-                    }
-                    return new WriteResult.Unavailable(head.failure());
-                }
-                if (stale(head.token(), token, acceptEqual)) {
-                    return new WriteResult.Stale(head.token());
-                }
-                if (exchange.route().policy().fence().tooFar(token, head.token())) {
-                    return new WriteResult.TooFar(head.token()); // the write is conditional on this very head
-                }
-                // The client's own If-Match / If-None-Match, judged against this very head (a tombstone is no
-                // object): the write below is conditional on it, so what was judged is what is overwritten.
-                WriteResult precondition = clientPreconditions(exchange, head);
-                if (precondition != null) {
-                    return precondition;
-                }
-                sent = true;
-                UpstreamResponse response;
-                try {
-                    response = attempt.send(head.exists() ? head.etag() : null);
-                } catch (Answered answered) {
-                    return answered.result;
-                }
-                try (response) {
-                    if (!lostRace(response, head.exists())) {
-                        if (response.status() / 100 == 2) {
-                            if (remember == Remember.NOTHING) {
-                                written.forget(object);
-                            } else {
-                                written.wrote(object, response.first("ETag"), token, remember == Remember.TOMBSTONE);
-                            }
-                            return success.answer(response);
-                        }
-                        written.forget(object);
-                        return relayed(exchange, response);
-                    }
-                }
-                written.forget(object);
-                if (fromCache) {
-                    i--; // the remembered ETag was out of date: read the object and try again, which is no retry
-                    continue;
-                }
-                if (replayable && i < config.retries()) {
-                    continue;
-                }
-                Head now = head(s3.bucket(), key);
-                if (!now.failed() && stale(now.token(), token, acceptEqual)) {
-                    return new WriteResult.Stale(now.token());
-                }
-                return answer(exchange, 503, "SlowDown", "another write to this object won a race with this one"
-                        + " (the upstream refused the conditional write); nothing was written, retry");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return new WriteResult.Unavailable("the proxy is stopping");
-        } catch (ClientError e) {
-            written.forget(object);
-            return answer(exchange, e.status, e.code, e.getMessage());
-        } catch (RuntimeException e) {
-            written.forget(object); // the outcome may be unknown
-            return failure(exchange, e, sent);
-        }
-    }
-
-    /**
-     * The object as this proxy last wrote it, when that lets this write through (not stale, not too far); else null
-     * and the object is read from the store: a refusal is never made on a remembered state.
-     */
-    private Head rememberedHead(Exchange exchange, String object, long token, boolean acceptEqual) {
-        EtagCache.Known known = written.get(object);
-        if (known == null || stale(known.token(), token, acceptEqual)
-                || exchange.route().policy().fence().tooFar(token, known.token())) {
-            return null;
-        }
-        return new Head(true, known.etag(), known.token(), null, 200, known.tombstone());
-    }
-
-    /** Whether a write carries the client's own {@code If-Match} or {@code If-None-Match}. */
-    private static boolean clientConditions(Exchange exchange) {
-        var headers = exchange.request().headers();
-        return headers.contains(HeaderNames.IF_MATCH) || headers.contains(HeaderNames.IF_NONE_MATCH);
-    }
-
-    /**
-     * The client's {@code If-Match} and {@code If-None-Match} on a write, judged as S3 judges them against the
-     * object the proxy read: {@code If-Match} on a missing object is 404 {@code NoSuchKey}, on another ETag 412;
-     * {@code If-None-Match} ({@code *} or a matching ETag) on an existing object 412. {@code If-Match} is judged
-     * first (RFC 9110 section 13.2.2). A tombstone is no object.
-     *
-     * @return null when the write may go on, else what the client was answered
-     */
-    private WriteResult clientPreconditions(Exchange exchange, Head head) {
-        var headers = exchange.request().headers();
-        List<String> ifMatch = headers.all(HeaderNames.IF_MATCH, List::of);
-        List<String> ifNoneMatch = headers.all(HeaderNames.IF_NONE_MATCH, List::of);
-        boolean exists = head.exists() && !head.tombstone();
-        if (!ifMatch.isEmpty()) {
-            if (!exists) {
-                return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
-            }
-            if (!matches(ifMatch, head.etag())) {
-                return answer(exchange, 412, "PreconditionFailed", "At least one of the pre-conditions you "
-                        + "specified did not hold (If-Match)");
-            }
-        }
-        if (!ifNoneMatch.isEmpty() && exists && matches(ifNoneMatch, head.etag())) {
-            return answer(exchange, 412, "PreconditionFailed", "At least one of the pre-conditions you specified "
-                    + "did not hold (If-None-Match)");
-        }
-        return null;
-    }
-
-    /** Whether an entity-tag list ({@code *}, or ETags with or without quotes) names the object's ETag. */
-    static boolean matches(List<String> values, String etag) {
-        String have = bareEtag(etag);
-        for (String value : values) {
-            for (String part : value.split(",")) {
-                String tag = part.trim();
-                if (tag.equals("*") || (!tag.isEmpty() && bareEtag(tag).equals(have))) {
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-
-    private static String bareEtag(String etag) {
-        if (etag == null) {
-            return "";
-        }
-        String t = etag.trim();
-        if (t.startsWith("W/")) {
-            t = t.substring(2);
-        }
-        if (t.length() >= 2 && t.startsWith("\"") && t.endsWith("\"")) {
-            t = t.substring(1, t.length() - 1);
-        }
-        return t;
-    }
-
-    private WriteResult relayed(Exchange exchange, UpstreamResponse response) {
-        relayResponse(response, exchange);
-        return new WriteResult.Answered(response.status());
-    }
-
-    /**
-     * Whether the upstream refused the condition: 412, 409 ConditionalRequestConflict, or, for a write sent
-     * {@code If-Match}, 404 (S3's answer when the object named by the ETag was deleted since it was read).
-     */
-    private static boolean lostRace(UpstreamResponse response, boolean ifMatch) {
-        int status = response.status();
-        if (status == 412 || (ifMatch && status == 404)) {
-            return true;
-        }
-        if (status != 409) {
-            return false;
-        }
-        try (InputStream in = response.body()) {
-            String body = new String(in.readNBytes(8192), StandardCharsets.UTF_8);
-            return body.contains("ConditionalRequestConflict");
-        } catch (IOException e) {
-            return true;
-        }
-    }
-
-    private static boolean stale(long stored, long token, boolean acceptEqual) {
-        return FenceRule.stale(token, stored, acceptEqual);
-    }
-
     private static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers, String etag) {
-        List<Map.Entry<String, String>> out = new ArrayList<>(headers.size() + 1);
-        for (Map.Entry<String, String> h : headers) {
-            if (!h.getKey().equals("if-match") && !h.getKey().equals("if-none-match")) {
-                out.add(h);
-            }
-        }
-        out.add(etag == null ? Map.entry("if-none-match", "*") : Map.entry("if-match", etag));
-        return out;
+        return ConditionalWrite.conditional(headers, etag);
     }
 
-    private Head head(String bucket, String key) {
-        try (UpstreamResponse r = upstream.send("HEAD", bucket, key, List.of(), List.of(), null)) {
-            int status = r.status();
-            if (status == 404) {
-                return new Head(false, null, -1, null, status);
-            }
-            if (status != 200) {
-                return new Head(false, null, -1, "reading the object's fencing token (HEAD) answered " + status,
-                        status);
-            }
-            String etag = r.first("ETag");
-            Optional<String> stored = Optional.ofNullable(r.first(TOKEN_META));
-            long token = -1;
-            if (stored.isPresent()) {
-                try {
-                    token = Long.parseLong(stored.get().trim());
-                } catch (NumberFormatException e) {
-                    return new Head(true, etag, -1, "the object's " + TOKEN_META + " is not a token: '"
-                            + stored.get() + "'", 500);
-                }
-            }
-            return new Head(true, etag, token, null, status, r.first(DELETED_META) != null);
-        } catch (RuntimeException e) {
-            return new Head(false, null, -1, "reading the object's fencing token (HEAD) failed: " + root(e), 0);
-        }
+    private static WriteResult relayed(Exchange exchange, UpstreamResponse response) {
+        return ConditionalWrite.relayed(exchange, response);
     }
 
     private static byte[] smallBodyOf(Upstream.Body body) {
