@@ -172,7 +172,7 @@ final class ConditionalWrite {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return new WriteResult.Unavailable("the proxy is stopping");
-        } catch (S3Backend.ClientError e) {
+        } catch (S3Front.ClientError e) {
             cache.forget(object);
             return answer(e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
@@ -309,7 +309,7 @@ final class ConditionalWrite {
     }
 
     static WriteResult relayed(Exchange exchange, UpstreamResponse response) {
-        S3Backend.relayResponse(response, exchange);
+        S3Front.relayResponse(response, exchange);
         return new WriteResult.Answered(response.status());
     }
 
@@ -359,20 +359,20 @@ final class ConditionalWrite {
                         status);
             }
             String etag = r.first("ETag");
-            Optional<String> stored = Optional.ofNullable(r.first(S3Backend.TOKEN_META));
+            Optional<String> stored = Optional.ofNullable(r.first(S3Front.TOKEN_META));
             long token = -1;
             if (stored.isPresent()) {
                 try {
                     token = Long.parseLong(stored.get().trim());
                 } catch (NumberFormatException e) {
-                    return new Head(true, etag, -1, "the object's " + S3Backend.TOKEN_META + " is not a token: '"
+                    return new Head(true, etag, -1, "the object's " + S3Front.TOKEN_META + " is not a token: '"
                             + stored.get() + "'", 500);
                 }
             }
-            return new Head(true, etag, token, null, status, r.first(S3Backend.DELETED_META) != null);
+            return new Head(true, etag, token, null, status, r.first(S3Front.DELETED_META) != null);
         } catch (RuntimeException e) {
             return new Head(false, null, -1, "reading the object's fencing token (HEAD) failed: "
-                    + S3Backend.root(e), 0);
+                    + S3Front.root(e), 0);
         }
     }
 

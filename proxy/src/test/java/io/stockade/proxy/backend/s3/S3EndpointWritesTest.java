@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.List;
 
 import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.backend.Backend;
 
 import org.junit.jupiter.api.Test;
 
@@ -33,7 +34,7 @@ class S3EndpointWritesTest {
     @Test
     void aReloadKeepsTheSharedStateWhileTheEndpointIsWrittenThroughAndReleasesItWithTheLastBackend() {
         assertFalse(EndpointWrites.isOpen(ENDPOINT));
-        S3Backend before = S3Backend.open(atomic(100));
+        Backend before = S3Backends.open(atomic(100));
         EtagCache cache;
         try (EndpointWrites.Lease look = EndpointWrites.open(URI.create("http://127.0.0.1:9/endpoint-writes-test/"),
                 0)) {
@@ -41,7 +42,7 @@ class S3EndpointWritesTest {
             cache.wrote("b/k", "\"e1\"", 7, false);
             assertTrue(cache.enabled());
             // the reload: the new policy (etag-cache: 0 now) opens before the replaced backend is closed
-            S3Backend after = S3Backend.open(atomic(0));
+            Backend after = S3Backends.open(atomic(0));
             assertEquals(1, cache.size());
             before.close();
             assertTrue(EndpointWrites.isOpen(ENDPOINT));

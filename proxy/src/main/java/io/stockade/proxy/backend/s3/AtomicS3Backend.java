@@ -15,8 +15,10 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Keeper;
+import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.problem.Problem;
@@ -27,7 +29,7 @@ import io.helidon.webserver.http.ServerRequest;
 
 /**
  * The <em>atomic</em> S3 class: one scope per object, the highest token in the object's metadata
- * ({@value S3Backend#TOKEN_META}), every fenced write conditional on the version the token was read from.
+ * ({@value S3Front#TOKEN_META}), every fenced write conditional on the version the token was read from.
  * <p>
  * A fenced write reads the object's token and ETag (HEAD), refuses a stale token, and writes with
  * {@code If-Match: <etag>} (or {@code If-None-Match: *} when there is no object) carrying the new token. If another
@@ -36,43 +38,64 @@ import io.helidon.webserver.http.ServerRequest;
  * a streamed body cannot be replayed, so the client is answered 503 {@code SlowDown} (SDKs retry it) unless a
  * higher token is now there (412 {@code PreconditionFailed}).
  * <p>
- * A delete writes a <em>tombstone</em>: a small object with the token and {@value S3Backend#DELETED_META}, so a
+ * A delete writes a <em>tombstone</em>: a small object with the token and {@value S3Front#DELETED_META}, so a
  * zombie cannot recreate the object with an older token; its bytes make its ETag unique ({@link Tombstone}).
  * Through the proxy a tombstone reads as 404 {@code NoSuchKey}.
  * <p>
  * Within one proxy the writes of one object are also serialized: an upstream whose conditional writes are not
  * atomic under concurrency (s3proxy 3.0.0) is then still safe with a single proxy replica.
  */
-final class ConditionalS3Backend extends S3Backend {
+final class AtomicS3Backend implements Backend, S3Class {
     /** Bodies up to this size are buffered so that a write that lost a race can be sent again. */
     static final int REPLAY_BUFFER = 1024 * 1024;
     private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
             .withZone(ZoneOffset.UTC);
 
+    private final BackendConfig.S3 config;
+    private final S3Front front;
+    private final Upstream upstream;
     /** This backend's hold on the locks and the ETag cache of its endpoint, released by {@link #close}. */
     private final EndpointWrites.Lease shared;
     private final ConditionalWrite writes;
 
-    ConditionalS3Backend(BackendConfig.S3 config) {
-        super(config);
+    AtomicS3Backend(BackendConfig.S3 config) {
+        this.config = config;
+        this.front = new S3Front(config, this);
+        this.upstream = front.upstream;
         this.shared = EndpointWrites.open(config.endpoint(), config.etagCache());
-        this.writes = new ConditionalWrite(upstream, config.retries(), shared, this::failure);
+        this.writes = new ConditionalWrite(upstream, config.retries(), shared, front::failure);
+    }
+
+    @Override
+    public Plan plan(Exchange exchange) {
+        return front.plan(exchange);
+    }
+
+    /** S3 keys are exact bytes: {@code folder/} is a key of its own (a folder marker). */
+    @Override
+    public boolean takesTrailingSlash() {
+        return true;
+    }
+
+    @Override
+    public void refuse(Exchange exchange, Problem problem) {
+        front.refuse(exchange, problem);
+    }
+
+    @Override
+    public void checkAtStart(String policy) {
+        front.checkAtStart(policy);
     }
 
     @Override
     public void close() {
         shared.close();
-        super.close();
-    }
-
-    @Override
-    boolean atomic() {
-        return true;
+        front.close();
     }
 
     /** The storage keeps the fence: the object's token, every write conditional on the version it was read from. */
     @Override
-    Keeper keeper(Parsed p) {
+    public Keeper keeper(S3Front.Parsed p) {
         return new Keeper.InStorage(new Keeper.StorageWrite() {
             @Override
             public WriteResult write(Exchange exchange, long token, boolean acceptEqual) {
@@ -81,7 +104,7 @@ final class ConditionalS3Backend extends S3Backend {
 
             @Override
             public Keeper.Observed observe(Exchange exchange, long token, boolean acceptEqual) {
-                return ConditionalS3Backend.this.observe(exchange, p, token, acceptEqual);
+                return AtomicS3Backend.this.observe(exchange, p, token, acceptEqual);
             }
         });
     }
@@ -92,7 +115,7 @@ final class ConditionalS3Backend extends S3Backend {
     }
 
     /** A fenced write, by the operation the plan found: one case per fenced operation, every other refused. */
-    private WriteResult fencedWrite(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+    private WriteResult fencedWrite(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         try {
             return switch (s3.operation()) {
@@ -117,7 +140,7 @@ final class ConditionalS3Backend extends S3Backend {
                         answer(exchange, 501, "NotImplemented", s3.operation() + " is not a fenced write of the "
                                 + "atomic class; it is never sent as one");
             };
-        } catch (ClientError e) {
+        } catch (S3Front.ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
         }
     }
@@ -127,7 +150,7 @@ final class ConditionalS3Backend extends S3Backend {
      * forwarded as it is. Unlike the other backends, the token is not written into the object's metadata (that
      * takes the conditional write observe does not do); docs/s3.md says so.
      */
-    private Keeper.Observed observe(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+    private Keeper.Observed observe(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         String key = p.form() != null ? p.form().key() : s3.key();
         long stored = key == null ? -1 : writes.head(s3.bucket(), key).token();
@@ -139,17 +162,17 @@ final class ConditionalS3Backend extends S3Backend {
     // ---- listings without tombstones, and a bucket that only tombstones keep ----
 
     @Override
-    WriteResult forward(Exchange exchange, Parsed p) {
+    public WriteResult forward(Exchange exchange, S3Front.Parsed p) {
         return switch (p.s3().operation()) {
             case LIST_OBJECTS, LIST_OBJECT_VERSIONS -> listing(exchange, p);
             case DELETE_BUCKET -> deleteBucket(exchange, p);
             case UPLOAD_PART -> {
                 if (!isUploadPartCopy(exchange, p)) {
-                    yield super.forward(exchange, p);
+                    yield front.forwardAsIs(exchange, p);
                 }
                 try {
                     yield uploadPartCopy(exchange, p);
-                } catch (ClientError e) {
+                } catch (S3Front.ClientError e) {
                     yield answer(exchange, e.status, e.code, e.getMessage());
                 }
             }
@@ -157,7 +180,7 @@ final class ConditionalS3Backend extends S3Backend {
                  OBJECT_READ, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, OBJECT_SUBRESOURCE_WRITE, CREATE_MULTIPART,
                  COMPLETE_MULTIPART, ABORT_MULTIPART, LIST_PARTS, PREFLIGHT ->
                     writes.cache().enabled() && changesObjects(p) ? forwardWrite(exchange, p)
-                            : super.forward(exchange, p);
+                            : front.forwardAsIs(exchange, p);
         };
     }
 
@@ -167,11 +190,11 @@ final class ConditionalS3Backend extends S3Backend {
      * the cache could not tell from no change. So it holds the object's lock like a fenced write and forgets the
      * object when done; one that names its objects in its body (DeleteObjects) empties the cache.
      */
-    private WriteResult forwardWrite(Exchange exchange, Parsed p) {
+    private WriteResult forwardWrite(Exchange exchange, S3Front.Parsed p) {
         String key = p.form() != null ? p.form().key() : p.s3().key();
         if (key == null) {
             try {
-                return super.forward(exchange, p);
+                return front.forwardAsIs(exchange, p);
             } finally {
                 writes.cache().clear();
             }
@@ -183,7 +206,7 @@ final class ConditionalS3Backend extends S3Backend {
                         + ConditionalWrite.SCOPE_WAIT.toSeconds() + " s");
             }
             try {
-                return super.forward(exchange, p);
+                return front.forwardAsIs(exchange, p);
             } finally {
                 writes.cache().forget(object);
             }
@@ -194,7 +217,7 @@ final class ConditionalS3Backend extends S3Backend {
     }
 
     /** Whether a request may change an object's bytes or metadata (parts of a multipart upload do not, yet). */
-    private static boolean changesObjects(Parsed p) {
+    private static boolean changesObjects(S3Front.Parsed p) {
         return switch (p.s3().operation()) {
             case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, DELETE_OBJECTS, COMPLETE_MULTIPART, POST_OBJECT,
                  OBJECT_SUBRESOURCE_WRITE -> true;
@@ -205,19 +228,19 @@ final class ConditionalS3Backend extends S3Backend {
     }
 
     @Override
-    boolean deletedForAnonymous(String bucket, String key) {
+    public boolean deletedForAnonymous(String bucket, String key) {
         ConditionalWrite.Head head = writes.head(bucket, key);
-        return !head.failed() && head.tombstone() && anonymousMayList(bucket, key);
+        return !head.failed() && head.tombstone() && front.anonymousMayList(bucket, key);
     }
 
     /** The most bytes of a listing the proxy reads to edit (a page of 1000 keys of 1024 bytes is ~1.5 MB). */
     private static final int MAX_LISTING = 32 * 1024 * 1024;
 
     /** A listing answered without its tombstones ({@link Listings}). */
-    private WriteResult listing(Exchange exchange, Parsed p) {
+    private WriteResult listing(Exchange exchange, S3Front.Parsed p) {
         S3Request s3 = p.s3();
-        try (UpstreamResponse response = send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
-                forwardHeaders(exchange, p), null)) {
+        try (UpstreamResponse response = front.send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
+                front.forwardHeaders(exchange, p), null)) {
             if (response.status() != 200) {
                 return relayed(exchange, response);
             }
@@ -244,11 +267,11 @@ final class ConditionalS3Backend extends S3Backend {
             res.send(filtered.xml().getBytes(StandardCharsets.UTF_8));
             return new WriteResult.Answered(200);
         } catch (IOException e) {
-            return failure(exchange, new java.io.UncheckedIOException(e), true);
-        } catch (ClientError e) {
+            return front.failure(exchange, new java.io.UncheckedIOException(e), true);
+        } catch (S3Front.ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
-            return failure(exchange, e, true);
+            return front.failure(exchange, e, true);
         }
     }
 
@@ -261,7 +284,7 @@ final class ConditionalS3Backend extends S3Backend {
                         : List.of(Map.entry("versionId", versionId));
                 try (UpstreamResponse r = upstream.send("HEAD", bucket, key, query, List.of(), null)) {
                     return switch (r.status()) {
-                        case 200 -> r.first(DELETED_META) != null;
+                        case 200 -> r.first(S3Front.DELETED_META) != null;
                         case 404 -> true; // gone since it was listed: nothing to show
                         default -> throw new Listings.Unavailable("HEAD of '" + key + "' answered " + r.status());
                     };
@@ -340,10 +363,10 @@ final class ConditionalS3Backend extends S3Backend {
      * them; when the store refuses the bucket as not empty and only tombstones are left, the answer says so, with
      * how many and the highest token, and what to do (docs/s3.md).
      */
-    private WriteResult deleteBucket(Exchange exchange, Parsed p) {
+    private WriteResult deleteBucket(Exchange exchange, S3Front.Parsed p) {
         S3Request s3 = p.s3();
-        try (UpstreamResponse response = send(exchange, p, "DELETE", s3.bucket(), null, s3.upstreamQuery(),
-                forwardHeaders(exchange, p), null)) {
+        try (UpstreamResponse response = front.send(exchange, p, "DELETE", s3.bucket(), null, s3.upstreamQuery(),
+                front.forwardHeaders(exchange, p), null)) {
             if (response.status() != 409) {
                 return relayed(exchange, response);
             }
@@ -368,16 +391,16 @@ final class ConditionalS3Backend extends S3Backend {
             return answer(exchange, 503, "ServiceUnavailable", "the bucket is not empty and the proxy could not tell "
                     + "whether only tombstones are left: " + e.getMessage());
         } catch (IOException e) {
-            return failure(exchange, new java.io.UncheckedIOException(e), true);
+            return front.failure(exchange, new java.io.UncheckedIOException(e), true);
         } catch (RuntimeException e) {
-            return failure(exchange, e, true);
+            return front.failure(exchange, e, true);
         }
     }
 
-    private WriteResult putObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+    private WriteResult putObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
-        headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+        List<Map.Entry<String, String>> headers = front.forwardHeaders(exchange, p);
+        headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
         // The body is opened only once the token and the client's conditions have passed: opening it asks a client
         // that sent Expect: 100-continue for it, and a refusal of a large body that is on its way closes the
         // connection under the client (SECURITY.md). So a refused write never has its body sent.
@@ -389,7 +412,7 @@ final class ConditionalS3Backend extends S3Backend {
                 etag -> {
                     if (!opened[0]) {
                         opened[0] = true;
-                        Upstream.Body b = clientBody(exchange, p.verified());
+                        Upstream.Body b = front.clientBody(exchange, p.verified());
                         body[0] = b != null && replayable ? Upstream.Body.of(smallBodyOf(b)) : b;
                     }
                     return upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
@@ -403,9 +426,9 @@ final class ConditionalS3Backend extends S3Backend {
      * read; then the file is read within the policy's content-length-range (kept in memory up to 1 MiB, else in a
      * temporary file, so that a lost race can be retried) and written as a conditional PUT, as PutObject.
      */
-    private WriteResult postObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+    private WriteResult postObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        Form form = p.form();
+        S3Front.Form form = p.form();
         ConditionalWrite.Head before = writes.head(s3.bucket(), form.key());
         if (before.failed()) {
             return new WriteResult.Unavailable(before.failure());
@@ -413,20 +436,20 @@ final class ConditionalS3Backend extends S3Backend {
         if (ConditionalWrite.stale(before.token(), token, acceptEqual)) {
             return new WriteResult.Stale(before.token()); // the file is never read
         }
-        Spooled spooled = spool(exchange, form);
+        S3Front.Spooled spooled = front.spool(exchange, form);
         if (spooled.refused() != null) {
             return spooled.refused();
         }
         try (Spool file = spooled.file()) {
             List<Map.Entry<String, String>> headers = FormUploads.headers(form);
-            headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+            headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
             return writes.write(exchange, s3.bucket(), form.key(), token, acceptEqual,
                     true, ConditionalWrite.Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
                             file.body()),
                     response -> FormUploads.answer(exchange, form, s3.bucket(), response.first("ETag")));
         } catch (RuntimeException e) {
-            return failure(exchange, e, false);
+            return front.failure(exchange, e, false);
         }
     }
 
@@ -451,7 +474,7 @@ final class ConditionalS3Backend extends S3Backend {
         }
     }
 
-    private WriteResult createMultipart(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+    private WriteResult createMultipart(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         // Not conditional (nothing is visible yet); a stale holder is refused before it uploads anything, and the
         // upload carries its token, which the object will hold once completed. The client gets an upload ID that
         // says which token that is (UploadIds), so that the upload can only be completed with it.
@@ -463,23 +486,23 @@ final class ConditionalS3Backend extends S3Backend {
         if (ConditionalWrite.stale(head.token(), token, acceptEqual)) {
             return new WriteResult.Stale(head.token());
         }
-        return multipart.create(exchange, p, OptionalLong.of(token));
+        return front.multipart.create(exchange, p, OptionalLong.of(token));
     }
 
-    private WriteResult complete(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+    private WriteResult complete(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         // the plan refused any other token (Multipart.tokenRefusal): the completed object holds the creation's
         Problem other = Multipart.completeRefusal(p.uploadToken(), token, null);
         if (other != null) {
             return new WriteResult.Refused(other);
         }
-        byte[] body = smallBody(exchange, p.verified(), REPLAY_BUFFER);
+        byte[] body = front.smallBody(exchange, p.verified(), REPLAY_BUFFER);
         try {
             S3Xml.checkComplete(body);
         } catch (S3Xml.Malformed e) {
             return answer(exchange, 400, "MalformedXML", e.getMessage());
         }
-        List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
+        List<Map.Entry<String, String>> headers = front.forwardHeaders(exchange, p);
         return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
                 true, ConditionalWrite.Remember.NOTHING,
                 etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
@@ -491,14 +514,14 @@ final class ConditionalS3Backend extends S3Backend {
     private record CopySource(String bucket, String key, List<Map.Entry<String, String>> query) {
     }
 
-    /** The request's {@code x-amz-copy-source}; a malformed one is a {@link ClientError} (400). */
+    /** The request's {@code x-amz-copy-source}; a malformed one is a {@link S3Front.ClientError} (400). */
     private static CopySource copySource(ServerRequest req) {
         String source = req.headers().first(HeaderNames.create("x-amz-copy-source")).orElse("");
         String decoded;
         try {
             decoded = SigV4.decode(source);
         } catch (IllegalArgumentException e) {
-            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source has a bad escape");
+            throw new S3Front.ClientError(400, "InvalidArgument", "x-amz-copy-source has a bad escape");
         }
         String versionId = null;
         int q = decoded.indexOf("?versionId=");
@@ -511,7 +534,7 @@ final class ConditionalS3Backend extends S3Backend {
         }
         int slash = decoded.indexOf('/');
         if (slash <= 0 || slash == decoded.length() - 1) {
-            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+            throw new S3Front.ClientError(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
         }
         return new CopySource(decoded.substring(0, slash), decoded.substring(slash + 1), versionId == null
                 ? List.of() : List.of(Map.entry("versionId", versionId)));
@@ -521,24 +544,24 @@ final class ConditionalS3Backend extends S3Backend {
      * UploadPartCopy: relayed (a part changes no object yet), unless its source is a tombstone, which the store would
      * copy as the part's bytes; a deleted source is 404 {@code NoSuchKey}, as S3 answers for a missing one.
      */
-    private WriteResult uploadPartCopy(Exchange exchange, Parsed p) {
+    private WriteResult uploadPartCopy(Exchange exchange, S3Front.Parsed p) {
         CopySource src = copySource(exchange.request());
         try (UpstreamResponse r = upstream.send("HEAD", src.bucket(), src.key(), src.query(), List.of(), null)) {
-            if (r.status() == 200 && r.first(DELETED_META) != null) {
+            if (r.status() == 200 && r.first(S3Front.DELETED_META) != null) {
                 return answer(exchange, 404, "NoSuchKey", "The specified copy source does not exist.");
             }
         } catch (RuntimeException e) {
-            return failure(exchange, e, false);
+            return front.failure(exchange, e, false);
         }
-        return relay(exchange, p, List.of());
+        return front.relay(exchange, p, List.of());
     }
 
-    private static boolean isUploadPartCopy(Exchange exchange, Parsed p) {
+    private static boolean isUploadPartCopy(Exchange exchange, S3Front.Parsed p) {
         return p.s3().operation() == S3Request.Operation.UPLOAD_PART
                 && exchange.request().headers().contains(HeaderNames.create("x-amz-copy-source"));
     }
 
-    private WriteResult copyObject(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+    private WriteResult copyObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
         ServerRequest req = exchange.request();
         CopySource source = copySource(req);
@@ -553,7 +576,7 @@ final class ConditionalS3Backend extends S3Backend {
         boolean replace = req.headers().first(HeaderNames.create("x-amz-metadata-directive"))
                 .map(v -> v.equalsIgnoreCase("REPLACE")).orElse(false);
         List<Map.Entry<String, String>> clientHeaders = new ArrayList<>();
-        for (Map.Entry<String, String> h : forwardHeaders(exchange, p)) {
+        for (Map.Entry<String, String> h : front.forwardHeaders(exchange, p)) {
             String n = h.getKey();
             if (n.startsWith("x-amz-copy-source") || n.equals("x-amz-metadata-directive")
                     || (!replace && (n.startsWith("x-amz-meta-") || n.equals("content-type")))) {
@@ -568,7 +591,7 @@ final class ConditionalS3Backend extends S3Backend {
                 true, ConditionalWrite.Remember.OBJECT, etag -> {
             UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
             int status = src.status();
-            if (status != 200 || (src.first(DELETED_META) != null)) {
+            if (status != 200 || (src.first(S3Front.DELETED_META) != null)) {
                 try (src) {
                     if (status == 200 || status == 404) {
                         throw new ConditionalWrite.Answered(answer(exchange, 404, "NoSuchKey",
@@ -583,14 +606,15 @@ final class ConditionalS3Backend extends S3Backend {
             if (!replace) {
                 for (int i = 0; i < src.headerCount(); i++) {
                     String n = src.name(i).toLowerCase(Locale.ROOT);
-                    if ((n.startsWith("x-amz-meta-") && !n.equals(TOKEN_META) && !n.equals(DELETED_META))
+                    if ((n.startsWith("x-amz-meta-") && !n.equals(S3Front.TOKEN_META)
+                            && !n.equals(S3Front.DELETED_META))
                             || n.equals("content-type") || n.equals("cache-control") || n.equals("content-disposition")
                             || n.equals("content-encoding") || n.equals("content-language") || n.equals("expires")) {
                         headers.add(Map.entry(n, src.value(i)));
                     }
                 }
             }
-            headers.add(Map.entry(TOKEN_META, Long.toString(token)));
+            headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
             long length;
             try {
                 length = src.contentLength().orElse(0);
@@ -616,9 +640,9 @@ final class ConditionalS3Backend extends S3Backend {
         });
     }
 
-    private WriteResult deleteObjects(Exchange exchange, Parsed p, long token, boolean acceptEqual) {
+    private WriteResult deleteObjects(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        byte[] body = smallBody(exchange, p.verified(), 2 * 1024 * 1024);
+        byte[] body = front.smallBody(exchange, p.verified(), 2 * 1024 * 1024);
         S3Xml.DeleteRequest request;
         try {
             request = S3Xml.parseDelete(body);
@@ -682,7 +706,7 @@ final class ConditionalS3Backend extends S3Backend {
             Thread.currentThread().interrupt();
             return "<Code>ServiceUnavailable</Code><Message>the proxy is stopping</Message>";
         } catch (RuntimeException e) {
-            return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(root(e)) + "</Message>";
+            return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(S3Front.root(e)) + "</Message>";
         }
     }
 
@@ -694,10 +718,15 @@ final class ConditionalS3Backend extends S3Backend {
     private UpstreamResponse tombstone(String bucket, String key, long token, String etag) {
         List<Map.Entry<String, String>> headers = new ArrayList<>();
         headers.add(Map.entry("content-type", "application/x-stockade-tombstone"));
-        headers.add(Map.entry(TOKEN_META, Long.toString(token)));
-        headers.add(Map.entry(DELETED_META, "true"));
+        headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+        headers.add(Map.entry(S3Front.DELETED_META, "true"));
         return upstream.send("PUT", bucket, key, List.of(), conditional(headers, etag),
                 Upstream.Body.of(Tombstone.body()));
+    }
+
+    /** An S3 error the backend decided: the pipeline answers it through {@link #refuse}. */
+    private WriteResult answer(Exchange exchange, int status, String code, String message) {
+        return front.answer(exchange, status, code, message);
     }
 
     private static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers, String etag) {
@@ -713,9 +742,10 @@ final class ConditionalS3Backend extends S3Backend {
         try {
             body.writeTo(out);
         } catch (PayloadReader.Rejected e) {
-            throw new ClientError(e.status, e.code, e.getMessage());
+            throw new S3Front.ClientError(e.status, e.code, e.getMessage());
         } catch (IOException e) {
-            throw new ClientError(400, "IncompleteBody", "the request body could not be read: " + e.getMessage());
+            throw new S3Front.ClientError(400, "IncompleteBody", "the request body could not be read: "
+                    + e.getMessage());
         }
         return out.toByteArray();
     }

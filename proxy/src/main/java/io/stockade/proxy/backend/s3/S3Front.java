@@ -5,7 +5,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,10 +18,7 @@ import java.util.logging.Logger;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Route;
-import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.listener.BodyBounds;
@@ -39,16 +35,15 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 
 /**
- * An S3-compatible object store behind the proxy, spoken to by unmodified S3 clients.
- * <p>
- * This class is the <em>serialized</em> class (a prefix scope, or an upstream without conditional writes): the
- * engine's store keeps the high-water mark and the engine holds the scope while {@link #write} sends the request
- * as it is. {@link ConditionalS3Backend} is the <em>atomic</em> class, one scope per object with the token in
- * the object's metadata. Both authenticate clients ({@link #admit}), decode what the AWS SDKs send, sign their
- * own upstream requests, and answer refusals as S3 XML errors.
+ * The part of an S3 backend both classes share: it reads a request as S3 once ({@link S3Request}), authenticates the
+ * client ({@link ClientAuth}, browser forms with {@link PostForm}) before any fence question, plans it from the
+ * operation it names, relays it to the store signed by the proxy ({@link Upstream}), and answers refusals as S3 XML
+ * errors ({@link S3Problems}). What differs between the serialized class ({@link SerializedS3Front}) and the
+ * atomic class ({@link AtomicS3Backend}) is asked of its {@link S3Class}: who keeps the fence of a write, and how an
+ * unfenced request is forwarded.
  */
-public class S3Backend implements Backend {
-    private static final Logger LOG = Logger.getLogger(S3Backend.class.getName());
+final class S3Front {
+    private static final Logger LOG = Logger.getLogger(S3Front.class.getName());
     /** The object metadata holding the highest token written to an object. */
     static final String TOKEN_META = "x-amz-meta-fencing-token";
     /** The object metadata marking a tombstone: a deleted object whose token must outlive it. */
@@ -62,8 +57,14 @@ public class S3Backend implements Backend {
     final Multipart multipart;
     private final ClientAuth auth;
 
-    S3Backend(BackendConfig.S3 config) {
+    private final S3Class cls;
+    /** Whether the backend is of the atomic class (conditional writes, one scope per object). */
+    private final boolean atomic;
+
+    S3Front(BackendConfig.S3 config, S3Class cls) {
         this.config = config;
+        this.cls = cls;
+        this.atomic = config.atomic();
         this.upstream = new Upstream(config);
         this.multipart = new Multipart(this, config.secretKey());
         this.auth = config.auth() == BackendConfig.Auth.SIGV4 ? new ClientAuth(config.clients()) : null;
@@ -72,27 +73,6 @@ public class S3Backend implements Backend {
                     + " proxy can read and write with the proxy's own S3 credentials. Use it on a trusted network"
                     + " only. !!!");
         }
-    }
-
-    /** The backend for a policy: atomic (conditional writes, scope per object) or serialized. */
-    public static S3Backend open(BackendConfig.S3 config) {
-        S3Backend backend = config.atomic() ? new ConditionalS3Backend(config) : new S3Backend(config);
-        LOG.info("S3 backend " + config.endpoint() + ": " + (backend.atomic() ? "atomic" : "serialized")
-                + " class (fence-scope " + config.fenceScope().name().toLowerCase(Locale.ROOT)
-                + ", conditional-writes " + config.conditionalWrites() + "), client auth "
-                + config.auth().name().toLowerCase(Locale.ROOT));
-        return backend;
-    }
-
-    /** Whether this backend is of the atomic class (the conditional subclass). */
-    boolean atomic() {
-        return false;
-    }
-
-    @Override
-    public Duration settle() {
-        // A write the upstream has not answered within its timeout is given as long again to land or be dropped.
-        return config.timeout();
     }
 
     // ---- the request, read once ----
@@ -159,19 +139,12 @@ public class S3Backend implements Backend {
         return key.substring(0, at + 1);
     }
 
-    /** S3 keys are exact bytes: {@code folder/} is a key of its own (a folder marker). */
-    @Override
-    public boolean takesTrailingSlash() {
-        return true;
-    }
-
     /**
      * The S3 backend's plan: the request read as S3 and authenticated before any fence question (a forged request
      * can never move a high-water mark), then one plan from the operation it names: a fenced write of its object
      * (or bucket, for DeleteObjects and a form upload's key), a forward, or a refusal in S3's words.
      */
-    @Override
-    public Plan plan(Exchange exchange) {
+    Plan plan(Exchange exchange) {
         Admitted admitted = admit(exchange);
         if (admitted.refusal() != null) {
             return new Plan.Refuse(exchange.scope(), admitted.refusal());
@@ -188,7 +161,7 @@ public class S3Backend implements Backend {
                     + "what no object's token guards" + (bucketWrite.equals("lifecycle") ? " (a lifecycle rule can "
                     + "expire fenced objects and tombstones)" : ""), s3.resource()));
         }
-        if (s3.operation() == S3Request.Operation.OBJECT_SUBRESOURCE_WRITE && atomic()) {
+        if (s3.operation() == S3Request.Operation.OBJECT_SUBRESOURCE_WRITE && atomic) {
             return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
                     + s3.method() + " of the object's " + s3.subresource() + " cannot be made conditional on the "
                     + "token the atomic class keeps in the object's metadata, so it is not forwarded; set "
@@ -201,11 +174,11 @@ public class S3Backend implements Backend {
             return new Plan.Refuse(scope, upload);
         }
         if (!s3.operation().fenced()) {
-            return new Plan.Forward(scope, ex -> forward(ex, p));
+            return new Plan.Forward(scope, ex -> cls.forward(ex, p));
         }
         boolean enforced = exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE;
         // refused before the fence (refused by the write, they left the bucket's scope raised); observe forwards
-        String unheld = atomic() || !enforced ? null
+        String unheld = atomic || !enforced ? null
                 : s3.operation() == S3Request.Operation.DELETE_OBJECTS ? "DeleteObjects spans several scopes, which"
                         + " the serialized class cannot hold at once; delete the objects one by one (DeleteObject)"
                 : p.form() != null ? "a browser-form upload names its key in its body, not in the path the serialized"
@@ -215,7 +188,7 @@ public class S3Backend implements Backend {
             return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", unheld,
                     s3.resource()));
         }
-        Optional<String> folded = atomic() || config.distinctKeys() || p.form() != null ? Optional.empty()
+        Optional<String> folded = atomic || config.distinctKeys() || p.form() != null ? Optional.empty()
                 : foldedKey(s3.key());
         if (folded.isPresent()) {
             return new Plan.Refuse(scope, S3Problems.of(ProblemType.BAD_PATH, 400, "InvalidArgument", "the key '"
@@ -224,7 +197,7 @@ public class S3Backend implements Backend {
                     + "; the serialized class refuses writes of such keys unless the policy says the store keeps them"
                     + " apart (distinct-keys: true)", s3.resource()));
         }
-        return new Plan.Write(List.of(scope), token(exchange, p), keeper(p), ex -> forward(ex, p));
+        return new Plan.Write(List.of(scope), token(exchange, p), cls.keeper(p), ex -> cls.forward(ex, p));
     }
 
     /**
@@ -250,11 +223,6 @@ public class S3Backend implements Backend {
             }
         }
         return Optional.empty();
-    }
-
-    /** Who keeps the fence of a write: the proxy's store, the scope held while the request is relayed. */
-    Keeper keeper(Parsed p) {
-        return new Keeper.Serialized((exchange, admission) -> write(exchange, p, admission));
     }
 
     /** A request read and authenticated, or why it was refused. */
@@ -514,7 +482,7 @@ public class S3Backend implements Backend {
     Spooled spool(Exchange exchange, Form form) {
         long max = Math.min(form.maxLength(), MAX_FORM_FILE);
         try {
-            Spool file = Spool.of(form.form().file(), max, ConditionalS3Backend.REPLAY_BUFFER);
+            Spool file = Spool.of(form.form().file(), max, AtomicS3Backend.REPLAY_BUFFER);
             if (file.length() < form.minLength()) {
                 file.close();
                 return new Spooled(null, answer(exchange, 400, "EntityTooSmall", "Your proposed upload is smaller "
@@ -613,10 +581,10 @@ public class S3Backend implements Backend {
     /**
      * Every refusal as an S3 XML error: one the backend decided keeps its S3 status and code; one the engine
      * decided (stale, missing or malformed token, store unavailable, quarantine) gets the S3 code its kind maps to,
-     * stale as 412 {@code PreconditionFailed} so that SDKs understand it. Every 503 says {@code Retry-After}.
+     * stale as 412 {@code PreconditionFailed} so that SDKs understand it. Every 503 says {@code Retry-After}
+     * ({@link io.stockade.proxy.backend.Backend#refuse}).
      */
-    @Override
-    public void refuse(Exchange exchange, Problem problem) {
+    void refuse(Exchange exchange, Problem problem) {
         ServerRequest req = exchange.request();
         int status;
         String code;
@@ -702,7 +670,7 @@ public class S3Backend implements Backend {
     // ---- unfenced requests and serialized writes: relayed as they are ----
 
     /** A request sent without a token: relayed as it is (a form upload as the PutObject it is). */
-    WriteResult forward(Exchange exchange, Parsed p) {
+    WriteResult forwardAsIs(Exchange exchange, Parsed p) {
         if (p.form() != null) {
             return formUpload(exchange, p);
         }
@@ -713,15 +681,6 @@ public class S3Backend implements Backend {
             return multipart.listUploads(exchange, p);
         }
         return relay(exchange, p, List.of());
-    }
-
-    /** A serialized write: relayed as it is, with the admitted token in the object's metadata. */
-    WriteResult write(Exchange exchange, Parsed p, Admission admission) {
-        // DeleteObjects and form uploads never get here: plan() refuses them on this class, before the fence
-        if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
-            return multipart.create(exchange, p, OptionalLong.of(admission.token()));
-        }
-        return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(admission.token()))));
     }
 
     /** Sends the client's request upstream (signed by the proxy) and relays the answer. */
@@ -742,7 +701,7 @@ public class S3Backend implements Backend {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
                 }
                 if (p.unsigned() && response.status() == 403 && (op == S3Request.Operation.GET_OBJECT
-                        || op == S3Request.Operation.HEAD_OBJECT) && deletedForAnonymous(s3.bucket(), s3.key())) {
+                        || op == S3Request.Operation.HEAD_OBJECT) && cls.deletedForAnonymous(s3.bucket(), s3.key())) {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
                 }
                 relayResponse(response, exchange);
@@ -764,16 +723,6 @@ public class S3Backend implements Backend {
                           Upstream.Body body) {
         return p.unsigned() ? upstream.sendUnsigned(method, bucket, key, query, headers, body)
                 : upstream.send(method, bucket, key, query, headers, body);
-    }
-
-    /**
-     * An unsigned read the store refused (403): whether the key is a tombstone that an anonymous client would be
-     * told is missing. A tombstone does not carry the deleted object's ACL, so the store refuses it to anonymous
-     * clients where S3 would say 404 for a deleted key, which it does when the client may list the bucket. Only
-     * the atomic class writes tombstones.
-     */
-    boolean deletedForAnonymous(String bucket, String key) {
-        return false;
     }
 
     /** Whether an anonymous client may list a bucket (S3 then answers 404 for a missing key, else 403). */
@@ -1045,15 +994,13 @@ public class S3Backend implements Backend {
         return Status.create(code);
     }
 
-    @Override
-    public void checkAtStart(String policy) {
+    void checkAtStart(String policy) {
         Thread.ofVirtual().name("upstream-check-" + policy).start(() -> upstream.probe().ifPresent(e ->
                 LOG.warning("policy '" + policy + "': at start, " + e.getMessage()
                         + "; its requests answer 502 or 503 until it can be reached")));
     }
 
-    @Override
-    public void close() {
+    void close() {
         upstream.close();
     }
 }
