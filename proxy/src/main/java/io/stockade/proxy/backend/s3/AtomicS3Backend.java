@@ -140,7 +140,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                         answer(exchange, 501, "NotImplemented", s3.operation() + " is not a fenced write of the "
                                 + "atomic class; it is never sent as one");
             };
-        } catch (S3Front.ClientError e) {
+        } catch (ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
         }
     }
@@ -172,7 +172,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                 }
                 try {
                     yield uploadPartCopy(exchange, p);
-                } catch (S3Front.ClientError e) {
+                } catch (ClientError e) {
                     yield answer(exchange, e.status, e.code, e.getMessage());
                 }
             }
@@ -240,7 +240,7 @@ final class AtomicS3Backend implements Backend, S3Class {
     private WriteResult listing(Exchange exchange, S3Front.Parsed p) {
         S3Request s3 = p.s3();
         try (UpstreamResponse response = front.send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
-                front.forwardHeaders(exchange, p), null)) {
+                Relay.forwardHeaders(exchange, p), null)) {
             if (response.status() != 200) {
                 return relayed(exchange, response);
             }
@@ -268,7 +268,7 @@ final class AtomicS3Backend implements Backend, S3Class {
             return new WriteResult.Answered(200);
         } catch (IOException e) {
             return front.failure(exchange, new java.io.UncheckedIOException(e), true);
-        } catch (S3Front.ClientError e) {
+        } catch (ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
             return front.failure(exchange, e, true);
@@ -366,7 +366,7 @@ final class AtomicS3Backend implements Backend, S3Class {
     private WriteResult deleteBucket(Exchange exchange, S3Front.Parsed p) {
         S3Request s3 = p.s3();
         try (UpstreamResponse response = front.send(exchange, p, "DELETE", s3.bucket(), null, s3.upstreamQuery(),
-                front.forwardHeaders(exchange, p), null)) {
+                Relay.forwardHeaders(exchange, p), null)) {
             if (response.status() != 409) {
                 return relayed(exchange, response);
             }
@@ -399,7 +399,7 @@ final class AtomicS3Backend implements Backend, S3Class {
 
     private WriteResult putObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        List<Map.Entry<String, String>> headers = front.forwardHeaders(exchange, p);
+        List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
         headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
         // The body is opened only once the token and the client's conditions have passed: opening it asks a client
         // that sent Expect: 100-continue for it, and a refusal of a large body that is on its way closes the
@@ -412,7 +412,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                 etag -> {
                     if (!opened[0]) {
                         opened[0] = true;
-                        Upstream.Body b = front.clientBody(exchange, p.verified());
+                        Upstream.Body b = Relay.clientBody(exchange, p.verified());
                         body[0] = b != null && replayable ? Upstream.Body.of(smallBodyOf(b)) : b;
                     }
                     return upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
@@ -496,13 +496,13 @@ final class AtomicS3Backend implements Backend, S3Class {
         if (other != null) {
             return new WriteResult.Refused(other);
         }
-        byte[] body = front.smallBody(exchange, p.verified(), REPLAY_BUFFER);
+        byte[] body = Relay.smallBody(exchange, p.verified(), REPLAY_BUFFER);
         try {
             S3Xml.checkComplete(body);
         } catch (S3Xml.Malformed e) {
             return answer(exchange, 400, "MalformedXML", e.getMessage());
         }
-        List<Map.Entry<String, String>> headers = front.forwardHeaders(exchange, p);
+        List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
         return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
                 true, ConditionalWrite.Remember.NOTHING,
                 etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
@@ -514,14 +514,14 @@ final class AtomicS3Backend implements Backend, S3Class {
     private record CopySource(String bucket, String key, List<Map.Entry<String, String>> query) {
     }
 
-    /** The request's {@code x-amz-copy-source}; a malformed one is a {@link S3Front.ClientError} (400). */
+    /** The request's {@code x-amz-copy-source}; a malformed one is a {@link ClientError} (400). */
     private static CopySource copySource(ServerRequest req) {
         String source = req.headers().first(HeaderNames.create("x-amz-copy-source")).orElse("");
         String decoded;
         try {
             decoded = SigV4.decode(source);
         } catch (IllegalArgumentException e) {
-            throw new S3Front.ClientError(400, "InvalidArgument", "x-amz-copy-source has a bad escape");
+            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source has a bad escape");
         }
         String versionId = null;
         int q = decoded.indexOf("?versionId=");
@@ -534,7 +534,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         }
         int slash = decoded.indexOf('/');
         if (slash <= 0 || slash == decoded.length() - 1) {
-            throw new S3Front.ClientError(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
         }
         return new CopySource(decoded.substring(0, slash), decoded.substring(slash + 1), versionId == null
                 ? List.of() : List.of(Map.entry("versionId", versionId)));
@@ -576,7 +576,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         boolean replace = req.headers().first(HeaderNames.create("x-amz-metadata-directive"))
                 .map(v -> v.equalsIgnoreCase("REPLACE")).orElse(false);
         List<Map.Entry<String, String>> clientHeaders = new ArrayList<>();
-        for (Map.Entry<String, String> h : front.forwardHeaders(exchange, p)) {
+        for (Map.Entry<String, String> h : Relay.forwardHeaders(exchange, p)) {
             String n = h.getKey();
             if (n.startsWith("x-amz-copy-source") || n.equals("x-amz-metadata-directive")
                     || (!replace && (n.startsWith("x-amz-meta-") || n.equals("content-type")))) {
@@ -642,7 +642,7 @@ final class AtomicS3Backend implements Backend, S3Class {
 
     private WriteResult deleteObjects(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
         S3Request s3 = p.s3();
-        byte[] body = front.smallBody(exchange, p.verified(), 2 * 1024 * 1024);
+        byte[] body = Relay.smallBody(exchange, p.verified(), 2 * 1024 * 1024);
         S3Xml.DeleteRequest request;
         try {
             request = S3Xml.parseDelete(body);
@@ -742,9 +742,9 @@ final class AtomicS3Backend implements Backend, S3Class {
         try {
             body.writeTo(out);
         } catch (PayloadReader.Rejected e) {
-            throw new S3Front.ClientError(e.status, e.code, e.getMessage());
+            throw new ClientError(e.status, e.code, e.getMessage());
         } catch (IOException e) {
-            throw new S3Front.ClientError(400, "IncompleteBody", "the request body could not be read: "
+            throw new ClientError(400, "IncompleteBody", "the request body could not be read: "
                     + e.getMessage());
         }
         return out.toByteArray();

@@ -172,7 +172,7 @@ final class ConditionalWrite {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return new WriteResult.Unavailable("the proxy is stopping");
-        } catch (S3Front.ClientError e) {
+        } catch (ClientError e) {
             cache.forget(object);
             return answer(e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
@@ -309,7 +309,7 @@ final class ConditionalWrite {
     }
 
     static WriteResult relayed(Exchange exchange, UpstreamResponse response) {
-        S3Front.relayResponse(response, exchange);
+        Relay.relayResponse(response, exchange);
         return new WriteResult.Answered(response.status());
     }
 

@@ -141,12 +141,12 @@ final class Multipart {
      */
     WriteResult create(Exchange exchange, S3Front.Parsed p, OptionalLong token) {
         S3Request s3 = p.s3();
-        List<Map.Entry<String, String>> headers = backend.forwardHeaders(exchange, p);
+        List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
         token.ifPresent(t -> headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(t))));
         try (UpstreamResponse response = backend.send(exchange, p, "POST", s3.bucket(), s3.key(),
                 s3.upstreamQuery(), headers, null)) {
             if (response.status() != 200) {
-                S3Front.relayResponse(response, exchange);
+                Relay.relayResponse(response, exchange);
                 return new WriteResult.Answered(response.status());
             }
             String xml = new String(response.readAll(64 * 1024), StandardCharsets.UTF_8);
@@ -173,9 +173,9 @@ final class Multipart {
     WriteResult listUploads(Exchange exchange, S3Front.Parsed p) {
         S3Request s3 = p.s3();
         try (UpstreamResponse response = backend.send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
-                backend.forwardHeaders(exchange, p), null)) {
+                Relay.forwardHeaders(exchange, p), null)) {
             if (response.status() != 200) {
-                S3Front.relayResponse(response, exchange);
+                Relay.relayResponse(response, exchange);
                 return new WriteResult.Answered(response.status());
             }
             String xml = new String(response.readAll(MAX_LISTING), StandardCharsets.UTF_8);
