@@ -47,6 +47,7 @@ final class S3Front {
     final Upstream upstream;
     final Multipart multipart;
     private final ClientAuth auth;
+    private final S3Refusals refusals;
 
     private final S3Class cls;
     /** Whether the backend is of the atomic class (conditional writes, one scope per object). */
@@ -55,6 +56,7 @@ final class S3Front {
     S3Front(BackendConfig.S3 config, S3Class cls) {
         this.config = config;
         this.cls = cls;
+        this.refusals = new S3Refusals(config);
         this.atomic = config.atomic();
         this.upstream = new Upstream(config);
         this.multipart = new Multipart(this, config.secretKey());
@@ -567,95 +569,9 @@ final class S3Front {
         return fromHeader instanceof FencingToken.Present ? fromHeader : fromMetadata;
     }
 
-    // ---- refusals as S3 errors ----
-
-    /**
-     * Every refusal as an S3 XML error: one the backend decided keeps its S3 status and code; one the engine
-     * decided (stale, missing or malformed token, store unavailable, quarantine) gets the S3 code its kind maps to,
-     * stale as 412 {@code PreconditionFailed} so that SDKs understand it. Every 503 says {@code Retry-After}
-     * ({@link io.stockade.proxy.backend.Backend#refuse}).
-     */
+    /** Every refusal as an S3 XML error ({@link S3Refusals}; {@link io.stockade.proxy.backend.Backend#refuse}). */
     void refuse(Exchange exchange, Problem problem) {
-        ServerRequest req = exchange.request();
-        int status;
-        String code;
-        String detail = problem.detail();
-        if (problem.member(S3Problems.CODE) instanceof String s3Code) {
-            status = (Integer) problem.member(S3Problems.STATUS);
-            code = s3Code;
-        } else {
-            status = problem.status();
-            code = switch (problem.kind()) {
-                case STALE_TOKEN -> {
-                    status = 412;
-                    yield "PreconditionFailed";
-                }
-                case MISSING_TOKEN -> {
-                    status = 400;
-                    detail = missingTokenDetail(exchange, detail);
-                    yield "MissingFencingToken";
-                }
-                case MALFORMED_TOKEN -> "InvalidFencingToken";
-                case BAD_PATH -> "InvalidURI";
-                case SCOPE_BUSY, SLOW_DOWN -> "SlowDown";
-                case UNKNOWN_OUTCOME -> "UnknownOutcome";
-                default -> status == 503 ? "ServiceUnavailable" : camel(problem.kind().type());
-            };
-        }
-        Map<String, String> headers = new java.util.LinkedHashMap<>();
-        if (status == 503) {
-            headers.put("Retry-After", problem.headers().getOrDefault("Retry-After", "1"));
-        }
-        String resource = problem.member(S3Problems.RESOURCE) instanceof String r ? r : resourceOf(exchange);
-        S3Xml.error(exchange.response(), isHead(req), status, code, detail, resource, headers);
-    }
-
-    /** What a client missing its token should do: the form field of a form upload, the metadata the CLI can send. */
-    private String missingTokenDetail(Exchange exchange, String detail) {
-        ServerRequest req = exchange.request();
-        boolean form = exchange.route().target() != null && resourceRequest(exchange)
-                .map(s3 -> s3.operation() == S3Request.Operation.POST_OBJECT).orElse(false);
-        // a delete or a Complete carries no metadata: the header itself still counts (the CLI's hook sends it)
-        boolean carriesMetadata = resourceRequest(exchange).map(s3 -> switch (s3.operation()) {
-            case PUT_OBJECT, COPY_OBJECT, CREATE_MULTIPART -> true;
-            default -> false;
-        }).orElse(false);
-        return form ? "a browser-form upload is fenced: send the token of your lock as the form field " + TOKEN_FIELD
-                + ", with a condition for it in the signed policy document" : detail
-                + (config.tokenFromMetadata() && carriesMetadata ? " (or as the object metadata fencing-token: "
-                + TOKEN_META + ", e.g. aws s3 cp --metadata fencing-token=N)"
-                : config.tokenFromMetadata() ? " (or as the header " + TOKEN_META + ", which the AWS CLI sends with"
-                + " the hook client-sdk/python/stockade_fencing.py: docs/s3.md)"
-                : req.headers().contains(HeaderNames.create(TOKEN_META))
-                ? "; " + TOKEN_META + " is not read as the token unless the policy says "
-                + "token-from-metadata: true" : "");
-    }
-
-    /** The request read as S3 again (its head only), for an error's resource; empty when it cannot be. */
-    private Optional<S3Request> resourceRequest(Exchange exchange) {
-        try {
-            return Optional.of(S3Request.of(exchange.request(), exchange.route().target(), config.virtualHost()));
-        } catch (IllegalArgumentException e) {
-            return Optional.empty();
-        }
-    }
-
-    /** The resource an error names: /bucket/key, or the raw path of a target that did not parse. */
-    private String resourceOf(Exchange exchange) {
-        if (exchange.route().target() == null) {
-            return exchange.request().path().rawPath();
-        }
-        return resourceRequest(exchange).map(S3Request::resource).orElse(null);
-    }
-
-    private static String camel(String kebab) {
-        StringBuilder b = new StringBuilder();
-        for (String part : kebab.split("-")) {
-            if (!part.isEmpty()) {
-                b.append(Character.toUpperCase(part.charAt(0))).append(part.substring(1));
-            }
-        }
-        return b.toString();
+        refusals.refuse(exchange, problem);
     }
 
     // ---- unfenced requests and serialized writes: relayed as they are ----
