@@ -40,7 +40,10 @@ import io.helidon.webserver.http.ServerRequest;
  * <p>
  * A delete writes a <em>tombstone</em>: a small object with the token and {@value S3Front#DELETED_META}, so a
  * zombie cannot recreate the object with an older token; its bytes make its ETag unique ({@link Tombstone}).
- * Through the proxy a tombstone reads as 404 {@code NoSuchKey}.
+ * Through the proxy a tombstone reads as 404 {@code NoSuchKey}, and listings leave it out ({@link Tombstones}).
+ * <p>
+ * The read-compare-write is {@link ConditionalWrite}'s; request reading, planning and relaying are the
+ * {@link S3Front}'s, which this class composes like {@link SerializedS3Backend}.
  * <p>
  * Within one proxy the writes of one object are also serialized: an upstream whose conditional writes are not
  * atomic under concurrency (s3proxy 3.0.0) is then still safe with a single proxy replica.

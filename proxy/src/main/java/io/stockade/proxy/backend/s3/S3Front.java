@@ -31,10 +31,10 @@ import io.helidon.webserver.http.ServerRequest;
 /**
  * The part of an S3 backend both classes share: it reads a request as S3 once ({@link S3Request}), authenticates the
  * client ({@link ClientAuth}, browser forms with {@link PostForm}) before any fence question, plans it from the
- * operation it names, relays it to the store signed by the proxy ({@link Upstream}), and answers refusals as S3 XML
- * errors ({@link S3Problems}). What differs between the serialized class ({@link SerializedS3Front}) and the
- * atomic class ({@link AtomicS3Backend}) is asked of its {@link S3Class}: who keeps the fence of a write, and how an
- * unfenced request is forwarded.
+ * operation it names, relays it to the store signed by the proxy ({@link Relay}, {@link Upstream}), and answers
+ * refusals as S3 XML errors ({@link S3Refusals}). What differs between the serialized class
+ * ({@link SerializedS3Backend}) and the atomic class ({@link AtomicS3Backend}) is asked of its {@link S3Class}: who
+ * keeps the fence of a write, and how an unfenced request is forwarded.
  */
 final class S3Front {
     private static final Logger LOG = Logger.getLogger(S3Front.class.getName());

@@ -14,9 +14,12 @@
  * ({@link io.stockade.proxy.backend.s3.ConditionalWrite}, with the per-endpoint locks and ETag cache of
  * {@link io.stockade.proxy.backend.s3.EndpointWrites}), deletes leave a tombstone) and
  * {@link io.stockade.proxy.backend.s3.SerializedS3Backend} (<em>serialized</em>: a prefix scope or an upstream
- * without conditional writes; the engine's store and scope guard do the fencing). Both read, authenticate, plan and
- * relay requests through {@link io.stockade.proxy.backend.s3.S3Front} and answer what differs between them as its
- * {@link io.stockade.proxy.backend.s3.S3Class}. See docs/s3.md.
+ * without conditional writes; the engine's store and scope guard do the fencing). Both read, authenticate and plan
+ * requests through {@link io.stockade.proxy.backend.s3.S3Front}, relay them with
+ * {@link io.stockade.proxy.backend.s3.Relay}, answer refusals with {@link io.stockade.proxy.backend.s3.S3Refusals},
+ * and answer what differs between them as the front's {@link io.stockade.proxy.backend.s3.S3Class}; the atomic
+ * class's tombstones are hidden from listings and reads by {@link io.stockade.proxy.backend.s3.Tombstones}. See
+ * docs/s3.md.
  * <p>
  * What real tools need besides (S3 as real tools use it): {@link io.stockade.proxy.backend.s3.Listings} cuts tombstones
  * out of
