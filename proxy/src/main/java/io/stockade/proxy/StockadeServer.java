@@ -23,7 +23,7 @@ import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.file.FileBackend;
 import io.stockade.proxy.backend.http.HttpBackend;
 import io.stockade.proxy.backend.postgres.PostgresBackend;
-import io.stockade.proxy.backend.s3.S3Backend;
+import io.stockade.proxy.backend.s3.S3Backends;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
@@ -419,7 +419,7 @@ public final class StockadeServer implements AutoCloseable {
             case BackendConfig.Http http -> HttpBackend.open(http);
             case BackendConfig.File file -> FileBackend.open(file);
             case BackendConfig.Postgres postgres -> PostgresBackend.open(postgres);
-            case BackendConfig.S3 s3 -> S3Backend.open(s3);
+            case BackendConfig.S3 s3 -> S3Backends.open(s3);
         };
     }
 

@@ -12,7 +12,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>
  * Safe when every write of the object goes through this proxy (one replica per object): the writes of one object are
  * serialized within the proxy, and each either records its answer here or forgets the entry, fenced or not, through
- * whichever policy it came (one cache per upstream endpoint in the process). With several replicas a
+ * whichever atomic-class policy it came (one cache per upstream endpoint in the process, {@link EndpointWrites}).
+ * A serialized-class policy on the same endpoint neither reads nor keeps it: its writes leave no token in the
+ * object's metadata, so the HEAD the cache saves would not refuse the next write either. With several replicas a
  * newer holder writing, through another replica, the same bytes as this proxy's last write leaves the ETag as it was
  * (an S3 ETag is the MD5 of the bytes); the entry would then let an older token's write land. Hence off by default
  * (docs/s3.md).
@@ -32,11 +34,20 @@ final class EtagCache {
         this.capacity = capacity;
     }
 
-    /** Makes room for at least {@code n} entries (the largest {@code etag-cache} of the policies sharing it). */
-    synchronized void atLeast(int n) {
-        if (n > capacity) {
-            capacity = n;
+    /**
+     * Sets how many entries are kept (the largest {@code etag-cache} of the policies sharing it); entries past a
+     * smaller capacity are dropped, all of them at 0 (a dropped entry only costs one HEAD).
+     */
+    synchronized void capacity(int n) {
+        capacity = n;
+        if (n == 0 || entries.size() > n) {
+            entries.clear();
         }
+    }
+
+    /** How many objects are remembered now. */
+    int size() {
+        return entries.size();
     }
 
     boolean enabled() {

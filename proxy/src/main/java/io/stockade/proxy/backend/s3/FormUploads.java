@@ -12,7 +12,7 @@ import io.stockade.proxy.backend.WriteResult;
 import io.helidon.http.HeaderNames;
 
 /**
- * What a browser-form upload (POST Object) comes to once its form was read and judged ({@code S3Backend.admitForm}):
+ * What a browser-form upload (POST Object) comes to once its form was read and judged ({@code S3Front.admitForm}):
  * the key it may name, the headers its fields give the object, the answer S3 sends.
  */
 final class FormUploads {
@@ -55,7 +55,7 @@ final class FormUploads {
     }
 
     /** The headers a form upload's fields give the object (its type, content headers, ACL, metadata). */
-    static List<Map.Entry<String, String>> headers(S3Backend.Form form) {
+    static List<Map.Entry<String, String>> headers(S3Front.Form form) {
         List<Map.Entry<String, String>> out = new ArrayList<>();
         for (PostForm.Field f : form.form().fields()) {
             String name = f.name().toLowerCase(Locale.ROOT);
@@ -63,8 +63,8 @@ final class FormUploads {
                     || name.equals("content-encoding") || name.equals("expires")
                     || name.equals("x-amz-storage-class") || name.equals("x-amz-website-redirect-location")
                     || name.startsWith("x-amz-server-side-encryption")
-                    || (name.startsWith("x-amz-meta-") && !name.equals(S3Backend.TOKEN_META)
-                    && !name.equals(S3Backend.DELETED_META))) {
+                    || (name.startsWith("x-amz-meta-") && !name.equals(S3Front.TOKEN_META)
+                    && !name.equals(S3Front.DELETED_META))) {
                 out.add(Map.entry(name, f.value()));
             } else if (name.equals("acl")) {
                 out.add(Map.entry("x-amz-acl", f.value()));
@@ -74,7 +74,7 @@ final class FormUploads {
     }
 
     /** What a successful form upload answers: a redirect, 200, 201 with XML, or 204 (S3's default). */
-    static WriteResult answer(Exchange exchange, S3Backend.Form form, String bucket, String etag) {
+    static WriteResult answer(Exchange exchange, S3Front.Form form, String bucket, String etag) {
         var res = exchange.response();
         String quoted = etag == null ? "" : etag;
         String host = exchange.request().headers().first(HeaderNames.HOST).orElse("localhost");

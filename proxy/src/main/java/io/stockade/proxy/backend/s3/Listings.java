@@ -231,7 +231,7 @@ final class Listings {
             if (e.getCause() instanceof Unavailable unavailable) {
                 throw unavailable;
             }
-            throw new Unavailable("telling tombstones from objects failed: " + S3Backend.root(e.getCause()));
+            throw new Unavailable("telling tombstones from objects failed: " + S3Front.root(e.getCause()));
         }
     }
 }

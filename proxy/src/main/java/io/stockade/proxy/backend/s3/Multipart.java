@@ -47,10 +47,10 @@ final class Multipart {
     private static final List<String> FRAMING = List.of("content-length", "transfer-encoding", "connection",
             "keep-alive", "content-md5");
 
-    private final S3Backend backend;
+    private final S3Front backend;
     private final UploadIds ids;
 
-    Multipart(S3Backend backend, String upstreamSecret) {
+    Multipart(S3Front backend, String upstreamSecret) {
         this.backend = backend;
         this.ids = new UploadIds(upstreamSecret);
     }
@@ -95,7 +95,7 @@ final class Multipart {
      * atomic class's fence itself, the serialized class's token in the object). A part step carrying a token must
      * carry the upload's; one without a token is relayed (the AWS CLI sends it with CreateMultipartUpload only).
      */
-    Problem tokenRefusal(Exchange exchange, S3Backend.Parsed p) {
+    Problem tokenRefusal(Exchange exchange, S3Front.Parsed p) {
         S3Request s3 = p.s3();
         Policy policy = exchange.route().policy();
         if (p.upload() == null || policy.fence().mode() != Policy.Mode.ENFORCE || !policy.fences(s3.method())
@@ -139,14 +139,14 @@ final class Multipart {
      * CreateMultipartUpload, once its token (if any) is judged: sent upstream with the token in the upload's
      * metadata, answered with the store's answer carrying the proxy's ID for the upload.
      */
-    WriteResult create(Exchange exchange, S3Backend.Parsed p, OptionalLong token) {
+    WriteResult create(Exchange exchange, S3Front.Parsed p, OptionalLong token) {
         S3Request s3 = p.s3();
-        List<Map.Entry<String, String>> headers = backend.forwardHeaders(exchange, p);
-        token.ifPresent(t -> headers.add(Map.entry(S3Backend.TOKEN_META, Long.toString(t))));
+        List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
+        token.ifPresent(t -> headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(t))));
         try (UpstreamResponse response = backend.send(exchange, p, "POST", s3.bucket(), s3.key(),
                 s3.upstreamQuery(), headers, null)) {
             if (response.status() != 200) {
-                S3Backend.relayResponse(response, exchange);
+                Relay.relayResponse(response, exchange);
                 return new WriteResult.Answered(response.status());
             }
             String xml = new String(response.readAll(64 * 1024), StandardCharsets.UTF_8);
@@ -170,12 +170,12 @@ final class Multipart {
      * upload's parts and aborts it, and nothing else. The markers ({@code UploadIdMarker}, {@code
      * NextUploadIdMarker}) stay the store's: they go back only as {@code upload-id-marker}, a position in the listing.
      */
-    WriteResult listUploads(Exchange exchange, S3Backend.Parsed p) {
+    WriteResult listUploads(Exchange exchange, S3Front.Parsed p) {
         S3Request s3 = p.s3();
         try (UpstreamResponse response = backend.send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
-                backend.forwardHeaders(exchange, p), null)) {
+                Relay.forwardHeaders(exchange, p), null)) {
             if (response.status() != 200) {
-                S3Backend.relayResponse(response, exchange);
+                Relay.relayResponse(response, exchange);
                 return new WriteResult.Answered(response.status());
             }
             String xml = new String(response.readAll(MAX_LISTING), StandardCharsets.UTF_8);

@@ -1,11 +1,6 @@
 package io.stockade.proxy.backend.s3;
 
-import java.io.BufferedInputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,16 +8,12 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Route;
-import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.listener.BodyBounds;
@@ -36,34 +27,37 @@ import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
 
 /**
- * An S3-compatible object store behind the proxy, spoken to by unmodified S3 clients.
- * <p>
- * This class is the <em>serialized</em> class (a prefix scope, or an upstream without conditional writes): the
- * engine's store keeps the high-water mark and the engine holds the scope while {@link #write} sends the request
- * as it is. {@link ConditionalS3Backend} is the <em>atomic</em> class, one scope per object with the token in
- * the object's metadata. Both authenticate clients ({@link #admit}), decode what the AWS SDKs send, sign their
- * own upstream requests, and answer refusals as S3 XML errors.
+ * The part of an S3 backend both classes share: it reads a request as S3 once ({@link S3Request}), authenticates the
+ * client ({@link ClientAuth}, browser forms with {@link PostForm}) before any fence question, plans it from the
+ * operation it names, relays it to the store signed by the proxy ({@link Relay}, {@link Upstream}), and answers
+ * refusals as S3 XML errors ({@link S3Refusals}). What differs between the serialized class
+ * ({@link SerializedS3Backend}) and the atomic class ({@link AtomicS3Backend}) is asked of its {@link S3Class}: who
+ * keeps the fence of a write, and how an unfenced request is forwarded.
  */
-public class S3Backend implements Backend {
-    private static final Logger LOG = Logger.getLogger(S3Backend.class.getName());
+final class S3Front {
+    private static final Logger LOG = Logger.getLogger(S3Front.class.getName());
     /** The object metadata holding the highest token written to an object. */
     static final String TOKEN_META = "x-amz-meta-fencing-token";
     /** The object metadata marking a tombstone: a deleted object whose token must outlive it. */
     static final String DELETED_META = "x-amz-meta-fencing-deleted";
-    /** Response headers not relayed (hop-by-hop; the server sets its own framing). */
-    private static final Set<String> NOT_RELAYED = Set.of("connection", "keep-alive", "transfer-encoding",
-            "content-length", "te", "upgrade", "proxy-connection");
 
     final BackendConfig.S3 config;
     final Upstream upstream;
     final Multipart multipart;
     private final ClientAuth auth;
+    private final S3Refusals refusals;
 
-    S3Backend(BackendConfig.S3 config) {
+    private final S3Class cls;
+    /** Whether the backend is of the atomic class (conditional writes, one scope per object). */
+    private final boolean atomic;
+
+    S3Front(BackendConfig.S3 config, S3Class cls) {
         this.config = config;
+        this.cls = cls;
+        this.refusals = new S3Refusals(config);
+        this.atomic = config.atomic();
         this.upstream = new Upstream(config);
         this.multipart = new Multipart(this, config.secretKey());
         this.auth = config.auth() == BackendConfig.Auth.SIGV4 ? new ClientAuth(config.clients()) : null;
@@ -72,27 +66,6 @@ public class S3Backend implements Backend {
                     + " proxy can read and write with the proxy's own S3 credentials. Use it on a trusted network"
                     + " only. !!!");
         }
-    }
-
-    /** The backend for a policy: atomic (conditional writes, scope per object) or serialized. */
-    public static S3Backend open(BackendConfig.S3 config) {
-        S3Backend backend = config.atomic() ? new ConditionalS3Backend(config) : new S3Backend(config);
-        LOG.info("S3 backend " + config.endpoint() + ": " + (backend.atomic() ? "atomic" : "serialized")
-                + " class (fence-scope " + config.fenceScope().name().toLowerCase(Locale.ROOT)
-                + ", conditional-writes " + config.conditionalWrites() + "), client auth "
-                + config.auth().name().toLowerCase(Locale.ROOT));
-        return backend;
-    }
-
-    /** Whether this backend is of the atomic class (the conditional subclass). */
-    boolean atomic() {
-        return false;
-    }
-
-    @Override
-    public Duration settle() {
-        // A write the upstream has not answered within its timeout is given as long again to land or be dropped.
-        return config.timeout();
     }
 
     // ---- the request, read once ----
@@ -159,19 +132,12 @@ public class S3Backend implements Backend {
         return key.substring(0, at + 1);
     }
 
-    /** S3 keys are exact bytes: {@code folder/} is a key of its own (a folder marker). */
-    @Override
-    public boolean takesTrailingSlash() {
-        return true;
-    }
-
     /**
      * The S3 backend's plan: the request read as S3 and authenticated before any fence question (a forged request
      * can never move a high-water mark), then one plan from the operation it names: a fenced write of its object
      * (or bucket, for DeleteObjects and a form upload's key), a forward, or a refusal in S3's words.
      */
-    @Override
-    public Plan plan(Exchange exchange) {
+    Plan plan(Exchange exchange) {
         Admitted admitted = admit(exchange);
         if (admitted.refusal() != null) {
             return new Plan.Refuse(exchange.scope(), admitted.refusal());
@@ -188,7 +154,7 @@ public class S3Backend implements Backend {
                     + "what no object's token guards" + (bucketWrite.equals("lifecycle") ? " (a lifecycle rule can "
                     + "expire fenced objects and tombstones)" : ""), s3.resource()));
         }
-        if (s3.operation() == S3Request.Operation.OBJECT_SUBRESOURCE_WRITE && atomic()) {
+        if (s3.operation() == S3Request.Operation.OBJECT_SUBRESOURCE_WRITE && atomic) {
             return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
                     + s3.method() + " of the object's " + s3.subresource() + " cannot be made conditional on the "
                     + "token the atomic class keeps in the object's metadata, so it is not forwarded; set "
@@ -201,11 +167,11 @@ public class S3Backend implements Backend {
             return new Plan.Refuse(scope, upload);
         }
         if (!s3.operation().fenced()) {
-            return new Plan.Forward(scope, ex -> forward(ex, p));
+            return new Plan.Forward(scope, ex -> cls.forward(ex, p));
         }
         boolean enforced = exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE;
         // refused before the fence (refused by the write, they left the bucket's scope raised); observe forwards
-        String unheld = atomic() || !enforced ? null
+        String unheld = atomic || !enforced ? null
                 : s3.operation() == S3Request.Operation.DELETE_OBJECTS ? "DeleteObjects spans several scopes, which"
                         + " the serialized class cannot hold at once; delete the objects one by one (DeleteObject)"
                 : p.form() != null ? "a browser-form upload names its key in its body, not in the path the serialized"
@@ -215,7 +181,7 @@ public class S3Backend implements Backend {
             return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", unheld,
                     s3.resource()));
         }
-        Optional<String> folded = atomic() || config.distinctKeys() || p.form() != null ? Optional.empty()
+        Optional<String> folded = atomic || config.distinctKeys() || p.form() != null ? Optional.empty()
                 : foldedKey(s3.key());
         if (folded.isPresent()) {
             return new Plan.Refuse(scope, S3Problems.of(ProblemType.BAD_PATH, 400, "InvalidArgument", "the key '"
@@ -224,7 +190,7 @@ public class S3Backend implements Backend {
                     + "; the serialized class refuses writes of such keys unless the policy says the store keeps them"
                     + " apart (distinct-keys: true)", s3.resource()));
         }
-        return new Plan.Write(List.of(scope), token(exchange, p), keeper(p), ex -> forward(ex, p));
+        return new Plan.Write(List.of(scope), token(exchange, p), cls.keeper(p), ex -> cls.forward(ex, p));
     }
 
     /**
@@ -250,11 +216,6 @@ public class S3Backend implements Backend {
             }
         }
         return Optional.empty();
-    }
-
-    /** Who keeps the fence of a write: the proxy's store, the scope held while the request is relayed. */
-    Keeper keeper(Parsed p) {
-        return new Keeper.Serialized((exchange, admission) -> write(exchange, p, admission));
     }
 
     /** A request read and authenticated, or why it was refused. */
@@ -494,7 +455,7 @@ public class S3Backend implements Backend {
             try (UpstreamResponse response = upstream.send("PUT", p.s3().bucket(), form.key(), List.of(),
                     FormUploads.headers(form), file.body())) {
                 if (response.status() / 100 != 2) {
-                    relayResponse(response, exchange);
+                    Relay.relayResponse(response, exchange);
                     return new WriteResult.Answered(response.status());
                 }
                 return FormUploads.answer(exchange, form, p.s3().bucket(), response.first("ETag"));
@@ -514,7 +475,7 @@ public class S3Backend implements Backend {
     Spooled spool(Exchange exchange, Form form) {
         long max = Math.min(form.maxLength(), MAX_FORM_FILE);
         try {
-            Spool file = Spool.of(form.form().file(), max, ConditionalS3Backend.REPLAY_BUFFER);
+            Spool file = Spool.of(form.form().file(), max, AtomicS3Backend.REPLAY_BUFFER);
             if (file.length() < form.minLength()) {
                 file.close();
                 return new Spooled(null, answer(exchange, 400, "EntityTooSmall", "Your proposed upload is smaller "
@@ -608,101 +569,15 @@ public class S3Backend implements Backend {
         return fromHeader instanceof FencingToken.Present ? fromHeader : fromMetadata;
     }
 
-    // ---- refusals as S3 errors ----
-
-    /**
-     * Every refusal as an S3 XML error: one the backend decided keeps its S3 status and code; one the engine
-     * decided (stale, missing or malformed token, store unavailable, quarantine) gets the S3 code its kind maps to,
-     * stale as 412 {@code PreconditionFailed} so that SDKs understand it. Every 503 says {@code Retry-After}.
-     */
-    @Override
-    public void refuse(Exchange exchange, Problem problem) {
-        ServerRequest req = exchange.request();
-        int status;
-        String code;
-        String detail = problem.detail();
-        if (problem.member(S3Problems.CODE) instanceof String s3Code) {
-            status = (Integer) problem.member(S3Problems.STATUS);
-            code = s3Code;
-        } else {
-            status = problem.status();
-            code = switch (problem.kind()) {
-                case STALE_TOKEN -> {
-                    status = 412;
-                    yield "PreconditionFailed";
-                }
-                case MISSING_TOKEN -> {
-                    status = 400;
-                    detail = missingTokenDetail(exchange, detail);
-                    yield "MissingFencingToken";
-                }
-                case MALFORMED_TOKEN -> "InvalidFencingToken";
-                case BAD_PATH -> "InvalidURI";
-                case SCOPE_BUSY, SLOW_DOWN -> "SlowDown";
-                case UNKNOWN_OUTCOME -> "UnknownOutcome";
-                default -> status == 503 ? "ServiceUnavailable" : camel(problem.kind().type());
-            };
-        }
-        Map<String, String> headers = new java.util.LinkedHashMap<>();
-        if (status == 503) {
-            headers.put("Retry-After", problem.headers().getOrDefault("Retry-After", "1"));
-        }
-        String resource = problem.member(S3Problems.RESOURCE) instanceof String r ? r : resourceOf(exchange);
-        S3Xml.error(exchange.response(), isHead(req), status, code, detail, resource, headers);
-    }
-
-    /** What a client missing its token should do: the form field of a form upload, the metadata the CLI can send. */
-    private String missingTokenDetail(Exchange exchange, String detail) {
-        ServerRequest req = exchange.request();
-        boolean form = exchange.route().target() != null && resourceRequest(exchange)
-                .map(s3 -> s3.operation() == S3Request.Operation.POST_OBJECT).orElse(false);
-        // a delete or a Complete carries no metadata: the header itself still counts (the CLI's hook sends it)
-        boolean carriesMetadata = resourceRequest(exchange).map(s3 -> switch (s3.operation()) {
-            case PUT_OBJECT, COPY_OBJECT, CREATE_MULTIPART -> true;
-            default -> false;
-        }).orElse(false);
-        return form ? "a browser-form upload is fenced: send the token of your lock as the form field " + TOKEN_FIELD
-                + ", with a condition for it in the signed policy document" : detail
-                + (config.tokenFromMetadata() && carriesMetadata ? " (or as the object metadata fencing-token: "
-                + TOKEN_META + ", e.g. aws s3 cp --metadata fencing-token=N)"
-                : config.tokenFromMetadata() ? " (or as the header " + TOKEN_META + ", which the AWS CLI sends with"
-                + " the hook client-sdk/python/stockade_fencing.py: docs/s3.md)"
-                : req.headers().contains(HeaderNames.create(TOKEN_META))
-                ? "; " + TOKEN_META + " is not read as the token unless the policy says "
-                + "token-from-metadata: true" : "");
-    }
-
-    /** The request read as S3 again (its head only), for an error's resource; empty when it cannot be. */
-    private Optional<S3Request> resourceRequest(Exchange exchange) {
-        try {
-            return Optional.of(S3Request.of(exchange.request(), exchange.route().target(), config.virtualHost()));
-        } catch (IllegalArgumentException e) {
-            return Optional.empty();
-        }
-    }
-
-    /** The resource an error names: /bucket/key, or the raw path of a target that did not parse. */
-    private String resourceOf(Exchange exchange) {
-        if (exchange.route().target() == null) {
-            return exchange.request().path().rawPath();
-        }
-        return resourceRequest(exchange).map(S3Request::resource).orElse(null);
-    }
-
-    private static String camel(String kebab) {
-        StringBuilder b = new StringBuilder();
-        for (String part : kebab.split("-")) {
-            if (!part.isEmpty()) {
-                b.append(Character.toUpperCase(part.charAt(0))).append(part.substring(1));
-            }
-        }
-        return b.toString();
+    /** Every refusal as an S3 XML error ({@link S3Refusals}; {@link io.stockade.proxy.backend.Backend#refuse}). */
+    void refuse(Exchange exchange, Problem problem) {
+        refusals.refuse(exchange, problem);
     }
 
     // ---- unfenced requests and serialized writes: relayed as they are ----
 
     /** A request sent without a token: relayed as it is (a form upload as the PutObject it is). */
-    WriteResult forward(Exchange exchange, Parsed p) {
+    WriteResult forwardAsIs(Exchange exchange, Parsed p) {
         if (p.form() != null) {
             return formUpload(exchange, p);
         }
@@ -715,24 +590,15 @@ public class S3Backend implements Backend {
         return relay(exchange, p, List.of());
     }
 
-    /** A serialized write: relayed as it is, with the admitted token in the object's metadata. */
-    WriteResult write(Exchange exchange, Parsed p, Admission admission) {
-        // DeleteObjects and form uploads never get here: plan() refuses them on this class, before the fence
-        if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
-            return multipart.create(exchange, p, OptionalLong.of(admission.token()));
-        }
-        return relay(exchange, p, List.of(Map.entry(TOKEN_META, Long.toString(admission.token()))));
-    }
-
     /** Sends the client's request upstream (signed by the proxy) and relays the answer. */
     WriteResult relay(Exchange exchange, Parsed p, List<Map.Entry<String, String>> extraHeaders) {
         ServerRequest req = exchange.request();
         S3Request s3 = p.s3();
-        List<Map.Entry<String, String>> headers = forwardHeaders(exchange, p);
+        List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
         headers.addAll(extraHeaders);
         boolean sent = false;
         try {
-            Upstream.Body body = clientBody(exchange, p.verified());
+            Upstream.Body body = Relay.clientBody(exchange, p.verified());
             sent = true;
             try (UpstreamResponse response = send(exchange, p, s3.method(), s3.bucket(), s3.key(),
                     s3.upstreamQuery(), headers, body)) {
@@ -742,10 +608,10 @@ public class S3Backend implements Backend {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
                 }
                 if (p.unsigned() && response.status() == 403 && (op == S3Request.Operation.GET_OBJECT
-                        || op == S3Request.Operation.HEAD_OBJECT) && deletedForAnonymous(s3.bucket(), s3.key())) {
+                        || op == S3Request.Operation.HEAD_OBJECT) && cls.deletedForAnonymous(s3.bucket(), s3.key())) {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
                 }
-                relayResponse(response, exchange);
+                Relay.relayResponse(response, exchange);
                 return new WriteResult.Answered(response.status());
             }
         } catch (ClientError e) {
@@ -764,16 +630,6 @@ public class S3Backend implements Backend {
                           Upstream.Body body) {
         return p.unsigned() ? upstream.sendUnsigned(method, bucket, key, query, headers, body)
                 : upstream.send(method, bucket, key, query, headers, body);
-    }
-
-    /**
-     * An unsigned read the store refused (403): whether the key is a tombstone that an anonymous client would be
-     * told is missing. A tombstone does not carry the deleted object's ACL, so the store refuses it to anonymous
-     * clients where S3 would say 404 for a deleted key, which it does when the client may list the bucket. Only
-     * the atomic class writes tombstones.
-     */
-    boolean deletedForAnonymous(String bucket, String key) {
-        return false;
     }
 
     /** Whether an anonymous client may list a bucket (S3 then answers 404 for a missing key, else 403). */
@@ -835,176 +691,6 @@ public class S3Backend implements Backend {
     }
 
 
-    // ---- headers and bodies ----
-
-    /**
-     * The client's headers that go upstream: the {@code x-amz-*} headers of the table (those the proxy reads itself,
-     * for signing, framing and checksums, and the token's, excepted), the standard headers S3 reads
-     * ({@link S3Table#STANDARD}), and the headers a presigner hoisted into the query. Every other header is not
-     * relayed: the proxy signs its own request upstream, and a header S3 gives no meaning stays with the proxy.
-     */
-    List<Map.Entry<String, String>> forwardHeaders(Exchange exchange, Parsed p) {
-        String fencingHeader = exchange.route().policy().fence().header().toLowerCase(Locale.ROOT);
-        List<Map.Entry<String, String>> out = new ArrayList<>();
-        for (Header header : exchange.request().headers()) {
-            String name = header.name().toLowerCase(Locale.ROOT);
-            if (!relayed(name) || name.equals(fencingHeader)) {
-                continue;
-            }
-            String value = String.join(", ", header.allValues());
-            if (name.equals("content-encoding")) {
-                // aws-chunked is the request's framing, not the object's: the rest goes on as the client wrote it
-                // ("deflate, gzip" stays so; it was stored as "deflate,gzip")
-                value = String.join(",", java.util.Arrays.stream(value.split(",", -1))
-                        .filter(v -> !v.isBlank() && !v.strip().equalsIgnoreCase("aws-chunked")).toList()).strip();
-                if (value.isEmpty()) {
-                    continue;
-                }
-            }
-            out.add(Map.entry(name, value));
-        }
-        for (Map.Entry<String, String> h : p.s3().hoisted()) {
-            if (relayed(h.getKey())) {
-                out.add(h);
-            }
-        }
-        return out;
-    }
-
-    /** Whether a request header (lower case) is relayed upstream. */
-    private static boolean relayed(String name) {
-        if (name.startsWith("x-amz-")) {
-            return !S3Table.CONSUMED.contains(name) && !name.equals(TOKEN_META) && !name.equals(DELETED_META);
-        }
-        return S3Table.STANDARD.contains(name);
-    }
-
-    /** A client error found while reading the request (S3 code and status). */
-    static final class ClientError extends RuntimeException {
-        final int status;
-        final String code;
-
-        ClientError(int status, String code, String message) {
-            super(message, null, false, false);
-            this.status = status;
-            this.code = code;
-        }
-    }
-
-    /**
-     * The client's body, decoded and checked as it streams, read within the policy's bounds
-     * ({@link Exchange#body()}: {@code max-body-bytes} counts the bytes as sent, aws-chunked framing included);
-     * null when there is none.
-     */
-    Upstream.Body clientBody(Exchange exchange, ClientAuth.Verified verified) {
-        ServerRequest req = exchange.request();
-        String sha = req.headers().first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
-        boolean chunked = PayloadReader.isChunked(sha);
-        long length;
-        if (chunked) {
-            String decoded = req.headers().first(HeaderNames.create("x-amz-decoded-content-length")).orElse(null);
-            if (decoded == null) {
-                throw new ClientError(411, "MissingContentLength", "an aws-chunked body needs"
-                        + " x-amz-decoded-content-length");
-            }
-            try {
-                length = Long.parseLong(decoded.trim());
-            } catch (NumberFormatException e) {
-                throw new ClientError(400, "InvalidArgument", "x-amz-decoded-content-length is not a number");
-            }
-        } else if (req.headers().contentLength().isPresent()) {
-            length = req.headers().contentLength().getAsLong();
-        } else if (req.headers().contains(HeaderNames.TRANSFER_ENCODING)) {
-            throw new ClientError(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
-        } else {
-            return null;
-        }
-        if (!chunked && length == 0) {
-            return null;
-        }
-        try {
-            InputStream in = PayloadReader.of(new BufferedInputStream(exchange.body(), 64 * 1024), sha,
-                    verified, req.headers().first(HeaderNames.create("x-amz-trailer")).orElse(null));
-            return Upstream.Body.of(in, length);
-        } catch (PayloadReader.Rejected e) {
-            throw new ClientError(e.status, e.code, e.getMessage());
-        }
-    }
-
-    /** Reads a small client body whole (XML bodies), refusing one larger than {@code max}. */
-    byte[] smallBody(Exchange exchange, ClientAuth.Verified verified, int max) {
-        Upstream.Body body = clientBody(exchange, verified);
-        if (body == null) {
-            return new byte[0];
-        }
-        if (body.length() > max) {
-            throw new ClientError(400, "MaxMessageLengthExceeded", "the request body is larger than " + max
-                    + " bytes");
-        }
-        ByteArrayOutputStream out = new ByteArrayOutputStream((int) body.length());
-        try {
-            body.writeTo(out);
-        } catch (PayloadReader.Rejected e) {
-            throw new ClientError(e.status, e.code, e.getMessage());
-        } catch (BodyBounds.BodyRefused e) {
-            throw new UncheckedIOException(e); // answered by the pipeline (see failure)
-        } catch (IOException e) {
-            throw new ClientError(400, "IncompleteBody", "the request body could not be read: " + e.getMessage());
-        }
-        return out.toByteArray();
-    }
-
-    /**
-     * Relays an upstream answer. Its framing comes from the upstream client: an answer to HEAD, a 204 or a 304 has
-     * no body whatever its headers say (RFC 9110 section 6.4.1); its {@code Content-Length}, if any, names the
-     * length of the representation and is passed on.
-     */
-    private static boolean bodyIsEmpty(UpstreamResponse response) {
-        try {
-            return response.bodyIsEmpty();
-        } catch (IOException e) {
-            return false; // relayed as it is; the relay meets the same failure
-        }
-    }
-
-    static void relayResponse(UpstreamResponse response, Exchange exchange) {
-        ServerResponse res = exchange.response();
-        int code = response.status();
-        if (code >= 400 && !isHead(exchange.request()) && bodyIsEmpty(response)) {
-            // An error without a body (a store closing the connection on a 400, a bare 403 from a gateway): the
-            // client still gets an S3 error it can read, with the store's status.
-            S3Xml.error(res, false, code, code == 403 ? "AccessDenied" : code == 404 ? "NoSuchKey"
-                            : code == 412 ? "PreconditionFailed" : code >= 500 ? "InternalError" : "InvalidRequest",
-                    "the upstream store answered " + code + (response.reason().isEmpty() ? "" : " "
-                            + response.reason()) + " without a body", null, Map.of());
-            return;
-        }
-        res.status(io.helidon.http.Status.create(code, response.reason().isEmpty() ? String.valueOf(code)
-                : response.reason()));
-        for (int i = 0; i < response.headerCount(); i++) {
-            String name = response.name(i);
-            if (!NOT_RELAYED.contains(name.toLowerCase(Locale.ROOT))) {
-                res.header(HeaderNames.create(name), response.value(i));
-            }
-        }
-        try {
-            OptionalLong length = response.contentLength();
-            if (response.emptyBody()) {
-                if (length.isPresent() && code != 204) {
-                    res.header(HeaderNames.CONTENT_LENGTH, Long.toString(length.getAsLong()));
-                }
-                res.send();
-                return;
-            }
-            if (length.isPresent() && response.first("Transfer-Encoding") == null) {
-                res.contentLength(length.getAsLong());
-            }
-            response.relayBody(res.outputStream());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
     /** An S3 error the backend decided: nothing is sent here; the pipeline answers it through {@link #refuse}. */
     WriteResult answer(Exchange exchange, int status, String code, String message) {
         return new WriteResult.Refused(S3Problems.of(status, code, message, null));
@@ -1045,15 +731,13 @@ public class S3Backend implements Backend {
         return Status.create(code);
     }
 
-    @Override
-    public void checkAtStart(String policy) {
+    void checkAtStart(String policy) {
         Thread.ofVirtual().name("upstream-check-" + policy).start(() -> upstream.probe().ifPresent(e ->
                 LOG.warning("policy '" + policy + "': at start, " + e.getMessage()
                         + "; its requests answer 502 or 503 until it can be reached")));
     }
 
-    @Override
-    public void close() {
+    void close() {
         upstream.close();
     }
 }

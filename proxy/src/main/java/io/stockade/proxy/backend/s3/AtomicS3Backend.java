@@ -1,0 +1,592 @@
+package io.stockade.proxy.backend.s3;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.proxy.backend.Backend;
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.Keeper;
+import io.stockade.proxy.backend.Plan;
+import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.ScopeGuard;
+import io.stockade.proxy.problem.Problem;
+import io.stockade.proxy.upstream.UpstreamResponse;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
+
+/**
+ * The <em>atomic</em> S3 class: one scope per object, the highest token in the object's metadata
+ * ({@value S3Front#TOKEN_META}), every fenced write conditional on the version the token was read from.
+ * <p>
+ * A fenced write reads the object's token and ETag (HEAD), refuses a stale token, and writes with
+ * {@code If-Match: <etag>} (or {@code If-None-Match: *} when there is no object) carrying the new token. If another
+ * write slipped in between (412, or 409 {@code ConditionalRequestConflict}), it reads again and retries, at most
+ * {@code retries} times, when it can send the body again (no body, a small buffered body, or a copy's source);
+ * a streamed body cannot be replayed, so the client is answered 503 {@code SlowDown} (SDKs retry it) unless a
+ * higher token is now there (412 {@code PreconditionFailed}).
+ * <p>
+ * A delete writes a <em>tombstone</em>: a small object with the token and {@value S3Front#DELETED_META}, so a
+ * zombie cannot recreate the object with an older token; its bytes make its ETag unique ({@link Tombstone}).
+ * Through the proxy a tombstone reads as 404 {@code NoSuchKey}, and listings leave it out ({@link Tombstones}).
+ * <p>
+ * The read-compare-write is {@link ConditionalWrite}'s; request reading, planning and relaying are the
+ * {@link S3Front}'s, which this class composes like {@link SerializedS3Backend}.
+ * <p>
+ * Within one proxy the writes of one object are also serialized: an upstream whose conditional writes are not
+ * atomic under concurrency (s3proxy 3.0.0) is then still safe with a single proxy replica.
+ */
+final class AtomicS3Backend implements Backend, S3Class {
+    /** Bodies up to this size are buffered so that a write that lost a race can be sent again. */
+    static final int REPLAY_BUFFER = 1024 * 1024;
+    private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
+            .withZone(ZoneOffset.UTC);
+
+    private final BackendConfig.S3 config;
+    private final S3Front front;
+    private final Upstream upstream;
+    /** This backend's hold on the locks and the ETag cache of its endpoint, released by {@link #close}. */
+    private final EndpointWrites.Lease shared;
+    private final ConditionalWrite writes;
+    private final Tombstones tombstones;
+
+    AtomicS3Backend(BackendConfig.S3 config) {
+        this.config = config;
+        this.front = new S3Front(config, this);
+        this.upstream = front.upstream;
+        this.shared = EndpointWrites.open(config.endpoint(), config.etagCache());
+        this.writes = new ConditionalWrite(upstream, config.retries(), shared, front::failure);
+        this.tombstones = new Tombstones(front, writes);
+    }
+
+    @Override
+    public Plan plan(Exchange exchange) {
+        return front.plan(exchange);
+    }
+
+    /** S3 keys are exact bytes: {@code folder/} is a key of its own (a folder marker). */
+    @Override
+    public boolean takesTrailingSlash() {
+        return true;
+    }
+
+    @Override
+    public void refuse(Exchange exchange, Problem problem) {
+        front.refuse(exchange, problem);
+    }
+
+    @Override
+    public void checkAtStart(String policy) {
+        front.checkAtStart(policy);
+    }
+
+    @Override
+    public void close() {
+        shared.close();
+        front.close();
+    }
+
+    /** The storage keeps the fence: the object's token, every write conditional on the version it was read from. */
+    @Override
+    public Keeper keeper(S3Front.Parsed p) {
+        return new Keeper.InStorage(new Keeper.StorageWrite() {
+            @Override
+            public WriteResult write(Exchange exchange, long token, boolean acceptEqual) {
+                return fencedWrite(exchange, p, token, acceptEqual);
+            }
+
+            @Override
+            public Keeper.Observed observe(Exchange exchange, long token, boolean acceptEqual) {
+                return AtomicS3Backend.this.observe(exchange, p, token, acceptEqual);
+            }
+        });
+    }
+
+    @Override
+    public Duration settle() {
+        return Duration.ZERO; // a conditional write that lands late no longer matches; nothing to quarantine
+    }
+
+    /** A fenced write, by the operation the plan found: one case per fenced operation, every other refused. */
+    private WriteResult fencedWrite(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        try {
+            return switch (s3.operation()) {
+                case PUT_OBJECT -> putObject(exchange, p, token, acceptEqual);
+                case DELETE_OBJECT -> ConditionalWrite.clientConditions(exchange) ? answer(exchange, 501,
+                        "NotImplemented", "a DeleteObject with If-Match or If-None-Match is not supported through the"
+                        + " fencing proxy")
+                        : writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                                true, ConditionalWrite.Remember.TOMBSTONE,
+                        etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
+                            exchange.response().status(204).send();
+                            return new WriteResult.Answered(204);
+                        });
+                case COPY_OBJECT -> copyObject(exchange, p, token, acceptEqual);
+                case COMPLETE_MULTIPART -> complete(exchange, p, token, acceptEqual);
+                case CREATE_MULTIPART -> createMultipart(exchange, p, token, acceptEqual);
+                case DELETE_OBJECTS -> deleteObjects(exchange, p, token, acceptEqual);
+                case POST_OBJECT -> postObject(exchange, p, token, acceptEqual);
+                case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
+                     GET_OBJECT, HEAD_OBJECT, OBJECT_READ, OBJECT_SUBRESOURCE_WRITE, UPLOAD_PART, ABORT_MULTIPART,
+                     LIST_PARTS, PREFLIGHT ->
+                        answer(exchange, 501, "NotImplemented", s3.operation() + " is not a fenced write of the "
+                                + "atomic class; it is never sent as one");
+            };
+        } catch (ClientError e) {
+            return answer(exchange, e.status, e.code, e.getMessage());
+        }
+    }
+
+    /**
+     * Observe mode: the object's stored token is read to tell whether enforce would refuse, then the request is
+     * forwarded as it is. Unlike the other backends, the token is not written into the object's metadata (that
+     * takes the conditional write observe does not do); docs/s3.md says so.
+     */
+    private Keeper.Observed observe(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        String key = p.form() != null ? p.form().key() : s3.key();
+        long stored = key == null ? -1 : writes.head(s3.bucket(), key).token();
+        // a write forwarded while the ETag cache is on forgets the object (forwardWrite)
+        WriteResult result = forward(exchange, p);
+        return new Keeper.Observed(ConditionalWrite.stale(stored, token, acceptEqual), stored, result);
+    }
+
+    // ---- forwards: listings without tombstones, a bucket that only tombstones keep, writes the cache forgets ----
+
+    @Override
+    public WriteResult forward(Exchange exchange, S3Front.Parsed p) {
+        return switch (p.s3().operation()) {
+            case LIST_OBJECTS, LIST_OBJECT_VERSIONS -> tombstones.listing(exchange, p);
+            case DELETE_BUCKET -> tombstones.deleteBucket(exchange, p);
+            case UPLOAD_PART -> {
+                if (!isUploadPartCopy(exchange, p)) {
+                    yield front.forwardAsIs(exchange, p);
+                }
+                try {
+                    yield uploadPartCopy(exchange, p);
+                } catch (ClientError e) {
+                    yield answer(exchange, e.status, e.code, e.getMessage());
+                }
+            }
+            case LIST_BUCKETS, BUCKET_READ, BUCKET_WRITE, DELETE_OBJECTS, POST_OBJECT, GET_OBJECT, HEAD_OBJECT,
+                 OBJECT_READ, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, OBJECT_SUBRESOURCE_WRITE, CREATE_MULTIPART,
+                 COMPLETE_MULTIPART, ABORT_MULTIPART, LIST_PARTS, PREFLIGHT ->
+                    writes.cache().enabled() && changesObjects(p) ? forwardWrite(exchange, p)
+                            : front.forwardAsIs(exchange, p);
+        };
+    }
+
+    /**
+     * A write forwarded as it is (unfenced: {@code missing: allow}, observe mode, a token the verifier let through
+     * unchecked) while the ETag cache is on: it may replace an object with the same bytes and another token, which
+     * the cache could not tell from no change. So it holds the object's lock like a fenced write and forgets the
+     * object when done; one that names its objects in its body (DeleteObjects) empties the cache.
+     */
+    private WriteResult forwardWrite(Exchange exchange, S3Front.Parsed p) {
+        String key = p.form() != null ? p.form().key() : p.s3().key();
+        if (key == null) {
+            try {
+                return front.forwardAsIs(exchange, p);
+            } finally {
+                writes.cache().clear();
+            }
+        }
+        String object = p.s3().bucket() + "/" + key;
+        try (ScopeGuard.Held held = writes.locks().acquire(object, ConditionalWrite.SCOPE_WAIT.toNanos())) {
+            if (held == null) {
+                return answer(exchange, 503, "SlowDown", "other writes of this object held it for "
+                        + ConditionalWrite.SCOPE_WAIT.toSeconds() + " s");
+            }
+            try {
+                return front.forwardAsIs(exchange, p);
+            } finally {
+                writes.cache().forget(object);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return answer(exchange, 503, "ServiceUnavailable", "the proxy is stopping");
+        }
+    }
+
+    /** Whether a request may change an object's bytes or metadata (parts of a multipart upload do not, yet). */
+    private static boolean changesObjects(S3Front.Parsed p) {
+        return switch (p.s3().operation()) {
+            case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, DELETE_OBJECTS, COMPLETE_MULTIPART, POST_OBJECT,
+                 OBJECT_SUBRESOURCE_WRITE -> true;
+            case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
+                 GET_OBJECT, HEAD_OBJECT, OBJECT_READ, CREATE_MULTIPART, UPLOAD_PART, ABORT_MULTIPART, LIST_PARTS,
+                 PREFLIGHT -> false;
+        };
+    }
+
+    @Override
+    public boolean deletedForAnonymous(String bucket, String key) {
+        return tombstones.deletedForAnonymous(bucket, key);
+    }
+
+    private WriteResult putObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
+        headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+        // The body is opened only once the token and the client's conditions have passed: opening it asks a client
+        // that sent Expect: 100-continue for it, and a refusal of a large body that is on its way closes the
+        // connection under the client (SECURITY.md). So a refused write never has its body sent.
+        boolean replayable = declaredLength(exchange) <= REPLAY_BUFFER;
+        Upstream.Body[] body = new Upstream.Body[1];
+        boolean[] opened = new boolean[1];
+        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                replayable, ConditionalWrite.Remember.OBJECT,
+                etag -> {
+                    if (!opened[0]) {
+                        opened[0] = true;
+                        Upstream.Body b = Relay.clientBody(exchange, p.verified());
+                        body[0] = b != null && replayable ? Upstream.Body.of(smallBodyOf(b)) : b;
+                    }
+                    return upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
+                            body[0]);
+                },
+                response -> relayed(exchange, response));
+    }
+
+    /**
+     * A browser-form upload: the token (the signed form field) is judged against the object before the file is
+     * read; then the file is read within the policy's content-length-range (kept in memory up to 1 MiB, else in a
+     * temporary file, so that a lost race can be retried) and written as a conditional PUT, as PutObject.
+     */
+    private WriteResult postObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        S3Front.Form form = p.form();
+        ConditionalWrite.Head before = writes.head(s3.bucket(), form.key());
+        if (before.failed()) {
+            return new WriteResult.Unavailable(before.failure());
+        }
+        if (ConditionalWrite.stale(before.token(), token, acceptEqual)) {
+            return new WriteResult.Stale(before.token()); // the file is never read
+        }
+        S3Front.Spooled spooled = front.spool(exchange, form);
+        if (spooled.refused() != null) {
+            return spooled.refused();
+        }
+        try (Spool file = spooled.file()) {
+            List<Map.Entry<String, String>> headers = FormUploads.headers(form);
+            headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+            return writes.write(exchange, s3.bucket(), form.key(), token, acceptEqual,
+                    true, ConditionalWrite.Remember.OBJECT,
+                    etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
+                            file.body()),
+                    response -> FormUploads.answer(exchange, form, s3.bucket(), response.first("ETag")));
+        } catch (RuntimeException e) {
+            return front.failure(exchange, e, false);
+        }
+    }
+
+    /**
+     * The body's length as its headers declare it (the decoded length of an aws-chunked body), 0 without one, and
+     * {@code Long.MAX_VALUE} when it cannot be read from them (the body is then refused when it is opened).
+     */
+    private static long declaredLength(Exchange exchange) {
+        var headers = exchange.request().headers();
+        String sha = headers.first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
+        try {
+            if (PayloadReader.isChunked(sha)) {
+                return headers.first(HeaderNames.create("x-amz-decoded-content-length")).map(v -> Long.parseLong(
+                        v.trim())).orElse(Long.MAX_VALUE);
+            }
+            if (headers.contentLength().isPresent()) {
+                return headers.contentLength().getAsLong();
+            }
+            return headers.contains(HeaderNames.TRANSFER_ENCODING) ? Long.MAX_VALUE : 0;
+        } catch (NumberFormatException e) {
+            return Long.MAX_VALUE;
+        }
+    }
+
+    private WriteResult createMultipart(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+        // Not conditional (nothing is visible yet); a stale holder is refused before it uploads anything, and the
+        // upload carries its token, which the object will hold once completed. The client gets an upload ID that
+        // says which token that is (UploadIds), so that the upload can only be completed with it.
+        S3Request s3 = p.s3();
+        ConditionalWrite.Head head = writes.head(s3.bucket(), s3.key());
+        if (head.failed()) {
+            return new WriteResult.Unavailable(head.failure());
+        }
+        if (ConditionalWrite.stale(head.token(), token, acceptEqual)) {
+            return new WriteResult.Stale(head.token());
+        }
+        return front.multipart.create(exchange, p, OptionalLong.of(token));
+    }
+
+    private WriteResult complete(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        // the plan refused any other token (Multipart.tokenRefusal): the completed object holds the creation's
+        Problem other = Multipart.completeRefusal(p.uploadToken(), token, null);
+        if (other != null) {
+            return new WriteResult.Refused(other);
+        }
+        byte[] body = Relay.smallBody(exchange, p.verified(), REPLAY_BUFFER);
+        try {
+            S3Xml.checkComplete(body);
+        } catch (S3Xml.Malformed e) {
+            return answer(exchange, 400, "MalformedXML", e.getMessage());
+        }
+        List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
+        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                true, ConditionalWrite.Remember.NOTHING,
+                etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
+                        Upstream.Body.of(body)),
+                response -> relayed(exchange, response));
+    }
+
+    /** The object a CopyObject or UploadPartCopy reads ({@code x-amz-copy-source}), and its version query. */
+    private record CopySource(String bucket, String key, List<Map.Entry<String, String>> query) {
+    }
+
+    /** The request's {@code x-amz-copy-source}; a malformed one is a {@link ClientError} (400). */
+    private static CopySource copySource(ServerRequest req) {
+        String source = req.headers().first(HeaderNames.create("x-amz-copy-source")).orElse("");
+        String decoded;
+        try {
+            decoded = SigV4.decode(source);
+        } catch (IllegalArgumentException e) {
+            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source has a bad escape");
+        }
+        String versionId = null;
+        int q = decoded.indexOf("?versionId=");
+        if (q >= 0) {
+            versionId = decoded.substring(q + "?versionId=".length());
+            decoded = decoded.substring(0, q);
+        }
+        if (decoded.startsWith("/")) {
+            decoded = decoded.substring(1);
+        }
+        int slash = decoded.indexOf('/');
+        if (slash <= 0 || slash == decoded.length() - 1) {
+            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
+        }
+        return new CopySource(decoded.substring(0, slash), decoded.substring(slash + 1), versionId == null
+                ? List.of() : List.of(Map.entry("versionId", versionId)));
+    }
+
+    /**
+     * UploadPartCopy: relayed (a part changes no object yet), unless its source is a tombstone, which the store would
+     * copy as the part's bytes; a deleted source is 404 {@code NoSuchKey}, as S3 answers for a missing one.
+     */
+    private WriteResult uploadPartCopy(Exchange exchange, S3Front.Parsed p) {
+        CopySource src = copySource(exchange.request());
+        try (UpstreamResponse r = upstream.send("HEAD", src.bucket(), src.key(), src.query(), List.of(), null)) {
+            if (r.status() == 200 && r.first(S3Front.DELETED_META) != null) {
+                return answer(exchange, 404, "NoSuchKey", "The specified copy source does not exist.");
+            }
+        } catch (RuntimeException e) {
+            return front.failure(exchange, e, false);
+        }
+        return front.relay(exchange, p, List.of());
+    }
+
+    private static boolean isUploadPartCopy(Exchange exchange, S3Front.Parsed p) {
+        return p.s3().operation() == S3Request.Operation.UPLOAD_PART
+                && exchange.request().headers().contains(HeaderNames.create("x-amz-copy-source"));
+    }
+
+    private WriteResult copyObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        ServerRequest req = exchange.request();
+        CopySource source = copySource(req);
+        String srcBucket = source.bucket();
+        String srcKey = source.key();
+        List<Map.Entry<String, String>> srcQuery = source.query();
+        List<Map.Entry<String, String>> srcConditions = new ArrayList<>();
+        for (String c : List.of("if-match", "if-none-match", "if-modified-since", "if-unmodified-since")) {
+            req.headers().first(HeaderNames.create("x-amz-copy-source-" + c))
+                    .ifPresent(v -> srcConditions.add(Map.entry(c, v)));
+        }
+        boolean replace = req.headers().first(HeaderNames.create("x-amz-metadata-directive"))
+                .map(v -> v.equalsIgnoreCase("REPLACE")).orElse(false);
+        List<Map.Entry<String, String>> clientHeaders = new ArrayList<>();
+        for (Map.Entry<String, String> h : Relay.forwardHeaders(exchange, p)) {
+            String n = h.getKey();
+            if (n.startsWith("x-amz-copy-source") || n.equals("x-amz-metadata-directive")
+                    || (!replace && (n.startsWith("x-amz-meta-") || n.equals("content-type")))) {
+                continue;
+            }
+            clientHeaders.add(h);
+        }
+        // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
+        // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
+        String[] lastEtag = new String[1];
+        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                true, ConditionalWrite.Remember.OBJECT, etag -> {
+            UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
+            int status = src.status();
+            if (status != 200 || (src.first(S3Front.DELETED_META) != null)) {
+                try (src) {
+                    if (status == 200 || status == 404) {
+                        throw new ConditionalWrite.Answered(answer(exchange, 404, "NoSuchKey",
+                                "The specified copy source does not exist."));
+                    }
+                    int mapped = status == 304 || status == 412 ? 412 : status;
+                    throw new ConditionalWrite.Answered(answer(exchange, mapped, mapped == 412 ? "PreconditionFailed"
+                            : "CopySourceUnavailable", "the copy source answered " + status));
+                }
+            }
+            List<Map.Entry<String, String>> headers = new ArrayList<>(clientHeaders);
+            if (!replace) {
+                for (int i = 0; i < src.headerCount(); i++) {
+                    String n = src.name(i).toLowerCase(Locale.ROOT);
+                    if ((n.startsWith("x-amz-meta-") && !n.equals(S3Front.TOKEN_META)
+                            && !n.equals(S3Front.DELETED_META))
+                            || n.equals("content-type") || n.equals("cache-control") || n.equals("content-disposition")
+                            || n.equals("content-encoding") || n.equals("content-language") || n.equals("expires")) {
+                        headers.add(Map.entry(n, src.value(i)));
+                    }
+                }
+            }
+            headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+            long length;
+            try {
+                length = src.contentLength().orElse(0);
+            } catch (io.stockade.proxy.upstream.UpstreamFailure e) {
+                src.close();
+                throw new java.io.UncheckedIOException(e.getMessage(), e);
+            }
+            InputStream in = src.body();
+            try {
+                return upstream.send("PUT", s3.bucket(), s3.key(), List.of(), conditional(headers, etag),
+                        length == 0 ? null : Upstream.Body.of(in, length));
+            } finally {
+                src.close();
+            }
+        }, response -> {
+            lastEtag[0] = java.util.Objects.requireNonNullElse(response.first("ETag"), "");
+            String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult xmlns=\"" + S3Xml.NS
+                    + "\"><LastModified>" + ISO.format(Instant.now()) + "</LastModified><ETag>"
+                    + S3Xml.escape(lastEtag[0]) + "</ETag></CopyObjectResult>";
+            exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
+            exchange.response().status(200).send(xml.getBytes(StandardCharsets.UTF_8));
+            return new WriteResult.Answered(200);
+        });
+    }
+
+    private WriteResult deleteObjects(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+        S3Request s3 = p.s3();
+        byte[] body = Relay.smallBody(exchange, p.verified(), 2 * 1024 * 1024);
+        S3Xml.DeleteRequest request;
+        try {
+            request = S3Xml.parseDelete(body);
+        } catch (S3Xml.Malformed e) {
+            return answer(exchange, 400, "MalformedXML", e.getMessage());
+        }
+        StringBuilder xml = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\""
+                + S3Xml.NS + "\">");
+        for (String key : request.keys()) {
+            String error = deleteOne(s3.bucket(), key, token, acceptEqual);
+            if (error == null) {
+                if (!request.quiet()) {
+                    xml.append("<Deleted><Key>").append(S3Xml.escape(key)).append("</Key></Deleted>");
+                }
+            } else {
+                xml.append("<Error><Key>").append(S3Xml.escape(key)).append("</Key>").append(error).append("</Error>");
+            }
+        }
+        xml.append("</DeleteResult>");
+        exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
+        exchange.response().status(200).send(xml.toString().getBytes(StandardCharsets.UTF_8));
+        return new WriteResult.Answered(200);
+    }
+
+    /** One key of a DeleteObjects: null when the tombstone was written, else the {@code <Code><Message>} XML. */
+    private String deleteOne(String bucket, String key, long token, boolean acceptEqual) {
+        if (key.getBytes(StandardCharsets.UTF_8).length > S3Request.MAX_KEY_BYTES) {
+            return "<Code>KeyTooLongError</Code><Message>Your key is too long</Message>";
+        }
+        Optional<String> problem = FormUploads.keyProblem(bucket, key);
+        if (problem.isPresent()) {
+            // the key a DeleteObject of its path could not name is not deleted either (x/../victim, a\b)
+            return "<Code>InvalidArgument</Code><Message>" + S3Xml.escape(problem.get()) + "</Message>";
+        }
+        try (ScopeGuard.Held held = writes.locks().acquire(bucket + "/" + key, ConditionalWrite.SCOPE_WAIT.toNanos())) {
+            if (held == null) {
+                return "<Code>SlowDown</Code><Message>other writes of this object held it too long</Message>";
+            }
+            writes.cache().forget(bucket + "/" + key); // read from the store below, and changed without being recorded
+            for (int attempt = 0; ; attempt++) {
+                ConditionalWrite.Head head = writes.head(bucket, key);
+                if (head.failed()) {
+                    return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(head.failure()) + "</Message>";
+                }
+                if (ConditionalWrite.stale(head.token(), token, acceptEqual)) {
+                    return "<Code>PreconditionFailed</Code><Message>" + S3Xml.escape(staleMessage(token, head.token()))
+                            + "</Message>";
+                }
+                try (UpstreamResponse r = tombstone(bucket, key, token, head.exists() ? head.etag() : null)) {
+                    int status = r.status();
+                    if (status / 100 == 2) {
+                        return null;
+                    }
+                    if (!ConditionalWrite.lostRace(r, head.exists()) || attempt >= config.retries()) {
+                        return "<Code>" + (status == 412 || status == 409 ? "SlowDown" : "InternalError")
+                                + "</Code><Message>the upstream answered " + status + "</Message>";
+                    }
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "<Code>ServiceUnavailable</Code><Message>the proxy is stopping</Message>";
+        } catch (RuntimeException e) {
+            return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(S3Front.root(e)) + "</Message>";
+        }
+    }
+
+    private static String staleMessage(long token, long highest) {
+        return "fencing token " + token + " is " + (token == highest ? "equal to" : "below") + " the highest token "
+                + highest + " of this object; a newer holder owns it";
+    }
+
+    private UpstreamResponse tombstone(String bucket, String key, long token, String etag) {
+        List<Map.Entry<String, String>> headers = new ArrayList<>();
+        headers.add(Map.entry("content-type", "application/x-stockade-tombstone"));
+        headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+        headers.add(Map.entry(S3Front.DELETED_META, "true"));
+        return upstream.send("PUT", bucket, key, List.of(), conditional(headers, etag),
+                Upstream.Body.of(Tombstone.body()));
+    }
+
+    /** An S3 error the backend decided: the pipeline answers it through {@link #refuse}. */
+    private WriteResult answer(Exchange exchange, int status, String code, String message) {
+        return front.answer(exchange, status, code, message);
+    }
+
+    private static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers, String etag) {
+        return ConditionalWrite.conditional(headers, etag);
+    }
+
+    private static WriteResult relayed(Exchange exchange, UpstreamResponse response) {
+        return ConditionalWrite.relayed(exchange, response);
+    }
+
+    private static byte[] smallBodyOf(Upstream.Body body) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream((int) body.length());
+        try {
+            body.writeTo(out);
+        } catch (PayloadReader.Rejected e) {
+            throw new ClientError(e.status, e.code, e.getMessage());
+        } catch (IOException e) {
+            throw new ClientError(400, "IncompleteBody", "the request body could not be read: "
+                    + e.getMessage());
+        }
+        return out.toByteArray();
+    }
+}

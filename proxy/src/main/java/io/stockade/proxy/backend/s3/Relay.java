@@ -1,0 +1,192 @@
+package io.stockade.proxy.backend.s3;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+
+import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.listener.BodyBounds;
+import io.stockade.proxy.upstream.UpstreamResponse;
+
+import io.helidon.http.Header;
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+
+/**
+ * The relay between the client and the store: which of the client's headers go upstream, the client's body decoded
+ * and checked as it streams, and the store's answer relayed back (an error without a body made an S3 error).
+ */
+final class Relay {
+    /** Response headers not relayed (hop-by-hop; the server sets its own framing). */
+    private static final Set<String> NOT_RELAYED = Set.of("connection", "keep-alive", "transfer-encoding",
+            "content-length", "te", "upgrade", "proxy-connection");
+
+    private Relay() {
+    }
+
+    /**
+     * The client's headers that go upstream: the {@code x-amz-*} headers of the table (those the proxy reads itself,
+     * for signing, framing and checksums, and the token's, excepted), the standard headers S3 reads
+     * ({@link S3Table#STANDARD}), and the headers a presigner hoisted into the query. Every other header is not
+     * relayed: the proxy signs its own request upstream, and a header S3 gives no meaning stays with the proxy.
+     */
+    static List<Map.Entry<String, String>> forwardHeaders(Exchange exchange, S3Front.Parsed p) {
+        String fencingHeader = exchange.route().policy().fence().header().toLowerCase(Locale.ROOT);
+        List<Map.Entry<String, String>> out = new ArrayList<>();
+        for (Header header : exchange.request().headers()) {
+            String name = header.name().toLowerCase(Locale.ROOT);
+            if (!relayed(name) || name.equals(fencingHeader)) {
+                continue;
+            }
+            String value = String.join(", ", header.allValues());
+            if (name.equals("content-encoding")) {
+                // aws-chunked is the request's framing, not the object's: the rest goes on as the client wrote it
+                // ("deflate, gzip" stays so; it was stored as "deflate,gzip")
+                value = String.join(",", java.util.Arrays.stream(value.split(",", -1))
+                        .filter(v -> !v.isBlank() && !v.strip().equalsIgnoreCase("aws-chunked")).toList()).strip();
+                if (value.isEmpty()) {
+                    continue;
+                }
+            }
+            out.add(Map.entry(name, value));
+        }
+        for (Map.Entry<String, String> h : p.s3().hoisted()) {
+            if (relayed(h.getKey())) {
+                out.add(h);
+            }
+        }
+        return out;
+    }
+
+    /** Whether a request header (lower case) is relayed upstream. */
+    private static boolean relayed(String name) {
+        if (name.startsWith("x-amz-")) {
+            return !S3Table.CONSUMED.contains(name) && !name.equals(S3Front.TOKEN_META)
+                    && !name.equals(S3Front.DELETED_META);
+        }
+        return S3Table.STANDARD.contains(name);
+    }
+
+    /**
+     * The client's body, decoded and checked as it streams, read within the policy's bounds
+     * ({@link Exchange#body()}: {@code max-body-bytes} counts the bytes as sent, aws-chunked framing included);
+     * null when there is none.
+     */
+    static Upstream.Body clientBody(Exchange exchange, ClientAuth.Verified verified) {
+        ServerRequest req = exchange.request();
+        String sha = req.headers().first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
+        boolean chunked = PayloadReader.isChunked(sha);
+        long length;
+        if (chunked) {
+            String decoded = req.headers().first(HeaderNames.create("x-amz-decoded-content-length")).orElse(null);
+            if (decoded == null) {
+                throw new ClientError(411, "MissingContentLength", "an aws-chunked body needs"
+                        + " x-amz-decoded-content-length");
+            }
+            try {
+                length = Long.parseLong(decoded.trim());
+            } catch (NumberFormatException e) {
+                throw new ClientError(400, "InvalidArgument", "x-amz-decoded-content-length is not a number");
+            }
+        } else if (req.headers().contentLength().isPresent()) {
+            length = req.headers().contentLength().getAsLong();
+        } else if (req.headers().contains(HeaderNames.TRANSFER_ENCODING)) {
+            throw new ClientError(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+        } else {
+            return null;
+        }
+        if (!chunked && length == 0) {
+            return null;
+        }
+        try {
+            InputStream in = PayloadReader.of(new BufferedInputStream(exchange.body(), 64 * 1024), sha,
+                    verified, req.headers().first(HeaderNames.create("x-amz-trailer")).orElse(null));
+            return Upstream.Body.of(in, length);
+        } catch (PayloadReader.Rejected e) {
+            throw new ClientError(e.status, e.code, e.getMessage());
+        }
+    }
+
+    /** Reads a small client body whole (XML bodies), refusing one larger than {@code max}. */
+    static byte[] smallBody(Exchange exchange, ClientAuth.Verified verified, int max) {
+        Upstream.Body body = clientBody(exchange, verified);
+        if (body == null) {
+            return new byte[0];
+        }
+        if (body.length() > max) {
+            throw new ClientError(400, "MaxMessageLengthExceeded", "the request body is larger than " + max
+                    + " bytes");
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream((int) body.length());
+        try {
+            body.writeTo(out);
+        } catch (PayloadReader.Rejected e) {
+            throw new ClientError(e.status, e.code, e.getMessage());
+        } catch (BodyBounds.BodyRefused e) {
+            throw new UncheckedIOException(e); // answered by the pipeline (see failure)
+        } catch (IOException e) {
+            throw new ClientError(400, "IncompleteBody", "the request body could not be read: " + e.getMessage());
+        }
+        return out.toByteArray();
+    }
+
+    /**
+     * Relays an upstream answer. Its framing comes from the upstream client: an answer to HEAD, a 204 or a 304 has
+     * no body whatever its headers say (RFC 9110 section 6.4.1); its {@code Content-Length}, if any, names the
+     * length of the representation and is passed on.
+     */
+    private static boolean bodyIsEmpty(UpstreamResponse response) {
+        try {
+            return response.bodyIsEmpty();
+        } catch (IOException e) {
+            return false; // relayed as it is; the relay meets the same failure
+        }
+    }
+
+    static void relayResponse(UpstreamResponse response, Exchange exchange) {
+        ServerResponse res = exchange.response();
+        int code = response.status();
+        if (code >= 400 && !S3Front.isHead(exchange.request()) && bodyIsEmpty(response)) {
+            // An error without a body (a store closing the connection on a 400, a bare 403 from a gateway): the
+            // client still gets an S3 error it can read, with the store's status.
+            S3Xml.error(res, false, code, code == 403 ? "AccessDenied" : code == 404 ? "NoSuchKey"
+                            : code == 412 ? "PreconditionFailed" : code >= 500 ? "InternalError" : "InvalidRequest",
+                    "the upstream store answered " + code + (response.reason().isEmpty() ? "" : " "
+                            + response.reason()) + " without a body", null, Map.of());
+            return;
+        }
+        res.status(io.helidon.http.Status.create(code, response.reason().isEmpty() ? String.valueOf(code)
+                : response.reason()));
+        for (int i = 0; i < response.headerCount(); i++) {
+            String name = response.name(i);
+            if (!NOT_RELAYED.contains(name.toLowerCase(Locale.ROOT))) {
+                res.header(HeaderNames.create(name), response.value(i));
+            }
+        }
+        try {
+            OptionalLong length = response.contentLength();
+            if (response.emptyBody()) {
+                if (length.isPresent() && code != 204) {
+                    res.header(HeaderNames.CONTENT_LENGTH, Long.toString(length.getAsLong()));
+                }
+                res.send();
+                return;
+            }
+            if (length.isPresent() && response.first("Transfer-Encoding") == null) {
+                res.contentLength(length.getAsLong());
+            }
+            response.relayBody(res.outputStream());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
