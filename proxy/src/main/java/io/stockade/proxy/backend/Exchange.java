@@ -3,6 +3,7 @@ package io.stockade.proxy.backend;
 import java.io.InputStream;
 
 import io.stockade.policy.Route;
+import io.stockade.proxy.io.StartedBody;
 import io.stockade.proxy.listener.BodyBounds;
 
 import io.helidon.webserver.http.ServerRequest;
@@ -35,6 +36,9 @@ public record Exchange(ServerRequest request, ServerResponse response, Route rou
      * Backends read the body only through this.
      */
     public InputStream body() {
-        return bounds.wrap(request.content().inputStream());
+        InputStream body = bounds.wrap(request.content().inputStream());
+        // for the listener, should the backend stop early (within the bounds: a body cut off by one stays cut off)
+        request.context().register(new StartedBody(body));
+        return body;
     }
 }

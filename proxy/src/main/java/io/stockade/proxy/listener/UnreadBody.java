@@ -7,6 +7,8 @@ import java.util.OptionalLong;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.stockade.proxy.io.StartedBody;
+
 import io.helidon.http.HeaderNames;
 import io.helidon.http.HeaderValues;
 import io.helidon.webserver.CloseConnectionException;
@@ -51,9 +53,9 @@ public final class UnreadBody implements Filter {
     /** The largest unread body drained to keep its connection open. */
     public static final long DRAIN_BYTES = 64 * 1024;
     /** How much of a body is read and dropped before its connection is closed. */
-    public static final long LINGER_BYTES = 1024 * 1024;
+    public static final long LINGER_BYTES = 8 * 1024 * 1024;
     /** How long a body is read and dropped before its connection is closed. */
-    public static final Duration LINGER = Duration.ofSeconds(1);
+    public static final Duration LINGER = Duration.ofSeconds(2);
 
     private final long readTimeoutNanos;
 
@@ -138,8 +140,10 @@ public final class UnreadBody implements Filter {
             decision.body = req.content().inputStream();
         } catch (IllegalStateException e) {
             // A backend started reading the body and stopped (a bound, a malformed chunk, an early answer): how
-            // much of it is left is not known here.
-            decision.plan = Plan.CLOSE;
+            // much of it is left is not known here, so the connection closes; reading on a little first (from where
+            // the backend stopped) lets a client still sending read the answer instead of a TCP reset.
+            decision.body = req.context().get(StartedBody.class).map(StartedBody::raw).orElse(null);
+            decision.plan = decision.body == null ? Plan.CLOSE : Plan.LINGER_AND_CLOSE;
             return;
         }
         OptionalLong length = contentLength(req);
