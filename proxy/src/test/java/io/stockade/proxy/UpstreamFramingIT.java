@@ -1,19 +1,11 @@
 package io.stockade.proxy;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
 
+import io.stockade.proxy.testing.ScriptedUpstream;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterEach;
@@ -175,79 +167,6 @@ class UpstreamFramingIT {
             Http.Response denied = Http.get(s3.uri("/bucket/key"), Map.of());
             assertEquals(403, denied.status(), denied.body());
             assertTrue(denied.body().contains("<Code>AccessDenied</Code>"), denied.body());
-        }
-    }
-
-    /** An upstream that reads each request's head (and a declared body) and answers with a scripted answer. */
-    static final class ScriptedUpstream implements AutoCloseable {
-        final ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-        final List<Socket> connections = new CopyOnWriteArrayList<>();
-        final List<String> requestLines = new CopyOnWriteArrayList<>();
-        volatile String answer = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-        volatile boolean closeAfterAnswer;
-
-        ScriptedUpstream() throws IOException {
-            Thread.ofVirtual().start(() -> {
-                while (!server.isClosed()) {
-                    try {
-                        Socket s = server.accept();
-                        connections.add(s);
-                        Thread.ofVirtual().start(() -> serve(s));
-                    } catch (IOException e) {
-                        return;
-                    }
-                }
-            });
-        }
-
-        int port() {
-            return server.getLocalPort();
-        }
-
-        private void serve(Socket s) {
-            try (s; InputStream in = s.getInputStream(); OutputStream out = s.getOutputStream()) {
-                while (true) {
-                    String head = readHead(in);
-                    if (head == null) {
-                        return;
-                    }
-                    requestLines.add(head.substring(0, head.indexOf("\r\n")));
-                    for (String line : head.split("\r\n")) {
-                        if (line.toLowerCase().startsWith("content-length:")) {
-                            in.readNBytes(Integer.parseInt(line.substring(15).trim()));
-                        }
-                    }
-                    out.write(answer.getBytes(StandardCharsets.ISO_8859_1));
-                    out.flush();
-                    if (closeAfterAnswer) {
-                        return;
-                    }
-                }
-            } catch (IOException e) {
-                // the proxy closed the connection
-            }
-        }
-
-        private static String readHead(InputStream in) throws IOException {
-            ByteArrayOutputStream head = new ByteArrayOutputStream();
-            int b;
-            while ((b = in.read()) >= 0) {
-                head.write(b);
-                byte[] h = head.toByteArray();
-                int n = h.length;
-                if (n >= 4 && h[n - 4] == '\r' && h[n - 3] == '\n' && h[n - 2] == '\r' && h[n - 1] == '\n') {
-                    return head.toString(StandardCharsets.ISO_8859_1);
-                }
-            }
-            return null;
-        }
-
-        @Override
-        public void close() throws IOException {
-            server.close();
-            for (Socket s : connections) {
-                s.close();
-            }
         }
     }
 }

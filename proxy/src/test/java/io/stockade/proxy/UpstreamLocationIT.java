@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
 
+import io.stockade.proxy.testing.ScriptedUpstream;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterEach;
@@ -22,12 +23,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class UpstreamLocationIT {
     @TempDir
     Path dir;
-    UpstreamFramingIT.ScriptedUpstream upstream;
+    ScriptedUpstream upstream;
     ProxyFixture proxy;
 
     @BeforeEach
     void start() throws Exception {
-        upstream = new UpstreamFramingIT.ScriptedUpstream();
+        upstream = new ScriptedUpstream();
         proxy = ProxyFixture.start(dir.resolve("j"), """
                 store: {type: memory, journal: "${JOURNAL}"}
                 policies:

@@ -44,8 +44,8 @@ import io.helidon.webserver.http.ServerRequest;
  * may not send it: which bytes come next is unknowable), a body another reader started and gave up (a bound, a
  * malformed chunk), or a body that is chunked or larger than {@value #DRAIN_BYTES} bytes: the answer gets
  * {@code Connection: close}; a small body of known length is drained after the answer; a body a backend started
- * and stopped reading (an early answer) is read on from where it stopped, within the policy's bounds. After the answer, a
- * connection whose answer says {@code Connection: close} is closed ({@link CloseConnectionException}), after
+ * and stopped reading (an early answer) is read on from where it stopped, within the policy's bounds. After the
+ * answer, a connection whose answer says {@code Connection: close} is closed ({@link CloseConnectionException}), after
  * reading on for at most {@value #LINGER_BYTES} bytes and {@link #LINGER} of a body that was coming anyway, so
  * the client is less likely to get a TCP reset before it has read the answer.
  */

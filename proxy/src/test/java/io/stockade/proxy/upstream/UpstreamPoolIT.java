@@ -1,19 +1,12 @@
 package io.stockade.proxy.upstream;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+
+import io.stockade.proxy.testing.ScriptedUpstream;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -30,12 +23,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * answer (here: the late 204 instead of the upstream's 202).
  */
 class UpstreamPoolIT {
-    Upstream upstream;
+    ScriptedUpstream upstream;
     UpstreamClient client;
 
     @BeforeEach
     void start() throws IOException {
-        upstream = new Upstream();
+        upstream = new ScriptedUpstream();
         client = UpstreamClient.create(URI.create("http://127.0.0.1:" + upstream.port()), null,
                 Duration.ofSeconds(2), 8);
     }
@@ -109,86 +102,5 @@ class UpstreamPoolIT {
             Thread.sleep(5);
         }
         assertEquals(0, client.idleConnections(), "the connection stayed in the pool after " + after);
-    }
-
-    /** Reads each request's head and answers with the next scripted answer; may send bytes late or close. */
-    static final class Upstream implements AutoCloseable {
-        final ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-        final List<Socket> connections = new CopyOnWriteArrayList<>();
-        final List<String> requestLines = new CopyOnWriteArrayList<>();
-        final List<String> answers = new CopyOnWriteArrayList<>();
-        final CountDownLatch lateSent = new CountDownLatch(1);
-        volatile String late;
-        volatile boolean closeAfterAnswer;
-        volatile boolean silent;
-
-        Upstream() throws IOException {
-            Thread.ofVirtual().start(() -> {
-                while (!server.isClosed()) {
-                    try {
-                        Socket s = server.accept();
-                        connections.add(s);
-                        Thread.ofVirtual().start(() -> serve(s));
-                    } catch (IOException e) {
-                        return;
-                    }
-                }
-            });
-        }
-
-        int port() {
-            return server.getLocalPort();
-        }
-
-        private void serve(Socket s) {
-            try (s; InputStream in = s.getInputStream(); OutputStream out = s.getOutputStream()) {
-                while (true) {
-                    String head = readHead(in);
-                    if (head == null) {
-                        return;
-                    }
-                    requestLines.add(head.substring(0, head.indexOf("\r\n")));
-                    if (silent) {
-                        continue;
-                    }
-                    out.write(answers.removeFirst().getBytes(StandardCharsets.ISO_8859_1));
-                    out.flush();
-                    if (closeAfterAnswer) {
-                        return;
-                    }
-                    String extra = late;
-                    if (extra != null) {
-                        Thread.sleep(20); // after the client has read the answer and pooled the connection
-                        out.write(extra.getBytes(StandardCharsets.ISO_8859_1));
-                        out.flush();
-                        lateSent.countDown();
-                    }
-                }
-            } catch (IOException | InterruptedException e) {
-                // the client closed the connection
-            }
-        }
-
-        private static String readHead(InputStream in) throws IOException {
-            ByteArrayOutputStream head = new ByteArrayOutputStream();
-            int b;
-            while ((b = in.read()) >= 0) {
-                head.write(b);
-                byte[] h = head.toByteArray();
-                int n = h.length;
-                if (n >= 4 && h[n - 4] == '\r' && h[n - 3] == '\n' && h[n - 2] == '\r' && h[n - 1] == '\n') {
-                    return head.toString(StandardCharsets.ISO_8859_1);
-                }
-            }
-            return null;
-        }
-
-        @Override
-        public void close() throws IOException {
-            server.close();
-            for (Socket s : connections) {
-                s.close();
-            }
-        }
     }
 }
