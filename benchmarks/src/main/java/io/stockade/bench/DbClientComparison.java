@@ -6,9 +6,11 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -85,7 +87,7 @@ public final class DbClientComparison {
                 for (int r = 0; r < repeats; r++) {
                     List<String> order = new ArrayList<>(ways.keySet());
                     if (r % 2 == 1) {
-                        java.util.Collections.reverse(order);
+                        Collections.reverse(order);
                     }
                     for (String way : order) {
                         double rate = run(ways.get(way), writers, each);
@@ -143,7 +145,7 @@ public final class DbClientComparison {
         LongAdder done = new LongAdder();
         long end = System.nanoTime() + d.toNanos();
         List<Thread> threads = new ArrayList<>();
-        List<Exception> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Exception> failures = new CopyOnWriteArrayList<>();
         long start = System.nanoTime();
         for (int i = 0; i < writers; i++) {
             threads.add(Thread.ofPlatform().start(() -> {

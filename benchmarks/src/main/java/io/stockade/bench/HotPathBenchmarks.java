@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -84,7 +85,7 @@ public class HotPathBenchmarks {
                     .append("/{tenant}/items/{id}\"}\n    scope: p").append(p).append("/{tenant}/{id}\n")
                     .append("    backend: {type: http, url: \"http://127.0.0.1:9\"}\n");
         }
-        routes = PolicyLoader.parse(yaml.toString(), Path.of("bench.yaml"), java.util.Map.of());
+        routes = PolicyLoader.parse(yaml.toString(), Path.of("bench.yaml"), Map.of());
     }
 
     @TearDown(Level.Trial)

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -78,8 +79,8 @@ final class DynamoDbLeaseService implements LeaseService {
      * that tries with short timeouts again and again (a loop of {@code acquire(name, ttl, 300ms)}) still takes an
      * abandoned lock over once it has read the same rvn for the lease duration in total.
      */
-    private final java.util.concurrent.ConcurrentHashMap<String, Sighting> sightings =
-            new java.util.concurrent.ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Sighting> sightings =
+            new ConcurrentHashMap<>();
 
     DynamoDbLeaseService(DynamoDbClient db, String table, String prefix, Ticker ticker) {
         if (table == null || !table.matches("[A-Za-z0-9_.-]{3,255}")) {

@@ -12,6 +12,7 @@ import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
+import java.sql.DriverManager;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.UUID;
@@ -312,7 +313,7 @@ public final class Leases {
             String url = PostgresPooling.url(jdbcUrl);
             Settings s = settings();
             return new WatchdogProvider(
-                    new PostgresLeaseService(() -> java.sql.DriverManager.getConnection(url), s.ticker()), s);
+                    new PostgresLeaseService(() -> DriverManager.getConnection(url), s.ticker()), s);
         }
 
         /**

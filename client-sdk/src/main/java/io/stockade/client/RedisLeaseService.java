@@ -10,15 +10,19 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLParameters;
 
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
@@ -131,7 +135,7 @@ final class RedisLeaseService implements LeaseService {
             } catch (URISyntaxException e) {
                 throw new IllegalArgumentException("not a Redis URL (" + e.getMessage() + ")");
             }
-            String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
+            String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
             if (!scheme.equals("redis") && !scheme.equals("rediss")) {
                 throw new IllegalArgumentException("a Redis URL is redis://host:port or rediss://host:port (TLS), not '"
                         + redact(uri) + "'");
@@ -296,7 +300,7 @@ final class RedisLeaseService implements LeaseService {
      * ends by its own socket timeout; what it may still do is harmless: a late renewal or release compares the value,
      * and a late acquisition takes a lock that expires unless someone renews it.
      */
-    private <T> T within(Duration budget, java.util.concurrent.Callable<T> body) throws Exception {
+    private <T> T within(Duration budget, Callable<T> body) throws Exception {
         Future<T> call = calls.submit(body);
         try {
             return call.get(Math.max(1, budget.toNanos()), TimeUnit.NANOSECONDS);
@@ -467,7 +471,7 @@ final class RedisLeaseService implements LeaseService {
      * timeout). In a cluster, a {@code MOVED} answer (the slot moved; nothing was done) makes the client learn the
      * slots again and run the body once more.
      */
-    private static <T> T onNode(Nodes nodes, String key, java.util.function.Function<Jedis, T> body) {
+    private static <T> T onNode(Nodes nodes, String key, Function<Jedis, T> body) {
         for (int attempt = 1; ; attempt++) {
             try (Jedis jedis = nodes.forKey(key)) {
                 jedis.getConnection().setSoTimeout((int) RPC_TIMEOUT.toMillis());
@@ -554,7 +558,7 @@ final class RedisLeaseService implements LeaseService {
     private static String describe(JedisException e) {
         String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
         for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
-            if (t instanceof javax.net.ssl.SSLException && !m.contains(String.valueOf(t.getMessage()))) {
+            if (t instanceof SSLException && !m.contains(String.valueOf(t.getMessage()))) {
                 return m + " (TLS: " + t.getMessage() + ")";
             }
         }

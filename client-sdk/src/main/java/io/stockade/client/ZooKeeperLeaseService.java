@@ -9,6 +9,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BiConsumer;
@@ -215,7 +216,7 @@ final class ZooKeeperLeaseService implements LeaseService {
             stat = read.get(Math.max(1, timeout.toNanos()), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             throw new TimeoutException("ZooKeeper did not answer the renewal within " + timeout.toMillis() + " ms");
-        } catch (java.util.concurrent.ExecutionException e) {
+        } catch (ExecutionException e) {
             if (e.getCause() instanceof KeeperException.SessionExpiredException) {
                 return Renewal.REVOKED;
             }

@@ -1,6 +1,7 @@
 package io.stockade.conformance;
 
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.file.Files;
@@ -206,7 +207,7 @@ public final class Conformance {
                     try {
                         control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, reader,
                                 options(work, store)).run();
-                    } catch (java.io.UncheckedIOException e) {   // its read-back failed: it proves nothing
+                    } catch (UncheckedIOException e) {   // its read-back failed: it proves nothing
                         ScenarioResult broke = new ScenarioResult(s, target.name(), null, null, Verdict.INCONCLUSIVE,
                                 List.of("the control run broke off: " + e.getMessage()),
                                 (System.nanoTime() - t0) / 1e9);
@@ -227,7 +228,7 @@ public final class Conformance {
                 RunResult through;
                 try {
                     through = new ScenarioRunner(s, false, key, proxied, reader, options(work, store)).run();
-                } catch (IllegalStateException | java.io.UncheckedIOException e) {
+                } catch (IllegalStateException | UncheckedIOException e) {
                     // The run broke off (the proxy did not come back from a restart): this scenario proves nothing,
                     // the others and the report are kept.
                     ScenarioResult broke = new ScenarioResult(s, target.name(), null, control, Verdict.INCONCLUSIVE,

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import io.stockade.conformance.report.Reports;
@@ -103,6 +104,6 @@ public final class Main {
                 + " | zookeeper:HOST:PORT,... | dynamodb:TABLE,REGION[,ENDPOINT]"
                 + " | consul:URL | counter]"
                 + "\nscenarios: "
-                + java.util.Arrays.stream(Scenario.values()).map(Scenario::id).toList());
+                + Arrays.stream(Scenario.values()).map(Scenario::id).toList());
     }
 }

@@ -1,5 +1,6 @@
 package io.stockade.conformance;
 
+import java.util.ArrayList;
 import java.util.List;
 
 import io.stockade.conformance.run.RunResult;
@@ -21,7 +22,7 @@ public record ScenarioResult(Scenario scenario, String backend, RunResult proxie
     /** Decides the verdict of a proxied run and its control. */
     static ScenarioResult judge(Scenario scenario, String backend, RunResult proxied, RunResult control,
                                 double seconds) {
-        List<String> reasons = new java.util.ArrayList<>();
+        List<String> reasons = new ArrayList<>();
         Verdict v;
         if (!proxied.check().ok()) {
             v = Verdict.FAIL;

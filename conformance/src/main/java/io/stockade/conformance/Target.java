@@ -5,7 +5,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
@@ -336,7 +338,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
 
     /** {@code proxy.method}, {@code proxy.body}, {@code proxy.content-type}, checked. */
     private static Request request(String source, Map<String, Object> proxy) {
-        String method = str(proxy.getOrDefault("method", "PUT")).toUpperCase(java.util.Locale.ROOT);
+        String method = str(proxy.getOrDefault("method", "PUT")).toUpperCase(Locale.ROOT);
         if (!METHODS.contains(method)) {
             throw new IllegalArgumentException(source + ": proxy.method '" + proxy.get("method") + "' is not a write "
                     + "with a body; valid: " + METHODS.stream().sorted().toList());
@@ -378,7 +380,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             throw new IllegalArgumentException(source + ": " + prefix + ".method is for a url control (the storage's "
                     + "own HTTP endpoint); the suite's own directory, jdbc and s3 controls take PUT");
         }
-        if (m.containsKey("method") && !METHODS.contains(m.get("method").toUpperCase(java.util.Locale.ROOT))) {
+        if (m.containsKey("method") && !METHODS.contains(m.get("method").toUpperCase(Locale.ROOT))) {
             throw new IllegalArgumentException(source + ": " + prefix + ".method '" + m.get("method") + "'; valid: "
                     + METHODS.stream().sorted().toList());
         }
@@ -387,7 +389,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     private static Map<String, String> strings(String source, String prefix, Map<String, Object> m,
                                                Set<String> keys) {
         known(source, prefix + ".", m, keys);
-        java.util.LinkedHashMap<String, String> out = new java.util.LinkedHashMap<>();
+        LinkedHashMap<String, String> out = new LinkedHashMap<>();
         m.forEach((k, v) -> out.put(k, str(v)));
         return Map.copyOf(out);
     }

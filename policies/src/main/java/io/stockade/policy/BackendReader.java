@@ -2,6 +2,8 @@ package io.stockade.policy;
 
 import java.net.URI;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -132,7 +134,7 @@ final class BackendReader {
      */
     private static Optional<Set<String>> bucketWrites(Field field) {
         return field.items().flatMap(items -> {
-            Set<String> names = new java.util.LinkedHashSet<>();
+            Set<String> names = new LinkedHashSet<>();
             boolean valid = true;
             for (Field item : items) {
                 Optional<String> name = Values.keyword(item, "bucket write", BackendConfig.S3.BUCKET_WRITES);
@@ -163,7 +165,7 @@ final class BackendReader {
 
     private static Optional<List<BackendConfig.Credentials>> credentials(Field field) {
         return field.items().flatMap(items -> {
-            List<BackendConfig.Credentials> read = new java.util.ArrayList<>();
+            List<BackendConfig.Credentials> read = new ArrayList<>();
             boolean valid = true;
             for (Field item : items) {
                 Optional<BackendConfig.Credentials> one = item.mapping().flatMap(m -> {

@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
@@ -206,7 +207,7 @@ public final class PolicyLoader {
                 return Optional.empty();
             }
             if (clientAuth.get() != ServerConfig.ClientAuth.NONE && truststore.get().isEmpty()) {
-                field.error("client-auth " + clientAuth.get().name().toLowerCase(java.util.Locale.ROOT)
+                field.error("client-auth " + clientAuth.get().name().toLowerCase(Locale.ROOT)
                         + " needs a 'truststore' to check client certificates against");
                 return Optional.empty();
             }

@@ -1,7 +1,11 @@
 package io.stockade.policy;
 
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -38,7 +42,7 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
             if (!policy.match().matchesMethod(method)) {
                 continue;
             }
-            Optional<java.util.Map<String, String>> vars = policy.match().path().match(target);
+            Optional<Map<String, String>> vars = policy.match().path().match(target);
             if (vars.isPresent()) {
                 return Optional.of(new Route(policy, vars.get(), target));
             }
@@ -55,13 +59,13 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
         if (rawPath == null || !rawPath.startsWith("/")) {
             return Optional.empty();
         }
-        List<String> segments = new java.util.ArrayList<>();
+        List<String> segments = new ArrayList<>();
         for (String raw : rawPath.substring(1).split("/")) {
             if (!raw.isEmpty()) {
                 String decoded;
                 try {
-                    decoded = java.net.URLDecoder.decode(raw.replace("+", "%2B"),
-                            java.nio.charset.StandardCharsets.UTF_8);
+                    decoded = URLDecoder.decode(raw.replace("+", "%2B"),
+                            StandardCharsets.UTF_8);
                 } catch (IllegalArgumentException e) {
                     decoded = raw;
                 }

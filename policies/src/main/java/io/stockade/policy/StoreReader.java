@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 
 /** Reads the {@code store} block (one method and key list per store type) and the {@code admin} block. */
@@ -117,7 +118,7 @@ final class StoreReader {
             return Optional.empty();
         }
         List<String> schemes = endpoints.orElse(List.of()).stream()
-                .map(u -> u.getScheme().toLowerCase(java.util.Locale.ROOT)).distinct().toList();
+                .map(u -> u.getScheme().toLowerCase(Locale.ROOT)).distinct().toList();
         if (schemes.size() > 1) {
             m.required("endpoints").ifPresent(f -> f.error("endpoints mix http:// and https://: the client speaks"
                     + " TLS to every member or to none"));

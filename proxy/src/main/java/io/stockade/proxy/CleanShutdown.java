@@ -1,6 +1,7 @@
 package io.stockade.proxy;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -45,7 +46,7 @@ final class CleanShutdown {
         Path tmp = dir.resolve(FILE + ".tmp");
         try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
-            ch.write(java.nio.ByteBuffer.wrap(("stopped cleanly at " + Instant.now() + "\n")
+            ch.write(ByteBuffer.wrap(("stopped cleanly at " + Instant.now() + "\n")
                     .getBytes(StandardCharsets.UTF_8)));
             ch.force(true);
         }

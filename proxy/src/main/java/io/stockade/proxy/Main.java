@@ -2,6 +2,7 @@ package io.stockade.proxy;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -180,7 +181,7 @@ public final class Main {
     /** Whether this JVM ends on an {@code OutOfMemoryError} ({@code -XX:+ExitOnOutOfMemoryError} or the crash flag). */
     static boolean exitsOnOutOfMemory() {
         try {
-            var diagnostics = java.lang.management.ManagementFactory.getPlatformMXBean(
+            var diagnostics = ManagementFactory.getPlatformMXBean(
                     com.sun.management.HotSpotDiagnosticMXBean.class);
             return diagnostics.getVMOption("ExitOnOutOfMemoryError").getValue().equals("true")
                     || diagnostics.getVMOption("CrashOnOutOfMemoryError").getValue().equals("true");

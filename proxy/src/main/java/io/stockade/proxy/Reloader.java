@@ -2,6 +2,7 @@ package io.stockade.proxy;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -150,7 +151,7 @@ public final class Reloader implements PolicyReload, AutoCloseable {
         return summary;
     }
 
-    private void drain(java.util.Collection<Backend> replaced) {
+    private void drain(Collection<Backend> replaced) {
         List<Backend> batch = List.copyOf(replaced);
         draining.addAll(batch);
         closer.schedule(() -> {

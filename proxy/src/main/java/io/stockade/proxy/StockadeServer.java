@@ -1,15 +1,22 @@
 package io.stockade.proxy;
 
 import java.io.IOException;
+import java.net.BindException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import javax.net.ssl.SSLContext;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
@@ -105,7 +112,7 @@ public final class StockadeServer implements AutoCloseable {
         }
         FenceStore store = FenceStores.open(config.store());
         Map<String, Backend> backends = new LinkedHashMap<>();
-        TokenVerifiers verifiers = new TokenVerifiers(java.time.Clock.systemUTC());
+        TokenVerifiers verifiers = new TokenVerifiers(Clock.systemUTC());
         try {
             for (Policy policy : config.policies()) {
                 Backend backend = openBackend(policy.backend());
@@ -153,7 +160,7 @@ public final class StockadeServer implements AutoCloseable {
                     .port(config.server().port());
             ServerConfig.Tls tls = config.server().tls();
             if (tls != null) {
-                javax.net.ssl.SSLContext context = ListenerTls.context(tls);
+                SSLContext context = ListenerTls.context(tls);
                 builder.tls(t -> t.sslContext(context).clientAuth(switch (tls.clientAuth()) {
                     case NONE -> TlsClientAuth.NONE;
                     case OPTIONAL -> TlsClientAuth.OPTIONAL;
@@ -241,7 +248,7 @@ public final class StockadeServer implements AutoCloseable {
 
         /** Asks each policy's backend; throws when any has a problem. */
         static void check(List<Policy> policies, Map<String, Backend> backends) throws InvalidDefinitions {
-            List<String> problems = new java.util.ArrayList<>();
+            List<String> problems = new ArrayList<>();
             for (int i = 0; i < policies.size(); i++) {
                 Policy policy = policies.get(i);
                 for (String problem : backends.get(policy.name()).definitionErrors()) {
@@ -272,11 +279,11 @@ public final class StockadeServer implements AutoCloseable {
         if (port == 0) {
             return;
         }
-        try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+        try (ServerSocket probe = new ServerSocket()) {
             probe.setReuseAddress(true);
-            probe.bind(new java.net.InetSocketAddress(host, port));
-        } catch (java.net.BindException e) {
-            String message = e.getMessage() == null ? "" : e.getMessage().toLowerCase(java.util.Locale.ROOT);
+            probe.bind(new InetSocketAddress(host, port));
+        } catch (BindException e) {
+            String message = e.getMessage() == null ? "" : e.getMessage().toLowerCase(Locale.ROOT);
             throw new ListenFailure(host, port, message.contains("in use") ? "address already in use"
                     : message.contains("permission") ? "permission denied (ports below 1024 need privileges)"
                     : message.contains("assign") ? "the host is not an address of this machine" : message, setting);
@@ -333,7 +340,7 @@ public final class StockadeServer implements AutoCloseable {
     private static void health(HttpRouting.Builder routing, FencePipeline pipeline) {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
-        routing.addFilter(new HttpDate(java.time.Clock.systemUTC()));
+        routing.addFilter(new HttpDate(Clock.systemUTC()));
         routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
                 .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
                 .get(READY + "/{policy}", (req, res) -> policyReady(res, req.path().pathParameters().get("policy"),
@@ -386,7 +393,7 @@ public final class StockadeServer implements AutoCloseable {
                     + String.join(", ", report.policies().keySet())).send(res);
             return;
         }
-        List<String> down = new java.util.ArrayList<>();
+        List<String> down = new ArrayList<>();
         if (!report.storeUp()) {
             report.down().stream().filter(d -> d.startsWith("fence store: ")).forEach(down::add);
         }

@@ -400,7 +400,7 @@ public final class ConsulStandIn implements AutoCloseable {
 
     /** A session spec: one flat JSON object of strings, numbers and booleans (Jackson's streaming parser). */
     private static Map<String, Object> flatObject(String text) throws IOException {
-        Map<String, Object> m = new java.util.LinkedHashMap<>();
+        Map<String, Object> m = new LinkedHashMap<>();
         try (JsonParser p = JSON.createParser(text)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 throw new IOException("expected a JSON object: " + text);

@@ -2,17 +2,21 @@ package io.stockade.testing;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import javax.net.ssl.SSLSocket;
 
 /**
  * Real etcd members (Debian's {@code etcd-server}, {@code /usr/bin/etcd}) on free loopback ports with temporary data
@@ -199,13 +203,13 @@ public final class EtcdServer implements AutoCloseable {
      * host on purpose.
      */
     private static boolean healthyOverTls(Member m) throws IOException {
-        try (javax.net.ssl.SSLSocket socket = (javax.net.ssl.SSLSocket) TestPki.sslContext(m.tls).getSocketFactory()
+        try (SSLSocket socket = (SSLSocket) TestPki.sslContext(m.tls).getSocketFactory()
                 .createSocket()) {
-            socket.connect(new java.net.InetSocketAddress("127.0.0.1", m.clientPort), 1000);
+            socket.connect(new InetSocketAddress("127.0.0.1", m.clientPort), 1000);
             socket.setSoTimeout(1000);
             socket.getOutputStream().write(("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-            String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                    .getBytes(StandardCharsets.US_ASCII));
+            String answer = new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             return answer.startsWith("HTTP/1.1 200") && answer.contains("true");
         }
     }
@@ -226,7 +230,7 @@ public final class EtcdServer implements AutoCloseable {
             kill(i);
         }
         try (var paths = Files.walk(base)) {
-            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
         } catch (IOException e) {
             // best effort
         }

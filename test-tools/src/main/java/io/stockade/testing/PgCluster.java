@@ -1,10 +1,12 @@
 package io.stockade.testing;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -78,7 +80,7 @@ public final class PgCluster implements AutoCloseable {
         run(List.of("chmod", "600", data().resolve("server.key").toString()));
         Files.writeString(data().resolve("postgresql.conf"), "\nssl = on\nssl_cert_file = 'server.crt'\n"
                 + "ssl_key_file = 'server.key'\nssl_ca_file = 'root.crt'\n", StandardCharsets.UTF_8,
-                java.nio.file.StandardOpenOption.APPEND);
+                StandardOpenOption.APPEND);
         Files.writeString(data().resolve("pg_hba.conf"), """
                 local     all all              trust
                 hostssl   all all 127.0.0.1/32 trust%s
@@ -151,7 +153,7 @@ public final class PgCluster implements AutoCloseable {
 
     private static void run(List<String> command) throws IOException {
         Process p = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
         try {
             // pg_ctl start leaves the postmaster holding no pipe of ours (-l log file), so reading to EOF ends
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

@@ -2,6 +2,7 @@ package io.stockade.testing;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -148,7 +149,7 @@ public final class RedisServer implements AutoCloseable {
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         try {
-            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0 || out.startsWith("(error)")
                     || out.startsWith("ERR")) {
                 throw new IllegalStateException(cmd + ": " + out);

@@ -8,8 +8,17 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A TCP relay on a loopback port in front of {@code 127.0.0.1:target}, whose two directions can be cut on purpose:
@@ -27,8 +36,8 @@ public final class TcpRelay implements AutoCloseable {
     private volatile boolean closed;
     /** Requests towards the target whose first bytes are one of these are held until {@link #release()}. */
     private volatile List<byte[]> holdPrefixes = List.of();
-    private volatile java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(0);
-    private final java.util.concurrent.Semaphore held = new java.util.concurrent.Semaphore(0);
+    private volatile CountDownLatch gate = new CountDownLatch(0);
+    private final Semaphore held = new Semaphore(0);
 
     private TcpRelay(ServerSocket server, int target) {
         this.server = server;
@@ -69,14 +78,14 @@ public final class TcpRelay implements AutoCloseable {
      * network delay of exactly those requests, what a paused sender looks like from the target.
      */
     public void holdRequestsStartingWith(String... prefixes) {
-        gate = new java.util.concurrent.CountDownLatch(1);
-        holdPrefixes = java.util.Arrays.stream(prefixes)
-                .map(p -> p.getBytes(java.nio.charset.StandardCharsets.US_ASCII)).toList();
+        gate = new CountDownLatch(1);
+        holdPrefixes = Arrays.stream(prefixes)
+                .map(p -> p.getBytes(StandardCharsets.US_ASCII)).toList();
     }
 
     /** Waits until a request is being held; false when none was within the time. */
-    public boolean awaitHeld(java.time.Duration timeout) throws InterruptedException {
-        return held.tryAcquire(timeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    public boolean awaitHeld(Duration timeout) throws InterruptedException {
+        return held.tryAcquire(timeout.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** Lets the held requests (and every later one) through. */
@@ -85,15 +94,15 @@ public final class TcpRelay implements AutoCloseable {
         gate.countDown();
     }
 
-    private final java.util.Map<String, java.util.concurrent.atomic.AtomicInteger> counted =
-            new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<String, AtomicInteger> counted =
+            new ConcurrentHashMap<>();
 
     /**
      * From now on, counts the chunks towards the target that start with {@code prefix}: with a client that writes
      * each request head in one write (the proxy's upstream client does), the requests of that method.
      */
     public void count(String prefix) {
-        counted.putIfAbsent(prefix, new java.util.concurrent.atomic.AtomicInteger());
+        counted.putIfAbsent(prefix, new AtomicInteger());
     }
 
     /** How many chunks starting with {@code prefix} were relayed since {@link #count} was called for it. */
@@ -103,8 +112,8 @@ public final class TcpRelay implements AutoCloseable {
 
     private void countIfAsked(byte[] buffer, int n) {
         for (var e : counted.entrySet()) {
-            byte[] p = e.getKey().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-            if (n >= p.length && java.util.Arrays.equals(buffer, 0, p.length, p, 0, p.length)) {
+            byte[] p = e.getKey().getBytes(StandardCharsets.US_ASCII);
+            if (n >= p.length && Arrays.equals(buffer, 0, p.length, p, 0, p.length)) {
                 e.getValue().incrementAndGet();
             }
         }
@@ -112,10 +121,10 @@ public final class TcpRelay implements AutoCloseable {
 
     private void holdIfAsked(byte[] buffer, int n) throws IOException {
         if (holdPrefixes.stream().noneMatch(prefix -> n >= prefix.length
-                && java.util.Arrays.equals(buffer, 0, prefix.length, prefix, 0, prefix.length))) {
+                && Arrays.equals(buffer, 0, prefix.length, prefix, 0, prefix.length))) {
             return;
         }
-        java.util.concurrent.CountDownLatch g = gate;
+        CountDownLatch g = gate;
         held.release();
         try {
             g.await();

@@ -1,5 +1,6 @@
 package io.stockade.testing;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -143,7 +144,7 @@ public final class TestPki {
             return save(store, file, password);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
-        } catch (java.security.GeneralSecurityException e) {
+        } catch (GeneralSecurityException e) {
             throw new IllegalStateException(e);
         }
     }
@@ -157,7 +158,7 @@ public final class TestPki {
             return save(store, file, password);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
-        } catch (java.security.GeneralSecurityException e) {
+        } catch (GeneralSecurityException e) {
             throw new IllegalStateException(e);
         }
     }
@@ -179,7 +180,7 @@ public final class TestPki {
     }
 
     private static Path save(KeyStore store, Path file, String password)
-            throws IOException, java.security.GeneralSecurityException {
+            throws IOException, GeneralSecurityException {
         try (var out = Files.newOutputStream(file)) {
             store.store(out, password.toCharArray());
         }
@@ -193,7 +194,7 @@ public final class TestPki {
         Process p;
         try {
             p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
-                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
         } catch (IOException e) {
             throw new IOException("cannot run openssl (apt-get install -y openssl)", e);
         }

@@ -1,5 +1,6 @@
 package io.stockade.testing;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -110,7 +111,7 @@ public final class Tools {
             Process p = new ProcessBuilder(command).redirectErrorStream(true)
                     .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
             return p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0;
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             return false;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -2,6 +2,7 @@ package io.stockade.client.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URI;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
@@ -12,6 +13,12 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.logging.Formatter;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.logging.StreamHandler;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -97,25 +104,25 @@ public final class LeaseCommand {
      * a stack trace.
      */
     static void oneLineLogs() {
-        java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
-        for (java.util.logging.Handler h : root.getHandlers()) {
+        Logger root = Logger.getLogger("");
+        for (Handler h : root.getHandlers()) {
             root.removeHandler(h);
         }
-        java.util.logging.StreamHandler handler = new java.util.logging.StreamHandler(System.err, new OneLine()) {
+        StreamHandler handler = new StreamHandler(System.err, new OneLine()) {
             @Override
-            public synchronized void publish(java.util.logging.LogRecord record) {
+            public synchronized void publish(LogRecord record) {
                 super.publish(record);
                 flush();
             }
         };
-        handler.setLevel(java.util.logging.Level.ALL);
+        handler.setLevel(Level.ALL);
         root.addHandler(handler);
     }
 
     /** One line per record: the message with its lines joined, the exception's own description without a trace. */
-    static final class OneLine extends java.util.logging.Formatter {
+    static final class OneLine extends Formatter {
         @Override
-        public String format(java.util.logging.LogRecord record) {
+        public String format(LogRecord record) {
             StringBuilder b = new StringBuilder("lease: ")
                     .append(record.getLevel().getName().toLowerCase(Locale.ROOT)).append(": ")
                     .append(String.join(" ", formatMessage(record).strip().lines().map(String::strip).toList()));
@@ -169,7 +176,7 @@ public final class LeaseCommand {
                     quietZooKeeper();
                     yield builder.zookeeper(o.target, o.zookeeperPrefix);
                 }
-                case "consul" -> builder.consul(java.net.URI.create(o.target), o.consulPrefix,
+                case "consul" -> builder.consul(URI.create(o.target), o.consulPrefix,
                         consulToken(System.getenv("CONSUL_HTTP_TOKEN")));
                 case "dynamodb" -> builder.dynamodb(dynamoDb(o.dynamodbEndpoint), o.target, o.dynamodbPrefix);
                 default -> builder.kubernetesInCluster(o.target.equals("-") ? null : o.target);
@@ -201,13 +208,13 @@ public final class LeaseCommand {
      * The ZooKeeper client and Curator log every connection, and every reconnect attempt after a disconnection
      * (with a stack trace): the lease's own line says the lease was lost, so theirs stay out of the output.
      */
-    private static final java.util.logging.Logger[] ZOOKEEPER_LOGS = {
-        java.util.logging.Logger.getLogger("org.apache.zookeeper"),
-        java.util.logging.Logger.getLogger("org.apache.curator")};
+    private static final Logger[] ZOOKEEPER_LOGS = {
+        Logger.getLogger("org.apache.zookeeper"),
+        Logger.getLogger("org.apache.curator")};
 
     private static void quietZooKeeper() {
-        for (java.util.logging.Logger log : ZOOKEEPER_LOGS) {
-            log.setLevel(java.util.logging.Level.OFF);
+        for (Logger log : ZOOKEEPER_LOGS) {
+            log.setLevel(Level.OFF);
         }
     }
 
@@ -219,7 +226,7 @@ public final class LeaseCommand {
         var b = software.amazon.awssdk.services.dynamodb.DynamoDbClient.builder()
                 .httpClient(software.amazon.awssdk.http.apache5.Apache5HttpClient.builder().build());
         if (endpoint != null) {
-            b.endpointOverride(java.net.URI.create(endpoint));
+            b.endpointOverride(URI.create(endpoint));
         }
         try {
             return b.build();
@@ -235,7 +242,7 @@ public final class LeaseCommand {
 
     /** The Redis provider; the password from {@code REDISCLI_AUTH} when the URL has none. */
     static LeaseProvider redis(Leases.Builder builder, String url, String envPassword) {
-        java.net.URI uri = java.net.URI.create(url);
+        URI uri = URI.create(url);
         String info = uri.getUserInfo();
         boolean hasPassword = info != null && (info.indexOf(':') < 0 ? !info.isEmpty()
                 : info.indexOf(':') < info.length() - 1);

@@ -3,6 +3,7 @@ package io.stockade.conformance.check;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -188,9 +189,9 @@ public final class History {
             if (why != null && status == 0) {
                 b.append(" (").append(why).append(')');
             }
-            b.append(String.format(java.util.Locale.ROOT, " %.3f..", (start - originNanos) / 1e6));
+            b.append(String.format(Locale.ROOT, " %.3f..", (start - originNanos) / 1e6));
             b.append(end == Long.MAX_VALUE ? "pending"
-                    : String.format(java.util.Locale.ROOT, "%.3f", (end - originNanos) / 1e6));
+                    : String.format(Locale.ROOT, "%.3f", (end - originNanos) / 1e6));
             return b.append(" ms}").toString();
         }
 
@@ -218,7 +219,7 @@ public final class History {
 
         /** Describes the read with times in ms relative to {@code originNanos}. */
         public String describe(long originNanos) {
-            return String.format(java.util.Locale.ROOT, "read {scope=%s value=%s %.3f..%.3f ms}", scope, value,
+            return String.format(Locale.ROOT, "read {scope=%s value=%s %.3f..%.3f ms}", scope, value,
                     (startNanos - originNanos) / 1e6, (endNanos - originNanos) / 1e6);
         }
     }

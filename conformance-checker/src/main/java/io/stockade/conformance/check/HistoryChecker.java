@@ -1,6 +1,7 @@
 package io.stockade.conformance.check;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -408,7 +409,7 @@ public final class HistoryChecker {
         }
 
         private Op[] opsOf(String... values) {
-            return java.util.Arrays.stream(values).filter(Objects::nonNull).map(byValue::get)
+            return Arrays.stream(values).filter(Objects::nonNull).map(byValue::get)
                     .filter(Objects::nonNull).distinct().toArray(Op[]::new);
         }
 

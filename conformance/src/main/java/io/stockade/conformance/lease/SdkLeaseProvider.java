@@ -1,6 +1,7 @@
 package io.stockade.conformance.lease;
 
 import java.io.IOException;
+import java.net.URI;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.TimeoutException;
@@ -64,7 +65,7 @@ public final class SdkLeaseProvider implements LeaseProvider {
                             + "http(s)://host:port");
                 }
                 String acl = System.getenv("CONSUL_HTTP_TOKEN"); // as the consul command reads it
-                yield new SdkLeaseProvider(b -> b.consul(java.net.URI.create(where), "",
+                yield new SdkLeaseProvider(b -> b.consul(URI.create(where), "",
                         acl == null || acl.isBlank() ? null : acl.strip()), p[1], ttl, "consul " + where);
             }
             case "dynamodb" -> {
@@ -89,7 +90,7 @@ public final class SdkLeaseProvider implements LeaseProvider {
                 .region(software.amazon.awssdk.regions.Region.of(region))
                 .httpClient(software.amazon.awssdk.http.apache5.Apache5HttpClient.builder().build());
         if (endpoint != null) {
-            b.endpointOverride(java.net.URI.create(endpoint));
+            b.endpointOverride(URI.create(endpoint));
         }
         return b.build();
     }

@@ -1,9 +1,14 @@
 package io.stockade.conformance.report;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 
 import io.stockade.conformance.ScenarioResult;
 import io.stockade.conformance.Verdict;
@@ -250,11 +255,11 @@ public final class Reports {
     /** As {@link #html(String, List)}, with the summary, the run's facts and a table of counts on top. */
     public static String html(String target, RunInfo info, List<ScenarioResult> results) {
         String template;
-        try (java.io.InputStream in = Reports.class.getResourceAsStream("report.html")) {
-            template = new String(java.util.Objects.requireNonNull(in, "report.html").readAllBytes(),
-                    java.nio.charset.StandardCharsets.UTF_8);
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        try (InputStream in = Reports.class.getResourceAsStream("report.html")) {
+            template = new String(Objects.requireNonNull(in, "report.html").readAllBytes(),
+                    StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
         // Inside <script>, "</" could end the element early: JSON allows "<\/" for it.
         String json = json(target, info, results).replace("</", "<\\/");

@@ -4,14 +4,17 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -261,7 +264,7 @@ public final class ScenarioRunner {
                 Thread.sleep(200);
             }
         }
-        throw new java.io.UncheckedIOException("the final read of the storage (" + reader.describe() + ") failed: "
+        throw new UncheckedIOException("the final read of the storage (" + reader.describe() + ") failed: "
                 + last.getMessage(), last);
     }
 
@@ -431,7 +434,7 @@ public final class ScenarioRunner {
         if (doubt != null) {
             doubts.add("cycle " + n + ": " + doubt);
         } else {
-            notes.add("cycle " + n + ": the store's port " + hung.name().toLowerCase(java.util.Locale.ROOT)
+            notes.add("cycle " + n + ": the store's port " + hung.name().toLowerCase(Locale.ROOT)
                     + " during the outage");
         }
         store.restart(Duration.ofSeconds(30));
@@ -600,7 +603,7 @@ public final class ScenarioRunner {
                     }
                     case "UNKNOWN" -> {
                         w.ops.get(f[1]).unknownAt(f.length > 3 ? String.join(" ",
-                                java.util.Arrays.copyOfRange(f, 3, f.length)) : "unknown", Long.parseLong(f[2]));
+                                Arrays.copyOfRange(f, 3, f.length)) : "unknown", Long.parseLong(f[2]));
                         w.completions++;
                     }
                     default -> {

@@ -7,7 +7,10 @@ import java.io.PrintStream;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -143,14 +146,14 @@ public final class WriterMain {
             String id = attempt == 0 ? "" + n : n + "r" + attempt;
             out.println("INVOKE " + id + " " + session + " " + token + " " + value + " " + System.nanoTime());
             try {
-                Map<String, String> headers = new java.util.LinkedHashMap<>(Map.of(header, Long.toString(token)));
+                Map<String, String> headers = new LinkedHashMap<>(Map.of(header, Long.toString(token)));
                 if (contentType != null) {
                     headers.put("Content-Type", contentType);
                 }
                 String payload = body.render(Map.of("value", value, "token", Long.toString(token)));
                 if (signer != null) {   // signed per attempt, the fencing header with it
                     headers.putAll(signer.sign(method, url, payload.getBytes(StandardCharsets.UTF_8), headers,
-                            java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC)));
+                            ZonedDateTime.now(ZoneOffset.UTC)));
                 }
                 RawHttp.Response r = RawHttp.send(url, method, payload, headers, timeout);
                 status = r.status();

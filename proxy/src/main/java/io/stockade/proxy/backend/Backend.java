@@ -101,8 +101,8 @@ public interface Backend extends AutoCloseable {
      * statement that names a column the table does not have. Empty when all is well, and when the storage cannot be
      * asked now ({@link #checkAtStart} warns about that; the load goes on). Any entry fails the load.
      */
-    default java.util.List<String> definitionErrors() {
-        return java.util.List.of();
+    default List<String> definitionErrors() {
+        return List.of();
     }
 
     @Override

@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.List;
+import javax.net.ssl.SSLException;
 
 import io.stockade.policy.ClientTls;
 import io.stockade.proxy.io.SecretFiles;
@@ -118,7 +119,7 @@ public final class EtcdClients {
      */
     private static String tlsReason(Throwable cause) {
         for (Throwable t = cause; t != null; t = t.getCause()) {
-            if (t instanceof javax.net.ssl.SSLException) {
+            if (t instanceof SSLException) {
                 Throwable root = t;
                 while (root.getCause() != null) {
                     root = root.getCause();

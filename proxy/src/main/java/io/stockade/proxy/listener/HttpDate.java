@@ -1,6 +1,7 @@
 package io.stockade.proxy.listener;
 
 import java.time.Clock;
+import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.Locale;
@@ -29,7 +30,7 @@ public final class HttpDate implements Filter {
 
     /** Now, as an IMF-fixdate. */
     static String now() {
-        return IMF_FIXDATE.format(java.time.Instant.now());
+        return IMF_FIXDATE.format(Instant.now());
     }
 
     @Override

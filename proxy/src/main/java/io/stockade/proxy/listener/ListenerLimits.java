@@ -5,6 +5,8 @@ import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Logger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
@@ -156,12 +158,12 @@ public final class ListenerLimits {
     }
 
     /** Helidon's parser names a header name or a method a "token": said so in words a client can act on. */
-    private static final java.util.regex.Pattern TOKEN =
-            java.util.regex.Pattern.compile("Token contains (\\S+) character at position (\\d+)");
+    private static final Pattern TOKEN =
+            Pattern.compile("Token contains (\\S+) character at position (\\d+)");
 
     /** A message of Helidon's parser in the proxy's words, where its own are cryptic. */
     static String ownWords(String message) {
-        java.util.regex.Matcher m = TOKEN.matcher(message);
+        Matcher m = TOKEN.matcher(message);
         if (m.find()) {
             return "a header name or the method has a " + m.group(1) + " character (at position " + m.group(2)
                     + " of it): header names and methods are tokens (RFC 9110 section 5.6.2); nothing was forwarded";
@@ -169,15 +171,15 @@ public final class ListenerLimits {
         return message;
     }
 
-    private static final java.util.regex.Pattern VERSION =
-            java.util.regex.Pattern.compile("(?:^| )HTTP/([0-9](?:\\.[0-9])?)/?$");
+    private static final Pattern VERSION =
+            Pattern.compile("(?:^| )HTTP/([0-9](?:\\.[0-9])?)/?$");
 
     /** The version of a request line in another HTTP version than 1.1 (e.g. {@code 1.0}, {@code 2.0}), or null. */
     static String otherVersion(String protocolVersion) {
         if (protocolVersion == null) {
             return null;
         }
-        java.util.regex.Matcher m = VERSION.matcher(protocolVersion);
+        Matcher m = VERSION.matcher(protocolVersion);
         return m.find() && !m.group(1).equals("1.1") ? m.group(1) : null;
     }
 

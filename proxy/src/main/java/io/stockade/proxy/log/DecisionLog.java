@@ -2,6 +2,7 @@ package io.stockade.proxy.log;
 
 import java.time.Instant;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -32,8 +33,8 @@ public final class DecisionLog {
     }
 
     /** The two loggers, for installing handlers on them. */
-    static java.util.List<Logger> loggers() {
-        return java.util.List.of(DECISION, AUDIT_LOG);
+    static List<Logger> loggers() {
+        return List.of(DECISION, AUDIT_LOG);
     }
 
     /**

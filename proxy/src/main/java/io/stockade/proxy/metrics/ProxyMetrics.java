@@ -1,6 +1,10 @@
 package io.stockade.proxy.metrics;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -93,7 +97,7 @@ public final class ProxyMetrics {
         /** A bug: an exception escaped the pipeline before it decided (500, logged with its stack trace). */
         ERROR;
 
-        final String label = name().toLowerCase(java.util.Locale.ROOT);
+        final String label = name().toLowerCase(Locale.ROOT);
 
         /** The value of the {@code outcome} label. */
         public String label() {
@@ -116,14 +120,14 @@ public final class ProxyMetrics {
 
     /** The version and commit the build wrote beside this class ({@code proxy/pom.xml}, build-info). */
     static String[] buildInfo() {
-        try (java.io.InputStream in = ProxyMetrics.class.getResourceAsStream("build-info")) {
+        try (InputStream in = ProxyMetrics.class.getResourceAsStream("build-info")) {
             if (in != null) {
-                String[] lines = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).split("\n");
+                String[] lines = new String(in.readAllBytes(), StandardCharsets.UTF_8).split("\n");
                 String commit = lines.length > 1 && lines[1].strip().matches("[0-9a-f]{40}") ? lines[1].strip()
                         : "unknown";
                 return new String[] {lines[0].strip(), commit};
             }
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             // unknown
         }
         return new String[] {"unknown", "unknown"};

@@ -1,9 +1,13 @@
 package io.stockade.proxy.pipeline;
 
+import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
@@ -81,9 +85,9 @@ public final class FencePipeline implements Handler {
     /** The previous run stopped cleanly: no write of it can still land, so nothing settles after start. */
     private volatile boolean previousRunClean;
     /** Requests inside a backend's forward or write now, fenced or not (a clean stop waits for them). */
-    private final java.util.concurrent.atomic.AtomicInteger inBackend = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger inBackend = new AtomicInteger();
     /** Every backend that served during this run, those a reload replaced too (a clean stop asks them all). */
-    private final java.util.Set<Backend> served = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<Backend> served = ConcurrentHashMap.newKeySet();
 
     /**
      * @param backends one backend per policy name
@@ -156,7 +160,7 @@ public final class FencePipeline implements Handler {
     }
 
     /** Policies that have a {@code stockade_policy_up} gauge (one per name, kept across reloads). */
-    private final java.util.Set<String> gauged = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final Set<String> gauged = ConcurrentHashMap.newKeySet();
 
     /**
      * {@code stockade_policy_up{policy}}: 1 while the policy can write (the fence store and its own dependencies
@@ -275,7 +279,7 @@ public final class FencePipeline implements Handler {
                 }
             } catch (CloseConnectionException e) {
                 throw e;
-            } catch (java.io.UncheckedIOException e) {
+            } catch (UncheckedIOException e) {
                 LOG.log(Level.FINE, "the client went away before its refusal was sent", e);
             }
         }
@@ -526,7 +530,7 @@ public final class FencePipeline implements Handler {
         String name = policy.name();
         String scope = call.scope();
         boolean acceptEqual = acceptsEqual(policy);
-        List<ScopeGuard.Held> held = new java.util.ArrayList<>(scopes.size());
+        List<ScopeGuard.Held> held = new ArrayList<>(scopes.size());
         long heldSince = 0;
         try {
             if (serialized) {

@@ -1,5 +1,6 @@
 package io.stockade.proxy.pipeline;
 
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
@@ -73,7 +74,7 @@ final class Limits {
      *
      * @param readTimeout the listener's bound on one blocked read
      */
-    BodyBounds bodyBounds(Policy policy, java.time.Duration readTimeout) {
+    BodyBounds bodyBounds(Policy policy, Duration readTimeout) {
         Policy.Limits limits = policy.limits();
         return new BodyBounds(limits.maxBodyBytes(), Durations.nanos(limits.bodyTimeout()),
                 Durations.nanos(readTimeout), nanoTime);

@@ -1,11 +1,14 @@
 package io.stockade.proxy.pipeline;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.logging.Logger;
@@ -52,7 +55,7 @@ public final class Readiness {
     public record Report(List<String> down, Map<String, List<String>> policies) {
         public Report {
             down = List.copyOf(down);
-            policies = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(policies));
+            policies = Collections.unmodifiableMap(new LinkedHashMap<>(policies));
         }
 
         public Report(List<String> down) {
@@ -79,7 +82,7 @@ public final class Readiness {
     private final FenceStore store;
     private final TokenVerifiers verifiers;
     private final LongSupplier nanoTime;
-    private final java.util.concurrent.locks.ReentrantLock checking = new java.util.concurrent.locks.ReentrantLock();
+    private final ReentrantLock checking = new ReentrantLock();
     private volatile Report last;
     private volatile long checkedAt;
 
@@ -149,7 +152,7 @@ public final class Readiness {
         }
         Map<TokenVerifier, Optional<String>> asked = new IdentityHashMap<>();
         Map<String, Backend> byPolicy = backends.get();
-        Map<String, List<String>> policies = new java.util.LinkedHashMap<>();
+        Map<String, List<String>> policies = new LinkedHashMap<>();
         for (Policy policy : config.get().policies()) {
             List<String> own = new ArrayList<>();
             TokenVerifier verifier = verifiers.of(policy);

@@ -2,12 +2,16 @@ package io.stockade.proxy.postgres;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
 import java.sql.Statement;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import io.stockade.policy.Datasource;
 
@@ -92,7 +96,7 @@ public final class PostgresPools {
             for (String param : url.substring(q + 1).split("&")) {
                 String name = param.contains("=") ? param.substring(0, param.indexOf('=')) : param;
                 try {
-                    name = java.net.URLDecoder.decode(name, StandardCharsets.UTF_8);
+                    name = URLDecoder.decode(name, StandardCharsets.UTF_8);
                 } catch (IllegalArgumentException e) {
                     // kept as written: pgjdbc refuses it, and the parameter appended last wins anyway
                 }
@@ -164,9 +168,9 @@ public final class PostgresPools {
      * 127.0.0.1:25432 refused ...", the driver's reason for the last failed attempt.
      */
     public static String why(SQLException e) {
-        if (e instanceof java.sql.SQLTransientConnectionException && e.getMessage() != null
+        if (e instanceof SQLTransientConnectionException && e.getMessage() != null
                 && e.getMessage().contains("Connection is not available")) {
-            java.util.regex.Matcher ms = java.util.regex.Pattern.compile("after (\\d+)ms").matcher(e.getMessage());
+            Matcher ms = Pattern.compile("after (\\d+)ms").matcher(e.getMessage());
             String within = ms.find() ? " within " + ms.group(1) + " ms" : "";
             for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
                 if (t.getCause() == null && t.getMessage() != null) {

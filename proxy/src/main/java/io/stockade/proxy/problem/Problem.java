@@ -1,6 +1,7 @@
 package io.stockade.proxy.problem;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -83,7 +84,7 @@ public final class Problem {
 
     /** The response headers this problem adds ({@code Allow}, {@code Retry-After}, {@code Connection}). */
     public Map<String, String> headers() {
-        return java.util.Collections.unmodifiableMap(headers);
+        return Collections.unmodifiableMap(headers);
     }
 
     public String detail() {

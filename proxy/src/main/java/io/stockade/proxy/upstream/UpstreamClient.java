@@ -1,18 +1,25 @@
 package io.stockade.proxy.upstream;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
 import java.io.OutputStream;
+import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
+import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -80,7 +87,7 @@ public final class UpstreamClient implements AutoCloseable {
         try {
             return new UpstreamClient(tls, port, tls && sslContext == null ? SSLContext.getDefault() : sslContext,
                     connectTimeout, maxIdle);
-        } catch (java.security.NoSuchAlgorithmException e) {
+        } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("the JDK has no default TLS context", e);
         }
     }
@@ -114,12 +121,12 @@ public final class UpstreamClient implements AutoCloseable {
      *
      * @return why the upstream cannot be reached, naming it; empty when it can
      */
-    public java.util.Optional<UpstreamFailure> probe(String host) {
+    public Optional<UpstreamFailure> probe(String host) {
         try {
             release(connection(host));
-            return java.util.Optional.empty();
+            return Optional.empty();
         } catch (UpstreamFailure e) {
-            return java.util.Optional.of(e.at(address(host)));
+            return Optional.of(e.at(address(host)));
         }
     }
 
@@ -173,10 +180,10 @@ public final class UpstreamClient implements AutoCloseable {
         } catch (UnknownHostException e) {
             closeQuietly(channel);
             throw new UpstreamFailure("unknown host " + literal, false, false, e);
-        } catch (java.net.ConnectException e) {
+        } catch (ConnectException e) {
             closeQuietly(channel);
             throw new UpstreamFailure("refused the connection", false, false, e);
-        } catch (java.net.SocketTimeoutException e) {
+        } catch (SocketTimeoutException e) {
             closeQuietly(channel);
             throw new UpstreamFailure("did not accept the connection within " + connectTimeoutMillis + " ms",
                     false, false, e);
@@ -297,7 +304,7 @@ public final class UpstreamClient implements AutoCloseable {
         }
 
         /** Sends a request with no body (and no {@code Content-Length}, unless added as a header). */
-        public UpstreamResponse send(java.time.Duration readTimeout) throws UpstreamFailure {
+        public UpstreamResponse send(Duration readTimeout) throws UpstreamFailure {
             return send(readTimeout, -2, null);
         }
 
@@ -308,7 +315,7 @@ public final class UpstreamClient implements AutoCloseable {
          * @param body   writes the body; if it throws, the request is abandoned unfinished (the connection closed
          *               before the body's end) and its exception is rethrown as it is
          */
-        public UpstreamResponse send(java.time.Duration readTimeout, long length, Body body) throws UpstreamFailure {
+        public UpstreamResponse send(Duration readTimeout, long length, Body body) throws UpstreamFailure {
             if (body != null && length >= 0) {
                 head.ascii("Content-Length: ").ascii(Long.toString(length)).crlf();
             } else if (body != null) {
@@ -322,7 +329,7 @@ public final class UpstreamClient implements AutoCloseable {
             }
         }
 
-        private UpstreamResponse exchange(java.time.Duration readTimeout, long length, Body body)
+        private UpstreamResponse exchange(Duration readTimeout, long length, Body body)
                 throws UpstreamFailure {
             Connection connection = client.connection(host);
             boolean done = false;
@@ -459,7 +466,7 @@ public final class UpstreamClient implements AutoCloseable {
 
         private void ensure(int more) {
             if (size + more > bytes.length) {
-                bytes = java.util.Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + more));
+                bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + more));
             }
         }
     }
@@ -480,7 +487,7 @@ public final class UpstreamClient implements AutoCloseable {
         RequestOutput(Connection connection, HeadBuffer head, long length) {
             this.connection = connection;
             this.length = length;
-            this.buffer = head.size >= BUFFER ? head.bytes : java.util.Arrays.copyOf(head.bytes, BUFFER);
+            this.buffer = head.size >= BUFFER ? head.bytes : Arrays.copyOf(head.bytes, BUFFER);
             this.size = head.size;
         }
 
@@ -535,7 +542,7 @@ public final class UpstreamClient implements AutoCloseable {
                 connection.out.write(b, off, len);
             } catch (IOException e) {
                 failure = new UpstreamFailure("sending the request failed: " + e.getMessage(), true,
-                        e instanceof java.net.SocketTimeoutException, e);
+                        e instanceof SocketTimeoutException, e);
                 throw failure;
             }
         }
@@ -567,7 +574,7 @@ public final class UpstreamClient implements AutoCloseable {
         private final SocketChannel channel;
         private final Socket socket;
         final OutputStream out;
-        final java.io.InputStream in;
+        final InputStream in;
         /** Bytes read from the socket and not yet used: the next answer's start, or the body's. */
         final byte[] buffer = new byte[16 * 1024];
         int position;
@@ -681,10 +688,10 @@ public final class UpstreamClient implements AutoCloseable {
             try {
                 n = readTimeoutMillis > 0 ? read.get(readTimeoutMillis, TimeUnit.MILLISECONDS) : read.get();
             } catch (TimeoutException e) {
-                throw new java.net.SocketTimeoutException("Read timed out");
+                throw new SocketTimeoutException("Read timed out");
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new java.io.InterruptedIOException("interrupted while reading the answer");
+                throw new InterruptedIOException("interrupted while reading the answer");
             } catch (ExecutionException e) {
                 throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
             }

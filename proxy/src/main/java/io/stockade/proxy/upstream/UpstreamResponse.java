@@ -2,12 +2,15 @@ package io.stockade.proxy.upstream;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 import io.stockade.proxy.io.BulkInputStream;
 
@@ -359,7 +362,7 @@ public final class UpstreamResponse implements AutoCloseable {
      * failure would end the body as if it were complete: a failure on either side closes the client connection
      * instead ({@link #brokeOff}), and {@code out} is left unclosed.
      */
-    public void relayBody(java.io.OutputStream out) throws IOException {
+    public void relayBody(OutputStream out) throws IOException {
         try (InputStream in = body()) {
             // A body of declared length goes through one buffer of up to RELAY_BUFFER_BYTES (the whole body when it
             // is smaller), read straight from the socket (Body.take): a 4 MiB answer takes 32 reads from the
@@ -383,7 +386,7 @@ public final class UpstreamResponse implements AutoCloseable {
      * {@code Content-Length}, or no last chunk) and can never take it for a whole one, nor wait for the rest.
      */
     public static CloseConnectionException brokeOff(Exception e) {
-        java.util.logging.Logger.getLogger(UpstreamResponse.class.getName()).log(java.util.logging.Level.WARNING,
+        Logger.getLogger(UpstreamResponse.class.getName()).log(Level.WARNING,
                 "relaying the upstream answer failed midway; closing the client connection", e);
         return new CloseConnectionException("the upstream's answer broke off midway", e);
     }

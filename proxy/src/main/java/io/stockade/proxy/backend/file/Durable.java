@@ -1,6 +1,7 @@
 package io.stockade.proxy.backend.file;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -59,7 +60,7 @@ final class Durable {
         Path tmp = dir.resolve(SafePath.RESERVED_PREFIX + "-tmp-" + UUID.randomUUID());
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(content);
+                ByteBuffer buf = ByteBuffer.wrap(content);
                 while (buf.hasRemaining()) {
                     ch.write(buf);
                 }

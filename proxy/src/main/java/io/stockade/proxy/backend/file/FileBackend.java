@@ -6,14 +6,19 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystemException;
+import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.List;
@@ -105,7 +110,7 @@ public final class FileBackend implements Backend {
     private FileBackend(Path root, Path tokens) {
         this.root = root;
         this.tokens = tokens;
-        this.maxPathBytes = PATH_MAX - tokens.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+        this.maxPathBytes = PATH_MAX - tokens.toString().getBytes(StandardCharsets.UTF_8).length
                 - SIDECAR_AND_TEMP_BYTES;
         for (int i = 0; i < STRIPES; i++) {
             locks[i] = new ReentrantLock();
@@ -129,7 +134,7 @@ public final class FileBackend implements Backend {
         Files.createDirectories(tokens);
         FileBackend backend = new FileBackend(real, tokens);
         Thread.ofVirtual().name("stockade-file-sweep").start(() -> sweepTempFiles(real,
-                java.nio.file.attribute.FileTime.from(java.time.Instant.now())));
+                FileTime.from(Instant.now())));
         return backend;
     }
 
@@ -141,13 +146,13 @@ public final class FileBackend implements Backend {
      *
      * @return how many were removed
      */
-    static int sweepTempFiles(Path root, java.nio.file.attribute.FileTime openedAt) {
+    static int sweepTempFiles(Path root, FileTime openedAt) {
         String prefix = SafePath.RESERVED_PREFIX + "-tmp-";
         int[] removed = {0};
         try {
-            Files.walkFileTree(root, new java.nio.file.SimpleFileVisitor<>() {
+            Files.walkFileTree(root, new SimpleFileVisitor<>() {
                 @Override
-                public java.nio.file.FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
                     if (attrs.isRegularFile() && file.getFileName().toString().startsWith(prefix)
                             && attrs.lastModifiedTime().compareTo(openedAt) < 0) {
                         try {
@@ -157,13 +162,13 @@ public final class FileBackend implements Backend {
                             LOG.log(Level.WARNING, "could not remove the crash leftover " + root.relativize(file), e);
                         }
                     }
-                    return java.nio.file.FileVisitResult.CONTINUE;
+                    return FileVisitResult.CONTINUE;
                 }
 
                 @Override
-                public java.nio.file.FileVisitResult visitFileFailed(Path file, IOException e) {
+                public FileVisitResult visitFileFailed(Path file, IOException e) {
                     LOG.log(Level.WARNING, "cannot look for crash leftovers in " + root.relativize(file), e);
-                    return java.nio.file.FileVisitResult.CONTINUE;
+                    return FileVisitResult.CONTINUE;
                 }
             });
         } catch (IOException e) {
@@ -519,7 +524,7 @@ public final class FileBackend implements Backend {
         for (char c : String.valueOf(key).toCharArray()) {
             k = (k ^ c) * 0x100000001b3L;
         }
-        java.time.Instant t = attrs.lastModifiedTime().toInstant();
+        Instant t = attrs.lastModifiedTime().toInstant();
         long nanos = t.getEpochSecond() * 1_000_000_000L + t.getNano();
         return "\"" + Long.toHexString(k) + "-" + Long.toHexString(attrs.size()) + "-"
                 + Long.toHexString(nanos) + "\"";

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
@@ -127,7 +128,7 @@ final class SafePath {
         Path real;
         try {
             real = ancestor.toRealPath();
-        } catch (java.nio.file.NoSuchFileException e) {
+        } catch (NoSuchFileException e) {
             throw new BadPathException("a path component is a dangling symbolic link");
         }
         if (!real.startsWith(realRoot)) {

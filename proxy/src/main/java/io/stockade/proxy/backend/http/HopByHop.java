@@ -1,6 +1,7 @@
 package io.stockade.proxy.backend.http;
 
 import java.util.HashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 
@@ -28,7 +29,7 @@ final class HopByHop {
             return FIXED; // no copy of the fixed set per message
         }
         Set<String> names = FIXED;
-        for (String value : headers.all(HeaderNames.CONNECTION, java.util.List::of)) {
+        for (String value : headers.all(HeaderNames.CONNECTION, List::of)) {
             for (String token : value.split(",")) {
                 String name = token.trim().toLowerCase(Locale.ROOT);
                 if (!name.isEmpty() && !names.contains(name)) {

@@ -5,14 +5,19 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.time.Duration;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import javax.net.ssl.SSLContext;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
@@ -71,7 +76,7 @@ public final class HttpBackend implements Backend {
     /** The largest copy buffer of a request body (a small body gets one of its declared length). */
     private static final int BODY_BUFFER = 64 * 1024;
     /** The methods every policy forwards as reads, without a token (unless it fences them). */
-    private static final java.util.List<String> READS = java.util.List.of("GET", "HEAD");
+    private static final List<String> READS = List.of("GET", "HEAD");
 
     private final BackendConfig.Http config;
     private final UpstreamClient client;
@@ -98,7 +103,7 @@ public final class HttpBackend implements Backend {
      * @throws IOException naming the file when a file of the policy's {@code tls} cannot be read or does not parse
      */
     public static HttpBackend open(BackendConfig.Http config) throws IOException {
-        javax.net.ssl.SSLContext ssl = config.tls() == null ? null
+        SSLContext ssl = config.tls() == null ? null
                 : ClientTlsFiles.read(config.tls(), "backend " + config.url() + " tls").sslContext();
         return new HttpBackend(config, UpstreamClient.create(config.url(), ssl, config.connectTimeout(),
                 config.maxConnections()));
@@ -223,7 +228,7 @@ public final class HttpBackend implements Backend {
         }
         Set<String> hopByHop = HopByHop.of(req.headers());
         for (String name : List.of("Overwrite", "Depth")) {
-            if (hopByHop.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+            if (hopByHop.contains(name.toLowerCase(Locale.ROOT))) {
                 // the proxy would read it and drop it as hop-by-hop: the upstream would apply its default instead
                 return Optional.of(Problem.of(ProblemType.REFUSED_HEADER, "the Connection header names " + name
                         + ": a proxy does not pass such a header on, so the upstream would run the " + method
@@ -242,9 +247,9 @@ public final class HttpBackend implements Backend {
     }
 
     /** The methods a policy forwards: the reads, then the methods it names or fences in text order. */
-    private static java.util.Set<String> allowed(Policy policy) {
-        java.util.Set<String> allowed = new java.util.LinkedHashSet<>(READS);
-        java.util.Set<String> named = new java.util.TreeSet<>(policy.match().methods());
+    private static Set<String> allowed(Policy policy) {
+        Set<String> allowed = new LinkedHashSet<>(READS);
+        Set<String> named = new TreeSet<>(policy.match().methods());
         named.addAll(policy.fence().methods());
         allowed.addAll(named);
         return allowed;
@@ -473,7 +478,7 @@ public final class HttpBackend implements Backend {
         URI uri;
         try {
             uri = new URI(location);
-        } catch (java.net.URISyntaxException e) {
+        } catch (URISyntaxException e) {
             return location;
         }
         String scheme = config.url().getScheme();
@@ -501,7 +506,7 @@ public final class HttpBackend implements Backend {
     /** Whether a path has a "." or ".." segment, spelled plainly or percent-encoded. */
     private static boolean hasDotSegment(String path) {
         for (String segment : path.split("/", -1)) {
-            String s = segment.toLowerCase(java.util.Locale.ROOT).replace("%2e", ".");
+            String s = segment.toLowerCase(Locale.ROOT).replace("%2e", ".");
             if (s.equals(".") || s.equals("..")) {
                 return true;
             }
@@ -646,7 +651,7 @@ public final class HttpBackend implements Backend {
         Set<String> hop = HopByHop.ofResponse(response);
         for (int i = 0; i < response.headerCount(); i++) {
             String name = response.name(i);
-            if (!hop.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+            if (!hop.contains(name.toLowerCase(Locale.ROOT))) {
                 String value = name.equalsIgnoreCase("Location") ? proxiedLocation(response.value(i))
                         : response.value(i);
                 res.header(HeaderNames.create(name), value);

@@ -11,10 +11,12 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -71,7 +73,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
      * @param readsBody whether a parameter comes from the body
      */
     private record Statements(List<Statement> statements, String plain, String fenced, String observed,
-                        boolean readsBody, java.util.Set<String> used) {
+                        boolean readsBody, Set<String> used) {
     }
 
     private PostgresBackend(BackendConfig.Postgres config, HikariDataSource pool) {
@@ -90,7 +92,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         boolean body = statements.stream().flatMap(s -> s.sql().placeholders().stream())
                 .map(config.params()::get)
                 .anyMatch(p -> p != null && (p.source() == ParamSource.BODY || p.source() == ParamSource.BODY_TEXT));
-        java.util.Set<String> used = new java.util.HashSet<>();
+        Set<String> used = new HashSet<>();
         statements.forEach(s -> used.addAll(s.sql().placeholders()));
         if (check != null) {
             used.addAll(check.used());
@@ -642,10 +644,10 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
 
     @Override
     public Optional<String> unreachable() {
-        try (java.sql.Connection c = pool.getConnection()) {
+        try (Connection c = pool.getConnection()) {
             return c.isValid(2) ? Optional.empty()
                     : Optional.of("database " + config.datasource().url() + ": the connection did not answer");
-        } catch (java.sql.SQLException e) {
+        } catch (SQLException e) {
             return Optional.of("database " + config.datasource().url() + ": " + PostgresPools.why(e));
         }
     }

@@ -90,7 +90,8 @@ final class StatementCheck {
      * and {@code DEALLOCATE} in the open transaction, which is then rolled back.
      */
     private static Optional<String> describe(Connection c, Statement statement) throws Unanswered {
-        try (java.sql.Statement s = c.createStatement()) {
+        // a java.sql.Statement (the imported Statement is the policy's)
+        try (var s = c.createStatement()) {
             s.execute("PREPARE " + PREPARED + " AS " + statement.sql().positional());
             s.execute("DEALLOCATE " + PREPARED);
             return Optional.empty();

@@ -1,7 +1,9 @@
 package io.stockade.proxy.backend.s3;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -11,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 
@@ -460,7 +463,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                 length = src.contentLength().orElse(0);
             } catch (io.stockade.proxy.upstream.UpstreamFailure e) {
                 src.close();
-                throw new java.io.UncheckedIOException(e.getMessage(), e);
+                throw new UncheckedIOException(e.getMessage(), e);
             }
             InputStream in = src.body();
             try {
@@ -470,7 +473,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                 src.close();
             }
         }, response -> {
-            lastEtag[0] = java.util.Objects.requireNonNullElse(response.first("ETag"), "");
+            lastEtag[0] = Objects.requireNonNullElse(response.first("ETag"), "");
             String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult xmlns=\"" + S3Xml.NS
                     + "\"><LastModified>" + ISO.format(Instant.now()) + "</LastModified><ETag>"
                     + S3Xml.escape(lastEtag[0]) + "</ETag></CopyObjectResult>";
@@ -578,7 +581,7 @@ final class AtomicS3Backend implements Backend, S3Class {
     }
 
     private static byte[] smallBodyOf(Upstream.Body body) {
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream((int) body.length());
+        ByteArrayOutputStream out = new ByteArrayOutputStream((int) body.length());
         try {
             body.writeTo(out);
         } catch (PayloadReader.Rejected e) {

@@ -1,16 +1,22 @@
 package io.stockade.proxy.backend.s3;
 
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.stream.Collectors;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
 
 import io.stockade.policy.BackendConfig;
 
@@ -44,7 +50,7 @@ final class ClientAuth {
      * @param signedHeaders the lower-case names of the headers the signature covers
      */
     record Verified(String accessKey, byte[] signingKey, String amzDate, String scope, String seedSignature,
-                    String payloadHash, java.util.Set<String> signedHeaders) {
+                    String payloadHash, Set<String> signedHeaders) {
     }
 
     Verified verify(ServerRequest req, S3Request s3, Instant now) throws S3Refused {
@@ -187,7 +193,7 @@ final class ClientAuth {
             throw new S3Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
                     + " signature you provided. Check your key and signing method.");
         }
-        return new Verified(accessKey, key, amzDate, scope, signature, payload, java.util.Set.copyOf(headers.keySet()));
+        return new Verified(accessKey, key, amzDate, scope, signature, payload, Set.copyOf(headers.keySet()));
     }
 
     /**
@@ -199,7 +205,7 @@ final class ClientAuth {
      *
      * @param field the form's fields by lower-case name
      */
-    void verifyForm(java.util.function.Function<String, String> field, String policy, Instant now) throws S3Refused {
+    void verifyForm(Function<String, String> field, String policy, Instant now) throws S3Refused {
         String v4 = field.apply("x-amz-signature");
         if (v4 != null) {
             String algorithm = field.apply("x-amz-algorithm");
@@ -253,12 +259,12 @@ final class ClientAuth {
         }
         String expected;
         try {
-            javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA1");
-            mac.init(new javax.crypto.spec.SecretKeySpec(secret.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+            Mac mac = Mac.getInstance("HmacSHA1");
+            mac.init(new SecretKeySpec(secret.getBytes(StandardCharsets.UTF_8),
                     "HmacSHA1"));
-            expected = java.util.Base64.getEncoder().encodeToString(mac.doFinal(policy.getBytes(
-                    java.nio.charset.StandardCharsets.UTF_8)));
-        } catch (java.security.GeneralSecurityException e) {
+            expected = Base64.getEncoder().encodeToString(mac.doFinal(policy.getBytes(
+                    StandardCharsets.UTF_8)));
+        } catch (GeneralSecurityException e) {
             throw new IllegalStateException("the JDK has no HmacSHA1", e);
         }
         if (!SigV4.same(expected, v2.trim())) {

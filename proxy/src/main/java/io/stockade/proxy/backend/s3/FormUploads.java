@@ -1,5 +1,7 @@
 package io.stockade.proxy.backend.s3;
 
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -29,7 +31,7 @@ final class FormUploads {
         if (key.isEmpty()) {
             return Optional.of("the key is empty");
         }
-        int bytes = key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        int bytes = key.getBytes(StandardCharsets.UTF_8).length;
         if (bytes > S3Request.MAX_KEY_BYTES) {
             return Optional.of("Your key is too long: " + bytes + " bytes of UTF-8; S3 allows at most "
                     + S3Request.MAX_KEY_BYTES);
@@ -85,9 +87,9 @@ final class FormUploads {
         }
         if (redirect != null && !redirect.isBlank()) {
             String target = redirect + (redirect.contains("?") ? "&" : "?") + "bucket="
-                    + java.net.URLEncoder.encode(bucket, java.nio.charset.StandardCharsets.UTF_8) + "&key="
-                    + java.net.URLEncoder.encode(form.key(), java.nio.charset.StandardCharsets.UTF_8) + "&etag="
-                    + java.net.URLEncoder.encode(quoted, java.nio.charset.StandardCharsets.UTF_8);
+                    + URLEncoder.encode(bucket, StandardCharsets.UTF_8) + "&key="
+                    + URLEncoder.encode(form.key(), StandardCharsets.UTF_8) + "&etag="
+                    + URLEncoder.encode(quoted, StandardCharsets.UTF_8);
             res.header(HeaderNames.LOCATION, target);
             res.status(303).send();
             return new WriteResult.Answered(303);
@@ -104,7 +106,7 @@ final class FormUploads {
                         + S3Xml.escape(location) + "</Location><Bucket>" + S3Xml.escape(bucket) + "</Bucket><Key>"
                         + S3Xml.escape(form.key()) + "</Key><ETag>" + S3Xml.escape(quoted) + "</ETag></PostResponse>";
                 res.header(HeaderNames.CONTENT_TYPE, "application/xml");
-                res.status(201).send(xml.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                res.status(201).send(xml.getBytes(StandardCharsets.UTF_8));
                 return new WriteResult.Answered(201);
             }
             default -> {

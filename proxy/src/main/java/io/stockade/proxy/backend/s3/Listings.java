@@ -2,6 +2,7 @@ package io.stockade.proxy.backend.s3;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -210,7 +211,7 @@ final class Listings {
         return SigV4.decode(key.replace('+', ' '));
     }
 
-    private static Future<Boolean> submit(Semaphore permits, java.util.concurrent.Callable<Boolean> task) {
+    private static Future<Boolean> submit(Semaphore permits, Callable<Boolean> task) {
         return THREADS.submit(() -> {
             permits.acquire();
             try {

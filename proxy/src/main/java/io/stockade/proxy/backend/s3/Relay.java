@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -51,7 +52,7 @@ final class Relay {
             if (name.equals("content-encoding")) {
                 // aws-chunked is the request's framing, not the object's: the rest goes on as the client wrote it
                 // ("deflate, gzip" stays so; it was stored as "deflate,gzip")
-                value = String.join(",", java.util.Arrays.stream(value.split(",", -1))
+                value = String.join(",", Arrays.stream(value.split(",", -1))
                         .filter(v -> !v.isBlank() && !v.strip().equalsIgnoreCase("aws-chunked")).toList()).strip();
                 if (value.isEmpty()) {
                     continue;

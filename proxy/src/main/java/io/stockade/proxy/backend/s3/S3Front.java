@@ -1,13 +1,18 @@
 package io.stockade.proxy.backend.s3;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -312,7 +317,7 @@ final class S3Front {
         }
         ServerRequest req = exchange.request();
         String tokenHeader = exchange.route().policy().fence().header().toLowerCase(Locale.ROOT);
-        java.util.Set<String> names = new java.util.TreeSet<>();
+        Set<String> names = new TreeSet<>();
         for (Header header : req.headers()) {
             String name = header.name().toLowerCase(Locale.ROOT);
             if (!name.equals(tokenHeader)) {
@@ -386,7 +391,7 @@ final class S3Front {
             return Admitted.refused(400, "IncompleteBody", "the form could not be read: "
                     + e.getMessage(), s3.resource());
         }
-        Map<String, String> fields = new java.util.LinkedHashMap<>();
+        Map<String, String> fields = new LinkedHashMap<>();
         for (PostForm.Field f : form.fields()) {
             fields.putIfAbsent(f.name().toLowerCase(Locale.ROOT), f.value());
         }
@@ -424,7 +429,7 @@ final class S3Front {
             }
             Optional<String> keyProblem = FormUploads.keyProblem(s3.bucket(), key);
             if (keyProblem.isPresent()) {
-                throw new S3Refused(400, key.getBytes(java.nio.charset.StandardCharsets.UTF_8).length
+                throw new S3Refused(400, key.getBytes(StandardCharsets.UTF_8).length
                         > S3Request.MAX_KEY_BYTES ? "KeyTooLongError" : "InvalidArgument", keyProblem.get());
             }
             String tokenHeader = exchange.route().policy().fence().header();
@@ -435,7 +440,7 @@ final class S3Front {
                         + " is covered by no signature (policy option signed-token)");
             }
             return new Admitted(new Parsed(s3, null, null, false,
-                    new Form(form, key, min, max, java.util.Collections.unmodifiableMap(fields))), null);
+                    new Form(form, key, min, max, Collections.unmodifiableMap(fields))), null);
         } catch (S3Refused e) {
             return Admitted.refused(e.status, e.code, e.getMessage(), resource);
         }

@@ -1,5 +1,6 @@
 package io.stockade.proxy.backend.s3;
 
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 
@@ -51,7 +52,7 @@ final class S3Refusals {
                 default -> status == 503 ? "ServiceUnavailable" : camel(problem.kind().type());
             };
         }
-        Map<String, String> headers = new java.util.LinkedHashMap<>();
+        Map<String, String> headers = new LinkedHashMap<>();
         if (status == 503) {
             headers.put("Retry-After", problem.headers().getOrDefault("Retry-After", "1"));
         }

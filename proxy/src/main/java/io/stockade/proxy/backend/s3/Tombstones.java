@@ -1,6 +1,7 @@
 package io.stockade.proxy.backend.s3;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -74,7 +75,7 @@ final class Tombstones {
             res.send(filtered.xml().getBytes(StandardCharsets.UTF_8));
             return new WriteResult.Answered(200);
         } catch (IOException e) {
-            return front.failure(exchange, new java.io.UncheckedIOException(e), true);
+            return front.failure(exchange, new UncheckedIOException(e), true);
         } catch (ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
@@ -198,7 +199,7 @@ final class Tombstones {
             return answer(exchange, 503, "ServiceUnavailable", "the bucket is not empty and the proxy could not tell "
                     + "whether only tombstones are left: " + e.getMessage());
         } catch (IOException e) {
-            return front.failure(exchange, new java.io.UncheckedIOException(e), true);
+            return front.failure(exchange, new UncheckedIOException(e), true);
         } catch (RuntimeException e) {
             return front.failure(exchange, e, true);
         }

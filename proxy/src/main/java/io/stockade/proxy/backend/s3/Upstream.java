@@ -10,7 +10,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
+import javax.net.ssl.SSLContext;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.tls.ClientTlsFiles;
@@ -38,7 +40,7 @@ final class Upstream {
         String name = endpoint.getHost();
         this.host = name.startsWith("[") ? name.substring(1, name.length() - 1) : name;
         try {
-            javax.net.ssl.SSLContext ssl = config.tls() == null ? null
+            SSLContext ssl = config.tls() == null ? null
                     : ClientTlsFiles.read(config.tls(), "backend " + config.endpoint() + " tls").sslContext();
             this.client = UpstreamClient.create(endpoint, ssl, Duration.ofSeconds(5), config.maxConnections());
         } catch (IOException e) {
@@ -179,7 +181,7 @@ final class Upstream {
     }
 
     /** A start-up check of the endpoint (see {@link UpstreamClient#probe}). */
-    java.util.Optional<io.stockade.proxy.upstream.UpstreamFailure> probe() {
+    Optional<io.stockade.proxy.upstream.UpstreamFailure> probe() {
         return client.probe(host);
     }
 

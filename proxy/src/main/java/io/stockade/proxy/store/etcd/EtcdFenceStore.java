@@ -13,6 +13,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+import java.util.logging.Logger;
 
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.etcd.EtcdClients;
@@ -84,8 +85,8 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
     private volatile Floors floors = new Floors(List.of(), -1);
     private volatile boolean closed;
 
-    private static final java.util.logging.Logger LOG =
-            java.util.logging.Logger.getLogger(EtcdFenceStore.class.getName());
+    private static final Logger LOG =
+            Logger.getLogger(EtcdFenceStore.class.getName());
 
     EtcdFenceStore(Client client, StoreConfig.Etcd config) {
         this.client = client;

@@ -1,6 +1,8 @@
 package io.stockade.proxy.store.memory;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -8,6 +10,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 import io.stockade.policy.StoreConfig;
@@ -83,10 +87,10 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
      */
     private final ConcurrentHashMap<String, Entry> states;
     /** Scopes added minus scopes retired since open: the count is {@code replayed.size()} plus this. */
-    private final java.util.concurrent.atomic.LongAdder addedSinceOpen = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder addedSinceOpen = new LongAdder();
     /** The heap the scopes added since open take, estimated ({@link #SCOPE_OVERHEAD} plus two bytes a character). */
-    private final java.util.concurrent.atomic.LongAdder memoryAddedSinceOpen =
-            new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder memoryAddedSinceOpen =
+            new LongAdder();
     /** The most scopes the store may hold ({@code max-scopes}). */
     private final long maxScopes;
     /** The most heap its scopes may take ({@code max-scope-memory}, resolved against {@code -Xmx}). */
@@ -132,7 +136,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     }
 
     static MemoryFenceStore open(StoreConfig.Memory config, Journal.ChannelOpener opener) throws IOException {
-        boolean fresh = !java.nio.file.Files.isDirectory(config.journal())
+        boolean fresh = !Files.isDirectory(config.journal())
                 || Segments.list(config.journal()).isEmpty();
         long maxHeap = Runtime.getRuntime().maxMemory();
         long budget = Math.max(ReplayBudget.ALLOWANCE, config.maxScopeMemory().resolve(maxHeap));
@@ -149,7 +153,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
                         switch (type) {
                             // Per prefix the highest floor wins.
                             case RecordCodec.TYPE_FLOOR -> floors.merge(new String(a, off, len,
-                                            java.nio.charset.StandardCharsets.UTF_8), new FloorEntry(token, 0),
+                                            StandardCharsets.UTF_8), new FloorEntry(token, 0),
                                     (old, now) -> now.token() >= old.token() ? now : old);
                             // Retired only when covered by a floor, journaled earlier; a later state record brings it
                             // back.
@@ -535,7 +539,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     }
 
     /** Every visible scope: the replayed ones not changed since open, then those changed since (weakly consistent). */
-    private void eachScope(java.util.function.BiConsumer<String, Entry> sink) {
+    private void eachScope(BiConsumer<String, Entry> sink) {
         replayed.forEach((scope, token, version) -> {
             if (!states.containsKey(scope)) {
                 sink.accept(scope, new Entry(token, version, 0));

@@ -2,6 +2,7 @@ package io.stockade.proxy.store.memory;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.function.LongConsumer;
 
 /**
  * The scopes a journal replay found, in a compact table that is built once (single-threaded, while the journal
@@ -40,7 +41,7 @@ final class ReplayedScopes {
     /** Bytes of every arena chunk allocated. */
     private long arenaBytes;
     /** Told the footprint the table is about to grow to, before it allocates; may refuse by throwing. */
-    private java.util.function.LongConsumer growth = bytes -> { };
+    private LongConsumer growth = bytes -> { };
     /** Bits of a slot's meta word that say where its key is: 1 + (chunk << CHUNK_BITS | offset); 0: empty slot. */
     private static final int REF_BITS = 36;
     private static final long REF_MASK = (1L << REF_BITS) - 1;
@@ -63,7 +64,7 @@ final class ReplayedScopes {
     }
 
     /** A table that tells {@code growth} the footprint it is about to reach before each allocation. */
-    ReplayedScopes(int expected, java.util.function.LongConsumer growth) {
+    ReplayedScopes(int expected, LongConsumer growth) {
         growth.accept(slotsFootprint(expected));
         allocate(capacityFor(Math.max(16, expected)));
         this.growth = growth;

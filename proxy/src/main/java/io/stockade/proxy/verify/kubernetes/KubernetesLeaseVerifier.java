@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -151,7 +152,7 @@ public final class KubernetesLeaseVerifier implements TokenVerifier {
         }
         try {
             return judge(JsonReader.object(r.body()), claim.token(), where, sent);
-        } catch (IllegalArgumentException | ClassCastException | java.time.DateTimeException | ArithmeticException e) {
+        } catch (IllegalArgumentException | ClassCastException | DateTimeException | ArithmeticException e) {
             return new Unavailable("Kubernetes API: " + where + " is not a Lease as expected: " + e.getMessage());
         }
     }

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.Set;
 import java.util.function.Supplier;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLParameters;
 
 import io.stockade.policy.TokenVerification;
@@ -226,7 +227,7 @@ final class RedisConnections implements AutoCloseable {
         String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage().lines().findFirst()
                 .orElse("");
         for (Throwable t = e.getCause(); t != null; t = t.getCause()) {
-            if (t instanceof javax.net.ssl.SSLException) {
+            if (t instanceof SSLException) {
                 Throwable root = t;
                 while (root.getCause() != null) {
                     root = root.getCause();
