@@ -19,16 +19,10 @@
  *   write takes one round trip; the price is that a connection lost during it leaves the outcome unknown (504).
  *   Which statement failed is told apart by the transaction's state afterwards (still open and aborted: the
  *   COMMIT was skipped, the answer is definite).
- *   <p>Never an autocommit multi-statement: that relied on pgjdbc sending every statement before one Sync (one
- *   implicit transaction), which it does not promise. From the {@code prepareThreshold}-th execution of a
- *   statement on a connection (5 by default) it ran the statements server-prepared, and after each one whose
- *   result rows it cannot size (a {@code RETURNING}, the fence call) it sends a Sync to avoid a buffer deadlock;
- *   under autocommit each Sync committed what ran before it, so a failing second statement left the fence bump
- *   and the first statement committed. (The pool now forces {@code prepareThreshold=0}, so statements are never
- *   named on the server: safe behind PgBouncer's transaction pooling, see {@code PostgresPools.unnamedStatements};
- *   the explicit transaction does not depend on it.) The simple query protocol ({@code preferQueryMode=simple})
- *   sent each statement as its own query. {@code PostgresAtomicWritesIT} runs every failing shape 20 times on
- *   one connection under several driver settings and through PgBouncer.</li>
+ *   <p>Never an autocommit multi-statement, and statements never named on the server (the pool forces
+ *   {@code prepareThreshold=0}); why, with the driver behaviour behind each: docs/pgbouncer.md, "The postgres
+ *   backend's transaction". {@code PostgresAtomicWritesIT} runs every failing shape on one connection under
+ *   several driver settings and through PgBouncer.</li>
  *   <li><b>Column mode.</b> The user's statements compare their own token column with {@code :fencing_token}; a
  *   fenced statement that changed no row triggers the policy's {@code check} SELECT (in the same transaction): a
  *   higher token there is a 409 and everything is rolled back, otherwise the answer reports zero rows. With
