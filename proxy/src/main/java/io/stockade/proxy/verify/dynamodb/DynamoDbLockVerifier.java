@@ -45,6 +45,8 @@ import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
  * answer within {@code timeout} (all of the SDK's attempts) is {@link Unavailable}.
  */
 public final class DynamoDbLockVerifier implements TokenVerifier {
+    // The lock item's attribute names, written by the client SDK and read by the proxy's verifier: the two modules
+    // share no code, so client-sdk's VerifierWireFormatIT checks that the two sides agree.
     static final String KEY = "key";
     static final String TOKEN = "token";
     static final String RVN = "rvn";
