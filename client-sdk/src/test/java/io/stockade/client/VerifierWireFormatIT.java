@@ -15,6 +15,7 @@ import io.stockade.proxy.verify.TokenVerifier.Genuine;
 import io.stockade.proxy.verify.TokenVerifier.Refused;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 import io.stockade.testing.Dynalite;
+import io.stockade.testing.EtcdServer;
 import io.stockade.testing.RedisServer;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;
@@ -31,12 +32,12 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
  * proxy's {@code fence.verify} verifiers (its readers), on each lock service: a lease taken with the SDK's real
  * provider is read by the proxy's real verifier, opened from a policy as the proxy opens it. The holder's token is
  * genuine; the next token up and the token of a released lease are refused. The two sides share no code (the SDK
- * depends on nothing of Stockade's), so a change of the Redis value, the DynamoDB attribute names, the ZooKeeper
- * node names or the PostgreSQL lease table on either side fails here. This module is the one that sees both: its
- * tests have the proxy on their class path, and the proxy's tests cannot have the SDK (that would be a cycle).
- * The proxy's own verifier tests write the lock state in the reader's format directly.
+ * depends on nothing of Stockade's), so a change of the Redis value, the DynamoDB attribute names, the etcd lock
+ * key, the ZooKeeper node names or the PostgreSQL lease table on either side fails here. This module is the one
+ * that sees both: its tests have the proxy on their class path, and the proxy's tests cannot have the SDK (that
+ * would be a cycle). The proxy's own verifier tests write the lock state in the reader's format directly.
  */
-@RequiresTools({Tools.Tool.REDIS, Tools.Tool.DYNALITE})
+@RequiresTools({Tools.Tool.REDIS, Tools.Tool.DYNALITE, Tools.Tool.ETCD})
 class VerifierWireFormatIT {
     private static final Duration TTL = Duration.ofSeconds(10);
 
@@ -66,6 +67,15 @@ class VerifierWireFormatIT {
     }
 
     @Test
+    void etcd() throws Exception {
+        try (EtcdServer etcd = EtcdServer.single();
+             LeaseProvider sdk = Leases.newBuilder().holderIdentity("w1").etcd(etcd.endpoints().split(","))) {
+            check(sdk, "{kind: etcd, endpoints: \"" + etcd.endpoints() + "\", prefix: locks/, cache: {enabled: false}}",
+                    "locks/");
+        }
+    }
+
+    @Test
     void zookeeper() throws Exception {
         try (TestingServer zk = new TestingServer(true);
              LeaseProvider sdk = Leases.newBuilder().holderIdentity("w1").zookeeper(zk.getConnectString(),
@@ -87,7 +97,7 @@ class VerifierWireFormatIT {
     /**
      * Takes a lease on a fresh scope with {@code sdk} and asks the verifier of a policy with {@code verify} about
      * it. {@code namePrefix} goes before the scope in the lease's name where the SDK takes no prefix of its own
-     * (Redis: the lease's name is the key).
+     * (Redis, etcd: the lease's name is the key).
      */
     private void check(LeaseProvider sdk, String verify, String namePrefix) throws Exception {
         String scope = "files/" + UUID.randomUUID();
