@@ -1,5 +1,8 @@
 package io.stockade.client;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -14,6 +17,7 @@ import io.stockade.proxy.verify.TokenVerifier.Claim;
 import io.stockade.proxy.verify.TokenVerifier.Genuine;
 import io.stockade.proxy.verify.TokenVerifier.Refused;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
+import io.stockade.testing.ConsulStandIn;
 import io.stockade.testing.Dynalite;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.RedisServer;
@@ -28,14 +32,14 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 /**
- * The one check of the wire format between the SDK's lease providers (the writers of a lock's state) and the
- * proxy's {@code fence.verify} verifiers (its readers), on each lock service: a lease taken with the SDK's real
- * provider is read by the proxy's real verifier, opened from a policy as the proxy opens it. The holder's token is
- * genuine; the next token up and the token of a released lease are refused. The two sides share no code (the SDK
- * depends on nothing of Stockade's), so a change of the Redis value, the DynamoDB attribute names, the etcd lock
- * key, the ZooKeeper node names or the PostgreSQL lease table on either side fails here. This module is the one
- * that sees both: its tests have the proxy on their class path, and the proxy's tests cannot have the SDK (that
- * would be a cycle). The proxy's own verifier tests write the lock state in the reader's format directly.
+ * The one check of the wire format between the SDK's lease providers (the writers of a lock's state) and the proxy's
+ * {@code fence.verify} verifiers (its readers), on each lock service: a lease taken with the SDK's real provider is
+ * read by the proxy's real verifier, opened from a policy as the proxy opens it. The holder's token is genuine; the
+ * next token up and the token of a released lease are refused. The two sides share no code (the SDK depends on nothing
+ * of Stockade's), so a change of the Redis value, the DynamoDB attribute names, the etcd lock key, the ZooKeeper node
+ * names, the Consul key, the Kubernetes Lease or the PostgreSQL lease table on either side fails here. This module is
+ * the one that sees both: its tests have the proxy on their class path, and the proxy's tests cannot have the SDK
+ * (that would be a cycle). The proxy's own verifier tests write the lock state in the reader's format directly.
  */
 @RequiresTools({Tools.Tool.REDIS, Tools.Tool.DYNALITE, Tools.Tool.ETCD})
 class VerifierWireFormatIT {
@@ -86,6 +90,28 @@ class VerifierWireFormatIT {
     }
 
     @Test
+    void consul() throws Exception {
+        try (ConsulStandIn consul = new ConsulStandIn();
+             LeaseProvider sdk = Leases.newBuilder().holderIdentity("w1").consul(URI.create(consul.url()), "locks/",
+                     null)) {
+            check(sdk, "{kind: consul, url: \"" + consul.url() + "\", prefix: locks/, cache: {enabled: false}}", "",
+                    "files/" + UUID.randomUUID());
+        }
+    }
+
+    /** A Lease's name is a DNS subdomain: the scope here has no '/'. */
+    @Test
+    void kubernetes() throws Exception {
+        Path token = Files.writeString(dir.resolve("token"), "verifier-token");
+        try (LeaseApiServer api = new LeaseApiServer();
+             LeaseProvider sdk = Leases.newBuilder().holderIdentity("w1").kubernetes(api.uri(), "jobs", "w1-token",
+                     HttpClient.newHttpClient())) {
+            check(sdk, "{kind: kubernetes, api-server: \"" + api.uri() + "\", namespace: jobs, prefix: lease-,"
+                    + " token-file: \"" + token + "\", cache: {enabled: false}}", "lease-", "job-" + UUID.randomUUID());
+        }
+    }
+
+    @Test
     void postgres() throws Exception {
         try (LeaseProvider sdk = Leases.newBuilder().holderIdentity("w1")
                 .postgres("jdbc:postgresql://127.0.0.1:5432/test?user=postgres")) {
@@ -97,10 +123,13 @@ class VerifierWireFormatIT {
     /**
      * Takes a lease on a fresh scope with {@code sdk} and asks the verifier of a policy with {@code verify} about
      * it. {@code namePrefix} goes before the scope in the lease's name where the SDK takes no prefix of its own
-     * (Redis, etcd: the lease's name is the key).
+     * (Redis, etcd, Kubernetes: the lease's name is the key).
      */
     private void check(LeaseProvider sdk, String verify, String namePrefix) throws Exception {
-        String scope = "files/" + UUID.randomUUID();
+        check(sdk, verify, namePrefix, "files/" + UUID.randomUUID());
+    }
+
+    private void check(LeaseProvider sdk, String verify, String namePrefix, String scope) throws Exception {
         StockadeConfig config = PolicyLoader.parse("""
                 store: {type: memory, journal: "%s"}
                 policies:
