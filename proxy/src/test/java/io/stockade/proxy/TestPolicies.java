@@ -113,7 +113,6 @@ final class TestPolicies {
     /** The policy file. */
     String yaml() {
         StringBuilder b = new StringBuilder(store.stripTrailing()).append('\n');
-        top.forEach(b::append);
         b.append("policies:\n");
         for (Policy p : policies) {
             if (p.backend == null) {
@@ -128,6 +127,7 @@ final class TestPolicies {
             b.append("    scope: \"").append(p.scope).append("\"\n");
             b.append(p.fence == null ? "" : p.fence).append(p.backend).append(p.limits == null ? "" : p.limits);
         }
+        top.forEach(b::append); // server, admin: after the policies
         return b.toString();
     }
 
