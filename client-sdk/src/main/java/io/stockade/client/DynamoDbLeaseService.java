@@ -44,6 +44,8 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
  * holds.
  */
 final class DynamoDbLeaseService implements LeaseService {
+    // The lock item's attribute names, written by the client SDK and read by the proxy's verifier: the two modules
+    // share no code, so client-sdk's VerifierWireFormatIT checks that the two sides agree.
     static final String KEY = "key";
     static final String OWNER = "owner";
     static final String TOKEN = "token";

@@ -34,16 +34,9 @@ class CleanShutdownIT {
     /** One serialized policy (settle 60 s) in {@code mode}, on a memory store journaled under the test's dir. */
     private Path config(TestUpstream upstream, String mode) throws Exception {
         Path config = dir.resolve("stockade-" + mode + ".yaml");
-        Files.writeString(config, """
-                server: {port: 0}
-                store: {type: memory, journal: "%s"}
-                policies:
-                  - name: docs
-                    match: {path: "/docs/{id}"}
-                    scope: docs/{id}
-                    fence: {mode: %s}
-                    backend: {type: http, url: "%s", timeout: 300ms, settle: 60s}
-                """.formatted(dir.resolve("journal"), mode, upstream.baseUri()));
+        Files.writeString(config, TestPolicies.on("store: {type: memory, journal: \"" + dir.resolve("journal") + "\"}")
+                .server("port: 0").policy("docs", "/docs/{id}", "docs/{id}").fence("mode: " + mode)
+                .http(upstream.baseUri().toString(), "timeout: 300ms", "settle: 60s").yaml());
         return config;
     }
 

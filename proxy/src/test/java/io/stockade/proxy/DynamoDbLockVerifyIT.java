@@ -23,13 +23,19 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
 
+import static io.stockade.proxy.verify.dynamodb.DynamoDbLockVerifier.KEY;
+import static io.stockade.proxy.verify.dynamodb.DynamoDbLockVerifier.LEASE_DURATION;
+import static io.stockade.proxy.verify.dynamodb.DynamoDbLockVerifier.RELEASED;
+import static io.stockade.proxy.verify.dynamodb.DynamoDbLockVerifier.RVN;
+import static io.stockade.proxy.verify.dynamodb.DynamoDbLockVerifier.TOKEN;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@code fence.verify: {kind: dynamodb}} through a real proxy and the file backend, against dynalite (a real DynamoDB
- * API server). The lock items are written here by hand with the recipe's conditional writes, from the layout the
- * guide documents (the client SDK's provider is tested against the same proxy in client-sdk). Every refusal is
+ * API server). The lock items are written here by hand with the recipe's conditional writes, by the attribute names
+ * the verifier reads (that the client SDK's provider writes the same is checked by client-sdk's
+ * {@code VerifierWireFormatIT}). Every refusal is
  * checked to have written nothing and left the fence alone.
  */
 @RequiresTools(Tools.Tool.DYNALITE)
@@ -98,33 +104,33 @@ class DynamoDbLockVerifyIT {
         Map<String, AttributeValue> values = new HashMap<>(Map.of(":owner", AttributeValue.fromS("worker"),
                 ":rvn", AttributeValue.fromS(rvn), ":lease", AttributeValue.fromN(Long.toString(leaseMillis)),
                 ":no", AttributeValue.fromBool(false), ":one", AttributeValue.fromN("1")));
-        Map<String, String> names = new HashMap<>(Map.of("#owner", "owner", "#rvn", "rvn", "#lease",
-                "leaseDuration", "#released", "released", "#token", "token"));
+        Map<String, String> names = new HashMap<>(Map.of("#owner", "owner", "#rvn", RVN, "#lease",
+                LEASE_DURATION, "#released", RELEASED, "#token", TOKEN));
         String condition;
         if (seenRvn == null) {
             condition = "attribute_not_exists(#key)";
-            names.put("#key", "key");
+            names.put("#key", KEY);
         } else {
             condition = "#rvn = :seen";
             values.put(":seen", AttributeValue.fromS(seenRvn));
         }
         Map<String, AttributeValue> item = db.updateItem(b -> b.tableName(table)
-                .key(Map.of("key", AttributeValue.fromS(key)))
+                .key(Map.of(KEY, AttributeValue.fromS(key)))
                 .updateExpression("SET #owner = :owner, #rvn = :rvn, #lease = :lease, #released = :no"
                         + " ADD #token :one")
                 .conditionExpression(condition).expressionAttributeNames(names).expressionAttributeValues(values)
                 .returnValues(ReturnValue.ALL_NEW)).attributes();
-        return new Held(key, Long.parseLong(item.get("token").n()), rvn);
+        return new Held(key, Long.parseLong(item.get(TOKEN).n()), rvn);
     }
 
     /** The recipe's renewal or release: a new rvn on the condition that ours is still there. */
     Held write(Held held, boolean release) {
         String rvn = UUID.randomUUID().toString();
-        db.updateItem(b -> b.tableName(table).key(Map.of("key", AttributeValue.fromS(held.key())))
+        db.updateItem(b -> b.tableName(table).key(Map.of(KEY, AttributeValue.fromS(held.key())))
                 .updateExpression(release ? "SET #rvn = :new, #released = :yes REMOVE #owner" : "SET #rvn = :new")
                 .conditionExpression("#rvn = :old")
-                .expressionAttributeNames(release ? Map.of("#rvn", "rvn", "#released", "released", "#owner", "owner")
-                        : Map.of("#rvn", "rvn"))
+                .expressionAttributeNames(release ? Map.of("#rvn", RVN, "#released", RELEASED, "#owner", "owner")
+                        : Map.of("#rvn", RVN))
                 .expressionAttributeValues(release ? Map.of(":new", AttributeValue.fromS(rvn), ":old",
                         AttributeValue.fromS(held.rvn()), ":yes", AttributeValue.fromBool(true))
                         : Map.of(":new", AttributeValue.fromS(rvn), ":old", AttributeValue.fromS(held.rvn()))));
@@ -214,8 +220,8 @@ class DynamoDbLockVerifyIT {
     /** An item written by something else than the recipe is not taken as a lock: fail closed with 503. */
     @Test
     void anItemThatIsNotALockItemIs503() throws Exception {
-        db.putItem(b -> b.tableName(table).item(Map.of("key", AttributeValue.fromS("locks/job-x"),
-                "token", AttributeValue.fromS("7"))));
+        db.putItem(b -> b.tableName(table).item(Map.of(KEY, AttributeValue.fromS("locks/job-x"),
+                TOKEN, AttributeValue.fromS("7"))));
         Http.Response r = jobs.put("x", "x", 7);
         jobs.assertUnavailable(r, "x", Optional.empty(), Optional.empty());
         assertTrue(r.body().contains("is not a lock item"), r.body());

@@ -60,19 +60,8 @@ class FenceOpsIT {
     }
 
     String yaml(String store) {
-        return store + """
-                policies:
-                  - name: docs
-                    match:
-                      path: /docs/{id...}
-                    scope: docs/{id}
-                    backend:
-                      type: http
-                      url: ${UPSTREAM}
-                      conditional: if-match
-                admin:
-                  token-file: ${TOKEN_FILE}
-                """;
+        return TestPolicies.on(store).admin("token-file: ${TOKEN_FILE}")
+                .policy("docs", "/docs/{id...}", "docs/{id}").http("${UPSTREAM}", "conditional: if-match").yaml();
     }
 
     String etcdStore() {

@@ -26,14 +26,9 @@ class FileBackendEdgesIT {
     Path dir;
 
     ProxyFixture start(Path root) throws Exception {
-        return ProxyFixture.start(dir.resolve("j"), """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: files
-                    match: {path: "/files/{path...}"}
-                    scope: files/{path}
-                    backend: {type: file, root: "${ROOT}"}
-                """, Map.of("ROOT", root.toString()));
+        return ProxyFixture.start(dir.resolve("j"), TestPolicies.memoryStore()
+                .policy("files", "/files/{path...}", "files/{path}").file("${ROOT}").yaml(),
+                Map.of("ROOT", root.toString()));
     }
 
     /** Formerly: 503 storage-error with the 4 KB path echoed and a stack trace logged, after raising the fence. */

@@ -41,14 +41,9 @@ class FileMeaningFuzzIT {
     static void start() throws Exception {
         dir = Files.createTempDirectory("stockade-file-meaning");
         Path root = dir.resolve("root");
-        proxy = ProxyFixture.start(dir.resolve("journal"), """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: docs
-                    match: {path: "/docs/{path...}"}
-                    scope: docs/{path}
-                    backend: {type: file, root: "${ROOT}"}
-                """, Map.of("ROOT", root.toString()));
+        proxy = ProxyFixture.start(dir.resolve("journal"), TestPolicies.memoryStore()
+                .policy("docs", "/docs/{path...}", "docs/{path}").file("${ROOT}").yaml(),
+                Map.of("ROOT", root.toString()));
         oracle = new MeaningOracle("file", new MeaningOracle.Storage() {
             @Override
             public Map<String, String> snapshot() throws IOException {

@@ -57,20 +57,10 @@ class FrontProxySmugglingIT {
     void start() throws Exception {
         root = dir.resolve("root");
         upstream = TestUpstream.start();
-        proxy = ProxyFixture.start(dir.resolve("j"), """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: files
-                    match: {path: "/files/{path...}"}
-                    scope: files/{path}
-                    backend: {type: file, root: "${ROOT}"}
-                  - name: up
-                    match: {path: "/up/{path...}"}
-                    scope: up/{path}
-                    backend: {type: http, url: "${UPSTREAM}", settle: 1ms}
-                """, Map.of("ROOT", root.toString(), "UPSTREAM", upstream.baseUri().toString()));
+        proxy = ProxyFixture.start(dir.resolve("j"), TestPolicies.memoryStore()
+                .policy("files", "/files/{path...}", "files/{path}").file("${ROOT}")
+                .policy("up", "/up/{path...}", "up/{path}").http("${UPSTREAM}", "settle: 1ms")
+                .yaml(), Map.of("ROOT", root.toString(), "UPSTREAM", upstream.baseUri().toString()));
         haproxy = FrontProxy.haproxy(dir.resolve("haproxy"), proxy.server().port());
         nginx = FrontProxy.nginx(dir.resolve("nginx"), proxy.server().port());
     }

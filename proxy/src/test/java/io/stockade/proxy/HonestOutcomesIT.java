@@ -55,14 +55,8 @@ class HonestOutcomesIT {
 
     @Test
     void theFileBackendCountsAClientGoneMidBodyAsARefusalToo() throws Exception {
-        String yaml = """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: files
-                    match: {path: "/files/{path...}"}
-                    scope: files/{path}
-                    backend: {type: file, root: "%s"}
-                """.formatted(dir.resolve("root"));
+        String yaml = TestPolicies.memoryStore()
+                .policy("files", "/files/{path...}", "files/{path}").file(dir.resolve("root").toString()).yaml();
         try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml, Map.of())) {
             cutShort(proxy.server().port(), "/files/a");
             assertEquals(1.0, proxy.counted("files", Outcome.BAD_REQUEST, 1), "counted as bad_request");

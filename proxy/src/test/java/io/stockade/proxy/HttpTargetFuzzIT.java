@@ -39,18 +39,10 @@ class HttpTargetFuzzIT {
     static void start() throws Exception {
         dir = Files.createTempDirectory("stockade-http-fuzz");
         upstream = TestUpstream.start();
-        proxy = ProxyFixture.start(dir.resolve("journal"), """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: docs
-                    match: {path: "/docs/{path...}"}
-                    scope: docs/{path}
-                    backend: {type: http, url: "${UPSTREAM}/store", settle: 1ms}
-                  - name: objects
-                    match: {path: "/objects/{key}"}
-                    scope: objects/{key}
-                    backend: {type: http, url: "${UPSTREAM}/store", conditional: if-match}
-                """, Map.of("UPSTREAM", upstream.baseUri().toString().replaceAll("/$", "")));
+        proxy = ProxyFixture.start(dir.resolve("journal"), TestPolicies.memoryStore()
+                .policy("docs", "/docs/{path...}", "docs/{path}").http("${UPSTREAM}/store", "settle: 1ms")
+                .policy("objects", "/objects/{key}", "objects/{key}").http("${UPSTREAM}/store", "conditional: if-match")
+                .yaml(), Map.of("UPSTREAM", upstream.baseUri().toString().replaceAll("/$", "")));
         oracle = new DifferentialOracle(new DifferentialOracle.Storage() {
             @Override
             public Map<String, String> snapshot() {

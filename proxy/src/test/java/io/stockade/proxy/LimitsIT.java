@@ -40,24 +40,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * 503 with {@code Retry-After} and returns to zero afterwards.
  */
 class LimitsIT {
-    private static final String POLICY = """
-            server:
-              limits: {max-header-bytes: 4KiB, header-timeout: 1s, idle-timeout: 2s, read-timeout: 1s}
-            store:
-              type: memory
-              journal: ${JOURNAL}
-            policies:
-              - name: docs
-                match: {path: "/docs/{path...}"}
-                scope: docs/{path}
-                backend: {type: http, url: "${UPSTREAM}", settle: 1ms}
-                limits: {max-header-bytes: 2KiB, max-body-bytes: 1KiB, body-timeout: 2s, max-concurrent-per-scope: 2}
-              - name: files
-                match: {path: "/files/{path...}"}
-                scope: files/{path}
-                backend: {type: file, root: "${ROOT}"}
-                limits: {max-body-bytes: 1KiB}
-            """;
+    private static final String POLICY = TestPolicies.memoryStore()
+            .server("limits: {max-header-bytes: 4KiB, header-timeout: 1s, idle-timeout: 2s, read-timeout: 1s}")
+            .policy("docs", "/docs/{path...}", "docs/{path}").http("${UPSTREAM}", "settle: 1ms")
+            .limits("max-header-bytes: 2KiB", "max-body-bytes: 1KiB", "body-timeout: 2s", "max-concurrent-per-scope: 2")
+            .policy("files", "/files/{path...}", "files/{path}").file("${ROOT}").limits("max-body-bytes: 1KiB")
+            .yaml();
 
     @TempDir
     Path dir;

@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * {@code fence.verify} against the lock service that issued the token, with real components: an etcd member
  * ({@code test-tools' EtcdServer}) whose locks are taken with etcd's own lock API (as the client SDK's etcd provider
- * takes them), and PostgreSQL with the SDK's lease table written by the SDK's own acquire statement. An invented
+ * takes them), and PostgreSQL with the lease table's rows set as the SDK's provider sets them. An invented
  * token is refused (403) and does not raise the fence — the honest write after it succeeds; a lock service that
  * cannot answer refuses the write (503) and nothing is written; a remembered verdict spares the lookup.
  */
@@ -252,19 +252,30 @@ class LockServiceVerifyIT {
 
     // ---- PostgreSQL ----
 
-    /** The client SDK's lease table and acquire statement ({@code PostgresLeaseService}), run as the SDK runs them. */
+    /**
+     * The lease table as the verifier reads it: one row per name, its holder, token and expiry (a released lease
+     * expires at minus infinity). That the client SDK's PostgreSQL provider writes the same is checked once, against
+     * the provider itself, by client-sdk's {@code VerifierWireFormatIT}; here the rows are set directly.
+     */
     private static final String LEASES = """
             CREATE TABLE stockade_leases (
                 name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL)""";
-    private static final String ACQUIRE = """
-            INSERT INTO stockade_leases AS l (name, holder, token, expires_at) VALUES (?, ?, 1, now() + interval '60 s')
+    private static final String SET_LEASE = """
+            INSERT INTO stockade_leases (name, holder, token, expires_at)
+            VALUES (?, ?, ?, now() + ?::bigint * interval '1 millisecond')
             ON CONFLICT (name) DO UPDATE
-               SET token = l.token + 1, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-             WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
+               SET holder = EXCLUDED.holder, token = EXCLUDED.token, expires_at = EXCLUDED.expires_at
             RETURNING token""";
+    private static final String RELEASE = """
+            UPDATE stockade_leases SET expires_at = '-infinity' WHERE name = ? RETURNING token""";
 
-    private static long acquire(Pg pg, String name, String holder) throws Exception {
-        return Long.parseLong(pg.single(ACQUIRE, name, holder).orElseThrow());
+    /** The lease {@code name} is held by {@code holder} with {@code token} for {@code ttlMillis}; the token. */
+    private static long lease(Pg pg, String name, String holder, long token, long ttlMillis) throws Exception {
+        return Long.parseLong(pg.single(SET_LEASE, name, holder, token, ttlMillis).orElseThrow());
+    }
+
+    private static long lease(Pg pg, String name, String holder, long token) throws Exception {
+        return lease(pg, name, holder, token, 60_000);
     }
 
     @Test
@@ -272,9 +283,7 @@ class LockServiceVerifyIT {
         try (Pg pg = Pg.create(LEASES);
              ProxyFixture proxy = start(dir, "kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}\n"
                      + "prefix: leases/", Map.of("PG", pg.url()))) {
-            acquire(pg, "leases/files/a", "w1");
-            long token = acquire(pg, "leases/files/a", "w1"); // the same holder again: token 2
-            assertEquals(2, token);
+            long token = lease(pg, "leases/files/a", "w2", 2); // an earlier holder had token 1
 
             Http.Response inflated = put(proxy, "a", "evil", Long.MAX_VALUE);
             assertEquals(403, inflated.status(), inflated.body());
@@ -297,18 +306,6 @@ class LockServiceVerifyIT {
         }
     }
 
-    /** The SDK's release ({@code PostgresLeaseService}): the row stays, its expiry goes to minus infinity. */
-    private static final String RELEASE = """
-            UPDATE stockade_leases SET expires_at = '-infinity' WHERE name = ? AND token = ? AND holder = ?""";
-    /** The SDK's acquire with its time to live, as it sends it (microseconds). */
-    private static final String ACQUIRE_TTL = """
-            INSERT INTO stockade_leases AS l (name, holder, token, expires_at)
-            VALUES (?, ?, 1, now() + ?::bigint * interval '1 microsecond')
-            ON CONFLICT (name) DO UPDATE
-               SET token = l.token + 1, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-             WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder
-            RETURNING token""";
-
     /**
      * A lease that was released, or that expired, has no holder: its token is no longer genuine, though the row
      * still carries it until someone acquires again (the verifier used to compare tokens only).
@@ -318,15 +315,15 @@ class LockServiceVerifyIT {
         try (Pg pg = Pg.create(LEASES);
              ProxyFixture proxy = start(dir, "kind: postgres\ndatasource: {url: \"${PG}\", user: postgres}\n"
                      + "cache: {enabled: false}", Map.of("PG", pg.url()))) {
-            long held = acquire(pg, "files/a", "w1");
+            long held = lease(pg, "files/a", "w1", 1);
             assertEquals(201, put(proxy, "a", "v1", held).status());
-            pg.single(RELEASE + " RETURNING token", "files/a", held, "w1").orElseThrow();
+            pg.single(RELEASE, "files/a").orElseThrow(); // the row stays, its expiry goes to minus infinity
             Http.Response released = put(proxy, "a", "after release", held);
             assertEquals(403, released.status(), released.body());
             assertTrue(released.body().contains("expired or was released"), released.body());
             assertEquals(Optional.of("v1"), stored(dir, "a"));
 
-            long expiring = Long.parseLong(pg.single(ACQUIRE_TTL, "files/b", "w2", 300_000L).orElseThrow());
+            long expiring = lease(pg, "files/b", "w2", 1, 300);
             assertEquals(201, put(proxy, "b", "v1", expiring).status());
             Thread.sleep(600);
             Http.Response expired = put(proxy, "b", "after expiry", expiring);
@@ -335,8 +332,7 @@ class LockServiceVerifyIT {
             assertEquals(Optional.of("v1"), stored(dir, "b"));
 
             // the next holder's token is genuine again
-            long next = acquire(pg, "files/a", "w3");
-            assertEquals(held + 1, next);
+            long next = lease(pg, "files/a", "w3", held + 1);
             assertEquals(204, put(proxy, "a", "v2", next).status()); // overwrites v1
             assertEquals(Optional.of("v2"), stored(dir, "a"));
         }

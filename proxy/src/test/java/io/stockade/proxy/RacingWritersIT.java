@@ -45,19 +45,8 @@ class RacingWritersIT {
 
     @Test
     void noStaleWriteLandsThroughTheFileBackend() throws Exception {
-        String yaml = """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: files
-                    match:
-                      path: /files/{path...}
-                    scope: files/{path}
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """;
+        String yaml = TestPolicies.memoryStore()
+                .policy("files", "/files/{path...}", "files/{path}").file("${ROOT}").yaml();
         Path root = dir.resolve("root");
         try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml, Map.of("ROOT", root.toString()))) {
             History history = race(proxy.uri("/files/race.txt"));

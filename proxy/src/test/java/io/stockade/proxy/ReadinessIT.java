@@ -36,14 +36,10 @@ class ReadinessIT {
     @Test
     void anEtcdFenceStoreThatIsDownMakesTheProxyUnreadyUntilItIsBack() throws Exception {
         try (EtcdServer etcd = EtcdServer.single(); TestUpstream upstream = TestUpstream.start();
-             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), """
-                     store: {type: etcd, endpoints: "${ETCD}", prefix: /ready/, timeout: 1s}
-                     policies:
-                       - name: docs
-                         match: {path: "/docs/{id}"}
-                         scope: docs/{id}
-                         backend: {type: http, url: "${UPSTREAM}", conditional: if-match}
-                     """, Map.of("ETCD", etcd.endpoints(), "UPSTREAM", upstream.baseUri().toString()))) {
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), TestPolicies
+                     .on("store: {type: etcd, endpoints: \"${ETCD}\", prefix: /ready/, timeout: 1s}")
+                     .policy("docs", "/docs/{id}", "docs/{id}").http("${UPSTREAM}", "conditional: if-match").yaml(),
+                     Map.of("ETCD", etcd.endpoints(), "UPSTREAM", upstream.baseUri().toString()))) {
             awaitReady(proxy, 200);
             etcd.kill(0);
             Http.Response down = awaitReady(proxy, 503);

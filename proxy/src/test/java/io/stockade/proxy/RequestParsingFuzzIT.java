@@ -61,19 +61,11 @@ class RequestParsingFuzzIT {
     static void start() throws Exception {
         dir = Files.createTempDirectory("stockade-fuzz");
         upstream = TestUpstream.start();
-        proxy = ProxyFixture.start(dir.resolve("journal"), """
-                server:
-                  limits: {max-header-bytes: 8KiB, header-timeout: 1s, read-timeout: 1s}
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: docs
-                    match: {path: "/docs/{path...}"}
-                    scope: docs/{path}
-                    backend: {type: http, url: "${UPSTREAM}", settle: 1ms}
-                    limits: {max-body-bytes: 4KiB, body-timeout: 2s}
-                """, Map.of("UPSTREAM", upstream.baseUri().toString()));
+        proxy = ProxyFixture.start(dir.resolve("journal"), TestPolicies.memoryStore()
+                .server("limits: {max-header-bytes: 8KiB, header-timeout: 1s, read-timeout: 1s}")
+                .policy("docs", "/docs/{path...}", "docs/{path}").http("${UPSTREAM}", "settle: 1ms")
+                .limits("max-body-bytes: 4KiB", "body-timeout: 2s").yaml(),
+                Map.of("UPSTREAM", upstream.baseUri().toString()));
     }
 
     @AfterContainer

@@ -55,27 +55,11 @@ class SmugglingIT {
     void start() throws Exception {
         root = dir.resolve("root");
         upstream = TestUpstream.start();
-        proxy = ProxyFixture.start(dir.resolve("j"), """
-                server:
-                  limits: {max-header-bytes: 4KiB, read-timeout: 2s}
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: files
-                    match:
-                      path: /files/{path...}
-                    scope: files/{path}
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                    limits: {max-header-bytes: 1KiB}
-                  - name: up
-                    match:
-                      path: /up/{path...}
-                    scope: up/{path}
-                    backend: {type: http, url: "${UPSTREAM}", settle: 1ms}
-                """, Map.of("ROOT", root.toString(), "UPSTREAM", upstream.baseUri().toString()));
+        proxy = ProxyFixture.start(dir.resolve("j"), TestPolicies.memoryStore()
+                .server("limits: {max-header-bytes: 4KiB, read-timeout: 2s}")
+                .policy("files", "/files/{path...}", "files/{path}").file("${ROOT}").limits("max-header-bytes: 1KiB")
+                .policy("up", "/up/{path...}", "up/{path}").http("${UPSTREAM}", "settle: 1ms")
+                .yaml(), Map.of("ROOT", root.toString(), "UPSTREAM", upstream.baseUri().toString()));
     }
 
     @AfterEach

@@ -35,28 +35,11 @@ class TargetSpellingIT {
     @BeforeEach
     void start() throws Exception {
         upstream = TestUpstream.start();
-        proxy = ProxyFixture.start(dir.resolve("j"), """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: docs
-                    match:
-                      path: /docs/{dir}/{name}
-                    scope: docs/{dir}/{name}
-                    backend:
-                      type: http
-                      url: ${UPSTREAM}/store
-                      settle: 1ms
-                  - name: objects
-                    match:
-                      path: /objects/{bucket}/{key}
-                    scope: objects/{bucket}/{key}
-                    backend:
-                      type: http
-                      url: ${UPSTREAM}/store
-                      conditional: if-match
-                """, Map.of("UPSTREAM", upstream.baseUri().toString().replaceAll("/$", "")));
+        proxy = ProxyFixture.start(dir.resolve("j"), TestPolicies.memoryStore()
+                .policy("docs", "/docs/{dir}/{name}", "docs/{dir}/{name}").http("${UPSTREAM}/store", "settle: 1ms")
+                .policy("objects", "/objects/{bucket}/{key}", "objects/{bucket}/{key}")
+                .http("${UPSTREAM}/store", "conditional: if-match").yaml(),
+                Map.of("UPSTREAM", upstream.baseUri().toString().replaceAll("/$", "")));
     }
 
     @AfterEach

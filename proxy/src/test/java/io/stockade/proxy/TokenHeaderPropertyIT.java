@@ -30,19 +30,9 @@ class TokenHeaderPropertyIT {
     @BeforeContainer
     static void start() throws Exception {
         dir = Files.createTempDirectory("stockade-prop");
-        proxy = ProxyFixture.start(dir.resolve("journal"), """
-                store:
-                  type: memory
-                  journal: ${JOURNAL}
-                policies:
-                  - name: files
-                    match:
-                      path: /files/{path...}
-                    scope: files/{path}
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """, Map.of("ROOT", dir.resolve("root").toString()));
+        proxy = ProxyFixture.start(dir.resolve("journal"), TestPolicies.memoryStore()
+                .policy("files", "/files/{path...}", "files/{path}").file("${ROOT}").yaml(),
+                Map.of("ROOT", dir.resolve("root").toString()));
     }
 
     @AfterContainer

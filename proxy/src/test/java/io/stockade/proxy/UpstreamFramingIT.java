@@ -36,14 +36,10 @@ class UpstreamFramingIT {
     @BeforeEach
     void start() throws Exception {
         upstream = new ScriptedUpstream();
-        proxy = ProxyFixture.start(dir.resolve("j"), """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: docs
-                    match: {path: "/docs/{name}"}
-                    scope: docs/{name}
-                    backend: {type: http, url: "http://127.0.0.1:${PORT}", settle: 1ms, timeout: 20s}
-                """, Map.of("PORT", Integer.toString(upstream.port())));
+        proxy = ProxyFixture.start(dir.resolve("j"), TestPolicies.memoryStore()
+                .policy("docs", "/docs/{name}", "docs/{name}")
+                .http("http://127.0.0.1:${PORT}", "settle: 1ms", "timeout: 20s").yaml(),
+                Map.of("PORT", Integer.toString(upstream.port())));
     }
 
     @AfterEach
@@ -147,15 +143,10 @@ class UpstreamFramingIT {
      */
     @Test
     void anS3StoreErrorWithoutABodyIsAnS3Error() throws Exception {
-        try (ProxyFixture s3 = ProxyFixture.start(dir.resolve("s3j"), """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: s3
-                    match: {path: "/{path...}"}
-                    scope: s3
-                    backend: {type: s3, endpoint: "http://127.0.0.1:${PORT}", access-key: k, secret-key: s,
-                              auth: none}
-                """, Map.of("PORT", Integer.toString(upstream.port())))) {
+        try (ProxyFixture s3 = ProxyFixture.start(dir.resolve("s3j"), TestPolicies.memoryStore()
+                .policy("s3", "/{path...}", "s3").backend("s3", "endpoint: \"http://127.0.0.1:${PORT}\"",
+                        "access-key: k", "secret-key: s", "auth: none").yaml(),
+                        Map.of("PORT", Integer.toString(upstream.port())))) {
             upstream.answer = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n";
             upstream.closeAfterAnswer = true;
             Http.Response r = Http.get(s3.uri("/bucket/key"), Map.of());

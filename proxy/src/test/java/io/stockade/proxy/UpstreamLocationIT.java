@@ -29,14 +29,9 @@ class UpstreamLocationIT {
     @BeforeEach
     void start() throws Exception {
         upstream = new ScriptedUpstream();
-        proxy = ProxyFixture.start(dir.resolve("j"), """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: docs
-                    match: {path: "/docs/{name}"}
-                    scope: docs/{name}
-                    backend: {type: http, url: "http://127.0.0.1:${PORT}/store", settle: 1ms}
-                """, Map.of("PORT", Integer.toString(upstream.port())));
+        proxy = ProxyFixture.start(dir.resolve("j"), TestPolicies.memoryStore()
+                .policy("docs", "/docs/{name}", "docs/{name}").http("http://127.0.0.1:${PORT}/store", "settle: 1ms")
+                .yaml(), Map.of("PORT", Integer.toString(upstream.port())));
     }
 
     @AfterEach

@@ -69,17 +69,9 @@ class UpstreamTlsIT {
 
     /** A proxy in front of {@code url}; {@code tls} is the backend's tls block in flow style, or null. */
     ProxyFixture proxy(URI url, String tls) throws Exception {
-        String yaml = """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: docs
-                    match: {path: "/docs/{path...}"}
-                    scope: docs/{path}
-                    backend:
-                      type: http
-                      url: %s
-                      settle: 100ms
-                """.formatted(url) + (tls == null ? "" : "      tls: " + tls + "\n");
+        String yaml = TestPolicies.memoryStore().policy("docs", "/docs/{path...}", "docs/{path}")
+                .http(url.toString(), tls == null ? new String[] {"settle: 100ms"}
+                        : new String[] {"settle: 100ms", "tls: " + tls}).yaml();
         ProxyFixture proxy = ProxyFixture.start(dir.resolve("journal-" + open.size()), yaml, Map.of());
         open.add(proxy);
         Thread.sleep(150); // a serialized HTTP policy opens after its settle time
@@ -225,21 +217,13 @@ class UpstreamTlsIT {
     }
 
     ProxyFixture s3Proxy(S3Proxy s3proxy, String tls) throws Exception {
-        String yaml = """
-                store: {type: memory, journal: "${JOURNAL}"}
-                policies:
-                  - name: s3
-                    match: {path: "/{path...}"}
-                    scope: s3
-                    backend:
-                      type: s3
-                      endpoint: https://127.0.0.1:%d
-                      access-key: %s
-                      secret-key: %s
-                      auth: none
-                      timeout: 10s
-                """.formatted(s3proxy.getSecurePort(), S3Fixture.UPSTREAM_KEY, S3Fixture.UPSTREAM_SECRET)
-                + (tls == null ? "" : "      tls: " + tls + "\n");
+        List<String> options = new ArrayList<>(List.of("access-key: " + S3Fixture.UPSTREAM_KEY,
+                "secret-key: " + S3Fixture.UPSTREAM_SECRET, "auth: none", "timeout: 10s"));
+        if (tls != null) {
+            options.add("tls: " + tls);
+        }
+        String yaml = TestPolicies.memoryStore().policy("s3", "/{path...}", "s3").backend("s3",
+                "endpoint: https://127.0.0.1:" + s3proxy.getSecurePort(), options.toArray(String[]::new)).yaml();
         ProxyFixture proxy = ProxyFixture.start(dir.resolve("journal-" + open.size()), yaml, Map.of());
         open.add(proxy);
         return proxy;

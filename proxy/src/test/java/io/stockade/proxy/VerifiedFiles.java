@@ -22,19 +22,8 @@ final class VerifiedFiles {
 
     /** The policy file, with {@code verify} (YAML: the keys under {@code fence.verify}). */
     static String policy(String verify) {
-        return TestPolicies.MEMORY_STORE + """
-                policies:
-                  - name: files
-                    match:
-                      path: /files/{path...}
-                    scope: files/{path}
-                    fence:
-                      verify:
-                %s
-                    backend:
-                      type: file
-                      root: ${ROOT}
-                """.formatted(verify.indent(8).stripTrailing());
+        return TestPolicies.memoryStore().policy("files", "/files/{path...}", "files/{path}")
+                .fence("verify:\n" + verify.strip().indent(2)).file("${ROOT}").yaml();
     }
 
     /** Starts the proxy in {@code dir} with {@code verify} and {@code vars} for its {@code ${...}} references. */

@@ -45,11 +45,14 @@ import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
  * answer within {@code timeout} (all of the SDK's attempts) is {@link Unavailable}.
  */
 public final class DynamoDbLockVerifier implements TokenVerifier {
-    static final String KEY = "key";
-    static final String TOKEN = "token";
-    static final String RVN = "rvn";
-    static final String LEASE_DURATION = "leaseDuration";
-    static final String RELEASED = "released";
+    // The lock item's attribute names, written by the client SDK and read by the proxy's verifier: the two modules
+    // share no code, so client-sdk's VerifierWireFormatIT checks that the two sides agree. Public for the proxy's
+    // tests, which write lock items by these names.
+    public static final String KEY = "key";
+    public static final String TOKEN = "token";
+    public static final String RVN = "rvn";
+    public static final String LEASE_DURATION = "leaseDuration";
+    public static final String RELEASED = "released";
     /** DynamoDB's bound on a partition key value, in UTF-8 bytes. */
     static final int MAX_KEY_BYTES = 2048;
     static final int MAX_SIGHTINGS = 100_000;
