@@ -3,8 +3,8 @@ package io.stockade.proxy.backend;
 import java.io.InputStream;
 
 import io.stockade.policy.Route;
-import io.stockade.proxy.io.StartedBody;
 import io.stockade.proxy.listener.BodyBounds;
+import io.stockade.proxy.listener.UnreadBody;
 
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
@@ -38,7 +38,7 @@ public record Exchange(ServerRequest request, ServerResponse response, Route rou
     public InputStream body() {
         InputStream body = bounds.wrap(request.content().inputStream());
         // for the listener, should the backend stop early (within the bounds: a body cut off by one stays cut off)
-        request.context().register(new StartedBody(body));
+        UnreadBody.started(body);
         return body;
     }
 }

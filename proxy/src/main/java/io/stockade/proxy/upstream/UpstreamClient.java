@@ -2,7 +2,6 @@ package io.stockade.proxy.upstream;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InterruptedIOException;
 import java.io.OutputStream;
 import java.net.ConnectException;
 import java.net.InetAddress;
@@ -11,6 +10,7 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.security.NoSuchAlgorithmException;
@@ -20,12 +20,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocket;
@@ -43,13 +38,14 @@ import javax.net.ssl.SSLSocket;
  *     byte), so a cut-off body is never applied as a shorter one;</li>
  *     <li>the answer's body is framed by RFC 9112 section 6.3: none after HEAD, 1xx, 204 and 304, then
  *     {@code Transfer-Encoding: chunked}, then {@code Content-Length}, else until the connection closes;</li>
- *     <li>keep-alive connections are pooled per host, most recently used first, at most {@code maxIdle} of them.
- *     An idle connection is parked in a read (a virtual thread of its own): whatever arrives while no request owns
- *     it, the upstream's close or a byte no request asked for (bytes sent late, after an answer was read), marks it
- *     dead the moment it arrives, and it leaves the pool, as nginx closes a cached upstream connection the moment
- *     it becomes readable. A request that takes the connection takes over that read as the first read of its
- *     answer, so reuse costs no system call of its own; what arrives between the take and the request's write is
- *     the one window left (a scheduling delay, where the earlier design had a 50 ms window without a check).</li>
+ *     <li>keep-alive connections are pooled per host, most recently used first, at most {@code maxIdle} of them;
+ *     before a request is written to one, a non-blocking read checks it: the upstream's close, or any byte no
+ *     request asked for (bytes sent late, after an answer was read), and the connection is dropped, never read as
+ *     the next answer. One system call per reuse; an earlier design skipped it for connections back in the pool
+ *     for less than 50 ms, and there late bytes became the next request's answer; another parked each idle
+ *     connection in a read on a virtual thread, which cost more CPU a request than the read it saved
+ *     (docs/benchmarks.md). What arrives between the check and the request's write is the window left, as for a
+ *     close right after the check.</li>
  * </ul>
  * Failures are {@link UpstreamFailure}s that say whether any byte of the request may have reached the upstream,
  * which the backends need to tell "nothing was sent" (502) from "outcome unknown" (504).
@@ -138,7 +134,7 @@ public final class UpstreamClient implements AutoCloseable {
         Pool pool = pools.computeIfAbsent(host, h -> new Pool());
         Connection idle;
         while ((idle = pool.poll()) != null) {
-            if (idle.take()) {
+            if (idle.stillOpen()) {
                 return idle;
             }
             idle.close();
@@ -146,17 +142,9 @@ public final class UpstreamClient implements AutoCloseable {
         return open(host);
     }
 
-    /** Back to the pool (parked in a read), or closed when the pool is full or the client closed. */
     void release(Connection connection) {
-        Pool pool = pools.computeIfAbsent(connection.host, h -> new Pool());
-        if (closed || !connection.park(pool)) {
+        if (closed || !pools.computeIfAbsent(connection.host, h -> new Pool()).offer(connection, maxIdle)) {
             connection.close();
-            return;
-        }
-        if (!pool.offer(connection, maxIdle)) {
-            connection.close();
-        } else if (connection.dead()) {
-            pool.remove(connection); // its parked read ended before it was in the pool to be taken out of
         }
     }
 
@@ -245,11 +233,6 @@ public final class UpstreamClient implements AutoCloseable {
 
         synchronized int size() {
             return idle.size();
-        }
-
-        /** A connection found dead while idle leaves the pool at once. */
-        synchronized void remove(Connection connection) {
-            idle.remove(connection);
         }
 
         void closeAll() {
@@ -579,14 +562,6 @@ public final class UpstreamClient implements AutoCloseable {
         final byte[] buffer = new byte[16 * 1024];
         int position;
         int limit;
-        /** {@link #IDLE} (pooled, parked in a read), {@link #TAKEN} (a request owns it) or {@link #DEAD}. */
-        private final AtomicInteger state = new AtomicInteger(TAKEN);
-        /** The parked read's outcome, for the request that took the connection: its answer's first read. */
-        private CompletableFuture<Integer> parked;
-        private int readTimeoutMillis;
-        static final int IDLE = 0;
-        static final int TAKEN = 1;
-        static final int DEAD = 2;
 
         Connection(String host, SocketChannel channel, Socket socket) throws IOException {
             this.host = host;
@@ -598,72 +573,35 @@ public final class UpstreamClient implements AutoCloseable {
 
         void timeout(Duration timeout) throws UpstreamFailure {
             try {
-                readTimeoutMillis = (int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis()));
-                socket.setSoTimeout(readTimeoutMillis);
+                socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis())));
             } catch (IOException e) {
                 throw new UpstreamFailure("the connection is unusable: " + e.getMessage(), false, false, e);
             }
         }
 
         /**
-         * Parks the idle connection in a read on a virtual thread of its own, on its way into {@code pool}: false
-         * when bytes of its last answer are left (it cannot carry another request). What the read returns while the
-         * connection is still idle (the upstream's close, a byte nobody asked for, an error) kills it and takes it
-         * out of the pool; once a request has taken it, the read is that request's first read of its answer.
+         * Whether the idle connection is still open: a non-blocking read of the plain socket finds nothing to read.
+         * End of stream (the upstream closed it) or any byte (which no idle connection may receive; for TLS, a
+         * close_notify alert) means the connection cannot carry another request.
          */
-        boolean park(Pool pool) {
+        boolean stillOpen() {
             if (position != limit) {
                 return false;
             }
-            position = 0;
-            limit = 0;
             try {
-                socket.setSoTimeout(0); // idle for as long as the upstream keeps it
-            } catch (IOException e) {
+                channel.configureBlocking(false);
+                try {
+                    return channel.read(ByteBuffer.allocate(1)) == 0;
+                } finally {
+                    channel.configureBlocking(true);
+                }
+            } catch (IOException | RuntimeException e) {
                 return false;
             }
-            CompletableFuture<Integer> read = new CompletableFuture<>();
-            parked = read;
-            state.set(IDLE);
-            Thread.ofVirtual().name("stockade-upstream-idle").start(() -> {
-                try {
-                    int n = in.read(buffer, 0, buffer.length);
-                    if (state.compareAndSet(IDLE, DEAD)) {
-                        pool.remove(this);
-                        close();
-                    }
-                    read.complete(n);
-                } catch (IOException | RuntimeException e) {
-                    if (state.compareAndSet(IDLE, DEAD)) {
-                        pool.remove(this);
-                        close();
-                    }
-                    read.completeExceptionally(e);
-                }
-            });
-            return true;
-        }
-
-        /** Whether it died while idle (its parked read ended) or was closed. */
-        boolean dead() {
-            return state.get() == DEAD;
-        }
-
-        /** Takes the idle connection for a request: false when it died while idle (closed, or sent a byte). */
-        boolean take() {
-            return state.compareAndSet(IDLE, TAKEN);
-        }
-
-        /** Whether the next read must be the parked one (a read straight from the socket would overtake it). */
-        boolean parkedReadPending() {
-            return parked != null;
         }
 
         /** Fills the buffer from the socket; -1 at end of stream. */
         int fill() throws IOException {
-            if (parked != null) {
-                return parkedRead();
-            }
             if (position == limit) {
                 position = 0;
                 limit = 0;
@@ -680,29 +618,7 @@ public final class UpstreamClient implements AutoCloseable {
             return n;
         }
 
-        /** The parked read's outcome, waited for within the request's read timeout. */
-        private int parkedRead() throws IOException {
-            CompletableFuture<Integer> read = parked;
-            parked = null;
-            int n;
-            try {
-                n = readTimeoutMillis > 0 ? read.get(readTimeoutMillis, TimeUnit.MILLISECONDS) : read.get();
-            } catch (TimeoutException e) {
-                throw new SocketTimeoutException("Read timed out");
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new InterruptedIOException("interrupted while reading the answer");
-            } catch (ExecutionException e) {
-                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
-            }
-            if (n > 0) {
-                limit = n; // position and limit were 0 when it parked
-            }
-            return n;
-        }
-
         void close() {
-            state.set(DEAD);
             try {
                 socket.close();
             } catch (IOException ignored) {

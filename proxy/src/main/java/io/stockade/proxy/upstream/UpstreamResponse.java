@@ -413,7 +413,7 @@ public final class UpstreamResponse implements AutoCloseable {
          */
         int take(byte[] b, int off, int len) throws IOException {
             UpstreamClient.Connection c = connection;
-            if (c.position == c.limit && len >= c.buffer.length && !c.parkedReadPending()) {
+            if (c.position == c.limit && len >= c.buffer.length) {
                 return c.in.read(b, off, len);
             }
             if (c.position == c.limit && c.fill() < 0) {
