@@ -187,7 +187,17 @@ public final class Dynalite implements AutoCloseable {
 
     @Override
     public void close() {
-        if (process.isAlive()) {
+        if (!process.isAlive()) {
+            // it died under a test (seen once in CI: a conformance case's writers met "connection refused"): say how
+            String text;
+            try {
+                text = logText();
+            } catch (IOException e) {
+                text = "(unreadable: " + e.getMessage() + ")";
+            }
+            System.err.println("dynalite on port " + port + " had exited (code " + process.exitValue()
+                    + ") before the test closed it; its log:\n" + text);
+        } else {
             // SIGKILL: it keeps nothing (in memory), and on SIGTERM it waits for its clients' idle keep-alive
             // connections to close (20 s of a test's time)
             process.destroyForcibly();
