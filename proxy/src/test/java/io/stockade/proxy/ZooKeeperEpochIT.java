@@ -24,7 +24,6 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.test.InstanceSpec;
 import org.apache.curator.test.TestingCluster;
-import org.apache.zookeeper.data.Stat;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -65,7 +64,7 @@ class ZooKeeperEpochIT {
                 try (CuratorFramework a = curator(ensemble)) {
                     InterProcessMutex lock = new InterProcessMutex(a, "/files/a");
                     assertTrue(lock.acquire(20, TimeUnit.SECONDS));
-                    before = token(a, "/files/a");
+                    before = ZooKeeperLockVerifyIT.token(a, "/files/a");
                     assertEquals(201, put(proxy, "a", "before", before).status());
                     lock.release();
                 }
@@ -76,7 +75,7 @@ class ZooKeeperEpochIT {
                 try (CuratorFramework b = curator(ensemble)) {
                     InterProcessMutex lock = new InterProcessMutex(b, "/files/a");
                     assertTrue(lock.acquire(30, TimeUnit.SECONDS));
-                    long after = token(b, "/files/a");
+                    long after = ZooKeeperLockVerifyIT.token(b, "/files/a");
                     assertTrue((after >>> 32) >= (before >>> 32) + 2,
                             "two elections raised the epoch twice: " + before + " -> " + after);
                     assertTrue(after - before > 1L << 32,
@@ -150,17 +149,5 @@ class ZooKeeperEpochIT {
         client.start();
         assertTrue(client.blockUntilConnected(30, TimeUnit.SECONDS), "Curator connected");
         return client;
-    }
-
-    /** The czxid of the lock node {@code client}'s session owns under {@code lockPath}. */
-    private static long token(CuratorFramework client, String lockPath) throws Exception {
-        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
-        for (String child : client.getChildren().forPath(lockPath)) {
-            Stat stat = client.checkExists().forPath(lockPath + "/" + child);
-            if (stat != null && stat.getEphemeralOwner() == session) {
-                return stat.getCzxid();
-            }
-        }
-        throw new AssertionError("no lock node of session " + Long.toHexString(session) + " under " + lockPath);
     }
 }

@@ -73,7 +73,7 @@ class ZooKeeperLockVerifyIT {
     }
 
     /** The token of the lock node {@code client}'s session owns under {@code lockPath}: its czxid. */
-    private static long token(CuratorFramework client, String lockPath) throws Exception {
+    static long token(CuratorFramework client, String lockPath) throws Exception {
         long session = client.getZookeeperClient().getZooKeeper().getSessionId();
         for (String child : client.getChildren().forPath(lockPath)) {
             Stat stat = client.checkExists().forPath(lockPath + "/" + child);
