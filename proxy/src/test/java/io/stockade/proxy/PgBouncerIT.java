@@ -11,6 +11,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
@@ -254,8 +255,10 @@ class PgBouncerIT {
 
     /**
      * Statement pooling: each statement on whichever server connection is free, no transaction block allowed. The
-     * verifier's lookups (single autocommit statements) work; the postgres backend, whose write is one transaction,
-     * is refused by the pooler: every write fails closed (nothing written, the fence unmoved), never half-applied.
+     * verifier's lookups (single autocommit statements) work; the postgres backend's write of two statements, one
+     * transaction, is refused by the pooler: every write fails closed (nothing written, the fence unmoved), never
+     * half-applied. A write of one statement sent with its fence ({@code one-statement}, the default) is one
+     * autocommit statement: served, fenced (a stale token refused).
      */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
@@ -292,6 +295,19 @@ class PgBouncerIT {
                 assertEquals(List.of("0"), pg.column("SELECT balance::text FROM acct WHERE id = 'a0'"));
                 assertEquals(List.of(), pg.column("SELECT amount::text FROM log"));
                 assertEquals(0, pg.column("SELECT scope FROM stockade_fences").size());
+            }
+            // the same policy with its first statement only (the "amount" parameter goes with the second)
+            String oneStatement = accounts("separate").replace("commit: separate", "migrate: false").lines()
+                    .filter(l -> !l.contains("name: log") && !l.contains("amount:"))
+                    .collect(Collectors.joining("\n", "", "\n"));
+            try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("o"), oneStatement,
+                    Map.of("PG_URL", bouncer.base()))) {
+                Http.Response r = Http.put(proxy.uri("/acct/a0"), "{\"balance\": 5}", Map.of("Fencing-Token", "5"));
+                assertEquals(200, r.status(), r.body());
+                r = Http.put(proxy.uri("/acct/a0"), "{\"balance\": 4}", Map.of("Fencing-Token", "4"));
+                assertEquals(409, r.status(), r.body());
+                assertEquals(List.of("5"), pg.column("SELECT balance::text FROM acct WHERE id = 'a0'"));
+                assertEquals(List.of("5"), pg.column("SELECT token::text FROM stockade_fences"));
             }
         }
     }
