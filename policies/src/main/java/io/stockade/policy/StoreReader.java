@@ -157,7 +157,8 @@ final class StoreReader {
         if (field.isScalar()) {
             return Values.text(field).flatMap(text -> {
                 List<URI> uris = new ArrayList<>();
-                for (String part : text.split(",")) {
+                // limit 0 drops trailing empty strings: a trailing comma is ignored, an empty entry elsewhere is not
+                for (String part : text.split(",", 0)) {
                     Optional<URI> uri = Values.httpUrl(part.strip(), field);
                     if (uri.isEmpty()) {
                         return Optional.empty();

@@ -372,7 +372,8 @@ public final class ConsulStandIn implements AutoCloseable {
     private static Map<String, String> params(String query) {
         Map<String, String> p = new HashMap<>();
         if (query != null) {
-            for (String part : query.split("&")) {
+            // limit 0 drops trailing empty strings: a trailing '&' adds no empty parameter
+            for (String part : query.split("&", 0)) {
                 int eq = part.indexOf('=');
                 p.put(URLDecoder.decode(eq < 0 ? part : part.substring(0, eq), StandardCharsets.UTF_8),
                         eq < 0 ? "" : URLDecoder.decode(part.substring(eq + 1), StandardCharsets.UTF_8));

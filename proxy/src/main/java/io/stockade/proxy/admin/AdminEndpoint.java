@@ -316,7 +316,7 @@ public final class AdminEndpoint implements Handler {
             decoded = raw;
         }
         Deque<String> segments = new ArrayDeque<>();
-        for (String segment : decoded.replace('\\', '/').split("/")) {
+        for (String segment : decoded.replace('\\', '/').split("/", -1)) {
             int semicolon = segment.indexOf(';');
             String s = semicolon < 0 ? segment : segment.substring(0, semicolon);
             if (s.equals("..")) {

@@ -534,7 +534,7 @@ public final class FileBackend implements Backend {
         if (ifNoneMatch == null) {
             return false;
         }
-        for (String candidate : ifNoneMatch.split(",")) {
+        for (String candidate : ifNoneMatch.split(",", -1)) {
             String c = candidate.trim();
             if (c.startsWith("W/")) {
                 c = c.substring(2);
