@@ -42,8 +42,8 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
             }
         }
         int end = i;
-        while (end < n && (sql.charAt(end) >= 'A' && sql.charAt(end) <= 'Z'
-                || sql.charAt(end) >= 'a' && sql.charAt(end) <= 'z')) {
+        while (end < n && ((sql.charAt(end) >= 'A' && sql.charAt(end) <= 'Z')
+                || (sql.charAt(end) >= 'a' && sql.charAt(end) <= 'z'))) {
             end++;
         }
         return end > i ? Optional.of(sql.substring(i, end).toUpperCase(Locale.ROOT)) : Optional.empty();
@@ -73,11 +73,11 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
         while (i < n) {
             char c = sql.charAt(i);
             char next = i + 1 < n ? sql.charAt(i + 1) : 0;
-            boolean comment = c == '-' && next == '-' || c == '/' && next == '*';
+            boolean comment = (c == '-' && next == '-') || (c == '/' && next == '*');
             content |= !comment && !Character.isWhitespace(c) && c != ';';
             if (c == '\'') {
                 boolean escapes = i > 0 && (sql.charAt(i - 1) == 'E' || sql.charAt(i - 1) == 'e')
-                        && (i < 2 || !Character.isLetterOrDigit(sql.charAt(i - 2)) && sql.charAt(i - 2) != '_');
+                        && (i < 2 || (!Character.isLetterOrDigit(sql.charAt(i - 2)) && sql.charAt(i - 2) != '_'));
                 int end = quoted(sql, i, '\'', escapes);
                 out.append(sql, i, end);
                 i = end;

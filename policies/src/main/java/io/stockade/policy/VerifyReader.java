@@ -331,7 +331,7 @@ final class VerifyReader {
                 return Optional.empty();
             }
             String path = u.getRawPath();
-            if (path != null && !path.isEmpty() && !path.equals("/") || u.getRawQuery() != null) {
+            if ((path != null && !path.isEmpty() && !path.equals("/")) || u.getRawQuery() != null) {
                 f.error("URL '" + u + "' must not have a path or query: give the endpoint's address (e.g."
                         + " http://127.0.0.1:8000)");
                 return Optional.empty();

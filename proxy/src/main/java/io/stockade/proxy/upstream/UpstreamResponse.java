@@ -122,7 +122,7 @@ public final class UpstreamResponse implements AutoCloseable {
             }
             status = status * 10 + (c - '0');
         }
-        if (status < 100 || line.length() > 12 && line.charAt(12) != ' ') {
+        if (status < 100 || (line.length() > 12 && line.charAt(12) != ' ')) {
             throw protocol("its status line is malformed: '" + shorten(line) + "'");
         }
         return status;

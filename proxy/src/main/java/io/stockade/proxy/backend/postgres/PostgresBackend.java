@@ -346,7 +346,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             }
             // the fence call's result comes first: table mode (enforce or observe)
             boolean prefixed = call.kind() == Kind.OBSERVED
-                    || call.kind() == Kind.FENCED && config.fence() == FenceMode.TABLE;
+                    || (call.kind() == Kind.FENCED && config.fence() == FenceMode.TABLE);
             Long before = null;
             List<Result> results = new ArrayList<>();
             try (PreparedStatement ps = c.prepareStatement(call.sql())) {
@@ -404,7 +404,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             if (pipelined && executed) {
                 throw new Failed(e, Reached.COMMITTED);
             }
-            boolean commitMayHaveRun = committing || pipelined && sent && commitMayHaveRun(c, e);
+            boolean commitMayHaveRun = committing || (pipelined && sent && commitMayHaveRun(c, e));
             rollbackQuietly(c);
             throw new Failed(e, commitMayHaveRun ? Reached.COMMIT_SENT : Reached.BEFORE_COMMIT);
         }
@@ -421,7 +421,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             return null;
         }
         Long highest = checkToken(c, call.binder());
-        if (highest != null && (highest > call.token() || highest == call.token() && !call.acceptEqual())) {
+        if (highest != null && (highest > call.token() || (highest == call.token() && !call.acceptEqual()))) {
             c.rollback();
             return new Ran.Refused(new WriteResult.Stale(highest));
         }
@@ -561,7 +561,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         }
         // 57014: a statement or the COMMIT was cancelled (statement timeout) before it committed: rolled back
         if (reached == Reached.COMMIT_SENT && (server == null || state.isEmpty() || state.startsWith("08")
-                || state.startsWith("57") && !state.equals("57014") || state.startsWith("58")
+                || (state.startsWith("57") && !state.equals("57014")) || state.startsWith("58")
                 || state.startsWith("XX"))) {
             return new WriteResult.Unknown("no clear answer after COMMIT was sent" + (pipelinedCommit()
                     ? " (commit: pipelined sends it with the statements)" : "") + "; the connection failed or the"

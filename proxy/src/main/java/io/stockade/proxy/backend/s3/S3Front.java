@@ -682,7 +682,7 @@ final class S3Front {
                     + "nothing was written");
         }
         io.stockade.proxy.upstream.UpstreamFailure failed = cause(e, io.stockade.proxy.upstream.UpstreamFailure.class);
-        boolean notSent = !mayHaveReached || failed != null && !failed.requestSent();
+        boolean notSent = !mayHaveReached || (failed != null && !failed.requestSent());
         String reason = failed != null && failed.timedOut()
                 ? "upstream " + failed.upstream() + " did not answer within " + config.timeout().toMillis() + " ms"
                 : failed != null && !failed.requestSent() ? failed.getMessage() + "; nothing was sent"
