@@ -125,7 +125,7 @@ public final class AdminEndpoint implements Handler {
             return;
         }
         if (policies) {
-            policies(req, res, method, path, call, who);
+            policies(res, method, path, call, who);
             return;
         }
         fences(req, res, method, path, call, who);
@@ -202,8 +202,7 @@ public final class AdminEndpoint implements Handler {
     }
 
     /** {@code GET /admin/policies} (the policies in force, secrets redacted) and {@code POST .../reload}. */
-    private void policies(ServerRequest req, ServerResponse res, String method, String path, String call,
-                          String who) {
+    private void policies(ServerResponse res, String method, String path, String call, String who) {
         switch (method + " " + path) {
             case "GET " + POLICIES -> {
                 DecisionLog.admin(call, who, "200", "policy view");

@@ -703,10 +703,6 @@ final class RequestFraming {
             buf = new byte[capacity];
         }
 
-        void write(byte[] b) {
-            write(b, 0, b.length);
-        }
-
         void write(byte[] b, int off, int len) {
             if (size + len > buf.length) {
                 buf = Arrays.copyOf(buf, Math.max(buf.length * 2, size + len));

@@ -359,7 +359,6 @@ public final class FileBackend implements Backend {
 
     private WriteResult put(Exchange exchange, SafePath.Located target, Fence fence)
             throws Refusal {
-        ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
         Path file = target.file();
         Path sidecarFile = Sidecar.location(tokens, target.relative());

@@ -279,12 +279,12 @@ public final class HttpBackend implements Backend {
             if (version == null) {
                 Optional<String> read = headVersion(exchange);
                 if (read.isEmpty()) {
-                    return answer(exchange, Problem.of(ProblemType.UPSTREAM_UNREACHABLE, "could not read the current"
+                    return answer(Problem.of(ProblemType.UPSTREAM_UNREACHABLE, "could not read the current"
                             + " version of the resource (HEAD) before the conditional write"));
                 }
                 version = read.get();
                 if (!admission.store().recordVersion(admission.scope(), admission.token(), version)) {
-                    return recheck(exchange, admission);
+                    return recheck(admission);
                 }
             }
             Sent sent = send(exchange, admission, version, null);
@@ -300,15 +300,15 @@ public final class HttpBackend implements Backend {
             // A 412 never gets here: send() throws PreconditionFailed for it, before relaying anything.
             return new WriteResult.Answered(((Sent.Relayed) sent).status());
         } catch (PreconditionFailed e) {
-            return recheck(exchange, admission);
+            return recheck(admission);
         } catch (StoreUnavailableException e) {
-            return answer(exchange, Problem.of(ProblemType.STORE_UNAVAILABLE, "the upstream version could not be"
+            return answer(Problem.of(ProblemType.STORE_UNAVAILABLE, "the upstream version could not be"
                     + " recorded: " + e.getMessage()).with("scope", admission.scope()));
         }
     }
 
     /** The upstream refused our condition: someone else's write landed. Find out whether we are stale. */
-    private WriteResult recheck(Exchange exchange, Admission admission) {
+    private WriteResult recheck(Admission admission) {
         try {
             Optional<FenceState> now = admission.store().get(admission.scope());
             if (now.isPresent() && now.get().token() > admission.token()) {
@@ -317,12 +317,12 @@ public final class HttpBackend implements Backend {
             // Same token, concurrent writes of one holder, or a write outside the proxy: forget the version so
             // the next attempt reads it afresh.
             admission.store().recordVersion(admission.scope(), admission.token(), null);
-            return answer(exchange, Problem.of(ProblemType.UPSTREAM_CONFLICT, "the resource changed between the fence"
+            return answer(Problem.of(ProblemType.UPSTREAM_CONFLICT, "the resource changed between the fence"
                     + " check and the write (412 from the upstream) and no "
                             + "higher token is recorded; nothing was written by this request, retry it")
                     .with("scope", admission.scope()).with("token", admission.token()));
         } catch (StoreUnavailableException e) {
-            return answer(exchange, Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage())
+            return answer(Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage())
                     .with("scope", admission.scope()));
         }
     }
@@ -382,7 +382,7 @@ public final class HttpBackend implements Backend {
         if (exchange.response().isSent()) {
             return new WriteResult.Answered(exchange.response().status().code());
         }
-        return answer(exchange, Problem.of(ProblemType.INCOMPLETE_BODY, "the request body ended early or could not"
+        return answer(Problem.of(ProblemType.INCOMPLETE_BODY, "the request body ended early or could not"
                 + " be read; the upstream request was abandoned before its end, nothing was written")
                 .header("Connection", "close"));
     }
@@ -550,11 +550,11 @@ public final class HttpBackend implements Backend {
             LOG.warning("policy '" + policy + "': " + exchange.request().prologue().method().text() + " "
                     + exchange.route().target().rawPath() + ": " + failed.reason() + WarnLimiter.leftOut(leftOut));
         }
-        return answer(exchange, Problem.of(failed.timedOut() ? ProblemType.UPSTREAM_TIMEOUT
+        return answer(Problem.of(failed.timedOut() ? ProblemType.UPSTREAM_TIMEOUT
                 : ProblemType.UPSTREAM_UNREACHABLE, failed.reason()));
     }
 
-    private static WriteResult answer(Exchange exchange, Problem problem) {
+    private static WriteResult answer(Problem problem) {
         return new WriteResult.Refused(problem);
     }
 

@@ -197,7 +197,6 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
 
     /** Reads the body when a parameter comes from it, and binds every parameter the plan uses. */
     private Bound bind(Exchange exchange, Statements plan, Kind kind, long token) {
-        ServerResponse res = exchange.response();
         try {
             byte[] body;
             try {
@@ -576,19 +575,19 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             }
         }
         if (state.equals("40001") || state.equals("40P01")) {
-            return sent(res, Problem.of(ProblemType.SERIALIZATION_FAILURE, detail + " (gave up after"
+            return sent(Problem.of(ProblemType.SERIALIZATION_FAILURE, detail + " (gave up after"
                     + " " + (attempts + 1) + " attempts; nothing was written)"));
         }
         if (state.equals("23505")) {
-            return sent(res, Problem.of(ProblemType.UNIQUE_VIOLATION, detail
+            return sent(Problem.of(ProblemType.UNIQUE_VIOLATION, detail
                     + "; nothing was written").with("constraint", constraint));
         }
         if (state.startsWith("23")) {
-            return sent(res, Problem.of(ProblemType.CONSTRAINT_VIOLATION, detail
+            return sent(Problem.of(ProblemType.CONSTRAINT_VIOLATION, detail
                     + "; nothing was written").with("constraint", constraint));
         }
         if (state.equals("57014")) {
-            return sent(res, Problem.of(ProblemType.STATEMENT_TIMEOUT, "the database cancelled"
+            return sent(Problem.of(ProblemType.STATEMENT_TIMEOUT, "the database cancelled"
                     + " the statements after the statement timeout of " + config.datasource().statementTimeout()
                     .toMillis() + " ms; the transaction was rolled back, nothing was written"));
         }
@@ -602,18 +601,18 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
                     + " written: " + e.getMessage());
         }
         if (state.startsWith("22")) {
-            return sent(res, Problem.of(ProblemType.BAD_PARAMETER, "the database refused a value: "
+            return sent(Problem.of(ProblemType.BAD_PARAMETER, "the database refused a value: "
                     + detail + "; nothing was written"));
         }
         LOG.log(Level.WARNING, "policy " + exchange.route().policy().name() + ": statement failed (SQLSTATE "
                 + state + ")", e);
-        return sent(res, Problem.of(ProblemType.STATEMENT_FAILED, "the database refused the"
+        return sent(Problem.of(ProblemType.STATEMENT_FAILED, "the database refused the"
                 + " policy's statements (SQLSTATE " + state + "): " + detail + "; nothing was written")
                 .with("sqlstate", state));
     }
 
     /** The database refused the write: nothing was written, and the pipeline answers the refusal. */
-    private static WriteResult sent(ServerResponse res, Problem p) {
+    private static WriteResult sent(Problem p) {
         return new WriteResult.Refused(p);
     }
 
