@@ -516,7 +516,7 @@ public final class HttpBackend implements Backend {
 
     /** After a successful conditional write: the new version is the base for the next writer of this token. */
     private static void recordNewVersion(Exchange exchange, Admission admission, UpstreamResponse response) {
-        String version = exchange.request().prologue().method() == Method.DELETE
+        String version = Method.DELETE.equals(exchange.request().prologue().method())
                 ? FenceState.ABSENT
                 : response.first("ETag");
         try {
@@ -659,7 +659,7 @@ public final class HttpBackend implements Backend {
         }
         if (response.emptyBody()) {
             OptionalLong declared = response.contentLength();
-            boolean noBodyByDefinition = code == 204 || code == 304 || req.prologue().method() == Method.HEAD;
+            boolean noBodyByDefinition = code == 204 || code == 304 || Method.HEAD.equals(req.prologue().method());
             if (declared.isPresent() && code != 204) {
                 res.header(HeaderNames.CONTENT_LENGTH, Long.toString(declared.getAsLong()));
             }

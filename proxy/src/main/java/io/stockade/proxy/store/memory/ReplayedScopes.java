@@ -172,6 +172,7 @@ final class ReplayedScopes {
         stagedBytes = 0;
     }
 
+    @SuppressWarnings("ReferenceEquality") // identity meant: the very same version String needs no store
     private void applyPut(byte[] a, int off, int len, int h, long token, String version) {
         int slot = find(a, off, len, h);
         if (slot >= 0) {
