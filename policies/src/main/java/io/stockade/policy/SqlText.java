@@ -50,6 +50,8 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
     }
 
     /**
+     * Reads {@code sql}: its placeholders, and the JDBC text with a {@code ?} in place of each.
+     *
      * @throws IllegalArgumentException for an unterminated literal or comment, or a second statement
      */
     public static SqlText parse(String sql) {

@@ -74,6 +74,8 @@ public final class AdminEndpoint implements Handler {
     }
 
     /**
+     * The admin endpoint of {@code config}, its token read now (from the token file when there is one).
+     *
      * @param routing  where the fence of each scope is kept, for the policies in force at each call
      * @param reloader the policies in force, and their reload
      * @throws IOException when the token file cannot be read or is empty

@@ -182,7 +182,7 @@ public final class ProxyMetrics {
         jumps.computeIfAbsent(policy, p -> DistributionSummary.builder("stockade.token.jump")
                 .description("How far a handoff raised the highest token")
                 .tag("policy", p)
-                .register(registry)).record(jump);
+                .register(registry)).record((double) jump);
     }
 
     /**

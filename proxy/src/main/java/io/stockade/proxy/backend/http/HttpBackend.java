@@ -54,7 +54,7 @@ import io.helidon.webserver.http.ServerResponse;
  * <p>
  * Two classes, chosen by the policy's {@code conditional}:
  * <ul>
- *     <li>{@code none} &mdash; <em>serialized</em>: the engine holds the scope while {@link #write} forwards the
+ *     <li>{@code none} &mdash; <em>serialized</em>: the engine holds the scope while {@link #forward} forwards the
  *     request as it is. A failure after the request left is an unknown outcome.</li>
  *     <li>{@code if-match} &mdash; <em>atomic</em>: the write carries {@code If-Match} with the ETag recorded
  *     under the admitted token (or {@code If-None-Match: *} when the resource is known absent), so the upstream
@@ -100,6 +100,8 @@ public final class HttpBackend implements Backend {
     }
 
     /**
+     * The backend of {@code config}, with its own upstream client (the files of its {@code tls} read now).
+     *
      * @throws IOException naming the file when a file of the policy's {@code tls} cannot be read or does not parse
      */
     public static HttpBackend open(BackendConfig.Http config) throws IOException {

@@ -80,7 +80,7 @@ final class S3Front {
      *
      * @param s3          the request as S3
      * @param verified    its checked signature (null with auth: none, for an unsigned read and for a form)
-     * @param upload      the multipart upload the request's {@code uploadId} names ({@link Multipart}), or null
+     * @param upload      the multipart upload the request's upload id names ({@link Multipart}), or null
      * @param unsigned    an unsigned read (or CORS preflight) the policy forwards: sent upstream without the proxy's
      *                    signature, for the store to judge as the anonymous request it is
      * @param form        a browser-form upload, read up to its file; null for any other request
