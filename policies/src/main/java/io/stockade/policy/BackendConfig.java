@@ -118,10 +118,12 @@ public sealed interface BackendConfig {
      * @param retries    how many times a transaction that hit a serialization failure or deadlock is retried
      * @param emptyGet   what a read of no row answers
      * @param commit     when COMMIT is sent: after the statements' results were read, or with them
+     * @param oneStatement table mode: whether a fenced method of one statement sends it and the fence as one
+     *                   statement (a data-modifying {@code WITH}, committed as it ends) instead of a transaction
      */
     record Postgres(Datasource datasource, FenceMode fence, boolean migrate, Map<String, SqlParam> params,
                     Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
-                    int retries, EmptyGet emptyGet, Commit commit) implements BackendConfig {
+                    int retries, EmptyGet emptyGet, Commit commit, boolean oneStatement) implements BackendConfig {
         public static final long DEFAULT_BODY_LIMIT = 1024 * 1024;
         public static final int DEFAULT_RETRIES = 3;
         /** Parameters every statement may use without declaring them. */
@@ -133,13 +135,16 @@ public sealed interface BackendConfig {
                         Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
                         int retries) {
             this(datasource, fence, migrate, params, statements, check, bodyLimit, retries, EmptyGet.NOT_FOUND,
-                    Commit.SEPARATE);
+                    Commit.SEPARATE, fence == FenceMode.TABLE);
         }
 
         public Postgres {
             Objects.requireNonNull(commit, "commit");
             if (commit == Commit.PIPELINED && fence == FenceMode.COLUMN) {
                 throw new IllegalArgumentException("commit: pipelined needs fence: table");
+            }
+            if (oneStatement && fence == FenceMode.COLUMN) {
+                throw new IllegalArgumentException("one-statement needs fence: table");
             }
             Objects.requireNonNull(emptyGet, "emptyGet");
             Objects.requireNonNull(datasource, "datasource");

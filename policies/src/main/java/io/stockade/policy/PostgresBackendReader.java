@@ -46,17 +46,23 @@ final class PostgresBackendReader {
                 f -> Values.keyword(f, "empty-get", Vocabulary.EMPTY_GET), BackendConfig.EmptyGet.NOT_FOUND);
         Optional<BackendConfig.Commit> commit = backend.optional("commit",
                 f -> Values.keyword(f, "commit", Vocabulary.COMMITS), BackendConfig.Commit.SEPARATE);
+        Optional<Boolean> oneStatement = backend.optional("one-statement", Values::bool, true);
         Optional<Map<String, SqlParam>> params = backend.optional("params", f -> params(f, path), Map.of());
         Optional<Map<String, List<Located>>> statements = backend.required("statements",
                 f -> statements(f, methods));
         Optional<Optional<Located>> check = backend.optional("check", f -> statement(f, "check"));
-        if (!Values.allPresent(datasource, mode, migrate, bodyLimit, retries, emptyGet, commit, params, statements,
-                check)) {
+        if (!Values.allPresent(datasource, mode, migrate, bodyLimit, retries, emptyGet, commit, oneStatement, params,
+                statements, check)) {
             return Optional.empty();
         }
         if (commit.get() == BackendConfig.Commit.PIPELINED && mode.get() == FenceMode.COLUMN) {
             backend.get("commit").ifPresent(f -> f.error("commit: pipelined needs fence: table (column mode"
                     + " reads the statements' results before it decides to commit)"));
+            return Optional.empty();
+        }
+        if (mode.get() == FenceMode.COLUMN && backend.get("one-statement").isPresent() && oneStatement.get()) {
+            backend.get("one-statement").ifPresent(f -> f.error("one-statement needs fence: table (in column mode"
+                    + " the fence is in the statements themselves)"));
             return Optional.empty();
         }
         boolean valid = checkPlaceholders(backend, params.get(), statements.get(), check.get());
@@ -71,7 +77,7 @@ final class PostgresBackendReader {
                 list.stream().map(Located::statement).toList()));
         return Optional.of(new BackendConfig.Postgres(datasource.get(), mode.get(), migrate.get(), params.get(),
                 byMethod, check.get().map(Located::statement), bodyLimit.get(), retries.get(), emptyGet.get(),
-                commit.get()));
+                commit.get(), oneStatement.get() && mode.get() == FenceMode.TABLE));
     }
 
     /** A statement with the field it was read from, for messages. */

@@ -60,7 +60,8 @@ final class Vocabulary {
     static final List<String> HTTP_BACKEND_KEYS =
             List.of("type", "url", "conditional", "connect-timeout", "timeout", "settle", "max-connections", "tls");
     static final List<String> POSTGRES_BACKEND_KEYS = List.of("type", "datasource", "fence", "migrate", "params",
-            "statements", "check", "body-limit", "retries", "empty-get", "commit");
+            "statements", "check", "body-limit", "retries", "empty-get", "commit",
+            "one-statement");
     static final List<String> PARAM_KEYS = List.of("from", "field", "type", "nullable", "precision",
             "scale");
     static final List<String> STATEMENT_KEYS = List.of("name", "sql");

@@ -34,6 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code prepareThreshold} the URL gives (the proxy replaces it with 0: never a named server-side statement, which
  * this checks in {@code pg_prepared_statements}); after each request the tables and the fence row are compared with
  * what they were before (read directly from PostgreSQL), and a good write afterwards must land and move the fence.
+ * Each shape runs as an explicit transaction (several statements, or {@code one-statement: false}) and, for a route
+ * of one statement, as one statement with its fence ({@code table-one}, {@code table-one-p}: the default).
  * Run for the default driver settings, prepareThreshold 0, 1 and -1 (pgjdbc's "always, binary") in the URL, the
  * simple query protocol, {@code autosave=always}, and through PgBouncer in transaction pooling.
  */
@@ -73,7 +75,11 @@ class PostgresAtomicWritesIT {
             INSERT INTO accounts (id, owner, balance) VALUES
                 ('acc-0', 'taken-owner', 0), ('acc-t', 'o-t', 1), ('acc-c', 'o-c', 1), ('acc-o', 'o-o', 1),
                 ('acc-u', 'o-u', 1), ('acc-t1', 'o-t1', 1), ('acc-c1', 'o-c1', 1), ('acc-tp', 'o-tp', 1),
-                ('acc-op', 'o-op', 1), ('acc-up', 'o-up', 1), ('acc-t1p', 'o-t1p', 1);
+                ('acc-op', 'o-op', 1), ('acc-up', 'o-up', 1), ('acc-t1p', 'o-t1p', 1), ('acc-t1x', 'o-t1x', 1);
+            CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'refused at COMMIT' USING ERRCODE = 'check_violation'; END $$;
+            CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER UPDATE ON accounts DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW WHEN (NEW.owner = 'refused-at-commit') EXECUTE FUNCTION refuse_at_commit();
             INSERT INTO ledger (account, amount, note, tag) VALUES ('acc-0', 0, 'seed', 'taken');
             """;
 
@@ -145,6 +151,11 @@ class PostgresAtomicWritesIT {
                               statements:
                                 PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id, owner
                         """)
+                // the same one statement as an explicit transaction (table-one sends it with its fence as one)
+                + policy("table-one-tx", "/t1x/{id}", "", "      one-statement: false\n" + ONE_PARAMS, """
+                              statements:
+                                PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id, owner
+                        """)
                 + policy("table-p", "/tp/{id}", "", PIPELINED + MULTI_PARAMS, TABLE_STATEMENTS)
                 + policy("observe-p", "/op/{id}", "    fence: {mode: observe}\n", PIPELINED + MULTI_PARAMS,
                         TABLE_STATEMENTS)
@@ -189,7 +200,8 @@ class PostgresAtomicWritesIT {
 
     static final List<Shape> ONE = List.of(
             new Shape("unique violation", Map.of("owner", "\"taken-owner\""), 409),
-            new Shape("NOT NULL", Map.of("owner", "null"), 422));
+            new Shape("NOT NULL", Map.of("owner", "null"), 422),
+            new Shape("deferred trigger, refused at COMMIT", Map.of("owner", "\"refused-at-commit\""), 422));
 
     static String body(Map<String, String> fields) {
         StringBuilder b = new StringBuilder("{");
@@ -252,6 +264,7 @@ class PostgresAtomicWritesIT {
                         new Route("column", "/c/acc-c", true, true), new Route("observe", "/o/acc-o", true, true),
                         new Route("unfenced", "/u/acc-u", false, true),
                         new Route("table-one", "/t1/acc-t1", true, false),
+                        new Route("table-one-tx", "/t1x/acc-t1x", true, false),
                         new Route("column-one", "/c1/acc-c1", true, false),
                         new Route("table-p", "/tp/acc-tp", true, true),
                         new Route("observe-p", "/op/acc-op", true, true),
@@ -404,7 +417,8 @@ class PostgresAtomicWritesIT {
                 CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);
                 INSERT INTO accounts VALUES ('acc-1', 'ann');
                 """ + slowCommit("slow", 3.3);
-        String yaml = slowPolicy("4s", "commit: separate",
+        // the explicit transaction's bound (one statement sent with its fence runs under one statement timeout)
+        String yaml = slowPolicy("4s", "one-statement: false",
                 "UPDATE accounts SET owner = :owner FROM pg_sleep(:pause) WHERE id = :id RETURNING id");
         try (Pg pg = Pg.create(ddl);
              Connection look = pg.connect();
@@ -512,15 +526,20 @@ class PostgresAtomicWritesIT {
     /**
      * {@code commit: pipelined}: COMMIT travels with the statements, so a connection lost while they run may have
      * lost it after the server committed; the proxy cannot tell, and answers 504 unknown outcome, as it would for a
-     * lost COMMIT. What the database says after an error in a statement stays definite (the shapes above, and a
-     * statement timeout here: rolled back, not unknown).
+     * lost COMMIT. The same for one statement sent with its fence ({@code one-statement}, the default), which
+     * commits as it ends. What the database says after an error in a statement stays definite (the shapes above,
+     * and a statement timeout here: rolled back, not unknown).
      */
-    @Test
-    void aPipelinedCommitMakesAConnectionLostMidWriteAnUnknownOutcome() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"commit: pipelined", "one-statement: true"})
+    void aCommitSentWithTheStatementsMakesAConnectionLostMidWriteAnUnknownOutcome(String shape) throws Exception {
         String app = "stockade-lostp-" + Long.toHexString(System.nanoTime());
-        String yaml = slowPolicy("1s", "commit: pipelined",
+        String yaml = shape.startsWith("commit")
+                ? slowPolicy("1s", shape,
                 "UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id -- ends in a comment",
-                "SELECT 1 AS slept FROM pg_sleep(:pause) -- so does the last one, before the COMMIT");
+                "SELECT 1 AS slept FROM pg_sleep(:pause) -- so does the last one, before the COMMIT")
+                : slowPolicy("1s", shape,
+                "UPDATE accounts SET owner = :owner FROM pg_sleep(:pause) WHERE id = :id RETURNING id -- comment");
         try (Pg pg = Pg.create("CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);"
                 + " CREATE TABLE ledger (id bigint); INSERT INTO accounts VALUES ('acc-1', 'ann');");
              Connection look = pg.connect();
@@ -530,7 +549,9 @@ class PostgresAtomicWritesIT {
             assertEquals(200, put(proxy, route, "{\"owner\": \"bob\", \"pause\": \"0\"}", 5).status());
             List<String> before = snapshot(look);
 
-            Http.Response r = lost(proxy, look, app, "%pg_sleep%", "{\"owner\": \"x\", \"pause\": \"0.8\"}",
+            // one statement: the fence travels in the statement's own text
+            String sleeping = shape.startsWith("commit") ? "%pg_sleep%" : "WITH stockade_fence_gate AS %pg_sleep%";
+            Http.Response r = lost(proxy, look, app, sleeping, "{\"owner\": \"x\", \"pause\": \"0.8\"}",
                     6, "pg_terminate_backend");
             assertEquals(504, r.status(), r.body());
             assertTrue(r.body().contains("unknown-outcome"), r.body());
@@ -549,12 +570,14 @@ class PostgresAtomicWritesIT {
     }
 
     /**
-     * {@code commit: pipelined}: once the server has answered the statements and the COMMIT, the write is committed;
-     * a result the driver cannot read afterwards (a {@code money} value pgjdbc cannot convert) must say so, not
-     * claim an unknown outcome or a rollback.
+     * {@code commit: pipelined}, or one statement with its fence: once the server has answered the statements and
+     * the COMMIT (or the one statement, which committed as it ended), the write is committed; a result the driver
+     * cannot read afterwards (a {@code money} value pgjdbc cannot convert) must say so, not claim an unknown outcome
+     * or a rollback.
      */
-    @Test
-    void aPipelinedWriteWhoseRowsCannotBeReadSaysItWasCommitted() throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"commit: pipelined, one-statement: false", "one-statement: true"})
+    void aWriteCommittedWithItsStatementsWhoseRowsCannotBeReadSaysItWasCommitted(String shape) throws Exception {
         String yaml = """
                 store: {type: memory, journal: "${JOURNAL}"}
                 policies:
@@ -562,20 +585,21 @@ class PostgresAtomicWritesIT {
                     match: {path: "/m/{id}", methods: [PUT]}
                     scope: accounts/{id}
                     backend:
+                      {SHAPE}
                       type: postgres
-                      commit: pipelined
                       datasource: {url: "${PG_URL}", user: postgres, pool-size: 1}
                       params: {id: path, owner: {from: body}}
                       statements:
                         PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING 1000::money AS m
-                """;
+                """.replace("{SHAPE}", shape.replace(", ", "\n      "));
         try (Pg pg = Pg.create("CREATE TABLE accounts (id text PRIMARY KEY, owner text NOT NULL);"
                 + " INSERT INTO accounts VALUES ('acc-1', 'ann');");
              Connection look = pg.connect();
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml, Map.of("PG_URL", pg.url()))) {
             Http.Response r = Http.put(proxy.uri("/m/acc-1"), "{\"owner\": \"bob\"}", Map.of("Fencing-Token", "3"));
             assertEquals(502, r.status(), r.body());
-            assertTrue(r.body().contains("answer-unreadable") && r.body().contains("was committed"), r.body());
+            assertTrue(r.body().contains("answer-unreadable") && r.body().contains("was committed ("
+                    + (shape.startsWith("commit") ? "commit: pipelined" : "one statement")), r.body());
             assertEquals(List.of("bob"), query(look, "SELECT owner FROM accounts"), "it was committed");
             assertEquals(OptionalLong.of(3), pg.fence("accounts/acc-1"));
         }

@@ -36,7 +36,11 @@ class PostgresRacingWritersIT {
     @TempDir
     Path dir;
 
-    /** {@code fence} is {@code table}, {@code column}, or {@code table-pipelined} (table mode, commit: pipelined). */
+    /**
+     * {@code fence} is {@code table} (the statement sent with its fence as one statement, the default),
+     * {@code table-transaction} (table mode, {@code one-statement: false}: an explicit transaction),
+     * {@code table-pipelined} (table mode, {@code commit: pipelined}, an explicit transaction) or {@code column}.
+     */
     static String policy(String mode) {
         String fence = mode.startsWith("table") ? "table" : "column";
         String statement = fence.equals("table")
@@ -56,12 +60,14 @@ class PostgresRacingWritersIT {
                       datasource: {url: "${PG_URL}", user: postgres, pool-size: 16}
                       fence: FENCE
                       commit: COMMIT
+                      one-statement: ONE
                       params: {content: body-text}
                       statements:
                         PUT: "STATEMENT"
                       CHECK
                 """.replace("FENCE", fence).replace("STATEMENT", statement)
                 .replace("COMMIT", mode.endsWith("pipelined") ? "pipelined" : "separate")
+                .replace("ONE", Boolean.toString(mode.equals("table")))
                 .replace("CHECK", fence.equals("column")
                         ? "check: SELECT fence_token FROM docs WHERE id = :scope" : "");
     }
@@ -79,6 +85,16 @@ class PostgresRacingWritersIT {
     @Test
     void thirtyTwoWritersOnOverlappingScopesTableModeWithThePipelinedCommit() throws Exception {
         raceAndCheck("table-pipelined", List.of("a", "b", "c"));
+    }
+
+    @Test
+    void thirtyTwoWritersOnOneScopeTableModeAsAnExplicitTransaction() throws Exception {
+        raceAndCheck("table-transaction", List.of("one"));
+    }
+
+    @Test
+    void thirtyTwoWritersOnOverlappingScopesTableModeAsAnExplicitTransaction() throws Exception {
+        raceAndCheck("table-transaction", List.of("a", "b", "c"));
     }
 
     @Test

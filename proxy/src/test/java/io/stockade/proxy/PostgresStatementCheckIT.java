@@ -3,10 +3,12 @@ package io.stockade.proxy;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.ServerSocket;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 import io.stockade.policy.PolicyLoader;
 import io.stockade.testing.Pg;
@@ -122,6 +124,48 @@ class PostgresStatementCheckIT {
         try (StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
             assertTrue(server.port() > 0);
         }
+    }
+
+    /**
+     * A statement sent with its fence as one statement ({@code one-statement}, the default) is described in that
+     * combined text too: one PostgreSQL refuses there only (it reads a table named as the fence's {@code WITH}) stops
+     * the start saying so and what to set; with {@code one-statement: false} it starts, and its write lands fenced.
+     * A statement that starts with its own {@code WITH} is sent as an explicit transaction and lands fenced too.
+     */
+    @Test
+    void aStatementThatCannotCarryItsFenceIsALoadErrorNamingTheSetting() throws Exception {
+        pg.execute("CREATE TABLE stockade_fence_gate (id text PRIMARY KEY); INSERT INTO stockade_fence_gate"
+                + " VALUES ('a')");
+        String clash = "UPDATE items SET name = :name FROM stockade_fence_gate g WHERE g.id = items.id"
+                + " AND items.id = :id RETURNING items.id";
+        Path config = policy(pg.url(), "", clash);
+        Run run = main(config);
+        assertEquals(Main.EXIT_USAGE, run.code(), run.err());
+        assertTrue(run.err().contains("policies[0].backend.statements.PUT[0] ('set-name'): policy 'items'"
+                + " (/items/{id}): sent as one statement with its fence (one-statement: true, the default),"
+                + " PostgreSQL refuses it: "), run.err());
+        assertTrue(run.err().contains("; set one-statement: false"), run.err());
+        assertEquals(List.of("first"), pg.column("SELECT name FROM items WHERE id = 'a'"));
+
+        policy(pg.url(), "      one-statement: false", clash);
+        try (StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
+            assertEquals(200, io.stockade.testing.Http.put(URI.create("http://127.0.0.1:" + server.port()
+                    + "/items/a"), "{\"name\": \"second\"}", Map.of("Fencing-Token", "4")).status());
+        }
+        assertEquals(List.of("second"), pg.column("SELECT name FROM items WHERE id = 'a'"));
+        assertEquals(List.of("4"), pg.column("SELECT token FROM stockade_fences WHERE scope = 'items/a'"));
+
+        policy(pg.url(), "", "WITH n AS (SELECT :name::text AS v) UPDATE items SET name = (SELECT v FROM n)"
+                + " WHERE id = :id RETURNING id");
+        try (StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
+            URI items = URI.create("http://127.0.0.1:" + server.port() + "/items/a");
+            assertEquals(200, io.stockade.testing.Http.put(items, "{\"name\": \"third\"}",
+                    Map.of("Fencing-Token", "5")).status());
+            assertEquals(409, io.stockade.testing.Http.put(items, "{\"name\": \"stale\"}",
+                    Map.of("Fencing-Token", "4")).status());
+        }
+        assertEquals(List.of("third"), pg.column("SELECT name FROM items WHERE id = 'a'"));
+        assertEquals(List.of("5"), pg.column("SELECT token FROM stockade_fences WHERE scope = 'items/a'"));
     }
 
     @Test

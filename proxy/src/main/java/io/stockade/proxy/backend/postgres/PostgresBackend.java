@@ -70,10 +70,12 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
      * @param plain    the statements alone
      * @param fenced   table mode: the fence call first, then the statements
      * @param observed table mode, observe: the observing fence call first
+     * @param single   table mode, a method of one statement with {@code one-statement: true}: the statement and
+     *                 the fence as one statement ({@link OneStatement}), sent in autocommit; null otherwise
      * @param readsBody whether a parameter comes from the body
      */
     private record Statements(List<Statement> statements, String plain, String fenced, String observed,
-                        boolean readsBody, Set<String> used) {
+                              String single, boolean readsBody, Set<String> used) {
     }
 
     private PostgresBackend(BackendConfig.Postgres config, HikariDataSource pool) {
@@ -97,7 +99,8 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         if (check != null) {
             used.addAll(check.used());
         }
-        return new Statements(statements, joined, FENCE_CALL + joined, OBSERVE_CALL + joined, body, used);
+        String single = OneStatement.applies(config, statements) ? OneStatement.jdbc(statements.getFirst()) : null;
+        return new Statements(statements, joined, FENCE_CALL + joined, OBSERVE_CALL + joined, single, body, used);
     }
 
     /** Opens the pool and creates (or checks) the fence table. */
@@ -182,13 +185,14 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             return bound.refused();
         }
         boolean fencedColumn = kind == Kind.FENCED && config.fence() == FenceMode.COLUMN;
+        boolean single = kind == Kind.FENCED && plan.single() != null;
         String sql = switch (kind) {
-            case FENCED -> config.fence() == FenceMode.TABLE ? plan.fenced() : plan.plain();
+            case FENCED -> single ? plan.single() : config.fence() == FenceMode.TABLE ? plan.fenced() : plan.plain();
             case OBSERVED -> plan.observed();
             case PLAIN -> plan.plain();
         };
-        return execute(new Call(exchange, plan, bound.binder(), sql, kind, fencedColumn, token, acceptEqual),
-                method);
+        return execute(new Call(exchange, plan, bound.binder(), sql, kind, fencedColumn, single, token,
+                acceptEqual), method);
     }
 
     /** The parameters of a write, bound; or the answer that refused them (nothing ran). */
@@ -237,13 +241,13 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             }
             Ran ran;
             try (var watch = watchdog.watch(c, limit(call))) {
-                ran = transaction(c, call);
+                ran = call.single() ? oneStatement(c, call) : transaction(c, call);
             } catch (Failed f) {
                 String state = f.cause().getSQLState() == null ? "" : f.cause().getSQLState();
                 if ((state.equals("40001") || state.equals("40P01")) && attempt < config.retries()) {
                     continue; // rolled back (the connection is released below, before the next attempt)
                 }
-                return new Outcome(failure(f.cause(), f.reached(), call.exchange(), attempt));
+                return new Outcome(failure(f.cause(), f.reached(), call, attempt));
             } finally {
                 release(c);
             }
@@ -269,9 +273,13 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         return limit(config.datasource().statementTimeout(), call.plan().statements().size());
     }
 
-    /** What one run needs, bound once for every attempt. */
+    /**
+     * What one run needs, bound once for every attempt.
+     *
+     * @param single the statement and the fence as one statement, in autocommit ({@link OneStatement})
+     */
     private record Call(Exchange exchange, Statements plan, Binder binder, String sql, Kind kind, boolean fencedColumn,
-                        long token, boolean acceptEqual) {
+                        boolean single, long token, boolean acceptEqual) {
     }
 
     /** A transaction that ran to its end: committed, or rolled back for a refused token. */
@@ -289,7 +297,10 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         BEFORE_COMMIT,
         /** Its COMMIT was sent and may have run: the error itself tells whether the outcome is known. */
         COMMIT_SENT,
-        /** Pipelined, the server answered the COMMIT; reading the results failed afterwards: it was committed. */
+        /**
+         * Pipelined, the server answered the COMMIT (or, one statement, the statement): reading the results failed
+         * afterwards: it was committed.
+         */
         COMMITTED
     }
 
@@ -351,10 +362,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             try (PreparedStatement ps = c.prepareStatement(call.sql())) {
                 int index = 1;
                 if (call.kind() == Kind.FENCED && prefixed) {
-                    ps.setString(index++, exchange.scope());
-                    ps.setLong(index++, token);
-                    ps.setBoolean(index++, call.acceptEqual());
-                    ps.setLong(index++, maxAdvance);
+                    index = bindFence(ps, call);
                 } else if (call.kind() == Kind.OBSERVED) {
                     ps.setString(index++, exchange.scope());
                     ps.setLong(index++, token);
@@ -409,6 +417,52 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         }
     }
 
+    /** Binds the fence's four parameters (scope, token, accept equal, max advance) first; answers the next index. */
+    private static int bindFence(PreparedStatement ps, Call call) throws SQLException {
+        ps.setString(1, call.exchange().scope());
+        ps.setLong(2, call.token());
+        ps.setBoolean(3, call.acceptEqual());
+        ps.setLong(4, call.exchange().route().policy().fence().maxAdvance());
+        return 5;
+    }
+
+    /**
+     * Runs a fenced write of one statement as one statement with its fence ({@link OneStatement}), in autocommit:
+     * one implicit transaction, committed as the statement ends, rolled back by any error in it (the fence's stale
+     * token included) or at its commit (a deferred constraint). Its outcome is therefore known from the server's
+     * answer: an error the server sent is a rollback; no answer at all (the connection lost, the server stopping)
+     * leaves it unknown once the statement was sent, as for a lost COMMIT.
+     */
+    private Ran oneStatement(Connection c, Call call) throws Failed {
+        Statement s = call.plan().statements().getFirst();
+        boolean sent = false;
+        boolean answered = false;
+        try {
+            if (!c.getAutoCommit()) {
+                c.setAutoCommit(true); // the pool hands out autocommit connections (release() restores it)
+            }
+            try (PreparedStatement ps = c.prepareStatement(call.sql())) {
+                call.binder().bind(ps, bindFence(ps, call), s);
+                sent = true;
+                boolean isResultSet = ps.execute();
+                answered = true; // the server answered the statement: it committed as it ended
+                List<Result> results = new ArrayList<>(1);
+                if (isResultSet) {
+                    List<String> rows = Rows.read(ps.getResultSet());
+                    results.add(new Result(s, Rows.isQuery(s) ? 0 : rows.size(), rows));
+                } else {
+                    results.add(new Result(s, ps.getUpdateCount(), List.of()));
+                }
+                return new Ran.Committed(results, null);
+            }
+        } catch (SQLException e) {
+            if (answered) {
+                throw new Failed(e, Reached.COMMITTED);
+            }
+            throw new Failed(e, sent && !serverRefused(e) ? Reached.COMMIT_SENT : Reached.BEFORE_COMMIT);
+        }
+    }
+
     /**
      * Column mode: a fenced statement that changed no row may have met a higher token in the row (or no row):
      * the policy's {@code check} tells which; a higher token (or an equal one the policy refuses) rolls back.
@@ -441,9 +495,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
      * answer from the server) or the transaction is over, it may have.
      */
     private static boolean commitMayHaveRun(Connection c, SQLException e) {
-        String state = e.getSQLState() == null ? "" : e.getSQLState();
-        if (!(e instanceof PSQLException p) || p.getServerErrorMessage() == null || state.startsWith("08")
-                || state.startsWith("57P") || state.startsWith("58") || state.startsWith("XX")) {
+        if (!serverRefused(e)) {
             return true; // the connection failed or the server ended the session: its last state is not known
         }
         try {
@@ -451,6 +503,17 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         } catch (SQLException unwrap) {
             return true;
         }
+    }
+
+    /**
+     * Whether {@code e} is the server's answer refusing what ran (an error it sent, the session going on), not a
+     * connection that failed or a session the server ended ({@code 08}, {@code 57P}, {@code 58}, {@code XX}), after
+     * which what last happened is not known.
+     */
+    private static boolean serverRefused(SQLException e) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        return e instanceof PSQLException p && p.getServerErrorMessage() != null && !state.startsWith("08")
+                && !state.startsWith("57P") && !state.startsWith("58") && !state.startsWith("XX");
     }
 
     /**
@@ -546,7 +609,8 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
      *
      * @param reached how far the transaction got
      */
-    private WriteResult failure(SQLException e, Reached reached, Exchange exchange, int attempts) {
+    private WriteResult failure(SQLException e, Reached reached, Call call, int attempts) {
+        Exchange exchange = call.exchange();
         String state = e.getSQLState() == null ? "" : e.getSQLState();
         ServerErrorMessage server = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
         String constraint = server == null ? null : server.getConstraint();
@@ -554,16 +618,19 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         ServerResponse res = exchange.response();
         if (reached == Reached.COMMITTED) {
             // committed: an accepted write whose answer is a problem, not a refusal
-            Problem.of(ProblemType.ANSWER_UNREADABLE, "the write was committed (commit: pipelined), but its"
-                    + " results could not be read: " + detail).send(res);
+            Problem.of(ProblemType.ANSWER_UNREADABLE, "the write was committed (" + (call.single()
+                    ? "one statement, committed as it ended" : "commit: pipelined") + "), but its results could"
+                    + " not be read: " + detail).send(res);
             return new WriteResult.Answered(ProblemType.ANSWER_UNREADABLE.status());
         }
         // 57014: a statement or the COMMIT was cancelled (statement timeout) before it committed: rolled back
         if (reached == Reached.COMMIT_SENT && (server == null || state.isEmpty() || state.startsWith("08")
                 || (state.startsWith("57") && !state.equals("57014")) || state.startsWith("58")
                 || state.startsWith("XX"))) {
-            return new WriteResult.Unknown("no clear answer after COMMIT was sent" + (pipelinedCommit()
-                    ? " (commit: pipelined sends it with the statements)" : "") + "; the connection failed or the"
+            String sent = call.single() ? "the statement was sent (one statement: it commits as it ends)"
+                    : "COMMIT was sent" + (pipelinedCommit() ? " (commit: pipelined sends it with the statements)"
+                    : "");
+            return new WriteResult.Unknown("no clear answer after " + sent + "; the connection failed or the"
                     + " server stopped: " + e.getMessage());
         }
         if (state.equals(STALE) || state.equals(TOO_FAR)) {

@@ -14,6 +14,7 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.BackendConfig.Statement;
 
 import com.zaxxer.hikari.HikariDataSource;
+import org.postgresql.core.BaseConnection;
 import org.postgresql.util.PSQLException;
 import org.postgresql.util.ServerErrorMessage;
 
@@ -49,8 +50,11 @@ final class StatementCheck {
      */
     static List<String> problems(HikariDataSource pool, BackendConfig.Postgres config) {
         List<String> problems = new ArrayList<>();
-        try (Connection c = pool.getConnection()) {
-            c.setAutoCommit(false);
+        try (Connection pooled = pool.getConnection()) {
+            pooled.setAutoCommit(false);
+            // PREPAREs go to the driver's connection itself: HikariCP takes some of the refusals a check provokes
+            // (0A000, feature not supported) for a broken connection and closes it, which would end the check
+            Connection c = pooled.unwrap(BaseConnection.class);
             try {
                 for (Map.Entry<String, List<Statement>> method : config.statements().entrySet()) {
                     List<Statement> statements = method.getValue();
@@ -58,15 +62,23 @@ final class StatementCheck {
                         // the field as the loader's errors name it: the index in the YAML list
                         String field = "statements." + method.getKey() + "[" + i + "] ('"
                                 + statements.get(i).name() + "')";
-                        describe(c, statements.get(i)).ifPresent(p -> problems.add(field + ": " + p));
+                        Optional<String> problem = describe(c, statements.get(i).sql().positional(), false);
+                        problem.ifPresent(p -> problems.add(field + ": " + p));
+                        if (problem.isEmpty() && OneStatement.applies(config, statements)) {
+                            // strict: the statement alone described, any other objection is the combined text's
+                            describe(c, OneStatement.positional(statements.get(i)), true).ifPresent(p -> problems.add(
+                                    field + ": sent as one statement with its fence (one-statement: true, the"
+                                    + " default), PostgreSQL refuses it: " + p + "; set one-statement: false"));
+                        }
                     }
                 }
                 if (config.check().isPresent()) {
-                    describe(c, config.check().get()).ifPresent(p -> problems.add("check: " + p));
+                    describe(c, config.check().get().sql().positional(), false)
+                            .ifPresent(p -> problems.add("check: " + p));
                 }
             } finally {
-                c.rollback();
-                c.setAutoCommit(true);
+                pooled.rollback();
+                pooled.setAutoCommit(true);
             }
         } catch (Unanswered | SQLException e) {
             LOG.log(Level.FINE, "the statements of " + config.datasource().url() + " were not checked at load", e);
@@ -88,11 +100,14 @@ final class StatementCheck {
     /**
      * The database's objection to one statement, or empty: {@code PREPARE} (a parse and an analysis, nothing run)
      * and {@code DEALLOCATE} in the open transaction, which is then rolled back.
+     *
+     * @param strict whether every error of the database is an objection (but for a placeholder's type), not only
+     *               the statement's own (class 42)
      */
-    private static Optional<String> describe(Connection c, Statement statement) throws Unanswered {
+    private static Optional<String> describe(Connection c, String positional, boolean strict) throws Unanswered {
         // a java.sql.Statement (the imported Statement is the policy's)
         try (var s = c.createStatement()) {
-            s.execute("PREPARE " + PREPARED + " AS " + statement.sql().positional());
+            s.execute("PREPARE " + PREPARED + " AS " + positional);
             s.execute("DEALLOCATE " + PREPARED);
             return Optional.empty();
         } catch (SQLException e) {
@@ -102,10 +117,10 @@ final class StatementCheck {
             } catch (SQLException gone) {
                 throw new Unanswered(gone);
             }
-            if (!state.startsWith("42") || PARAMETER_TYPES.contains(state)) {
-                if (state.startsWith("08") || state.startsWith("57")) {
-                    throw new Unanswered(e);
-                }
+            if (state.startsWith("08") || state.startsWith("57")) {
+                throw new Unanswered(e);
+            }
+            if (PARAMETER_TYPES.contains(state) || (!strict && !state.startsWith("42"))) {
                 return Optional.empty();
             }
             return Optional.of(message(e, state));
