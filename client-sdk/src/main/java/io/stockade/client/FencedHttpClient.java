@@ -144,9 +144,11 @@ public final class FencedHttpClient extends HttpClient {
         return track(delegate.sendAsync(fenced(request), handler, push));
     }
 
+    @SuppressWarnings("CollectionUndefinedEquality") // a future is in inFlight by identity, as meant
     private <T> CompletableFuture<T> track(CompletableFuture<T> f) {
         inFlight.add(f);
-        f.whenComplete((r, e) -> inFlight.remove(f));
+        // the caller holds f itself, whose failure it sees; the stage that only takes f out again is not needed
+        var unused = f.whenComplete((r, e) -> inFlight.remove(f));
         if (!lease.isValid()) {
             f.cancel(true); // lost between the checkpoint and the registration
         }

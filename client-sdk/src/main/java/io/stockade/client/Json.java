@@ -135,11 +135,11 @@ final class Json {
             default -> {
                 if (s.startsWith("true", i)) {
                     i += 4;
-                    return Boolean.TRUE;
+                    return true;
                 }
                 if (s.startsWith("false", i)) {
                     i += 5;
-                    return Boolean.FALSE;
+                    return false;
                 }
                 if (s.startsWith("null", i)) {
                     i += 4;

@@ -42,7 +42,7 @@ public final class PostgresPooling {
         int q = jdbcUrl.indexOf('?');
         StringBuilder out = new StringBuilder(q < 0 ? jdbcUrl : jdbcUrl.substring(0, q)).append('?');
         if (q >= 0) {
-            for (String param : jdbcUrl.substring(q + 1).split("&")) {
+            for (String param : jdbcUrl.substring(q + 1).split("&", -1)) {
                 String name = param.contains("=") ? param.substring(0, param.indexOf('=')) : param;
                 try {
                     name = URLDecoder.decode(name, StandardCharsets.UTF_8);

@@ -40,7 +40,8 @@ public final class Main {
                 switch (a) {
                     case "--target" -> targetFile = Path.of(args[++i]);
                     case "--scenario" -> {
-                        for (String s : args[++i].split(",")) {
+                        // limit 0 drops trailing empty strings: a trailing comma ("a,b,") names no scenario
+                        for (String s : args[++i].split(",", 0)) {
                             scenarios.add(Scenario.parse(s));
                         }
                     }

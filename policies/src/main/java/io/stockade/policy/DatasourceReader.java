@@ -14,12 +14,9 @@ final class DatasourceReader {
         return field.mapping().flatMap(ds -> {
             ds.allowOnly(Vocabulary.DATASOURCE_KEYS);
             Optional<String> url = ds.required("url", DatasourceReader::jdbcUrl);
-            Optional<Optional<String>> user = ds.optional("user", f -> Values.text(f).map(Optional::of),
-                    Optional.empty());
-            Optional<Optional<String>> password = ds.optional("password", f -> f.text().map(Optional::of),
-                    Optional.empty());
-            Optional<Optional<Path>> passwordFile = ds.optional("password-file",
-                    f -> Values.path(f).map(Optional::of), Optional.empty());
+            Optional<Optional<String>> user = ds.optional("user", Values::text);
+            Optional<Optional<String>> password = ds.optional("password", Field::text);
+            Optional<Optional<Path>> passwordFile = ds.optional("password-file", Values::path);
             Optional<Integer> poolSize = ds.optional("pool-size", f -> Values.integer(f, 1, 1000, "whole number"),
                     Datasource.DEFAULT_POOL_SIZE);
             Optional<Duration> statementTimeout = ds.optional("statement-timeout", Values::duration,

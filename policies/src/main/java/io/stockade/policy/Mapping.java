@@ -67,6 +67,16 @@ final class Mapping {
         return value == null ? Optional.of(fallback) : reader.apply(value);
     }
 
+    /**
+     * An optional key without a fallback, read by {@code reader}: empty outside when the value is invalid (reported
+     * by {@code reader}), else empty inside when the key is absent.
+     */
+    @SuppressWarnings("OptionalMapToOptional") // nested on purpose: outside valid or not, inside given or not
+    <T> Optional<Optional<T>> optional(String key, Function<Field, Optional<T>> reader) {
+        Field value = values.get(key);
+        return value == null ? Optional.of(Optional.empty()) : reader.apply(value).map(Optional::of);
+    }
+
     /** A required key read by {@code reader}; its absence is reported at the mapping. */
     <T> Optional<T> required(String key, Function<Field, Optional<T>> reader) {
         return required(key).flatMap(reader);

@@ -135,8 +135,8 @@ public final class PolicyLoader {
                     ? document.optional("server", PolicyLoader::server, defaultServer) : Optional.of(defaultServer);
             Optional<StoreConfig> store = document.required("store", StoreReader::read);
             Optional<List<Policy>> policies = document.required("policies", PolicyReader::readAll);
-            Optional<Optional<AdminConfig>> admin = serverAndAdmin ? document.optional("admin",
-                    f -> StoreReader.admin(f).map(Optional::of), Optional.empty()) : Optional.of(Optional.empty());
+            Optional<Optional<AdminConfig>> admin = serverAndAdmin ? document.optional("admin", StoreReader::admin)
+                    : Optional.of(Optional.empty());
             if (!Values.allPresent(server, store, policies, admin)) {
                 return Optional.empty();
             }
@@ -151,13 +151,11 @@ public final class PolicyLoader {
             Optional<String> host = server.optional("host", Values::text, ServerConfig.DEFAULT_HOST);
             Optional<Integer> port = server.optional("port", f -> Values.integer(f, 0, 65535, "port number"),
                     ServerConfig.DEFAULT_PORT);
-            Optional<Optional<ServerConfig.Tls>> tls = server.optional("tls",
-                    f -> serverTls(f).map(Optional::of), Optional.empty());
+            Optional<Optional<ServerConfig.Tls>> tls = server.optional("tls", PolicyLoader::serverTls);
             Optional<ServerConfig.Limits> limits = server.optional("limits", LimitsReader::server,
                     ServerConfig.Limits.defaults());
             Optional<Optional<ServerConfig.Management>> management = server.optional("management",
-                    f -> management(f, host.orElse(ServerConfig.DEFAULT_HOST), port.orElse(-1)).map(Optional::of),
-                    Optional.empty());
+                    f -> management(f, host.orElse(ServerConfig.DEFAULT_HOST), port.orElse(-1)));
             if (!Values.allPresent(host, port, tls, limits, management)) {
                 return Optional.empty();
             }
@@ -191,12 +189,9 @@ public final class PolicyLoader {
         return field.mapping().flatMap(tls -> {
             tls.allowOnly(Vocabulary.SERVER_TLS_KEYS);
             Optional<Path> keystore = tls.required("keystore", Values::path);
-            Optional<Optional<String>> password = tls.optional("password", f -> f.text().map(Optional::of),
-                    Optional.empty());
-            Optional<Optional<Path>> passwordFile = tls.optional("password-file",
-                    f -> Values.path(f).map(Optional::of), Optional.empty());
-            Optional<Optional<Path>> truststore = tls.optional("truststore",
-                    f -> Values.path(f).map(Optional::of), Optional.empty());
+            Optional<Optional<String>> password = tls.optional("password", Field::text);
+            Optional<Optional<Path>> passwordFile = tls.optional("password-file", Values::path);
+            Optional<Optional<Path>> truststore = tls.optional("truststore", Values::path);
             Optional<ServerConfig.ClientAuth> clientAuth = tls.optional("client-auth",
                     f -> Values.keyword(f, "client-auth", Vocabulary.CLIENT_AUTH), ServerConfig.ClientAuth.NONE);
             if (!Values.allPresent(keystore, password, passwordFile, truststore, clientAuth)) {

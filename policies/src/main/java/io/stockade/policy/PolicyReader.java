@@ -197,8 +197,7 @@ final class PolicyReader {
                     f -> Values.keyword(f, "mode", Vocabulary.MODES), Policy.Mode.ENFORCE);
             Optional<Long> maxAdvance = fence.optional("max-advance",
                     f -> Values.longInteger(f, 1, Long.MAX_VALUE, "whole number"), Policy.Fence.UNLIMITED);
-            Optional<Optional<TokenVerification>> verify = fence.optional("verify",
-                    f -> VerifyReader.read(f).map(Optional::of), Optional.empty());
+            Optional<Optional<TokenVerification>> verify = fence.optional("verify", VerifyReader::read);
             if (!Values.allPresent(header, methods, missing, equal, mode, maxAdvance, verify)) {
                 return Optional.empty();
             }

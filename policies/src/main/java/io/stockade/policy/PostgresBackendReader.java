@@ -50,8 +50,7 @@ final class PostgresBackendReader {
         Optional<Map<String, SqlParam>> params = backend.optional("params", f -> params(f, path), Map.of());
         Optional<Map<String, List<Located>>> statements = backend.required("statements",
                 f -> statements(f, methods));
-        Optional<Optional<Located>> check = backend.optional("check",
-                f -> statement(f, "check").map(Optional::of), Optional.empty());
+        Optional<Optional<Located>> check = backend.optional("check", f -> statement(f, "check"));
         if (!Values.allPresent(datasource, mode, migrate, bodyLimit, retries, emptyGet, commit, oneStatement, params,
                 statements, check)) {
             return Optional.empty();

@@ -225,7 +225,7 @@ public final class RequestTarget {
         StringBuilder out = new StringBuilder(text.length());
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
-            if (c == '%' || c < 128 && RAW_ALLOWED[c]) {
+            if (c == '%' || (c < 128 && RAW_ALLOWED[c])) {
                 out.append(c);
                 continue;
             }

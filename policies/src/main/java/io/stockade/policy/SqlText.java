@@ -42,14 +42,16 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
             }
         }
         int end = i;
-        while (end < n && (sql.charAt(end) >= 'A' && sql.charAt(end) <= 'Z'
-                || sql.charAt(end) >= 'a' && sql.charAt(end) <= 'z')) {
+        while (end < n && ((sql.charAt(end) >= 'A' && sql.charAt(end) <= 'Z')
+                || (sql.charAt(end) >= 'a' && sql.charAt(end) <= 'z'))) {
             end++;
         }
         return end > i ? Optional.of(sql.substring(i, end).toUpperCase(Locale.ROOT)) : Optional.empty();
     }
 
     /**
+     * Reads {@code sql}: its placeholders, and the JDBC text with a {@code ?} in place of each.
+     *
      * @throws IllegalArgumentException for an unterminated literal or comment, or a second statement
      */
     public static SqlText parse(String sql) {
@@ -73,11 +75,11 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
         while (i < n) {
             char c = sql.charAt(i);
             char next = i + 1 < n ? sql.charAt(i + 1) : 0;
-            boolean comment = c == '-' && next == '-' || c == '/' && next == '*';
+            boolean comment = (c == '-' && next == '-') || (c == '/' && next == '*');
             content |= !comment && !Character.isWhitespace(c) && c != ';';
             if (c == '\'') {
                 boolean escapes = i > 0 && (sql.charAt(i - 1) == 'E' || sql.charAt(i - 1) == 'e')
-                        && (i < 2 || !Character.isLetterOrDigit(sql.charAt(i - 2)) && sql.charAt(i - 2) != '_');
+                        && (i < 2 || (!Character.isLetterOrDigit(sql.charAt(i - 2)) && sql.charAt(i - 2) != '_'));
                 int end = quoted(sql, i, '\'', escapes);
                 out.append(sql, i, end);
                 i = end;

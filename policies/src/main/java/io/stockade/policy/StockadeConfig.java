@@ -60,7 +60,7 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
             return Optional.empty();
         }
         List<String> segments = new ArrayList<>();
-        for (String raw : rawPath.substring(1).split("/")) {
+        for (String raw : rawPath.substring(1).split("/", -1)) {
             if (!raw.isEmpty()) {
                 String decoded;
                 try {

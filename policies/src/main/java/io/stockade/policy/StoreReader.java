@@ -98,12 +98,9 @@ final class StoreReader {
      * errors.
      */
     static Optional<EtcdAccess> etcdAccess(Mapping m, Optional<List<URI>> endpoints) {
-        Optional<Optional<String>> username = m.optional("username", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
-        Optional<Optional<String>> password = m.optional("password", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
-        Optional<Optional<Path>> passwordFile = m.optional("password-file",
-                f -> Values.path(f).map(Optional::of), Optional.empty());
+        Optional<Optional<String>> username = m.optional("username", Values::text);
+        Optional<Optional<String>> password = m.optional("password", Values::text);
+        Optional<Optional<Path>> passwordFile = m.optional("password-file", Values::path);
         Optional<Optional<ClientTls>> tls = m.optional("tls", f -> ClientTlsReader.read(f).flatMap(t -> {
             Optional<URI> plain = endpoints.orElse(List.of()).stream()
                     .filter(u -> !u.getScheme().equalsIgnoreCase("https")).findFirst();
@@ -157,7 +154,8 @@ final class StoreReader {
         if (field.isScalar()) {
             return Values.text(field).flatMap(text -> {
                 List<URI> uris = new ArrayList<>();
-                for (String part : text.split(",")) {
+                // limit 0 drops trailing empty strings: a trailing comma is ignored, an empty entry elsewhere is not
+                for (String part : text.split(",", 0)) {
                     Optional<URI> uri = Values.httpUrl(part.strip(), field);
                     if (uri.isEmpty()) {
                         return Optional.empty();
@@ -201,10 +199,8 @@ final class StoreReader {
     static Optional<AdminConfig> admin(Field field) {
         return field.mapping().flatMap(admin -> {
             admin.allowOnly(Vocabulary.ADMIN_KEYS);
-            Optional<Optional<String>> token = admin.optional("token", f -> Values.text(f).map(Optional::of),
-                    Optional.empty());
-            Optional<Optional<Path>> tokenFile = admin.optional("token-file", f -> Values.path(f).map(Optional::of),
-                    Optional.empty());
+            Optional<Optional<String>> token = admin.optional("token", Values::text);
+            Optional<Optional<Path>> tokenFile = admin.optional("token-file", Values::path);
             if (!Values.allPresent(token, tokenFile)) {
                 return Optional.empty();
             }

@@ -120,12 +120,9 @@ final class VerifyReader {
         Optional<String> prefix = verify.optional("prefix", Values::text, "");
         Optional<Duration> timeout = verify.optional("timeout", Values::duration,
                 TokenVerification.Redis.DEFAULT_TIMEOUT);
-        Optional<Optional<String>> username = verify.optional("username", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
-        Optional<Optional<String>> password = verify.optional("password", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
-        Optional<Optional<Path>> passwordFile = verify.optional("password-file",
-                f -> Values.path(f).map(Optional::of), Optional.empty());
+        Optional<Optional<String>> username = verify.optional("username", Values::text);
+        Optional<Optional<String>> password = verify.optional("password", Values::text);
+        Optional<Optional<Path>> passwordFile = verify.optional("password-file", Values::path);
         Optional<Optional<ClientTls>> tls = verify.optional("tls", f -> ClientTlsReader.read(f).flatMap(t -> {
             if (url.isPresent() && !url.get().getScheme().equalsIgnoreCase("rediss")) {
                 f.error("tls applies to a rediss:// url, but it is " + url.get() + ": write rediss:// or remove tls");
@@ -278,10 +275,8 @@ final class VerifyReader {
             }
             return Optional.of(p);
         }), "");
-        Optional<Optional<String>> token = verify.optional("token", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
-        Optional<Optional<Path>> tokenFile = verify.optional("token-file", f -> Values.path(f).map(Optional::of),
-                Optional.empty());
+        Optional<Optional<String>> token = verify.optional("token", Values::text);
+        Optional<Optional<Path>> tokenFile = verify.optional("token-file", Values::path);
         Optional<Optional<ClientTls>> tls = verify.optional("tls", f -> ClientTlsReader.read(f).flatMap(t -> {
             if (url.isPresent() && !url.get().getScheme().equalsIgnoreCase("https")) {
                 f.error("tls applies to an https:// url, but it is " + url.get() + ": write https:// or remove tls");
@@ -336,17 +331,15 @@ final class VerifyReader {
                 return Optional.empty();
             }
             String path = u.getRawPath();
-            if (path != null && !path.isEmpty() && !path.equals("/") || u.getRawQuery() != null) {
+            if ((path != null && !path.isEmpty() && !path.equals("/")) || u.getRawQuery() != null) {
                 f.error("URL '" + u + "' must not have a path or query: give the endpoint's address (e.g."
                         + " http://127.0.0.1:8000)");
                 return Optional.empty();
             }
             return Optional.of(Optional.of(u));
         }), Optional.empty());
-        Optional<Optional<String>> accessKey = verify.optional("access-key", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
-        Optional<Optional<String>> secretKey = verify.optional("secret-key", f -> Values.text(f).map(Optional::of),
-                Optional.empty());
+        Optional<Optional<String>> accessKey = verify.optional("access-key", Values::text);
+        Optional<Optional<String>> secretKey = verify.optional("secret-key", Values::text);
         Optional<Duration> timeout = verify.optional("timeout", Values::duration,
                 TokenVerification.DynamoDb.DEFAULT_TIMEOUT);
         Optional<TokenVerification.Cache> cache = verify.optional("cache", VerifyReader::cache,
@@ -417,8 +410,7 @@ final class VerifyReader {
             }
             return Optional.of(Optional.of(k));
         }), Optional.empty());
-        Optional<Optional<Path>> file = key.optional("key-file", f -> Values.path(f).map(Optional::of),
-                Optional.empty());
+        Optional<Optional<Path>> file = key.optional("key-file", Values::path);
         if (!Values.allPresent(id, text, file)) {
             return Optional.empty();
         }

@@ -44,7 +44,7 @@ public final class Main {
 
     public static void main(String[] args) {
         int code = run(args, System.out, System.err);
-        if (code != 0 || args.length > 0 && args[0].equals("fence")) {
+        if (code != 0 || (args.length > 0 && args[0].equals("fence"))) {
             System.exit(code);
         }
     }

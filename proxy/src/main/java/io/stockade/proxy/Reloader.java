@@ -154,7 +154,8 @@ public final class Reloader implements PolicyReload, AutoCloseable {
     private void drain(Collection<Backend> replaced) {
         List<Backend> batch = List.copyOf(replaced);
         draining.addAll(batch);
-        closer.schedule(() -> {
+        // nothing waits for the drain (a failure in it stays in this future, unread, as before)
+        var unused = closer.schedule(() -> {
             synchronized (this) {
                 draining.removeAll(batch);
             }

@@ -55,7 +55,6 @@ import io.helidon.common.tls.TlsClientAuth;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
-import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 
 /**
@@ -310,7 +309,7 @@ public final class StockadeServer implements AutoCloseable {
                         }
                     });
         } else {
-            routing.get(METRICS, (req, res) -> metrics(req, res, metrics));
+            routing.get(METRICS, (req, res) -> metrics(res, metrics));
             if (admin != null) {
                 routing.any(admin);
             }
@@ -326,7 +325,7 @@ public final class StockadeServer implements AutoCloseable {
     static void managementRouting(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics,
                                   AdminEndpoint admin) {
         health(routing, pipeline);
-        routing.get(METRICS, (req, res) -> metrics(req, res, metrics));
+        routing.get(METRICS, (req, res) -> metrics(res, metrics));
         if (admin != null) {
             routing.any(admin);
         }
@@ -410,7 +409,7 @@ public final class StockadeServer implements AutoCloseable {
         return b.append(']').toString();
     }
 
-    private static void metrics(ServerRequest req, ServerResponse res, ProxyMetrics metrics) {
+    private static void metrics(ServerResponse res, ProxyMetrics metrics) {
         res.header(HeaderNames.CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
         res.send(metrics.scrape());
     }

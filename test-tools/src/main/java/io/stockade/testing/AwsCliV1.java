@@ -54,7 +54,7 @@ public final class AwsCliV1 {
         }
         String path = System.getenv("PATH");
         if (path != null) {
-            for (String entry : path.split(":")) {
+            for (String entry : path.split(":", -1)) {
                 if (!entry.isEmpty()) {
                     candidates.add(Path.of(entry, "aws"));
                 }

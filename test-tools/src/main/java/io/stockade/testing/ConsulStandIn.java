@@ -78,6 +78,7 @@ public final class ConsulStandIn implements AutoCloseable {
         String session;
     }
 
+    @SuppressWarnings("ArrayRecordComponent") // held by id in a map: never compared, hashed or printed
     private record Session(String id, String name, long ttlNanos, long lockDelayNanos, String behavior,
                            long createIndex, long[] renewedAt) {
     }
@@ -191,12 +192,13 @@ public final class ConsulStandIn implements AutoCloseable {
             Map<String, String> params = params(query);
             synchronized (this) {
                 expire();
-                Matcher m;
-                if ((m = KV.matcher(path)).matches()) {
-                    kv(ex, URLDecoder.decode(m.group(1).replace("+", "%2B"), StandardCharsets.UTF_8), params,
+                Matcher kvPath = KV.matcher(path);
+                Matcher sessionPath = SESSION.matcher(path);
+                if (kvPath.matches()) {
+                    kv(ex, URLDecoder.decode(kvPath.group(1).replace("+", "%2B"), StandardCharsets.UTF_8), params,
                             body);
-                } else if ((m = SESSION.matcher(path)).matches()) {
-                    session(ex, m.group(1), m.group(2), body);
+                } else if (sessionPath.matches()) {
+                    session(ex, sessionPath.group(1), sessionPath.group(2), body);
                 } else {
                     send(ex, 404, "");
                 }
@@ -372,7 +374,8 @@ public final class ConsulStandIn implements AutoCloseable {
     private static Map<String, String> params(String query) {
         Map<String, String> p = new HashMap<>();
         if (query != null) {
-            for (String part : query.split("&")) {
+            // limit 0 drops trailing empty strings: a trailing '&' adds no empty parameter
+            for (String part : query.split("&", 0)) {
                 int eq = part.indexOf('=');
                 p.put(URLDecoder.decode(eq < 0 ? part : part.substring(0, eq), StandardCharsets.UTF_8),
                         eq < 0 ? "" : URLDecoder.decode(part.substring(eq + 1), StandardCharsets.UTF_8));

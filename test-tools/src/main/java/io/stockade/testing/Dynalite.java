@@ -121,6 +121,7 @@ public final class Dynalite implements AutoCloseable {
         throw new UncheckedIOException(last);
     }
 
+    @SuppressWarnings("AddressSelection") // a literal IPv4 address resolves to itself alone, as the server listens
     private boolean awaitReady() throws IOException {
         long deadline = System.nanoTime() + READY.toNanos();
         while (System.nanoTime() < deadline) {

@@ -202,12 +202,13 @@ public final class EtcdServer implements AutoCloseable {
      * certificate too) and checking the chain but not the name: a test may give etcd a certificate for another
      * host on purpose.
      */
+    @SuppressWarnings("AddressSelection") // a literal IPv4 address resolves to itself alone, as the server listens
     private static boolean healthyOverTls(Member m) throws IOException {
         try (SSLSocket socket = (SSLSocket) TestPki.sslContext(m.tls).getSocketFactory()
                 .createSocket()) {
             socket.connect(new InetSocketAddress("127.0.0.1", m.clientPort), 1000);
             socket.setSoTimeout(1000);
-            socket.getOutputStream().write(("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            socket.getOutputStream().write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
                     .getBytes(StandardCharsets.US_ASCII));
             String answer = new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             return answer.startsWith("HTTP/1.1 200") && answer.contains("true");

@@ -132,6 +132,7 @@ public final class PgBouncer implements AutoCloseable {
         }
     }
 
+    @SuppressWarnings("AddressSelection") // a literal IPv4 address resolves to itself alone, as the server listens
     private void awaitReady() throws IOException {
         long deadline = System.nanoTime() + READY.toNanos();
         while (System.nanoTime() < deadline) {

@@ -78,9 +78,13 @@ public final class PgCluster implements AutoCloseable {
         run(List.of("chown", "postgres:postgres", data().resolve("server.crt").toString(),
                 data().resolve("server.key").toString(), data().resolve("root.crt").toString()));
         run(List.of("chmod", "600", data().resolve("server.key").toString()));
-        Files.writeString(data().resolve("postgresql.conf"), "\nssl = on\nssl_cert_file = 'server.crt'\n"
-                + "ssl_key_file = 'server.key'\nssl_ca_file = 'root.crt'\n", StandardCharsets.UTF_8,
-                StandardOpenOption.APPEND);
+        Files.writeString(data().resolve("postgresql.conf"), """
+
+                ssl = on
+                ssl_cert_file = 'server.crt'
+                ssl_key_file = 'server.key'
+                ssl_ca_file = 'root.crt'
+                """, StandardCharsets.UTF_8, StandardOpenOption.APPEND);
         Files.writeString(data().resolve("pg_hba.conf"), """
                 local     all all              trust
                 hostssl   all all 127.0.0.1/32 trust%s

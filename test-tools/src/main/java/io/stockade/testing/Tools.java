@@ -48,6 +48,7 @@ public final class Tools {
 
         private final String label;
         private final String install;
+        @SuppressWarnings("ImmutableEnumChecker") // stateless lambdas and method references: nothing to mutate
         private final BooleanSupplier available;
 
         Tool(String label, String install, BooleanSupplier available) {

@@ -145,7 +145,7 @@ public final class LeaseCommand {
     static int run(String[] args, PrintStream out, PrintStream err) {
         int first = args.length > 0 && args[0].equals("run") ? 1 : 0;
         for (int i = first; i < args.length && !args[i].equals("--"); i += 2) { // every option takes one value
-            if (args[i].equals("--help") || args[i].equals("-h") || first == 0 && args[i].equals("help")) {
+            if (args[i].equals("--help") || args[i].equals("-h") || (first == 0 && args[i].equals("help"))) {
                 out.println(USAGE_TEXT);
                 return 0;
             }

@@ -27,9 +27,9 @@ import java.util.function.LongSupplier;
  *
  * <p>Histories recorded by other processes (the conformance suite's writers) give their own timestamps with the
  * {@code ...At} methods; they must come from the same monotonic clock ({@link System#nanoTime()} on one host is
- * {@code CLOCK_MONOTONIC}, shared by every process). A {@link #holder} names one lease session (one writer holding
- * one token); the checker uses it for the rules about tokens across holders. Direct reads of the storage
- * ({@link #read}) let it see a stale write that took effect even when its writer never heard back.
+ * {@code CLOCK_MONOTONIC}, shared by every process). A holder ({@link Op#holder()}) names one lease session (one
+ * writer holding one token); the checker uses it for the rules about tokens across holders. Direct reads of the
+ * storage ({@link #read}) let it see a stale write that took effect even when its writer never heard back.
  */
 public final class History {
 

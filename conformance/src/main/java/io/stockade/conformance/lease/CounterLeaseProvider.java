@@ -26,7 +26,7 @@ public final class CounterLeaseProvider implements LeaseProvider {
         if (r.status() != 200) {
             return Optional.empty();
         }
-        String[] parts = r.body().trim().split(" ");
+        String[] parts = r.body().trim().split(" ", -1);
         long token = Long.parseLong(parts[0]);
         long ttl = Long.parseLong(parts[1]) * 1_000_000L;
         return Optional.of(new CounterLease(holder, token, ttl, before + ttl));

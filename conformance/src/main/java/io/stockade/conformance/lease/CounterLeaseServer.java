@@ -134,7 +134,7 @@ public final class CounterLeaseServer implements AutoCloseable {
     private static Map<String, String> query(String raw) {
         Map<String, String> m = new HashMap<>();
         if (raw != null) {
-            for (String kv : raw.split("&")) {
+            for (String kv : raw.split("&", -1)) {
                 int eq = kv.indexOf('=');
                 if (eq > 0) {
                     m.put(kv.substring(0, eq), URLDecoder.decode(kv.substring(eq + 1), StandardCharsets.UTF_8));

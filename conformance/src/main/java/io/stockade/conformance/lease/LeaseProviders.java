@@ -34,7 +34,8 @@ public final class LeaseProviders {
             String name = colon < 0 ? rest : rest.substring(0, colon);
             String arg = colon < 0 ? "" : rest.substring(colon + 1);
             try {
-                return (LeaseProvider) Class.forName(name).getConstructor(String.class).newInstance(arg);
+                return Class.forName(name).asSubclass(LeaseProvider.class).getConstructor(String.class)
+                        .newInstance(arg);
             } catch (ReflectiveOperationException | ClassCastException e) {
                 Throwable cause = e instanceof InvocationTargetException ite ? ite.getCause() : e;
                 throw new IllegalArgumentException("cannot create lease provider " + name + ": " + cause, cause);

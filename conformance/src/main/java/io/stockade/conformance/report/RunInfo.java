@@ -44,7 +44,7 @@ public record RunInfo(Instant started, double seconds, String target, String pro
             if (in == null) {
                 return new String[] {"unknown", "unknown"};
             }
-            String[] lines = new String(in.readAllBytes(), StandardCharsets.UTF_8).strip().split("\n");
+            String[] lines = new String(in.readAllBytes(), StandardCharsets.UTF_8).strip().split("\n", -1);
             return new String[] {lines[0].strip(), lines.length > 1 ? lines[1].strip() : "unknown"};
         } catch (IOException e) {
             return new String[] {"unknown", "unknown"};

@@ -142,7 +142,7 @@ public final class ScenarioRunner {
     }
 
     /** One writer process and what it reported. */
-    private final class Writer {
+    private static final class Writer {
         final String name;
         final FaultProxy faults;
         Process process;

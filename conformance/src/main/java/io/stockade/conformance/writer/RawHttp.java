@@ -99,7 +99,8 @@ public final class RawHttp {
                 if (size == null) {
                     throw new IOException("connection closed in a chunked body");
                 }
-                int n = Integer.parseInt(size.split(";")[0].trim(), 16);
+                // limit 0 (split's default) kept: a line of only ";" has no element 0 and throws, as before
+                int n = Integer.parseInt(size.split(";", 0)[0].trim(), 16);
                 if (n == 0) {
                     break;
                 }

@@ -120,7 +120,8 @@ public record SigV4(String accessKey, String secretKey, String region) {
             return "";
         }
         TreeMap<String, String> q = new TreeMap<>();
-        for (String kv : raw.split("&")) {
+        // limit 0 drops trailing empty strings: a trailing '&' adds no empty parameter
+        for (String kv : raw.split("&", 0)) {
             int eq = kv.indexOf('=');
             q.put(eq < 0 ? kv : kv.substring(0, eq), eq < 0 ? "" : kv.substring(eq + 1));
         }

@@ -122,7 +122,8 @@ public final class WriterMain {
                         }
                         out.println("CHECK " + session + " " + System.nanoTime());
                         sleepUntil(System.nanoTime() + work * 1_000_000L);   // the work between check and write
-                        String value = session + "-" + (++n);
+                        n++;
+                        String value = session + "-" + n;
                         int status = write(out, n, session, lease.token(), value, url, header, timeout, retries,
                                 backoff);
                         if (status == 409 || status == 412) {

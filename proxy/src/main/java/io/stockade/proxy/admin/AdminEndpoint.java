@@ -74,6 +74,8 @@ public final class AdminEndpoint implements Handler {
     }
 
     /**
+     * The admin endpoint of {@code config}, its token read now (from the token file when there is one).
+     *
      * @param routing  where the fence of each scope is kept, for the policies in force at each call
      * @param reloader the policies in force, and their reload
      * @throws IOException when the token file cannot be read or is empty
@@ -125,7 +127,7 @@ public final class AdminEndpoint implements Handler {
             return;
         }
         if (policies) {
-            policies(req, res, method, path, call, who);
+            policies(res, method, path, call, who);
             return;
         }
         fences(req, res, method, path, call, who);
@@ -202,8 +204,7 @@ public final class AdminEndpoint implements Handler {
     }
 
     /** {@code GET /admin/policies} (the policies in force, secrets redacted) and {@code POST .../reload}. */
-    private void policies(ServerRequest req, ServerResponse res, String method, String path, String call,
-                          String who) {
+    private void policies(ServerResponse res, String method, String path, String call, String who) {
         switch (method + " " + path) {
             case "GET " + POLICIES -> {
                 DecisionLog.admin(call, who, "200", "policy view");
@@ -316,7 +317,7 @@ public final class AdminEndpoint implements Handler {
             decoded = raw;
         }
         Deque<String> segments = new ArrayDeque<>();
-        for (String segment : decoded.replace('\\', '/').split("/")) {
+        for (String segment : decoded.replace('\\', '/').split("/", -1)) {
             int semicolon = segment.indexOf(';');
             String s = semicolon < 0 ? segment : segment.substring(0, semicolon);
             if (s.equals("..")) {

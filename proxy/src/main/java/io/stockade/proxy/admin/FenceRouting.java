@@ -45,6 +45,8 @@ public final class FenceRouting {
     @FunctionalInterface
     public interface Databases {
         /**
+         * The fence-state operations on the database of {@code policy}'s backend.
+         *
          * @param policy a policy whose postgres backend keeps its fence in its database
          * @throws StoreUnavailableException when the database cannot be reached now
          */
@@ -55,6 +57,8 @@ public final class FenceRouting {
     @FunctionalInterface
     public interface StoreAdmin {
         /**
+         * Opens the store's fence-state operations.
+         *
          * @return the store's operations, or {@code null} when its type has none
          * @throws StoreUnavailableException when it cannot be opened or reached now
          */

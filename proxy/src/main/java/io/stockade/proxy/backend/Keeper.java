@@ -34,6 +34,8 @@ public sealed interface Keeper {
     @FunctionalInterface
     interface StoreWrite {
         /**
+         * Writes, the fence store having admitted the token.
+         *
          * @return what happened; unless it is {@link WriteResult.Answered}, the engine answers the client
          */
         WriteResult write(Exchange exchange, Admission admission);

@@ -57,6 +57,7 @@ public sealed interface Plan {
         }
 
         /** The request's own scope. */
+        @Override
         public String scope() {
             return scopes.getFirst();
         }

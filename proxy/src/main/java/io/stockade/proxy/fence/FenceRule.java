@@ -20,7 +20,7 @@ public final class FenceRule {
      * @param acceptEqual whether a token equal to the highest is admitted
      */
     public static boolean admits(long token, long highest, boolean acceptEqual) {
-        return token > highest || token == highest && acceptEqual;
+        return token > highest || (token == highest && acceptEqual);
     }
 
     /** Whether {@code token} is refused as stale over {@code highest}: the negation of {@link #admits}. */

@@ -117,8 +117,8 @@ public final class JsonReader {
                 yield l;
             }
             case VALUE_STRING -> p.getText();
-            case VALUE_TRUE -> Boolean.TRUE;
-            case VALUE_FALSE -> Boolean.FALSE;
+            case VALUE_TRUE -> true;
+            case VALUE_FALSE -> false;
             case VALUE_NULL -> o.nullMarker() ? NULL : null;
             case VALUE_NUMBER_INT -> o.decimals() ? p.getDecimalValue()
                     : p.getNumberType() == JsonParser.NumberType.BIG_INTEGER ? p.getDecimalValue() : p.getLongValue();

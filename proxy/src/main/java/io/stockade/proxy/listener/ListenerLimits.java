@@ -136,7 +136,7 @@ public final class ListenerLimits {
                     + "any policy saw it: nothing was forwarded and no fence was raised");
         }
         String version = otherVersion(protocolVersion);
-        if (status == 505 || status == 400 && version != null) {
+        if (status == 505 || (status == 400 && version != null)) {
             return Problem.of(ProblemType.HTTP_VERSION_NOT_SUPPORTED, (version == null ? "this HTTP"
                     + " version" : "HTTP/" + version) + " is not supported: this server "
                             + "speaks HTTP/1.1 only; send the request as HTTP/1.1 (curl: --http1.1; nginx: "

@@ -586,7 +586,7 @@ final class RequestFraming {
         }
         for (p++; p < end; p++) {
             int c = s[p] & 0xff;
-            if (c < 0x20 && c != '\t' || c == 0x7f) {
+            if ((c < 0x20 && c != '\t') || c == 0x7f) {
                 return "a control character in the value";
             }
         }
@@ -663,8 +663,8 @@ final class RequestFraming {
     /** RFC 9110 tchar. */
     static boolean tchar(byte b) {
         int c = b & 0xff;
-        return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-                || c < 0x80 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                || (c < 0x80 && "!#$%&'*+-.^_`|~".indexOf(c) >= 0);
     }
 
     private static boolean digits(String s) {
@@ -701,10 +701,6 @@ final class RequestFraming {
 
         Out(int capacity) {
             buf = new byte[capacity];
-        }
-
-        void write(byte[] b) {
-            write(b, 0, b.length);
         }
 
         void write(byte[] b, int off, int len) {

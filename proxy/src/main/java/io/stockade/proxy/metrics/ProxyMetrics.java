@@ -122,7 +122,8 @@ public final class ProxyMetrics {
     static String[] buildInfo() {
         try (InputStream in = ProxyMetrics.class.getResourceAsStream("build-info")) {
             if (in != null) {
-                String[] lines = new String(in.readAllBytes(), StandardCharsets.UTF_8).split("\n");
+                // limit 0 (split's default) kept: trailing empty lines are dropped
+                String[] lines = new String(in.readAllBytes(), StandardCharsets.UTF_8).split("\n", 0);
                 String commit = lines.length > 1 && lines[1].strip().matches("[0-9a-f]{40}") ? lines[1].strip()
                         : "unknown";
                 return new String[] {lines[0].strip(), commit};
@@ -181,7 +182,7 @@ public final class ProxyMetrics {
         jumps.computeIfAbsent(policy, p -> DistributionSummary.builder("stockade.token.jump")
                 .description("How far a handoff raised the highest token")
                 .tag("policy", p)
-                .register(registry)).record(jump);
+                .register(registry)).record((double) jump);
     }
 
     /**

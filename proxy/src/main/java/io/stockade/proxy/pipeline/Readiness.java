@@ -150,7 +150,7 @@ public final class Readiness {
         } catch (StoreUnavailableException e) {
             down.add("fence store: " + e.getMessage());
         }
-        Map<TokenVerifier, Optional<String>> asked = new IdentityHashMap<>();
+        IdentityHashMap<TokenVerifier, Optional<String>> asked = new IdentityHashMap<>();
         Map<String, Backend> byPolicy = backends.get();
         Map<String, List<String>> policies = new LinkedHashMap<>();
         for (Policy policy : config.get().policies()) {

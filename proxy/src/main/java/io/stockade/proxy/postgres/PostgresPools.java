@@ -93,7 +93,7 @@ public final class PostgresPools {
         int q = url.indexOf('?');
         StringBuilder out = new StringBuilder(q < 0 ? url : url.substring(0, q)).append('?');
         if (q >= 0) {
-            for (String param : url.substring(q + 1).split("&")) {
+            for (String param : url.substring(q + 1).split("&", -1)) {
                 String name = param.contains("=") ? param.substring(0, param.indexOf('=')) : param;
                 try {
                     name = URLDecoder.decode(name, StandardCharsets.UTF_8);

@@ -122,7 +122,7 @@ public final class UpstreamResponse implements AutoCloseable {
             }
             status = status * 10 + (c - '0');
         }
-        if (status < 100 || line.length() > 12 && line.charAt(12) != ' ') {
+        if (status < 100 || (line.length() > 12 && line.charAt(12) != ' ')) {
             throw protocol("its status line is malformed: '" + shorten(line) + "'");
         }
         return status;
@@ -215,7 +215,8 @@ public final class UpstreamResponse implements AutoCloseable {
         }
         long value = -1;
         for (String header : lengths) {
-            for (String part : header.split(",")) {
+            // limit 0 drops trailing empty strings: "5," is one length (an empty element elsewhere is refused)
+            for (String part : header.split(",", 0)) {
                 long v = parseLength(part.strip());
                 if (value >= 0 && v != value) {
                     throw protocol("sent conflicting Content-Length values " + lengths);
@@ -305,7 +306,7 @@ public final class UpstreamResponse implements AutoCloseable {
     private static boolean hasToken(List<String> names, List<String> values, String name, String token) {
         for (int i = 0; i < names.size(); i++) {
             if (names.get(i).equalsIgnoreCase(name)) {
-                for (String part : values.get(i).split(",")) {
+                for (String part : values.get(i).split(",", -1)) {
                     if (part.strip().equalsIgnoreCase(token)) {
                         return true;
                     }

@@ -359,7 +359,6 @@ public final class FileBackend implements Backend {
 
     private WriteResult put(Exchange exchange, SafePath.Located target, Fence fence)
             throws Refusal {
-        ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
         Path file = target.file();
         Path sidecarFile = Sidecar.location(tokens, target.relative());
@@ -534,7 +533,7 @@ public final class FileBackend implements Backend {
         if (ifNoneMatch == null) {
             return false;
         }
-        for (String candidate : ifNoneMatch.split(",")) {
+        for (String candidate : ifNoneMatch.split(",", -1)) {
             String c = candidate.trim();
             if (c.startsWith("W/")) {
                 c = c.substring(2);

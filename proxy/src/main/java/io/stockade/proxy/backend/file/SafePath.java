@@ -103,7 +103,7 @@ final class SafePath {
      * the reserved tree, or sit at the target.
      *
      * @param realRoot the root's real path
-     * @param segments from {@link #parse}
+     * @param segments from {@link #check}
      * @throws IOException when the file system cannot be read (a storage error, not the client's fault)
      */
     static Located locate(Path realRoot, List<String> segments) throws BadPathException, IOException {
@@ -112,7 +112,7 @@ final class SafePath {
             target = target.resolve(s);
         }
         if (!target.normalize().equals(target) || !target.startsWith(realRoot) || target.equals(realRoot)) {
-            // Cannot happen after parse(); kept so that a future change to parse() fails closed.
+            // Cannot happen after check(); kept so that a future change to check() fails closed.
             throw new BadPathException("the path does not name a file under the root");
         }
         if (Files.isSymbolicLink(target)) {

@@ -49,7 +49,7 @@ record Sidecar(long token, boolean deleted) {
         }
         Long token = null;
         Boolean deleted = null;
-        for (String line : new String(bytes, StandardCharsets.UTF_8).split("\n")) {
+        for (String line : new String(bytes, StandardCharsets.UTF_8).split("\n", -1)) {
             if (line.startsWith("token=")) {
                 try {
                     token = Long.parseLong(line.substring("token=".length()));

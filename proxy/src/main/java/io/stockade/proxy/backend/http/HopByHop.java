@@ -30,7 +30,7 @@ final class HopByHop {
         }
         Set<String> names = FIXED;
         for (String value : headers.all(HeaderNames.CONNECTION, List::of)) {
-            for (String token : value.split(",")) {
+            for (String token : value.split(",", -1)) {
                 String name = token.trim().toLowerCase(Locale.ROOT);
                 if (!name.isEmpty() && !names.contains(name)) {
                     if (names == FIXED) {
@@ -47,7 +47,7 @@ final class HopByHop {
     static Set<String> ofResponse(io.stockade.proxy.upstream.UpstreamResponse response) {
         Set<String> names = FIXED;
         for (String value : response.all("Connection")) {
-            for (String token : value.split(",")) {
+            for (String token : value.split(",", -1)) {
                 String name = token.trim().toLowerCase(Locale.ROOT);
                 if (!name.isEmpty() && !names.contains(name)) {
                     if (names == FIXED) {

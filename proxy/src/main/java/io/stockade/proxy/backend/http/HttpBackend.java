@@ -54,7 +54,7 @@ import io.helidon.webserver.http.ServerResponse;
  * <p>
  * Two classes, chosen by the policy's {@code conditional}:
  * <ul>
- *     <li>{@code none} &mdash; <em>serialized</em>: the engine holds the scope while {@link #write} forwards the
+ *     <li>{@code none} &mdash; <em>serialized</em>: the engine holds the scope while {@link #forward} forwards the
  *     request as it is. A failure after the request left is an unknown outcome.</li>
  *     <li>{@code if-match} &mdash; <em>atomic</em>: the write carries {@code If-Match} with the ETag recorded
  *     under the admitted token (or {@code If-None-Match: *} when the resource is known absent), so the upstream
@@ -100,6 +100,8 @@ public final class HttpBackend implements Backend {
     }
 
     /**
+     * The backend of {@code config}, with its own upstream client (the files of its {@code tls} read now).
+     *
      * @throws IOException naming the file when a file of the policy's {@code tls} cannot be read or does not parse
      */
     public static HttpBackend open(BackendConfig.Http config) throws IOException {
@@ -279,12 +281,12 @@ public final class HttpBackend implements Backend {
             if (version == null) {
                 Optional<String> read = headVersion(exchange);
                 if (read.isEmpty()) {
-                    return answer(exchange, Problem.of(ProblemType.UPSTREAM_UNREACHABLE, "could not read the current"
+                    return answer(Problem.of(ProblemType.UPSTREAM_UNREACHABLE, "could not read the current"
                             + " version of the resource (HEAD) before the conditional write"));
                 }
                 version = read.get();
                 if (!admission.store().recordVersion(admission.scope(), admission.token(), version)) {
-                    return recheck(exchange, admission);
+                    return recheck(admission);
                 }
             }
             Sent sent = send(exchange, admission, version, null);
@@ -300,15 +302,15 @@ public final class HttpBackend implements Backend {
             // A 412 never gets here: send() throws PreconditionFailed for it, before relaying anything.
             return new WriteResult.Answered(((Sent.Relayed) sent).status());
         } catch (PreconditionFailed e) {
-            return recheck(exchange, admission);
+            return recheck(admission);
         } catch (StoreUnavailableException e) {
-            return answer(exchange, Problem.of(ProblemType.STORE_UNAVAILABLE, "the upstream version could not be"
+            return answer(Problem.of(ProblemType.STORE_UNAVAILABLE, "the upstream version could not be"
                     + " recorded: " + e.getMessage()).with("scope", admission.scope()));
         }
     }
 
     /** The upstream refused our condition: someone else's write landed. Find out whether we are stale. */
-    private WriteResult recheck(Exchange exchange, Admission admission) {
+    private WriteResult recheck(Admission admission) {
         try {
             Optional<FenceState> now = admission.store().get(admission.scope());
             if (now.isPresent() && now.get().token() > admission.token()) {
@@ -317,12 +319,12 @@ public final class HttpBackend implements Backend {
             // Same token, concurrent writes of one holder, or a write outside the proxy: forget the version so
             // the next attempt reads it afresh.
             admission.store().recordVersion(admission.scope(), admission.token(), null);
-            return answer(exchange, Problem.of(ProblemType.UPSTREAM_CONFLICT, "the resource changed between the fence"
+            return answer(Problem.of(ProblemType.UPSTREAM_CONFLICT, "the resource changed between the fence"
                     + " check and the write (412 from the upstream) and no "
                             + "higher token is recorded; nothing was written by this request, retry it")
                     .with("scope", admission.scope()).with("token", admission.token()));
         } catch (StoreUnavailableException e) {
-            return answer(exchange, Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage())
+            return answer(Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage())
                     .with("scope", admission.scope()));
         }
     }
@@ -382,7 +384,7 @@ public final class HttpBackend implements Backend {
         if (exchange.response().isSent()) {
             return new WriteResult.Answered(exchange.response().status().code());
         }
-        return answer(exchange, Problem.of(ProblemType.INCOMPLETE_BODY, "the request body ended early or could not"
+        return answer(Problem.of(ProblemType.INCOMPLETE_BODY, "the request body ended early or could not"
                 + " be read; the upstream request was abandoned before its end, nothing was written")
                 .header("Connection", "close"));
     }
@@ -516,7 +518,7 @@ public final class HttpBackend implements Backend {
 
     /** After a successful conditional write: the new version is the base for the next writer of this token. */
     private static void recordNewVersion(Exchange exchange, Admission admission, UpstreamResponse response) {
-        String version = exchange.request().prologue().method() == Method.DELETE
+        String version = Method.DELETE.equals(exchange.request().prologue().method())
                 ? FenceState.ABSENT
                 : response.first("ETag");
         try {
@@ -550,11 +552,11 @@ public final class HttpBackend implements Backend {
             LOG.warning("policy '" + policy + "': " + exchange.request().prologue().method().text() + " "
                     + exchange.route().target().rawPath() + ": " + failed.reason() + WarnLimiter.leftOut(leftOut));
         }
-        return answer(exchange, Problem.of(failed.timedOut() ? ProblemType.UPSTREAM_TIMEOUT
+        return answer(Problem.of(failed.timedOut() ? ProblemType.UPSTREAM_TIMEOUT
                 : ProblemType.UPSTREAM_UNREACHABLE, failed.reason()));
     }
 
-    private static WriteResult answer(Exchange exchange, Problem problem) {
+    private static WriteResult answer(Problem problem) {
         return new WriteResult.Refused(problem);
     }
 
@@ -659,7 +661,7 @@ public final class HttpBackend implements Backend {
         }
         if (response.emptyBody()) {
             OptionalLong declared = response.contentLength();
-            boolean noBodyByDefinition = code == 204 || code == 304 || req.prologue().method() == Method.HEAD;
+            boolean noBodyByDefinition = code == 204 || code == 304 || Method.HEAD.equals(req.prologue().method());
             if (declared.isPresent() && code != 204) {
                 res.header(HeaderNames.CONTENT_LENGTH, Long.toString(declared.getAsLong()));
             }

@@ -59,7 +59,7 @@ final class RefusedHeaders {
             }
         }
         if (rawQuery != null) {
-            for (String pair : rawQuery.split("[&;]")) {
+            for (String pair : rawQuery.split("[&;]", -1)) {
                 int eq = pair.indexOf('=');
                 String name = eq < 0 ? pair : pair.substring(0, eq);
                 if (isMethodParameter(name)) {

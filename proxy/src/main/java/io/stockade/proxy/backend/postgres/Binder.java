@@ -196,8 +196,8 @@ final class Binder {
                 case INTEGER -> Exact.parseInteger(text);
                 case NUMBER -> Exact.parseNumber(text);
                 case BOOLEAN -> switch (text) {
-                    case "true" -> Boolean.TRUE;
-                    case "false" -> Boolean.FALSE;
+                    case "true" -> true;
+                    case "false" -> false;
                     default -> throw new IllegalArgumentException();
                 };
                 case JSON -> JsonBody.parse(text);

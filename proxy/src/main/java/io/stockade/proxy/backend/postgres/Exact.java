@@ -123,7 +123,7 @@ final class Exact {
         }
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
-            if (!(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')) {
+            if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')) {
                 throw new NumberFormatException("not a decimal number");
             }
         }

@@ -201,7 +201,6 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
 
     /** Reads the body when a parameter comes from it, and binds every parameter the plan uses. */
     private Bound bind(Exchange exchange, Statements plan, Kind kind, long token) {
-        ServerResponse res = exchange.response();
         try {
             byte[] body;
             try {
@@ -357,7 +356,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             }
             // the fence call's result comes first: table mode (enforce or observe)
             boolean prefixed = call.kind() == Kind.OBSERVED
-                    || call.kind() == Kind.FENCED && config.fence() == FenceMode.TABLE;
+                    || (call.kind() == Kind.FENCED && config.fence() == FenceMode.TABLE);
             Long before = null;
             List<Result> results = new ArrayList<>();
             try (PreparedStatement ps = c.prepareStatement(call.sql())) {
@@ -412,7 +411,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             if (pipelined && executed) {
                 throw new Failed(e, Reached.COMMITTED);
             }
-            boolean commitMayHaveRun = committing || pipelined && sent && commitMayHaveRun(c, e);
+            boolean commitMayHaveRun = committing || (pipelined && sent && commitMayHaveRun(c, e));
             rollbackQuietly(c);
             throw new Failed(e, commitMayHaveRun ? Reached.COMMIT_SENT : Reached.BEFORE_COMMIT);
         }
@@ -475,7 +474,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             return null;
         }
         Long highest = checkToken(c, call.binder());
-        if (highest != null && (highest > call.token() || highest == call.token() && !call.acceptEqual())) {
+        if (highest != null && (highest > call.token() || (highest == call.token() && !call.acceptEqual()))) {
             c.rollback();
             return new Ran.Refused(new WriteResult.Stale(highest));
         }
@@ -626,7 +625,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         }
         // 57014: a statement or the COMMIT was cancelled (statement timeout) before it committed: rolled back
         if (reached == Reached.COMMIT_SENT && (server == null || state.isEmpty() || state.startsWith("08")
-                || state.startsWith("57") && !state.equals("57014") || state.startsWith("58")
+                || (state.startsWith("57") && !state.equals("57014")) || state.startsWith("58")
                 || state.startsWith("XX"))) {
             String sent = call.single() ? "the statement was sent (one statement: it commits as it ends)"
                     : "COMMIT was sent" + (pipelinedCommit() ? " (commit: pipelined sends it with the statements)"
@@ -643,19 +642,19 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             }
         }
         if (state.equals("40001") || state.equals("40P01")) {
-            return sent(res, Problem.of(ProblemType.SERIALIZATION_FAILURE, detail + " (gave up after"
+            return sent(Problem.of(ProblemType.SERIALIZATION_FAILURE, detail + " (gave up after"
                     + " " + (attempts + 1) + " attempts; nothing was written)"));
         }
         if (state.equals("23505")) {
-            return sent(res, Problem.of(ProblemType.UNIQUE_VIOLATION, detail
+            return sent(Problem.of(ProblemType.UNIQUE_VIOLATION, detail
                     + "; nothing was written").with("constraint", constraint));
         }
         if (state.startsWith("23")) {
-            return sent(res, Problem.of(ProblemType.CONSTRAINT_VIOLATION, detail
+            return sent(Problem.of(ProblemType.CONSTRAINT_VIOLATION, detail
                     + "; nothing was written").with("constraint", constraint));
         }
         if (state.equals("57014")) {
-            return sent(res, Problem.of(ProblemType.STATEMENT_TIMEOUT, "the database cancelled"
+            return sent(Problem.of(ProblemType.STATEMENT_TIMEOUT, "the database cancelled"
                     + " the statements after the statement timeout of " + config.datasource().statementTimeout()
                     .toMillis() + " ms; the transaction was rolled back, nothing was written"));
         }
@@ -669,18 +668,18 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
                     + " written: " + e.getMessage());
         }
         if (state.startsWith("22")) {
-            return sent(res, Problem.of(ProblemType.BAD_PARAMETER, "the database refused a value: "
+            return sent(Problem.of(ProblemType.BAD_PARAMETER, "the database refused a value: "
                     + detail + "; nothing was written"));
         }
         LOG.log(Level.WARNING, "policy " + exchange.route().policy().name() + ": statement failed (SQLSTATE "
                 + state + ")", e);
-        return sent(res, Problem.of(ProblemType.STATEMENT_FAILED, "the database refused the"
+        return sent(Problem.of(ProblemType.STATEMENT_FAILED, "the database refused the"
                 + " policy's statements (SQLSTATE " + state + "): " + detail + "; nothing was written")
                 .with("sqlstate", state));
     }
 
     /** The database refused the write: nothing was written, and the pipeline answers the refusal. */
-    private static WriteResult sent(ServerResponse res, Problem p) {
+    private static WriteResult sent(Problem p) {
         return new WriteResult.Refused(p);
     }
 

@@ -120,7 +120,7 @@ final class StatementCheck {
             if (state.startsWith("08") || state.startsWith("57")) {
                 throw new Unanswered(e);
             }
-            if (PARAMETER_TYPES.contains(state) || !strict && !state.startsWith("42")) {
+            if (PARAMETER_TYPES.contains(state) || (!strict && !state.startsWith("42"))) {
                 return Optional.empty();
             }
             return Optional.of(message(e, state));

@@ -62,6 +62,7 @@ final class TransactionWatchdog implements AutoCloseable {
         return running.size();
     }
 
+    @SuppressWarnings("ModifyCollectionInEnhancedForLoop") // running is concurrent: its iterator allows removal
     private void sweep() {
         while (!closed) {
             try {

@@ -284,7 +284,7 @@ final class ConditionalWrite {
     static boolean matches(List<String> values, String etag) {
         String have = bareEtag(etag);
         for (String value : values) {
-            for (String part : value.split(",")) {
+            for (String part : value.split(",", -1)) {
                 String tag = part.trim();
                 if (tag.equals("*") || (!tag.isEmpty() && bareEtag(tag).equals(have))) {
                     return true;

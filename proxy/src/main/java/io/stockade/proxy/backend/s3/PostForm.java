@@ -53,7 +53,8 @@ final class PostForm {
         if (contentType == null) {
             return null;
         }
-        String[] parts = contentType.split(";");
+        // limit 0 (split's default) kept: a value of only ";" has no parts[0] and throws, as before
+        String[] parts = contentType.split(";", 0);
         if (!parts[0].trim().equalsIgnoreCase("multipart/form-data")) {
             return null;
         }

@@ -80,7 +80,7 @@ final class S3Front {
      *
      * @param s3          the request as S3
      * @param verified    its checked signature (null with auth: none, for an unsigned read and for a form)
-     * @param upload      the multipart upload the request's {@code uploadId} names ({@link Multipart}), or null
+     * @param upload      the multipart upload the request's upload id names ({@link Multipart}), or null
      * @param unsigned    an unsigned read (or CORS preflight) the policy forwards: sent upstream without the proxy's
      *                    signature, for the store to judge as the anonymous request it is
      * @param form        a browser-form upload, read up to its file; null for any other request
@@ -232,7 +232,6 @@ final class S3Front {
 
     private Admitted admit(Exchange exchange) {
         ServerRequest req = exchange.request();
-        boolean head = isHead(req);
         S3Request s3;
         try {
             s3 = S3Request.of(req, exchange.route().target(), config.virtualHost());
@@ -244,7 +243,7 @@ final class S3Front {
                     + s3.keyProblem().get(), null);
         }
         if (s3.operation() == S3Request.Operation.POST_OBJECT) {
-            return admitForm(exchange, s3, head);
+            return admitForm(exchange, s3);
         }
         ClientAuth.Verified verified = null;
         boolean unsigned = false;
@@ -363,7 +362,7 @@ final class S3Front {
      * Reads a browser-form upload up to its file and judges it before any fence question: its signature over the
      * policy document, the policy's expiration and conditions, the key. The file is read by the write.
      */
-    private Admitted admitForm(Exchange exchange, S3Request s3, boolean head) {
+    private Admitted admitForm(Exchange exchange, S3Request s3) {
         ServerRequest req = exchange.request();
         for (Header header : req.headers()) {
             if (header.name().toLowerCase(Locale.ROOT).startsWith("x-amz-")) {
@@ -597,7 +596,6 @@ final class S3Front {
 
     /** Sends the client's request upstream (signed by the proxy) and relays the answer. */
     WriteResult relay(Exchange exchange, Parsed p, List<Map.Entry<String, String>> extraHeaders) {
-        ServerRequest req = exchange.request();
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
         headers.addAll(extraHeaders);
@@ -682,7 +680,7 @@ final class S3Front {
                     + "nothing was written");
         }
         io.stockade.proxy.upstream.UpstreamFailure failed = cause(e, io.stockade.proxy.upstream.UpstreamFailure.class);
-        boolean notSent = !mayHaveReached || failed != null && !failed.requestSent();
+        boolean notSent = !mayHaveReached || (failed != null && !failed.requestSent());
         String reason = failed != null && failed.timedOut()
                 ? "upstream " + failed.upstream() + " did not answer within " + config.timeout().toMillis() + " ms"
                 : failed != null && !failed.requestSent() ? failed.getMessage() + "; nothing was sent"

@@ -101,7 +101,7 @@ final class S3Refusals {
 
     private static String camel(String kebab) {
         StringBuilder b = new StringBuilder();
-        for (String part : kebab.split("-")) {
+        for (String part : kebab.split("-", -1)) {
             if (!part.isEmpty()) {
                 b.append(Character.toUpperCase(part.charAt(0))).append(part.substring(1));
             }

@@ -189,7 +189,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         if (raw == null || raw.isEmpty()) {
             return out;
         }
-        for (String pair : raw.split("&")) {
+        for (String pair : raw.split("&", -1)) {
             if (pair.isEmpty()) {
                 continue;
             }

@@ -9,7 +9,7 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.SortedMap;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
@@ -37,7 +37,7 @@ final class SigV4 {
      * @param payloadHash   hex SHA-256 of the body, or one of the UNSIGNED/STREAMING markers
      */
     static String canonicalRequest(String method, String decodedPath, List<Map.Entry<String, String>> query,
-                                   TreeMap<String, String> headers, String payloadHash) {
+                                   SortedMap<String, String> headers, String payloadHash) {
         StringBuilder b = new StringBuilder(256);
         b.append(method).append('\n').append(encode(decodedPath, false)).append('\n')
                 .append(canonicalQuery(query)).append('\n');

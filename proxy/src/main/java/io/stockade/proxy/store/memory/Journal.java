@@ -273,6 +273,7 @@ final class Journal implements AutoCloseable {
         }
     }
 
+    @SuppressWarnings("NonAtomicVolatileUpdate") // the statistics have one writer, this thread: no update is lost
     private void run() {
         try {
             while (true) {
@@ -383,6 +384,7 @@ final class Journal implements AutoCloseable {
      * fsync'd; a crash before that leaves old segments plus a partial snapshot, whose records are never lower
      * than the old ones, so replay is still right.
      */
+    @SuppressWarnings("NonAtomicVolatileUpdate") // the statistics have one writer, the writer thread (this)
     private void compact() throws IOException {
         long stamp = updates.writeLock();
         updates.unlockWrite(stamp);

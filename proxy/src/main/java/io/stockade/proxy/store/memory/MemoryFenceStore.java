@@ -465,6 +465,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     }
 
     /** The visible state of a scope: what was changed since open, else what the replay left; null: none. */
+    @SuppressWarnings("ReferenceEquality") // RETIRED is a sentinel: identity, an equal Entry is not it
     private Entry current(String scope) {
         Entry e = states.get(scope);
         if (e != null) {
@@ -515,6 +516,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
      * as the starting point when the scope was not changed since open). Returning the state it was given changes
      * nothing. With {@code ifPresent}, a scope without state is left alone (as {@code computeIfPresent}).
      */
+    @SuppressWarnings("ReferenceEquality") // identity meant: the RETIRED sentinel; the very state given back
     private void update(String scope, boolean ifPresent, Change change) {
         states.compute(scope, (k, front) -> {
             Entry current = front == null ? replayedEntry(k) : front == RETIRED ? null : front;
@@ -539,6 +541,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     }
 
     /** Every visible scope: the replayed ones not changed since open, then those changed since (weakly consistent). */
+    @SuppressWarnings("ReferenceEquality") // RETIRED is a sentinel: identity, an equal Entry is not it
     private void eachScope(BiConsumer<String, Entry> sink) {
         replayed.forEach((scope, token, version) -> {
             if (!states.containsKey(scope)) {

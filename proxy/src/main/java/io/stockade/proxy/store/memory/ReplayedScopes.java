@@ -131,6 +131,7 @@ final class ReplayedScopes {
     private final String[] batchVersion = new String[BATCH];
     private final boolean[] batchRetire = new boolean[BATCH];
     /** Where the batch's early loads go, so that they are not optimized away. */
+    @SuppressWarnings("UnusedVariable") // written, never read, on purpose: the store keeps the loads alive
     private long touched;
 
     private void stage(byte[] a, int off, int len, long token, String version, boolean retire) {
@@ -171,6 +172,7 @@ final class ReplayedScopes {
         stagedBytes = 0;
     }
 
+    @SuppressWarnings("ReferenceEquality") // identity meant: the very same version String needs no store
     private void applyPut(byte[] a, int off, int len, int h, long token, String version) {
         int slot = find(a, off, len, h);
         if (slot >= 0) {

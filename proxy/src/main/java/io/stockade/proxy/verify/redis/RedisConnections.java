@@ -173,7 +173,7 @@ final class RedisConnections implements AutoCloseable {
                     Response<Long> pttl = p.pttl(key);
                     Response<String> again = p.get(key);
                     p.sync();
-                    return lookup(value.get(), pttl(pttl::get), again.get());
+                    return lookup(value.get(), pttl(pttl), again.get());
                 }
             }
 
