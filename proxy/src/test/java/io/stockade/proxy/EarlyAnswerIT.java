@@ -96,7 +96,7 @@ class EarlyAnswerIT {
              S3Client s3 = fixture.client()) {
             byte[] big = new byte[2 << 20];
             S3Exception e = assertThrows(S3Exception.class, () -> s3.putObject(b -> b.bucket("no-such-bucket")
-                    .key("k").overrideConfiguration(S3BackendIT.token(5)), RequestBody.fromBytes(big)));
+                    .key("k").overrideConfiguration(S3Fixture.token(5)), RequestBody.fromBytes(big)));
             assertEquals(404, e.statusCode(), e.toString());
             assertEquals("NoSuchBucket", e.awsErrorDetails().errorCode(), e.toString());
         }

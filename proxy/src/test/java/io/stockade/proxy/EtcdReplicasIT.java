@@ -1,6 +1,5 @@
 package io.stockade.proxy;
 
-import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -11,13 +10,10 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.IntFunction;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.proxy.testing.ChildProxy;
-import io.stockade.proxy.testing.Racers;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.RequiresTools;
@@ -31,6 +27,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
 
+import static io.stockade.proxy.testing.Racers.raceOnReplicas;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -41,8 +38,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class EtcdReplicasIT {
     static final int REPLICAS = 3;
-    static final int WRITERS = 12;
-    static final int OPS_PER_WRITER = 30;
     static EtcdServer etcd;
     static TestUpstream upstream;
     /** One set of replicas for the class (child JVMs are the slow part), each test on scopes of its own. */
@@ -74,7 +69,7 @@ class EtcdReplicasIT {
     @Order(1)
     void threeReplicasInFrontOfAnAtomicBackend() throws Exception {
         History history = new History();
-        race(history, "atomic/race", i -> replicas.get(i % REPLICAS).baseUri().resolve("/atomic/race"));
+        raceOnReplicas(history, "atomic/race", i -> replicas.get(i % REPLICAS).baseUri().resolve("/atomic/race"));
         check(history, upstream, List.of("atomic/race"));
     }
 
@@ -93,7 +88,7 @@ class EtcdReplicasIT {
             // the load balancer's choice: one replica per scope
             ChildProxy owner = replicas.get(Math.floorMod(scope.hashCode(), REPLICAS));
             runs.add(pool.submit(() -> {
-                race(history, scope, i -> owner.baseUri().resolve("/" + scope));
+                raceOnReplicas(history, scope, i -> owner.baseUri().resolve("/" + scope));
                 return null;
             }));
         }
@@ -122,11 +117,11 @@ class EtcdReplicasIT {
             replicas.getFirst().kill9();
         });
         killer.start();
-        race(history, "atomic/k", i -> replicas.get(i % REPLICAS).baseUri().resolve("/atomic/k"));
+        raceOnReplicas(history, "atomic/k", i -> replicas.get(i % REPLICAS).baseUri().resolve("/atomic/k"));
         killer.join();
         assertTrue(!replicas.getFirst().isAlive());
         // after the kill: the survivors still refuse every stale token (same history, higher leases)
-        race(history, "atomic/k", i -> replicas.get(1 + i % 2).baseUri().resolve("/atomic/k"));
+        raceOnReplicas(history, "atomic/k", i -> replicas.get(1 + i % 2).baseUri().resolve("/atomic/k"));
         check(history, upstream, List.of("atomic/k"));
     }
 
@@ -197,15 +192,5 @@ class EtcdReplicasIT {
         }
         HistoryChecker.Result result = HistoryChecker.check(history, last, applied);
         assertTrue(result.ok(), result.toString());
-    }
-
-    /** {@link #WRITERS} writers on one scope; writer {@code w} sends its n-th request to {@code target(w + n)}. */
-    static void race(History history, String scope, IntFunction<URI> target) throws Exception {
-        AtomicLong lease = new AtomicLong(1 + history.ops().stream().mapToLong(History.Op::token).max().orElse(0));
-        Racers.race(history, WRITERS, OPS_PER_WRITER, (writer, n) -> {
-            long token = Racers.token(lease);
-            return new Racers.Write(scope, target.apply(writer + n), token,
-                    scope + "-w" + writer + "-n" + n + "-t" + token + "-" + UUID.randomUUID());
-        });
     }
 }

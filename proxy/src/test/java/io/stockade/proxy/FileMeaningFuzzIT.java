@@ -101,6 +101,6 @@ class FileMeaningFuzzIT {
     }
 
     static MeaningOracle.Answer send(MeaningGrammar.Request request, Long token) throws Exception {
-        return WebDavMeaningFuzzIT.send(proxy, request, token);
+        return RawAttempts.sendMeaning(proxy, request, token);
     }
 }

@@ -19,6 +19,7 @@ import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.proxy.testing.Racers;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
@@ -164,13 +165,13 @@ class PgBouncerIT {
         try (Pg pg = Pg.create(""); PgBouncer bouncer = PgBouncer.transaction(pg);
              TestUpstream upstream = TestUpstream.start()) {
             // both replicas migrate the fence table at start, through the pooler
-            List<ChildProxy> replicas = PostgresStoreReplicasIT.startReplicas(dir, bouncer.base() + EAGER, upstream,
+            List<ChildProxy> replicas = PostgresStoreReplicas.start(dir, bouncer.base() + EAGER, upstream,
                     "conditional: if-match");
             try {
                 History history = new History();
-                EtcdReplicasIT.race(history, "docs/race",
-                        i -> replicas.get(i % PostgresStoreReplicasIT.REPLICAS).baseUri().resolve("/docs/race"));
-                PostgresStoreReplicasIT.check(history, upstream, pg, List.of("docs/race"));
+                Racers.raceOnReplicas(history, "docs/race",
+                        i -> replicas.get(i % PostgresStoreReplicas.REPLICAS).baseUri().resolve("/docs/race"));
+                PostgresStoreReplicas.check(history, upstream, pg, List.of("docs/race"));
                 assertDefinite(history, "two replicas");
             } finally {
                 replicas.forEach(ChildProxy::close);

@@ -29,7 +29,7 @@ class QuarantineIT {
         try (TestUpstream upstream = TestUpstream.start();
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), POLICY,
                      Map.of("UPSTREAM", upstream.baseUri().toString()))) {
-            awaitOpen(proxy);
+            proxy.awaitDocsOpen();
             assertEquals(201, Http.put(proxy.uri("/docs/a"), "v1", Map.of("Fencing-Token", "1")).status());
 
             // The storage is slow: it applies the write 1 s after receiving it, long after the proxy gave up.
@@ -63,18 +63,5 @@ class QuarantineIT {
             assertEquals("v6", upstream.contentText("/docs/a").orElseThrow());
             assertEquals(List.of("v1", "v5", "v6"), upstream.appliedBodies("/docs/a"));
         }
-    }
-
-    /** Serialized policies open after their settle time (writes of a crashed run may still be in flight). */
-    static void awaitOpen(ProxyFixture proxy) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (System.nanoTime() < deadline) {
-            Http.Response r = Http.put(proxy.uri("/docs/probe"), "p", Map.of("Fencing-Token", "0"));
-            if (r.status() != 503) {
-                return;
-            }
-            Thread.sleep(100);
-        }
-        throw new AssertionError("the policy did not open within 10 s");
     }
 }

@@ -40,9 +40,9 @@ class ReadinessIT {
                      .on("store: {type: etcd, endpoints: \"${ETCD}\", prefix: /ready/, timeout: 1s}")
                      .policy("docs", "/docs/{id}", "docs/{id}").http("${UPSTREAM}", "conditional: if-match").yaml(),
                      Map.of("ETCD", etcd.endpoints(), "UPSTREAM", upstream.baseUri().toString()))) {
-            awaitReady(proxy, 200);
+            proxy.awaitReady(200);
             etcd.kill(0);
-            Http.Response down = awaitReady(proxy, 503);
+            Http.Response down = proxy.awaitReady(503);
             assertTrue(down.body().contains("\"status\":\"DOWN\""), down.body());
             assertTrue(down.body().contains("fence store"), down.body());
             assertEquals(200, Http.get(proxy.uri(StockadeServer.LIVE)).status(), "live stays up");
@@ -52,7 +52,7 @@ class ReadinessIT {
             assertEquals(0, upstream.requestCount());
 
             etcd.restart(0);
-            Http.Response up = awaitReady(proxy, 200);
+            Http.Response up = proxy.awaitReady(200);
             assertTrue(up.body().startsWith("{\"status\":\"UP\",\"policies\":{\"docs\":{\"status\":\"UP\"}"),
                     up.body());
             assertEquals(201, Http.put(proxy.uri("/docs/a"), "v", Map.of("Fencing-Token", "5")).status());
@@ -86,7 +86,7 @@ class ReadinessIT {
         try (EtcdServer etcd = EtcdServer.single();
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), TWO_POLICIES, Map.of("ETCD", etcd.endpoints(),
                      "ROOT", root.toString(), "READINESS", "report"))) {
-            awaitReady(proxy, 200);
+            proxy.awaitReady(200);
             etcd.kill(0);
             long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
             Http.Response files;
@@ -122,33 +122,13 @@ class ReadinessIT {
         try (EtcdServer etcd = EtcdServer.single();
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), TWO_POLICIES, Map.of("ETCD", etcd.endpoints(),
                      "ROOT", root.toString(), "READINESS", "gate"))) {
-            awaitReady(proxy, 200);
+            proxy.awaitReady(200);
             etcd.kill(0);
-            Http.Response down = awaitReady(proxy, 503);
+            Http.Response down = proxy.awaitReady(503);
             assertTrue(down.body().contains("policy 'files': etcd verifier"), down.body());
             assertFalse(down.body().contains("fence store"), "the memory store answers: " + down.body());
             etcd.restart(0);
-            awaitReady(proxy, 200);
+            proxy.awaitReady(200);
         }
-    }
-
-    /** Polls {@code /health/ready} (its answer is kept for a second) until it answers {@code status}. */
-    static Http.Response awaitReady(ProxyFixture proxy, int status) throws Exception {
-        return awaitReady(proxy, StockadeServer.READY, status);
-    }
-
-    /** Polls {@code path} (/health/ready or /health/ready/&lt;policy&gt;) until it answers {@code status}. */
-    static Http.Response awaitReady(ProxyFixture proxy, String path, int status) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        Http.Response r;
-        do {
-            r = Http.get(proxy.uri(path));
-            if (r.status() == status) {
-                return r;
-            }
-            Thread.sleep(100);
-        } while (System.nanoTime() < deadline);
-        throw new AssertionError(path + " did not answer " + status + " within 30 s; last: " + r.status()
-                + " " + r.body());
     }
 }

@@ -232,7 +232,7 @@ class S3CliIT {
                 while (true) {
                     try {
                         client.putObject(b -> b.bucket(BUCKET).key("serialized/warm-up").overrideConfiguration(
-                                S3BackendIT.token(1)), RequestBody.fromString("x"));
+                                S3Fixture.token(1)), RequestBody.fromString("x"));
                         break;
                     } catch (software.amazon.awssdk.services.s3.model.S3Exception e) {
                         assertTrue(e.statusCode() == 503 && System.nanoTime() < deadline, e.getMessage());
@@ -346,7 +346,7 @@ class S3CliIT {
     void rbForceDeletesTheObjectsAndThenSaysWhyTheBucketStays() throws Exception {
         direct.createBucket(b -> b.bucket("cli-rb"));
         for (String k : List.of("x/1", "x/2", "y")) {
-            sdk.putObject(b -> b.bucket("cli-rb").key(k).overrideConfiguration(S3BackendIT.token(3)),
+            sdk.putObject(b -> b.bucket("cli-rb").key(k).overrideConfiguration(S3Fixture.token(3)),
                     RequestBody.fromString(k));
         }
         Result rb = failed(aws(pluginConfig, 4L, "s3", "rb", "--force", "s3://cli-rb"), "BucketNotEmpty");

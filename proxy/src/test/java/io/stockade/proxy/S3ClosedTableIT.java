@@ -117,7 +117,7 @@ class S3ClosedTableIT {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             try {
-                client.putObject(b -> b.bucket(BUCKET).key("warm-up").overrideConfiguration(S3BackendIT.token(1)),
+                client.putObject(b -> b.bucket(BUCKET).key("warm-up").overrideConfiguration(S3Fixture.token(1)),
                         RequestBody.fromString("x"));
                 return;
             } catch (S3Exception e) {
@@ -135,7 +135,7 @@ class S3ClosedTableIT {
     }
 
     private static void put(Setup setup, Fence fence, String key, long token, String body) {
-        setup.client(fence).putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3BackendIT.token(token)),
+        setup.client(fence).putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3Fixture.token(token)),
                 RequestBody.fromString(body));
     }
 
@@ -393,7 +393,7 @@ class S3ClosedTableIT {
         Setup setup = SETUPS.get(Store.TRANSIENT);
         int port = optedIn().server().port();
         try (S3Client client = S3Fixture.client(optedIn().uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
-            client.putObject(b -> b.bucket(BUCKET).key("apart/k").overrideConfiguration(S3BackendIT.token(10)),
+            client.putObject(b -> b.bucket(BUCKET).key("apart/k").overrideConfiguration(S3Fixture.token(10)),
                     RequestBody.fromString("k by 10"));
             Http.Response marker = new S3Fixture.Raw("PUT", "/" + BUCKET + "/apart/k/").header("Fencing-Token", "1")
                     .body("").send(port);

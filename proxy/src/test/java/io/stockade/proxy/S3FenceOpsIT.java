@@ -54,7 +54,7 @@ class S3FenceOpsIT {
     }
 
     static void put(S3Client client, String key, long token, String body) {
-        client.putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3BackendIT.token(token)),
+        client.putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3Fixture.token(token)),
                 RequestBody.fromString(body));
     }
 

@@ -4,6 +4,7 @@ import java.net.URI;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Properties;
+import java.util.function.Consumer;
 
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;
@@ -11,6 +12,7 @@ import org.jclouds.ContextBuilder;
 import org.jclouds.blobstore.BlobStoreContext;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.regions.Region;
@@ -134,6 +136,11 @@ public final class S3Fixture implements AutoCloseable {
             throw new IllegalStateException("no place for the backend options in the policy");
         }
         return policy;
+    }
+
+    /** A request's override that sends {@code token} as the {@code Fencing-Token} header (the SDK signs it). */
+    public static Consumer<AwsRequestOverrideConfiguration.Builder> token(long token) {
+        return o -> o.putHeader("Fencing-Token", Long.toString(token));
     }
 
     /** Another proxy (replica) in front of the same s3proxy, with the same policy and these variables. */

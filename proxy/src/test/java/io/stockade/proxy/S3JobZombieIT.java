@@ -117,7 +117,7 @@ class S3JobZombieIT {
             while (true) {
                 try {
                     client.putObject(b -> b.bucket(bucket).key("warm-up/x").overrideConfiguration(
-                            S3BackendIT.token(1)), RequestBody.fromString("x"));
+                            S3Fixture.token(1)), RequestBody.fromString("x"));
                     return;
                 } catch (S3Exception e) {
                     assertTrue(e.statusCode() == 503 && System.nanoTime() < deadline, e.getMessage());
@@ -227,7 +227,7 @@ class S3JobZombieIT {
              var files = Files.list(dir)) {
             for (Path f : files.toList()) {
                 client.putObject(b -> b.bucket(bucket).key(prefix + f.getFileName()).overrideConfiguration(
-                        S3BackendIT.token(6)), RequestBody.fromFile(f));
+                        S3Fixture.token(6)), RequestBody.fromFile(f));
             }
         }
     }
@@ -372,10 +372,10 @@ class S3JobZombieIT {
         String key = prefix + "fence-probe";
         try (S3Client client = S3Fixture.client(endpoint, S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
             S3Exception stale = assertThrows(S3Exception.class, () -> client.putObject(b -> b.bucket(bucket).key(key)
-                    .overrideConfiguration(S3BackendIT.token(token - 1)), RequestBody.fromString("below")));
+                    .overrideConfiguration(S3Fixture.token(token - 1)), RequestBody.fromString("below")));
             assertEquals(412, stale.statusCode());
             assertTrue(direct.listObjectsV2(b -> b.bucket(bucket).prefix(key)).contents().isEmpty());
-            client.putObject(b -> b.bucket(bucket).key(key).overrideConfiguration(S3BackendIT.token(token)),
+            client.putObject(b -> b.bucket(bucket).key(key).overrideConfiguration(S3Fixture.token(token)),
                     RequestBody.fromString("at"));
         }
     }

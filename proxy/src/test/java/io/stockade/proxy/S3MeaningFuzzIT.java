@@ -115,7 +115,7 @@ class S3MeaningFuzzIT {
             while (true) {
                 try {
                     client.putObject(b -> b.bucket(MeaningGrammar.OTHER).key("warm-up")
-                            .overrideConfiguration(S3BackendIT.token(1)), RequestBody.fromString("x"));
+                            .overrideConfiguration(S3Fixture.token(1)), RequestBody.fromString("x"));
                     return;
                 } catch (S3Exception e) {
                     if (e.statusCode() != 503 || System.nanoTime() > deadline) {

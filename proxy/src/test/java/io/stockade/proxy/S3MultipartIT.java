@@ -109,7 +109,7 @@ class S3MultipartIT {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             try {
-                client.putObject(b -> b.bucket(BUCKET).key("warm-up").overrideConfiguration(S3BackendIT.token(1)),
+                client.putObject(b -> b.bucket(BUCKET).key("warm-up").overrideConfiguration(S3Fixture.token(1)),
                         RequestBody.fromString("x"));
                 return;
             } catch (S3Exception e) {
@@ -127,13 +127,13 @@ class S3MultipartIT {
     }
 
     private static void put(Setup setup, Fence fence, String key, long token, String body) {
-        setup.client(fence).putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3BackendIT.token(token)),
+        setup.client(fence).putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3Fixture.token(token)),
                 RequestBody.fromString(body));
     }
 
     private static String create(S3Client client, String key, long token) {
         return client.createMultipartUpload(b -> b.bucket(BUCKET).key(key)
-                .overrideConfiguration(S3BackendIT.token(token))).uploadId();
+                .overrideConfiguration(S3Fixture.token(token))).uploadId();
     }
 
     /** UploadPart without a token (as the AWS CLI sends its parts): its ETag. */
@@ -145,7 +145,7 @@ class S3MultipartIT {
     private static void complete(S3Client client, String key, String upload, long token, List<CompletedPart> parts) {
         client.completeMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload)
                 .multipartUpload(CompletedMultipartUpload.builder().parts(parts).build())
-                .overrideConfiguration(S3BackendIT.token(token)));
+                .overrideConfiguration(S3Fixture.token(token)));
     }
 
     private static CompletedPart completed(int number, String etag) {
@@ -207,7 +207,7 @@ class S3MultipartIT {
         assertRefused(assertThrows(S3Exception.class, () -> part(client, key, listedId, 2, zombies)),
                 400, "InvalidRequest");
         assertRefused(assertThrows(S3Exception.class, () -> client.uploadPart(b -> b.bucket(BUCKET).key(key)
-                .uploadId(listedId).partNumber(2).overrideConfiguration(S3BackendIT.token(9)),
+                .uploadId(listedId).partNumber(2).overrideConfiguration(S3Fixture.token(9)),
                 RequestBody.fromBytes(zombies))), 400, "InvalidRequest");
         put(setup, fence, "inject/source-" + fence, 1, "the zombie's copied bytes");
         assertRefused(assertThrows(S3Exception.class, () -> client.uploadPartCopy(b -> b.sourceBucket(BUCKET)
@@ -306,9 +306,9 @@ class S3MultipartIT {
         byte[] first = new byte[FIVE_MIB];
         new Random(5).nextBytes(first);
         String etag1 = client.uploadPart(b -> b.bucket(BUCKET).key(key).uploadId(upload).partNumber(1)
-                .overrideConfiguration(S3BackendIT.token(5)), RequestBody.fromBytes(first)).eTag();
+                .overrideConfiguration(S3Fixture.token(5)), RequestBody.fromBytes(first)).eTag();
         S3Exception other = assertThrows(S3Exception.class, () -> client.uploadPart(b -> b.bucket(BUCKET).key(key)
-                .uploadId(upload).partNumber(2).overrideConfiguration(S3BackendIT.token(6)),
+                .uploadId(upload).partNumber(2).overrideConfiguration(S3Fixture.token(6)),
                 RequestBody.fromString("another token's part")));
         assertRefused(other, 400, "InvalidRequest");
         assertTrue(other.getMessage().contains("created with fencing token 5"), other.getMessage());

@@ -127,7 +127,7 @@ class S3RacingWritersIT {
                     .mapToLong(History.Op::token).max().orElseThrow();
             S3Exception e = org.junit.jupiter.api.Assertions.assertThrows(S3Exception.class, () ->
                     client.putObject(b -> b.bucket(BUCKET).key("team/untouched.txt")
-                            .overrideConfiguration(S3BackendIT.token(highest - 1)), RequestBody.fromString("late")));
+                            .overrideConfiguration(S3Fixture.token(highest - 1)), RequestBody.fromString("late")));
             assertEquals(412, e.statusCode());
             assertEquals(null, readDirect(direct, "team/untouched.txt"));
         }
@@ -142,7 +142,7 @@ class S3RacingWritersIT {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             try {
-                client.putObject(b -> b.bucket(BUCKET).key("warm-up/x").overrideConfiguration(S3BackendIT.token(1)),
+                client.putObject(b -> b.bucket(BUCKET).key("warm-up/x").overrideConfiguration(S3Fixture.token(1)),
                         RequestBody.fromString("x"));
                 return;
             } catch (S3Exception e) {
@@ -221,7 +221,7 @@ class S3RacingWritersIT {
                         List<History.Op> ops = recorder.invoke(key, token, value);
                         try {
                             client.putObject(b -> b.bucket(BUCKET).key(key)
-                                    .overrideConfiguration(S3BackendIT.token(token)), RequestBody.fromString(value));
+                                    .overrideConfiguration(S3Fixture.token(token)), RequestBody.fromString(value));
                             ops.forEach(op -> op.ok(200));
                             counts[0]++;
                         } catch (S3Exception e) {

@@ -10,8 +10,8 @@ import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 
-import io.stockade.proxy.StreamingIT.PatternStream;
 import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.proxy.testing.PatternStream;
 
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;
@@ -101,7 +101,7 @@ class S3StreamingIT {
                 direct.createBucket(b -> b.bucket(BUCKET));
                 String expected = sha256(new PatternStream(GIB));
 
-                s3.putObject(b -> b.bucket(BUCKET).key("one.gib").overrideConfiguration(S3BackendIT.token(1)),
+                s3.putObject(b -> b.bucket(BUCKET).key("one.gib").overrideConfiguration(S3Fixture.token(1)),
                         RequestBody.fromContentProvider(() -> new PatternStream(GIB), GIB,
                                 "application/octet-stream"));
 

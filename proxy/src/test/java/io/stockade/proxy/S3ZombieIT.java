@@ -76,7 +76,7 @@ class S3ZombieIT {
                     .overrideConfiguration(c -> c.addExecutionInterceptor(pause))
                     .build()) {
                 // The zombie holds the lease (token 20) and writes with it.
-                zombie.putObject(b -> b.bucket(BUCKET).key("lease.txt").overrideConfiguration(S3BackendIT.token(20)),
+                zombie.putObject(b -> b.bucket(BUCKET).key("lease.txt").overrideConfiguration(S3Fixture.token(20)),
                         RequestBody.fromString("zombie while it held the lease"));
 
                 // It starts its next write and is stopped inside the SDK call, after signing.
@@ -85,7 +85,7 @@ class S3ZombieIT {
                 Thread zombieThread = Thread.ofPlatform().name("zombie").start(() -> {
                     try {
                         zombie.putObject(b -> b.bucket(BUCKET).key("lease.txt")
-                                        .overrideConfiguration(S3BackendIT.token(20)),
+                                        .overrideConfiguration(S3Fixture.token(20)),
                                 RequestBody.fromString("zombie wakes up"));
                         late.complete(null);
                     } catch (Throwable t) {
@@ -99,7 +99,7 @@ class S3ZombieIT {
 
                 // Its lease expires; the new holder gets token 21 and writes.
                 newHolder.putObject(b -> b.bucket(BUCKET).key("lease.txt")
-                        .overrideConfiguration(S3BackendIT.token(21)), RequestBody.fromString("new holder"));
+                        .overrideConfiguration(S3Fixture.token(21)), RequestBody.fromString("new holder"));
                 assertEquals("new holder", S3RacingWritersIT.readDirect(direct, "lease.txt", BUCKET));
 
                 // The zombie wakes up and its signed request goes out: refused, and nothing changes.

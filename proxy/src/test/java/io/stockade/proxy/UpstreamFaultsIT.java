@@ -49,7 +49,7 @@ class UpstreamFaultsIT {
         upstream.start();
         proxy = ProxyFixture.start(dir.resolve("j"), POLICY, Map.of("UPSTREAM", upstream.baseUrl()));
         upstream.stubFor(put(urlPathEqualTo("/docs/probe")).willReturn(aResponse().withStatus(204)));
-        QuarantineIT.awaitOpen(proxy);
+        proxy.awaitDocsOpen();
     }
 
     @AfterAll

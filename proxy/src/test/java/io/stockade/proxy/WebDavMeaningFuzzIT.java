@@ -11,7 +11,6 @@ import io.stockade.proxy.testing.FrontProxy;
 import io.stockade.proxy.testing.MeaningGrammar;
 import io.stockade.proxy.testing.MeaningOracle;
 import io.stockade.proxy.testing.MeaningSeeds;
-import io.stockade.testing.Http;
 import io.stockade.testing.Tools;
 
 import net.jqwik.api.Arbitrary;
@@ -165,28 +164,6 @@ class WebDavMeaningFuzzIT {
     }
 
     static MeaningOracle.Answer send(MeaningGrammar.Request request, Long token) throws Exception {
-        return send(proxy, request, token);
-    }
-
-    /** Sends a request over a raw socket, byte for byte; {@code HOST} in a header value is the proxy's address. */
-    static MeaningOracle.Answer send(ProxyFixture proxy, MeaningGrammar.Request request, Long token)
-            throws Exception {
-        String host = "127.0.0.1:" + proxy.server().port();
-        StringBuilder out = new StringBuilder(request.method()).append(' ').append(request.rawTarget())
-                .append(" HTTP/1.1\r\nHost: ").append(host).append("\r\n");
-        for (MeaningGrammar.Header h : request.headers()) {
-            out.append(h.name()).append(": ").append(h.value().replace("HOST", host)).append("\r\n");
-        }
-        if (request.token() == MeaningGrammar.Token.MALFORMED) {
-            out.append("Fencing-Token: 7x\r\n");
-        } else if (token != null) {
-            out.append("Fencing-Token: ").append(token).append("\r\n");
-        }
-        byte[] body = request.body().getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        // RawHttp writes one byte per char: the body goes as its UTF-8 bytes, which Content-Length counted
-        out.append("Content-Length: ").append(body.length).append("\r\nConnection: close\r\n\r\n")
-                .append(new String(body, java.nio.charset.StandardCharsets.ISO_8859_1));
-        Http.Response r = RawHttp.send(proxy.server().port(), out.toString());
-        return new MeaningOracle.Answer(r.status(), r.body());
+        return RawAttempts.sendMeaning(proxy, request, token);
     }
 }
