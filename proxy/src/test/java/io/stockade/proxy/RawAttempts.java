@@ -17,12 +17,12 @@ import io.stockade.testing.Http;
  * What the differential fuzzers ({@code *TargetFuzzIT}) share: how an attempt is sent, and the memory store's fences;
  * and what the meaning fuzzers ({@code *MeaningFuzzIT}) share: how a request is sent, and the proxy's decisions.
  */
-final class RawAttempts {
+public final class RawAttempts {
     private RawAttempts() {
     }
 
     /** Sends an attempt over a raw socket, byte for byte (its target exactly as generated). */
-    static DifferentialOracle.Result send(ProxyFixture proxy, TargetGrammar.Attempt attempt, String body)
+    public static DifferentialOracle.Result send(ProxyFixture proxy, TargetGrammar.Attempt attempt, String body)
             throws Exception {
         Http.Response r = RawHttp.send(proxy.server().port(), attempt.method() + " " + attempt.target()
                 + " HTTP/1.1\r\nHost: fuzz\r\n" + (attempt.token() == null ? ""
@@ -32,7 +32,7 @@ final class RawAttempts {
     }
 
     /** Sends a request over a raw socket, byte for byte; {@code HOST} in a header value is the proxy's address. */
-    static MeaningOracle.Answer sendMeaning(ProxyFixture proxy, MeaningGrammar.Request request, Long token)
+    public static MeaningOracle.Answer sendMeaning(ProxyFixture proxy, MeaningGrammar.Request request, Long token)
             throws Exception {
         String host = "127.0.0.1:" + proxy.server().port();
         StringBuilder out = new StringBuilder(request.method()).append(' ').append(request.rawTarget())
@@ -54,7 +54,7 @@ final class RawAttempts {
     }
 
     /** The fences of the proxy's store (memory, etcd or postgres), every scope. */
-    static DifferentialOracle.Fences storeFences(ProxyFixture proxy) {
+    public static DifferentialOracle.Fences storeFences(ProxyFixture proxy) {
         FenceAdmin admin = FenceStores.admin(proxy.server().store()).orElseThrow();
         return () -> {
             Map<String, Long> out = new HashMap<>();
@@ -67,7 +67,7 @@ final class RawAttempts {
      * The proxy's decisions so far by outcome, summed over the policies named and requests no policy matched
      * ({@code stockade_decisions_total}).
      */
-    static MeaningOracle.Decisions decisions(ProxyFixture proxy, String... policies) {
+    public static MeaningOracle.Decisions decisions(ProxyFixture proxy, String... policies) {
         List<String> names = new java.util.ArrayList<>(List.of(policies));
         names.add(io.stockade.proxy.log.Decision.NONE);
         return () -> {
