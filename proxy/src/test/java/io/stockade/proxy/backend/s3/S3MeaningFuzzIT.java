@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicReference;
 
+import io.stockade.proxy.RawAttempts;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.proxy.testing.DifferentialOracle;
 import io.stockade.proxy.testing.MeaningGrammar;
 import io.stockade.proxy.testing.MeaningOracle;

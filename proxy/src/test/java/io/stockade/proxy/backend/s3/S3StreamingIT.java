@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.io.InputStream;
 import java.net.URI;
@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.proxy.S3Fixture;
 import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.PatternStream;
 

@@ -1,10 +1,12 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.logging.LogRecord;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.proxy.testing.Warnings;
 import io.stockade.testing.FreePorts;
 

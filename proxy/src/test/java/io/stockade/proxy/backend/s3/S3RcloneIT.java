@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;
 

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.FreePorts;
 
 import org.junit.jupiter.api.AfterAll;

@@ -1,10 +1,12 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+
+import io.stockade.proxy.S3Fixture;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

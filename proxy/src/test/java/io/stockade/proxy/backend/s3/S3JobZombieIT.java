@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.net.URI;
 import java.nio.file.Files;
@@ -15,6 +15,8 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.TcpRelay;
 import io.stockade.testing.Tools;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -6,6 +6,8 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterAll;

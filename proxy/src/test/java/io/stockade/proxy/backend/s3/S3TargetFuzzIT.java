@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -8,6 +8,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawAttempts;
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.proxy.testing.DifferentialOracle;
 import io.stockade.proxy.testing.TargetGrammar;
 import io.stockade.testing.Http;

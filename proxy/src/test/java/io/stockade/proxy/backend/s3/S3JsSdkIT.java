@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -12,6 +12,8 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.AwsSdkJs;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,6 +17,7 @@ import java.util.function.IntFunction;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.proxy.S3Fixture;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -34,11 +35,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Racing writers through the S3 backend with the real AWS SDK v2 {@link S3Client} (default settings), on one key
  * (fence-scope: object, the atomic class: HEAD, compare, conditional PUT) and on one prefix (fence-scope: prefix,
  * the serialized class: one lease guards several keys). Sixteen writers interleave tokens like
- * {@link RacingWritersIT}: most write with the current lease's token, some take the lease over, some are zombies
- * (a token below the current one). What each writer was told is checked by {@link HistoryChecker} against what
- * s3proxy holds, read <em>directly</em> from s3proxy (never through the proxy): the final objects, and for the
- * one-key race a reader polling the key during the race (so a stale write that landed and was then overwritten is
- * caught too, rule {@code STALE_READ}).
+ * {@link io.stockade.proxy.RacingWritersIT}: most write with the current lease's token, some take the lease over,
+ * some are zombies (a token below the current one). What each writer was told is checked by {@link HistoryChecker}
+ * against what s3proxy holds, read <em>directly</em> from s3proxy (never through the proxy): the final objects, and
+ * for the one-key race a reader polling the key during the race (so a stale write that landed and was then
+ * overwritten is caught too, rule {@code STALE_READ}).
  *
  * <h2>Why one proxy, and why that is honest</h2>
  * s3proxy 3.0.0 honours {@code If-Match} / {@code If-None-Match: *} one request at a time, but its check-and-put is

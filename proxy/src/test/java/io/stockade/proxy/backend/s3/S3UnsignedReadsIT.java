@@ -1,8 +1,10 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Path;
 import java.util.Map;
 
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterAll;
