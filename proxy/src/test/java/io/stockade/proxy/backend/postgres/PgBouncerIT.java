@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,6 +16,9 @@ import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.policy.Datasource;
 import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.PostgresStoreReplicas;
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.VerifiedFiles;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.proxy.testing.ChildProxy;

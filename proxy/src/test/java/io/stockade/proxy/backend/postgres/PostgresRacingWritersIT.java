@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.testing.Racers;
 import io.stockade.testing.Pg;
 

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.io.ByteArrayOutputStream;
 import java.math.BigDecimal;
@@ -21,6 +21,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.IntStream;
 
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
 

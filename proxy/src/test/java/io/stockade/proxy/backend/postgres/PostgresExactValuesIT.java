@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.math.BigDecimal;
 import java.net.http.HttpRequest;
@@ -14,6 +14,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ThreadLocalRandom;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
 

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -6,6 +6,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawAttempts;
 import io.stockade.proxy.testing.DifferentialOracle;
 import io.stockade.proxy.testing.TargetGrammar;
 import io.stockade.testing.Pg;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 
-import io.stockade.proxy.backend.postgres.PostgresBackend;
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
 import io.stockade.testing.PgBouncer;

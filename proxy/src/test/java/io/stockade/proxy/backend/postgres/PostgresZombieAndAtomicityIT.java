@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.nio.file.Path;
 import java.util.Map;
@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
 

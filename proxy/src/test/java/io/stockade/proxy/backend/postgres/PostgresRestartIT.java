@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,6 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
 import io.stockade.testing.PgCluster;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -8,6 +8,7 @@ import java.sql.Statement;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.Test;

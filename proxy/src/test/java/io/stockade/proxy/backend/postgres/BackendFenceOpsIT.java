@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.postgres;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -13,6 +13,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.StockadeServer;
 import io.stockade.proxy.admin.FenceCommand;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.FenceStores;
