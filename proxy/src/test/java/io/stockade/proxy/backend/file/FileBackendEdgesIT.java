@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.file;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -8,6 +8,9 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.stream.Stream;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.Test;

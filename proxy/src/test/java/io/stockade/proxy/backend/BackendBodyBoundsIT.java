@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -10,6 +10,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
 import io.stockade.proxy.testing.OpenSockets;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.http;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -8,6 +8,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawAttempts;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.DifferentialOracle;
 import io.stockade.proxy.testing.TargetGrammar;
 import io.stockade.proxy.testing.TestUpstream;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.file;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -8,6 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawAttempts;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.DifferentialOracle;
 import io.stockade.proxy.testing.TargetGrammar;
 

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.http;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -6,6 +6,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.ReceivedRequest;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;

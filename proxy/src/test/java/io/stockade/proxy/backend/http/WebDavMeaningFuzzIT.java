@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.http;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -7,6 +7,8 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawAttempts;
 import io.stockade.proxy.testing.FrontProxy;
 import io.stockade.proxy.testing.MeaningGrammar;
 import io.stockade.proxy.testing.MeaningOracle;

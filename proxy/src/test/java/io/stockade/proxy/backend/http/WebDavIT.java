@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.backend.http;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -8,6 +8,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.FrontProxy;
 import io.stockade.testing.Http;
 
