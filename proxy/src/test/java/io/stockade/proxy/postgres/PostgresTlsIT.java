@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.postgres;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 
 import io.stockade.policy.PolicyLoader;
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.StockadeServer;
 import io.stockade.testing.Http;
 import io.stockade.testing.PgCluster;
 import io.stockade.testing.RequiresTools;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.store.postgres;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,10 +12,10 @@ import java.util.concurrent.Future;
 
 import io.stockade.policy.Datasource;
 import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;

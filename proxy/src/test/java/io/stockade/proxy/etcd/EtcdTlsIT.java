@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.etcd;
 
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -13,7 +13,7 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.policy.ClientTls;
-import io.stockade.proxy.etcd.EtcdClients;
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;
 import io.stockade.testing.RequiresTools;

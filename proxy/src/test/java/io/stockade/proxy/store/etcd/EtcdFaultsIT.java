@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.store.etcd;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -13,6 +13,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;

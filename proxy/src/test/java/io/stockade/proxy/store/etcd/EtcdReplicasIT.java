@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.store.etcd;
 
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.store.postgres;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -9,6 +9,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.conformance.check.History;
+import io.stockade.proxy.PostgresStoreReplicas;
 import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.Racers;
 import io.stockade.proxy.testing.TestUpstream;

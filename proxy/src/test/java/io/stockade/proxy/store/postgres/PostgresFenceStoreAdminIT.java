@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.store.postgres;
 
 import java.sql.SQLException;
 import java.util.ArrayList;
@@ -9,7 +9,6 @@ import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceAdmin.Retired;
 import io.stockade.proxy.fence.FenceState;
-import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.testing.Pg;
 
 import org.junit.jupiter.api.Test;
