@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.verify;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.testing.Warnings;

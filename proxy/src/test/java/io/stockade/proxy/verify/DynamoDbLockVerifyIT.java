@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.verify;
 
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 
+import io.stockade.proxy.VerifiedJobs;
 import io.stockade.testing.Dynalite;
 import io.stockade.testing.Http;
 import io.stockade.testing.RequiresTools;

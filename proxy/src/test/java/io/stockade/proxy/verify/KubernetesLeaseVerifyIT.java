@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.verify;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -19,6 +19,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 
+import io.stockade.proxy.VerifiedJobs;
 import io.stockade.testing.Http;
 import io.stockade.testing.TestPki;
 

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.verify;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.verify.cache.RememberingVerifier;
 import io.stockade.testing.Http;

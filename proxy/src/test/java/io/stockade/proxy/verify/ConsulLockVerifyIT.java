@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.verify;
 
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import io.stockade.proxy.VerifiedJobs;
 import io.stockade.proxy.json.JsonReader;
 import io.stockade.testing.ConsulStandIn;
 import io.stockade.testing.Http;

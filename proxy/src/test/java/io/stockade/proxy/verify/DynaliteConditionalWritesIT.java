@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.verify;
 
 import java.util.ArrayList;
 import java.util.HashMap;
