@@ -1,10 +1,13 @@
-package io.stockade.proxy;
+package io.stockade.proxy.pipeline;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.StockadeServer;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.upstream;
 
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -10,6 +10,9 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.testing.Http;
 

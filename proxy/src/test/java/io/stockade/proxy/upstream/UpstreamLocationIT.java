@@ -1,9 +1,11 @@
-package io.stockade.proxy;
+package io.stockade.proxy.upstream;
 
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.ScriptedUpstream;
 import io.stockade.testing.Http;
 

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.pipeline;
 
 import java.io.OutputStream;
 import java.net.Socket;
@@ -6,6 +6,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.admin;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -12,7 +12,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import io.stockade.proxy.admin.FenceCommand;
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;

@@ -1,10 +1,12 @@
-package io.stockade.proxy;
+package io.stockade.proxy.upstream;
 
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.testing.Http;
 
 import com.github.tomakehurst.wiremock.WireMockServer;

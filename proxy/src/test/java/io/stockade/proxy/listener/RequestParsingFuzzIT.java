@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.listener;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -16,6 +16,8 @@ import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.ReceivedRequest;
 import io.stockade.proxy.testing.TestUpstream;
 

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.listener;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -19,6 +19,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.stream.Stream;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.OpenSockets;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;

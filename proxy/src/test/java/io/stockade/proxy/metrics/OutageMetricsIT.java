@@ -1,10 +1,11 @@
-package io.stockade.proxy;
+package io.stockade.proxy.metrics;
 
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import io.stockade.proxy.ProxyFixture;
 import io.stockade.testing.FreePorts;
 import io.stockade.testing.Http;
 import io.stockade.testing.PgCluster;

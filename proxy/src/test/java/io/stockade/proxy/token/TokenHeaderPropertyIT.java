@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.token;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -6,6 +6,9 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.Set;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.testing.Http;
 
 import net.jqwik.api.Arbitraries;

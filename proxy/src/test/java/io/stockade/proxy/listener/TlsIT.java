@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.listener;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -16,6 +16,7 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 
 import io.stockade.policy.PolicyLoader;
+import io.stockade.proxy.StockadeServer;
 import io.stockade.testing.TestPki;
 
 import org.junit.jupiter.api.BeforeEach;

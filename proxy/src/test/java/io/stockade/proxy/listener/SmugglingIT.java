@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.listener;
 
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
@@ -13,6 +13,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.testing.TestUpstream;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.upstream;
 
 import java.io.IOException;
 import java.net.URI;
@@ -9,6 +9,10 @@ import java.util.Map;
 import java.util.Properties;
 
 import io.stockade.policy.PolicyLoader;
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
+import io.stockade.proxy.StockadeServer;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;

@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.admin;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -8,6 +8,8 @@ import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.testing.TestUpstream;

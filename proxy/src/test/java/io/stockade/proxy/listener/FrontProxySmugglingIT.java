@@ -1,4 +1,4 @@
-package io.stockade.proxy;
+package io.stockade.proxy.listener;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.testing.FrontProxy;
 import io.stockade.proxy.testing.TestUpstream;
