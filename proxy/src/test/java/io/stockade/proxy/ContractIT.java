@@ -279,7 +279,7 @@ abstract class ContractIT {
         // and the proxy says the policy cannot write (ReadinessIT: and ready again when the store is back). Where the
         // store is the policy's own (PostgreSQL keeps the fence in the database) the replica stays ready for the
         // other policies, so it is the policy's readiness that turns.
-        Http.Response ready = ReadinessIT.awaitReady(proxy, StockadeServer.READY + "/docs", 503);
+        Http.Response ready = proxy.awaitReady(StockadeServer.READY + "/docs", 503);
         assertTrue(ready.body().contains("\"status\":\"DOWN\""), ready.body());
     }
 

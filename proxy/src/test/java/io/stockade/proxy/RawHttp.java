@@ -18,11 +18,11 @@ import io.stockade.testing.Http;
  * Sends a request byte for byte over a plain socket, for what a well-behaved client library would not send
  * (duplicate headers, {@code ..} segments, odd framing). Reads one response until the server closes.
  */
-final class RawHttp {
+public final class RawHttp {
     private RawHttp() {
     }
 
-    static Http.Response send(int port, String request) throws IOException {
+    public static Http.Response send(int port, String request) throws IOException {
         try (Socket socket = new Socket("127.0.0.1", port)) {
             socket.setSoTimeout(10_000);
             OutputStream out = socket.getOutputStream();

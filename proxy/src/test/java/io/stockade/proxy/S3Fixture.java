@@ -4,6 +4,7 @@ import java.net.URI;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Properties;
+import java.util.function.Consumer;
 
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;
@@ -11,6 +12,7 @@ import org.jclouds.ContextBuilder;
 import org.jclouds.blobstore.BlobStoreContext;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.regions.Region;
@@ -34,7 +36,7 @@ public final class S3Fixture implements AutoCloseable {
     public static final String APP_KEY = "app-key";
     public static final String APP_SECRET = "app-secret";
 
-    static final String POLICY = """
+    public static final String POLICY = """
             server:
               limits: {read-timeout: "${READ_TIMEOUT:-30s}"}
             store: {type: memory, journal: "${JOURNAL}"}
@@ -66,9 +68,9 @@ public final class S3Fixture implements AutoCloseable {
                 backend: *s3
             """;
 
-    final S3Proxy s3proxy;
-    final BlobStoreContext blobs;
-    final ProxyFixture proxy;
+    public final S3Proxy s3proxy;
+    public final BlobStoreContext blobs;
+    public final ProxyFixture proxy;
 
     private S3Fixture(S3Proxy s3proxy, BlobStoreContext blobs, ProxyFixture proxy) {
         this.s3proxy = s3proxy;
@@ -121,7 +123,7 @@ public final class S3Fixture implements AutoCloseable {
     }
 
     /** The policy, with the backend options {@code BUCKET_WRITES} and {@code DISTINCT_KEYS} when vars name them. */
-    static String policy(Map<String, String> vars) {
+    public static String policy(Map<String, String> vars) {
         StringBuilder options = new StringBuilder();
         if (vars.containsKey("BUCKET_WRITES")) {
             options.append("      bucket-writes: ").append(vars.get("BUCKET_WRITES")).append('\n');
@@ -134,6 +136,11 @@ public final class S3Fixture implements AutoCloseable {
             throw new IllegalStateException("no place for the backend options in the policy");
         }
         return policy;
+    }
+
+    /** A request's override that sends {@code token} as the {@code Fencing-Token} header (the SDK signs it). */
+    public static Consumer<AwsRequestOverrideConfiguration.Builder> token(long token) {
+        return o -> o.putHeader("Fencing-Token", Long.toString(token));
     }
 
     /** Another proxy (replica) in front of the same s3proxy, with the same policy and these variables. */
@@ -185,7 +192,7 @@ public final class S3Fixture implements AutoCloseable {
                 .build();
     }
 
-    S3Presigner presigner() {
+    public S3Presigner presigner() {
         return S3Presigner.builder()
                 .endpointOverride(proxyUri())
                 .region(Region.US_EAST_1)
@@ -200,7 +207,7 @@ public final class S3Fixture implements AutoCloseable {
      * will not send: a sub-resource with a body, a header left out of the signature, parameters a presigner of
      * another SDK hoists into the query. Query parameters and header values are given decoded.
      */
-    static final class Raw {
+    public static final class Raw {
         private final String method;
         private String wireMethod;
         private final String path;
@@ -211,47 +218,47 @@ public final class S3Fixture implements AutoCloseable {
         private boolean presigned;
         private String secret = APP_SECRET;
 
-        Raw(String method, String path) {
+        public Raw(String method, String path) {
             this.method = method;
             this.path = path;
         }
 
-        Raw query(String name, String value) {
+        public Raw query(String name, String value) {
             query.add(Map.entry(name, value));
             return this;
         }
 
         /** A header the signature covers. */
-        Raw header(String name, String value) {
+        public Raw header(String name, String value) {
             signed.put(name.toLowerCase(java.util.Locale.ROOT), value);
             return this;
         }
 
         /** A header sent but left out of the signature. */
-        Raw unsignedHeader(String name, String value) {
+        public Raw unsignedHeader(String name, String value) {
             unsigned.put(name, value);
             return this;
         }
 
-        Raw body(String text) {
+        public Raw body(String text) {
             this.body = text;
             return this;
         }
 
         /** Sent with this spelling of the method, signed with the one given to the constructor. */
-        Raw sentAs(String spelling) {
+        public Raw sentAs(String spelling) {
             this.wireMethod = spelling;
             return this;
         }
 
         /** Signed in the query (a presigned URL, valid five minutes) instead of the Authorization header. */
-        Raw presigned() {
+        public Raw presigned() {
             this.presigned = true;
             return this;
         }
 
         /** Sends it to the proxy's port and reads the answer. */
-        io.stockade.testing.Http.Response send(int port) throws Exception {
+        public io.stockade.testing.Http.Response send(int port) throws Exception {
             java.time.Instant now = java.time.Instant.now();
             String amzDate = java.time.format.DateTimeFormatter.ofPattern("yyyyMMdd'T'HHmmss'Z'")
                     .withZone(java.time.ZoneOffset.UTC).format(now);

@@ -13,6 +13,7 @@ import java.util.HexFormat;
 import java.util.List;
 
 import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.proxy.testing.PatternStream;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 
@@ -157,37 +158,5 @@ class StreamingIT {
             }
         }
         return HexFormat.of().formatHex(sha.digest());
-    }
-
-    /** A deterministic, non-repeating-looking byte stream of a given size, made on the fly. */
-    static final class PatternStream extends InputStream {
-        private long left;
-        private long i;
-
-        PatternStream(long size) {
-            this.left = size;
-        }
-
-        @Override
-        public int read() {
-            if (left == 0) {
-                return -1;
-            }
-            left--;
-            return (int) ((i++ * 2654435761L) >>> 13) & 0xff;
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) {
-            if (left == 0) {
-                return -1;
-            }
-            int n = (int) Math.min(len, left);
-            for (int k = 0; k < n; k++) {
-                b[off + k] = (byte) ((i++ * 2654435761L) >>> 13);
-            }
-            left -= n;
-            return n;
-        }
     }
 }

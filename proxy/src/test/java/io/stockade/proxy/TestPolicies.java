@@ -15,9 +15,9 @@ import java.util.List;
  * memory store's journal is {@code ${JOURNAL}}, which {@link ProxyFixture} fills in. A test about the policy
  * language itself keeps its YAML written out.
  */
-final class TestPolicies {
+public final class TestPolicies {
     /** The memory store with its journal. */
-    static final String MEMORY_STORE = """
+    public static final String MEMORY_STORE = """
             store:
               type: memory
               journal: ${JOURNAL}
@@ -32,12 +32,12 @@ final class TestPolicies {
     }
 
     /** On the memory store with its journal ({@code ${JOURNAL}}). */
-    static TestPolicies memoryStore() {
+    public static TestPolicies memoryStore() {
         return new TestPolicies(MEMORY_STORE);
     }
 
     /** On {@code store} (a whole {@code store:} block). */
-    static TestPolicies on(String store) {
+    public static TestPolicies on(String store) {
         return new TestPolicies(store);
     }
 
@@ -45,63 +45,63 @@ final class TestPolicies {
      * {@code docs} ({@code /docs/{id}}, scope {@code docs/{id}}) over the http backend at {@code ${UPSTREAM}} on the
      * memory store, with {@code backend} options after {@code type} and {@code url}.
      */
-    static String docsOverHttp(String... backend) {
+    public static String docsOverHttp(String... backend) {
         return docsOverHttpOn(MEMORY_STORE, backend);
     }
 
     /** As {@link #docsOverHttp(String...)}, on {@code store} (a whole {@code store:} block). */
-    static String docsOverHttpOn(String store, String... backend) {
+    public static String docsOverHttpOn(String store, String... backend) {
         return on(store).policy("docs", "/docs/{id}", "docs/{id}").http("${UPSTREAM}", backend).yaml();
     }
 
     /** An {@code admin:} block with these lines (e.g. {@code "token: ${ADMIN}"}). */
-    TestPolicies admin(String... lines) {
+    public TestPolicies admin(String... lines) {
         top.add(block("admin", 0, lines));
         return this;
     }
 
     /** A {@code server:} block with these lines. */
-    TestPolicies server(String... lines) {
+    public TestPolicies server(String... lines) {
         top.add(block("server", 0, lines));
         return this;
     }
 
     /** Starts a policy {@code name} matching {@code path}, fenced per {@code scope}; the options after are its. */
-    TestPolicies policy(String name, String path, String scope) {
+    public TestPolicies policy(String name, String path, String scope) {
         policies.add(new Policy(name, path, scope));
         return this;
     }
 
     /** The current policy matches only {@code methods}. */
-    TestPolicies methods(String... methods) {
+    public TestPolicies methods(String... methods) {
         current().methods = String.join(", ", methods);
         return this;
     }
 
     /** The current policy's {@code fence:} lines (e.g. {@code "mode: observe"}, {@code "verify: {kind: redis}"}). */
-    TestPolicies fence(String... lines) {
+    public TestPolicies fence(String... lines) {
         current().fence = block("fence", 4, lines);
         return this;
     }
 
     /** The current policy's {@code limits:} lines (e.g. {@code "max-body-bytes: 1KiB"}). */
-    TestPolicies limits(String... lines) {
+    public TestPolicies limits(String... lines) {
         current().limits = block("limits", 4, lines);
         return this;
     }
 
     /** The current policy's backend: the http backend at {@code url}, with {@code options}. */
-    TestPolicies http(String url, String... options) {
+    public TestPolicies http(String url, String... options) {
         return backend("http", "url: \"" + url + "\"", options);
     }
 
     /** The current policy's backend: the file backend under {@code root}, with {@code options}. */
-    TestPolicies file(String root, String... options) {
+    public TestPolicies file(String root, String... options) {
         return backend("file", "root: \"" + root + "\"", options);
     }
 
     /** The current policy's backend of {@code type}: its first line, then {@code options}. */
-    TestPolicies backend(String type, String first, String... options) {
+    public TestPolicies backend(String type, String first, String... options) {
         List<String> lines = new ArrayList<>();
         lines.add("type: " + type);
         lines.add(first);
@@ -111,7 +111,7 @@ final class TestPolicies {
     }
 
     /** The policy file. */
-    String yaml() {
+    public String yaml() {
         StringBuilder b = new StringBuilder(store.stripTrailing()).append('\n');
         b.append("policies:\n");
         for (Policy p : policies) {

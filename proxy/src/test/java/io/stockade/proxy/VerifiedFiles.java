@@ -16,35 +16,35 @@ import io.stockade.testing.Http;
  * {@code dir/journal}. The etcd, PostgreSQL, Redis and ZooKeeper verifier tests share it ({@link VerifiedJobs} is
  * the same for the Consul, DynamoDB and Kubernetes ones, whose lock names are job names).
  */
-final class VerifiedFiles {
+public final class VerifiedFiles {
     private VerifiedFiles() {
     }
 
     /** The policy file, with {@code verify} (YAML: the keys under {@code fence.verify}). */
-    static String policy(String verify) {
+    public static String policy(String verify) {
         return TestPolicies.memoryStore().policy("files", "/files/{path...}", "files/{path}")
                 .fence("verify:\n" + verify.strip().indent(2)).file("${ROOT}").yaml();
     }
 
     /** Starts the proxy in {@code dir} with {@code verify} and {@code vars} for its {@code ${...}} references. */
-    static ProxyFixture start(Path dir, String verify, Map<String, String> vars) throws Exception {
+    public static ProxyFixture start(Path dir, String verify, Map<String, String> vars) throws Exception {
         Map<String, String> env = new HashMap<>(vars);
         env.put("ROOT", dir.resolve("root").toString());
         return ProxyFixture.start(dir.resolve("journal"), policy(verify), env);
     }
 
     /** What the file {@code name} holds, read from the directory (not through the proxy). */
-    static Optional<String> stored(Path dir, String name) throws Exception {
+    public static Optional<String> stored(Path dir, String name) throws Exception {
         Path file = dir.resolve("root").resolve("files").resolve(name);
         return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
     }
 
-    static Http.Response put(ProxyFixture proxy, String name, String body, long token) throws Exception {
+    public static Http.Response put(ProxyFixture proxy, String name, String body, long token) throws Exception {
         return Http.put(proxy.uri("/files/" + name), body, Map.of("Fencing-Token", Long.toString(token)));
     }
 
     /** Whether {@code text} names {@code n} as a number of its own: a refusal must not give a holder's token away. */
-    static boolean mentions(String text, long n) {
+    public static boolean mentions(String text, long n) {
         return Pattern.compile("(?<![0-9])" + n + "(?![0-9])").matcher(text).find();
     }
 }

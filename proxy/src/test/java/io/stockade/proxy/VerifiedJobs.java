@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * and the checks every refusal gets: the answer (status, problem type, reason, no secret of the proxy's, no
  * holder's token), nothing stored, the fence where it was.
  */
-final class VerifiedJobs implements AutoCloseable {
+public final class VerifiedJobs implements AutoCloseable {
     private final Path dir;
     private final Path root;
     private final String secret;
@@ -28,7 +28,7 @@ final class VerifiedJobs implements AutoCloseable {
      * @param dir    the test's temporary directory (journal and files)
      * @param secret a credential of the proxy's that no answer may contain
      */
-    VerifiedJobs(Path dir, String secret) {
+    public VerifiedJobs(Path dir, String secret) {
         this.dir = dir;
         this.root = dir.resolve("root");
         this.secret = secret;
@@ -38,7 +38,7 @@ final class VerifiedJobs implements AutoCloseable {
      * (Re)starts the proxy with {@code verify} (YAML, the keys under {@code fence.verify}) and {@code env} for its
      * {@code ${...}} references; the journal and the files stay.
      */
-    VerifiedJobs start(String verify, Map<String, String> env) throws Exception {
+    public VerifiedJobs start(String verify, Map<String, String> env) throws Exception {
         close();
         Map<String, String> vars = new HashMap<>(env);
         vars.put("ROOT", root.toString());
@@ -61,22 +61,22 @@ final class VerifiedJobs implements AutoCloseable {
         return this;
     }
 
-    ProxyFixture proxy() {
+    public ProxyFixture proxy() {
         return proxy;
     }
 
-    Http.Response put(String id, String body, long token) throws Exception {
+    public Http.Response put(String id, String body, long token) throws Exception {
         return Http.put(proxy.uri("/jobs/" + id), body, Map.of("Fencing-Token", Long.toString(token)));
     }
 
     /** What the file of job {@code id} holds, read from the directory. */
-    Optional<String> stored(String id) throws Exception {
+    public Optional<String> stored(String id) throws Exception {
         Path file = root.resolve("jobs").resolve(id);
         return Files.exists(file) ? Optional.of(Files.readString(file)) : Optional.empty();
     }
 
     /** The highest token the proxy's store holds for job {@code id}. */
-    Optional<Long> fence(String id) throws Exception {
+    public Optional<Long> fence(String id) throws Exception {
         return proxy.server().store().get("job-" + id).map(s -> s.token());
     }
 
@@ -89,7 +89,7 @@ final class VerifiedJobs implements AutoCloseable {
      * @param before      what the file held before
      * @param fenceBefore the fence before
      */
-    void assertRefused(Http.Response r, String id, String reason, String hidden, Optional<String> before,
+    public void assertRefused(Http.Response r, String id, String reason, String hidden, Optional<String> before,
                        Optional<Long> fenceBefore) throws Exception {
         assertEquals(403, r.status(), r.body());
         assertTrue(r.body().contains("urn:stockade:problem:unverified-token"), r.body());
@@ -103,7 +103,7 @@ final class VerifiedJobs implements AutoCloseable {
     }
 
     /** A 503 with {@code Retry-After} (the service could not answer), which did not write or move the fence. */
-    void assertUnavailable(Http.Response r, String id, Optional<String> before, Optional<Long> fenceBefore)
+    public void assertUnavailable(Http.Response r, String id, Optional<String> before, Optional<Long> fenceBefore)
             throws Exception {
         assertEquals(503, r.status(), r.body());
         assertTrue(r.header("Retry-After").isPresent(), r.headers().toString());
@@ -113,7 +113,7 @@ final class VerifiedJobs implements AutoCloseable {
     }
 
     /** A 503 for a job that had no file and no fence before. */
-    void assertUnavailable(Http.Response r, String id) throws Exception {
+    public void assertUnavailable(Http.Response r, String id) throws Exception {
         assertUnavailable(r, id, Optional.empty(), Optional.empty());
     }
 

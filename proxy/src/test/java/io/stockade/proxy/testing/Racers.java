@@ -4,12 +4,14 @@ import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntFunction;
 
 import io.stockade.conformance.check.History;
 import io.stockade.testing.Http;
@@ -21,6 +23,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * a token from a shared lease, and every write goes into a {@link History} with what the writer was told.
  */
 public final class Racers {
+    /** The writers of {@link #raceOnReplicas} and the writes each sends. */
+    public static final int REPLICA_WRITERS = 12;
+    public static final int REPLICA_OPS_PER_WRITER = 30;
+
     private Racers() {
     }
 
@@ -102,5 +108,18 @@ public final class Racers {
         } finally {
             pool.shutdownNow();
         }
+    }
+
+    /**
+     * {@link #REPLICA_WRITERS} writers on one scope, through proxy replicas: writer {@code w} sends its n-th request
+     * to {@code target(w + n)}.
+     */
+    public static void raceOnReplicas(History history, String scope, IntFunction<URI> target) throws Exception {
+        AtomicLong lease = new AtomicLong(1 + history.ops().stream().mapToLong(History.Op::token).max().orElse(0));
+        race(history, REPLICA_WRITERS, REPLICA_OPS_PER_WRITER, (writer, n) -> {
+            long token = token(lease);
+            return new Write(scope, target.apply(writer + n), token,
+                    scope + "-w" + writer + "-n" + n + "-t" + token + "-" + UUID.randomUUID());
+        });
     }
 }

@@ -1,0 +1,111 @@
+package io.stockade.proxy.store.postgres;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import io.stockade.policy.Datasource;
+import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.fence.Advance;
+import io.stockade.proxy.fence.FenceState;
+import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The postgres fence store: the FenceStore rules, shared by two stores (two replicas), fail closed. */
+class PostgresFenceStoreIT {
+    @TempDir
+    Path dir;
+
+    static StoreConfig.Postgres config(Pg pg) {
+        return new StoreConfig.Postgres(new Datasource(pg.url(), "postgres", null, null, 8, Duration.ofSeconds(5),
+                Duration.ofMillis(500)), true);
+    }
+
+    @Test
+    void advanceAdmitsHigherAndEqualTokensRefusesLowerAndRecordsVersions() throws Exception {
+        try (Pg pg = Pg.create(""); PostgresFenceStore store = PostgresFenceStore.open(config(pg))) {
+            assertEquals(new Advance.Accepted(new FenceState(-1, null)), store.advance("s", 5, true));
+            assertTrue(store.recordVersion("s", 5, "etag-1"));
+            assertEquals(new Advance.Accepted(new FenceState(5, "etag-1")), store.advance("s", 5, true));
+            assertEquals(new Advance.Stale(5), store.advance("s", 5, false));
+            assertEquals(new Advance.Stale(5), store.advance("s", 4, true));
+            assertEquals(new Advance.Accepted(new FenceState(5, "etag-1")), store.advance("s", 9, true));
+            assertEquals(Optional.of(new FenceState(9, null)), store.get("s"));
+            assertTrue(!store.recordVersion("s", 5, "old"), "a lower token cannot record a version");
+        }
+    }
+
+    @Test
+    void twoStoresOnOneDatabaseShareTheHighWaterMarkUnderContention() throws Exception {
+        try (Pg pg = Pg.create("");
+             PostgresFenceStore a = PostgresFenceStore.open(config(pg));
+             PostgresFenceStore b = PostgresFenceStore.open(config(pg))) {
+            ExecutorService pool = Executors.newFixedThreadPool(16);
+            List<Future<?>> all = new ArrayList<>();
+            for (int i = 1; i <= 400; i++) {
+                long token = i;
+                PostgresFenceStore store = i % 2 == 0 ? a : b;
+                all.add(pool.submit(() -> store.advance("shared", token, true)));
+            }
+            for (Future<?> f : all) {
+                f.get();
+            }
+            pool.shutdown();
+            assertEquals(400, a.get("shared").orElseThrow().token());
+            assertInstanceOf(Advance.Stale.class, b.advance("shared", 399, true));
+        }
+    }
+
+    @Test
+    void aStoreThatCannotReachTheDatabaseFailsClosed() throws Exception {
+        try (Pg pg = Pg.create("")) {
+            PostgresFenceStore store = PostgresFenceStore.open(config(pg));
+            store.close();
+            assertThrows(StoreUnavailableException.class, () -> store.advance("s", 1, true));
+        }
+    }
+
+    @Test
+    void twoProxiesSharingTheStoreRefuseAZombieAcrossReplicas() throws Exception {
+        String yaml = """
+                store:
+                  type: postgres
+                  datasource: {url: "${PG_URL}", user: postgres}
+                policies:
+                  - name: docs
+                    match: {path: "/docs/{id}"}
+                    scope: docs/{id}
+                    backend: {type: http, url: "${UPSTREAM}", conditional: if-match}
+                """;
+        try (Pg pg = Pg.create("");
+             TestUpstream upstream = TestUpstream.start();
+             ProxyFixture one = ProxyFixture.start(dir.resolve("a"), yaml,
+                     Map.of("PG_URL", pg.url(), "UPSTREAM", upstream.baseUri().toString()));
+             ProxyFixture two = ProxyFixture.start(dir.resolve("b"), yaml,
+                     Map.of("PG_URL", pg.url(), "UPSTREAM", upstream.baseUri().toString()))) {
+            assertEquals(2, Http.put(one.uri("/docs/x"), "v7", Map.of("Fencing-Token", "7")).status() / 100);
+            assertEquals(2, Http.put(two.uri("/docs/x"), "v8", Map.of("Fencing-Token", "8")).status() / 100);
+            Http.Response zombie = Http.put(one.uri("/docs/x"), "zombie", Map.of("Fencing-Token", "7"));
+            assertEquals(409, zombie.status(), zombie.body());
+            assertEquals(Optional.of("v8"), upstream.contentText("/docs/x"));
+            assertEquals(8, pg.fence("docs/x").orElseThrow());
+        }
+    }
+}
