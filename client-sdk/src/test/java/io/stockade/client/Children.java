@@ -3,16 +3,17 @@ package io.stockade.client;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.Jvm;
 
 /** Child JVMs for the process-level tests: this JVM's class path, stdout lines readable with a timeout. */
@@ -65,10 +66,13 @@ final class Children {
         }
     }
 
-    /** A real Stockade proxy ({@code io.stockade.proxy.Main}) fencing files under {@code dir}, on a free port. */
+    /**
+     * A real Stockade proxy ({@code io.stockade.proxy.Main}, a {@link ChildProxy}) fencing files under {@code dir}, on
+     * a free port.
+     */
     static final class Proxy implements AutoCloseable {
-        private static final Pattern READY = Pattern.compile("Stockade listening on (http://\\S+:\\d+)");
-        final Process process;
+        private static final Duration READY_TIMEOUT = Duration.ofSeconds(30);
+        final ChildProxy child;
         final String base;
 
         Proxy(Path dir) throws Exception {
@@ -80,14 +84,9 @@ final class Children {
             this(launch(dir, policies(dir, verify)));
         }
 
-        private Proxy(Proxy launched) {
-            this.process = launched.process;
-            this.base = launched.base;
-        }
-
-        private Proxy(Process process, String base) {
-            this.process = process;
-            this.base = base;
+        private Proxy(ChildProxy child) {
+            this.child = child;
+            this.base = child.baseUri().toString();
         }
 
         /**
@@ -95,12 +94,12 @@ final class Children {
          * port.
          */
         static Proxy withConfig(Path dir, String config) throws Exception {
-            return launch(dir, "server:\n  host: 127.0.0.1\n  port: 0\n" + config);
+            return new Proxy(launch(dir, "server:\n  host: 127.0.0.1\n  port: 0\n" + config));
         }
 
         /** {@code base + path}. */
-        java.net.URI uri(String path) {
-            return java.net.URI.create(base + path);
+        URI uri(String path) {
+            return URI.create(base + path);
         }
 
         private static String policies(Path dir, String verify) {
@@ -131,32 +130,15 @@ final class Children {
                     dir.resolve("files"));
         }
 
-        private static Proxy launch(Path dir, String yaml) throws Exception {
+        private static ChildProxy launch(Path dir, String yaml) throws Exception {
             Path config = dir.resolve("policy.yaml");
             Files.writeString(config, yaml);
-            Path log = dir.resolve("proxy.log");
-            Process process = java("io.stockade.proxy.Main", "--config", config.toString())
-                    .redirectErrorStream(true).redirectOutput(log.toFile()).start();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (true) {
-                Matcher m = READY.matcher(Files.readString(log));
-                if (m.find()) {
-                    return new Proxy(process, m.group(1));
-                }
-                if (!process.isAlive() || System.nanoTime() > deadline) {
-                    process.destroyForcibly();
-                    throw new IllegalStateException("proxy did not start: " + Files.readString(log));
-                }
-                Thread.sleep(50);
-            }
+            return ChildProxy.start(ChildProxy.DEFAULT_MAIN, config, List.of(), READY_TIMEOUT);
         }
 
         @Override
-        public void close() throws Exception {
-            process.destroy();
-            if (!process.waitFor(5, TimeUnit.SECONDS)) {
-                process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
-            }
+        public void close() {
+            child.close();
         }
     }
 }

@@ -6,8 +6,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
-import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.Test;

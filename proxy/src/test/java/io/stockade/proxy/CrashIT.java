@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.Test;

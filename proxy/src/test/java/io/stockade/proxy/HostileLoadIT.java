@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
-import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.FreePorts;
 import io.stockade.testing.Http;
 

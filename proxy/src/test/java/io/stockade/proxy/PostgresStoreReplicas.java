@@ -9,8 +9,8 @@ import java.util.Map;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.Pg;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;

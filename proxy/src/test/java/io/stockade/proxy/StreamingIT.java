@@ -12,9 +12,9 @@ import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 
-import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.PatternStream;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.Test;

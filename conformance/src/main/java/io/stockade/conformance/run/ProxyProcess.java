@@ -50,9 +50,9 @@ public final class ProxyProcess implements AutoCloseable {
                 byte[] all = Files.readAllBytes(log);
                 String fresh = new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
                         StandardCharsets.UTF_8);
-                Matcher m = READY.matcher(fresh);
-                if (m.find()) {
-                    uri = URI.create("http://" + reachable(m.group(1)) + ":" + m.group(2));
+                URI ready = readiness(fresh);
+                if (ready != null) {
+                    uri = ready;
                     Matcher mm = MANAGEMENT.matcher(fresh);
                     management = mm.find() ? URI.create("http://" + reachable(mm.group(1)) + ":" + mm.group(2)) : null;
                     return uri;
@@ -97,6 +97,15 @@ public final class ProxyProcess implements AutoCloseable {
             }
         }
         return null;
+    }
+
+    /**
+     * The address (as a client reaches it) in the first readiness line of {@code log}; null if there is none. The
+     * tests' launcher (test-tools' {@code ChildProxy}) parses the same line, and a test checks both read alike.
+     */
+    static URI readiness(String log) {
+        Matcher m = READY.matcher(log);
+        return m.find() ? URI.create("http://" + reachable(m.group(1)) + ":" + m.group(2)) : null;
     }
 
     /** The address a client reaches a listener bound to {@code host} at: a wildcard is this machine's loopback. */

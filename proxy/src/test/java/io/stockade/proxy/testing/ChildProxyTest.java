@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.Test;

@@ -9,9 +9,10 @@ import java.nio.file.Path;
 import com.sun.net.httpserver.HttpServer;
 
 /**
- * A stand-in for the proxy's Main, used only to test {@link ChildProxy}. Reads {@code --config FILE}; the file's
- * first line picks the behaviour: {@code serve} (an HTTP server answering {@code fake} on every path, then the
- * readiness line), {@code crash} (prints lines and exits with 3) or {@code silent} (never gets ready).
+ * A stand-in for the proxy's Main, used only to test test-tools' {@link io.stockade.testing.ChildProxy}. Reads
+ * {@code --config FILE}; the file's first line picks the behaviour: {@code serve} (an HTTP server answering
+ * {@code fake} on every path, then the readiness line), {@code crash} (prints lines and exits with 3) or
+ * {@code silent} (never gets ready).
  */
 public final class FakeProxyMain {
 

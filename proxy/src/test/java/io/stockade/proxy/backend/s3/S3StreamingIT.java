@@ -11,8 +11,8 @@ import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.proxy.S3Fixture;
-import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.PatternStream;
+import io.stockade.testing.ChildProxy;
 
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;

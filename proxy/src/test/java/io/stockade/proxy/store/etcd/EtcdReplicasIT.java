@@ -13,8 +13,8 @@ import java.util.concurrent.Future;
 
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
-import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;

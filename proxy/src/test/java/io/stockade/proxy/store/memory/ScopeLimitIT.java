@@ -3,6 +3,7 @@ package io.stockade.proxy.store.memory;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -13,10 +14,9 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import io.stockade.proxy.testing.ChildProxy;
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.FreePorts;
 import io.stockade.testing.Http;
-import io.stockade.testing.Jvm;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -103,11 +103,9 @@ class ScopeLimitIT {
             assertEquals(409, Http.put(base.resolve("/s/" + NAME + 8), "z", Map.of("Fencing-Token", "4")).status());
         }
         // with too small a heap it refuses to start, naming the heap it needs, and never runs out of it
-        Process small = Jvm.java(List.of("-Xmx24m"), ChildProxy.DEFAULT_MAIN, "--config", config.toString())
-                .redirectErrorStream(true).start();
-        String out = new String(small.getInputStream().readAllBytes());
-        assertTrue(small.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(1, small.exitValue(), out);
-        assertTrue(out.contains("heap of at least") && !out.contains("OutOfMemoryError"), out);
+        ChildProxy.Exit small = ChildProxy.runToExit(config, List.of("-Xmx24m"), Duration.ofSeconds(60));
+        assertEquals(1, small.code(), small.output());
+        assertTrue(small.output().contains("heap of at least") && !small.output().contains("OutOfMemoryError"),
+                small.output());
     }
 }

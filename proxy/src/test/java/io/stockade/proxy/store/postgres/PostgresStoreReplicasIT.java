@@ -10,9 +10,9 @@ import java.util.concurrent.TimeUnit;
 
 import io.stockade.conformance.check.History;
 import io.stockade.proxy.PostgresStoreReplicas;
-import io.stockade.proxy.testing.ChildProxy;
 import io.stockade.proxy.testing.Racers;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.ChildProxy;
 import io.stockade.testing.Pg;
 
 import org.junit.jupiter.api.Test;
