@@ -7,6 +7,7 @@
 #
 #   BASELINE_JAR=/elsewhere/proxy/target/stockade-proxy.jar bench/postgres-ab.sh   # DURATION=5s REPEATS=4 WRITERS=8
 #   PGBOUNCER=1 BASELINE_JAR=... bench/postgres-ab.sh
+#   AFTER_BACKEND="one-statement: true" BASELINE_JAR=... bench/postgres-ab.sh   # a backend key for JAR's proxy only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -64,7 +65,7 @@ INI
   targets+=(pgbouncer)
 fi
 
-start() { # $1 = target, $2 = jar, $3 = JDBC URL
+start() { # $1 = target, $2 = jar, $3 = JDBC URL, $4 = extra backend lines (JAR's proxy: AFTER_BACKEND)
   port[$1]=$(stockade_free_port)
   cat > "$work/$1.yaml" <<YAML
 server: {host: 127.0.0.1, port: ${port[$1]}}
@@ -76,6 +77,7 @@ policies:
     backend:
       type: postgres
       datasource: {url: "$3", user: postgres, pool-size: $POOL}
+${4:+      $4}
       params:
         id: path
         balance: {from: body, type: integer}
@@ -87,7 +89,7 @@ YAML
   pid[$1]=$!
   stockade_wait_port "${port[$1]}" "${pid[$1]}" "$work/$1.err"
 }
-start after "$jar" "jdbc:postgresql://127.0.0.1:5432/$db"
+start after "$jar" "jdbc:postgresql://127.0.0.1:5432/$db" "${AFTER_BACKEND:-}"
 start before "$baseline" "jdbc:postgresql://127.0.0.1:5432/$db"
 [ -n "${PGBOUNCER:-}" ] && start pgbouncer "$jar" "jdbc:postgresql://127.0.0.1:$bport/$db"
 

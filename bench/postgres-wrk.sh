@@ -2,8 +2,8 @@
 # The postgres backend against the bare write, C clients on both sides, in one run:
 #   pgbench -M prepared running  UPDATE accounts SET balance = :n WHERE id = :id  directly, and
 #   wrk sending  PUT /accounts/acc<id>/balance {"balance": n}  (Fencing-Token 7) through Stockade, which runs the
-#   same UPDATE fenced (fence: table): one statement carrying the fence by default, an explicit transaction with
-#   ONE_STATEMENT=false.
+#   same UPDATE fenced (fence: table): an explicit transaction by default, one statement carrying the fence with
+#   ONE_STATEMENT=true.
 # ROWS accounts (64), WRITERS (8 32) concurrent clients, DURATION per run, REPEATS alternating runs; then one
 # writer, to compare median latencies (what the proxy adds). Needs PostgreSQL at 127.0.0.1:5432 (trust auth).
 #
@@ -12,7 +12,7 @@
 #   WARMUP=60s bench/postgres-wrk.sh               # the warm-up through the proxy before the first run (40s)
 #   PROXY_JAVA_OPTS="-XX:StartFlightRecording=..." bench/postgres-wrk.sh
 #   COMMIT=pipelined bench/postgres-wrk.sh          # the backend's commit: key (unset: the default, separate)
-#   ONE_STATEMENT=false bench/postgres-wrk.sh       # the backend's one-statement: key (unset: the default, true)
+#   ONE_STATEMENT=true bench/postgres-wrk.sh        # the backend's one-statement: key (unset: the default, false)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh

@@ -118,7 +118,7 @@ public sealed interface BackendConfig {
      * @param retries    how many times a transaction that hit a serialization failure or deadlock is retried
      * @param emptyGet   what a read of no row answers
      * @param commit     when COMMIT is sent: after the statements' results were read, or with them
-     * @param oneStatement table mode: whether a fenced method of one statement sends it and the fence as one
+     * @param oneStatement table mode, opt-in: whether a fenced method of one statement sends it and the fence as one
      *                   statement (a data-modifying {@code WITH}, committed as it ends) instead of a transaction
      */
     record Postgres(Datasource datasource, FenceMode fence, boolean migrate, Map<String, SqlParam> params,
@@ -135,7 +135,7 @@ public sealed interface BackendConfig {
                         Map<String, List<Statement>> statements, Optional<Statement> check, long bodyLimit,
                         int retries) {
             this(datasource, fence, migrate, params, statements, check, bodyLimit, retries, EmptyGet.NOT_FOUND,
-                    Commit.SEPARATE, fence == FenceMode.TABLE);
+                    Commit.SEPARATE, false);
         }
 
         public Postgres {

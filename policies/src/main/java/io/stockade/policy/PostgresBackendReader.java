@@ -46,7 +46,7 @@ final class PostgresBackendReader {
                 f -> Values.keyword(f, "empty-get", Vocabulary.EMPTY_GET), BackendConfig.EmptyGet.NOT_FOUND);
         Optional<BackendConfig.Commit> commit = backend.optional("commit",
                 f -> Values.keyword(f, "commit", Vocabulary.COMMITS), BackendConfig.Commit.SEPARATE);
-        Optional<Boolean> oneStatement = backend.optional("one-statement", Values::bool, true);
+        Optional<Boolean> oneStatement = backend.optional("one-statement", Values::bool, false);
         Optional<Map<String, SqlParam>> params = backend.optional("params", f -> params(f, path), Map.of());
         Optional<Map<String, List<Located>>> statements = backend.required("statements",
                 f -> statements(f, methods));
@@ -60,7 +60,7 @@ final class PostgresBackendReader {
                     + " reads the statements' results before it decides to commit)"));
             return Optional.empty();
         }
-        if (mode.get() == FenceMode.COLUMN && backend.get("one-statement").isPresent() && oneStatement.get()) {
+        if (mode.get() == FenceMode.COLUMN && oneStatement.get()) {
             backend.get("one-statement").ifPresent(f -> f.error("one-statement needs fence: table (in column mode"
                     + " the fence is in the statements themselves)"));
             return Optional.empty();
@@ -77,7 +77,7 @@ final class PostgresBackendReader {
                 list.stream().map(Located::statement).toList()));
         return Optional.of(new BackendConfig.Postgres(datasource.get(), mode.get(), migrate.get(), params.get(),
                 byMethod, check.get().map(Located::statement), bodyLimit.get(), retries.get(), emptyGet.get(),
-                commit.get(), oneStatement.get() && mode.get() == FenceMode.TABLE));
+                commit.get(), oneStatement.get()));
     }
 
     /** A statement with the field it was read from, for messages. */

@@ -127,7 +127,7 @@ class PostgresStatementCheckIT {
     }
 
     /**
-     * A statement sent with its fence as one statement ({@code one-statement}, the default) is described in that
+     * A statement sent with its fence as one statement ({@code one-statement: true}) is described in that
      * combined text too: one PostgreSQL refuses there only (it reads a table named as the fence's {@code WITH}) stops
      * the start saying so and what to set; with {@code one-statement: false} it starts, and its write lands fenced.
      * A statement that starts with its own {@code WITH} is sent as an explicit transaction and lands fenced too.
@@ -138,11 +138,11 @@ class PostgresStatementCheckIT {
                 + " VALUES ('a')");
         String clash = "UPDATE items SET name = :name FROM stockade_fence_gate g WHERE g.id = items.id"
                 + " AND items.id = :id RETURNING items.id";
-        Path config = policy(pg.url(), "", clash);
+        Path config = policy(pg.url(), "      one-statement: true", clash);
         Run run = main(config);
         assertEquals(Main.EXIT_USAGE, run.code(), run.err());
         assertTrue(run.err().contains("policies[0].backend.statements.PUT[0] ('set-name'): policy 'items'"
-                + " (/items/{id}): sent as one statement with its fence (one-statement: true, the default),"
+                + " (/items/{id}): sent as one statement with its fence (one-statement: true),"
                 + " PostgreSQL refuses it: "), run.err());
         assertTrue(run.err().contains("; set one-statement: false"), run.err());
         assertEquals(List.of("first"), pg.column("SELECT name FROM items WHERE id = 'a'"));
@@ -155,8 +155,8 @@ class PostgresStatementCheckIT {
         assertEquals(List.of("second"), pg.column("SELECT name FROM items WHERE id = 'a'"));
         assertEquals(List.of("4"), pg.column("SELECT token FROM stockade_fences WHERE scope = 'items/a'"));
 
-        policy(pg.url(), "", "WITH n AS (SELECT :name::text AS v) UPDATE items SET name = (SELECT v FROM n)"
-                + " WHERE id = :id RETURNING id");
+        policy(pg.url(), "      one-statement: true", "WITH n AS (SELECT :name::text AS v)"
+                + " UPDATE items SET name = (SELECT v FROM n) WHERE id = :id RETURNING id");
         try (StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
             URI items = URI.create("http://127.0.0.1:" + server.port() + "/items/a");
             assertEquals(200, io.stockade.testing.Http.put(items, "{\"name\": \"third\"}",

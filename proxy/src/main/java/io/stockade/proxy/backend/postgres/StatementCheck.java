@@ -67,8 +67,8 @@ final class StatementCheck {
                         if (problem.isEmpty() && OneStatement.applies(config, statements)) {
                             // strict: the statement alone described, any other objection is the combined text's
                             describe(c, OneStatement.positional(statements.get(i)), true).ifPresent(p -> problems.add(
-                                    field + ": sent as one statement with its fence (one-statement: true, the"
-                                    + " default), PostgreSQL refuses it: " + p + "; set one-statement: false"));
+                                    field + ": sent as one statement with its fence (one-statement: true),"
+                                    + " PostgreSQL refuses it: " + p + "; set one-statement: false"));
                         }
                     }
                 }

@@ -19,11 +19,11 @@
  *   write takes one round trip; the price is that a connection lost during it leaves the outcome unknown (504).
  *   Which statement failed is told apart by the transaction's state afterwards (still open and aborted: the
  *   COMMIT was skipped, the answer is definite).
- *   <p><b>One statement</b> ({@code one-statement: true}, the default, table mode): a fenced method of one
+ *   <p><b>One statement</b> ({@code one-statement: true}, opt-in, table mode): a fenced method of one
  *   statement is sent as that statement behind a data-modifying {@code WITH} that calls {@code stockade_fence}, in
  *   autocommit: one implicit transaction, one round trip, no BEGIN or COMMIT ({@code OneStatement} says how and
- *   what differs: the fence is decided as the statement ends). A server error is a rollback; no answer once it
- *   was sent is an unknown outcome (504).
+ *   what differs: the fence is decided as the statement ends, so it suits statements that write only the rows they
+ *   name by key). A server error is a rollback; no answer once it was sent is an unknown outcome (504).
  *   <p>Never an autocommit multi-statement, and statements never named on the server (the pool forces
  *   {@code prepareThreshold=0}); why, with the driver behaviour behind each: docs/pgbouncer.md, "The postgres
  *   backend's transaction". {@code PostgresAtomicWritesIT} runs every failing shape on one connection under

@@ -261,7 +261,7 @@ class PgBouncerIT {
      * Statement pooling: each statement on whichever server connection is free, no transaction block allowed. The
      * verifier's lookups (single autocommit statements) work; the postgres backend's write of two statements, one
      * transaction, is refused by the pooler: every write fails closed (nothing written, the fence unmoved), never
-     * half-applied. A write of one statement sent with its fence ({@code one-statement}, the default) is one
+     * half-applied. A write of one statement sent with its fence ({@code one-statement: true}) is one
      * autocommit statement: served, fenced (a stale token refused).
      */
     @Test
@@ -301,7 +301,8 @@ class PgBouncerIT {
                 assertEquals(0, pg.column("SELECT scope FROM stockade_fences").size());
             }
             // the same policy with its first statement only (the "amount" parameter goes with the second)
-            String oneStatement = accounts("separate").replace("commit: separate", "migrate: false").lines()
+            String oneStatement = accounts("separate")
+                    .replace("commit: separate", "migrate: false\n      one-statement: true").lines()
                     .filter(l -> !l.contains("name: log") && !l.contains("amount:"))
                     .collect(Collectors.joining("\n", "", "\n"));
             try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("o"), oneStatement,

@@ -34,8 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code prepareThreshold} the URL gives (the proxy replaces it with 0: never a named server-side statement, which
  * this checks in {@code pg_prepared_statements}); after each request the tables and the fence row are compared with
  * what they were before (read directly from PostgreSQL), and a good write afterwards must land and move the fence.
- * Each shape runs as an explicit transaction (several statements, or {@code one-statement: false}) and, for a route
- * of one statement, as one statement with its fence ({@code table-one}, {@code table-one-p}: the default).
+ * Each shape runs as an explicit transaction (the default) and, for a route of one statement, as one statement with
+ * its fence too ({@code table-one}, {@code table-one-p}: {@code one-statement: true}).
  * Run for the default driver settings, prepareThreshold 0, 1 and -1 (pgjdbc's "always, binary") in the URL, the
  * simple query protocol, {@code autosave=always}, and through PgBouncer in transaction pooling.
  */
@@ -147,12 +147,13 @@ class PostgresAtomicWritesIT {
                 + policy("column", "/c/{id}", "", MULTI_PARAMS, COLUMN_STATEMENTS)
                 + policy("observe", "/o/{id}", "    fence: {mode: observe}\n", MULTI_PARAMS, TABLE_STATEMENTS)
                 + policy("unfenced", "/u/{id}", "    fence: {missing: allow}\n", MULTI_PARAMS, TABLE_STATEMENTS)
-                + policy("table-one", "/t1/{id}", "", ONE_PARAMS, """
+                // one statement sent with its fence as one (one-statement: true)
+                + policy("table-one", "/t1/{id}", "", "      one-statement: true\n" + ONE_PARAMS, """
                               statements:
                                 PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id, owner
                         """)
-                // the same one statement as an explicit transaction (table-one sends it with its fence as one)
-                + policy("table-one-tx", "/t1x/{id}", "", "      one-statement: false\n" + ONE_PARAMS, """
+                // the same one statement as an explicit transaction (the default)
+                + policy("table-one-tx", "/t1x/{id}", "", ONE_PARAMS, """
                               statements:
                                 PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id, owner
                         """)
@@ -161,7 +162,8 @@ class PostgresAtomicWritesIT {
                         TABLE_STATEMENTS)
                 + policy("unfenced-p", "/up/{id}", "    fence: {missing: allow}\n", PIPELINED + MULTI_PARAMS,
                         TABLE_STATEMENTS)
-                + policy("table-one-p", "/t1p/{id}", "", PIPELINED + ONE_PARAMS, """
+                + policy("table-one-p", "/t1p/{id}", "", PIPELINED + "      one-statement: true\n" + ONE_PARAMS,
+                        """
                               statements:
                                 PUT: UPDATE accounts SET owner = :owner WHERE id = :id RETURNING id, owner
                         """)
@@ -526,7 +528,7 @@ class PostgresAtomicWritesIT {
     /**
      * {@code commit: pipelined}: COMMIT travels with the statements, so a connection lost while they run may have
      * lost it after the server committed; the proxy cannot tell, and answers 504 unknown outcome, as it would for a
-     * lost COMMIT. The same for one statement sent with its fence ({@code one-statement}, the default), which
+     * lost COMMIT. The same for one statement sent with its fence ({@code one-statement: true}), which
      * commits as it ends. What the database says after an error in a statement stays definite (the shapes above,
      * and a statement timeout here: rolled back, not unknown).
      */
