@@ -53,8 +53,8 @@ final class PostForm {
         if (contentType == null) {
             return null;
         }
-        // limit 0 (split's default) kept: a value of only ";" has no parts[0] and throws, as before
-        String[] parts = contentType.split(";", 0);
+        // limit -1: a value of only ";" still has a parts[0] (with split's default it had none and threw, a 500)
+        String[] parts = contentType.split(";", -1);
         if (!parts[0].trim().equalsIgnoreCase("multipart/form-data")) {
             return null;
         }

@@ -87,5 +87,9 @@ class S3PostFormTest {
         assertEquals("a b", PostForm.boundary("Multipart/Form-Data;charset=utf-8; BOUNDARY=\"a b\""));
         assertNull(PostForm.boundary("application/x-www-form-urlencoded"));
         assertNull(PostForm.boundary("multipart/form-data"));
+        // a Content-Type of separators only is no form (it used to throw out of the parser: a 500)
+        assertNull(PostForm.boundary(";"));
+        assertNull(PostForm.boundary(";;"));
+        assertNull(PostForm.boundary(""));
     }
 }
