@@ -53,8 +53,8 @@ final class OneStatement {
 
     /** Whether a fenced method of {@code statements} is sent as one statement with the fence. */
     static boolean applies(BackendConfig.Postgres config, List<Statement> statements) {
-        return config.oneStatement() && config.fence() == BackendConfig.FenceMode.TABLE && statements.size() == 1
-                && fits(statements.getFirst());
+        // the config refuses one-statement with fence: column, so it is table mode here
+        return config.oneStatement() && statements.size() == 1 && fits(statements.getFirst());
     }
 
     /** Whether {@code statement} can be sent behind the fence's {@code WITH}. */

@@ -386,13 +386,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
                             before = r.wasNull() ? null : v;
                         }
                     } else if (n < plan.statements().size()) {
-                        Statement s = plan.statements().get(n);
-                        if (isResultSet) {
-                            List<String> rows = Rows.read(ps.getResultSet());
-                            results.add(new Result(s, Rows.isQuery(s) ? 0 : rows.size(), rows));
-                        } else {
-                            results.add(new Result(s, ps.getUpdateCount(), List.of()));
-                        }
+                        results.add(result(ps, plan.statements().get(n), isResultSet));
                     }
                     n++;
                     isResultSet = ps.getMoreResults();
@@ -415,6 +409,15 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             rollbackQuietly(c);
             throw new Failed(e, commitMayHaveRun ? Reached.COMMIT_SENT : Reached.BEFORE_COMMIT);
         }
+    }
+
+    /** The result of {@code s}, the statement {@code ps} is at: its rows, or its count of rows changed. */
+    private static Result result(PreparedStatement ps, Statement s, boolean isResultSet) throws SQLException {
+        if (!isResultSet) {
+            return new Result(s, ps.getUpdateCount(), List.of());
+        }
+        List<String> rows = Rows.read(ps.getResultSet());
+        return new Result(s, Rows.isQuery(s) ? 0 : rows.size(), rows);
     }
 
     /** Binds the fence's four parameters (scope, token, accept equal, max advance) first; answers the next index. */
@@ -446,14 +449,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
                 sent = true;
                 boolean isResultSet = ps.execute();
                 answered = true; // the server answered the statement: it committed as it ended
-                List<Result> results = new ArrayList<>(1);
-                if (isResultSet) {
-                    List<String> rows = Rows.read(ps.getResultSet());
-                    results.add(new Result(s, Rows.isQuery(s) ? 0 : rows.size(), rows));
-                } else {
-                    results.add(new Result(s, ps.getUpdateCount(), List.of()));
-                }
-                return new Ran.Committed(results, null);
+                return new Ran.Committed(List.of(result(ps, s, isResultSet)), null);
             }
         } catch (SQLException e) {
             if (answered) {
