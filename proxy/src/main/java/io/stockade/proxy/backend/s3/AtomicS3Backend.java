@@ -1,7 +1,5 @@
 package io.stockade.proxy.backend.s3;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -256,7 +254,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                     if (!opened[0]) {
                         opened[0] = true;
                         Upstream.Body b = Relay.clientBody(exchange, p.verified());
-                        body[0] = b != null && replayable ? Upstream.Body.of(smallBodyOf(b)) : b;
+                        body[0] = b != null && replayable ? Upstream.Body.of(Relay.whole(b)) : b;
                     }
                     return upstream.send("PUT", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
                             body[0]);
@@ -578,18 +576,5 @@ final class AtomicS3Backend implements Backend, S3Class {
 
     private static WriteResult relayed(Exchange exchange, UpstreamResponse response) {
         return ConditionalWrite.relayed(exchange, response);
-    }
-
-    private static byte[] smallBodyOf(Upstream.Body body) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream((int) body.length());
-        try {
-            body.writeTo(out);
-        } catch (PayloadReader.Rejected e) {
-            throw new ClientError(e.status, e.code, e.getMessage());
-        } catch (IOException e) {
-            throw new ClientError(400, "IncompleteBody", "the request body could not be read: "
-                    + e.getMessage());
-        }
-        return out.toByteArray();
     }
 }

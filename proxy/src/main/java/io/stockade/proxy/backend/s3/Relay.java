@@ -127,6 +127,15 @@ final class Relay {
             throw new ClientError(400, "MaxMessageLengthExceeded", "the request body is larger than " + max
                     + " bytes");
         }
+        return whole(body);
+    }
+
+    /**
+     * A client body read whole into memory. A body cut off by a bound of the policy (too large, too slow) is
+     * answered by the pipeline as that bound's refusal (413, 408: see {@link S3Front#failure}), never as a
+     * malformed body.
+     */
+    static byte[] whole(Upstream.Body body) {
         ByteArrayOutputStream out = new ByteArrayOutputStream((int) body.length());
         try {
             body.writeTo(out);
