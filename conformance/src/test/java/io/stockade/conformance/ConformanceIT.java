@@ -649,10 +649,8 @@ class ConformanceIT {
         }
     }
 
-    private static int freePort() throws java.io.IOException {
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        }
+    private static int freePort() {
+        return io.stockade.testing.FreePorts.next();
     }
 
     /** A one-member etcd ({@code /usr/bin/etcd}, Debian etcd-server) on free loopback ports: command and client URL. */

@@ -2,7 +2,6 @@ package io.stockade.proxy;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -11,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.stockade.policy.PolicyLoader;
+import io.stockade.testing.FreePorts;
 import io.stockade.testing.Pg;
 
 import org.junit.jupiter.api.AfterEach;
@@ -170,10 +170,7 @@ class PostgresStatementCheckIT {
 
     @Test
     void anUnreachableDatabaseAtLoadIsAWarningNotAFailure() throws Exception {
-        int closed;
-        try (ServerSocket s = new ServerSocket(0)) {
-            closed = s.getLocalPort();
-        }
+        int closed = FreePorts.next(); // nothing listens there: the ports of a test JVM's own block
         // fence: column opens no connection at start: only the check would, and it finds no database
         Path config = policy("jdbc:postgresql://127.0.0.1:" + closed + "/test", COLUMN,
                 "UPDATE items SET nmae = :name, fence_token = :fencing_token WHERE id = :id"

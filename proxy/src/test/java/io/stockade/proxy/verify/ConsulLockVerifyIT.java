@@ -1,7 +1,5 @@
 package io.stockade.proxy.verify;
 
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.nio.file.Files;
@@ -14,6 +12,7 @@ import java.util.Optional;
 import io.stockade.proxy.VerifiedJobs;
 import io.stockade.proxy.json.JsonReader;
 import io.stockade.testing.ConsulStandIn;
+import io.stockade.testing.FreePorts;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterEach;
@@ -183,10 +182,7 @@ class ConsulLockVerifyIT {
         assertTrue(r.body().contains("HTTP 500"), r.body());
         consul.failWith = 0;
 
-        int closedPort;
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            closedPort = socket.getLocalPort();
-        }
+        int closedPort = FreePorts.next(); // nothing listens there: the ports of a test JVM's own block
         start("http://127.0.0.1:" + closedPort, "");
         jobs.assertUnavailable(jobs.put("f", "x", token), "f");
     }

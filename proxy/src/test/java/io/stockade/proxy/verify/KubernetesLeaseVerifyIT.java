@@ -3,7 +3,6 @@ package io.stockade.proxy.verify;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,6 +19,7 @@ import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 
 import io.stockade.proxy.VerifiedJobs;
+import io.stockade.testing.FreePorts;
 import io.stockade.testing.Http;
 import io.stockade.testing.TestPki;
 
@@ -200,10 +200,7 @@ class KubernetesLeaseVerifyIT {
 
     @Test
     void anApiServerThatIsDownIs503() throws Exception {
-        int closedPort;
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            closedPort = s.getLocalPort();
-        }
+        int closedPort = FreePorts.next(); // nothing listens there: the ports of a test JVM's own block
         start("http://127.0.0.1:" + closedPort, "{}");
         jobs.assertUnavailable(jobs.put("g", "x", 1), "g");
     }
