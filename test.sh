@@ -37,7 +37,7 @@ command -v redis-server >/dev/null || need redis-server "redis-server"
 [ -x /usr/bin/aws ] || need awscli "the AWS CLI v2 (/usr/bin/aws)"
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || need python3-boto3 "boto3"
 [ -x /usr/bin/rclone ] || need rclone "rclone"
-# Debian's chromium (headless) draws the conformance suite's HTML report in ConformanceIT.
+# Debian's chromium (headless) draws the conformance suite's HTML report in ConformanceBackendsIT.
 [ -x /usr/bin/chromium ] || need chromium "chromium"
 # Node.js and npm for dynalite (the DynamoDB tests) and the AWS SDK for JavaScript (S3JsSdkIT), installed below.
 { command -v node >/dev/null && command -v npm >/dev/null; } || need "nodejs npm" "Node.js and npm"

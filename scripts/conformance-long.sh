@@ -9,7 +9,7 @@
 # Defaults: every backend, 10000 operations each, 8 minutes per scenario run, 4 writers, the five scenarios below,
 # reports under target/conformance-long/<date-time>.
 #
-# For each backend it builds what CI's ConformanceIT builds (the same policies and target files), with the proxy
+# For each backend it builds what CI's ConformanceBackendsIT builds (the same policies and target files), with the proxy
 # launched by the suite itself from the target's proxy.launch (so proxy-restart can kill -9 it):
 #   file           the file backend over DIR/files, memory fence store (journal in DIR)
 #   http           the HTTP backend (conditional: none, serialized) in front of PlainHttpStore over DIR/upstream

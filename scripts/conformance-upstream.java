@@ -2,13 +2,13 @@
 // reads its address from the first line, and kills it by PID). Run as a single-file source program on the
 // conformance module's test class path (which has the suite, the proxy's test classes and s3proxy):
 //
-//   java -cp CP scripts/conformance-upstream.java http DIR          PlainHttpStore over DIR (what ConformanceIT uses
+//   java -cp CP scripts/conformance-upstream.java http DIR          PlainHttpStore over DIR (what ConformanceCases uses
 //                                                                    as the HTTP upstream; no conditions)
 //   java -cp CP scripts/conformance-upstream.java http-if-match     the proxy tests' TestUpstream: in memory, honours
 //                                                                    If-Match / If-None-Match atomically per key
 //   java -cp CP scripts/conformance-upstream.java s3 BUCKET KEY SECRET
 //                                                                    s3proxy 3.0.0 over a transient blob store, SigV4
-//                                                                    required, BUCKET created (as in ConformanceIT)
+//                                                                    required, BUCKET created (as in ConformanceBackendsIT)
 //
 // It prints "upstream listening on http://127.0.0.1:PORT" once it serves, then runs until it is killed.
 // s3proxy is started through its builder, not its Main (whose stderr redirection recurses with slf4j-jdk14);

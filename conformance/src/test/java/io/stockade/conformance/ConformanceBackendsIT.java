@@ -1,0 +1,241 @@
+package io.stockade.conformance;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import io.stockade.conformance.run.RunResult;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static io.stockade.conformance.ConformanceCases.PG_USER;
+import static io.stockade.conformance.ConformanceCases.assertEveryScenarioPassedAndEveryControlCaught;
+import static io.stockade.conformance.ConformanceCases.fileTarget;
+import static io.stockade.conformance.ConformanceCases.httpBackendOn;
+import static io.stockade.conformance.ConformanceCases.inFreshSchema;
+import static io.stockade.conformance.ConformanceCases.memoryStore;
+import static io.stockade.conformance.ConformanceCases.pg;
+import static io.stockade.conformance.ConformanceCases.pgOne;
+import static io.stockade.conformance.ConformanceCases.policy;
+import static io.stockade.conformance.ConformanceCases.runConclusively;
+import static io.stockade.conformance.ConformanceCases.scenarios;
+import static io.stockade.conformance.ConformanceCases.target;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The suite in this repository's CI, one backend at a time: every scenario against the real proxy (a child process
+ * the suite launches, so it can kill -9 it) in front of the file, HTTP, PostgreSQL and S3 backends on the memory
+ * fence store, each with its paired control, which must see a stale write land; and a longer run. Short budget: one
+ * fault cycle per run. {@code -Dconformance.scenarios=pause,delay} narrows it. {@link ConformanceLeasesAndStoresIT}
+ * runs beside it (another test JVM) with real lock services and the other fence stores; {@link ConformanceCases}
+ * holds what both share.
+ */
+class ConformanceBackendsIT {
+    private static final String UPSERT_PROXY = "INSERT INTO docs (id, body) VALUES (:id, :body) "
+            + "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body";
+    private static final String UPSERT_CONTROL = "INSERT INTO docs (id, body) VALUES (?, ?) "
+            + "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body";
+
+    @Test
+    void fileBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
+        Conformance.Result r = runConclusively(fileTarget(dir), dir.resolve("work"));
+        assertEveryScenarioPassedAndEveryControlCaught(r);
+        theHtmlReportDrawsTheRunInABrowser(r, dir);
+    }
+
+    /**
+     * The HTML report of a real run, in a real browser (Debian's chromium, headless): the page's script ran without
+     * error and drew one mark per write of the run, one shaded interval per fault, a section per scenario, and ringed
+     * the writes of the control's violations (the stale writes that landed).
+     */
+    private static void theHtmlReportDrawsTheRunInABrowser(Conformance.Result r, Path dir) throws Exception {
+        assertTrue(HeadlessBrowser.available(), "chromium is not installed (./test.sh installs it)");
+        // kept under target/ to look at after the build
+        Path page = Files.createDirectories(Path.of("target")).resolve("conformance-report-file.html");
+        Files.writeString(page, io.stockade.conformance.report.Reports.html("file", r.scenarios()));
+        String dom = HeadlessBrowser.dumpDom(page, Files.createDirectories(dir.resolve("browser")));
+        String body = dom.substring(dom.indexOf("<body"), dom.indexOf('>', dom.indexOf("<body")) + 1);
+        assertFalse(body.contains("data-error"), body);
+        long writes = 0;
+        long faults = 0;
+        long ringed = 0;
+        for (ScenarioResult s : r.scenarios()) {
+            assertTrue(dom.contains("data-scenario=\"" + s.scenario().id() + "\""), s.scenario().id());
+            for (io.stockade.conformance.run.RunResult run : java.util.Arrays.asList(s.proxied(), s.control())) {
+                writes += run.history().ops().size();
+                faults += run.faultWindows().size();
+            }
+            ringed += s.control().check().details().stream().flatMap(v -> v.ops().stream()).distinct().count();
+        }
+        assertTrue(writes > 0 && faults > 0 && ringed > 0, writes + " " + faults + " " + ringed);
+        assertTrue(body.contains("data-rendered=\"" + writes + "\""), body + ": marks drawn, expected " + writes);
+        assertEquals(writes, count(dom, "<circle class=\"write "), "one mark per write");
+        assertEquals(faults, count(dom, "<rect class=\"fault\""), "one shaded interval per fault");
+        assertTrue(count(dom, "stroke=\"#000\"") >= ringed, "the control's stale writes are ringed");
+    }
+
+    private static long count(String text, String needle) {
+        long n = 0;
+        for (int i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + 1)) {
+            n++;
+        }
+        return n;
+    }
+
+    /**
+     * A longer run keeps injecting faults until its duration is spent, in the control and through the proxy: each
+     * cycle faults the writer that holds the lease now. (The suite used to pick any writer with two acknowledged
+     * writes, which after the first handoff could be the fenced ex-holder: it made no lease check, and the run
+     * ended after one or two cycles whatever the duration.)
+     */
+    @Test
+    void aLongerRunKeepsFaultingTheCurrentHolder(@TempDir Path dir) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(scenarios(Scenario.PAUSE).isEmpty(), "pause was not asked for");
+        Conformance.Result r = Conformance.of(fileTarget(dir)).scenarios(Scenario.PAUSE)
+                .duration(Duration.ofSeconds(12)).workDir(dir.resolve("work")).run();
+        System.out.println(io.stockade.conformance.report.Reports.table(r.scenarios()));
+        System.out.println(io.stockade.conformance.report.Reports.details(r.scenarios()));
+        ScenarioResult s = r.scenarios().getFirst();
+        assertTrue(s.proxied().check().ok(), s.proxied().check().toString());
+        for (RunResult run : List.of(s.control(), s.proxied())) {
+            String which = run.control() ? "control" : "through the proxy";
+            assertTrue(run.faultsInjected() >= 3, which + ": " + run.faultsInjected() + " fault cycles in 12 s, notes "
+                    + run.notes());
+            assertTrue(run.notes().stream().noneMatch(n -> n.contains("made no lease check")), which + ": "
+                    + run.notes());
+        }
+    }
+
+    @Test
+    void httpBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
+        httpBackendOn(dir, "http", memoryStore(dir), "");
+    }
+
+    /**
+     * The postgres backend, table fence mode, in a fresh schema of database {@code test}: {@code PUT /docs/{id...}}
+     * upserts the body text into {@code docs} in one transaction with the fence. Read back with the JDBC reader;
+     * the control runs the same upsert over JDBC with no fence (through the suite's HTTP shim, since the writers
+     * speak HTTP).
+     */
+    @Test
+    void postgresBackendPassesAndItsControlFails(@TempDir Path dir) throws Exception {
+        inFreshSchema((schema, url) -> {
+            pg("CREATE TABLE " + schema + ".docs (id text PRIMARY KEY, body text NOT NULL)");
+            Path policy = policy(dir, memoryStore(dir), """
+                      - name: docs
+                        match:
+                          path: /docs/{id...}
+                          methods: [PUT]
+                        scope: docs/{id}
+                        backend:
+                          type: postgres
+                          datasource:
+                            url: "%s"
+                            user: %s
+                            statement-timeout: 5s
+                          params:
+                            id: path
+                            body: {from: body-text}
+                          statements:
+                            PUT: "%s"
+                    """.formatted(url, PG_USER, UPSERT_PROXY));
+            Target target = target(dir, "postgres", "/docs/{key}", policy, """
+                    read:
+                      jdbc: "%s"
+                      user: %s
+                      sql: select body from docs where id = ?
+                    control:
+                      jdbc: "%s"
+                      user: %s
+                      sql: "%s"
+                    """.formatted(url, PG_USER, url, PG_USER, UPSERT_CONTROL));
+            Conformance.Result r = runConclusively(target, dir.resolve("work"));
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+            // The storage itself, independently of the suite's reader: both runs' rows are there with the values
+            // the suite read last; only the proxied key went through the fence (a stockade_fences row), the
+            // control's did not.
+            for (ScenarioResult s : r.scenarios()) {
+                RunResult through = s.proxied();
+                RunResult control = s.control();
+                assertEquals(through.finalValue(), pgOne(url, "select body from docs where id = ?", through.key()));
+                assertEquals(control.finalValue(), pgOne(url, "select body from docs where id = ?", control.key()));
+                assertTrue(through.finalValue() != null && control.finalValue() != null, s.scenario().id());
+                assertTrue(pgOne(url, "select token from stockade_fences where scope = ?", "docs/" + through.key())
+                        != null, s.scenario().id() + ": the proxied writes must have gone through the fence");
+                assertEquals(null, pgOne(url, "select token from stockade_fences where scope = ?",
+                        "docs/" + control.key()), s.scenario().id() + ": the control must not touch the fence");
+            }
+        });
+    }
+
+    /**
+     * The S3 backend (atomic: conditional PUTs with the token in the object's metadata) in front of a real S3 API
+     * in-process ({@code org.gaul:s3proxy} over a transient blob store, SigV4 required). The writers sign their PUTs
+     * with a client key of the policy ({@code auth: sigv4}, the proxy checks it); the bucket is read back with the
+     * AWS SDK v2 and the upstream's own key; the control PUTs straight into the bucket, signed with that key.
+     */
+    @Test
+    void s3BackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
+        org.jclouds.blobstore.BlobStoreContext blobs = org.jclouds.ContextBuilder.newBuilder("transient")
+                .credentials("identity", "credential").build(org.jclouds.blobstore.BlobStoreContext.class);
+        org.gaul.s3proxy.S3Proxy s3 = org.gaul.s3proxy.S3Proxy.builder()
+                .blobStore(blobs.getBlobStore())
+                .awsAuthentication(org.gaul.s3proxy.AuthenticationType.AWS_V4, "upstream-key", "upstream-secret")
+                .endpoint(java.net.URI.create("http://127.0.0.1:0"))
+                .build();
+        s3.start();
+        try {
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!s3.getState().equals("STARTED") && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            String endpoint = "http://127.0.0.1:" + s3.getPort();
+            blobs.getBlobStore().createContainerInLocation(null, "conformance");
+            Path policy = policy(dir, memoryStore(dir), """
+                      - name: s3
+                        match: {path: "/{path...}"}
+                        scope: s3
+                        backend:
+                          type: s3
+                          endpoint: %s
+                          access-key: upstream-key
+                          secret-key: upstream-secret
+                          auth: sigv4
+                          clients:
+                            - {access-key: app-key, secret-key: app-secret}
+                          timeout: 10s
+                    """.formatted(endpoint));
+            Target target = target(dir, "s3", "/conformance/{key}", policy, """
+                      access-key: app-key
+                      secret-key: app-secret
+                    read:
+                      s3: %s
+                      bucket: conformance
+                      access-key: upstream-key
+                      secret-key: upstream-secret
+                    control:
+                      s3: %s
+                      bucket: conformance
+                      access-key: upstream-key
+                      secret-key: upstream-secret
+                    """.formatted(endpoint, endpoint));
+            Conformance.Result r = runConclusively(target, dir.resolve("work"));
+            assertEveryScenarioPassedAndEveryControlCaught(r);
+            // The proxied objects carry the token in their metadata (the atomic class), the control's do not.
+            for (ScenarioResult s : r.scenarios()) {
+                var through = blobs.getBlobStore().blobMetadata("conformance", s.proxied().key());
+                var control = blobs.getBlobStore().blobMetadata("conformance", s.control().key());
+                assertTrue(through.getUserMetadata().containsKey("fencing-token"), s.scenario().id() + ": "
+                        + through.getUserMetadata());
+                assertFalse(control.getUserMetadata().containsKey("fencing-token"), s.scenario().id());
+            }
+        } finally {
+            s3.stop();
+            blobs.close();
+        }
+    }
+}
