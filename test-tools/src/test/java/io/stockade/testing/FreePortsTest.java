@@ -28,6 +28,19 @@ class FreePortsTest {
         assertThrows(IllegalStateException.class, () -> FreePorts.block("one"));
     }
 
+    /**
+     * Under Maven (surefire or failsafe) the fork's number must arrive, or every fork takes block 0 and two hand out
+     * the same ports (it once arrived empty, through systemPropertyVariables, and a "dead" upstream port of one fork
+     * was another fork's live server).
+     */
+    @Test
+    void underMavenTheForkNumberArrives() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(System.getProperty("surefire.real.class.path") != null
+                || System.getProperty("surefire.test.class.path") != null, "not run by surefire or failsafe");
+        String fork = System.getProperty("stockade.test.fork");
+        assertTrue(fork != null && fork.strip().matches("[1-9][0-9]*"), "stockade.test.fork: '" + fork + "'");
+    }
+
     @Test
     void portsComeInTurnFromThisJvmsBlockAndATakenOneIsPassedOver() throws Exception {
         int low = FreePorts.BASE + FreePorts.BLOCK * FreePorts.block(System.getProperty("stockade.test.fork"));
