@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.logging.LogRecord;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.testing.LogLines;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.proxy.testing.Warnings;
 import io.stockade.testing.Http;
@@ -76,7 +77,7 @@ class HttpContractIT extends UpstreamContractIT {
     void anUpstreamUnreachableAtStartIsOneWarnLineNamingIt() throws Exception {
         int dead = io.stockade.testing.FreePorts.next();
         String expected = "policy 'docs': at start, upstream 127.0.0.1:" + dead + ": refused the connection";
-        try (Warnings.Capture log = Warnings.capture("io.stockade");
+        try (LogLines log = Warnings.capture("io.stockade");
              ProxyFixture other = ProxyFixture.start(dir.resolve("other"), policyYaml(), withUpstream(dead))) {
             // the check runs in the background, beside the start
             assertTrue(log.await(expected, java.time.Duration.ofSeconds(10)),

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.logging.Level;
 
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
@@ -54,7 +55,7 @@ class BackendBodyBoundsIT {
                 "BODY_TIMEOUT", "2s"))) {
             s3.direct().createBucket(b -> b.bucket("bounded"));
             int port = s3.proxy.server().port();
-            decisions = new LogLines(DecisionLog.DECISIONS); // after the start, which installs the log's handlers
+            decisions = new LogLines(DecisionLog.DECISIONS, Level.INFO); // after the start: it installs the handlers
 
             // Stalled: 10 of 100 bytes, then nothing. read-timeout (1s) cuts it off.
             assertCutOff("s3", port, "PUT /bounded/stalled.txt HTTP/1.1\r\nHost: x\r\n"
@@ -117,7 +118,7 @@ class BackendBodyBoundsIT {
         try (Pg pg = Pg.create("CREATE TABLE notes (id text, note text)");
              ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), PG_POLICY, Map.of("PG_URL", pg.url()))) {
             int port = proxy.server().port();
-            decisions = new LogLines(DecisionLog.DECISIONS);
+            decisions = new LogLines(DecisionLog.DECISIONS, Level.INFO);
             assertCutOff("notes", port, "PUT /notes/a HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\n"
                     + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"note\": \"", 0,
                     Duration.ofMillis(3500));

@@ -5,51 +5,56 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
 import java.util.logging.Handler;
+import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
 /**
- * Every message a logger (and its children) publishes from creation until {@link #close}, whatever its level: for
- * the proxy's one-line-per-request decision log ({@code stockade.decision}), which records the status the proxy
- * answered even when the client never saw it.
+ * The records a logger and its children publish at {@code least} or above, from creation until {@link #close}:
+ * the warnings an operator would read ({@link Warnings}), or the proxy's one-line-per-request decision log
+ * ({@code stockade.decision}, at INFO), which records the status the proxy answered even when the client never saw
+ * it. Create it after the proxy started: the start installs the log's own handlers.
  */
 public final class LogLines implements AutoCloseable {
-    private final List<String> lines = new CopyOnWriteArrayList<>();
+    private final List<LogRecord> records = new CopyOnWriteArrayList<>();
     private final Logger logger;
-    private final Handler handler = new Handler() {
-        @Override
-        public void publish(LogRecord r) {
-            lines.add(r.getMessage());
-        }
+    private final Handler handler;
 
-        @Override
-        public void flush() {
-        }
+    public LogLines(String name, Level least) {
+        handler = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                if (r.getLevel().intValue() >= least.intValue()) {
+                    records.add(r);
+                }
+            }
 
-        @Override
-        public void close() {
-        }
-    };
+            @Override
+            public void flush() {
+            }
 
-    public LogLines(String name) {
+            @Override
+            public void close() {
+            }
+        };
         logger = Logger.getLogger(name);
         logger.addHandler(handler);
     }
 
-    public List<String> lines() {
-        return List.copyOf(lines);
+    public List<LogRecord> records() {
+        return List.copyOf(records);
     }
 
     /**
-     * The first line that matches, waiting up to {@code timeout} for it (a request's line is written after its
-     * answer, so the client can see the answer a moment before the line); null if none came.
+     * The first message that matches, waiting up to {@code timeout} for it (a request's decision line is written
+     * after its answer, so the client can see the answer a moment before the line); null if none came.
      */
     public String await(Predicate<String> match, Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
-            for (String line : lines) {
-                if (match.test(line)) {
-                    return line;
+            for (LogRecord r : records) {
+                if (match.test(r.getMessage())) {
+                    return r.getMessage();
                 }
             }
             if (System.nanoTime() - deadline > 0) {
@@ -57,6 +62,11 @@ public final class LogLines implements AutoCloseable {
             }
             Thread.sleep(10);
         }
+    }
+
+    /** Waits until a message contains {@code text}; false if none did within the timeout. */
+    public boolean await(String text, Duration timeout) throws InterruptedException {
+        return await(m -> m.contains(text), timeout) != null;
     }
 
     @Override
