@@ -25,10 +25,24 @@ public final class FreePorts {
     /** Blocks: up to 12 JVMs (block 12 would reach 33000, inside the ephemeral range). */
     static final int BLOCKS = 12;
 
-    private static final int FIRST = BASE + BLOCK * block(System.getProperty("stockade.test.fork"));
+    private static final int FIRST = BASE + BLOCK * forkBlock();
     private static int next;
 
     private FreePorts() {
+    }
+
+    /**
+     * This JVM's block. In a surefire or failsafe fork the number must have arrived: without it every fork would
+     * take block 0 and two would hand out the same ports (it once arrived empty, and a test's "dead" port was the
+     * other fork's live server).
+     */
+    private static int forkBlock() {
+        String fork = System.getProperty("stockade.test.fork");
+        if ((fork == null || fork.isBlank()) && System.getProperty("surefire.real.class.path") != null) {
+            throw new IllegalStateException("stockade.test.fork is not set in this surefire/failsafe fork: the root"
+                    + " pom's argLine gives it (-Dstockade.test.fork=${surefire.forkNumber})");
+        }
+        return block(fork);
     }
 
     /** The block of a fork number (failsafe's start at 1); blank or absent: 0. */
