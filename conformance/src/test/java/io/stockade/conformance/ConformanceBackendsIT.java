@@ -9,6 +9,8 @@ import io.stockade.conformance.run.RunResult;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 import static io.stockade.conformance.ConformanceCases.PG_USER;
 import static io.stockade.conformance.ConformanceCases.assertEveryScenarioPassedAndEveryControlCaught;
@@ -34,6 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * runs beside it (another test JVM) with real lock services and the other fence stores; {@link ConformanceCases}
  * holds what both share.
  */
+@Execution(ExecutionMode.CONCURRENT)   // its cases side by side (junit-platform.properties)
 class ConformanceBackendsIT {
     private static final String UPSERT_PROXY = "INSERT INTO docs (id, body) VALUES (:id, :body) "
             + "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body";

@@ -8,6 +8,8 @@ import io.stockade.testing.RedisServer;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import redis.clients.jedis.Jedis;
 
 import static io.stockade.conformance.ConformanceCases.PG_USER;
@@ -30,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the HTTP backend on the etcd fence store (which {@code store-stop} stops and kills) and on the PostgreSQL one.
  * Runs beside {@link ConformanceBackendsIT} (another test JVM); {@link ConformanceCases} holds what both share.
  */
+@Execution(ExecutionMode.CONCURRENT)   // its cases side by side (junit-platform.properties)
 class ConformanceLeasesAndStoresIT {
     /**
      * The file backend with the writers holding real leases from a real redis-server (the client SDK's Redis provider,

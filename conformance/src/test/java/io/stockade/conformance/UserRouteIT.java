@@ -27,6 +27,8 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -44,6 +46,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * place. The passing runs' reports are checked too: the JSON parsed, the HTML's header. Short: {@code pause} (and
  * {@code lost-response} on the HTTP route, whose retry resends the same body), one fault cycle per run.
  */
+@Execution(ExecutionMode.CONCURRENT)   // its cases side by side (junit-platform.properties)
 class UserRouteIT {
 
     private static final String PG = System.getProperty("conformance.pg", "jdbc:postgresql://127.0.0.1:5432/test");

@@ -16,6 +16,7 @@ import io.stockade.proxy.testing.PatternStream;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.ChildProxy;
 import io.stockade.testing.Http;
+import io.stockade.testing.Jvm;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -61,7 +62,7 @@ class StreamingIT {
                           type: file
                           root: %s
                     """.formatted(dir.resolve("journal"), upstream.baseUri(), dir.resolve("files")));
-            try (ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m"))) {
+            try (ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m", Jvm.FULL_JIT))) {
                 Thread.sleep(200);
                 String expected = sha256OfPattern(GIB);
 

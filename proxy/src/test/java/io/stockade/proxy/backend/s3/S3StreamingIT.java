@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import io.stockade.proxy.S3Fixture;
 import io.stockade.proxy.testing.PatternStream;
 import io.stockade.testing.ChildProxy;
+import io.stockade.testing.Jvm;
 
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;
@@ -96,7 +97,7 @@ class S3StreamingIT {
             Path childLog;
             try (S3Client direct = S3Fixture.client(URI.create("http://127.0.0.1:" + s3proxy.getPort()),
                     S3Fixture.UPSTREAM_KEY, S3Fixture.UPSTREAM_SECRET);
-                 ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m"));
+                 ChildProxy proxy = ChildProxy.start(config, List.of("-Xmx256m", Jvm.FULL_JIT));
                  S3Client s3 = S3Fixture.client(proxy.baseUri(), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
                 childLog = proxy.logFile();
                 direct.createBucket(b -> b.bucket(BUCKET));
