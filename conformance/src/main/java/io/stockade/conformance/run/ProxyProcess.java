@@ -83,7 +83,7 @@ public final class ProxyProcess implements AutoCloseable {
             return null;
         }
         List<ProcessHandle> all = ProcessTree.kill9(process);
-        List<Long> alive = all.stream().filter(ProcessHandle::isAlive).map(ProcessHandle::pid).toList();
+        List<Long> alive = all.stream().filter(h -> !ProcessTree.gone(h)).map(ProcessHandle::pid).toList();
         if (!alive.isEmpty()) {
             return "processes " + alive + " survived kill -9";
         }
