@@ -60,7 +60,8 @@ final class ConformanceCases {
 
     /**
      * Runs the scenarios; one that comes out INCONCLUSIVE (its paired control saw no stale write land, so the run
-     * proved nothing either way) is run again, at most four times. A FAIL is never re-run, and the verdict of the last
+     * proved nothing either way) is run again, at most four times; so is one that passed without the refusal the
+     * assertions ask for (see below). A FAIL is never re-run, and the verdict of the last
      * attempt is the one asserted: a scenario passes only in a run whose control caught a stale write.
      */
     static final int MAX_ATTEMPTS = 5;
@@ -83,11 +84,33 @@ final class ConformanceCases {
                     System.out.println("attempt " + attempt + ": " + s.scenario().id() + " inconclusive, run again");
                     continue;
                 }
+                if (s.verdict() == Verdict.PASS && !zombieRefused(s) && attempt < MAX_ATTEMPTS) {
+                    // The suite counts a fault effective when the faulted holder's write ended after a newer
+                    // token's acknowledged write; a write already on its way when SIGSTOP landed (late, on a
+                    // saturated machine) ends after the handoff though the proxy took it before: PASS, but no stale
+                    // write met the proxy. Seen once in CI (2026-12-02, http+etcd-store pause); such a run proves
+                    // nothing the assertions below ask for: run again, as an inconclusive one.
+                    System.out.println("attempt " + attempt + ": " + s.scenario().id()
+                            + " passed, but no stale write reached the proxy, run again");
+                    continue;
+                }
                 settled.add(s);
                 todo.remove(s.scenario());
             }
         }
         return new Conformance.Result(target, settled);
+    }
+
+    /**
+     * Did the proxy refuse as the assertions below require: a write with 503 during the outage in {@code store-stop},
+     * the zombie's write with 409 (S3: 412) elsewhere; {@code timeout} needs none (the zombie hears nothing there).
+     */
+    static boolean zombieRefused(ScenarioResult s) {
+        if (s.scenario() == Scenario.TIMEOUT) {
+            return true;
+        }
+        return s.proxied().history().ops().stream().anyMatch(o -> s.scenario() == Scenario.STORE_STOP
+                ? o.status() == 503 : o.status() == 409 || o.status() == 412);
     }
 
     static void assertEveryScenarioPassedAndEveryControlCaught(Conformance.Result r) {
@@ -101,14 +124,10 @@ final class ConformanceCases {
             assertFalse(s.control().check().ok(), s.scenario().id() + ": the control must see a stale write land");
             assertTrue(s.proxied().faultsEffective() > 0, s.scenario().id());
             assertTrue(s.proxied().handoffs() > 0, s.scenario().id());
-            if (s.scenario() == Scenario.STORE_STOP) {   // fail closed: the store was down, the write not forwarded
-                assertTrue(s.proxied().history().ops().stream().anyMatch(o -> o.status() == 503),
-                        s.scenario().id() + ": the proxy must have refused a write with 503 during the outage");
-            } else if (s.scenario() != Scenario.TIMEOUT) {   // there the zombie hears nothing: it timed out first
-                assertTrue(s.proxied().history().ops().stream().anyMatch(o -> o.status() == 409
-                                || o.status() == 412),   // S3: 412 PreconditionFailed
-                        s.scenario().id() + ": the proxy must have refused the zombie's write with 409/412");
-            }
+            // store-stop fails closed (503: the store was down, the write not forwarded); elsewhere 409 (S3: 412)
+            assertTrue(zombieRefused(s), s.scenario().id() + (s.scenario() == Scenario.STORE_STOP
+                    ? ": the proxy must have refused a write with 503 during the outage"
+                    : ": the proxy must have refused the zombie's write with 409/412"));
         }
     }
 
