@@ -29,6 +29,13 @@ final class WatchedLease implements Lease {
     private volatile long lastRenewalSent;
 
     private final Object lock = new Object();
+    /**
+     * Held around each call to the lock service (a watchdog step, the release): a release sent while a renewal is
+     * on its way carried the fencing value the renewal was replacing (DynamoDB's rvn), failed its condition and left
+     * the lease held until it expired (seen in CI: a lease run's command exited, its item not released). The release
+     * now waits for the renewal in flight, which is bounded by the renew deadline; no step starts after a close.
+     */
+    private final Object serviceCalls = new Object();
     private LossReason lost;                      // guarded by lock
     private final List<LeaseListener> listeners = new ArrayList<>(); // guarded by lock
     private final AtomicBoolean released = new AtomicBoolean();
@@ -139,7 +146,9 @@ final class WatchedLease implements Lease {
      */
     void tick() {
         try {
-            step();
+            synchronized (serviceCalls) {
+                step();
+            }
         } catch (RuntimeException | Error e) {
             lose(LossReason.CONNECTION_LOST, "the watchdog failed: " + e);
         }
@@ -256,7 +265,9 @@ final class WatchedLease implements Lease {
     private void releaseQuietly() {
         if (released.compareAndSet(false, true)) {
             try {
-                service.release(name, holder, grant);
+                synchronized (serviceCalls) {
+                    service.release(name, holder, grant);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } catch (Exception e) {
