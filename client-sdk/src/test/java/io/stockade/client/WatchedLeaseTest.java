@@ -4,6 +4,9 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.Test;
@@ -35,6 +38,57 @@ class WatchedLeaseTest {
 
     private WatchedLease acquire() throws Exception {
         return acquire(Leases.newBuilder());
+    }
+
+    /**
+     * A close while a renewal is on its way releases after the renewal's answer, never during it: the release of a
+     * service that fences by a value the renewal replaces (DynamoDB's rvn) would carry the old one and fail.
+     */
+    @Test
+    void aReleaseWaitsForTheRenewalOnItsWay() throws Exception {
+        CountDownLatch renewing = new CountDownLatch(1);
+        CountDownLatch answer = new CountDownLatch(1);
+        AtomicBoolean inRenewal = new AtomicBoolean();
+        AtomicBoolean releasedDuringRenewal = new AtomicBoolean();
+        AtomicInteger releases = new AtomicInteger();
+        LeaseService slow = new LeaseService() {
+            @Override
+            public Grant acquire(String name, String holder, Duration ttl, Duration timeout) {
+                return new Grant(7, ticker.read(), null);
+            }
+
+            @Override
+            public Renewal renew(String name, String holder, Grant grant, Duration ttl, Duration timeout)
+                    throws Exception {
+                inRenewal.set(true);
+                renewing.countDown();
+                assertTrue(answer.await(10, TimeUnit.SECONDS));
+                inRenewal.set(false);
+                return Renewal.RENEWED;
+            }
+
+            @Override
+            public void release(String name, String holder, Grant grant) {
+                releasedDuringRenewal.compareAndSet(false, inRenewal.get());
+                releases.incrementAndGet();
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        WatchedLease lease = new WatchedLease("job", "me", slow, slow.acquire("job", "me", TTL, Duration.ZERO), ticker,
+                TTL, Leases.Settings.scale(TTL, Leases.newBuilder().settings().renewDeadlineFraction()), null, 0);
+        Thread watchdog = Thread.ofPlatform().start(lease::tick);
+        assertTrue(renewing.await(10, TimeUnit.SECONDS));
+        Thread closer = Thread.ofPlatform().start(lease::close);
+        closer.join(300);
+        assertTrue(closer.isAlive(), "the close released while the renewal was on its way");
+        answer.countDown();
+        closer.join(10_000);
+        watchdog.join(10_000);
+        assertFalse(releasedDuringRenewal.get());
+        assertEquals(1, releases.get());
     }
 
     @Test
