@@ -10,6 +10,8 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.util.logging.Logger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -23,6 +25,13 @@ public final class PostgresPools {
     /** The fence table and functions (also shipped for users who set {@code migrate: false}). */
     public static final String SCHEMA_RESOURCE = "stockade-fences.sql";
     private static final long MIGRATION_LOCK = 0x5354_4f43_4b41_4445L; // "STOCKADE"
+    /**
+     * How long start-up waits for a first connection that is on its way but slow (a database or a machine under
+     * load, a cold driver): longer than a request's {@code connect-timeout}, which is meant for a pool under load.
+     * A database that refuses, a TLS or password failure, a driver connect timeout: the first error stops the wait.
+     */
+    public static final Duration START_WAIT = Duration.ofSeconds(20);
+    private static final Logger LOG = Logger.getLogger(PostgresPools.class.getName());
 
     private PostgresPools() {
     }
@@ -114,7 +123,7 @@ public final class PostgresPools {
      * @throws IOException naming what is missing, or why the database could not be reached
      */
     public static void prepare(HikariDataSource pool, boolean migrate, String url) throws IOException {
-        try (Connection c = pool.getConnection()) {
+        try (Connection c = firstConnection(pool)) {
             if (migrate) {
                 String ddl;
                 try (InputStream in = PostgresPools.class.getResourceAsStream(SCHEMA_RESOURCE)) {
@@ -157,6 +166,26 @@ public final class PostgresPools {
         } catch (SQLException e) {
             throw new IOException("cannot prepare the fence table in " + url + ": " + e.getMessage()
                     + " (SQLSTATE " + e.getSQLState() + ")" + cause(e), e);
+        }
+    }
+
+    /**
+     * A connection for start-up: the pool's wait ({@code connect-timeout}) again while no attempt has failed yet (a
+     * connection slow to open, no error), up to {@link #START_WAIT}; the first failure is thrown at once.
+     */
+    private static Connection firstConnection(HikariDataSource pool) throws SQLException {
+        long deadline = System.nanoTime() + START_WAIT.toNanos();
+        while (true) {
+            try {
+                return pool.getConnection();
+            } catch (SQLTransientConnectionException e) {
+                // HikariCP gives the driver's last failure as the cause; none means an attempt is still under way
+                if (e.getCause() != null || System.nanoTime() - deadline >= 0) {
+                    throw e;
+                }
+                LOG.info(() -> "no connection to the database within " + pool.getConnectionTimeout()
+                        + " ms and no error either: waiting on, up to " + START_WAIT.toSeconds() + " s at start-up");
+            }
         }
     }
 

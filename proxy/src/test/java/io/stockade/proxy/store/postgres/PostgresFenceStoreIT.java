@@ -1,5 +1,6 @@
 package io.stockade.proxy.store.postgres;
 
+import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,9 +17,12 @@ import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.postgres.PostgresPools;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.FreePorts;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
+import io.stockade.testing.TcpRelay;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -80,6 +84,46 @@ class PostgresFenceStoreIT {
             store.close();
             assertThrows(StoreUnavailableException.class, () -> store.advance("s", 1, true));
         }
+    }
+
+    /**
+     * A first connection slow to open (here every byte towards the database held for 3 s; in CI, six proxies and
+     * their writers starting at once on two cores) is waited for at start-up beyond the 500 ms connect-timeout; a
+     * database that refuses connections stops the start at once, with the driver's reason.
+     */
+    @Test
+    void aDatabaseSlowToAnswerAtStartIsWaitedForOneThatRefusesIsNot() throws Exception {
+        try (Pg pg = Pg.create(""); TcpRelay relay = TcpRelay.to(5432)) {
+            relay.holdRequestsStartingWith("");
+            Thread releaser = Thread.ofVirtual().start(() -> {
+                try {
+                    Thread.sleep(3000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                relay.release();
+            });
+            long t0 = System.nanoTime();
+            StoreConfig.Postgres slow = new StoreConfig.Postgres(new Datasource(
+                    pg.url().replace("127.0.0.1:5432", "127.0.0.1:" + relay.port()), "postgres", null, null, 2,
+                    Duration.ofSeconds(5), Duration.ofMillis(500)), true);
+            try (PostgresFenceStore store = PostgresFenceStore.open(slow)) {
+                long waited = (System.nanoTime() - t0) / 1_000_000;
+                assertTrue(waited >= 2500, "the start waited for the held connection: " + waited + " ms");
+                assertEquals(new Advance.Accepted(new FenceState(-1, null)), store.advance("s", 5, true));
+                assertEquals(5, pg.fence("s").orElseThrow(), "the fence row is in the database");
+            }
+            releaser.join();
+        }
+        int closed = FreePorts.next();
+        long t0 = System.nanoTime();
+        StoreConfig.Postgres refused = new StoreConfig.Postgres(new Datasource(
+                "jdbc:postgresql://127.0.0.1:" + closed + "/test", "postgres", null, null, 2, Duration.ofSeconds(5),
+                Duration.ofMillis(500)), true);
+        IOException e = assertThrows(IOException.class, () -> PostgresFenceStore.open(refused).close());
+        long took = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(e.getMessage().contains("refused"), e.getMessage());
+        assertTrue(took < PostgresPools.START_WAIT.toMillis() / 2, "a refusal ends the start at once: " + took + " ms");
     }
 
     @Test
