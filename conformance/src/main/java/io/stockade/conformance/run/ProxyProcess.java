@@ -28,6 +28,9 @@ public final class ProxyProcess implements AutoCloseable {
     private static final Pattern MANAGEMENT = Pattern.compile("Stockade management \\([^)]*\\) on http://"
             + "(\\[[0-9a-fA-F:.]+]|[^\\s:/]+):(\\d+)");
 
+    /** How much of a proxy's log a start-up failure quotes: the log may live in a directory that is deleted. */
+    private static final int TAIL_LINES = 30;
+
     private final List<String> command;
     private final Path log;
     private Process process;
@@ -59,12 +62,15 @@ public final class ProxyProcess implements AutoCloseable {
                 }
                 if (!process.isAlive()) {
                     throw new IllegalStateException("the proxy exited with " + process.exitValue()
-                            + " before it was ready; see " + log);
+                            + " before it was ready; see " + log + ", which ends:\n" + tail(fresh, TAIL_LINES));
                 }
                 Thread.sleep(20);
             }
             process.destroyForcibly();
-            throw new IllegalStateException("the proxy was not ready within " + timeout + "; see " + log);
+            byte[] all = Files.readAllBytes(log);
+            throw new IllegalStateException("the proxy was not ready within " + timeout + "; see " + log
+                    + ", which ends:\n" + tail(new String(all, (int) Math.min(from, all.length),
+                    (int) Math.max(0, all.length - from), StandardCharsets.UTF_8), TAIL_LINES));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot launch the proxy: " + command, e);
         } catch (InterruptedException e) {
@@ -106,6 +112,12 @@ public final class ProxyProcess implements AutoCloseable {
     static URI readiness(String log) {
         Matcher m = READY.matcher(log);
         return m.find() ? URI.create("http://" + reachable(m.group(1)) + ":" + m.group(2)) : null;
+    }
+
+    /** The last {@code lines} lines of {@code text}. */
+    static String tail(String text, int lines) {
+        List<String> all = text.lines().toList();
+        return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
     }
 
     /** The address a client reaches a listener bound to {@code host} at: a wildcard is this machine's loopback. */

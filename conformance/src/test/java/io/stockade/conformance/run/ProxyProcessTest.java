@@ -9,7 +9,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** What a launched proxy prints at start, read as the suite reads it: IPv6 literals, wildcards, a management line. */
 class ProxyProcessTest {
@@ -37,6 +40,22 @@ class ProxyProcessTest {
         }
         try (ProxyProcess p = launch("Stockade listening on http://[::]:8083\\n")) {
             assertEquals(URI.create("http://[::1]:8083"), p.start(Duration.ofSeconds(10)));
+        }
+    }
+
+    @Test
+    void aProxyThatExitsBeforeItIsReadyIsReportedWithTheEndOfItsLog() {
+        StringBuilder lines = new StringBuilder();
+        for (int i = 1; i <= 40; i++) {
+            lines.append("line ").append(i).append("\\n");
+        }
+        try (ProxyProcess p = new ProxyProcess(List.of("sh", "-c", "printf '" + lines
+                + "policy p: cannot prepare the fence table\\n'; exit 1"), dir.resolve("log"))) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> p.start(Duration.ofSeconds(10)));
+            assertTrue(e.getMessage().startsWith("the proxy exited with 1 before it was ready"), e.getMessage());
+            assertTrue(e.getMessage().endsWith("line 40\npolicy p: cannot prepare the fence table"), e.getMessage());
+            assertTrue(e.getMessage().contains("line 12\n"), e.getMessage());
+            assertFalse(e.getMessage().contains("line 11\n"), "30 lines, not the whole log: " + e.getMessage());
         }
     }
 }
