@@ -57,8 +57,10 @@ final class JsonBody {
                 b.append(']');
             }
             case String str -> b.append(io.stockade.proxy.json.JsonWriter.quote(str));
-            // never written out plainly (1e2147483647 would not fit in memory); zeros past numeric's scale dropped
-            case BigDecimal d -> b.append((d.scale() > Exact.NUMERIC_SCALE ? d.stripTrailingZeros() : d).toString());
+            // never written out plainly (1e2147483647 would not fit in memory); zeros past numeric's scale dropped;
+            // a zero with an exponent is 0 (numeric's input refuses 0E+2147483646, an exponent past INT_MAX / 2)
+            case BigDecimal d -> b.append(d.signum() == 0 && d.scale() < 0 ? "0"
+                    : (d.scale() > Exact.NUMERIC_SCALE ? d.stripTrailingZeros() : d).toString());
             default -> b.append(v); // Boolean, NULL
         }
     }
