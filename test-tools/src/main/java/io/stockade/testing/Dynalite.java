@@ -120,9 +120,7 @@ public final class Dynalite implements AutoCloseable {
             Process p = null;
             try {
                 log = Files.createTempFile("stockade-dynalite-", ".log");
-                Path tolerant = Files.createTempFile("stockade-dynalite-", ".js");
-                Files.writeString(tolerant, TOLERATE_ABORTED_REQUESTS);
-                p = new ProcessBuilder(node(), "--require", tolerant.toString(), cli().toString(), "--host",
+                p = new ProcessBuilder(node(), "--require", preload().toString(), cli().toString(), "--host",
                         "127.0.0.1", "--port",
                         Integer.toString(port), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
                         .redirectErrorStream(true).redirectOutput(log.toFile()).start();
@@ -140,6 +138,19 @@ public final class Dynalite implements AutoCloseable {
             }
         }
         throw new UncheckedIOException(last);
+    }
+
+    private static Path preload;
+
+    /** {@link #TOLERATE_ABORTED_REQUESTS} in a file, written once for this JVM's servers and deleted at its exit. */
+    private static synchronized Path preload() throws IOException {
+        if (preload == null) {
+            Path file = Files.createTempFile("stockade-dynalite-", ".js");
+            file.toFile().deleteOnExit();
+            Files.writeString(file, TOLERATE_ABORTED_REQUESTS);
+            preload = file;
+        }
+        return preload;
     }
 
     @SuppressWarnings("AddressSelection") // a literal IPv4 address resolves to itself alone, as the server listens
