@@ -8,8 +8,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
 
 import io.stockade.policy.PolicyLoader;
+import io.stockade.proxy.testing.LogLines;
 import io.stockade.testing.FreePorts;
 import io.stockade.testing.Pg;
 
@@ -175,8 +178,13 @@ class PostgresStatementCheckIT {
         Path config = policy("jdbc:postgresql://127.0.0.1:" + closed + "/test", COLUMN,
                 "UPDATE items SET nmae = :name, fence_token = :fencing_token WHERE id = :id"
                         + " AND fence_token <= :fencing_token RETURNING id");
-        try (StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
+        try (LogLines warnings = new LogLines("io.stockade.proxy.backend.postgres", Level.WARNING);
+             StockadeServer server = StockadeServer.start(PolicyLoader.load(config))) {
             assertTrue(server.port() > 0, "started: the statements are checked when the database answers");
+            // and the operator is told they were not (a typo above would show only at the first write)
+            assertTrue(warnings.records().stream().map(LogRecord::getMessage).anyMatch(m -> m.contains(
+                    "were not checked at load") && m.contains("refused")), warnings.records().stream()
+                    .map(LogRecord::getMessage).toList().toString());
         }
     }
 

@@ -12,6 +12,7 @@ import java.util.logging.Logger;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.BackendConfig.Statement;
+import io.stockade.proxy.postgres.PostgresPools;
 
 import com.zaxxer.hikari.HikariDataSource;
 import org.postgresql.core.BaseConnection;
@@ -81,7 +82,13 @@ final class StatementCheck {
                 pooled.setAutoCommit(true);
             }
         } catch (Unanswered | SQLException e) {
-            LOG.log(Level.FINE, "the statements of " + config.datasource().url() + " were not checked at load", e);
+            // the start goes on (writes answer 503 until the database answers); the operator is told what went
+            // unchecked, since a mistake in a statement now shows at its first write instead of at load
+            SQLException cause = e instanceof SQLException sql ? sql : (SQLException) e.getCause();
+            LOG.log(Level.WARNING, "the statements for " + config.datasource().url()
+                    + " were not checked at load, the database did not answer ("
+                    + PostgresPools.why(cause) + "): a mistake in one shows at its first write (a reload checks"
+                    + " them again)");
             return List.of();
         }
         return problems;
