@@ -76,6 +76,8 @@ public final class RedisServer implements AutoCloseable {
     private final Options options;
     private final Path dir;
     private final int port;
+    /** The cluster bus port (cluster mode), kept across restarts as the port is. */
+    private final int clusterPort;
     private final boolean allSlots;
     private Process process;
 
@@ -83,6 +85,7 @@ public final class RedisServer implements AutoCloseable {
         this.options = options;
         this.dir = dir;
         this.port = port;
+        this.clusterPort = options.cluster() ? FreePorts.next() : 0;
         this.allSlots = allSlots;
     }
 
@@ -130,7 +133,9 @@ public final class RedisServer implements AutoCloseable {
                 nodes.get(i).cli("cluster", "addslotsrange", Integer.toString(16384 * i / size),
                         Integer.toString(16384 * (i + 1) / size - 1));
                 if (i > 0) {
-                    nodes.get(0).cli("cluster", "meet", "127.0.0.1", Integer.toString(nodes.get(i).port));
+                    // with its bus port: MEET assumes the port + 10000 without it
+                    nodes.get(0).cli("cluster", "meet", "127.0.0.1", Integer.toString(nodes.get(i).port),
+                            Integer.toString(nodes.get(i).clusterPort));
                 }
             }
             for (RedisServer node : nodes) {
@@ -208,8 +213,10 @@ public final class RedisServer implements AutoCloseable {
             cmd.addAll(List.of((options.aclRules() == null ? "~* +@all" : options.aclRules()).split(" ")));
         }
         if (options.cluster()) {
+            // the cluster bus port from this JVM's block too: Redis's default, the port + 10000, lies in another
+            // test JVM's block or the kernel's ephemeral range (a CI run met it taken: "Address already in use")
             cmd.addAll(List.of("--cluster-enabled", "yes", "--cluster-config-file",
-                    dir.resolve("nodes.conf").toString()));
+                    dir.resolve("nodes.conf").toString(), "--cluster-port", Integer.toString(clusterPort)));
         }
         cmd.addAll(options.extra());
         long logged = Files.exists(log()) ? Files.size(log()) : 0;
