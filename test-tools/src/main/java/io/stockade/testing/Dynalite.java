@@ -104,6 +104,8 @@ public final class Dynalite implements AutoCloseable {
               process.exit(1);
             });
             """;
+    /** {@link #TOLERATE_ABORTED_REQUESTS}'s file, once written ({@link #preload()}). */
+    private static Path preload;
 
     /**
      * Starts dynalite on a free loopback port and waits until it answers. A port taken between choosing and binding
@@ -139,8 +141,6 @@ public final class Dynalite implements AutoCloseable {
         }
         throw new UncheckedIOException(last);
     }
-
-    private static Path preload;
 
     /** {@link #TOLERATE_ABORTED_REQUESTS} in a file, written once for this JVM's servers and deleted at its exit. */
     private static synchronized Path preload() throws IOException {

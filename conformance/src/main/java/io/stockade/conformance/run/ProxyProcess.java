@@ -50,9 +50,7 @@ public final class ProxyProcess implements AutoCloseable {
                     .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
             long deadline = System.nanoTime() + timeout.toNanos();
             while (System.nanoTime() < deadline) {
-                byte[] all = Files.readAllBytes(log);
-                String fresh = new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
-                        StandardCharsets.UTF_8);
+                String fresh = logSince(from);
                 URI ready = readiness(fresh);
                 if (ready != null) {
                     uri = ready;
@@ -67,10 +65,8 @@ public final class ProxyProcess implements AutoCloseable {
                 Thread.sleep(20);
             }
             process.destroyForcibly();
-            byte[] all = Files.readAllBytes(log);
             throw new IllegalStateException("the proxy was not ready within " + timeout + "; see " + log
-                    + ", which ends:\n" + tail(new String(all, (int) Math.min(from, all.length),
-                    (int) Math.max(0, all.length - from), StandardCharsets.UTF_8), TAIL_LINES));
+                    + ", which ends:\n" + tail(logSince(from), TAIL_LINES));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot launch the proxy: " + command, e);
         } catch (InterruptedException e) {
@@ -112,6 +108,13 @@ public final class ProxyProcess implements AutoCloseable {
     static URI readiness(String log) {
         Matcher m = READY.matcher(log);
         return m.find() ? URI.create("http://" + reachable(m.group(1)) + ":" + m.group(2)) : null;
+    }
+
+    /** What this launch wrote to the log: its bytes from {@code from} on (the log is appended to by each start). */
+    private String logSince(long from) throws IOException {
+        byte[] all = Files.readAllBytes(log);
+        return new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
+                StandardCharsets.UTF_8);
     }
 
     /** The last {@code lines} lines of {@code text}. */

@@ -175,6 +175,7 @@ public final class PostgresPools {
      */
     private static Connection firstConnection(HikariDataSource pool) throws SQLException {
         long deadline = System.nanoTime() + START_WAIT.toNanos();
+        boolean told = false;
         while (true) {
             try {
                 return pool.getConnection();
@@ -183,8 +184,12 @@ public final class PostgresPools {
                 if (e.getCause() != null || System.nanoTime() - deadline >= 0) {
                     throw e;
                 }
-                LOG.info(() -> "no connection to the database within " + pool.getConnectionTimeout()
-                        + " ms and no error either: waiting on, up to " + START_WAIT.toSeconds() + " s at start-up");
+                if (!told) {
+                    told = true;
+                    LOG.info(() -> "no connection to the database within " + pool.getConnectionTimeout()
+                            + " ms and no error either: waiting on, up to " + START_WAIT.toSeconds()
+                            + " s at start-up");
+                }
             }
         }
     }
