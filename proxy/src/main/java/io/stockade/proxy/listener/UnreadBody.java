@@ -44,17 +44,23 @@ import io.helidon.webserver.http.ServerRequest;
  * {@code Connection: close}; a small body of known length is drained after the answer; a body a backend started
  * and stopped reading (an early answer) is read on from where it stopped, within the policy's bounds. After the
  * answer, a connection whose answer says {@code Connection: close} is closed ({@link CloseConnectionException}), after
- * reading on for at most {@value #LINGER_BYTES} bytes and {@link #LINGER} of a body that was coming anyway, so
- * the client is less likely to get a TCP reset before it has read the answer.
+ * reading on (lingering) for at most {@value #LINGER_BYTES} bytes and {@link #LINGER} of a body that was coming
+ * anyway, each read waiting at most {@link #LINGER_READ}: closing a socket with unread bytes sends a TCP reset, and
+ * a client still writing its body (most do not read before they have sent it) then meets a broken pipe instead of
+ * the answer. The bounds are a client's, not the proxy's, pace: a 2 MiB body sent over three seconds (a slow link,
+ * a loaded machine) must still get its answer (EarlyAnswerIT); a client that stops sending is let go after one
+ * read's wait.
  */
 public final class UnreadBody implements Filter {
     private static final Logger LOG = Logger.getLogger(UnreadBody.class.getName());
     /** The largest unread body drained to keep its connection open. */
     public static final long DRAIN_BYTES = 64 * 1024;
     /** How much of a body is read and dropped before its connection is closed. */
-    public static final long LINGER_BYTES = 8 * 1024 * 1024;
-    /** How long a body is read and dropped before its connection is closed. */
-    public static final Duration LINGER = Duration.ofSeconds(2);
+    public static final long LINGER_BYTES = 64 * 1024 * 1024;
+    /** How long a body is read and dropped before its connection is closed, at most. */
+    public static final Duration LINGER = Duration.ofSeconds(10);
+    /** How long one read of a body being dropped before the close waits for the client (or the read timeout). */
+    public static final Duration LINGER_READ = Duration.ofSeconds(2);
 
     private final long readTimeoutNanos;
 
@@ -124,12 +130,13 @@ public final class UnreadBody implements Filter {
         if (hasBody && !req.content().consumed()) {
             Plan plan = decision.decided ? decision.plan : Plan.CLOSE; // no answer head was written through us
             if (plan == Plan.DRAIN && !close) {
-                if (!drain(decision.body, DRAIN_BYTES, readTimeoutNanos)) {
+                if (!drain(decision.body, DRAIN_BYTES, readTimeoutNanos, readTimeoutNanos)) {
                     close = true; // the answer said keep-alive; closing now is allowed (RFC 9112 9.6)
                 }
             } else if (plan == Plan.DRAIN || plan == Plan.LINGER_AND_CLOSE) {
                 close = true;
-                drain(decision.body, LINGER_BYTES, Math.min(readTimeoutNanos, LINGER.toNanos()));
+                drain(decision.body, LINGER_BYTES, LINGER.toNanos(),
+                        Math.min(readTimeoutNanos, LINGER_READ.toNanos()));
             } else if (plan != Plan.NONE) {
                 close = true;
             }
@@ -172,16 +179,16 @@ public final class UnreadBody implements Filter {
     }
 
     /**
-     * Reads and drops the body, at most {@code maxBytes} of it and for at most {@code nanos} (a blocked read is cut
-     * off by the body bounds' watchdog, which closes the socket).
+     * Reads and drops the body, at most {@code maxBytes} of it, for at most {@code nanos} in all and
+     * {@code readNanos} a read (a blocked read is cut off by the body bounds' watchdog, which closes the socket).
      *
      * @return whether the body ended within the bounds
      */
-    static boolean drain(InputStream body, long maxBytes, long nanos) {
+    static boolean drain(InputStream body, long maxBytes, long nanos, long readNanos) {
         if (body == null) {
             return false;
         }
-        BodyBounds bounds = new BodyBounds(maxBytes, nanos, nanos, System::nanoTime);
+        BodyBounds bounds = new BodyBounds(maxBytes, nanos, readNanos, System::nanoTime);
         byte[] buffer = new byte[8192];
         // not closed: closing Helidon's entity stream reads on, outside the bounds
         InputStream in = bounds.wrap(body);

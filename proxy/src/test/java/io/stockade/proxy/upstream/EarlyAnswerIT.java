@@ -1,5 +1,6 @@
 package io.stockade.proxy.upstream;
 
+import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -7,7 +8,10 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.stockade.proxy.ProxyFixture;
@@ -17,6 +21,7 @@ import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -103,5 +108,69 @@ class EarlyAnswerIT {
             assertEquals(404, e.statusCode(), e.toString());
             assertEquals("NoSuchBucket", e.awsErrorDetails().errorCode(), e.toString());
         }
+    }
+
+    /**
+     * A client that sends its body at a slow link's pace (2 MiB in about 3.5 s) still reads the store's early answer:
+     * the proxy reads on at the client's pace before it closes, where it used to stop after 2 s and close with bytes
+     * unread, a TCP reset the client met as a broken pipe while still writing (the AWS SDK then sent the body three
+     * more times, each ending the same way).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void aClientStillSendingSlowlyReadsTheEarlyAnswerNotABrokenPipe() throws Exception {
+        try (S3Fixture fixture = S3Fixture.start(dir.resolve("s3"));
+             S3Client s3 = fixture.client()) {
+            int size = 2 << 20;
+            List<long[]> passes = new CopyOnWriteArrayList<>(); // each pass over the body: its first and last read
+            S3Exception e = assertThrows(S3Exception.class, () -> s3.putObject(b -> b.bucket("no-such-bucket")
+                    .key("k").overrideConfiguration(S3Fixture.token(5)),
+                    RequestBody.fromContentProvider(() -> paced(size, 64 * 1024, 110, passes), size, "x/test")));
+            assertEquals(404, e.statusCode(), e.toString());
+            assertEquals("NoSuchBucket", e.awsErrorDetails().errorCode(), e.toString());
+            long[] last = passes.getLast(); // the SDK may read the body once for a checksum before it sends it
+            long sendMillis = TimeUnit.NANOSECONDS.toMillis(last[1] - last[0]);
+            assertTrue(sendMillis > 2500, "the body took longer to send than the old linger of 2 s: " + sendMillis);
+        }
+    }
+
+    /**
+     * {@code size} zero bytes, {@code step} of them at a time with {@code pauseMillis} between; the times of its
+     * first and latest read are kept in {@code passes}.
+     */
+    private static InputStream paced(int size, int step, long pauseMillis, List<long[]> passes) {
+        long[] times = {System.nanoTime(), System.nanoTime()};
+        passes.add(times);
+        return new InputStream() {
+            private int left = size;
+            private int sinceSleep;
+
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) < 0 ? -1 : one[0];
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                if (left == 0) {
+                    return -1;
+                }
+                if (sinceSleep == step) {
+                    sinceSleep = 0;
+                    try {
+                        Thread.sleep(pauseMillis);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new IOException("interrupted", e);
+                    }
+                }
+                times[1] = System.nanoTime();
+                int n = Math.min(Math.min(len, left), step - sinceSleep);
+                left -= n;
+                sinceSleep += n;
+                return n;
+            }
+        };
     }
 }
