@@ -57,15 +57,17 @@ fi
 load_before=$(cut -d' ' -f1-3 /proc/loadavg) # before anything starts
 stockade_bench_workdir stockade-s3relay
 
-# s3proxy's class path: given, or the one scripts/s3proxy.sh keeps, or resolved by Maven (test scope of the proxy).
+# s3proxy's class path: given, or the one scripts/s3proxy.sh keeps (resolved from its own POM on first use). The
+# proxy's test class path would need the reactor's sibling modules installed, which a fresh clone's are not.
 if [ -n "${S3PROXY_CLASSPATH:-}" ]; then
   s3cp=$S3PROXY_CLASSPATH
-elif [ -s proxy/target/s3proxy.classpath ]; then
-  s3cp=$(cat proxy/target/s3proxy.classpath)
 else
-  echo "bench: resolving s3proxy's class path (mvn dependency:build-classpath)..." >&2
-  mvn -B -q -pl proxy dependency:build-classpath -Dmdep.outputFile="$work/s3proxy.cp" -Dmdep.includeScope=test >&2
-  s3cp=$(cat "$work/s3proxy.cp")
+  if [ ! -s scripts/s3proxy/target/s3proxy.classpath ]; then
+    echo "bench: resolving s3proxy's class path (mvn -f scripts/s3proxy/pom.xml)..." >&2
+    mvn -B -q -Dstyle.color=never -f scripts/s3proxy/pom.xml dependency:build-classpath \
+        -Dmdep.outputFile=target/s3proxy.classpath >&2
+  fi
+  s3cp=$(cat scripts/s3proxy/target/s3proxy.classpath)
 fi
 
 jvm_options=()
