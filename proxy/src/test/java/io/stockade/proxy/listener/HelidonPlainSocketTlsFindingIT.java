@@ -25,11 +25,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
- * One reason the proxy's listeners stay on NIO rather than Helidon's plain sockets ({@code useNio(false)}): Helidon
- * 4.5.0's plain-socket listener lets a TLS client without a certificate in where the listener requires one.
- * A bare Helidon WebServer shows it, beside the same listener on NIO refusing that client. When this test fails on a
- * new Helidon, the finding is fixed there (StockadeServer's listener comment and docs/benchmarks.md say what else
- * held the plain-socket path back). {@code TlsIT} checks the proxy's own TLS listener refuses the client.
+ * Why the proxy's TLS listener stays on NIO while a plaintext one runs on Helidon's plain sockets
+ * ({@code useNio(false)}): Helidon 4.5.0's plain-socket listener lets a TLS client without a certificate in where the
+ * listener requires one. A bare Helidon WebServer shows it, beside the same listener on NIO refusing that client.
+ * When this test fails on a new Helidon, the finding is fixed there: a TLS listener may then move to plain sockets
+ * too (StockadeServer's {@code useNio}, docs/benchmarks.md). {@code TlsIT} checks the proxy's own TLS listener
+ * refuses the client.
  */
 class HelidonPlainSocketTlsFindingIT {
     static final String PASS = "changeit";
