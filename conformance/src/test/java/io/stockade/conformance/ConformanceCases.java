@@ -81,7 +81,8 @@ final class ConformanceCases {
                     .duration(Duration.ofSeconds(1)).workDir(work.resolve("attempt-" + attempt)).run();
             for (ScenarioResult s : r.scenarios()) {
                 if (s.verdict() == Verdict.INCONCLUSIVE && attempt < MAX_ATTEMPTS) {
-                    System.out.println("attempt " + attempt + ": " + s.scenario().id() + " inconclusive, run again");
+                    System.out.println("attempt " + attempt + ": " + s.scenario().id() + " inconclusive, run again"
+                            + io.stockade.conformance.report.Reports.details(List.of(s)));
                     continue;
                 }
                 if (s.verdict() == Verdict.PASS && !zombieRefused(s) && attempt < MAX_ATTEMPTS) {

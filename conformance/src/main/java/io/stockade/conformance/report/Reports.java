@@ -149,6 +149,9 @@ public final class Reports {
                     b.append("  ").append(r.proxied().check()).append("\n");
                 }
             }
+            if (r.control() != null) {
+                r.control().notes().forEach(x -> b.append("  control note: ").append(x).append("\n"));
+            }
         }
         return b.toString();
     }

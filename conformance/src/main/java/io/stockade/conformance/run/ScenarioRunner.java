@@ -116,6 +116,8 @@ public final class ScenarioRunner {
     private final List<Writer> writers = new ArrayList<>();
     private final List<Fault> faults = new ArrayList<>();
     private int grants;
+    /** Opened by {@link #run()}: SIGSTOP and SIGCONT for the writers. */
+    private Signals signals;
 
     /**
      * A fault on {@code session}; for STORE_STOP, the store's outage {@code [outageStart, outageEnd]};
@@ -152,6 +154,10 @@ public final class ScenarioRunner {
         /** True from LEASE until the writer reports FENCED or LOST for that session (or exits). */
         boolean holding;
         long checks;
+        /** The writer's clock (System.nanoTime, one monotonic clock on the machine) at its latest CHECK. */
+        long lastCheckNanos;
+        /** The writer's clock at its latest INVOKE. */
+        long lastInvokeNanos;
         long completions;
         boolean exited;
         final Map<String, Op> ops = new HashMap<>();
@@ -188,6 +194,7 @@ public final class ScenarioRunner {
         String leaseSpec = leases != null ? leases.spec()
                 : options.leaseSpec.replace("{lock}", key);   // one lock per run: the run's key
         Thread sampler = null;
+        signals = Signals.start();
         try {
             for (int i = 1; i <= options.writers; i++) {
                 Writer w = new Writer("w" + i, FaultProxy.start(endpoint.address()));
@@ -219,6 +226,7 @@ public final class ScenarioRunner {
             if (leases != null) {
                 leases.close();
             }
+            signals.close();
         }
         String finalValue = finalRead();
         long now = System.nanoTime();
@@ -278,6 +286,19 @@ public final class ScenarioRunner {
 
     // ------------------------------------------------------------------ one fault cycle
 
+    /** How often a cycle stops its victim again when the stop landed after the victim's write had gone out. */
+    private static final int STOP_ATTEMPTS = 4;
+    /** How long the pump is given to deliver a line the victim printed before it was stopped. */
+    private static final Duration INVOKE_SEEN = Duration.ofMillis(300);
+
+    /** The scenarios whose fault is a SIGSTOP of the victim. */
+    private static boolean stops(Scenario scenario) {
+        return switch (scenario) {
+            case PAUSE, PROXY_RESTART, STORE_STOP -> true;
+            case DELAY, TIMEOUT, LOST_RESPONSE -> false;
+        };
+    }
+
     private boolean cycle(int n) throws Exception {
         Duration wait = Duration.ofMillis(4 * ttlMs() + 15_000);
         Writer[] victim = new Writer[1];
@@ -308,20 +329,16 @@ public final class ScenarioRunner {
             token = v.token;
             checks = v.checks;
         }
-        // Fault right after the victim's next lease check: between its check and its write.
-        if (!await(Duration.ofMillis(ttlMs() + 5000), () -> v.checks > checks || !session.equals(v.session))) {
-            // A loaded machine can starve a writer past its TTL: the lease moves on; skip this cycle (the next one
-            // faults the new holder) rather than end the run early (a long run once ended after two cycles).
-            notes.add("cycle " + n + ": " + session + " made no lease check; cycle skipped");
+        Armed armed = faultAfterNextCheck(n, v, session, checks);
+        if (armed == null) {
             return true;
         }
-        long completionsBefore;
-        synchronized (lock) {
-            completionsBefore = v.completions;
-        }
-        long faultStart = System.nanoTime();
+        long completionsBefore = armed.completionsBefore();
+        long faultStart = armed.startNanos();
         switch (scenario) {
-            case PAUSE, PROXY_RESTART, STORE_STOP -> signal("STOP", v);
+            case PAUSE, PROXY_RESTART, STORE_STOP -> {
+                // stopped above
+            }
             case DELAY -> v.faults.latency(lateBy());
             case TIMEOUT -> v.faults.latency(lateBy());
             case LOST_RESPONSE -> {
@@ -388,6 +405,54 @@ public final class ScenarioRunner {
             faults.add(fault.healed(healed));
         }
         return true;
+    }
+
+    /** A fault about to start: the victim's completed writes then, and the fault's start. */
+    private record Armed(long completionsBefore, long startNanos) {
+    }
+
+    /**
+     * Waits for the victim's next lease check, and in a stop scenario stops it there, in the window between its check
+     * and its write; a stop that landed after the write had gone out is undone and tried again at the next check.
+     *
+     * @return the fault's start, or null when the victim made no lease check in time (the cycle is skipped)
+     */
+    private Armed faultAfterNextCheck(int n, Writer v, String session, long checks) throws IOException,
+            InterruptedException {
+        long checksBefore = checks;
+        for (int attempt = 1; ; attempt++) {
+            // Fault right after the victim's next lease check: between its check and its write.
+            long since = checksBefore;
+            if (!await(Duration.ofMillis(ttlMs() + 5000), () -> v.checks > since || !session.equals(v.session))) {
+                // A loaded machine can starve a writer past its TTL: the lease moves on; skip this cycle (the next
+                // one faults the new holder) rather than end the run early (a long run once ended after two cycles).
+                notes.add("cycle " + n + ": " + session + " made no lease check; cycle skipped");
+                return null;
+            }
+            long completionsBefore;
+            long checkedAt;
+            synchronized (lock) {
+                completionsBefore = v.completions;
+                checkedAt = v.lastCheckNanos;
+            }
+            long faultStart = System.nanoTime();
+            if (!stops(scenario)) {
+                return new Armed(completionsBefore, faultStart);
+            }
+            signal("STOP", v);
+            // Did the stop land in the window? A write the victim began after its check went out before it: the
+            // victim, resumed after the handoff, would check its lease before its next write, and no stale write
+            // could follow. Its INVOKE line, printed before the stop, reaches the pump within the wait.
+            if (attempt == STOP_ATTEMPTS || !await(INVOKE_SEEN, () -> v.lastInvokeNanos > checkedAt)) {
+                return new Armed(completionsBefore, faultStart);
+            }
+            notes.add("cycle " + n + ": the stop landed after " + v.name + "'s write had gone out; again at its next"
+                    + " lease check");
+            synchronized (lock) {
+                checksBefore = v.checks;
+            }
+            signal("CONT", v);
+        }
     }
 
     /**
@@ -511,9 +576,8 @@ public final class ScenarioRunner {
     /** How long a probe of the fence store waits for an answer (a live store answers in milliseconds). */
     private static final Duration PROBE = Duration.ofSeconds(1);
 
-    private void signal(String sig, Writer w) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder("kill", "-" + sig, Long.toString(w.process.pid())).inheritIO().start();
-        if (!p.waitFor(5, TimeUnit.SECONDS) || p.exitValue() != 0) {
+    private void signal(String sig, Writer w) throws IOException {
+        if (!signals.send(sig, w.process.pid())) {
             notes.add("kill -" + sig + " " + w.process.pid() + " failed");
         }
     }
@@ -591,9 +655,14 @@ public final class ScenarioRunner {
                         }
                     }
                     case "EXIT" -> w.holding = false;
-                    case "CHECK" -> w.checks++;
-                    case "INVOKE" -> w.ops.put(f[1], history.invokeAt(key, f[2], Long.parseLong(f[3]), f[4],
-                            Long.parseLong(f[5])));
+                    case "CHECK" -> {
+                        w.checks++;
+                        w.lastCheckNanos = Long.parseLong(f[2]);
+                    }
+                    case "INVOKE" -> {
+                        w.lastInvokeNanos = Long.parseLong(f[5]);
+                        w.ops.put(f[1], history.invokeAt(key, f[2], Long.parseLong(f[3]), f[4], w.lastInvokeNanos));
+                    }
                     case "DONE" -> {
                         Op op = w.ops.get(f[1]).completeAt(Integer.parseInt(f[2]), Long.parseLong(f[3]));
                         if (op.outcome() == History.Outcome.OK) {
@@ -622,11 +691,8 @@ public final class ScenarioRunner {
         for (Writer w : stopped) {
             try {
                 signal("CONT", w);
-            } catch (IOException | InterruptedException | RuntimeException e) {
+            } catch (IOException | RuntimeException e) {
                 notes.add("kill -CONT " + w.name + " failed: " + e);
-                if (e instanceof InterruptedException) {
-                    Thread.currentThread().interrupt();
-                }
             }
         }
     }
