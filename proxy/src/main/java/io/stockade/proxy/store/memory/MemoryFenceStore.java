@@ -464,6 +464,15 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
                 journal.recordsWritten(), journal.fsyncs(), journal.compactions());
     }
 
+    /**
+     * The scope's state as the map holds it now, durable or not, without waiting: for tests that must know a change
+     * is in the map (a change's record can reach fsync before {@code ConcurrentHashMap.compute} has published it).
+     */
+    Optional<FenceState> peek(String scope) {
+        Entry e = current(scope);
+        return e == null ? Optional.empty() : Optional.of(e.state());
+    }
+
     /** The visible state of a scope: what was changed since open, else what the replay left; null: none. */
     @SuppressWarnings("ReferenceEquality") // RETIRED is a sentinel: identity, an equal Entry is not it
     private Entry current(String scope) {
