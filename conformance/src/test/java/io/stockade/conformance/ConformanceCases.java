@@ -13,8 +13,6 @@ import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
 import io.stockade.conformance.storage.PlainHttpStore;
-import io.stockade.testing.ChildProxy;
-import io.stockade.testing.Jvm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -43,10 +41,12 @@ final class ConformanceCases {
     }
 
     static List<String> launch(Path policy) {
-        // as test-tools starts every child: C1 alone, and the class-data archive once trained (a proxy that lives
-        // for one case starts on about a third of the CPU)
-        ChildProxy.trainArchive();
-        return Jvm.java("io.stockade.proxy.Main", "--config", policy.toString()).command();
+        String java = ProcessHandle.current().info().command().orElse("java");
+        // C1 alone, as test-tools' Jvm starts every child: a proxy that lives for one case starts on half the CPU
+        return List.of(java, "-XX:+ExitOnOutOfMemoryError", "-XX:TieredStopAtLevel=1", "-cp",
+                System.getProperty("java.class.path"),
+                "io.stockade.proxy.Main",
+                "--config", policy.toString());
     }
 
     static String yamlList(List<String> items) {

@@ -10,7 +10,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -75,7 +74,6 @@ public final class ChildProxy implements AutoCloseable {
                                    Duration readyTimeout) {
         Path logFile = newLogFile();
         Process process = launch(mainClass, configFile, jvmOptions, logFile);
-        trainArchive();
         long deadline = System.nanoTime() + readyTimeout.toNanos();
         try {
             while (true) {
@@ -205,62 +203,6 @@ public final class ChildProxy implements AutoCloseable {
         process.destroy();
         if (!awaitExit(Duration.ofSeconds(5))) {
             kill9();
-        }
-    }
-
-    /**
-     * Starts, once per test JVM and in the background, the training of the class-data archive that {@link Jvm}
-     * gives children once it is there ({@link #start} does it; this is for a test that launches proxies its own way).
-     */
-    public static void trainArchive() {
-        ChildArchive.train(ChildProxy::train);
-    }
-
-    /**
-     * The class-data archive's training run ({@link ChildArchive#train}): the proxy on the quickstart's shape with
-     * {@code archiveOptions}, one fenced write and one read, then SIGTERM; the process, ended (null if it could not
-     * be made ready: the training is tried again later).
-     */
-    private static Process train(List<String> archiveOptions) {
-        try {
-            Path dir = Files.createTempDirectory("stockade-training-");
-            Path config = dir.resolve("training.yaml");
-            // the quickstart's shape, in a temporary directory, on a free port: what most children's start loads
-            Files.writeString(config, """
-            server:
-              host: 127.0.0.1
-              port: 0
-            store:
-              type: memory
-              journal: %s
-            policies:
-              - name: files
-                match:
-                  path: /files/{path...}
-                scope: files/{path}
-                fence:
-                  header: Fencing-Token
-                  methods: [PUT, DELETE]
-                backend:
-                  type: file
-                  root: %s
-            """.formatted(dir.resolve("journal"), dir.resolve("files")));
-            ChildProxy proxy = start(DEFAULT_MAIN, config, archiveOptions, Duration.ofSeconds(60));
-            try {
-                URI file = proxy.baseUri().resolve("/files/training.txt");
-                Http.put(file, "trained", Map.of("Fencing-Token", "1"));
-                Http.get(file);
-            } finally {
-                proxy.process.destroy();
-                proxy.awaitExit(Duration.ofSeconds(60));
-                ChildArchive.delete(dir);
-            }
-            return proxy.process;
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write the training policy", e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
         }
     }
 

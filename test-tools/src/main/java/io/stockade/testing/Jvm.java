@@ -9,8 +9,7 @@ import java.util.Optional;
 import java.util.stream.Stream;
 
 /**
- * Child JVMs for the process-level tests, one way: the {@code java} this JVM runs on, with its class path (its
- * directories in jars, and a class-data archive once {@link ChildProxy} has trained one: {@link ChildArchive}).
+ * Child JVMs for the process-level tests, one way: the {@code java} this JVM runs on, with its class path.
  *
  * <pre>{@code
  * Process p = Jvm.java(List.of("-Xmx64m"), "io.stockade.proxy.Main", "--config", config.toString()).start();
@@ -42,7 +41,7 @@ public final class Jvm {
         return java(List.of(), mainClass, args);
     }
 
-    /** {@code java <jvmOptions> -cp <this class path, directories jarred> mainClass args...}. */
+    /** {@code java <jvmOptions> -cp <this class path> mainClass args...}. */
     public static ProcessBuilder java(List<String> jvmOptions, String mainClass, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(binary());
@@ -50,9 +49,8 @@ public final class Jvm {
         // A child lives for seconds: C1 alone starts it on about half the CPU (C2 compiles what a short run never
         // repays; measured 2026-12-02: a proxy's start 1.6 s of CPU, 0.9 s with this). FULL_JIT overrides it.
         cmd.add("-XX:TieredStopAtLevel=1");
-        cmd.addAll(ChildArchive.options()); // the class-data archive, once trained (ChildArchive)
         cmd.addAll(jvmOptions);
-        cmd.addAll(List.of("-cp", ChildArchive.classPath(classPath()), mainClass));
+        cmd.addAll(List.of("-cp", classPath(), mainClass));
         cmd.addAll(List.of(args));
         return new ProcessBuilder(cmd);
     }
