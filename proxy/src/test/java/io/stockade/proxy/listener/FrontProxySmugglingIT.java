@@ -32,14 +32,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Issue #4 through real front proxies: HAProxy with {@code http-reuse always} (server connections shared between
- * clients) and nginx with keep-alive connections to Stockade ({@code proxy_http_version 1.1}, with and without
- * request buffering), both from the Debian packages, in front of one in-process proxy. A stale writer sends a
- * refused write whose body hides a whole write, or the start of a request meant to swallow whatever the front proxy
- * sends next on the shared connection; then a second client writes with its own token and {@code Authorization}.
- * Whatever each front proxy makes of it, the hidden write never reaches the storage (the directory, the recording
- * upstream), no fence moves for it, and the second client's request is never stored as anyone's body. Skipped when
- * {@code haproxy} or {@code nginx} is not installed ({@code ./test.sh} installs both).
+ * Request smuggling through a refused body, behind real front proxies: HAProxy with {@code http-reuse always} (server
+ * connections shared between clients) and nginx with keep-alive connections to Stockade ({@code proxy_http_version
+ * 1.1}, with and without request buffering), both from the Debian packages, in front of one in-process proxy. A stale
+ * writer sends a refused write whose body hides a whole write, or the start of a request meant to swallow whatever the
+ * front proxy sends next on the shared connection; then a second client writes with its own token and {@code
+ * Authorization}. Whatever each front proxy makes of it, the hidden write never reaches the storage (the directory, the
+ * recording upstream), no fence moves for it, and the second client's request is never stored as anyone's body. Skipped
+ * when {@code haproxy} or {@code nginx} is not installed ({@code ./test.sh} installs both).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @RequiresTools({Tools.Tool.HAPROXY, Tools.Tool.NGINX})

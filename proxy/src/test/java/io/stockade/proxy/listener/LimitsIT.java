@@ -36,11 +36,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The limits of issue #10 with a real proxy, a real upstream and raw sockets: each over-limit request is refused
- * with its status and a problem body, nothing reaches the storage, and the fence is not raised (a later honest
- * write with a lower token than the refused one succeeds). Slow clients (slowloris headers, stalled or trickled
- * bodies) are cut off within their timeouts without blocking honest writers, and a scope's concurrency limit gives
- * 503 with {@code Retry-After} and returns to zero afterwards.
+ * The listener's and policies' size and time limits with a real proxy, a real upstream and raw sockets: each over-limit
+ * request is refused with its status and a problem body, nothing reaches the storage, and the fence is not raised (a
+ * later honest write with a lower token than the refused one succeeds). Slow clients (slowloris headers, stalled or
+ * trickled bodies) are cut off within their timeouts without blocking honest writers, and a scope's concurrency limit
+ * gives 503 with {@code Retry-After} and returns to zero afterwards.
  */
 class LimitsIT {
     private static final String POLICY = TestPolicies.memoryStore()

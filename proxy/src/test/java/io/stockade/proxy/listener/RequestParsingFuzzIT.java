@@ -36,7 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * Request-parsing fuzzing (issue #10): hostile raw HTTP/1.1 requests, built from the pieces parsers get wrong
+ * Request-parsing fuzzing: hostile raw HTTP/1.1 requests, built from the pieces parsers get wrong
  * (odd methods, paths with encoded dots, slashes and NUL, header names and values with control and 8-bit bytes,
  * duplicate and conflicting {@code Content-Length}/{@code Transfer-Encoding}, bad chunk sizes, truncated bodies,
  * pipelined requests, odd tokens), sent over raw sockets to a real proxy in front of a recording upstream.

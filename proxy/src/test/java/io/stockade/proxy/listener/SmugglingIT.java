@@ -156,7 +156,7 @@ class SmugglingIT {
     // --------------------------------------------------------------------- answers before the body was read
 
     /**
-     * Issue #4: a refused request with {@code Expect: 100-continue} was answered without reading its body, on a
+     * A refused request with {@code Expect: 100-continue} was answered without reading its body, on a
      * connection kept open, and the body was then parsed as a request. Each refusal the pipeline makes before the
      * body is asked for: one answer, {@code Connection: close}, the connection closed, the hidden write never run.
      */
@@ -190,7 +190,7 @@ class SmugglingIT {
     }
 
     /**
-     * Issue #4, second half: behind a front proxy that reuses connections, a refused body that is only the start
+     * The same smuggling behind a front proxy that reuses connections, a refused body that is only the start
      * of a request (a large Content-Length) took the next client's request (its token, its Authorization) as its
      * body. Here the next client's request follows on the same connection, as the front proxy would send it.
      */
@@ -257,7 +257,7 @@ class SmugglingIT {
 
     @Test
     void chunkExtensionsAndTrailerFieldsAreTakenByTheFileBackend() throws Exception {
-        // Issue #6: these got 400 incomplete-body after the token had raised the fence.
+        // These once got 400 incomplete-body after the token had raised the fence: a refusal must come first.
         Http.Response r = raw("PUT /files/ext HTTP/1.1\r\nHost: x\r\nFencing-Token: 3\r\nTransfer-Encoding: chunked\r\n"
                 + "Connection: close\r\n\r\n" + CHUNKED_WITH_EXTENSIONS_AND_TRAILERS);
         assertEquals(201, r.status(), r.body());
@@ -276,7 +276,7 @@ class SmugglingIT {
 
     @Test
     void aMalformedChunkedBodyThatCameWithItsHeadIsRefusedBeforeTheFence() throws Exception {
-        // Issue #7: two answers (400 incomplete-body, then "400 Bad request, see server log": the rest of the body
+        // This once gave two answers (400 incomplete-body, then "400 Bad request, see server log": the rest of the body
         // read as a request) and a decision logged as "accepted, 400". Sent in one piece, the broken body arrives
         // with the head: the request is refused before any policy sees it.
         Conversation c = converse("PUT /up/bad HTTP/1.1\r\nHost: x\r\nFencing-Token: 4\r\nTransfer-Encoding: chunked"
@@ -337,7 +337,7 @@ class SmugglingIT {
 
     @Test
     void http10IsAnswered505WithAProblem() throws Exception {
-        // Issue #5: the connection was closed without a byte.
+        // An HTTP/1.0 request once had its connection closed without a byte: a client must learn why.
         Http.Response r = raw("GET /health/live HTTP/1.0\r\n\r\n");
         assertEquals(505, r.status(), r.body());
         assertTrue(r.body().contains("urn:stockade:problem:http-version-not-supported"), r.body());
@@ -369,7 +369,7 @@ class SmugglingIT {
 
     @Test
     void status431HasItsReasonPhrase() throws Exception {
-        // Issue #10: "HTTP/1.1 431 431".
+        // The status line once read "HTTP/1.1 431 431": clients and logs show the reason phrase.
         String listener = readAll("GET /health/live HTTP/1.1\r\nHost: x\r\nX-Pad: " + "p".repeat(5000) + "\r\n\r\n");
         assertTrue(listener.startsWith("HTTP/1.1 431 Request Header Fields Too Large\r\n"), listener);
         String policy = readAll("PUT /files/h HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\nX-Pad: " + "p".repeat(1200)
@@ -383,7 +383,7 @@ class SmugglingIT {
 
     @Test
     void aPathTheFileBackendRefusesDoesNotRaiseTheFence() throws Exception {
-        // Issue #6: a segment longer than 255 bytes was refused by the backend after the token raised the fence.
+        // A segment longer than 255 bytes was once refused by the backend after the token raised the fence.
         String name = "n".repeat(300);
         Http.Response r = raw("PUT /files/" + name + " HTTP/1.1\r\nHost: x\r\nFencing-Token: 7\r\nContent-Length: 1\r\n"
                 + "Connection: close\r\n\r\nz");
@@ -395,7 +395,8 @@ class SmugglingIT {
 
     @Test
     void proxyConnectionNeverReachesTheUpstream() throws Exception {
-        // Issue #10: the upstream saw "Proxy-Connection: keep-alive" (added by Helidon's web client).
+        // The upstream once saw "Proxy-Connection: keep-alive" (added by Helidon's web client): a hop-by-hop header
+        // must not reach the storage.
         Http.Response r = raw("PUT /up/pc HTTP/1.1\r\nHost: x\r\nFencing-Token: 1\r\nProxy-Connection: keep-alive\r\n"
                 + "Content-Length: 2\r\nConnection: close\r\n\r\nok");
         assertEquals(201, r.status(), r.body());
