@@ -8,12 +8,9 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -26,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.zip.CRC32C;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
@@ -54,16 +52,14 @@ import com.sun.net.httpserver.HttpServer;
  *
  * <p>Every request is recorded ({@link #received()}, {@link #receivedHeaders()}, {@link #requestCount()}), and
  * every applied write too ({@link #applied()}). Bodies are streamed: {@link #discardBodies(boolean)} keeps only
- * the byte count and SHA-256 of each body, so gigabytes can pass without being held in memory.
+ * the byte count and CRC32C of each body, so gigabytes can pass without being held in memory.
  *
  * <p>All methods are thread-safe. Setters return {@code this} for chaining.
  */
 public final class TestUpstream implements AutoCloseable {
 
-    private static final HexFormat HEX = HexFormat.of();
-
     /** What the store holds for one key. {@code body} is null when the body was discarded. */
-    private record Entry(byte[] body, String etag, long bytes, String sha256) {
+    private record Entry(byte[] body, String etag, long bytes, long crc32c) {
     }
 
     private final HttpServer server;
@@ -174,10 +170,11 @@ public final class TestUpstream implements AutoCloseable {
     }
 
     /**
-     * When true, later PUT bodies are streamed through a SHA-256 digest and dropped: only
-     * {@link #bytesReceived(String)} and {@link #sha256(String)} know them, {@link #content(String)} throws, a GET
-     * answers an empty body with {@code X-Body-Bytes} and {@code X-Body-Sha256} headers, and
-     * {@link AppliedWrite#body()} is null.
+     * When true, later PUT bodies are streamed through a CRC32C and dropped: only {@link #bytesReceived(String)}
+     * and {@link #crc32c(String)} know them, {@link #content(String)} throws, a GET answers an empty body with
+     * {@code X-Body-Bytes} and {@code X-Body-Crc32c} headers, and {@link AppliedWrite#body()} is null. (CRC32C, not
+     * a cryptographic digest: it is an intrinsic on C1, where the test JVMs run; it catches a relay's lost,
+     * repeated or changed bytes, which is what a test of streaming asks.)
      */
     public TestUpstream discardBodies(boolean discard) {
         this.discardBodies = discard;
@@ -233,7 +230,7 @@ public final class TestUpstream implements AutoCloseable {
     /** Every path stored now (raw, as received) with its body as UTF-8 text (a snapshot). */
     public Map<String, String> contents() {
         Map<String, String> out = new java.util.TreeMap<>();
-        store.forEach((path, e) -> out.put(path, e.body() == null ? "<discarded " + e.sha256() + ">"
+        store.forEach((path, e) -> out.put(path, e.body() == null ? "<discarded, crc32c " + Long.toHexString(e.crc32c()) + ">"
                 : new String(e.body(), java.nio.charset.StandardCharsets.UTF_8)));
         return out;
     }
@@ -249,10 +246,10 @@ public final class TestUpstream implements AutoCloseable {
         return e == null ? -1 : e.bytes();
     }
 
-    /** The lower-case hex SHA-256 of the body currently stored at {@code path}, or null. Works in both modes. */
-    public String sha256(String path) {
+    /** The CRC32C of the body currently stored at {@code path}, or -1 if there is none. Works in both modes. */
+    public long crc32c(String path) {
         Entry e = store.get(path);
-        return e == null ? null : e.sha256();
+        return e == null ? -1 : e.crc32c();
     }
 
     /** The headers of every request received, in arrival order (names lower-cased). */
@@ -385,7 +382,7 @@ public final class TestUpstream implements AutoCloseable {
         ex.getResponseHeaders().set("ETag", e.etag());
         if (e.body() == null) {
             ex.getResponseHeaders().set("X-Body-Bytes", Long.toString(e.bytes()));
-            ex.getResponseHeaders().set("X-Body-Sha256", e.sha256());
+            ex.getResponseHeaders().set("X-Body-Crc32c", Long.toHexString(e.crc32c()));
         }
         byte[] body = e.body() == null ? new byte[0] : e.body();
         if (head) {
@@ -416,7 +413,7 @@ public final class TestUpstream implements AutoCloseable {
                 status = 412;
             } else if (incoming != null) {
                 etag = "\"v" + etagCounter.incrementAndGet() + "\"";
-                store.put(path, new Entry(incoming.body(), etag, incoming.bytes(), incoming.sha256()));
+                store.put(path, new Entry(incoming.body(), etag, incoming.bytes(), incoming.crc32c()));
                 record(path, method, incoming.body(), headers);
                 status = current == null ? 201 : 204;
             } else if (current == null) {
@@ -445,9 +442,9 @@ public final class TestUpstream implements AutoCloseable {
         }
     }
 
-    /** Reads a body, always digesting it, keeping the bytes unless {@code discard}. */
+    /** Reads a body, always checksumming it, keeping the bytes unless {@code discard}. */
     private static Entry receive(InputStream in, boolean discard) throws IOException {
-        MessageDigest digest = sha256();
+        CRC32C digest = new CRC32C();
         ByteArrayOutputStream kept = discard ? null : new ByteArrayOutputStream();
         byte[] buf = new byte[64 * 1024];
         long total = 0;
@@ -458,7 +455,7 @@ public final class TestUpstream implements AutoCloseable {
             }
             total += n;
         }
-        return new Entry(kept == null ? null : kept.toByteArray(), null, total, HEX.formatHex(digest.digest()));
+        return new Entry(kept == null ? null : kept.toByteArray(), null, total, digest.getValue());
     }
 
     /** RFC 9110 §13.1.1–13.1.2 for a state-changing method. */
@@ -539,11 +536,4 @@ public final class TestUpstream implements AutoCloseable {
         return d;
     }
 
-    private static MessageDigest sha256() {
-        try {
-            return MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
-    }
 }

@@ -1,15 +1,13 @@
 package io.stockade.proxy.testing;
 
-import java.io.InputStream;
+import java.io.ByteArrayInputStream;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -273,19 +271,12 @@ class TestUpstreamTest {
     void discardBodiesStreamsLargeBodiesWithoutKeepingThem() throws Exception {
         up.discardBodies(true);
         long size = 64L * 1024 * 1024 + 123;
-        MessageDigest expected = MessageDigest.getInstance("SHA-256");
-        try (InputStream in = new PatternStream(size)) {
-            byte[] buf = new byte[8192];
-            for (int n; (n = in.read(buf)) != -1; ) {
-                expected.update(buf, 0, n);
-            }
-        }
         Http.Response r = Http.send("PUT", up.uri("/big"),
                 HttpRequest.BodyPublishers.ofInputStream(() -> new PatternStream(size)), Map.of());
         assertEquals(201, r.status());
-        String sha = HexFormat.of().formatHex(expected.digest());
+        long crc = PatternStream.crc32c(size);
         assertEquals(size, up.bytesReceived("/big"));
-        assertEquals(sha, up.sha256("/big"));
+        assertEquals(crc, up.crc32c("/big"));
         assertThrows(IllegalStateException.class, () -> up.content("/big"));
         assertNull(up.applied().getFirst().body());
 
@@ -293,13 +284,32 @@ class TestUpstreamTest {
         assertEquals(200, get.status());
         assertEquals("", get.body());
         assertEquals(Long.toString(size), get.header("X-Body-Bytes").orElseThrow());
-        assertEquals(sha, get.header("X-Body-Sha256").orElseThrow());
+        assertEquals(Long.toHexString(crc), get.header("X-Body-Crc32c").orElseThrow());
 
         up.discardBodies(false);
-        Http.put(up.uri("/small"), "hello", Map.of());
-        assertEquals(5, up.bytesReceived("/small"));
-        assertEquals("2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", up.sha256("/small"));
-        assertEquals("hello", up.contentText("/small").orElseThrow());
+        Http.put(up.uri("/small"), "123456789", Map.of());
+        assertEquals(9, up.bytesReceived("/small"));
+        assertEquals(0xe3069283L, up.crc32c("/small"), "CRC-32C's published check value (RFC 3720, B.4)");
+        assertEquals("123456789", up.contentText("/small").orElseThrow());
+        assertEquals(-1, up.crc32c("/none"));
+    }
+
+    @Test
+    void thePatternCheckNamesTheFirstByteThatDiffersAndALengthThatDoesNot() throws Exception {
+        long size = 200_000;
+        PatternStream.assertIsPattern(new PatternStream(size), size, "the pattern itself");
+        byte[] changed = new PatternStream(size).readAllBytes();
+        changed[131_073] ^= 1;
+        AssertionError flipped = assertThrows(AssertionError.class,
+                () -> PatternStream.assertIsPattern(new ByteArrayInputStream(changed), size, "flipped"));
+        assertTrue(flipped.getMessage().startsWith("flipped: byte 131073 is 0x"), flipped.getMessage());
+        AssertionError shorter = assertThrows(AssertionError.class,
+                () -> PatternStream.assertIsPattern(new PatternStream(size - 1), size, "short"));
+        assertEquals("short: ended after 199999 of the pattern's 200000 bytes", shorter.getMessage());
+        AssertionError longer = assertThrows(AssertionError.class,
+                () -> PatternStream.assertIsPattern(new PatternStream(size + 1), size, "long"));
+        assertEquals("long: more than the pattern's 200000 bytes", longer.getMessage());
+        assertNotEquals(PatternStream.crc32c(size), PatternStream.crc32c(size - 1));
     }
 
     private static void shortTimeoutPut(URI uri, String body, long timeoutMillis, String... headers) throws Exception {
@@ -309,32 +319,5 @@ class TestUpstreamTest {
             b.headers(headers);
         }
         Http.client().send(b.build(), HttpResponse.BodyHandlers.discarding());
-    }
-
-    /** A deterministic byte stream of a given length that is never held in memory. */
-    private static final class PatternStream extends InputStream {
-        private final long size;
-        private long pos;
-
-        PatternStream(long size) {
-            this.size = size;
-        }
-
-        @Override
-        public int read() {
-            return pos < size ? (int) ((pos++ * 31) & 0xff) : -1;
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) {
-            if (pos >= size) {
-                return -1;
-            }
-            int n = (int) Math.min(len, size - pos);
-            for (int i = 0; i < n; i++) {
-                b[off + i] = (byte) ((pos++ * 31) & 0xff);
-            }
-            return n;
-        }
     }
 }
