@@ -12,17 +12,16 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import io.stockade.proxy.testing.PatternStream;
 import io.stockade.testing.Jvm;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -56,15 +55,15 @@ class FileStreamingTest {
             assertTrue(first.startsWith("PORT "), first);
             URI uri = URI.create("http://127.0.0.1:" + first.substring(5).trim() + "/big/blob.bin");
 
-            byte[] expected = digest(new Generated(SIZE));
-
             HttpResponse<String> put = client.send(HttpRequest.newBuilder(uri).header("Fencing-Token", "1")
                             .PUT(HttpRequest.BodyPublishers.fromPublisher(
-                                    HttpRequest.BodyPublishers.ofInputStream(() -> new Generated(SIZE)), SIZE))
+                                    HttpRequest.BodyPublishers.ofInputStream(() -> new PatternStream(SIZE)), SIZE))
                             .build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(201, put.statusCode(), () -> put.body() + read(log));
-            assertEquals(SIZE, Files.size(root.resolve("big/blob.bin")));
+            try (InputStream stored = Files.newInputStream(root.resolve("big/blob.bin"))) {
+                PatternStream.assertIsPattern(stored, SIZE, "the file written");
+            }
 
             HttpResponse<Void> head = client.send(HttpRequest.newBuilder(uri)
                     .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(),
@@ -76,10 +75,9 @@ class FileStreamingTest {
                     HttpResponse.BodyHandlers.ofInputStream());
             assertEquals(200, get.statusCode());
             assertEquals(SIZE, get.headers().firstValueAsLong("Content-Length").orElse(-1));
-            CountingStream body = new CountingStream(get.body());
-            byte[] actual = digest(body);
-            assertEquals(SIZE, body.count);
-            assertArrayEquals(expected, actual, "content differs");
+            try (InputStream body = get.body()) {
+                PatternStream.assertIsPattern(body, SIZE, "the file read back");
+            }
 
             // The child really ran with the small heap, and is still alive after both transfers.
             toChild.write('\n');
@@ -97,18 +95,6 @@ class FileStreamingTest {
         }
     }
 
-    private static byte[] digest(InputStream in) throws Exception {
-        MessageDigest md = MessageDigest.getInstance("SHA-256");
-        byte[] buf = new byte[64 * 1024];
-        try (in) {
-            int n;
-            while ((n = in.read(buf)) >= 0) {
-                md.update(buf, 0, n);
-            }
-        }
-        return md.digest();
-    }
-
     private static String read(Path log) {
         try {
             return Files.exists(log) ? Files.readString(log) : "";
@@ -116,69 +102,4 @@ class FileStreamingTest {
             return e.toString();
         }
     }
-
-    /** {@code size} pseudo-random bytes, made on the fly, the same every time. */
-    private static final class Generated extends InputStream {
-        private long left;
-        private long state = 0x9E3779B97F4A7C15L;
-
-        Generated(long size) {
-            this.left = size;
-        }
-
-        @Override
-        public int read() {
-            byte[] one = new byte[1];
-            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) {
-            if (left == 0) {
-                return -1;
-            }
-            int n = (int) Math.min(len, left);
-            for (int i = 0; i < n; i++) {
-                state ^= state << 13;
-                state ^= state >>> 7;
-                state ^= state << 17;
-                b[off + i] = (byte) state;
-            }
-            left -= n;
-            return n;
-        }
-    }
-
-    private static final class CountingStream extends InputStream {
-        private final InputStream in;
-        long count;
-
-        CountingStream(InputStream in) {
-            this.in = in;
-        }
-
-        @Override
-        public int read() throws IOException {
-            int b = in.read();
-            if (b >= 0) {
-                count++;
-            }
-            return b;
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) throws IOException {
-            int n = in.read(b, off, len);
-            if (n > 0) {
-                count += n;
-            }
-            return n;
-        }
-
-        @Override
-        public void close() throws IOException {
-            in.close();
-        }
-    }
-
 }
