@@ -8,6 +8,7 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -224,14 +225,15 @@ public final class TestUpstream implements AutoCloseable {
 
     /** The current body at {@code path} as UTF-8 text, or empty. */
     public Optional<String> contentText(String path) {
-        return content(path).map(b -> new String(b, java.nio.charset.StandardCharsets.UTF_8));
+        return content(path).map(b -> new String(b, StandardCharsets.UTF_8));
     }
 
     /** Every path stored now (raw, as received) with its body as UTF-8 text (a snapshot). */
     public Map<String, String> contents() {
-        Map<String, String> out = new java.util.TreeMap<>();
-        store.forEach((path, e) -> out.put(path, e.body() == null ? "<discarded, crc32c " + Long.toHexString(e.crc32c()) + ">"
-                : new String(e.body(), java.nio.charset.StandardCharsets.UTF_8)));
+        Map<String, String> out = new TreeMap<>();
+        store.forEach((path, e) -> out.put(path, e.body() == null
+                ? "<discarded, crc32c " + Long.toHexString(e.crc32c()) + ">"
+                : new String(e.body(), StandardCharsets.UTF_8)));
         return out;
     }
 
