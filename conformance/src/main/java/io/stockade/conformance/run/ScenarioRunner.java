@@ -153,6 +153,8 @@ public final class ScenarioRunner {
         long token;
         /** True from LEASE until the writer reports FENCED or LOST for that session (or exits). */
         boolean holding;
+        /** Why the writer last stopped holding: the reason its LOST line gave ("expired", ...), or "fenced". */
+        String lost = "";
         long checks;
         /** The writer's clock (System.nanoTime, one monotonic clock on the machine) at its latest CHECK. */
         long lastCheckNanos;
@@ -423,7 +425,19 @@ public final class ScenarioRunner {
         for (int attempt = 1; ; attempt++) {
             // Fault right after the victim's next lease check: between its check and its write.
             long since = checksBefore;
-            if (!await(Duration.ofMillis(ttlMs() + 5000), () -> v.checks > since || !session.equals(v.session))) {
+            boolean checked = await(Duration.ofMillis(ttlMs() + 5000),
+                    () -> v.checks > since || !v.holding || v.exited || !session.equals(v.session));
+            synchronized (lock) {
+                if (checked && v.checks == since) {
+                    // The victim lost its lease before its next check (a slow write on a loaded machine ran past its
+                    // TTL, or a renewal was refused): it makes no check until it holds the lease again, which the
+                    // next holder keeps. Skip this cycle; the next one faults the new holder.
+                    notes.add("cycle " + n + ": " + session + " lost its lease before its next lease check ("
+                            + (v.exited ? "exited" : v.lost) + "); cycle skipped");
+                    return null;
+                }
+            }
+            if (!checked) {
                 // A loaded machine can starve a writer past its TTL: the lease moves on; skip this cycle (the next
                 // one faults the new holder) rather than end the run early (a long run once ended after two cycles).
                 notes.add("cycle " + n + ": " + session + " made no lease check; cycle skipped");
@@ -652,6 +666,9 @@ public final class ScenarioRunner {
                     case "FENCED", "LOST" -> {
                         if (f[1].equals(w.session)) {
                             w.holding = false;
+                            w.lost = f[0].equals("LOST") && f.length > 3
+                                    ? String.join(" ", Arrays.copyOfRange(f, 3, f.length))
+                                    : f[0].toLowerCase(Locale.ROOT);
                         }
                     }
                     case "EXIT" -> w.holding = false;
