@@ -153,8 +153,8 @@ public final class ScenarioRunner {
         long token;
         /** True from LEASE until the writer reports FENCED or LOST for that session (or exits). */
         boolean holding;
-        /** Why the writer last stopped holding: the reason its LOST line gave ("expired", ...), or "fenced". */
-        String lost = "";
+        /** Why each of the writer's sessions ended: the reason its LOST line gave ("expired", ...), or "fenced". */
+        final Map<String, String> ended = new HashMap<>();
         long checks;
         /** The writer's clock (System.nanoTime, one monotonic clock on the machine) at its latest CHECK. */
         long lastCheckNanos;
@@ -425,27 +425,22 @@ public final class ScenarioRunner {
         for (int attempt = 1; ; attempt++) {
             // Fault right after the victim's next lease check: between its check and its write.
             long since = checksBefore;
-            boolean checked = await(Duration.ofMillis(ttlMs() + 5000),
+            boolean timedOut = !await(Duration.ofMillis(ttlMs() + 5000),
                     () -> v.checks > since || !v.holding || v.exited || !session.equals(v.session));
-            synchronized (lock) {
-                if (checked && v.checks == since) {
-                    // The victim lost its lease before its next check (a slow write on a loaded machine ran past its
-                    // TTL, or a renewal was refused): it makes no check until it holds the lease again, which the
-                    // next holder keeps. Skip this cycle; the next one faults the new holder.
-                    notes.add("cycle " + n + ": " + session + " lost its lease before its next lease check ("
-                            + (v.exited ? "exited" : v.lost) + "); cycle skipped");
-                    return null;
-                }
-            }
-            if (!checked) {
-                // A loaded machine can starve a writer past its TTL: the lease moves on; skip this cycle (the next
-                // one faults the new holder) rather than end the run early (a long run once ended after two cycles).
-                notes.add("cycle " + n + ": " + session + " made no lease check; cycle skipped");
-                return null;
-            }
             long completionsBefore;
             long checkedAt;
             synchronized (lock) {
+                if (v.checks == since) {
+                    // No check, so no window to fault in: skip this cycle (the next one faults the new holder) rather
+                    // than end the run early (a long run once ended after two cycles). Either the victim lost its
+                    // lease first (a slow write on a loaded machine ran past its TTL, or a renewal was refused: it
+                    // makes no check until it holds the lease again, which the next holder keeps), or a loaded
+                    // machine starved it past the wait.
+                    notes.add("cycle " + n + ": " + session + (timedOut ? " made no lease check"
+                            : " lost its lease before its next lease check (" + v.ended.getOrDefault(session, "exited")
+                                    + ")") + "; cycle skipped");
+                    return null;
+                }
                 completionsBefore = v.completions;
                 checkedAt = v.lastCheckNanos;
             }
@@ -666,9 +661,9 @@ public final class ScenarioRunner {
                     case "FENCED", "LOST" -> {
                         if (f[1].equals(w.session)) {
                             w.holding = false;
-                            w.lost = f[0].equals("LOST") && f.length > 3
+                            w.ended.put(f[1], f[0].equals("LOST") && f.length > 3
                                     ? String.join(" ", Arrays.copyOfRange(f, 3, f.length))
-                                    : f[0].toLowerCase(Locale.ROOT);
+                                    : f[0].toLowerCase(Locale.ROOT));
                         }
                     }
                     case "EXIT" -> w.holding = false;
