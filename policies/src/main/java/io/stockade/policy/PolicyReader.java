@@ -68,6 +68,19 @@ final class PolicyReader {
         if (!Values.allPresent(name, path, methods, scope, fence, backend, limits, readiness)) {
             return Optional.empty();
         }
+        if (backend.get() instanceof BackendConfig.S3) {
+            // S3 writes are operations, most of them not PUT: a list of methods would fence some and not others
+            Optional<Field> fenced = policy.get("fence").filter(Field::isMapping)
+                    .flatMap(f -> f.mapping().flatMap(m -> m.get("methods")));
+            if (fenced.isPresent()) {
+                fenced.get().error("is not read for an s3 backend: S3 fences operations, not HTTP methods. Every "
+                        + "operation that changes an object is a fenced write of its scope (PutObject, CopyObject, "
+                        + "DeleteObject, DeleteObjects, every step of a multipart upload, tagging and ACLs; most are "
+                        + "not PUT); remove 'methods'. To forward a bucket's writes unfenced, give it a policy of "
+                        + "its own with 'mode: observe' or 'mode: off' (docs/s3.md, 'What is fenced')");
+                return Optional.empty();
+            }
+        }
         Policy result = new Policy(name.get(), new Policy.Match(path.get(), methods.get()), scope.get(), fence.get(),
                 backend.get(), limits.get(), readiness.get());
         reportOverlaps(result, item, matchField.get());

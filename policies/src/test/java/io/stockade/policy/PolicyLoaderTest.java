@@ -59,6 +59,22 @@ class PolicyLoaderTest {
                   clients: [{access-key: c, secret-key: d}]
             """;
 
+    /**
+     * S3 fences operations, not methods: {@code fence: {methods: [PUT, DELETE]}} read as "fence the writes" left the
+     * multipart steps and DeleteObjects (POST) unfenced; it is refused where it is written, saying what to do.
+     */
+    @Test
+    void anS3PolicyNamingFencedMethodsIsRefusedWhereItNamesThem() {
+        String yaml = S3_POLICY.replace("    scope: s3\n",
+                "    scope: s3\n    fence: {missing: reject, methods: [PUT, DELETE]}\n");
+        List<PolicyError> errors = errors(yaml, Map.of());
+        assertEquals(1, errors.size(), errors.toString());
+        String message = errors.getFirst().toString();
+        assertTrue(message.contains("policies[0].fence.methods"), message);
+        assertTrue(message.contains("S3 fences operations, not HTTP methods"), message);
+        assertTrue(message.contains(":6:"), "the line of the list: " + message);
+    }
+
     @Test
     void anS3TokenMustBeSignedUnlessThePolicySaysOtherwise() throws Exception {
         String yaml = S3_POLICY;

@@ -44,8 +44,14 @@ public final class S3Fixture implements AutoCloseable {
               - name: s3
                 match: {path: "/{path...}"}
                 scope: s3
-                fence: {missing: "${MISSING_TOKEN:-reject}"}
-                limits: {body-timeout: "${BODY_TIMEOUT:-5m}"}
+                fence:
+                  missing: "${MISSING_TOKEN:-reject}"
+                  mode: "${FENCE_MODE:-enforce}"
+                  equal: "${EQUAL_TOKEN:-accept}"
+                  max-advance: ${MAX_ADVANCE:-9223372036854775807}
+                limits:
+                  body-timeout: "${BODY_TIMEOUT:-5m}"
+                  max-scope-bytes: ${MAX_SCOPE_BYTES:-4096}
                 backend: &s3
                   type: s3
                   endpoint: http://127.0.0.1:${S3PORT}

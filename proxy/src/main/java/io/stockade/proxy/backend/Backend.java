@@ -35,7 +35,7 @@ public interface Backend extends AutoCloseable {
      * The token of a request, read from the policy's header ({@code Fencing-Token}); a helper for {@link #plan}.
      */
     static FencingToken.Parsed headerToken(Exchange exchange) {
-        String header = exchange.route().policy().fence().header();
+        String header = exchange.fencing().header();
         return FencingToken.parse(header, exchange.request().headers().all(HeaderNames.create(header), List::of));
     }
 

@@ -17,18 +17,19 @@ import io.helidon.webserver.http.ServerResponse;
  * @param route    the policy that took it and the path variables it bound
  * @param scope    the fence scope
  * @param bounds   the policy's bounds on the body; read it with {@link #body()}
+ * @param fencing  how the policy fences its writes, read once at load: the planner's to ask
  */
 public record Exchange(ServerRequest request, ServerResponse response, Route route, String scope,
-                       BodyBounds bounds) {
+                       BodyBounds bounds, Fencing fencing) {
 
-    /** An exchange whose body is not bounded. */
+    /** An exchange whose body is not bounded, with the policy's fencing read now. */
     public Exchange(ServerRequest request, ServerResponse response, Route route, String scope) {
-        this(request, response, route, scope, BodyBounds.none());
+        this(request, response, route, scope, BodyBounds.none(), Fencing.of(route.policy()));
     }
 
     /** This exchange with the scope its backend's plan found. */
     public Exchange withScope(String planned) {
-        return new Exchange(request, response, route, planned, bounds);
+        return new Exchange(request, response, route, planned, bounds, fencing);
     }
 
     /**

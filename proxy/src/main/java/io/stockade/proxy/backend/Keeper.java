@@ -23,6 +23,15 @@ public sealed interface Keeper {
     }
 
     /**
+     * A step of a write that changes nothing a reader sees by itself (an S3 upload's part, or its abort): the
+     * engine verifies and admits the token in the fence store, as for any write, without holding the scope (parts
+     * of one upload go up side by side), then calls {@code write}. What the step prepares becomes visible only
+     * through a later step the fence holds (the upload's completion), so a step that lands late changes nothing.
+     */
+    record Step(StoreWrite write) implements Keeper {
+    }
+
+    /**
      * <em>Atomic</em>, fenced by the storage itself: the storage checks the token in the same step as the write (a
      * PostgreSQL transaction bumping a fence row, an S3 conditional PUT with the token in the object's metadata).
      * The engine does not consult its fence store.
@@ -44,21 +53,22 @@ public sealed interface Keeper {
     /** A write whose storage keeps its fence. */
     interface StorageWrite {
         /**
-         * Checks the token against the storage's high-water mark and writes, as one atomic step; also honours the
-         * policy's {@code fence.max-advance}, which only the storage can judge atomically.
+         * Checks the token against the storage's high-water mark and writes, as one atomic step, judging it by the
+         * plan's {@code rule} on every scope the plan names (its {@code max-advance} only the storage can judge
+         * atomically).
          *
          * @return {@link WriteResult.Answered} when the write took effect (or the storage refused it for its own
          * reasons, answered), {@link WriteResult.Stale} when a higher token holds the scope (nothing was written),
          * {@link WriteResult.Unavailable} when the fence could not be decided, {@link WriteResult.Unknown} when the
          * outcome is unknown, {@link WriteResult.Refused} when the backend refused it (nothing was written)
          */
-        WriteResult write(Exchange exchange, long token, boolean acceptEqual);
+        WriteResult write(Exchange exchange, long token, Fencing.Rule rule);
 
         /**
          * {@code mode: observe}: runs the write without enforcing the token, keeps the high-water mark as enforce
-         * would (never lowering it), and tells whether enforce would have refused it.
+         * would (never lowering it), and tells whether enforce would have refused it by {@code rule}.
          */
-        Observed observe(Exchange exchange, long token, boolean acceptEqual);
+        Observed observe(Exchange exchange, long token, Fencing.Rule rule);
     }
 
     /**

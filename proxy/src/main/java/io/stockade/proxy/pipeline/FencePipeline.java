@@ -3,6 +3,7 @@ package io.stockade.proxy.pipeline;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -21,6 +22,7 @@ import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
@@ -94,7 +96,7 @@ public final class FencePipeline implements Handler {
      */
     public FencePipeline(StockadeConfig config, Map<String, Backend> backends, FenceStore store, ScopeGuard guard,
                          ProxyMetrics metrics, LongSupplier nanoTime, TokenVerifiers verifiers) {
-        this.active = new Active(config, Map.copyOf(backends));
+        this.active = Active.of(config, backends);
         this.store = store;
         this.guard = guard;
         this.metrics = metrics;
@@ -138,7 +140,13 @@ public final class FencePipeline implements Handler {
         return readiness;
     }
 
-    private record Active(StockadeConfig config, Map<String, Backend> backends) {
+    /** The policies in force, their backends, and each policy's fencing read once (at load, or reload). */
+    private record Active(StockadeConfig config, Map<String, Backend> backends, Map<String, Fencing> fencing) {
+        static Active of(StockadeConfig config, Map<String, Backend> backends) {
+            Map<String, Fencing> fencing = new HashMap<>();
+            config.policies().forEach(p -> fencing.put(p.name(), Fencing.of(p)));
+            return new Active(config, Map.copyOf(backends), Map.copyOf(fencing));
+        }
     }
 
     /** The policies in force. */
@@ -154,7 +162,7 @@ public final class FencePipeline implements Handler {
     public Map<String, Backend> swap(StockadeConfig config, Map<String, Backend> backends) {
         Active old = active;
         served.addAll(backends.values());
-        active = new Active(config, Map.copyOf(backends));
+        active = Active.of(config, backends);
         registerPolicyGauges(config);
         return old.backends();
     }
@@ -203,18 +211,25 @@ public final class FencePipeline implements Handler {
                 if (receive(call)          // one canonical form of the target (400)
                         && match(call)     // the one policy for method and path (404)
                         && withinLimits(call)) { // headers, declared body (431, 413)
-                    Plan plan = plan(call); // the backend's one plan: forward, fenced write, or refuse
+                    // the backend's one plan, the only decider of what is fenced: carried out, never judged again
+                    Plan plan = plan(call);
                     switch (plan) {
                         case Plan.Refuse refuse -> call.refuse(outcomeOf(refuse.problem()), refuse.problem());
                         case Plan.Forward forward -> {
-                            if (enter(call)) { // a place in the scope (503)
-                                call.decision.outcome(Outcome.UNFENCED, null);
+                            if (enter(call, List.of(forward.scope()))) { // a place in the scope (503)
+                                call.decision.outcome(unfencedOutcome(forward.why()), null);
                                 forward(call, forward.action());
                             }
                         }
                         case Plan.Write write -> {
-                            if (enter(call)) {
-                                tokenStage(call, write); // token (400, 428) → verify → fence + write → answer
+                            if (enter(call, write.scopes())) { // a place in every scope it writes
+                                call.decision.token(write.token());
+                                fencedWrite(call, write); // verify → fence + write → answer
+                            }
+                        }
+                        case Plan.Observe observe -> {
+                            if (enter(call, observe.scopes())) {
+                                observe(call, observe); // judged as enforce would, forwarded whatever the verdict
                             }
                         }
                     }
@@ -241,7 +256,7 @@ public final class FencePipeline implements Handler {
         Backend backend;
         Exchange exchange;
         AtomicInteger inFlight;
-        Limits.Permit permit;
+        final List<Limits.Permit> permits = new ArrayList<>(1);
 
         Call(ServerRequest req, ServerResponse res) {
             this.req = req;
@@ -292,9 +307,7 @@ public final class FencePipeline implements Handler {
 
         @Override
         public void close() {
-            if (permit != null) {
-                permit.close();
-            }
+            permits.forEach(Limits.Permit::close);
             if (inFlight != null) {
                 inFlight.decrementAndGet();
             }
@@ -351,7 +364,8 @@ public final class FencePipeline implements Handler {
         Policy policy = route.policy();
         call.backend = current.backends().get(policy.name());
         call.exchange = new Exchange(call.req, call.res, route, route.scope(),
-                limits.bodyBounds(policy, current.config().server().limits().readTimeout()));
+                limits.bodyBounds(policy, current.config().server().limits().readTimeout()),
+                current.fencing().get(policy.name()));
         call.decision.policy(policy.name(), policy.backend().type(), call.exchange.scope())
                 .holder(call.req.headers().first(HOLDER).orElse(null));
         call.inFlight = metrics.inFlight(policy.name());
@@ -385,6 +399,7 @@ public final class FencePipeline implements Handler {
         }
         List<String> scopes = switch (plan) {
             case Plan.Write write -> write.scopes();
+            case Plan.Observe observe -> observe.scopes();
             case Plan.Forward forward -> List.of(forward.scope());
             case Plan.Refuse refuse -> List.of();
         };
@@ -400,14 +415,28 @@ public final class FencePipeline implements Handler {
         return plan;
     }
 
-    /** A place in the scope under the policy's {@code max-concurrent-per-scope} (503 when there is none). */
-    private boolean enter(Call call) {
-        call.permit = limits.enter(call.policy(), call.scope());
-        if (call.permit == null) {
-            call.refuse(Outcome.BUSY, Limits.busy(call.policy(), call.scope()));
-            return false;
+    /**
+     * A place in each scope the plan names under the policy's {@code max-concurrent-per-scope} (503 naming the first
+     * full one; the places taken are given back when the request ends).
+     */
+    private boolean enter(Call call, List<String> scopes) {
+        for (String scope : scopes) {
+            Limits.Permit permit = limits.enter(call.policy(), scope);
+            if (permit == null) {
+                call.refuse(Outcome.BUSY, Limits.busy(call.policy(), scope));
+                return false;
+            }
+            call.permits.add(permit);
         }
         return true;
+    }
+
+    /** The outcome a request forwarded without a token is counted as, by the plan's reason. */
+    private static Outcome unfencedOutcome(Plan.Unfenced why) {
+        return switch (why) {
+            case READ, NOT_FENCED -> Outcome.UNFENCED;
+            case WITHOUT_TOKEN -> Outcome.ALLOWED_WITHOUT_TOKEN;
+        };
     }
 
     /** The outcome a refusal is counted as, by its kind: one entry per kind, no default. */
@@ -446,72 +475,40 @@ public final class FencePipeline implements Handler {
     }
 
     /**
-     * A write the policy does not fence (mode off, a method outside fence.methods) is forwarded as it is; otherwise
-     * the token: (observe) judged and forwarded, or (enforce) verified, fenced and written.
-     */
-    private void tokenStage(Call call, Plan.Write write) {
-        Policy policy = call.policy();
-        if (policy.fence().mode() == Policy.Mode.OFF || !policy.fences(call.method)) {
-            call.decision.outcome(Outcome.UNFENCED, null);
-            forward(call, write.unfenced());
-            return;
-        }
-        boolean observe = policy.fence().mode() == Policy.Mode.OBSERVE;
-        switch (write.token()) {
-            case FencingToken.Malformed malformed -> {
-                if (observe) {
-                    observed(call, write, Outcome.MALFORMED, malformed.reason());
-                } else {
-                    call.refuse(Outcome.MALFORMED, Refusals.malformedToken(policy, call.scope(), malformed.reason()));
-                }
-            }
-            case FencingToken.Missing missing -> {
-                if (policy.fence().missing() == Policy.MissingToken.ALLOW) {
-                    call.decision.outcome(Outcome.ALLOWED_WITHOUT_TOKEN, null);
-                    forward(call, write.unfenced());
-                } else if (observe) {
-                    observed(call, write, Outcome.MISSING, "no " + policy.fence().header() + " header");
-                } else {
-                    call.refuse(Outcome.MISSING, Refusals.missingToken(policy, call.scope(), call.method));
-                }
-            }
-            case FencingToken.Present present -> {
-                call.decision.token(present.value());
-                if (observe) {
-                    observe(call, write, present.value());
-                } else {
-                    fencedWrite(call, write, present.value());
-                }
-            }
-        }
-    }
-
-    /**
      * fence + write: the heart of the proxy. Who keeps the fence decides the path: the storage itself (it checks
      * the token in the same step as the write), or the fence store (the engine admits the token durably first; for
      * a serialized write it holds every scope of the write until the storage answered).
      */
-    private void fencedWrite(Call call, Plan.Write write, long token) {
+    private void fencedWrite(Call call, Plan.Write write) {
         TokenVerifier verifier = verifiers.of(call.policy());
         switch (write.keeper()) {
-            case Keeper.InStorage storage -> fencedByTheStorage(call, storage.write(), verifier, token);
-            case Keeper.Serialized serialized -> fencedByTheStore(call, write.scopes(), serialized.write(), true,
-                    verifier, token);
-            case Keeper.Conditional conditional -> fencedByTheStore(call, write.scopes(), conditional.write(), false,
-                    verifier, token);
+            case Keeper.InStorage storage -> fencedByTheStorage(call, write, storage.write(), verifier);
+            case Keeper.Serialized serialized -> fencedByTheStore(call, write, serialized.write(), true, verifier);
+            case Keeper.Conditional conditional -> fencedByTheStore(call, write, conditional.write(), false,
+                    verifier);
+            case Keeper.Step step -> fencedByTheStore(call, write, step.write(), false, verifier);
         }
     }
 
-    private void fencedByTheStorage(Call call, Keeper.StorageWrite storage, TokenVerifier verifier, long token) {
-        // The store is not consulted, so every token is verified.
-        if (verifier != null && !verified(call, call.scope(), verifier, token)) {
-            return;
+    /**
+     * A write fenced by the storage: every scope's token verified first (the store is not consulted, so every token
+     * is), then the storage judges it by the plan's rule on each scope, in the same step as the write.
+     */
+    private void fencedByTheStorage(Call call, Plan.Write write, Keeper.StorageWrite storage,
+                                    TokenVerifier verifier) {
+        long token = write.token();
+        if (verifier != null) {
+            for (String scope : write.scopes()) {
+                if (!verified(call, scope, verifier, token)) {
+                    return;
+                }
+            }
         }
         long start = nanoTime.getAsLong();
         WriteResult result;
         inBackend.incrementAndGet();
         try {
-            result = storage.write(call.exchange, token, acceptsEqual(call.policy()));
+            result = storage.write(call.exchange, token, write.rule());
         } finally {
             inBackend.decrementAndGet();
         }
@@ -524,12 +521,15 @@ public final class FencePipeline implements Handler {
      * the same scopes cannot each wait for the other), none quarantined or settling; every scope's token judged
      * before any is raised, then admitted on each, durably, before the backend writes.
      */
-    private void fencedByTheStore(Call call, List<String> scopes, Keeper.StoreWrite write, boolean serialized,
-                                  TokenVerifier verifier, long token) {
+    private void fencedByTheStore(Call call, Plan.Write plan, Keeper.StoreWrite write, boolean serialized,
+                                  TokenVerifier verifier) {
         Policy policy = call.policy();
         String name = policy.name();
         String scope = call.scope();
-        boolean acceptEqual = acceptsEqual(policy);
+        List<String> scopes = plan.scopes();
+        long token = plan.token();
+        Fencing.Rule rule = plan.rule();
+        boolean acceptEqual = rule.acceptEqual();
         List<ScopeGuard.Held> held = new ArrayList<>(scopes.size());
         long heldSince = 0;
         try {
@@ -562,15 +562,15 @@ public final class FencePipeline implements Handler {
             }
 
             long fenceStart = nanoTime.getAsLong();
-            if (policy.fence().maxAdvance() != Policy.Fence.UNLIMITED || verifier != null || scopes.size() > 1) {
+            if (rule.bounded() || verifier != null || scopes.size() > 1) {
                 // Judge the token on every scope before any fence moves: a too-far jump, a stale token on a second
                 // scope, a token the verifier refuses all leave every scope as it was. A concurrent raise only
                 // makes a jump smaller, so judging against this read is never more lenient than judging atomically.
                 for (String s : scopes) {
                     long highest = store.get(s).map(FenceState::token).orElse(FenceRule.NONE);
-                    if (policy.fence().tooFar(token, highest)) {
+                    if (rule.tooFar(token, highest)) {
                         call.decision.highest(highest);
-                        call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, s, token, highest));
+                        call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, rule, s, token, highest));
                         return;
                     }
                     if (FenceRule.stale(token, highest, acceptEqual)) {
@@ -613,7 +613,7 @@ public final class FencePipeline implements Handler {
             WriteResult result;
             inBackend.incrementAndGet();
             try {
-                result = write.write(call.exchange, new Admission(scope, token, previous, store));
+                result = write.write(call.exchange, new Admission(scope, token, previous, store, rule));
             } finally {
                 inBackend.decrementAndGet();
             }
@@ -648,10 +648,6 @@ public final class FencePipeline implements Handler {
                 metrics.scopeHeld(name, nanoTime.getAsLong() - heldSince);
             }
         }
-    }
-
-    private static boolean acceptsEqual(Policy policy) {
-        return policy.fence().equal() == Policy.EqualToken.ACCEPT;
     }
 
     /**
@@ -723,7 +719,8 @@ public final class FencePipeline implements Handler {
             }
             case WriteResult.TooFar tooFar -> {
                 call.decision.highest(tooFar.highest());
-                call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, scope, token, tooFar.highest()));
+                call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, call.exchange.fencing().rule(), scope, token,
+                        tooFar.highest()));
             }
             case WriteResult.Unavailable unavailable -> {
                 warn(policy, "unavailable", (token < 0 ? call.method + " " + call.rawPath + " (scope '" + scope
@@ -743,43 +740,61 @@ public final class FencePipeline implements Handler {
 
     /**
      * Observe mode: the token is judged and the high-water mark kept exactly as in enforce mode (so that switching
-     * to enforce later starts from the truth), but the request is forwarded whatever the verdict, with no scope
-     * held. What enforce would have refused is counted and logged.
+     * to enforce later starts from the truth): verified and judged by the plan's rule on every scope before any
+     * fence moves, a token enforce would refuse raising nothing. The request is forwarded whatever the verdict, with
+     * no scope held; what enforce would have refused is counted and logged.
      */
-    private void observe(Call call, Plan.Write write, long token) {
+    private void observe(Call call, Plan.Observe plan) {
+        long token;
+        switch (plan.token()) {
+            case FencingToken.Malformed malformed -> {
+                observed(call, plan, Outcome.MALFORMED, malformed.reason());
+                return;
+            }
+            case FencingToken.Missing missing -> {
+                observed(call, plan, Outcome.MISSING, "no token");
+                return;
+            }
+            case FencingToken.Present present -> token = present.value();
+        }
+        call.decision.token(token);
         Policy policy = call.policy();
         Exchange exchange = call.exchange;
+        Fencing.Rule rule = plan.rule();
         TokenVerifier verifier = verifiers.of(policy);
         if (verifier != null) {
             // A token enforce would refuse as not genuine is forwarded unfenced: it must not raise the fence.
-            switch (verdict(exchange, call.scope(), verifier, token)) {
-                case TokenVerifier.Refused refused -> {
-                    observed(call, write, Outcome.UNVERIFIED, refused.reason());
-                    return;
-                }
-                case TokenVerifier.Unavailable unavailable -> {
-                    observed(call, write, Outcome.UNAVAILABLE, unavailable.reason());
-                    return;
-                }
-                case TokenVerifier.Genuine genuine -> {
+            for (String scope : plan.scopes()) {
+                switch (verdict(exchange, scope, verifier, token)) {
+                    case TokenVerifier.Refused refused -> {
+                        observed(call, plan, Outcome.UNVERIFIED, refused.reason());
+                        return;
+                    }
+                    case TokenVerifier.Unavailable unavailable -> {
+                        observed(call, plan, Outcome.UNAVAILABLE, unavailable.reason());
+                        return;
+                    }
+                    case TokenVerifier.Genuine genuine -> {
+                    }
                 }
             }
         }
-        if (write.keeper() instanceof Keeper.InStorage storage) {
+        if (plan.keeper() instanceof Keeper.InStorage storage) {
             // The storage keeps the high-water mark; it runs the write unfenced and says what enforce would do.
             long start = nanoTime.getAsLong();
             Keeper.Observed observed;
             inBackend.incrementAndGet();
             try {
-                observed = storage.write().observe(exchange, token, acceptsEqual(policy));
+                observed = storage.write().observe(exchange, token, rule);
             } finally {
                 inBackend.decrementAndGet();
             }
             metrics.upstream(policy.name(), nanoTime.getAsLong() - start);
             if (observed.wouldReject()) {
                 call.decision.highest(observed.highest());
-                call.decision.outcome(Outcome.WOULD_REJECT, "stale: token " + token + " is not above the highest "
-                        + observed.highest());
+                call.decision.outcome(Outcome.WOULD_REJECT, (rule.tooFar(token, observed.highest())
+                        ? "too-far: token " + token + " jumps more than " + rule.maxAdvance() + " over the highest "
+                        : "stale: token " + token + " is not above the highest ") + observed.highest());
             } else {
                 call.decision.outcome(Outcome.OBSERVED, null);
             }
@@ -789,39 +804,39 @@ public final class FencePipeline implements Handler {
             return;
         }
         try {
-            if (write.scopes().size() > 1) {
-                // as enforce judges a write of several scopes: on every scope before any fence moves
-                for (String scope : write.scopes()) {
-                    long highest = store.get(scope).map(FenceState::token).orElse(FenceRule.NONE);
-                    if (FenceRule.stale(token, highest, acceptsEqual(policy))) {
-                        call.decision.highest(highest);
-                        observed(call, write, Outcome.STALE, "token " + token + " is not above the highest "
-                                + highest + " of scope '" + scope + "'");
-                        return;
-                    }
+            // as enforce judges it: on every scope before any fence moves
+            for (String scope : plan.scopes()) {
+                long highest = store.get(scope).map(FenceState::token).orElse(FenceRule.NONE);
+                if (rule.tooFar(token, highest) || FenceRule.stale(token, highest, rule.acceptEqual())) {
+                    call.decision.highest(highest);
+                    observed(call, plan, rule.tooFar(token, highest) ? Outcome.TOO_FAR : Outcome.STALE, "token "
+                            + token + (rule.tooFar(token, highest) ? " jumps more than " + rule.maxAdvance()
+                            + " over" : " is not above") + " the highest " + highest + " of scope '" + scope + "'");
+                    return;
                 }
             }
-            for (String scope : write.scopes()) {
-                Advance advance = store.advance(scope, token, acceptsEqual(policy));
+            for (String scope : plan.scopes()) {
+                Advance advance = store.advance(scope, token, rule.acceptEqual());
                 if (advance instanceof Advance.Stale stale) {
                     call.decision.highest(stale.highest());
-                    observed(call, write, Outcome.STALE, "token " + token + " is not above the highest "
+                    observed(call, plan, Outcome.STALE, "token " + token + " is not above the highest "
                             + stale.highest() + " of scope '" + scope + "'");
                     return;
                 }
             }
-        } catch (StoreUnavailableException e) {
-            observed(call, write, Outcome.UNAVAILABLE, e.getMessage());
+        } catch (StoreUnavailableException e) { // a ScopeLimitException too: the store holds as many as it may
+            observed(call, plan, e instanceof ScopeLimitException ? Outcome.SCOPE_LIMIT : Outcome.UNAVAILABLE,
+                    e.getMessage());
             return;
         }
         call.decision.outcome(Outcome.OBSERVED, null);
-        forward(call, write.unfenced());
+        forward(call, plan.forward());
     }
 
     /** Observe mode: what enforce would have refused, forwarded anyway; the log line says what and why. */
-    private void observed(Call call, Plan.Write write, Outcome wouldBe, String why) {
+    private void observed(Call call, Plan.Observe plan, Outcome wouldBe, String why) {
         call.decision.outcome(Outcome.WOULD_REJECT, wouldBe.label() + ": " + why);
-        forward(call, write.unfenced());
+        forward(call, plan.forward());
     }
 
     /**

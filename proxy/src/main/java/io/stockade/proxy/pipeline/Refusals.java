@@ -3,6 +3,7 @@ package io.stockade.proxy.pipeline;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.policy.Policy;
+import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 
@@ -29,18 +30,6 @@ final class Refusals {
                 .with("path", rawPath);
     }
 
-    static Problem malformedToken(Policy policy, String scope, String reason) {
-        return Problem.of(ProblemType.MALFORMED_TOKEN, reason).with("policy", policy.name())
-                .with("scope", scope);
-    }
-
-    static Problem missingToken(Policy policy, String scope, String method) {
-        return Problem.of(ProblemType.MISSING_TOKEN, method + " is fenced by policy '"
-                        + policy.name() + "': send the token of your lock in the " + policy.fence().header()
-                        + " header")
-                .with("policy", policy.name()).with("scope", scope);
-    }
-
     static Problem stale(Policy policy, String scope, long token, long highest) {
         return stale(policy, scope, token, highest, false);
     }
@@ -58,12 +47,12 @@ final class Refusals {
         return fromFloor ? problem.with("floor", true) : problem;
     }
 
-    static Problem tooFar(Policy policy, String scope, long token, long highest) {
+    static Problem tooFar(Policy policy, Fencing.Rule rule, String scope, long token, long highest) {
         return Problem.of(ProblemType.TOKEN_TOO_FAR, "token " + token + " is more than "
-                        + policy.fence().maxAdvance() + " above the highest token " + highest + " of scope '" + scope
+                        + rule.maxAdvance() + " above the highest token " + highest + " of scope '" + scope
                         + "' (the policy's max-advance); it was not accepted and did not raise the fence")
                 .with("policy", policy.name()).with("scope", scope).with("token", token)
-                .with("highest", highest).with("maxAdvance", policy.fence().maxAdvance());
+                .with("highest", highest).with("maxAdvance", rule.maxAdvance());
     }
 
     static Problem unverified(Policy policy, String scope, long token, String kind, String reason) {

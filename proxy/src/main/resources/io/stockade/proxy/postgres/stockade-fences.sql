@@ -81,8 +81,9 @@ END
 $fence$;
 
 -- Observe mode: keeps the high-water mark as enforce would (never lowers it) and answers the highest before,
--- or NULL for a new scope; nothing is refused. The highest before counts covering floors too.
-CREATE OR REPLACE FUNCTION stockade_fence_observe(p_scope text, p_token bigint)
+-- or NULL for a new scope; nothing is refused. The highest before counts covering floors too. A token that jumps
+-- more than p_max_advance over the scope's highest raises nothing, as enforce (stockade_fence: SF422) would not.
+CREATE OR REPLACE FUNCTION stockade_fence_observe(p_scope text, p_token bigint, p_max_advance bigint)
 RETURNS bigint LANGUAGE plpgsql AS $observe$
 DECLARE
     before bigint;
@@ -95,10 +96,16 @@ BEGIN
     END IF;
     INSERT INTO stockade_fences AS f (scope, token, updated_at) VALUES (p_scope, p_token, now())
     ON CONFLICT (scope) DO UPDATE SET token = EXCLUDED.token, version = NULL, updated_at = now()
-        WHERE f.token < EXCLUDED.token;
+        WHERE f.token < EXCLUDED.token AND EXCLUDED.token - f.token <= p_max_advance;
     RETURN before;
 END
 $observe$;
+
+-- The two-argument form of earlier releases: no bound on the jump.
+CREATE OR REPLACE FUNCTION stockade_fence_observe(p_scope text, p_token bigint)
+RETURNS bigint LANGUAGE sql AS $observe2$
+    SELECT stockade_fence_observe(p_scope, p_token, 9223372036854775807);
+$observe2$;
 
 -- The fence store's admission: the state before, and whether the token was admitted. A stale answer carries the
 -- effective highest token (the scope's own or a covering floor's, whichever is higher); an accepted one the

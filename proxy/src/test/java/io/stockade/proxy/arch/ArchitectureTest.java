@@ -1,5 +1,8 @@
 package io.stockade.proxy.arch;
 
+import io.stockade.policy.Policy;
+import io.stockade.proxy.backend.Fencing;
+
 import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
@@ -78,6 +81,26 @@ class ArchitectureTest {
     void theIoPackageIsALeaf() {
         noClasses().that().resideInAPackage("io.stockade.proxy.io..")
                 .should().dependOnClassesThat().resideOutsideOfPackages("java..", "io.stockade.proxy.io..")
+                .check(classes);
+    }
+
+    /**
+     * One decider: a backend's plan alone says what is fenced and how, from the policy's fencing read once at load
+     * ({@link Fencing}). No other class of the proxy reads {@code fence.methods}, the mode, {@code missing},
+     * {@code equal} or {@code max-advance} off the policy, so nothing after the plan can judge a request again (the
+     * pipeline once fenced by {@code fence.methods} what the S3 plan had read as an operation).
+     */
+    @Test
+    void onlyFencingReadsThePolicysFencingFields() {
+        noClasses().that().doNotBelongToAnyOf(Fencing.class)
+                .should().callMethod(Policy.Fence.class, "methods")
+                .orShould().callMethod(Policy.Fence.class, "mode")
+                .orShould().callMethod(Policy.Fence.class, "missing")
+                .orShould().callMethod(Policy.Fence.class, "equal")
+                .orShould().callMethod(Policy.Fence.class, "maxAdvance")
+                .orShould().callMethod(Policy.Fence.class, "tooFar", long.class, long.class)
+                .orShould().callMethod(Policy.class, "fences", String.class)
+                .because("the plan is the only decider of what is fenced (Fencing reads the policy once, at load)")
                 .check(classes);
     }
 

@@ -31,7 +31,8 @@ public final class MeaningGrammar {
 
     /** The token a request carries, relative to the highest fence of the resources it is {@code about}. */
     public enum Token {
-        NONE, MALFORMED, STALE, EQUAL, HIGHER;
+        /** FAR jumps 20 or more over the highest: past the {@code max-advance} of the configuration axis. */
+        NONE, MALFORMED, STALE, EQUAL, HIGHER, FAR;
 
         /** The token to send (null: none, or a malformed one for {@link #MALFORMED}). */
         public Long resolve(long highest, int jitter) {
@@ -40,6 +41,7 @@ public final class MeaningGrammar {
                 case STALE -> Math.max(0, highest - 1 - jitter % 3);
                 case EQUAL -> highest;
                 case HIGHER -> highest + 1 + jitter % 3;
+                case FAR -> highest + 20 + jitter % 3;
             };
         }
     }
@@ -237,7 +239,7 @@ public final class MeaningGrammar {
     static Token token(Random random) {
         int n = random.nextInt(100);
         return n < 10 ? Token.NONE : n < 13 ? Token.MALFORMED : n < 35 ? Token.STALE : n < 55 ? Token.EQUAL
-                : Token.HIGHER;
+                : n < 92 ? Token.HIGHER : Token.FAR;
     }
 
     /** A method: mostly the writes the table knows, some of everything else, some lower-case. */

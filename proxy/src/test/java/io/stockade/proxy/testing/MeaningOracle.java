@@ -64,6 +64,36 @@ public final class MeaningOracle {
     public record Answer(int status, String body) {
     }
 
+    /**
+     * The policy the proxy in front of the storage runs, as far as the judge must hold it to it: the configuration
+     * axis of the meaning fuzzers (the one-decider issue). Whatever the policy, no fence is lowered, a refusal
+     * changes nothing, and a fence that moves rises to the request's token; then:
+     *
+     * @param maxAdvance            {@code fence.max-advance}: no fence that had a token rises by more than this
+     * @param missingAllowed        {@code missing: allow}: a write the proxy let through without a token
+     *                              ({@code allowed_without_token}) may change what it names, unfenced
+     * @param observe               {@code mode: observe}: every request is forwarded ({@code observed},
+     *                              {@code would_reject}) and may change what it names; the fences still move only
+     *                              as enforce would move them
+     * @param acceptEqual           {@code equal: accept}; with {@code reject} a write is admitted only above the
+     *                              highest, but for the later steps of an S3 upload (they continue its creation's
+     *                              write)
+     * @param unfencedDropsFences   a write forwarded unfenced may replace what holds the fence (the atomic S3
+     *                              class keeps it in the object's metadata, which a forwarded PutObject or
+     *                              CopyObject replaces: docs/s3.md, *Limits*)
+     */
+    public record Policy(long maxAdvance, boolean missingAllowed, boolean observe, boolean acceptEqual,
+                         boolean unfencedDropsFences) {
+        /** The default: enforce, any jump, a token required, an equal token accepted. */
+        public static final Policy ENFORCE = new Policy(Long.MAX_VALUE, false, false, true, false);
+
+        /** The outcomes under which this policy lets a request change storage without an admitted token. */
+        boolean unfenced(String outcome) {
+            return (missingAllowed && outcome.equals("allowed_without_token"))
+                    || (observe && (outcome.equals("observed") || outcome.equals("would_reject")));
+        }
+    }
+
     /** Sends the request with the token the judge drew for it (null: none). */
     @FunctionalInterface
     public interface Sender {
@@ -77,6 +107,7 @@ public final class MeaningOracle {
     private static final Pattern PROBLEM_TYPE = Pattern.compile("\"type\"\\s*:\\s*\"[^\"]*?([a-z-]+)\"");
 
     private final String name;
+    private final Policy policy;
     private final Storage storage;
     private final Fences fences;
     private final Decisions decisions;
@@ -95,7 +126,13 @@ public final class MeaningOracle {
     private long countNanos;
 
     public MeaningOracle(String name, Storage storage, Fences fences, Decisions decisions) {
+        this(name, Policy.ENFORCE, storage, fences, decisions);
+    }
+
+    /** A judge of a proxy whose policy is {@code policy} (the configuration axis). */
+    public MeaningOracle(String name, Policy policy, Storage storage, Fences fences, Decisions decisions) {
         this.name = name;
+        this.policy = policy;
         this.storage = storage;
         this.fences = fences;
         this.decisions = decisions;
@@ -130,13 +167,19 @@ public final class MeaningOracle {
                 + shorten(answer.body()) + "\n  changed " + changed + ", fences moved " + moved(moved, fencesBefore,
                 fencesAfter);
         int status = answer.status();
+        boolean unfenced = policy.unfenced(outcome);
         for (String scope : moved) {
             Long was = fencesBefore.get(scope);
             Long now = fencesAfter.get(scope);
+            if (unfenced && policy.unfencedDropsFences()) {
+                continue; // the documented limit: an unfenced write replaced the object that held the fence
+            }
             check(now != null, "the fence of " + scope + " was dropped: " + what);
             check(was == null || now > was, "the fence of " + scope + " was lowered: " + what);
             check(Objects.equals(now, token), "the fence of " + scope + " moved to another token than the "
                     + "request's: " + what);
+            check(was == null || now - was <= policy.maxAdvance(), "the fence of " + scope + " jumped further than"
+                    + " max-advance " + policy.maxAdvance() + ": " + what);
         }
         if (!REACHED.contains(outcome)) {
             check(changed.isEmpty(), "a request the proxy refused (" + outcome + ") changed the storage: " + what);
@@ -152,8 +195,8 @@ public final class MeaningOracle {
         int guarded = 0;
         for (String resource : changed) {
             String scope = storage.scopeOf(resource);
-            if (scope == null) {
-                continue;
+            if (scope == null || unfenced) {
+                continue; // an area no policy fences, or a write the policy lets through unfenced
             }
             guarded++;
             check(token != null, "a request without a token changed " + resource + ": " + what);
@@ -161,6 +204,9 @@ public final class MeaningOracle {
             Long now = fencesAfter.get(scope);
             check(was == null || was <= token, "a change of " + resource + " was not admitted on its scope " + scope
                     + " (the fence held " + was + "): " + what);
+            boolean continuesUpload = request.query().stream().anyMatch(p -> p.name().equals("uploadId"));
+            check(was == null || was < token || policy.acceptEqual() || continuesUpload, "a change of " + resource
+                    + " was admitted with the token its scope already held under equal: reject: " + what);
             check(now != null && now >= token, "a change of " + resource + " was not fenced in its scope " + scope
                     + " (the fence holds " + now + "): " + what);
             Long last = lastChanged.get(resource);

@@ -29,7 +29,6 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.stockade.policy.BackendConfig;
-import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Keeper;
@@ -225,13 +224,15 @@ public final class FileBackend implements Backend {
             return new Plan.Refuse(scope, notAFile(target.file()).problem);
         }
         boolean put = method.equals("PUT");
-        return new Plan.Write(List.of(scope), Backend.headerToken(exchange),
+        Plan.Action unfenced = ex -> answering(() -> put ? put(ex, target, null) : delete(ex.response(), target, null));
+        if (!exchange.fencing().fencesMethod(method)) {
+            return new Plan.Forward(scope, Plan.Unfenced.NOT_FENCED, unfenced);
+        }
+        return exchange.fencing().plan(method, List.of(scope), Backend.headerToken(exchange),
                 new Keeper.Serialized((ex, admission) -> answering(() -> {
-                    Fence fence = new Fence(admission.token(),
-                            ex.route().policy().fence().equal() == Policy.EqualToken.ACCEPT);
+                    Fence fence = new Fence(admission.token(), admission.rule().acceptEqual());
                     return put ? put(ex, target, fence) : delete(ex.response(), target, fence);
-                })),
-                ex -> answering(() -> put ? put(ex, target, null) : delete(ex.response(), target, null)));
+                })), unfenced);
     }
 
     /** Runs a step that may refuse; a refusal is the pipeline's to answer. */

@@ -24,6 +24,7 @@ import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
@@ -142,9 +143,9 @@ public final class HttpBackend implements Backend {
         String method = req.prologue().method().text();
         Policy policy = exchange.route().policy();
         String scope = exchange.scope();
-        boolean fenced = policy.fences(method);
+        boolean fenced = exchange.fencing().fencesMethod(method);
         if (!fenced && !READS.contains(method) && !policy.match().methods().contains(method)) {
-            String allowed = String.join(", ", allowed(policy));
+            String allowed = String.join(", ", allowed(policy, exchange.fencing()));
             return new Plan.Refuse(scope, Problem.of(ProblemType.METHOD_NOT_ALLOWED, "policy '" + policy.name()
                     + "' forwards " + allowed + "; " + method + " is not among them, so it is not sent to the"
                     + " upstream (name it in match.methods, or in fence.methods to fence it)")
@@ -167,9 +168,11 @@ public final class HttpBackend implements Backend {
             Keeper keeper = config.conditional() == BackendConfig.Conditional.IF_MATCH
                     ? new Keeper.Conditional(this::conditionalWrite)
                     : new Keeper.Serialized((ex, admission) -> serializedWrite(ex, null));
-            return new Plan.Write(List.of(scope), Backend.headerToken(exchange), keeper, ex -> forward(ex, null));
+            return exchange.fencing().plan(method, List.of(scope), Backend.headerToken(exchange), keeper,
+                    ex -> forward(ex, null));
         }
-        return new Plan.Forward(scope, ex -> forward(ex, null));
+        return new Plan.Forward(scope, READS.contains(method) ? Plan.Unfenced.READ : Plan.Unfenced.NOT_FENCED,
+                ex -> forward(ex, null));
     }
 
     /**
@@ -201,7 +204,7 @@ public final class HttpBackend implements Backend {
         String upstreamDestination = config.url().getScheme() + "://" + authority
                 + found.target().upstreamTarget(basePath);
         if (!fenced) {
-            return new Plan.Forward(scope, ex -> forward(ex, upstreamDestination));
+            return new Plan.Forward(scope, Plan.Unfenced.NOT_FENCED, ex -> forward(ex, upstreamDestination));
         }
         if (config.conditional() == BackendConfig.Conditional.IF_MATCH) {
             return new Plan.Refuse(scope, Problem.of(ProblemType.NOT_SUPPORTED, "a fenced " + method + " writes its"
@@ -209,7 +212,7 @@ public final class HttpBackend implements Backend {
                     + " destination's version; fence " + method + " with conditional: none"));
         }
         List<String> scopes = found.scope().equals(scope) ? List.of(scope) : List.of(scope, found.scope());
-        return new Plan.Write(scopes, Backend.headerToken(exchange),
+        return exchange.fencing().plan(method, scopes, Backend.headerToken(exchange),
                 new Keeper.Serialized((ex, admission) -> serializedWrite(ex, upstreamDestination)),
                 ex -> forward(ex, upstreamDestination));
     }
@@ -249,10 +252,10 @@ public final class HttpBackend implements Backend {
     }
 
     /** The methods a policy forwards: the reads, then the methods it names or fences in text order. */
-    private static Set<String> allowed(Policy policy) {
+    private static Set<String> allowed(Policy policy, Fencing fencing) {
         Set<String> allowed = new LinkedHashSet<>(READS);
         Set<String> named = new TreeSet<>(policy.match().methods());
-        named.addAll(policy.fence().methods());
+        named.addAll(fencing.methods());
         allowed.addAll(named);
         return allowed;
     }

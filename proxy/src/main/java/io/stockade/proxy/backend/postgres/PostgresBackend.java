@@ -24,9 +24,9 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.BackendConfig.FenceMode;
 import io.stockade.policy.BackendConfig.ParamSource;
 import io.stockade.policy.BackendConfig.Statement;
-import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceRule;
@@ -51,7 +51,7 @@ import org.postgresql.util.ServerErrorMessage;
 public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     private static final Logger LOG = Logger.getLogger(PostgresBackend.class.getName());
     private static final String FENCE_CALL = "SELECT stockade_fence(?, ?, ?, ?);\n";
-    private static final String OBSERVE_CALL = "SELECT stockade_fence_observe(?, ?);\n";
+    private static final String OBSERVE_CALL = "SELECT stockade_fence_observe(?, ?, ?);\n";
     /** SQLSTATE raised by {@code stockade_fence} for a stale token. */
     static final String STALE = "SF409";
     /** SQLSTATE raised by {@code stockade_fence} for a token jumping more than the policy's max-advance. */
@@ -132,29 +132,32 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
                     "policy '" + exchange.route().policy().name() + "' declares no statements for " + method)
                     .header("Allow", String.join(", ", plans.keySet())));
         }
-        if (exchange.route().policy().fences(method)) {
-            return new io.stockade.proxy.backend.Plan.Write(List.of(scope), Backend.headerToken(exchange),
+        if (exchange.fencing().fencesMethod(method)) {
+            return exchange.fencing().plan(method, List.of(scope), Backend.headerToken(exchange),
                     new Keeper.InStorage(this), this::forward);
         }
-        return new io.stockade.proxy.backend.Plan.Forward(scope, this::forward);
+        return new io.stockade.proxy.backend.Plan.Forward(scope, io.stockade.proxy.backend.Plan.Unfenced.NOT_FENCED,
+                this::forward);
     }
 
     @Override
-    public WriteResult write(Exchange exchange, long token, boolean acceptEqual) {
-        return run(exchange, token, acceptEqual, Kind.FENCED).result();
+    public WriteResult write(Exchange exchange, long token, Fencing.Rule rule) {
+        return run(exchange, token, rule, Kind.FENCED).result();
     }
 
     @Override
-    public Keeper.Observed observe(Exchange exchange, long token, boolean acceptEqual) {
-        Outcome o = run(exchange, token, acceptEqual, config.fence() == FenceMode.TABLE ? Kind.OBSERVED : Kind.PLAIN);
+    public Keeper.Observed observe(Exchange exchange, long token, Fencing.Rule rule) {
+        Outcome o = run(exchange, token, rule, config.fence() == FenceMode.TABLE ? Kind.OBSERVED : Kind.PLAIN);
         Long before = o.before();
-        boolean wouldReject = before != null && FenceRule.stale(token, before, acceptEqual);
+        // as enforce judges it: stale, or a jump over max-advance (stockade_fence_observe raised nothing for either)
+        boolean wouldReject = before != null && (FenceRule.stale(token, before, rule.acceptEqual())
+                || rule.tooFar(token, before));
         return new Keeper.Observed(wouldReject, before == null ? FenceRule.NONE : before, o.result());
     }
 
     /** The statements without a fence (an unfenced method, or a policy that forwards writes unfenced). */
     private WriteResult forward(Exchange exchange) {
-        return switch (run(exchange, -1, true, Kind.PLAIN).result()) {
+        return switch (run(exchange, -1, exchange.fencing().rule(), Kind.PLAIN).result()) {
             case WriteResult.Unavailable u -> new WriteResult.Refused(Problem.of(ProblemType.DATABASE_UNAVAILABLE,
                     u.reason()));
             case WriteResult.Unknown u -> new WriteResult.Refused(Problem.of(ProblemType.UNKNOWN_OUTCOME, u.reason()
@@ -177,7 +180,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     }
 
     /** One write, in order: the plan of its method, its parameters bound, the transaction run (and retried). */
-    private Outcome run(Exchange exchange, long token, boolean acceptEqual, Kind kind) {
+    private Outcome run(Exchange exchange, long token, Fencing.Rule rule, Kind kind) {
         String method = exchange.request().prologue().method().text().toUpperCase(Locale.ROOT);
         Statements plan = plans.get(method); // plan() refused a method without statements
         Bound bound = bind(exchange, plan, kind, token);
@@ -192,7 +195,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             case PLAIN -> plan.plain();
         };
         return execute(new Call(exchange, plan, bound.binder(), sql, kind, fencedColumn, single, token,
-                acceptEqual), method);
+                rule), method);
     }
 
     /** The parameters of a write, bound; or the answer that refused them (nothing ran). */
@@ -279,7 +282,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
      * @param single the statement and the fence as one statement, in autocommit ({@link OneStatement})
      */
     private record Call(Exchange exchange, Statements plan, Binder binder, String sql, Kind kind, boolean fencedColumn,
-                        boolean single, long token, boolean acceptEqual) {
+                        boolean single, long token, Fencing.Rule rule) {
     }
 
     /** A transaction that ran to its end: committed, or rolled back for a refused token. */
@@ -344,12 +347,11 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         boolean executed = false;
         try {
             c.setAutoCommit(false);
-            long maxAdvance = exchange.route().policy().fence().maxAdvance();
-            if (call.fencedColumn() && maxAdvance != Policy.Fence.UNLIMITED) {
+            if (call.fencedColumn() && call.rule().bounded()) {
                 // Column mode's comparison is in the user's SQL, so the jump is judged by a read first. A
                 // concurrent raise only shrinks the jump: this is never more lenient than an atomic check.
                 Long highest = checkToken(c, call.binder());
-                if (highest != null && exchange.route().policy().fence().tooFar(token, highest)) {
+                if (highest != null && call.rule().tooFar(token, highest)) {
                     c.rollback();
                     return new Ran.Refused(new WriteResult.TooFar(highest));
                 }
@@ -366,6 +368,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
                 } else if (call.kind() == Kind.OBSERVED) {
                     ps.setString(index++, exchange.scope());
                     ps.setLong(index++, token);
+                    ps.setLong(index++, call.rule().maxAdvance());
                 }
                 for (Statement s : plan.statements()) {
                     index = call.binder().bind(ps, index, s);
@@ -424,8 +427,8 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     private static int bindFence(PreparedStatement ps, Call call) throws SQLException {
         ps.setString(1, call.exchange().scope());
         ps.setLong(2, call.token());
-        ps.setBoolean(3, call.acceptEqual());
-        ps.setLong(4, call.exchange().route().policy().fence().maxAdvance());
+        ps.setBoolean(3, call.rule().acceptEqual());
+        ps.setLong(4, call.rule().maxAdvance());
         return 5;
     }
 
@@ -470,7 +473,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             return null;
         }
         Long highest = checkToken(c, call.binder());
-        if (highest != null && (highest > call.token() || (highest == call.token() && !call.acceptEqual()))) {
+        if (highest != null && FenceRule.stale(call.token(), highest, call.rule().acceptEqual())) {
             c.rollback();
             return new Ran.Refused(new WriteResult.Stale(highest));
         }

@@ -12,12 +12,12 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
@@ -55,17 +55,17 @@ final class AtomicS3Backend implements Backend, S3Class {
     private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
             .withZone(ZoneOffset.UTC);
 
-    private final BackendConfig.S3 config;
     private final S3Front front;
     private final Upstream upstream;
     /** This backend's hold on the locks and the ETag cache of its endpoint, released by {@link #close}. */
     private final EndpointWrites.Lease shared;
     private final ConditionalWrite writes;
     private final Tombstones tombstones;
+    private final S3Planner planner;
 
     AtomicS3Backend(BackendConfig.S3 config) {
-        this.config = config;
         this.front = new S3Front(config, this);
+        this.planner = new S3Planner(config, front, this);
         this.upstream = front.upstream;
         this.shared = EndpointWrites.open(config.endpoint(), config.etagCache());
         this.writes = new ConditionalWrite(upstream, config.retries(), shared, front::failure);
@@ -74,7 +74,7 @@ final class AtomicS3Backend implements Backend, S3Class {
 
     @Override
     public Plan plan(Exchange exchange) {
-        return front.plan(exchange);
+        return planner.plan(exchange);
     }
 
     /** S3 keys are exact bytes: {@code folder/} is a key of its own (a folder marker). */
@@ -104,13 +104,13 @@ final class AtomicS3Backend implements Backend, S3Class {
     public Keeper keeper(S3Front.Parsed p) {
         return new Keeper.InStorage(new Keeper.StorageWrite() {
             @Override
-            public WriteResult write(Exchange exchange, long token, boolean acceptEqual) {
-                return fencedWrite(exchange, p, token, acceptEqual);
+            public WriteResult write(Exchange exchange, long token, Fencing.Rule rule) {
+                return fencedWrite(exchange, p, token, rule);
             }
 
             @Override
-            public Keeper.Observed observe(Exchange exchange, long token, boolean acceptEqual) {
-                return AtomicS3Backend.this.observe(exchange, p, token, acceptEqual);
+            public Keeper.Observed observe(Exchange exchange, long token, Fencing.Rule rule) {
+                return AtomicS3Backend.this.observe(exchange, p, token, rule);
             }
         });
     }
@@ -120,29 +120,35 @@ final class AtomicS3Backend implements Backend, S3Class {
         return Duration.ZERO; // a conditional write that lands late no longer matches; nothing to quarantine
     }
 
-    /** A fenced write, by the operation the plan found: one case per fenced operation, every other refused. */
-    private WriteResult fencedWrite(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+    /**
+     * A fenced write, by the operation the plan found: one case per fenced operation, every other refused. Each
+     * goes through {@link ConditionalWrite}, judged by the plan's rule on the object it writes.
+     */
+    private WriteResult fencedWrite(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         try {
             return switch (s3.operation()) {
-                case PUT_OBJECT -> putObject(exchange, p, token, acceptEqual);
+                case PUT_OBJECT -> putObject(exchange, p, token, rule);
                 case DELETE_OBJECT -> ConditionalWrite.clientConditions(exchange) ? answer(exchange, 501,
                         "NotImplemented", "a DeleteObject with If-Match or If-None-Match is not supported through the"
                         + " fencing proxy")
-                        : writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+                        : writes.write(exchange, s3.bucket(), s3.key(), token, rule,
                                 true, ConditionalWrite.Remember.TOMBSTONE,
                         etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
                         });
-                case COPY_OBJECT -> copyObject(exchange, p, token, acceptEqual);
-                case COMPLETE_MULTIPART -> complete(exchange, p, token, acceptEqual);
-                case CREATE_MULTIPART -> createMultipart(exchange, p, token, acceptEqual);
-                case DELETE_OBJECTS -> deleteObjects(exchange, p, token, acceptEqual);
-                case POST_OBJECT -> postObject(exchange, p, token, acceptEqual);
+                case COPY_OBJECT -> copyObject(exchange, p, token, rule);
+                case COMPLETE_MULTIPART -> complete(exchange, p, token, rule);
+                // nothing visible yet: judged against the object, then relayed; the completion is conditional
+                case CREATE_MULTIPART -> writes.judged(exchange, s3.bucket(), s3.key(), token, rule,
+                        () -> front.multipart.create(exchange, p, OptionalLong.of(token)));
+                case UPLOAD_PART, ABORT_MULTIPART -> writes.judged(exchange, s3.bucket(), s3.key(), token, rule,
+                        () -> forward(exchange, p));
+                case DELETE_OBJECTS -> deleteObjects(exchange, p, token, rule);
+                case POST_OBJECT -> postObject(exchange, p, token, rule);
                 case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
-                     GET_OBJECT, HEAD_OBJECT, OBJECT_READ, OBJECT_SUBRESOURCE_WRITE, UPLOAD_PART, ABORT_MULTIPART,
-                     LIST_PARTS, PREFLIGHT ->
+                     GET_OBJECT, HEAD_OBJECT, OBJECT_READ, OBJECT_SUBRESOURCE_WRITE, LIST_PARTS, PREFLIGHT ->
                         answer(exchange, 501, "NotImplemented", s3.operation() + " is not a fenced write of the "
                                 + "atomic class; it is never sent as one");
             };
@@ -156,13 +162,23 @@ final class AtomicS3Backend implements Backend, S3Class {
      * forwarded as it is. Unlike the other backends, the token is not written into the object's metadata (that
      * takes the conditional write observe does not do); docs/s3.md says so.
      */
-    private Keeper.Observed observe(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+    private Keeper.Observed observe(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
-        String key = p.form() != null ? p.form().key() : s3.key();
-        long stored = key == null ? -1 : writes.head(s3.bucket(), key).token();
+        List<String> keys = p.deletes() != null ? p.deletes().request().keys()
+                : List.of(p.form() != null ? p.form().key() : s3.key());
+        // the object enforce would refuse the token on first (stale, or a jump over max-advance), else the last read
+        long stored = -1;
+        boolean wouldReject = false;
+        for (String key : keys) {
+            stored = writes.head(s3.bucket(), key).token();
+            if (ConditionalWrite.stale(stored, token, rule.acceptEqual()) || rule.tooFar(token, stored)) {
+                wouldReject = true;
+                break;
+            }
+        }
         // a write forwarded while the ETag cache is on forgets the object (forwardWrite)
         WriteResult result = forward(exchange, p);
-        return new Keeper.Observed(ConditionalWrite.stale(stored, token, acceptEqual), stored, result);
+        return new Keeper.Observed(wouldReject, stored, result);
     }
 
     // ---- forwards: listings without tombstones, a bucket that only tombstones keep, writes the cache forgets ----
@@ -238,7 +254,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         return tombstones.deletedForAnonymous(bucket, key);
     }
 
-    private WriteResult putObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+    private WriteResult putObject(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
         headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
@@ -248,7 +264,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         boolean replayable = declaredLength(exchange) <= REPLAY_BUFFER;
         Upstream.Body[] body = new Upstream.Body[1];
         boolean[] opened = new boolean[1];
-        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+        return writes.write(exchange, s3.bucket(), s3.key(), token, rule,
                 replayable, ConditionalWrite.Remember.OBJECT,
                 etag -> {
                     if (!opened[0]) {
@@ -267,15 +283,18 @@ final class AtomicS3Backend implements Backend, S3Class {
      * read; then the file is read within the policy's content-length-range (kept in memory up to 1 MiB, else in a
      * temporary file, so that a lost race can be retried) and written as a conditional PUT, as PutObject.
      */
-    private WriteResult postObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+    private WriteResult postObject(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         S3Front.Form form = p.form();
         ConditionalWrite.Head before = writes.head(s3.bucket(), form.key());
         if (before.failed()) {
             return new WriteResult.Unavailable(before.failure());
         }
-        if (ConditionalWrite.stale(before.token(), token, acceptEqual)) {
+        if (ConditionalWrite.stale(before.token(), token, rule.acceptEqual())) {
             return new WriteResult.Stale(before.token()); // the file is never read
+        }
+        if (rule.tooFar(token, before.token())) {
+            return new WriteResult.TooFar(before.token()); // nor here
         }
         S3Front.Spooled spooled = front.spool(exchange, form);
         if (spooled.refused() != null) {
@@ -284,7 +303,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         try (Spool file = spooled.file()) {
             List<Map.Entry<String, String>> headers = FormUploads.headers(form);
             headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
-            return writes.write(exchange, s3.bucket(), form.key(), token, acceptEqual,
+            return writes.write(exchange, s3.bucket(), form.key(), token, rule,
                     true, ConditionalWrite.Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
                             file.body()),
@@ -315,22 +334,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         }
     }
 
-    private WriteResult createMultipart(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
-        // Not conditional (nothing is visible yet); a stale holder is refused before it uploads anything, and the
-        // upload carries its token, which the object will hold once completed. The client gets an upload ID that
-        // says which token that is (UploadIds), so that the upload can only be completed with it.
-        S3Request s3 = p.s3();
-        ConditionalWrite.Head head = writes.head(s3.bucket(), s3.key());
-        if (head.failed()) {
-            return new WriteResult.Unavailable(head.failure());
-        }
-        if (ConditionalWrite.stale(head.token(), token, acceptEqual)) {
-            return new WriteResult.Stale(head.token());
-        }
-        return front.multipart.create(exchange, p, OptionalLong.of(token));
-    }
-
-    private WriteResult complete(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+    private WriteResult complete(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         // the plan refused any other token (Multipart.tokenRefusal): the completed object holds the creation's
         Problem other = Multipart.completeRefusal(p.uploadToken(), token, null);
@@ -344,7 +348,7 @@ final class AtomicS3Backend implements Backend, S3Class {
             return answer(exchange, 400, "MalformedXML", e.getMessage());
         }
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
-        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+        return writes.write(exchange, s3.bucket(), s3.key(), token, rule,
                 true, ConditionalWrite.Remember.NOTHING,
                 etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
                         Upstream.Body.of(body)),
@@ -402,7 +406,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                 && exchange.request().headers().contains(HeaderNames.create("x-amz-copy-source"));
     }
 
-    private WriteResult copyObject(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+    private WriteResult copyObject(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         ServerRequest req = exchange.request();
         CopySource source = copySource(req);
@@ -428,7 +432,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
         // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
         String[] lastEtag = new String[1];
-        return writes.write(exchange, s3.bucket(), s3.key(), token, acceptEqual,
+        return writes.write(exchange, s3.bucket(), s3.key(), token, rule,
                 true, ConditionalWrite.Remember.OBJECT, etag -> {
             UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
             int status = src.status();
@@ -481,19 +485,21 @@ final class AtomicS3Backend implements Backend, S3Class {
         });
     }
 
-    private WriteResult deleteObjects(Exchange exchange, S3Front.Parsed p, long token, boolean acceptEqual) {
+    /**
+     * DeleteObjects: each key the plan read from the body is deleted as a DeleteObject is, by a conditional
+     * tombstone judged by the plan's rule on that key ({@link ConditionalWrite}); each key's outcome is its entry in
+     * the answer, as S3 answers DeleteObjects.
+     */
+    private WriteResult deleteObjects(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
-        byte[] body = Relay.smallBody(exchange, p.verified(), 2 * 1024 * 1024);
-        S3Xml.DeleteRequest request;
-        try {
-            request = S3Xml.parseDelete(body);
-        } catch (S3Xml.Malformed e) {
-            return answer(exchange, 400, "MalformedXML", e.getMessage());
-        }
+        S3Xml.DeleteRequest request = p.deletes().request();
         StringBuilder xml = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\""
                 + S3Xml.NS + "\">");
         for (String key : request.keys()) {
-            String error = deleteOne(s3.bucket(), key, token, acceptEqual);
+            WriteResult one = writes.write(exchange, s3.bucket(), key, token, rule, true,
+                    ConditionalWrite.Remember.TOMBSTONE, etag -> tombstone(s3.bucket(), key, token, etag),
+                    OneOfSeveral.INSTANCE);
+            String error = DeleteResults.error(one, token, rule);
             if (error == null) {
                 if (!request.quiet()) {
                     xml.append("<Deleted><Key>").append(S3Xml.escape(key)).append("</Key></Deleted>");
@@ -508,52 +514,19 @@ final class AtomicS3Backend implements Backend, S3Class {
         return new WriteResult.Answered(200);
     }
 
-    /** One key of a DeleteObjects: null when the tombstone was written, else the {@code <Code><Message>} XML. */
-    private String deleteOne(String bucket, String key, long token, boolean acceptEqual) {
-        if (key.getBytes(StandardCharsets.UTF_8).length > S3Request.MAX_KEY_BYTES) {
-            return "<Code>KeyTooLongError</Code><Message>Your key is too long</Message>";
-        }
-        Optional<String> problem = FormUploads.keyProblem(bucket, key);
-        if (problem.isPresent()) {
-            // the key a DeleteObject of its path could not name is not deleted either (x/../victim, a\b)
-            return "<Code>InvalidArgument</Code><Message>" + S3Xml.escape(problem.get()) + "</Message>";
-        }
-        try (ScopeGuard.Held held = writes.locks().acquire(bucket + "/" + key, ConditionalWrite.SCOPE_WAIT.toNanos())) {
-            if (held == null) {
-                return "<Code>SlowDown</Code><Message>other writes of this object held it too long</Message>";
-            }
-            writes.cache().forget(bucket + "/" + key); // read from the store below, and changed without being recorded
-            for (int attempt = 0; ; attempt++) {
-                ConditionalWrite.Head head = writes.head(bucket, key);
-                if (head.failed()) {
-                    return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(head.failure()) + "</Message>";
-                }
-                if (ConditionalWrite.stale(head.token(), token, acceptEqual)) {
-                    return "<Code>PreconditionFailed</Code><Message>" + S3Xml.escape(staleMessage(token, head.token()))
-                            + "</Message>";
-                }
-                try (UpstreamResponse r = tombstone(bucket, key, token, head.exists() ? head.etag() : null)) {
-                    int status = r.status();
-                    if (status / 100 == 2) {
-                        return null;
-                    }
-                    if (!ConditionalWrite.lostRace(r, head.exists()) || attempt >= config.retries()) {
-                        return "<Code>" + (status == 412 || status == 409 ? "SlowDown" : "InternalError")
-                                + "</Code><Message>the upstream answered " + status + "</Message>";
-                    }
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return "<Code>ServiceUnavailable</Code><Message>the proxy is stopping</Message>";
-        } catch (RuntimeException e) {
-            return "<Code>ServiceUnavailable</Code><Message>" + S3Xml.escape(S3Front.root(e)) + "</Message>";
-        }
-    }
+    /** A key's tombstone among several: its outcome goes into the DeleteObjects answer, never to the client alone. */
+    private enum OneOfSeveral implements ConditionalWrite.Success {
+        INSTANCE;
 
-    private static String staleMessage(long token, long highest) {
-        return "fencing token " + token + " is " + (token == highest ? "equal to" : "below") + " the highest token "
-                + highest + " of this object; a newer holder owns it";
+        @Override
+        public WriteResult answer(UpstreamResponse response) {
+            return new WriteResult.Answered(response.status());
+        }
+
+        @Override
+        public WriteResult refused(Exchange exchange, UpstreamResponse response) {
+            return new WriteResult.Answered(response.status());
+        }
     }
 
     private UpstreamResponse tombstone(String bucket, String key, long token, String etag) {

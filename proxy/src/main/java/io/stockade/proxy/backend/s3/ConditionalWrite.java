@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Optional;
 
 import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.ScopeGuard;
@@ -93,6 +94,15 @@ final class ConditionalWrite {
     /** What a successful conditional write answers. */
     interface Success {
         WriteResult answer(UpstreamResponse response);
+
+        /**
+         * What a conditional write the store refused for its own reasons (not a lost race) answers: by default the
+         * store's answer relayed to the client; a write of one key among several (DeleteObjects) keeps it to
+         * itself.
+         */
+        default WriteResult refused(Exchange exchange, UpstreamResponse response) {
+            return relayed(exchange, response);
+        }
     }
 
     /** What a successful conditional write leaves in the {@link EtagCache}. */
@@ -124,8 +134,9 @@ final class ConditionalWrite {
      *
      * @param replayable whether the attempt can send its body again (else a lost race is not retried)
      */
-    WriteResult write(Exchange exchange, String bucket, String key, long token, boolean acceptEqual,
+    WriteResult write(Exchange exchange, String bucket, String key, long token, Fencing.Rule rule,
                       boolean replayable, Remember remember, Attempt attempt, Success success) {
+        boolean acceptEqual = rule.acceptEqual();
         String object = bucket + "/" + key;
         boolean sent = false;
         try (ScopeGuard.Held held = locks.acquire(object, SCOPE_WAIT.toNanos())) {
@@ -136,14 +147,14 @@ final class ConditionalWrite {
             // Only a body that can be sent again may be written on a remembered ETag, and only without the client's
             // own conditions (those are judged against the store's current answer).
             Head head = replayable && useCache && !clientConditions(exchange)
-                    ? rememberedHead(exchange, object, token, acceptEqual) : null;
+                    ? rememberedHead(object, token, rule) : null;
             boolean fromCache = head != null;
             int retried = 0;
             while (true) {
                 if (!fromCache) {
                     head = head(bucket, key);
                 }
-                WriteResult refused = judge(exchange, head, token, acceptEqual);
+                WriteResult refused = judge(exchange, head, token, rule);
                 if (refused != null) {
                     return refused;
                 }
@@ -185,22 +196,47 @@ final class ConditionalWrite {
      * The write judged against the object's state (read, or remembered): null when it may be sent, else what the
      * client is answered.
      */
-    private WriteResult judge(Exchange exchange, Head head, long token, boolean acceptEqual) {
+    private static WriteResult judge(Exchange exchange, Head head, long token, Fencing.Rule rule) {
+        WriteResult refused = judgeToken(head, token, rule);
+        if (refused != null) {
+            return refused;
+        }
+        // The client's own If-Match / If-None-Match, judged against this very head (a tombstone is no object): the
+        // write below is conditional on it, so what was judged is what is overwritten.
+        return clientPreconditions(head, exchange);
+    }
+
+    /** The token judged against the object's state by the plan's rule: null when it passes, else the refusal. */
+    private static WriteResult judgeToken(Head head, long token, Fencing.Rule rule) {
         if (head.failed()) {
             if (head.status() == 403) {
                 return answer(403, "AccessDenied", head.failure());
             }
             return new WriteResult.Unavailable(head.failure());
         }
-        if (stale(head.token(), token, acceptEqual)) {
+        if (stale(head.token(), token, rule.acceptEqual())) {
             return new WriteResult.Stale(head.token());
         }
-        if (exchange.route().policy().fence().tooFar(token, head.token())) {
+        if (rule.tooFar(token, head.token())) {
             return new WriteResult.TooFar(head.token()); // the write is conditional on this very head
         }
-        // The client's own If-Match / If-None-Match, judged against this very head (a tombstone is no object): the
-        // write below is conditional on it, so what was judged is what is overwritten.
-        return clientPreconditions(head, exchange);
+        return null;
+    }
+
+    /** A step that changes no object by itself, run once its token has passed. */
+    interface Step {
+        WriteResult run();
+    }
+
+    /**
+     * A step of the atomic class that makes nothing visible by itself (CreateMultipartUpload, an upload's part or
+     * its abort): the token judged against the object's state by the plan's rule, as a write is, then the step
+     * run, without holding the object (parts of one upload go up side by side). What it prepares becomes the
+     * object's only through the conditional completion, which is judged again.
+     */
+    WriteResult judged(Exchange exchange, String bucket, String key, long token, Fencing.Rule rule, Step step) {
+        WriteResult refused = judgeToken(head(bucket, key), token, rule);
+        return refused != null ? refused : step.run();
     }
 
     /**
@@ -221,7 +257,7 @@ final class ConditionalWrite {
             }
             if (response.status() / 100 != 2) {
                 cache.forget(object);
-                return relayed(exchange, response);
+                return success.refused(exchange, response);
             }
             if (remember == Remember.NOTHING) {
                 cache.forget(object);
@@ -236,10 +272,9 @@ final class ConditionalWrite {
      * The object as this proxy last wrote it, when that lets this write through (not stale, not too far); else null
      * and the object is read from the store: a refusal is never made on a remembered state.
      */
-    private Head rememberedHead(Exchange exchange, String object, long token, boolean acceptEqual) {
+    private Head rememberedHead(String object, long token, Fencing.Rule rule) {
         EtagCache.Known known = cache.get(object);
-        if (known == null || stale(known.token(), token, acceptEqual)
-                || exchange.route().policy().fence().tooFar(token, known.token())) {
+        if (known == null || stale(known.token(), token, rule.acceptEqual()) || rule.tooFar(token, known.token())) {
             return null;
         }
         return new Head(true, known.etag(), known.token(), null, 200, known.tombstone());

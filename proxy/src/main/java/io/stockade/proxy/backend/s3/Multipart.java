@@ -11,11 +11,9 @@ import java.util.OptionalLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.problem.Problem;
-import io.stockade.proxy.token.FencingToken;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.HeaderNames;
@@ -32,9 +30,11 @@ import io.helidon.http.HeaderNames;
  * AbortMultipartUpload removes it: {@code DELETE k?uploadId=<any key>} deleted that object).
  * <table>
  *   <caption>what each step takes</caption>
- *   <tr><td>UploadPart, UploadPartCopy</td><td>a created ID; a token they carry must be the upload's</td></tr>
- *   <tr><td>CompleteMultipartUpload</td><td>a created ID, with the upload's token (fenced on the object)</td></tr>
- *   <tr><td>ListParts, AbortMultipartUpload</td><td>a created or a listed ID (they change no object)</td></tr>
+ *   <tr><td>UploadPart, UploadPartCopy</td><td>a created ID; fenced on the object with the upload's token</td></tr>
+ *   <tr><td>CompleteMultipartUpload</td><td>a created ID; fenced on the object with the upload's token</td></tr>
+ *   <tr><td>AbortMultipartUpload</td><td>a created or a listed ID; fenced on the object with the upload's token, or
+ *   for a listed ID the token it carries</td></tr>
+ *   <tr><td>ListParts</td><td>a created or a listed ID (a read)</td></tr>
  * </table>
  */
 final class Multipart {
@@ -85,33 +85,6 @@ final class Multipart {
                     + "UploadId your CreateMultipartUpload answered", s3.resource()));
         }
         return new Admitted(s3.withUploadId(id.upstream()), id, null);
-    }
-
-    /**
-     * Why a step's token does not fit its upload, or null, judged before any fence question (so a refusal raises
-     * nothing), only where the policy enforces tokens on the step's method. A CompleteMultipartUpload must carry the
-     * upload's token: the completed object holds the metadata of its creation, so completing with another token
-     * would leave the object with a token other than the one the fence admitted (lower, for a newer token: the
-     * atomic class's fence itself, the serialized class's token in the object). A part step carrying a token must
-     * carry the upload's; one without a token is relayed (the AWS CLI sends it with CreateMultipartUpload only).
-     */
-    Problem tokenRefusal(Exchange exchange, S3Front.Parsed p) {
-        S3Request s3 = p.s3();
-        Policy policy = exchange.route().policy();
-        if (p.upload() == null || policy.fence().mode() != Policy.Mode.ENFORCE || !policy.fences(s3.method())
-                || !(backend.token(exchange, p) instanceof FencingToken.Present present)) {
-            return null;
-        }
-        OptionalLong created = p.upload().token();
-        return switch (s3.operation()) {
-            case COMPLETE_MULTIPART -> completeRefusal(created, present.value(), s3.resource());
-            case UPLOAD_PART -> created.isPresent() && created.getAsLong() != present.value()
-                    ? S3Problems.of(400, "InvalidRequest", "this upload was created with fencing token "
-                    + created.getAsLong() + " and can only be completed with it; its parts carry that token or none,"
-                    + " not " + present.value() + " (create a new upload with token " + present.value() + ")",
-                    s3.resource()) : null;
-            default -> null;
-        };
     }
 
     /** Why a CompleteMultipartUpload with {@code token} may not end an upload created with {@code created}. */

@@ -19,7 +19,6 @@ import java.util.logging.Logger;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Route;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.problem.Problem;
@@ -55,14 +54,11 @@ final class S3Front {
     private final S3Refusals refusals;
 
     private final S3Class cls;
-    /** Whether the backend is of the atomic class (conditional writes, one scope per object). */
-    private final boolean atomic;
 
     S3Front(BackendConfig.S3 config, S3Class cls) {
         this.config = config;
         this.cls = cls;
         this.refusals = new S3Refusals(config);
-        this.atomic = config.atomic();
         this.upstream = new Upstream(config);
         this.multipart = new Multipart(this, config.secretKey());
         this.auth = config.auth() == BackendConfig.Auth.SIGV4 ? new ClientAuth(config.clients()) : null;
@@ -76,7 +72,8 @@ final class S3Front {
     // ---- the request, read once ----
 
     /**
-     * The request read as S3, once, by {@link #plan}; the plan's actions act on it.
+     * The request read as S3, once, by {@link #admit} for the plan ({@link S3Planner}); the plan's actions act on
+     * it.
      *
      * @param s3          the request as S3
      * @param verified    its checked signature (null with auth: none, for an unsigned read and for a form)
@@ -84,10 +81,17 @@ final class S3Front {
      * @param unsigned    an unsigned read (or CORS preflight) the policy forwards: sent upstream without the proxy's
      *                    signature, for the store to judge as the anonymous request it is
      * @param form        a browser-form upload, read up to its file; null for any other request
+     * @param deletes     a DeleteObjects' body, read and parsed by the plan; null for any other request
      */
-    record Parsed(S3Request s3, ClientAuth.Verified verified, UploadIds.Id upload, boolean unsigned, Form form) {
+    record Parsed(S3Request s3, ClientAuth.Verified verified, UploadIds.Id upload, boolean unsigned, Form form,
+                  Deletes deletes) {
         Parsed(S3Request s3, ClientAuth.Verified verified, UploadIds.Id upload, boolean unsigned) {
-            this(s3, verified, upload, unsigned, null);
+            this(s3, verified, upload, unsigned, null, null);
+        }
+
+        /** This request with the DeleteObjects body the plan read. */
+        Parsed withDeletes(Deletes read) {
+            return new Parsed(s3, verified, upload, unsigned, form, read);
         }
 
         /** The token the upload named by the request's {@code uploadId} was created with, if any. */
@@ -106,6 +110,35 @@ final class S3Front {
      * @param fields    its fields by lower-case name (the first of each name)
      */
     record Form(PostForm form, String key, long minLength, long maxLength, Map<String, String> fields) {
+    }
+
+    /**
+     * A DeleteObjects' body as the plan read it: the bytes (relayed as they are when the store deletes the keys
+     * itself), and the keys they name.
+     */
+    static final class Deletes {
+        private final byte[] body;
+        private final S3Xml.DeleteRequest request;
+
+        Deletes(byte[] body, S3Xml.DeleteRequest request) {
+            this.body = body.clone();
+            this.request = request;
+        }
+
+        /** The body as the client sent it. */
+        byte[] body() {
+            return body.clone();
+        }
+
+        /** The keys it names, and whether the answer is quiet. */
+        S3Xml.DeleteRequest request() {
+            return request;
+        }
+    }
+
+    /** The fence scope of one key of a bucket. */
+    String scopeOfKey(Route route, String bucket, String key) {
+        return route.policy().scope().toString() + "/" + bucket + "/" + scopeKey(key);
     }
 
     /** The fence scope of a request: the policy's prefix, the bucket, and the key's scope part (a form's key). */
@@ -138,67 +171,6 @@ final class S3Front {
     }
 
     /**
-     * The S3 backend's plan: the request read as S3 and authenticated before any fence question (a forged request
-     * can never move a high-water mark), then one plan from the operation it names: a fenced write of its object
-     * (or bucket, for DeleteObjects and a form upload's key), a forward, or a refusal in S3's words.
-     */
-    Plan plan(Exchange exchange) {
-        Admitted admitted = admit(exchange);
-        if (admitted.refusal() != null) {
-            return new Plan.Refuse(exchange.scope(), admitted.refusal());
-        }
-        Parsed p = admitted.parsed();
-        String scope = scopeOf(exchange.route(), p);
-        S3Request s3 = p.s3();
-        String bucketWrite = s3.bucketWrite();
-        if (bucketWrite != null && !config.bucketWrites().contains(bucketWrite)) {
-            return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", (bucketWrite
-                    .equals("create") ? "CreateBucket" : bucketWrite.equals("delete") ? "DeleteBucket" : "a "
-                    + s3.method() + " of the bucket's " + bucketWrite) + " is a bucket-level write, which the proxy "
-                    + "forwards only when the policy names it (bucket-writes: [" + bucketWrite + "]); it changes "
-                    + "what no object's token guards" + (bucketWrite.equals("lifecycle") ? " (a lifecycle rule can "
-                    + "expire fenced objects and tombstones)" : ""), s3.resource()));
-        }
-        if (s3.operation() == S3Request.Operation.OBJECT_SUBRESOURCE_WRITE && atomic) {
-            return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
-                    + s3.method() + " of the object's " + s3.subresource() + " cannot be made conditional on the "
-                    + "token the atomic class keeps in the object's metadata, so it is not forwarded; set "
-                    + (s3.subresource().equals("acl") ? "the ACL (x-amz-acl, x-amz-grant-*)"
-                    : "the tags (x-amz-tagging)")
-                    + " with the PutObject or CopyObject that writes the object, under its token", s3.resource()));
-        }
-        Problem upload = multipart.tokenRefusal(exchange, p);
-        if (upload != null) {
-            return new Plan.Refuse(scope, upload);
-        }
-        if (!s3.operation().fenced()) {
-            return new Plan.Forward(scope, ex -> cls.forward(ex, p));
-        }
-        boolean enforced = exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE;
-        // refused before the fence (refused by the write, they left the bucket's scope raised); observe forwards
-        String unheld = atomic || !enforced ? null
-                : s3.operation() == S3Request.Operation.DELETE_OBJECTS ? "DeleteObjects spans several scopes, which"
-                        + " the serialized class cannot hold at once; delete the objects one by one (DeleteObject)"
-                : p.form() != null ? "a browser-form upload names its key in its body, not in the path the serialized"
-                        + " class fences; it is fenced only with fence-scope: object and conditional-writes: true"
-                : null;
-        if (unheld != null) {
-            return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", unheld,
-                    s3.resource()));
-        }
-        Optional<String> folded = atomic || config.distinctKeys() || p.form() != null ? Optional.empty()
-                : foldedKey(s3.key());
-        if (folded.isPresent()) {
-            return new Plan.Refuse(scope, S3Problems.of(ProblemType.BAD_PATH, 400, "InvalidArgument", "the key '"
-                    + s3.key() + "' may be the same object as '" + folded.get() + "' in the store (file-system "
-                    + "stores, s3proxy's among them, fold them into one file), which is another scope of this policy"
-                    + "; the serialized class refuses writes of such keys unless the policy says the store keeps them"
-                    + " apart (distinct-keys: true)", s3.resource()));
-        }
-        return new Plan.Write(List.of(scope), token(exchange, p), cls.keeper(p), ex -> cls.forward(ex, p));
-    }
-
-    /**
      * The spelling a file-system store may fold a key into when that spelling is another scope: {@code k/} is the
      * file (or directory) {@code k}, and a backslash is a separator on Windows. Keys that fold within their own
      * scope ({@code team/dir/} under a prefix scope {@code team/}) are no problem.
@@ -224,13 +196,14 @@ final class S3Front {
     }
 
     /** A request read and authenticated, or why it was refused. */
-    private record Admitted(Parsed parsed, Problem refusal) {
+    record Admitted(Parsed parsed, Problem refusal) {
         static Admitted refused(int status, String code, String message, String resource) {
             return new Admitted(null, S3Problems.of(status, code, message, resource));
         }
     }
 
-    private Admitted admit(Exchange exchange) {
+    /** Reads the request as S3 and authenticates it, before any fence question: the plan's first step. */
+    Admitted admit(Exchange exchange) {
         ServerRequest req = exchange.request();
         S3Request s3;
         try {
@@ -283,7 +256,7 @@ final class S3Front {
         }
         for (String carrier : tokenCarriers(exchange.route(), req)) {
             if (verified != null && config.signedToken() && s3.operation().fenced()
-                    && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE
+                    && exchange.fencing().enforced()
                     && !verified.signedHeaders().contains(carrier.toLowerCase(Locale.ROOT))) {
                 // An unsigned token can be set by anyone holding the signed request or a presigned URL.
                 return Admitted.refused(403, "AccessDenied", "the " + carrier + " header is not "
@@ -315,7 +288,7 @@ final class S3Front {
                     + " fencing proxy", s3.resource());
         }
         ServerRequest req = exchange.request();
-        String tokenHeader = exchange.route().policy().fence().header().toLowerCase(Locale.ROOT);
+        String tokenHeader = exchange.fencing().header().toLowerCase(Locale.ROOT);
         Set<String> names = new TreeSet<>();
         for (Header header : req.headers()) {
             String name = header.name().toLowerCase(Locale.ROOT);
@@ -347,7 +320,7 @@ final class S3Front {
         if (s3.hoisted().stream().anyMatch(h -> h.getKey().equals(TOKEN_META)) && !config.tokenFromMetadata()) {
             return S3Problems.of(ProblemType.BAD_PARAMETER, 400, "InvalidArgument", "the query parameter " + TOKEN_META
                     + " is read as the fencing token only under token-from-metadata: true; send the token as the "
-                    + exchange.route().policy().fence().header() + " header (signed), or ask for token-from-metadata",
+                    + exchange.fencing().header() + " header (signed), or ask for token-from-metadata",
                     s3.resource());
         }
         return null;
@@ -431,15 +404,15 @@ final class S3Front {
                 throw new S3Refused(400, key.getBytes(StandardCharsets.UTF_8).length
                         > S3Request.MAX_KEY_BYTES ? "KeyTooLongError" : "InvalidArgument", keyProblem.get());
             }
-            String tokenHeader = exchange.route().policy().fence().header();
+            String tokenHeader = exchange.fencing().header();
             if (auth != null && config.signedToken() && req.headers().contains(HeaderNames.create(tokenHeader))
-                    && exchange.route().policy().fence().mode() == io.stockade.policy.Policy.Mode.ENFORCE) {
+                    && exchange.fencing().enforced()) {
                 throw new S3Refused(403, "AccessDenied", "a browser form's token is the form field "
                         + TOKEN_FIELD + ", which its policy signs; the " + tokenHeader + " header of a form upload"
                         + " is covered by no signature (policy option signed-token)");
             }
             return new Admitted(new Parsed(s3, null, null, false,
-                    new Form(form, key, min, max, Collections.unmodifiableMap(fields))), null);
+                    new Form(form, key, min, max, Collections.unmodifiableMap(fields)), null), null);
         } catch (S3Refused e) {
             return Admitted.refused(e.status, e.code, e.getMessage(), resource);
         }
@@ -530,7 +503,7 @@ final class S3Front {
      */
     FencingToken.Parsed token(Exchange exchange, Parsed p) {
         ServerRequest req = exchange.request();
-        String header = exchange.route().policy().fence().header();
+        String header = exchange.fencing().header();
         List<String> values = req.headers().all(HeaderNames.create(header), List::of);
         Form form = p.form();
         if (form != null) {
@@ -601,7 +574,8 @@ final class S3Front {
         headers.addAll(extraHeaders);
         boolean sent = false;
         try {
-            Upstream.Body body = Relay.clientBody(exchange, p.verified());
+            Upstream.Body body = p.deletes() != null ? Upstream.Body.of(p.deletes().body())
+                    : Relay.clientBody(exchange, p.verified());
             sent = true;
             try (UpstreamResponse response = send(exchange, p, s3.method(), s3.bucket(), s3.key(),
                     s3.upstreamQuery(), headers, body)) {

@@ -62,13 +62,11 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         /** An OPTIONS request (a browser's CORS preflight): never signed, never fenced. */
         PREFLIGHT;
 
-        /** Whether the operation changes what an object holds (and so needs a token). */
+        /** Whether the operation is a fenced write, and so carries a token ({@link S3Planner#fencing}). */
         boolean fenced() {
-            return switch (this) {
-                case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, CREATE_MULTIPART, COMPLETE_MULTIPART, DELETE_OBJECTS,
-                     POST_OBJECT, OBJECT_SUBRESOURCE_WRITE -> true;
-                case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
-                     GET_OBJECT, HEAD_OBJECT, OBJECT_READ, UPLOAD_PART, ABORT_MULTIPART, LIST_PARTS, PREFLIGHT -> false;
+            return switch (S3Planner.fencing(this)) {
+                case OBJECT_WRITE, UPLOAD_STEP, EVERY_KEY -> true;
+                case READ, BUCKET_WRITE -> false;
             };
         }
     }

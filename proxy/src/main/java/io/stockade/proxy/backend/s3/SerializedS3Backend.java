@@ -23,21 +23,35 @@ import io.stockade.proxy.problem.Problem;
 final class SerializedS3Backend implements Backend, S3Class {
     private final BackendConfig.S3 config;
     private final S3Front front;
+    private final S3Planner planner;
 
     SerializedS3Backend(BackendConfig.S3 config) {
         this.config = config;
         this.front = new S3Front(config, this);
+        this.planner = new S3Planner(config, front, this);
     }
 
     @Override
     public Plan plan(Exchange exchange) {
-        return front.plan(exchange);
+        return planner.plan(exchange);
     }
 
-    /** Who keeps the fence of a write: the proxy's store, the scope held while the request is relayed. */
+    /**
+     * Who keeps the fence of a write: the proxy's store, the scopes held while the request is relayed; an upload's
+     * part or abort is admitted without holding the scope (parts go up side by side; they change no object until
+     * the completion, which is held).
+     */
     @Override
     public Keeper keeper(S3Front.Parsed p) {
-        return new Keeper.Serialized((exchange, admission) -> write(exchange, p, admission));
+        return switch (p.s3().operation()) {
+            case UPLOAD_PART, ABORT_MULTIPART -> new Keeper.Step((exchange, admission) -> front.forwardAsIs(exchange,
+                    p));
+            case DELETE_OBJECTS -> new Keeper.Serialized((exchange, admission) -> front.relay(exchange, p, List.of()));
+            case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
+                 POST_OBJECT, GET_OBJECT, HEAD_OBJECT, OBJECT_READ, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
+                 OBJECT_SUBRESOURCE_WRITE, CREATE_MULTIPART, COMPLETE_MULTIPART, LIST_PARTS, PREFLIGHT ->
+                    new Keeper.Serialized((exchange, admission) -> write(exchange, p, admission));
+        };
     }
 
     @Override
@@ -45,9 +59,9 @@ final class SerializedS3Backend implements Backend, S3Class {
         return front.forwardAsIs(exchange, p);
     }
 
-    /** A serialized write: relayed as it is, with the admitted token in the object's metadata. */
+    /** A serialized write of one object: relayed as it is, with the admitted token in the object's metadata. */
     private WriteResult write(Exchange exchange, S3Front.Parsed p, Admission admission) {
-        // DeleteObjects and form uploads never get here: plan() refuses them on this class, before the fence
+        // form uploads never get here: the plan refuses them on this class, before the fence
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
             return front.multipart.create(exchange, p, OptionalLong.of(admission.token()));
         }

@@ -6,7 +6,6 @@ import java.io.InputStreamReader;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 
@@ -25,16 +24,15 @@ import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 
-import io.helidon.http.HeaderNames;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerResponse;
 
 /**
- * A real Helidon server in front of a {@link FileBackend}, standing in for the engine: a request with a
- * {@code Fencing-Token} header on a fenced method goes to {@link FileBackend#write} with an admission of that
- * token (no store), anything else to {@link FileBackend#forward}. A {@link WriteResult.Stale} is answered 409
- * with the highest token in the body, as the engine would.
+ * A real Helidon server in front of a {@link FileBackend}, standing in for the engine: the backend's plan is
+ * carried out with no store, a fenced write ({@code Fencing-Token} on PUT or DELETE) with an admission of its token,
+ * a write without one forwarded unfenced (its policy says {@code missing: allow}). A {@link WriteResult.Stale} is
+ * answered 409 with the highest token in the body, as the engine would.
  * <p>
  * Its {@link #main} runs it alone, for a child JVM with a small heap.
  */
@@ -55,7 +53,8 @@ final class FileTestServer implements AutoCloseable {
         Policy.Fence defaults = Policy.Fence.defaults();
         policy = new Policy("files", new Policy.Match(path, Set.of()),
                 ScopeTemplate.parse("file:{path}", List.of("path")),
-                new Policy.Fence(defaults.header(), defaults.methods(), defaults.missing(), equal, defaults.mode()),
+                new Policy.Fence(defaults.header(), defaults.methods(), Policy.MissingToken.ALLOW, equal,
+                        defaults.mode()),
                 config);
         backend = FileBackend.open(config);
         server = WebServer.builder()
@@ -79,22 +78,17 @@ final class FileTestServer implements AutoCloseable {
                     Route route = new Route(policy, vars, target);
                     String scope = vars.isEmpty() ? "file:?" : route.scope();
                     Exchange exchange = new Exchange(req, res, route, scope);
-                    Optional<String> token = req.headers().first(HeaderNames.create(policy.fence().header()));
-                    String method = req.prologue().method().text();
                     switch (backend.plan(exchange)) {
                         case Plan.Refuse refuse -> refuse.problem().send(res);
                         case Plan.Forward forward -> answer(res, forward.action().run(exchange));
+                        case Plan.Observe observe -> answer(res, observe.forward().run(exchange));
                         case Plan.Write write -> {
-                            if (token.isPresent() && policy.fences(method)) {
-                                Admission admission = new Admission(scope, Long.parseLong(token.get()),
-                                        new FenceState(-1, null), null);
-                                WriteResult result = ((Keeper.Serialized) write.keeper()).write()
-                                        .write(exchange, admission);
-                                results.add(result);
-                                answer(res, result);
-                            } else {
-                                answer(res, write.unfenced().run(exchange));
-                            }
+                            Admission admission = new Admission(scope, write.token(), new FenceState(-1, null), null,
+                                    write.rule());
+                            WriteResult result = ((Keeper.Serialized) write.keeper()).write()
+                                    .write(exchange, admission);
+                            results.add(result);
+                            answer(res, result);
                         }
                     }
                 }))

@@ -262,10 +262,11 @@ class S3MultipartIT {
     }
 
     /**
-     * A stale holder resumes its own old upload after a newer holder wrote the object: its parts may be uploaded
-     * (they change no object), its Complete is refused (412), and so is a Complete of that upload with the newer
-     * token (400): the completed object would hold the creation's metadata, token 9, under a fence of 10. Before,
-     * the serialized class let the latter through (s3proxy read straight: the object said 9).
+     * A stale holder resumes its own old upload after a newer holder wrote the object: every step is fenced on the
+     * object with the upload's token, so its part is refused (412, since the one-decider issue: it was relayed), its
+     * Complete too (412), and a Complete of that upload with the newer token is malformed (400): the completed
+     * object would hold the creation's metadata, token 9, under a fence of 10. Before, the serialized class let the
+     * latter through (s3proxy read straight: the object said 9).
      */
     @ParameterizedTest(name = "{0}, {1}")
     @MethodSource("storesAndClasses")
@@ -277,18 +278,24 @@ class S3MultipartIT {
         String upload = create(client, key, 9);
         String first = part(client, key, upload, 1, bytes("the zombie's part"));
         put(setup, fence, key, 10, "written by 10");
-        // the zombie's parts are still taken; they change no object
-        String again = part(client, key, upload, 1, bytes("the zombie's part, again"));
-        List<CompletedPart> parts = List.of(completed(1, again));
+        // the zombie's parts are refused now: its upload's token is stale on the object
+        assertRefused(assertThrows(S3Exception.class, () -> part(client, key, upload, 1,
+                bytes("the zombie's part, again"))), 412, "PreconditionFailed");
+        List<CompletedPart> parts = List.of(completed(1, first));
 
         assertRefused(assertThrows(S3Exception.class, () -> complete(client, key, upload, 9, parts)),
                 412, "PreconditionFailed");
         S3Exception newer = assertThrows(S3Exception.class, () -> complete(client, key, upload, 10, parts));
-        assertRefused(newer, 400, "InvalidRequest");
+        assertRefused(newer, 400, "InvalidFencingToken");
         assertTrue(newer.getMessage().contains("created with fencing token 9"), newer.getMessage());
         assertStillFenced(setup, fence, key, bytes("written by 10"), 10);
         assertFalse(first.isEmpty());
-        client.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload));
+        // nor may the zombie abort it; the new holder cleans it up, with its own token, through a listed ID
+        assertRefused(assertThrows(S3Exception.class, () -> client.abortMultipartUpload(b -> b.bucket(BUCKET)
+                .key(key).uploadId(upload))), 412, "PreconditionFailed");
+        String listedId = listed(client, key).getFirst();
+        client.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(listedId)
+                .overrideConfiguration(S3Fixture.token(10)));
         assertEquals(List.of(), listed(setup.direct(), key));
     }
 
@@ -312,7 +319,7 @@ class S3MultipartIT {
         S3Exception other = assertThrows(S3Exception.class, () -> client.uploadPart(b -> b.bucket(BUCKET).key(key)
                 .uploadId(upload).partNumber(2).overrideConfiguration(S3Fixture.token(6)),
                 RequestBody.fromString("another token's part")));
-        assertRefused(other, 400, "InvalidRequest");
+        assertRefused(other, 400, "InvalidFencingToken");
         assertTrue(other.getMessage().contains("created with fencing token 5"), other.getMessage());
         put(setup, fence, "honest/source-" + fence, 1, "copied tail");
         String etag2 = client.uploadPartCopy(b -> b.sourceBucket(BUCKET).sourceKey("honest/source-" + fence)
@@ -337,7 +344,11 @@ class S3MultipartIT {
         String moved = listedId.replace("~stl~", "~stk5~");
         assertRefused(assertThrows(S3Exception.class, () -> complete(client, key, moved, 5,
                 List.of(completed(1, "x")))), 404, "NoSuchUpload");
-        client.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(listedId));
+        // a listed ID names no token: the abort carries the holder's (without one it is refused, 400)
+        assertRefused(assertThrows(S3Exception.class, () -> client.abortMultipartUpload(b -> b.bucket(BUCKET)
+                .key(key).uploadId(listedId))), 400, "MissingFencingToken");
+        client.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(listedId)
+                .overrideConfiguration(S3Fixture.token(5)));
         assertEquals(List.of(), listed(setup.direct(), key));
         assertStored(setup, key, whole, 5);
     }

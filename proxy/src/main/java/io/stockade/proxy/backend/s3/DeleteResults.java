@@ -1,0 +1,41 @@
+package io.stockade.proxy.backend.s3;
+
+import io.stockade.proxy.backend.Fencing;
+import io.stockade.proxy.backend.WriteResult;
+
+/**
+ * One key's entry in a DeleteObjects answer ({@code <Error><Key>..</Key><Code>..</Code><Message>..</Message>}): what
+ * the conditional write of its tombstone came to, in the S3 code a refusal of a DeleteObject of that key gets. Each
+ * entry says only what is known of that key: deleted, not deleted (and why), or an outcome the store left unknown.
+ */
+final class DeleteResults {
+    private DeleteResults() {
+    }
+
+    /**
+     * The {@code <Code>} and {@code <Message>} of a key that was not deleted (or whose outcome is unknown), or null
+     * when its tombstone was written.
+     */
+    static String error(WriteResult result, long token, Fencing.Rule rule) {
+        return switch (result) {
+            case WriteResult.Answered answered -> answered.status() / 100 == 2 ? null
+                    : entry("InternalError", "the store answered " + answered.status() + "; the key was not deleted");
+            case WriteResult.Stale stale -> entry("PreconditionFailed", "fencing token " + token + " is "
+                    + (token == stale.highest() ? "equal to" : "below") + " the highest token " + stale.highest()
+                    + " of this object; a newer holder owns it. The key was not deleted");
+            case WriteResult.TooFar tooFar -> entry("TokenTooFar", "token " + token + " is more than "
+                    + rule.maxAdvance() + " above the highest token " + tooFar.highest() + " of this object (the "
+                    + "policy's max-advance); the key was not deleted and its fence did not move");
+            case WriteResult.Refused refused -> entry(refused.problem().member(S3Problems.CODE) instanceof String code
+                    ? code : "InvalidRequest", refused.problem().detail());
+            case WriteResult.Unavailable unavailable -> entry("ServiceUnavailable", unavailable.reason()
+                    + "; the key was not deleted");
+            case WriteResult.Unknown unknown -> entry("InternalError", unknown.reason() + "; whether the key was "
+                    + "deleted is unknown: read it, or delete it again");
+        };
+    }
+
+    private static String entry(String code, String message) {
+        return "<Code>" + code + "</Code><Message>" + S3Xml.escape(message) + "</Message>";
+    }
+}
