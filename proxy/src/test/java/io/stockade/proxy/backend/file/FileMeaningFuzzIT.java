@@ -15,6 +15,7 @@ import io.stockade.proxy.testing.MeaningGrammar;
 import io.stockade.proxy.testing.MeaningOracle;
 import io.stockade.proxy.testing.MeaningSeeds;
 
+import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Example;
 import net.jqwik.api.ForAll;
@@ -36,18 +37,45 @@ import net.jqwik.api.lifecycle.BeforeContainer;
  * {@code mvn -pl policies,proxy verify -Dtest=none -Dit.test='*MeaningFuzzIT' -Djqwik.tries.default=5000}.
  */
 class FileMeaningFuzzIT {
+    /**
+     * A proxy with one policy in front of its own directory, and the judge held to that policy. The default
+     * world runs the seeds; the configuration axis (the one-decider issue) adds {@code strict} ({@code max-advance:
+     * 3}, {@code equal: reject}), {@code observe} and {@code allow} ({@code missing: allow}), both with
+     * {@code max-advance: 3}; each try draws a world.
+     */
+    private record World(ProxyFixture proxy, MeaningOracle oracle) {
+    }
+
+    private static final Map<String, World> WORLDS = new TreeMap<>();
+    private static final Map<String, List<String>> FENCES = Map.of(
+            "default", List.of(),
+            "strict", List.of("max-advance: 3", "equal: reject"),
+            "observe", List.of("mode: observe", "max-advance: 3"),
+            "allow", List.of("missing: allow", "max-advance: 3"));
+    private static final Map<String, MeaningOracle.Policy> JUDGED = Map.of(
+            "default", MeaningOracle.Policy.ENFORCE,
+            "strict", new MeaningOracle.Policy(3, false, false, false, false),
+            "observe", new MeaningOracle.Policy(3, false, true, true, false),
+            "allow", new MeaningOracle.Policy(3, true, false, true, false));
     private static Path dir;
-    private static ProxyFixture proxy;
-    private static MeaningOracle oracle;
 
     @BeforeContainer
     static void start() throws Exception {
         dir = Files.createTempDirectory("stockade-file-meaning");
-        Path root = dir.resolve("root");
-        proxy = ProxyFixture.start(dir.resolve("journal"), TestPolicies.memoryStore()
-                .policy("docs", "/docs/{path...}", "docs/{path}").file("${ROOT}").yaml(),
+        for (String name : FENCES.keySet()) {
+            WORLDS.put(name, world(name));
+        }
+    }
+
+    private static World world(String name) throws Exception {
+        Path root = dir.resolve("root-" + name);
+        TestPolicies policies = TestPolicies.memoryStore().policy("docs", "/docs/{path...}", "docs/{path}");
+        if (!FENCES.get(name).isEmpty()) {
+            policies.fence(FENCES.get(name).toArray(String[]::new));
+        }
+        ProxyFixture proxy = ProxyFixture.start(dir.resolve("journal-" + name), policies.file("${ROOT}").yaml(),
                 Map.of("ROOT", root.toString()));
-        oracle = new MeaningOracle("file", new MeaningOracle.Storage() {
+        MeaningOracle oracle = new MeaningOracle("file " + name, JUDGED.get(name), new MeaningOracle.Storage() {
             @Override
             public Map<String, String> snapshot() throws IOException {
                 Map<String, String> out = new TreeMap<>();
@@ -70,15 +98,15 @@ class FileMeaningFuzzIT {
                 return resource; // the file docs/a under the root is the path /docs/a, the scope docs/a
             }
         }, RawAttempts.storeFences(proxy)::snapshot, RawAttempts.decisions(proxy, "docs"));
+        return new World(proxy, oracle);
     }
 
     @AfterContainer
     static void stop() {
-        if (oracle != null) {
-            oracle.writeReport(Path.of("target", "meaning-fuzz", "file.txt"));
-        }
-        if (proxy != null) {
-            proxy.close();
+        for (Map.Entry<String, World> world : WORLDS.entrySet()) {
+            world.getValue().oracle().writeReport(Path.of("target", "meaning-fuzz", "file-" + world.getKey()
+                    + ".txt"));
+            world.getValue().proxy().close();
         }
     }
 
@@ -87,23 +115,27 @@ class FileMeaningFuzzIT {
         return MeaningGrammar.file();
     }
 
+    @Provide
+    Arbitrary<String> worlds() {
+        return Arbitraries.of(List.copyOf(FENCES.keySet()));
+    }
+
     @Property(shrinking = ShrinkingMode.OFF)
-    void noRequestChangesWhatItsFenceDidNotAdmit(@ForAll("requests") MeaningGrammar.Request request)
-            throws Exception {
-        oracle.judge(request, FileMeaningFuzzIT::send);
+    void noRequestChangesWhatItsFenceDidNotAdmit(@ForAll("requests") MeaningGrammar.Request request,
+                                                 @ForAll("worlds") String world) throws Exception {
+        World w = WORLDS.get(world);
+        w.oracle().judge(request, (r, token) -> RawAttempts.sendMeaning(w.proxy(), r, token));
     }
 
     /** The issue's method-override reproductions and the WebDAV methods, against the directory. */
     @Example
     void theSeedsOfTheIssue() throws Exception {
+        World w = WORLDS.get("default");
         for (Map.Entry<String, List<MeaningGrammar.Request>> sequence : MeaningSeeds.fileSequences().entrySet()) {
             for (MeaningGrammar.Request request : sequence.getValue()) {
-                oracle.judge(request.asSeed(sequence.getKey()), FileMeaningFuzzIT::send);
+                w.oracle().judge(request.asSeed(sequence.getKey()), (r, token) -> RawAttempts.sendMeaning(w.proxy(),
+                        r, token));
             }
         }
-    }
-
-    static MeaningOracle.Answer send(MeaningGrammar.Request request, Long token) throws Exception {
-        return RawAttempts.sendMeaning(proxy, request, token);
     }
 }
