@@ -48,6 +48,14 @@ abstract class ContractIT {
         proxy.server().store().close();
     }
 
+    /**
+     * Whether a write forwarded without a token ({@code missing: allow}) changes a resource that has a token: yes,
+     * unless the backend's own statements refuse it (column mode compares the token in the user's SQL).
+     */
+    boolean tokenlessWritesLand() {
+        return true;
+    }
+
     /** The answer of a GET for a resource whose stored content is {@code content}. */
     String expectedRead(String content) {
         return content;
@@ -74,6 +82,7 @@ abstract class ContractIT {
         policy(b, "observed", "    fence:\n      mode: observe\n");
         policy(b, "plain", "    fence:\n      mode: off\n");
         policy(b, "capped", "    fence:\n      max-advance: 100\n");
+        policy(b, "watched", "    fence:\n      mode: observe\n      max-advance: 100\n");
         return b.toString();
     }
 
@@ -315,6 +324,56 @@ abstract class ContractIT {
         assert2xx(put("/capped/a", "v105", "105"));
         assertEquals(Optional.of("v105"), stored("/capped/a"));
         assertEquals(1, proxy.counted("capped", Outcome.TOO_FAR, 1));
+    }
+
+    /** A PUT or a DELETE of {@code path} with {@code token} in {@code header} (none when null). */
+    Http.Response write(String method, String path, String header, String token) throws Exception {
+        Map<String, String> headers = token == null ? Map.of() : Map.of(header, token);
+        return method.equals("PUT") ? Http.put(proxy.uri(path), "by " + token, headers)
+                : Http.delete(proxy.uri(path), headers);
+    }
+
+    /**
+     * One decider (the configuration axis of the one-decider issue): every key of the fence block holds on every
+     * write method of the table, the DELETE as the PUT, because the plan judges both by the one rule it carries:
+     * {@code max-advance} refuses a far token (422) and {@code equal: reject} an equal one (409), each leaving the
+     * storage and the fence as they were; {@code missing: allow} lets a tokenless write through; observe mode with
+     * {@code max-advance} forwards a far token but raises nothing with it (it did: the store's fence jumped).
+     */
+    @Test
+    void everyFenceKeyHoldsOnEveryWriteMethod() throws Exception {
+        boolean observes = policyYaml().contains("- name: watched\n");
+        for (String method : List.of("PUT", "DELETE")) {
+            String id = method.toLowerCase(java.util.Locale.ROOT);
+            assert2xx(put("/capped/" + id, "v5", "5"));
+            Http.Response far = write(method, "/capped/" + id, "Fencing-Token", "9999");
+            assertEquals(422, far.status(), method + ": " + far.body());
+            assertEquals(Optional.of("v5"), stored("/capped/" + id), method);
+            assertEquals(OptionalLong.of(5), fenceOf("capped/" + id), method);
+
+            assert2xx(write("PUT", "/strict/" + id, "X-Lease-Token", "7"));
+            Http.Response equal = write(method, "/strict/" + id, "X-Lease-Token", "7");
+            assertEquals(409, equal.status(), method + ": " + equal.body());
+            assertEquals(Optional.of("by 7"), stored("/strict/" + id), method);
+
+            assert2xx(put("/lenient/" + id, "v1", "1"));
+            assert2xx(write(method, "/lenient/" + id, "Fencing-Token", null));
+            if (tokenlessWritesLand()) {
+                assertEquals(method.equals("PUT") ? Optional.of("by null") : Optional.empty(),
+                        stored("/lenient/" + id), method);
+            }
+
+            if (observes) {
+                assert2xx(put("/watched/" + id, "v5", "5"));
+                assert2xx(write(method, "/watched/" + id, "Fencing-Token", "9999"));
+                assertEquals(OptionalLong.of(5), fenceOf("watched/" + id), method + ": a far token raised nothing");
+            }
+        }
+        assertEquals(2, proxy.counted("capped", Outcome.TOO_FAR, 2));
+        assertEquals(2, proxy.counted("lenient", Outcome.ALLOWED_WITHOUT_TOKEN, 2));
+        if (observes) {
+            assertEquals(2, proxy.counted("watched", Outcome.WOULD_REJECT, 2));
+        }
     }
 
     @Test
