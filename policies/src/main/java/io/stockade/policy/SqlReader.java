@@ -133,6 +133,12 @@ final class SqlReader {
         if (!Values.allPresent(name, fenced, missing, equal, maxAdvance, verify, lock, readiness)) {
             return Optional.empty();
         }
+        if (verify.get().orElse(null) instanceof TokenVerification.Hmac) {
+            fence.get().get("verify").orElseThrow().error("verify kind hmac checks a signature header, which a SQL"
+                    + " session does not send: use a lock service's kind (etcd, postgres, kubernetes, redis,"
+                    + " zookeeper, consul, dynamodb)");
+            return Optional.empty();
+        }
         if (verify.get().isPresent() && lock.get().isEmpty()) {
             policy.required("lock"); // reports it missing, at the policy
             return Optional.empty();

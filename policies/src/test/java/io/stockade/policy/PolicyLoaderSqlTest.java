@@ -70,26 +70,32 @@ class PolicyLoaderSqlTest {
                         equal: reject
                         max-advance: 100
                         verify:
-                          kind: hmac
-                          keys: [{id: k1, key: 0123456789abcdef0123456789abcdef-k1}]
+                          kind: etcd
+                          endpoints: http://127.0.0.1:2379
                       tables:""".indent(6).stripTrailing()));
         SqlConfig.SqlPolicy jobs = config.sql().policies().get(0);
         assertEquals(Policy.MissingToken.ALLOW, jobs.missing());
         assertEquals(Policy.EqualToken.REJECT, jobs.equal());
         assertEquals(100, jobs.maxAdvance());
-        assertTrue(jobs.verify() instanceof TokenVerification.Hmac);
+        assertTrue(jobs.verify() instanceof TokenVerification.Etcd);
         assertEquals("jobs-leader", jobs.lock());
     }
 
     @Test
-    void verifyWithoutALockIsAnError() {
-        String message = errors(MINIMAL.replace("      tables:", """
+    void verifyWithoutALockIsAnErrorAndHmacCannotVerifyASqlSession() {
+        String noLock = errors(MINIMAL.replace("      tables:", """
+                      fence:
+                        verify: {kind: etcd, endpoints: "http://127.0.0.1:2379"}
+                      tables:""".indent(6).stripTrailing()));
+        assertTrue(noLock.contains("sql.policies[0]: missing required key 'lock'"), noLock);
+        String hmac = errors(MINIMAL.replace("      tables:", """
+                      lock: l
                       fence:
                         verify:
                           kind: hmac
                           keys: [{id: k1, key: 0123456789abcdef0123456789abcdef-k1}]
                       tables:""".indent(6).stripTrailing()));
-        assertTrue(message.contains("sql.policies[0]") && message.contains("lock"), message);
+        assertTrue(hmac.contains("verify kind hmac checks a signature header"), hmac);
     }
 
     @Test

@@ -154,6 +154,10 @@ public final class Main {
             out.println("Stockade management (/metrics, /admin, /health) on http://" + literal(server.managementHost())
                     + ":" + server.managementPort());
         }
+        if (server.sql() != null) {
+            out.println("Stockade SQL listener on postgresql://" + literal(server.sql().host()) + ":"
+                    + server.sql().port() + " (database " + loaded.sql().database().name() + ")");
+        }
         out.println("Stockade listening on " + server.scheme() + "://" + literal(server.host()) + ":" + server.port());
         out.flush();
         try {
