@@ -40,13 +40,17 @@ final class SqlDatabase implements AutoCloseable {
                 AS 'UPDATE jobs SET state = p_state WHERE id = p_id';
             """;
 
+    final String server;
+    final String maintenance;
     final String name;
     final String app;
     final String fenceRole;
     final Path dir;
     final Path secret;
 
-    private SqlDatabase(String suffix, Path dir) {
+    private SqlDatabase(String server, String maintenance, String suffix, Path dir) {
+        this.server = server;
+        this.maintenance = maintenance;
         this.name = "stockade_sql_" + suffix;
         this.app = "app_" + suffix;
         this.fenceRole = "fence_" + suffix;
@@ -56,12 +60,22 @@ final class SqlDatabase implements AutoCloseable {
 
     /** Creates the database, the roles and the tables; writes the key. */
     static SqlDatabase create(Path dir) throws SQLException, IOException {
-        SqlDatabase db = new SqlDatabase(Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffL), dir);
+        return create(dir, SERVER, "test", null);
+    }
+
+    /**
+     * On another server ({@code jdbc:postgresql://HOST:PORT/}, {@code maintenance} the database to connect to for
+     * creating this one), the application role logging in with {@code password} when not null.
+     */
+    static SqlDatabase create(Path dir, String server, String maintenance, String password)
+            throws SQLException, IOException {
+        SqlDatabase db = new SqlDatabase(server, maintenance,
+                Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffL), dir);
         Files.writeString(db.secret, "0123456789abcdef0123456789abcdef-" + db.name + "\n");
-        try (Connection c = DriverManager.getConnection(SERVER + "test?user=postgres");
+        try (Connection c = DriverManager.getConnection(server + maintenance + "?user=postgres");
              Statement s = c.createStatement()) {
             s.execute("CREATE DATABASE " + db.name);
-            s.execute("CREATE ROLE " + db.app + " LOGIN");
+            s.execute("CREATE ROLE " + db.app + " LOGIN" + (password == null ? "" : " PASSWORD '" + password + "'"));
         }
         try (Connection c = db.admin(); Statement s = c.createStatement()) {
             s.execute(TABLES);
@@ -113,7 +127,7 @@ final class SqlDatabase implements AutoCloseable {
 
     /** A superuser connection straight to the database (never through the listener). */
     Connection admin() throws SQLException {
-        return DriverManager.getConnection(SERVER + name + "?user=postgres");
+        return DriverManager.getConnection(server + name + "?user=postgres");
     }
 
     /** The first column of each row of a query run straight on the database, as text. */
@@ -146,7 +160,7 @@ final class SqlDatabase implements AutoCloseable {
 
     @Override
     public void close() throws SQLException {
-        try (Connection c = DriverManager.getConnection(SERVER + "test?user=postgres");
+        try (Connection c = DriverManager.getConnection(server + maintenance + "?user=postgres");
              Statement s = c.createStatement()) {
             s.execute("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
             s.execute("DROP ROLE IF EXISTS " + app);
