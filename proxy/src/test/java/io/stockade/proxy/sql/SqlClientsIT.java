@@ -425,6 +425,39 @@ class SqlClientsIT {
     }
 
     @Test
+    void fenceVerifyAsksTheLockServiceBeforeTheDatabaseSeesTheToken() throws Exception {
+        db.execute("CREATE TABLE IF NOT EXISTS leases (name text PRIMARY KEY, token bigint, expires_at timestamptz);"
+                + " INSERT INTO leases VALUES ('jobs-leader', 70, now() + interval '1 hour')");
+        Path config = db.policyFile("verify.yaml", 5432, "");
+        Files.writeString(config, Files.readString(config).replace("    - name: jobs\n      tables:", """
+                    - name: jobs
+                      lock: jobs-leader
+                      fence:
+                        verify:
+                          kind: postgres
+                          datasource: {url: "%s", user: postgres}
+                          table: public.leases
+                          cache: {enabled: false}
+                      tables:""".formatted(SqlDatabase.SERVER + db.name).indent(4).stripTrailing()));
+        try (StockadeServer verified = StockadeServer.start(PolicyLoader.load(config))) {
+            String url = url(verified.sql().port(), null, "");
+            try (Connection c = DriverManager.getConnection(url(verified.sql().port(), 70L, ""));
+                 Statement s = c.createStatement()) {
+                s.executeUpdate("INSERT INTO jobs VALUES (1000, 'leader70')");
+            }
+            SQLException startup = assertThrows(SQLException.class,
+                    () -> DriverManager.getConnection(url(verified.sql().port(), 71L, "")));
+            assertEquals("SF403", startup.getSQLState(), startup.getMessage());
+            assertTrue(startup.getMessage().contains("is not genuine for lock 'jobs-leader'"), startup.getMessage());
+            assertEquals("SF403", setLocalWrite(url, 71, 1000));
+            db.execute("UPDATE leases SET expires_at = now() - interval '1 second'");
+            assertEquals("SF403", setLocalWrite(url, 70, 1000));
+        }
+        assertEquals(List.of("leader70"), rows("SELECT state FROM jobs WHERE id = 1000"));
+        assertEquals(70L, db.fence("jobs/1000"));
+    }
+
+    @Test
     void aCancelRequestReachesTheServerAndTransactionsAreCounted() throws Exception {
         try (Connection c = jdbc(null, ""); Statement s = c.createStatement()) {
             long start = System.nanoTime();
