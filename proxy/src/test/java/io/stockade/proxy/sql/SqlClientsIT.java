@@ -329,7 +329,7 @@ class SqlClientsIT {
             assertEquals("SF422", far.getSQLState());
             c.rollback();
         }
-        assertEquals(List.of("2"), rows("SELECT count(*) FROM ledger"));
+        assertEquals(List.of("2"), rows("SELECT count(*) FROM ledger WHERE account = 1"));
         assertEquals(100L, db.fence("accounts/1"));
     }
 
@@ -455,6 +455,28 @@ class SqlClientsIT {
         }
         assertEquals(List.of("leader70"), rows("SELECT state FROM jobs WHERE id = 1000"));
         assertEquals(70L, db.fence("jobs/1000"));
+    }
+
+    @Test
+    void sqlFenceRaisesAScopeAndAFloorInTheDatabaseAndTheTriggersHonourThem() throws Exception {
+        Path config = dir.resolve("stockade.yaml");
+        String[] raise = SqlDatabase.command("fence", "--config", config.toString(), "raise", "--scope", "jobs/1100",
+                "--token", "50");
+        assertEquals("0", raise[0], raise[2]);
+        String[] floor = SqlDatabase.command("fence", "--config", config.toString(), "raise", "--prefix",
+                "accounts/9", "--token", "500");
+        assertEquals("0", floor[0], floor[2]);
+        String[] show = SqlDatabase.command("fence", "--config", config.toString(), "show", "jobs/1100");
+        assertTrue(show[1].contains("\"token\":50"), show[1] + show[2]);
+        assertTrue(psql(49L, null, "INSERT INTO jobs VALUES (1100, 'z49')").err().contains("stale fencing token 49"));
+        assertEquals(List.of(), rows("SELECT state FROM jobs WHERE id = 1100"));
+        assertEquals(0, psql(50L, null, "INSERT INTO jobs VALUES (1100, 'h50')").code());
+        Run below = psql(499L, null, "INSERT INTO ledger VALUES (90, 1, 1)");
+        assertTrue(below.err().contains("stale fencing token 499 for public.ledger scope 'accounts/90': the highest"
+                + " accepted is 500"), below.err());
+        assertEquals(0, psql(501L, null, "INSERT INTO ledger VALUES (90, 1, 1)").code());
+        assertEquals(50L, db.fence("jobs/1100"));
+        assertEquals(501L, db.fence("accounts/90"));
     }
 
     @Test

@@ -8,6 +8,8 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 
@@ -15,6 +17,11 @@ import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.SqlConfig;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.proxy.admin.FenceCommand;
+import io.stockade.proxy.store.postgres.PostgresFenceStore;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 
 /**
  * {@code stockade sql install|uninstall --config FILE [--url JDBC_URL] [--user NAME] [--password-file FILE]
@@ -30,6 +37,8 @@ public final class SqlCommand {
                                           [--dry-run]
                    stockade sql uninstall --config FILE [--url JDBC_URL] [--user NAME] [--password-file FILE]
                                           [--dry-run] [--drop-fences]
+                   stockade sql fence     --config FILE [--url JDBC_URL] [--user NAME] [--password-file FILE]
+                                          OPERATION ...   (the operations of 'stockade fence --help')
 
               install     the fence role and schema, the fence table, the key of sql.secret-file, the check
                           functions and the triggers of every table in sql.policies (one transaction; run it
@@ -52,9 +61,10 @@ public final class SqlCommand {
             return args.isEmpty() ? EXIT_USAGE : 0;
         }
         String operation = args.getFirst();
-        if (!operation.equals("install") && !operation.equals("uninstall")) {
-            return usage(err, "unknown operation '" + operation + "'; valid: install, uninstall");
+        if (!operation.equals("install") && !operation.equals("uninstall") && !operation.equals("fence")) {
+            return usage(err, "unknown operation '" + operation + "'; valid: install, uninstall, fence");
         }
+        List<String> fenceArgs = new ArrayList<>();
         Path config = null;
         String url = null;
         String user = "postgres";
@@ -79,7 +89,10 @@ public final class SqlCommand {
                     }
                 }
                 default -> {
-                    return usage(err, "unknown argument '" + arg + "'");
+                    if (!operation.equals("fence")) {
+                        return usage(err, "unknown argument '" + arg + "'");
+                    }
+                    fenceArgs.add(arg);
                 }
             }
         }
@@ -90,8 +103,9 @@ public final class SqlCommand {
             return usage(err, "--drop-fences goes with uninstall only");
         }
         SqlConfig sql;
+        StockadeConfig loaded;
         try {
-            StockadeConfig loaded = PolicyLoader.loadFencing(config);
+            loaded = PolicyLoader.loadFencing(config);
             sql = loaded.sql();
         } catch (PolicyException e) {
             err.println("stockade: " + config + " is not a valid policy file:");
@@ -102,6 +116,11 @@ public final class SqlCommand {
             err.println("stockade: " + config + " has no 'sql' section: nothing to install");
             return EXIT_USAGE;
         }
+        String target = url != null ? url : "jdbc:postgresql://" + sql.database().host() + ":"
+                + sql.database().port() + "/" + sql.database().name();
+        if (operation.equals("fence")) {
+            return fence(sql, loaded, target, user, passwordFile, fenceArgs, out, err);
+        }
         FenceSql fence = new FenceSql(sql);
         try {
             String secret = operation.equals("install") && !dryRun ? Secrets.read(sql.secretFile()) : null;
@@ -110,8 +129,6 @@ public final class SqlCommand {
                 out.print(script);
                 return 0;
             }
-            String target = url != null ? url : "jdbc:postgresql://" + sql.database().host() + ":"
-                    + sql.database().port() + "/" + sql.database().name();
             Properties props = new Properties();
             props.setProperty("user", user);
             if (passwordFile != null) {
@@ -130,6 +147,32 @@ public final class SqlCommand {
         } catch (IOException e) {
             err.println("stockade: sql " + operation + ": " + e.getMessage());
             return EXIT_FAILED;
+        }
+    }
+
+    /** The fence-state operations on the database's fence table, as the fence role. */
+    private static int fence(SqlConfig sql, StockadeConfig loaded, String url, String user, Path passwordFile,
+                             List<String> operation, PrintStream out, PrintStream err) {
+        HikariConfig c = new HikariConfig();
+        c.setPoolName("stockade-sql-fence");
+        c.setJdbcUrl(url);
+        c.setUsername(user);
+        c.setMaximumPoolSize(2);
+        c.setInitializationFailTimeout(-1);
+        // the fence role owns the table and the floors' function; its schema first, so the store's statements run
+        c.setConnectionInitSql("SET ROLE " + sql.fenceRole() + "; SET search_path = " + sql.schema());
+        c.addDataSourceProperty("prepareThreshold", "0");
+        try {
+            if (passwordFile != null) {
+                c.setPassword(Secrets.read(passwordFile, 1));
+            }
+        } catch (IOException e) {
+            err.println("stockade: sql fence: " + e.getMessage());
+            return EXIT_FAILED;
+        }
+        try (HikariDataSource pool = new HikariDataSource(c)) {
+            return FenceCommand.runOn(PostgresFenceStore.over(pool, Duration.ofSeconds(30)), "the fence table "
+                    + sql.schema() + ".stockade_fences in " + url, loaded.store(), operation, System.in, out, err);
         }
     }
 
