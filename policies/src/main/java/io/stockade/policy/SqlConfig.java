@@ -132,6 +132,18 @@ public record SqlConfig(Listen listen, Database database, String fenceRole, Stri
             Objects.requireNonNull(policy, "policy");
         }
 
+        /** Equal when they fence the same table on the same template (a reload compares them). */
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof FencedTable t && schema.equals(t.schema) && table.equals(t.table)
+                    && scope.toString().equals(t.scope.toString()) && policy.equals(t.policy);
+        }
+
+        @Override
+        public int hashCode() {
+            return Objects.hash(schema, table, scope.toString(), policy);
+        }
+
         /** {@code schema.table}. */
         public String qualified() {
             return schema + "." + table;

@@ -62,6 +62,12 @@ class PolicyLoaderSqlTest {
     }
 
     @Test
+    void theSameFileLoadsEqualAndAnotherScopeDoesNot() throws Exception {
+        assertEquals(parse(MINIMAL).sql(), parse(MINIMAL).sql());
+        assertTrue(!parse(MINIMAL).sql().equals(parse(MINIMAL.replace("jobs/{id}", "job/{id}")).sql()));
+    }
+
+    @Test
     void fenceKeysVerifyAndLockAreRead() throws Exception {
         StockadeConfig config = parse(MINIMAL.replace("      tables:", """
                       lock: jobs-leader

@@ -117,9 +117,10 @@ public final class Statements {
             Token k = t.get(i);
             String lower = k.value().toLowerCase(Locale.ROOT).strip();
             boolean name = k.kind() == Kind.WORD || k.kind() == Kind.QUOTED || k.kind() == Kind.STRING;
-            if ((k.kind() == Kind.WORD || k.kind() == Kind.QUOTED) && lower.equals("stockade") && i + 1 < t.size()
-                    && t.get(i + 1).punct(".") || k.kind() == Kind.STRING && lower.startsWith("stockade.")
-                    || k.kind() == Kind.QUOTED && lower.startsWith("stockade.")) {
+            boolean schemaDot = (k.kind() == Kind.WORD || k.kind() == Kind.QUOTED) && lower.equals("stockade")
+                    && i + 1 < t.size() && t.get(i + 1).punct(".");
+            boolean settingName = (k.kind() == Kind.STRING || k.kind() == Kind.QUOTED) && lower.startsWith("stockade.");
+            if (schemaDot || settingName) {
                 return "only SET, SET LOCAL, set_config, RESET and SHOW of " + SETTING + " may name a stockade."
                         + " setting or object through the Stockade listener";
             }
@@ -130,14 +131,17 @@ public final class Statements {
             if (name && lower.startsWith("stockade_fence")) {
                 return "statements naming Stockade's fence triggers or functions are not relayed";
             }
-            if (k.is("disable") && i + 1 < t.size() && t.get(i + 1).is("trigger")
-                    || k.is("enable") && i + 2 < t.size() && t.get(i + 1).is("replica") && t.get(i + 2).is("trigger")) {
+            boolean disable = k.is("disable") && i + 1 < t.size() && t.get(i + 1).is("trigger");
+            boolean replica = k.is("enable") && i + 2 < t.size() && t.get(i + 1).is("replica")
+                    && t.get(i + 2).is("trigger");
+            if (disable || replica) {
                 return "ALTER TABLE ... " + (k.is("disable") ? "DISABLE" : "ENABLE REPLICA")
                         + " TRIGGER is not relayed: it can switch the fence off";
             }
         }
-        if (!t.isEmpty() && (t.getFirst().is("drop") || t.getFirst().is("alter") || t.getFirst().is("create")
-                && t.stream().anyMatch(k -> k.is("rule")))) {
+        boolean ddl = !t.isEmpty() && (t.getFirst().is("drop") || t.getFirst().is("alter")
+                || (t.getFirst().is("create") && t.stream().anyMatch(k -> k.is("rule"))));
+        if (ddl) {
             for (int i = 0; i < t.size(); i++) {
                 String table = tableAt(t, i);
                 if (table != null && fencedTables.contains(table)) {
@@ -238,10 +242,10 @@ public final class Statements {
     private static Boolean bool(Token t) {
         String v = t.value().toLowerCase(Locale.ROOT);
         if (t.kind() == Kind.WORD || t.kind() == Kind.STRING) {
-            if (v.equals("true") || v.equals("t") && t.kind() == Kind.STRING) {
+            if (v.equals("true") || (v.equals("t") && t.kind() == Kind.STRING)) {
                 return true;
             }
-            if (v.equals("false") || v.equals("f") && t.kind() == Kind.STRING) {
+            if (v.equals("false") || (v.equals("f") && t.kind() == Kind.STRING)) {
                 return false;
             }
         }
