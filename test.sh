@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
 # need (PostgreSQL, PgBouncer, etcd, redis-server, HAProxy, nginx, the AWS CLI v2 and v1, boto3, rclone, chromium,
-# dynalite, the AWS SDK for JavaScript, promtool, openssl, a Java older than 21), then builds every module and runs
-# every test (unit tests *Test, integration tests *IT against real servers). The Debian packages that are missing
+# dynalite, the AWS SDK for JavaScript, psql, psycopg2, node-postgres, promtool, openssl, a Java older than 21), then
+# builds every module and runs every test (unit tests *Test, integration tests *IT against real servers). The Debian packages that are missing
 # are installed in one apt-get run (one 'apt-get update', none when nothing is missing).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -43,6 +43,10 @@ command -v redis-server >/dev/null || need redis-server "redis-server"
 { command -v node >/dev/null && command -v npm >/dev/null; } || need "nodejs npm" "Node.js and npm"
 # PgBouncer (Debian pgbouncer) for PgBouncerIT and PgBouncerSdkIT; the tests start their own on free ports.
 [ -x /usr/sbin/pgbouncer ] || need pgbouncer "pgbouncer"
+# The SQL clients SqlClientsIT drives through the PostgreSQL listener: psql (Debian postgresql-client) and psycopg2
+# (Debian python3-psycopg2); node-postgres is installed below.
+command -v psql >/dev/null || need postgresql-client "psql"
+/usr/bin/python3 -c 'import psycopg2' 2>/dev/null || need python3-psycopg2 "psycopg2"
 # promtool (Debian prometheus) checks and unit-tests the shipped alert rules (DeployFilesIT).
 command -v promtool >/dev/null || need prometheus "promtool"
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
@@ -113,5 +117,12 @@ if { [ ! -f .tools/aws-sdk-js/node_modules/@aws-sdk/client-s3/package.json ] \
       @aws-sdk/lib-storage@3.1175.0 @aws-sdk/s3-request-presigner@3.1169.0 >&2 \
     || echo "stockade: could not install the AWS SDK for JavaScript v3 (npm install --prefix .tools/aws-sdk-js" \
             "@aws-sdk/client-s3 @aws-sdk/lib-storage @aws-sdk/s3-request-presigner); S3JsSdkIT will fail under CI" >&2
+fi
+# node-postgres (npm package pg) for SqlClientsIT, which runs Node.js scripts with it through the PostgreSQL listener.
+if [ ! -f .tools/node-pg/node_modules/pg/package.json ] && command -v npm >/dev/null; then
+  echo "stockade: installing node-postgres into .tools/node-pg" >&2
+  npm install --prefix .tools/node-pg --no-audit --no-fund --loglevel=error pg@8.23.1 >&2 \
+    || echo "stockade: could not install node-postgres (npm install --prefix .tools/node-pg pg@8.23.1);" \
+            "SqlClientsIT will fail under CI" >&2
 fi
 mvn -B -ntp verify "$@"

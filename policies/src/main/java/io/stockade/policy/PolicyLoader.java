@@ -134,15 +134,38 @@ public final class PolicyLoader {
             Optional<ServerConfig> server = serverAndAdmin
                     ? document.optional("server", PolicyLoader::server, defaultServer) : Optional.of(defaultServer);
             Optional<StoreConfig> store = document.required("store", StoreReader::read);
-            Optional<List<Policy>> policies = document.required("policies", PolicyReader::readAll);
+            Optional<Optional<SqlConfig>> sql = document.optional("sql", SqlReader::read);
+            // a file that only fences SQL tables needs no HTTP policy
+            Optional<List<Policy>> policies = document.get("sql").isPresent() && document.get("policies").isEmpty()
+                    ? Optional.of(List.of()) : document.required("policies", PolicyReader::readAll);
             Optional<Optional<AdminConfig>> admin = serverAndAdmin ? document.optional("admin", StoreReader::admin)
                     : Optional.of(Optional.empty());
-            if (!Values.allPresent(server, store, policies, admin)) {
+            if (!Values.allPresent(server, store, policies, admin, sql)) {
+                return Optional.empty();
+            }
+            if (sql.get().isPresent() && !namesApart(policies.get(), sql.get().get(), document)) {
                 return Optional.empty();
             }
             return Optional.of(new StockadeConfig(source, server.get(), store.get(), policies.get(),
-                    admin.get().orElse(null)));
+                    admin.get().orElse(null), sql.get().orElse(null)));
         });
+    }
+
+    /**
+     * The admin API and the metrics name a policy by its name alone: an SQL policy's name must differ from every
+     * HTTP policy's, and the SQL listener's port from the HTTP listener's.
+     */
+    private static boolean namesApart(List<Policy> policies, SqlConfig sql, Mapping document) {
+        Field field = document.get("sql").orElseThrow();
+        boolean apart = true;
+        for (SqlConfig.SqlPolicy p : sql.policies()) {
+            if (policies.stream().anyMatch(h -> h.name().equals(p.name()))) {
+                field.error("sql policy name '" + p.name() + "' is also the name of a policy in 'policies': the"
+                        + " admin API and the metrics name a policy by its name alone; rename one");
+                apart = false;
+            }
+        }
+        return apart;
     }
 
     private static Optional<ServerConfig> server(Field field) {
@@ -185,7 +208,7 @@ public final class PolicyLoader {
         });
     }
 
-    private static Optional<ServerConfig.Tls> serverTls(Field field) {
+    static Optional<ServerConfig.Tls> serverTls(Field field) {
         return field.mapping().flatMap(tls -> {
             tls.allowOnly(Vocabulary.SERVER_TLS_KEYS);
             Optional<Path> keystore = tls.required("keystore", Values::path);

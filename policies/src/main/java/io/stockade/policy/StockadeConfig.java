@@ -18,14 +18,21 @@ import java.util.Optional;
  * @param store    the fence store
  * @param policies the policies, in file order; no two can match the same request
  * @param admin    the admin endpoints, or {@code null} when they are off
+ * @param sql      the PostgreSQL listener and its fenced tables, or {@code null} when there is none
  */
 public record StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies,
-                             AdminConfig admin) {
+                             AdminConfig admin, SqlConfig sql) {
 
     public StockadeConfig {
         Objects.requireNonNull(server, "server");
         Objects.requireNonNull(store, "store");
         policies = List.copyOf(policies);
+    }
+
+    /** A configuration without a PostgreSQL listener. */
+    public StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies,
+                          AdminConfig admin) {
+        this(source, server, store, policies, admin, null);
     }
 
     /** A configuration without admin endpoints. */
@@ -90,16 +97,16 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
 
     /** A copy with another listener port (the {@code --port} flag). */
     public StockadeConfig withPort(int port) {
-        return new StockadeConfig(source, server.withPort(port), store, policies, admin);
+        return new StockadeConfig(source, server.withPort(port), store, policies, admin, sql);
     }
 
     /** A copy with this management listener (a reload keeps the one the process started with). */
     public StockadeConfig withManagement(ServerConfig.Management management) {
-        return new StockadeConfig(source, server.withManagement(management), store, policies, admin);
+        return new StockadeConfig(source, server.withManagement(management), store, policies, admin, sql);
     }
 
     /** A copy whose management listener is on another port (the command line's {@code --management-port}). */
     public StockadeConfig withManagementPort(int port) {
-        return new StockadeConfig(source, server.withManagementPort(port), store, policies, admin);
+        return new StockadeConfig(source, server.withManagementPort(port), store, policies, admin, sql);
     }
 }

@@ -14,7 +14,7 @@ import java.util.regex.Pattern;
  * {@code stockade-policy.schema.json} against these lists.
  */
 final class Vocabulary {
-    static final List<String> ROOT_KEYS = List.of("server", "store", "policies", "admin");
+    static final List<String> ROOT_KEYS = List.of("server", "store", "policies", "admin", "sql");
     static final List<String> SERVER_KEYS = List.of("host", "port", "tls", "limits", "management");
     static final List<String> MANAGEMENT_KEYS = List.of("host", "port");
     static final List<String> SERVER_LIMITS_KEYS = List.of("max-request-line-bytes", "max-header-bytes",
@@ -69,6 +69,14 @@ final class Vocabulary {
             "path-style", "conditional-writes", "auth", "signed-token", "token-from-metadata", "unsigned-reads",
             "clients", "virtual-host", "fence-scope", "prefix-segments", "timeout", "retries", "etag-cache",
             "max-connections", "tls", "bucket-writes", "distinct-keys");
+    static final List<String> SQL_KEYS = List.of("listen", "database", "fence-role", "schema", "secret-file",
+            "direct-clients", "policies");
+    static final List<String> SQL_LISTEN_KEYS = List.of("host", "port", "tls");
+    static final List<String> SQL_DATABASE_KEYS = List.of("host", "port", "name", "tls");
+    static final List<String> SQL_POLICY_KEYS = List.of("name", "tables", "fence", "lock", "readiness");
+    static final List<String> SQL_TABLE_KEYS = List.of("table", "scope");
+    static final List<String> SQL_FENCE_KEYS = List.of("missing", "equal", "max-advance", "verify");
+    static final Map<String, SqlConfig.DirectClients> DIRECT_CLIENTS = keywords(SqlConfig.DirectClients.class);
     static final List<String> S3_CLIENT_KEYS = List.of("access-key", "secret-key");
 
     /** The methods a postgres policy can declare statements for, in the order messages list them. */

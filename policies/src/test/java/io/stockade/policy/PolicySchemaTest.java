@@ -43,9 +43,11 @@ class PolicySchemaTest {
     }
 
     @Test
-    void schemaIsDraft202012AndRequiresStoreAndPolicies() {
+    void schemaIsDraft202012AndRequiresStoreAndPoliciesOrSql() {
         assertEquals("https://json-schema.org/draft/2020-12/schema", at("$schema"));
-        assertEquals(List.of("store", "policies"), at("required"));
+        assertEquals(List.of("store"), at("required"));
+        assertEquals(List.of("policies"), at("anyOf/0/required"));
+        assertEquals(List.of("sql"), at("anyOf/1/required"));
     }
 
     @Test
@@ -134,6 +136,16 @@ class PolicySchemaTest {
         assertEquals(Vocabulary.CONSUL_VERIFY_KEYS, keys("$defs/consulVerify"));
         assertEquals(Vocabulary.TLS_KEYS, keys("$defs/consulVerify/properties/tls"));
         assertEquals(Vocabulary.DYNAMODB_VERIFY_KEYS, keys("$defs/dynamodbVerify"));
+        assertEquals(Vocabulary.SQL_KEYS, keys("properties/sql"));
+        assertEquals(Vocabulary.SQL_LISTEN_KEYS, keys("properties/sql/properties/listen"));
+        assertEquals(Vocabulary.SQL_DATABASE_KEYS, keys("properties/sql/properties/database"));
+        assertEquals(Vocabulary.SQL_POLICY_KEYS, keys("$defs/sqlPolicy"));
+        assertEquals(Vocabulary.SQL_TABLE_KEYS, keys("$defs/sqlPolicy/properties/tables/items"));
+        assertEquals(Vocabulary.SQL_FENCE_KEYS, keys("$defs/sqlPolicy/properties/fence"));
+        assertEquals(List.copyOf(Vocabulary.DIRECT_CLIENTS.keySet()),
+                at("properties/sql/properties/direct-clients/enum"));
+        assertEquals((Object) at("$defs/policy/properties/fence/properties/verify"),
+                at("$defs/sqlPolicy/properties/fence/properties/verify"));
         assertEquals(Vocabulary.VERIFY_KINDS, List.of(at("$defs/etcdVerify/properties/kind/const"),
                 at("$defs/postgresVerify/properties/kind/const"), at("$defs/kubernetesVerify/properties/kind/const"),
                 at("$defs/redisVerify/properties/kind/const"), at("$defs/zookeeperVerify/properties/kind/const"),
@@ -185,7 +197,9 @@ class PolicySchemaTest {
                 "$defs/kubernetesVerify", "$defs/kubernetesVerify/properties/tls",
                 "$defs/redisVerify", "$defs/redisVerify/properties/tls", "$defs/zookeeperVerify",
                 "$defs/consulVerify", "$defs/consulVerify/properties/tls", "$defs/dynamodbVerify",
-                "$defs/hmacVerify/properties/keys/items", "$defs/verifyCache")) {
+                "$defs/hmacVerify/properties/keys/items", "$defs/verifyCache", "properties/sql",
+                "properties/sql/properties/listen", "properties/sql/properties/database", "$defs/sqlPolicy",
+                "$defs/sqlPolicy/properties/tables/items", "$defs/sqlPolicy/properties/fence")) {
             assertEquals(false, at(path + "/additionalProperties"), path);
         }
     }

@@ -12,6 +12,7 @@ import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.admin.FenceCommand;
 import io.stockade.proxy.log.JsonLineHandler;
+import io.stockade.proxy.sql.install.SqlCommand;
 
 import io.helidon.logging.common.LogConfig;
 
@@ -30,6 +31,7 @@ public final class Main {
     private static final String USAGE = """
             usage: stockade-proxy --config FILE [--port N] [--management-port N]
                    stockade-proxy fence --config FILE OPERATION ...   (fence --help lists the operations)
+                   stockade-proxy sql install|uninstall --config FILE (sql --help: the SQL fence)
 
               --config FILE   the policy file (YAML); see policies/README.md
               --port N        listen on port N instead of the file's server.port (0 = any free port)
@@ -44,7 +46,7 @@ public final class Main {
 
     public static void main(String[] args) {
         int code = run(args, System.out, System.err);
-        if (code != 0 || (args.length > 0 && args[0].equals("fence"))) {
+        if (code != 0 || (args.length > 0 && (args[0].equals("fence") || args[0].equals("sql")))) {
             System.exit(code);
         }
     }
@@ -53,6 +55,9 @@ public final class Main {
     static int run(String[] args, PrintStream out, PrintStream err) {
         if (args.length > 0 && args[0].equals("fence")) {
             return FenceCommand.run(Arrays.asList(args).subList(1, args.length), System.in, out, err);
+        }
+        if (args.length > 0 && args[0].equals("sql")) {
+            return SqlCommand.run(Arrays.asList(args).subList(1, args.length), out, err);
         }
         Path config = null;
         Integer port = null;
@@ -148,6 +153,10 @@ public final class Main {
         if (loaded.server().management() != null) {
             out.println("Stockade management (/metrics, /admin, /health) on http://" + literal(server.managementHost())
                     + ":" + server.managementPort());
+        }
+        if (server.sql() != null) {
+            out.println("Stockade SQL listener on postgresql://" + literal(server.sql().host()) + ":"
+                    + server.sql().port() + " (database " + loaded.sql().database().name() + ")");
         }
         out.println("Stockade listening on " + server.scheme() + "://" + literal(server.host()) + ":" + server.port());
         out.flush();

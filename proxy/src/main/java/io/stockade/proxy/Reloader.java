@@ -120,6 +120,9 @@ public final class Reloader implements PolicyReload, AutoCloseable {
         if (!Objects.equals(fresh.admin(), old.admin())) {
             restart.add("admin");
         }
+        if (!Objects.equals(fresh.sql(), old.sql())) {
+            restart.add("sql");
+        }
         if (!restart.isEmpty()) {
             throw new Refused(ProblemType.RESTART_REQUIRED, "the file changes " + String.join(", ", restart)
                     + ", which only a restart applies; nothing was changed");

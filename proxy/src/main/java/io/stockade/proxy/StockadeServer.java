@@ -45,6 +45,7 @@ import io.stockade.proxy.pipeline.FencePipeline;
 import io.stockade.proxy.pipeline.Readiness;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
+import io.stockade.proxy.sql.SqlListener;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.store.memory.MemoryFenceStore;
@@ -87,6 +88,9 @@ public final class StockadeServer implements AutoCloseable {
     /** The memory store's journal directory, where a clean stop is recorded; null for the shared stores. */
     private final Path journal;
 
+    /** The PostgreSQL listener ({@code sql}), or {@code null}. */
+    private SqlListener sql;
+
     private StockadeServer(FenceStore store, ProxyMetrics metrics, FencePipeline pipeline, Reloader reloader,
                            WebServer server, AutoCloseable listenerLimits, Path journal) {
         this.journal = journal;
@@ -112,6 +116,7 @@ public final class StockadeServer implements AutoCloseable {
         FenceStore store = FenceStores.open(config.store());
         Map<String, Backend> backends = new LinkedHashMap<>();
         TokenVerifiers verifiers = new TokenVerifiers(Clock.systemUTC());
+        SqlListener sql = null;
         try {
             for (Policy policy : config.policies()) {
                 Backend backend = openBackend(policy.backend());
@@ -150,6 +155,7 @@ public final class StockadeServer implements AutoCloseable {
                 pipeline.previousRunStoppedCleanly();
                 LOG.info("a new journal (no previous run on it): serialized policies open at once");
             }
+            sql = SqlListener.start(config.sql(), metrics.registry(), pipeline.readiness()::include);
             Reloader reloader = new Reloader(pipeline, verifiers);
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
@@ -199,8 +205,14 @@ public final class StockadeServer implements AutoCloseable {
                         data ? config.server().port() : management.port(), "the listener did not start",
                         data ? DATA_SETTING : MANAGEMENT_SETTING);
             }
-            return new StockadeServer(store, metrics, pipeline, reloader, server, listenerLimits, journal);
+            StockadeServer started = new StockadeServer(store, metrics, pipeline, reloader, server, listenerLimits,
+                    journal);
+            started.sql = sql;
+            return started;
         } catch (RuntimeException | IOException e) {
+            if (sql != null) {
+                sql.close();
+            }
             backends.values().forEach(Backend::close);
             verifiers.close();
             store.close();
@@ -510,6 +522,11 @@ public final class StockadeServer implements AutoCloseable {
         return reloader.reload();
     }
 
+    /** The PostgreSQL listener ({@code sql} in the policy file), or {@code null} when there is none. */
+    public SqlListener sql() {
+        return sql;
+    }
+
     /** The request pipeline (tests read its per-scope counters). */
     public FencePipeline pipeline() {
         return pipeline;
@@ -535,6 +552,9 @@ public final class StockadeServer implements AutoCloseable {
      */
     @Override
     public void close() {
+        if (sql != null) {
+            sql.close();
+        }
         server.stop();
         boolean clean = false;
         if (journal != null) {

@@ -67,6 +67,23 @@ public final class PgBouncer implements AutoCloseable {
         if (!m.matches()) {
             throw new IllegalArgumentException("not a jdbc:postgresql://HOST:PORT/DB server: " + pg.base());
         }
+        return start("test = host=" + m.group(1) + " port=" + m.group(2) + " dbname=" + m.group(3)
+                + " connect_query='SET search_path = " + pg.schema() + ", public'", poolMode, poolSize,
+                List.of("postgres"));
+    }
+
+    /**
+     * PgBouncer in front of any PostgreSQL server (or anything that speaks its protocol, such as Stockade's SQL
+     * listener): its database {@code database} reaches the database of that name at {@code host:port}; each of
+     * {@code users} logs in by trust and is the user PgBouncer connects as.
+     */
+    public static PgBouncer forward(String host, int port, String database, String poolMode, int poolSize,
+                                    List<String> users) {
+        return start(database + " = host=" + host + " port=" + port + " dbname=" + database, poolMode, poolSize,
+                users);
+    }
+
+    private static PgBouncer start(String databaseLine, String poolMode, int poolSize, List<String> users) {
         Path dir = null;
         try {
             dir = Files.createTempDirectory("stockade-pgbouncer-",
@@ -75,8 +92,7 @@ public final class PgBouncer implements AutoCloseable {
             Path ini = dir.resolve("pgbouncer.ini");
             Files.writeString(ini, String.join("\n",
                     "[databases]",
-                    "test = host=" + m.group(1) + " port=" + m.group(2) + " dbname=" + m.group(3)
-                            + " connect_query='SET search_path = " + pg.schema() + ", public'",
+                    databaseLine,
                     "[pgbouncer]",
                     "listen_addr = 127.0.0.1",
                     "listen_port = " + port,
@@ -90,7 +106,9 @@ public final class PgBouncer implements AutoCloseable {
                     "max_client_conn = 500",
                     "ignore_startup_parameters = extra_float_digits",
                     ""), StandardCharsets.UTF_8);
-            Files.writeString(dir.resolve("users.txt"), "\"postgres\" \"\"\n", StandardCharsets.UTF_8);
+            StringBuilder userList = new StringBuilder();
+            users.forEach(u -> userList.append('"').append(u).append("\" \"\"\n"));
+            Files.writeString(dir.resolve("users.txt"), userList.toString(), StandardCharsets.UTF_8);
             List<String> cmd = new ArrayList<>(List.of(BINARY.toString()));
             if ("root".equals(System.getProperty("user.name"))) {
                 cmd.addAll(List.of("-u", "postgres"));  // PgBouncer refuses to run as root

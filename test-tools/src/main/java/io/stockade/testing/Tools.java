@@ -43,6 +43,12 @@ public final class Tools {
                 PgBouncer::available),
         JAVA_BEFORE_21("a Java older than 21 under /usr/lib/jvm (what an old Java is told)",
                 "apt-get install -y openjdk-17-jre-headless", () -> Jvm.olderThan21().isPresent()),
+        PSQL("psql (Debian postgresql-client)", "apt-get install -y postgresql-client",
+                () -> SqlClients.psql() != null),
+        PSYCOPG2("psycopg2 (/usr/bin/python3 -c 'import psycopg2')", "apt-get install -y python3-psycopg2",
+                () -> runs("/usr/bin/python3", "-c", "import psycopg2")),
+        NODE_PG("node-postgres (.tools/node-pg) and Node.js", SqlClients.NODE_PG_INSTALL,
+                SqlClients::nodePgAvailable),
         POSTGRES_CLUSTER("PostgreSQL 15's initdb/pg_ctl and root (a private cluster per test)",
                 "apt-get install -y postgresql, and run the tests as root", PgCluster::available);
 

@@ -198,6 +198,38 @@ public final class FenceCommand {
         }
     }
 
+    /**
+     * Runs one operation ({@link #USAGE}, without {@code --policy}) on a single fence that is not the file's store
+     * nor a postgres backend's: the SQL listener's fence table ({@code stockade sql fence}).
+     *
+     * @param name how messages name it
+     * @return the exit code, as {@link #run}
+     */
+    public static int runOn(FenceAdmin admin, String name, StoreConfig storeConfig, List<String> rest, InputStream in,
+                            PrintStream out, PrintStream err) {
+        if (rest.isEmpty() || !List.of("show", "list", "floors", "export", "import", "raise", "retire")
+                .contains(rest.getFirst())) {
+            return usage(err, rest.isEmpty() ? "an operation is required" : "unknown operation '" + rest.getFirst()
+                    + "'");
+        }
+        FenceRouting routing = new FenceRouting(List.of(), storeConfig, () -> admin, p -> {
+            throw new StoreUnavailableException("no policy reaches " + name);
+        });
+        try {
+            return operate(new FenceOperations(routing), null, rest.getFirst(), rest.subList(1, rest.size()), in,
+                    out, err);
+        } catch (StoreUnavailableException | IOException e) {
+            err.println("stockade fence: " + name + ": " + e.getMessage());
+            return 1;
+        } catch (FenceOperations.Refused e) {
+            err.println("{\"status\":" + e.status() + ",\"type\":\"" + e.type() + "\",\"detail\":"
+                    + io.stockade.proxy.json.JsonWriter.quote(e.getMessage()) + "}");
+            return e.status() == 400 ? 2 : 3;
+        } catch (IllegalArgumentException e) {
+            return usage(err, e.getMessage());
+        }
+    }
+
     private static int operate(FenceOperations ops, String policy, String op, List<String> p, InputStream in,
                                PrintStream out, PrintStream err) throws StoreUnavailableException,
             FenceOperations.Refused, IOException {

@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
@@ -77,6 +78,19 @@ public final class Readiness {
         }
     }
 
+    /**
+     * A part of the proxy that is not an HTTP policy but has policies of its own (the SQL listener): asked at each
+     * check for each of its policies' problems (empty when it works).
+     */
+    public interface Part {
+        /** Each policy's problems, by name. */
+        Map<String, List<String>> problems();
+
+        /** Whether a policy's problems make the whole replica unready ({@code readiness: gate}). */
+        boolean gates(String policy);
+    }
+
+    private final List<Part> parts = new CopyOnWriteArrayList<>();
     private final Supplier<StockadeConfig> config;
     private final Supplier<Map<String, Backend>> backends;
     private final FenceStore store;
@@ -93,6 +107,11 @@ public final class Readiness {
         this.store = store;
         this.verifiers = verifiers;
         this.nanoTime = nanoTime;
+    }
+
+    /** Asks {@code part} at every check from now on. */
+    public void include(Part part) {
+        parts.add(part);
     }
 
     /** The state now, or as checked less than a second ago, or the last one while another probe checks. */
@@ -171,6 +190,14 @@ public final class Readiness {
             if (policy.readiness() == Policy.Readiness.GATE) {
                 own.forEach(why -> down.add("policy '" + policy.name() + "': " + why));
             }
+        }
+        for (Part part : parts) {
+            part.problems().forEach((policy, own) -> {
+                policies.put(policy, own);
+                if (part.gates(policy)) {
+                    own.forEach(why -> down.add("policy '" + policy + "': " + why));
+                }
+            });
         }
         return new Report(down, policies);
     }

@@ -50,6 +50,21 @@ public final class TokenVerifiers implements AutoCloseable {
         }
     }
 
+    /**
+     * Opens (or shares, for an equal block) the verifier of a {@code fence.verify} block that belongs to no HTTP
+     * policy (the SQL listener's policies).
+     *
+     * @param what where the block is, for messages
+     */
+    public synchronized TokenVerifier open(TokenVerification config, String what) throws IOException {
+        TokenVerifier verifier = open.get(config);
+        if (verifier == null) {
+            verifier = openOne(config, what);
+            open.put(config, verifier);
+        }
+        return verifier;
+    }
+
     /** The verifier of a policy, or {@code null} when it takes every token as sent. */
     public TokenVerifier of(Policy policy) {
         TokenVerification config = policy.fence().verify();

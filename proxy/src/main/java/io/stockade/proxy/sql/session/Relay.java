@@ -1,0 +1,404 @@
+package io.stockade.proxy.sql.session;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import io.stockade.proxy.sql.statement.Statements;
+import io.stockade.proxy.sql.wire.Body;
+import io.stockade.proxy.sql.wire.MessageReader;
+import io.stockade.proxy.sql.wire.Messages;
+
+/**
+ * The relay of an authenticated session: client messages to the server on the session's thread, server messages to
+ * the client on a second one. Messages pass as they came, except the few the listener owns:
+ * <ul>
+ *   <li>a statement that sets {@code stockade.fencing_token} (simple Query or Parse; or the Bind of a prepared
+ *   {@code set_config('stockade.fencing_token', $1, ...)}) goes on only after the token was judged, with the token
+ *   and its proof as the value ({@link TokenGate});</li>
+ *   <li>a refused statement ({@link Statements}) or token does not reach the server: in its place the server runs a
+ *   {@code DO} block that raises the refusal, so the server's transaction fails as it would for any error and the
+ *   client reads one ErrorResponse in the right place of its pipeline; in the extended protocol the client's
+ *   messages up to its Sync are then dropped, as the server itself drops them after an error, and the extra
+ *   ReadyForQuery the {@code DO} answers with is not passed on;</li>
+ *   <li>the fast-path function call, which runs a function by its number, is refused.</li>
+ * </ul>
+ * The server's ReadyForQuery says where each transaction ends: each one that carried a token or met the fence is
+ * counted and logged with its outcome.
+ */
+final class Relay {
+    private static final Logger LOG = Logger.getLogger(Relay.class.getName());
+    static final String REFUSED = Statements.REFUSED;
+    /** The largest message the listener reads whole (a Query, Parse or Bind it must look into). */
+    static final int MAX_INSPECTED = 64 << 20;
+    private static final String DO_TAG = "$stockade_refusal$";
+
+    private final SessionContext ctx;
+    private final Map<String, String> description;
+    private final String sessionId;
+    private final MessageReader clientReader;
+    private final OutputStream cout;
+    private final MessageReader serverReader;
+    private final OutputStream sout;
+
+    /** Prepared statements that set the token from a parameter, by name. */
+    private final Map<String, Statements.Setter> setters = new HashMap<>();
+    /** After a refusal in the extended protocol: the client's messages up to its Sync are dropped. */
+    private boolean discarding;
+    /** ReadyForQuery answers sent for, by the client pump, and the ones not to pass on (their ordinal). */
+    private long readyAsked;
+    private final ConcurrentLinkedQueue<Long> swallow = new ConcurrentLinkedQueue<>();
+    /** The token of the session (SET) and whether a transaction's (SET LOCAL) was set since the last end. */
+    private volatile Long sessionToken;
+    private volatile Long localToken;
+
+    Relay(SessionContext ctx, Map<String, String> description, String sessionId, Long sessionToken,
+          MessageReader clientReader, OutputStream cout, MessageReader serverReader, OutputStream sout) {
+        this.ctx = ctx;
+        this.description = description;
+        this.sessionId = sessionId;
+        this.sessionToken = sessionToken;
+        this.clientReader = clientReader;
+        this.cout = cout;
+        this.serverReader = serverReader;
+        this.sout = sout;
+    }
+
+    /** Relays until either side ends; {@code closeBoth} ends the other. */
+    void run(Runnable closeBoth) throws IOException {
+        Thread back = Thread.ofVirtual().name("stockade-sql-" + description.get("session")).start(() -> {
+            try {
+                serverToClient();
+            } catch (IOException | RuntimeException e) {
+                LOG.log(Level.FINE, "server side of session " + description + " ended", e);
+            } finally {
+                closeBoth.run();
+            }
+        });
+        try {
+            clientToServer();
+        } finally {
+            closeBoth.run();
+            try {
+                back.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private void clientToServer() throws IOException {
+        while (true) {
+            byte type = clientReader.next();
+            if (discarding && type != Messages.SYNC && type != Messages.TERMINATE) {
+                clientReader.copy(OutputStream.nullOutputStream());
+                continue;
+            }
+            switch (type) {
+                case Messages.QUERY -> query(text(clientReader.body(MAX_INSPECTED)));
+                case Messages.PARSE -> parse(clientReader.body(MAX_INSPECTED));
+                case Messages.BIND -> bind(clientReader.body(MAX_INSPECTED));
+                case Messages.CLOSE -> {
+                    byte[] body = clientReader.body(MAX_INSPECTED);
+                    Body in = new Body(body);
+                    if (in.int8() == 'S') {
+                        setters.remove(in.string());
+                    }
+                    Body.write(sout, type, body);
+                }
+                case Messages.SYNC -> {
+                    discarding = false;
+                    readyAsked++;
+                    clientReader.copy(sout);
+                }
+                case Messages.FUNCTION_CALL -> {
+                    clientReader.copy(OutputStream.nullOutputStream());
+                    raise(REFUSED, "stockade: the fast-path function call is not relayed (it runs a function by"
+                            + " its number, unseen); call the function in a query");
+                }
+                case Messages.TERMINATE -> {
+                    clientReader.copy(sout);
+                    sout.flush();
+                    return;
+                }
+                case Messages.DESCRIBE, Messages.EXECUTE, Messages.FLUSH, Messages.COPY_DATA, Messages.COPY_DONE,
+                     Messages.COPY_FAIL -> clientReader.copy(sout);
+                default -> {
+                    clientReader.copy(OutputStream.nullOutputStream());
+                    Session.fatal(cout, "08P01", "stockade: unknown message type '" + (char) type
+                            + "' from the client");
+                    return;
+                }
+            }
+            if (!clientReader.moreBuffered()) {
+                sout.flush();
+            }
+        }
+    }
+
+    private void query(String sql) throws IOException {
+        Statements.Classified c = ctx.statements().classify(sql, false);
+        if (c.refused()) {
+            raise(c.code(), "stockade: " + c.refusal());
+            return;
+        }
+        StringBuilder out = new StringBuilder(sql.length() + 128);
+        int at = 0;
+        for (Statements.Setter s : c.setters()) {
+            out.append(sql, at, s.start());
+            String replaced = apply(s, s.token());
+            if (replaced == null) {
+                return; // refused: raise() ran in its place
+            }
+            out.append(replaced);
+            at = s.end();
+        }
+        out.append(sql.substring(at));
+        readyAsked++;
+        Body.write(sout, Messages.QUERY, Messages.query(out.toString()));
+    }
+
+    private void parse(byte[] body) throws IOException {
+        Body in = new Body(body);
+        String name = in.string();
+        String sql = in.string();
+        byte[] rest = in.rest();
+        Statements.Classified c = ctx.statements().classify(sql, true);
+        if (c.refused()) {
+            refuseExtended(c.code(), "stockade: " + c.refusal());
+            return;
+        }
+        setters.remove(name);
+        if (c.setters().size() == 1 && c.setters().getFirst().parameter() >= 0) {
+            setters.put(name, c.setters().getFirst());
+        } else if (!c.setters().isEmpty()) {
+            Statements.Setter s = c.setters().getFirst();
+            String replaced = s.token() == null ? sql.substring(s.start(), s.end()) : judged(s, s.token());
+            if (replaced == null) {
+                return;
+            }
+            sql = sql.substring(0, s.start()) + replaced + sql.substring(s.end());
+        }
+        Body.write(sout, Messages.PARSE, new Body.Builder().string(name).string(sql).bytes(rest).build());
+    }
+
+    private void bind(byte[] body) throws IOException {
+        Body in = new Body(body);
+        String portal = in.string();
+        String statement = in.string();
+        Statements.Setter setter = setters.get(statement);
+        if (setter == null) {
+            Body.write(sout, Messages.BIND, body);
+            return;
+        }
+        int formatCount = in.int16();
+        int[] formats = new int[formatCount];
+        for (int i = 0; i < formatCount; i++) {
+            formats[i] = in.int16();
+        }
+        int count = in.int16();
+        byte[][] values = new byte[count][];
+        for (int i = 0; i < count; i++) {
+            int length = in.int32();
+            values[i] = length < 0 ? null : in.bytes(length);
+        }
+        byte[] results = in.rest();
+        int p = setter.parameter();
+        if (p >= count || values[p] == null) {
+            refuseExtended(Statements.MALFORMED, "stockade: the statement setting stockade.fencing_token was bound"
+                    + " without a value for $" + (p + 1));
+            return;
+        }
+        String judged = judgedValue(setter, new String(values[p], StandardCharsets.UTF_8));
+        if (judged == null) {
+            return;
+        }
+        values[p] = judged.getBytes(StandardCharsets.UTF_8);
+        Body.Builder b = new Body.Builder().string(portal).string(statement).int16(formatCount);
+        for (int f : formats) {
+            b.int16(f);
+        }
+        b.int16(count);
+        for (byte[] v : values) {
+            if (v == null) {
+                b.int32(-1);
+            } else {
+                b.int32(v.length).bytes(v);
+            }
+        }
+        Body.write(sout, Messages.BIND, b.bytes(results).build());
+    }
+
+    /** A token statement of a simple query as it goes to the server, or {@code null} when it was refused. */
+    private String apply(Statements.Setter s, String token) throws IOException {
+        return switch (s.action()) {
+            case SHOW -> "SHOW stockade.fencing_token";
+            case RESET -> {
+                sessionToken = null;
+                localToken = null;
+                yield "RESET stockade.fencing_token";
+            }
+            case SET -> {
+                Verdict v = ctx.gate().judge(token, s.local(), sessionId);
+                if (v instanceof Verdict.Refused r) {
+                    raise(r.code(), r.message());
+                    yield null;
+                }
+                yield rewritten(s, (Verdict.Taken) v);
+            }
+        };
+    }
+
+    /** A Parse's literal token statement, judged; {@code null} when refused (in the extended protocol). */
+    private String judged(Statements.Setter s, String token) throws IOException {
+        if (s.action() != Statements.Action.SET) {
+            if (s.action() == Statements.Action.RESET) {
+                sessionToken = null;
+                localToken = null;
+            }
+            return s.action() == Statements.Action.RESET ? "RESET stockade.fencing_token"
+                    : "SHOW stockade.fencing_token";
+        }
+        Verdict v = ctx.gate().judge(token, s.local(), sessionId);
+        if (v instanceof Verdict.Refused r) {
+            refuseExtended(r.code(), r.message());
+            return null;
+        }
+        return rewritten(s, (Verdict.Taken) v);
+    }
+
+    /** A bound parameter's token, judged: the value to bind, or {@code null} when refused. */
+    private String judgedValue(Statements.Setter s, String token) throws IOException {
+        Verdict v = ctx.gate().judge(token, s.local(), sessionId);
+        if (v instanceof Verdict.Refused r) {
+            refuseExtended(r.code(), r.message());
+            return null;
+        }
+        Verdict.Taken taken = (Verdict.Taken) v;
+        remember(s, taken);
+        return taken.value();
+    }
+
+    private String rewritten(Statements.Setter s, Verdict.Taken taken) {
+        remember(s, taken);
+        if (s.function()) {
+            return "SELECT set_config('stockade.fencing_token', '" + taken.value() + "', " + s.local() + ")";
+        }
+        return "SET " + (s.local() ? "LOCAL " : "") + "stockade.fencing_token = '" + taken.value() + "'";
+    }
+
+    private void remember(Statements.Setter s, Verdict.Taken taken) {
+        if (s.local()) {
+            localToken = taken.token();
+        } else {
+            sessionToken = taken.token();
+        }
+    }
+
+    /** A refusal as a simple query would meet it: the server raises it in place of the client's message. */
+    private void raise(String code, String message) throws IOException {
+        readyAsked++;
+        Body.write(sout, Messages.QUERY, Messages.query(raising(code, message)));
+    }
+
+    /** A refusal in the extended protocol: raised now, its ReadyForQuery kept back, the rest dropped up to Sync. */
+    private void refuseExtended(String code, String message) throws IOException {
+        raise(code, message);
+        swallow.add(readyAsked);
+        discarding = true;
+    }
+
+    static String raising(String code, String message) {
+        String text = message.replace(DO_TAG, "").replace("\\", "/").replace("'", "''");
+        return "DO " + DO_TAG + "BEGIN RAISE EXCEPTION USING ERRCODE = '" + code + "', MESSAGE = '" + text + "';"
+                + " END" + DO_TAG;
+    }
+
+    private void serverToClient() throws IOException {
+        long readies = 0;
+        Map<Character, String> fenceError = null;
+        boolean error = false;
+        String lastTag = null;
+        while (true) {
+            byte type = serverReader.next();
+            switch (type) {
+                case Messages.READY -> {
+                    byte[] body = serverReader.body(1);
+                    readies++;
+                    Long head = swallow.peek();
+                    boolean hidden = head != null && head == readies;
+                    if (hidden) {
+                        swallow.poll();
+                    } else {
+                        Body.write(cout, type, body);
+                    }
+                    if (body.length == 1 && body[0] == 'I') {
+                        ended(fenceError, error, lastTag);
+                        fenceError = null;
+                        error = false;
+                        lastTag = null;
+                    }
+                }
+                case Messages.ERROR -> {
+                    byte[] body = serverReader.body(MAX_INSPECTED);
+                    Map<Character, String> fields = Messages.fields(body);
+                    String code = fields.getOrDefault('C', "");
+                    if (code.startsWith("SF") && fenceError == null) {
+                        fenceError = fields;
+                    }
+                    error = true;
+                    Body.write(cout, type, body);
+                }
+                case Messages.COMMAND_COMPLETE -> {
+                    byte[] body = serverReader.body(MAX_INSPECTED);
+                    lastTag = new Body(body).string();
+                    Body.write(cout, type, body);
+                }
+                default -> serverReader.copy(cout);
+            }
+            if (!serverReader.moreBuffered()) {
+                cout.flush();
+            }
+        }
+    }
+
+    /** A transaction ended: counted and logged when it carried a token or met the fence. */
+    private void ended(Map<Character, String> fenceError, boolean error, String lastTag) {
+        Long local = localToken;
+        localToken = null;
+        Long token = local != null ? local : sessionToken;
+        String outcome;
+        if (fenceError != null) {
+            outcome = outcomeOf(fenceError.get('C'));
+        } else if (token == null) {
+            return;
+        } else if (error || "ROLLBACK".equals(lastTag)) {
+            outcome = "rolled_back";
+        } else {
+            outcome = "accepted";
+        }
+        ctx.outcomes().transaction(description, outcome, token, fenceError == null ? Map.of() : fenceError);
+    }
+
+    static String outcomeOf(String code) {
+        return switch (code) {
+            case "SF409" -> "stale";
+            case "SF422" -> "too_far";
+            case "SF428" -> "missing";
+            case "SF403" -> "unverified";
+            case "SF503" -> "unavailable";
+            case "SF400" -> "malformed";
+            case "SF405" -> "refused";
+            default -> "fence_error";
+        };
+    }
+
+    private static String text(byte[] body) throws MessageReader.ProtocolException {
+        return new Body(body).string();
+    }
+}

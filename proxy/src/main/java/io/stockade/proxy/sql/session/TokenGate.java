@@ -1,0 +1,60 @@
+package io.stockade.proxy.sql.session;
+
+import java.util.List;
+
+import io.stockade.proxy.sql.statement.Statements;
+import io.stockade.proxy.verify.TokenVerifier;
+
+/**
+ * Judges a token a client set before the database sees it: well-formed, and genuine for every policy with
+ * {@code fence.verify} (asked about the policy's {@code lock}: a session's token is one lock's, not a row's). A
+ * taken token leaves with its proof ({@link Proofs}); {@code max-advance} and staleness are judged by the database,
+ * where the highest tokens are.
+ */
+public final class TokenGate {
+    /** The verifier of one policy. */
+    public record Check(String policy, String lock, TokenVerifier verifier) {
+    }
+
+    private final List<Check> checks;
+    private final Proofs proofs;
+
+    public TokenGate(List<Check> checks, Proofs proofs) {
+        this.checks = List.copyOf(checks);
+        this.proofs = proofs;
+    }
+
+    /**
+     * Judges {@code text} as a token.
+     *
+     * @param session the server session ({@code pid:start}) a session's token is bound to; ignored when local
+     */
+    Verdict judge(String text, boolean local, String session) {
+        if (!Statements.validToken(text)) {
+            return new Verdict.Refused(Statements.MALFORMED, "stockade: malformed fencing token '"
+                    + (text.length() > 40 ? text.substring(0, 40) + "..." : text) + "': decimal digits"
+                    + " 0..9223372036854775807, no sign, no leading zeros");
+        }
+        long token = Long.parseLong(text);
+        for (Check check : checks) {
+            TokenVerifier.Verdict verdict = check.verifier().verify(new TokenVerifier.Claim(check.lock(), token,
+                    header -> List.of()));
+            switch (verdict) {
+                case TokenVerifier.Genuine g -> {
+                    // genuine for this policy: ask the next
+                }
+                case TokenVerifier.Refused r -> {
+                    return new Verdict.Refused("SF403", "stockade: fencing token " + token + " is not genuine for"
+                            + " lock '" + check.lock() + "' (policy " + check.policy() + ", " + check.verifier().kind()
+                            + " verifier): " + r.reason());
+                }
+                case TokenVerifier.Unavailable u -> {
+                    return new Verdict.Refused("SF503", "stockade: fencing token " + token + " could not be checked"
+                            + " (policy " + check.policy() + ", " + check.verifier().kind() + " verifier): "
+                            + u.reason() + "; try again");
+                }
+            }
+        }
+        return new Verdict.Taken(token, local ? proofs.local(token) : proofs.session(token, session));
+    }
+}
