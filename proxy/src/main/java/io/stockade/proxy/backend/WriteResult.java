@@ -25,12 +25,18 @@ public sealed interface WriteResult {
     }
 
     /**
-     * The write may or may not have been applied (a timeout after the request was sent). Nothing was sent to
-     * the client; the engine answers 504 and quarantines the scope.
+     * The write may or may not have been applied (a timeout after the request was sent, a body cut off after bytes
+     * of it reached the storage, a storage error that does not say). Nothing was sent to the client; the engine
+     * answers 504 and, when the write may still land, quarantines the scope of a serialized write.
      *
-     * @param reason what happened, for the client and the log
+     * @param reason       what happened, for the client and the log
+     * @param mayLandLater whether any of it may still reach the storage (false once the storage has answered)
      */
-    record Unknown(String reason) implements WriteResult {
+    record Unknown(String reason, boolean mayLandLater) implements WriteResult {
+        /** An outcome unknown because the storage did not answer: what was sent may still land. */
+        public Unknown(String reason) {
+            this(reason, true);
+        }
     }
 
     /**

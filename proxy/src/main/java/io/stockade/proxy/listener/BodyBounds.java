@@ -251,36 +251,46 @@ public final class BodyBounds {
 
     /** A body cut off by a bound: the answer the client gets, and the reason the write was abandoned. */
     public static final class BodyRefused extends IOException {
+        private static final String NOTHING_WRITTEN = "; it was cut off and nothing was written";
         private final transient Problem problem;
+        private final String reason;
 
-        private BodyRefused(Problem problem, Throwable cause) {
+        private BodyRefused(Problem problem, String reason, Throwable cause) {
             super(problem.detail(), cause);
             this.problem = problem;
+            this.reason = reason;
         }
 
         static BodyRefused tooLarge(long maxBytes) {
-            return new BodyRefused(Problem.of(ProblemType.BODY_TOO_LARGE, "the body is larger than the policy's"
-                    + " max-body-bytes (" + maxBytes + " bytes); it was cut off "
-                            + "and nothing was written").with("maxBodyBytes", maxBytes)
-                    .header("Connection", "close"), null);
+            String reason = "the body is larger than the policy's max-body-bytes (" + maxBytes + " bytes)";
+            return new BodyRefused(Problem.of(ProblemType.BODY_TOO_LARGE, reason + NOTHING_WRITTEN)
+                    .with("maxBodyBytes", maxBytes).header("Connection", "close"), reason, null);
         }
 
         /** The body's framing failed in Helidon's reader: 413 over the listener's bound, else 400 malformed-body. */
         static BodyRefused framing(RequestException e) {
             if (e.status().code() == 413) {
-                return new BodyRefused(Problem.of(ProblemType.BODY_TOO_LARGE, "the chunked body is larger than the"
-                        + " listener's max-body-bytes; it was cut off and nothing "
-                                + "was written").header("Connection", "close"), e);
+                String reason = "the chunked body is larger than the listener's max-body-bytes";
+                return new BodyRefused(Problem.of(ProblemType.BODY_TOO_LARGE, reason + NOTHING_WRITTEN)
+                        .header("Connection", "close"), reason, e);
             }
             String why = e.getMessage() == null || e.getMessage().isBlank() ? "the body's framing is malformed"
                     : e.getMessage();
-            return new BodyRefused(Problem.of(ProblemType.MALFORMED_BODY, why
-                    + "; it was cut off and nothing was written").header("Connection", "close"), e);
+            return new BodyRefused(Problem.of(ProblemType.MALFORMED_BODY, why + NOTHING_WRITTEN)
+                    .header("Connection", "close"), why, e);
         }
 
         static BodyRefused timedOut(String why, Throwable cause) {
-            return new BodyRefused(Problem.of(ProblemType.BODY_TIMEOUT, why + "; it was cut off and nothing was"
-                    + " written").header("Connection", "close"), cause);
+            return new BodyRefused(Problem.of(ProblemType.BODY_TIMEOUT, why + NOTHING_WRITTEN)
+                    .header("Connection", "close"), why, cause);
+        }
+
+        /**
+         * Why the body was cut off, without the answer's "nothing was written": a backend that had sent bytes of it
+         * to the storage before says the outcome is unknown instead.
+         */
+        public String reason() {
+            return reason;
         }
 
         /** The answer to send. */

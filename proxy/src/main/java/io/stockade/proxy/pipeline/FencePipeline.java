@@ -444,7 +444,7 @@ public final class FencePipeline implements Handler {
         return switch (problem.kind()) {
             case BAD_PATH, BAD_REQUEST, MALFORMED_BODY, INCOMPLETE_BODY, BAD_PARAMETER, NOT_FOUND, UNKNOWN_SCOPE,
                  NOT_A_FILE, SCOPE_NOT_COVERED, PRECONDITION_FAILED, CONSTRAINT_VIOLATION, UNIQUE_VIOLATION,
-                 SERIALIZATION_FAILURE, UPSTREAM_CONFLICT, PATH_TOO_LONG, INVALID_POLICY_FILE, RESTART_REQUIRED,
+                 SERIALIZATION_FAILURE, PATH_TOO_LONG, INVALID_POLICY_FILE, RESTART_REQUIRED,
                  NO_SUCH_OPERATION -> Outcome.BAD_REQUEST;
             case REFUSED_HEADER, BAD_DESTINATION, UNKNOWN_OPERATION, METHOD_NOT_ALLOWED, NOT_SUPPORTED, UNAUTHORIZED,
                  ACCESS_DENIED -> Outcome.REFUSED;
@@ -461,8 +461,9 @@ public final class FencePipeline implements Handler {
             case SCOPE_QUARANTINED -> Outcome.QUARANTINED;
             case STORE_UNAVAILABLE, VERIFIER_UNAVAILABLE, DATABASE_UNAVAILABLE, STORAGE_ERROR,
                  SHUTTING_DOWN, SLOW_DOWN, BACKEND_UNAVAILABLE, UPSTREAM_UNREACHABLE, STATEMENT_FAILED,
+                 STATEMENT_TIMEOUT,
                  ANSWER_UNREADABLE -> Outcome.UNAVAILABLE;
-            case UNKNOWN_OUTCOME, UPSTREAM_TIMEOUT, STATEMENT_TIMEOUT -> Outcome.UNKNOWN_OUTCOME;
+            case UNKNOWN_OUTCOME, UPSTREAM_TIMEOUT -> Outcome.UNKNOWN_OUTCOME;
             case HTTP_VERSION_NOT_SUPPORTED -> Outcome.BAD_REQUEST;
             case INTERNAL_ERROR -> Outcome.ERROR;
         };
@@ -623,7 +624,8 @@ public final class FencePipeline implements Handler {
                 // journal): lift the store to it, so later stale writers are refused before the backend.
                 store.advance(scope, stale.highest(), true);
             }
-            if (result instanceof WriteResult.Unknown && serialized && !call.backend.settle().isZero()) {
+            if (result instanceof WriteResult.Unknown unknown && unknown.mayLandLater() && serialized
+                    && !call.backend.settle().isZero()) {
                 scopes.forEach(s -> guard.quarantine(s, call.backend.settle().toNanos()));
             }
             answer(call, token, result, Outcome.ACCEPTED);
@@ -863,6 +865,9 @@ public final class FencePipeline implements Handler {
      * client gets the bound's answer unless the backend's answer has already started.
      */
     private static void bodyRefused(Decision decision, Backend backend, Exchange exchange) {
+        if (decision.outcome() == Outcome.UNKNOWN_OUTCOME) {
+            return; // bytes of it had reached the storage: answered as unknown, which the bound does not undo
+        }
         BodyBounds.BodyRefused refused = exchange.bounds().refused();
         Problem problem = refused.problem().with("policy", exchange.route().policy().name())
                 .with("scope", exchange.scope());

@@ -40,7 +40,6 @@ public enum ProblemType {
     BODY_TIMEOUT(408, "body-timeout", "Request body too slow"),
     STALE_TOKEN(409, "stale-token", "Stale fencing token"),
     NOT_A_FILE(409, "not-a-file", "Not a file"),
-    UPSTREAM_CONFLICT(409, "upstream-conflict", "Upstream changed during the write"),
     UNIQUE_VIOLATION(409, "unique-violation", "Unique constraint violated"),
     SERIALIZATION_FAILURE(409, "serialization-failure", "Conflict with a concurrent transaction"),
     SCOPE_NOT_COVERED(409, "scope-not-covered", "Scope not covered"),
@@ -76,7 +75,8 @@ public enum ProblemType {
     SLOW_DOWN(503, "slow-down", "Retry the write"),
     UNKNOWN_OUTCOME(504, "unknown-outcome", "Outcome unknown"),
     UPSTREAM_TIMEOUT(504, "upstream-timeout", "Upstream timed out"),
-    STATEMENT_TIMEOUT(504, "statement-timeout", "Statement timeout"),
+    /** The database cancelled the statements (statement timeout): rolled back, nothing was written. */
+    STATEMENT_TIMEOUT(503, "statement-timeout", "Statement timeout"),
     HTTP_VERSION_NOT_SUPPORTED(505, "http-version-not-supported", "HTTP version not supported");
 
     private final int status;

@@ -329,7 +329,7 @@ public final class UpstreamClient implements AutoCloseable {
                             if (out.failure != null) {
                                 throw out.failure; // the write to the upstream failed, inside the body writer
                             }
-                            throw new AbandonedBody(e);
+                            throw new AbandonedBody(e, out.sent);
                         }
                     }
                     out.finish();
@@ -394,9 +394,14 @@ public final class UpstreamClient implements AutoCloseable {
      * the upstream request was abandoned unfinished. The writer's exception is the cause.
      */
     public static final class AbandonedBody extends UpstreamFailure {
-        AbandonedBody(Throwable cause) {
-            super("the request body could not be read to its end; the upstream request was abandoned unfinished",
-                    true, false, cause);
+        /**
+         * @param reached whether any byte of the request (its head, part of its body) was written to the upstream:
+         *                an upstream that writes as it reads may have kept what it got ({@link #requestSent()})
+         */
+        AbandonedBody(Throwable cause, boolean reached) {
+            super("the request body could not be read to its end; the upstream request was abandoned unfinished"
+                    + (reached ? " after bytes of it had been sent" : " before any byte of it was sent"), reached,
+                    false, cause);
         }
     }
 
@@ -466,6 +471,8 @@ public final class UpstreamClient implements AutoCloseable {
         private int size;
         private long written;
         UpstreamFailure failure;
+        /** Whether any byte of the request was written to the connection (it may have reached the upstream). */
+        boolean sent;
 
         RequestOutput(Connection connection, HeadBuffer head, long length) {
             this.connection = connection;
@@ -521,6 +528,7 @@ public final class UpstreamClient implements AutoCloseable {
         }
 
         private void raw(byte[] b, int off, int len) throws UpstreamFailure {
+            sent = true;
             try {
                 connection.out.write(b, off, len);
             } catch (IOException e) {
@@ -534,7 +542,7 @@ public final class UpstreamClient implements AutoCloseable {
         void finish() throws UpstreamFailure {
             if (length >= 0 && written != length) {
                 throw new AbandonedBody(new IOException("the body ended " + (length - written)
-                        + " bytes short of its declared length " + length));
+                        + " bytes short of its declared length " + length), sent);
             }
             if (length == -1) {
                 append(LAST_CHUNK, 0, LAST_CHUNK.length);

@@ -27,6 +27,7 @@ import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.Plan;
+import io.stockade.proxy.backend.StorageAnswer;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
@@ -62,8 +63,9 @@ import io.helidon.webserver.http.ServerResponse;
  *     itself refuses a write based on a version some other write has replaced. When no ETag is recorded, one is
  *     read with HEAD and recorded first, by compare-and-set on the token, so a version can only be adopted by the
  *     scope's current highest token. A 412 is re-checked against the store: a higher token means stale (409);
- *     otherwise the resource changed under an equal token and the client is told to retry (409
- *     {@code upstream-conflict}); the body is streamed, so the proxy does not replay it.</li>
+ *     otherwise the resource changed under an equal token and nothing was written: a request without a body is
+ *     sent once more on the version read afresh, one whose body streamed (the proxy does not replay it) is told
+ *     to retry (503 {@code slow-down}, {@code Retry-After}).</li>
  * </ul>
  */
 public final class HttpBackend implements Backend {
@@ -262,74 +264,111 @@ public final class HttpBackend implements Backend {
 
     /** @param destination the upstream's URL of a COPY's or MOVE's destination, else null */
     private WriteResult forward(Exchange exchange, String destination) {
-        return switch (send(exchange, null, null, destination)) {
+        return switch (send(exchange, null, null, destination, false)) {
             case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
             case Sent.Failed failed -> answerFailure(exchange, failed);
             case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
+            case Sent.StorageFailed failed -> StorageAnswer.failed(failed.status(), "");
         };
     }
 
     private WriteResult serializedWrite(Exchange exchange, String destination) {
-        return switch (send(exchange, null, null, destination)) {
+        return switch (send(exchange, null, null, destination, true)) {
             case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
             case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
+            case Sent.StorageFailed failed -> StorageAnswer.failed(failed.status(), "");
             case Sent.Failed failed when failed.reachedUpstream() -> new WriteResult.Unknown(failed.reason());
             case Sent.Failed failed -> answerFailure(exchange, failed);
         };
     }
 
+    /**
+     * A write conditional on the version recorded under the admitted token. A 412 is read against the store: a
+     * higher token means stale; else the resource changed under this token (a write outside the proxy, or a
+     * version this token's previous write could not record) and nothing was written: a request without a body is
+     * sent once more on the version read afresh (the answer is certain either way), one whose body streamed is
+     * answered 503 {@code slow-down} with {@code Retry-After}, which clients retry (a 409 read as "fenced" made
+     * them give up).
+     */
     private WriteResult conditionalWrite(Exchange exchange, Admission admission) {
         String version = admission.previous().version();
-        try {
-            if (version == null) {
-                Optional<String> read = headVersion(exchange);
-                if (read.isEmpty()) {
-                    return answer(Problem.of(ProblemType.UPSTREAM_UNREACHABLE, "could not read the current"
-                            + " version of the resource (HEAD) before the conditional write"));
+        boolean replayable = !hasBody(exchange.request());
+        for (int attempt = 0; ; attempt++) {
+            try {
+                if (version == null) {
+                    Optional<String> read = headVersion(exchange);
+                    if (read.isEmpty()) {
+                        return answer(Problem.of(ProblemType.UPSTREAM_UNREACHABLE, "could not read the current"
+                                + " version of the resource (HEAD) before the conditional write"));
+                    }
+                    version = read.get();
+                    if (!admission.store().recordVersion(admission.scope(), admission.token(), version)) {
+                        return recheck(admission).orElseGet(() -> changed(admission));
+                    }
                 }
-                version = read.get();
-                if (!admission.store().recordVersion(admission.scope(), admission.token(), version)) {
-                    return recheck(admission);
+                Sent sent = send(exchange, admission, version, null, true);
+                if (sent instanceof Sent.BodyFailed failed) {
+                    return bodyFailed(exchange, failed);
                 }
+                if (sent instanceof Sent.StorageFailed failed) {
+                    return StorageAnswer.failed(failed.status(), "");
+                }
+                if (sent instanceof Sent.Failed failed) {
+                    // A conditional write that arrives late cannot do harm: its If-Match no longer matches once a
+                    // newer write has landed. Unknown, but no quarantine needed; the engine decides.
+                    return failed.reachedUpstream() ? new WriteResult.Unknown(failed.reason())
+                            : answerFailure(exchange, failed);
+                }
+                // A 412 never gets here: send() throws PreconditionFailed for it, before relaying anything.
+                return new WriteResult.Answered(((Sent.Relayed) sent).status());
+            } catch (PreconditionFailed e) {
+                Optional<WriteResult> stale = recheck(admission);
+                if (stale.isPresent()) {
+                    return stale.get();
+                }
+                if (!replayable || attempt > 0) {
+                    return changed(admission);
+                }
+                version = null; // read afresh, then sent once more
+            } catch (StoreUnavailableException e) {
+                return answer(Problem.of(ProblemType.STORE_UNAVAILABLE, "the upstream version could not be"
+                        + " recorded: " + e.getMessage()).with("scope", admission.scope()));
             }
-            Sent sent = send(exchange, admission, version, null);
-            if (sent instanceof Sent.BodyFailed failed) {
-                return bodyFailed(exchange, failed);
-            }
-            if (sent instanceof Sent.Failed failed) {
-                // A conditional write that arrives late cannot do harm: its If-Match no longer matches once a
-                // newer write has landed. Unknown, but no quarantine needed; the engine decides.
-                return failed.reachedUpstream() ? new WriteResult.Unknown(failed.reason())
-                        : answerFailure(exchange, failed);
-            }
-            // A 412 never gets here: send() throws PreconditionFailed for it, before relaying anything.
-            return new WriteResult.Answered(((Sent.Relayed) sent).status());
-        } catch (PreconditionFailed e) {
-            return recheck(admission);
-        } catch (StoreUnavailableException e) {
-            return answer(Problem.of(ProblemType.STORE_UNAVAILABLE, "the upstream version could not be"
-                    + " recorded: " + e.getMessage()).with("scope", admission.scope()));
         }
     }
 
-    /** The upstream refused our condition: someone else's write landed. Find out whether we are stale. */
-    private WriteResult recheck(Admission admission) {
+    /** Whether a request carries a body (a length above 0, or a chunked one). */
+    private static boolean hasBody(ServerRequest req) {
+        return req.headers().contains(HeaderNames.TRANSFER_ENCODING) || req.headers().contentLength().orElse(0) > 0;
+    }
+
+    /**
+     * The upstream refused our condition (412): someone else's write landed. A higher token in the store means
+     * stale; a store that cannot be read, unavailable. Empty: no higher token, the version forgotten so that the
+     * next attempt reads it afresh.
+     */
+    private static Optional<WriteResult> recheck(Admission admission) {
         try {
             Optional<FenceState> now = admission.store().get(admission.scope());
             if (now.isPresent() && now.get().token() > admission.token()) {
-                return new WriteResult.Stale(now.get().token());
+                return Optional.of(new WriteResult.Stale(now.get().token()));
             }
             // Same token, concurrent writes of one holder, or a write outside the proxy: forget the version so
             // the next attempt reads it afresh.
             admission.store().recordVersion(admission.scope(), admission.token(), null);
-            return answer(Problem.of(ProblemType.UPSTREAM_CONFLICT, "the resource changed between the fence"
-                    + " check and the write (412 from the upstream) and no "
-                            + "higher token is recorded; nothing was written by this request, retry it")
-                    .with("scope", admission.scope()).with("token", admission.token()));
+            return Optional.empty();
         } catch (StoreUnavailableException e) {
-            return answer(Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage())
-                    .with("scope", admission.scope()));
+            return Optional.of(answer(Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage())
+                    .with("scope", admission.scope())));
         }
+    }
+
+    /** The resource changed under this token and the write cannot be sent again: nothing written, retry. */
+    private static WriteResult changed(Admission admission) {
+        return answer(Problem.of(ProblemType.SLOW_DOWN, "the resource changed between the fence check and the"
+                + " write (the upstream refused If-Match: 412) and no higher token is recorded; nothing was written"
+                + " by this request: send it again").with("scope", admission.scope())
+                .with("token", admission.token()).retryAfter(1));
     }
 
     private Optional<String> headVersion(Exchange exchange) {
@@ -369,17 +408,36 @@ public final class HttpBackend implements Backend {
         /**
          * The client's body could not be read to its end (cut off by a bound, stalled, or the client went away).
          * The upstream request was abandoned before its end (no last chunk, or fewer bytes than its
-         * {@code Content-Length}), so the upstream never saw a complete request: nothing was applied, the outcome
-         * is known, and the scope needs no quarantine.
+         * {@code Content-Length}; the connection reset), so the upstream never saw a complete request. Whether it
+         * kept what it got is the upstream's business: one that writes as it reads (rclone's WebDAV server) keeps
+         * the partial body. So the outcome is known only when no byte of the request was sent.
          *
          * @param refused the bound that cut the body off, or null when the client's side failed
+         * @param reached whether any byte of the request was sent to the upstream
          */
-        record BodyFailed(BodyBounds.BodyRefused refused, Throwable cause) implements Sent {
+        record BodyFailed(BodyBounds.BodyRefused refused, Throwable cause, boolean reached) implements Sent {
+        }
+
+        /**
+         * The upstream answered an admitted write with an error that does not say whether it applied it
+         * ({@link StorageAnswer#UNKNOWN}); the answer was not relayed.
+         */
+        record StorageFailed(int status) implements Sent {
         }
     }
 
-    /** The client's body failed: the pipeline answers a bound's refusal; any other failure is a 400. */
+    /**
+     * The client's body failed. Once bytes of the request reached the upstream, the outcome is unknown (504, and a
+     * serialized scope is quarantined): the upstream may have kept a partial body. Before that, nothing was
+     * written: the pipeline answers a bound's refusal; any other failure is a 400.
+     */
     private static WriteResult bodyFailed(Exchange exchange, Sent.BodyFailed failed) {
+        if (failed.reached() && !exchange.response().isSent()) {
+            String why = failed.refused() != null ? failed.refused().reason()
+                    : "the request body ended early or could not be read (" + failed.cause() + ")";
+            return new WriteResult.Unknown(why + "; bytes of it had already been sent to the upstream, which may"
+                    + " have kept them (an upstream that writes as it reads keeps a partial body)");
+        }
         if (failed.refused() != null) {
             return new WriteResult.Answered(failed.refused().problem().status());
         }
@@ -388,7 +446,7 @@ public final class HttpBackend implements Backend {
             return new WriteResult.Answered(exchange.response().status().code());
         }
         return answer(Problem.of(ProblemType.INCOMPLETE_BODY, "the request body ended early or could not"
-                + " be read; the upstream request was abandoned before its end, nothing was written")
+                + " be read; the upstream request was abandoned before any byte of it was sent, nothing was written")
                 .header("Connection", "close"));
     }
 
@@ -411,8 +469,11 @@ public final class HttpBackend implements Backend {
      * @param admission   the admitted token of a conditional write, else null
      * @param condition   null for a plain forward, else the version the write is conditional on
      * @param destination the upstream's URL of a COPY's or MOVE's destination (replacing the client's), else null
+     * @param admitted    whether the request is a write the fence admitted: its answer is read for what it says of
+     *                    the write ({@link StorageAnswer}) before it is relayed
      */
-    private Sent send(Exchange exchange, Admission admission, String condition, String destination) {
+    private Sent send(Exchange exchange, Admission admission, String condition, String destination,
+                      boolean admitted) {
         ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
         UpstreamClient.Request upstream;
@@ -430,13 +491,16 @@ public final class HttpBackend implements Backend {
             if (condition != null && status == Status.PRECONDITION_FAILED_412.code()) {
                 throw new PreconditionFailed();
             }
+            if (admitted && StorageAnswer.of(status) == StorageAnswer.UNKNOWN) {
+                return new Sent.StorageFailed(status);
+            }
             if (condition != null && status / 100 == 2) {
                 recordNewVersion(exchange, admission, response);
             }
             relay(req, response, res);
             return new Sent.Relayed(status);
         } catch (UpstreamClient.AbandonedBody e) {
-            return new Sent.BodyFailed(BodyBounds.BodyRefused.in(e), e.getCause());
+            return new Sent.BodyFailed(BodyBounds.BodyRefused.in(e), e.getCause(), e.requestSent());
         } catch (UpstreamFailure e) {
             if (e.requestSent()) {
                 outcomesUnknown.set(true);

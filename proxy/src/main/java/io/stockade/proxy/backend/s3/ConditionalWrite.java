@@ -11,6 +11,7 @@ import java.util.Optional;
 
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Fencing;
+import io.stockade.proxy.backend.StorageAnswer;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.ScopeGuard;
@@ -101,6 +102,9 @@ final class ConditionalWrite {
          * itself.
          */
         default WriteResult refused(Exchange exchange, UpstreamResponse response) {
+            if (StorageAnswer.of(response.status()) == StorageAnswer.UNKNOWN) {
+                return StorageAnswer.failed(response.status(), S3Front.errorCode(response));
+            }
             return relayed(exchange, response);
         }
     }

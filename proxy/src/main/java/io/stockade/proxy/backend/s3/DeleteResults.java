@@ -1,6 +1,7 @@
 package io.stockade.proxy.backend.s3;
 
 import io.stockade.proxy.backend.Fencing;
+import io.stockade.proxy.backend.StorageAnswer;
 import io.stockade.proxy.backend.WriteResult;
 
 /**
@@ -18,8 +19,13 @@ final class DeleteResults {
      */
     static String error(WriteResult result, long token, Fencing.Rule rule) {
         return switch (result) {
-            case WriteResult.Answered answered -> answered.status() / 100 == 2 ? null
-                    : entry("InternalError", "the store answered " + answered.status() + "; the key was not deleted");
+            case WriteResult.Answered answered -> switch (StorageAnswer.of(answered.status())) {
+                case WRITTEN -> null;
+                case NOT_WRITTEN -> entry(answered.status() == 503 ? "SlowDown" : "InternalError", "the store "
+                        + "answered " + answered.status() + "; the key was not deleted");
+                case UNKNOWN -> entry("InternalError", "the store answered " + answered.status() + ", which does"
+                        + " not say whether the key was deleted: read it, or delete it again");
+            };
             case WriteResult.Stale stale -> entry("PreconditionFailed", "fencing token " + token + " is "
                     + (token == stale.highest() ? "equal to" : "below") + " the highest token " + stale.highest()
                     + " of this object; a newer holder owns it. The key was not deleted");

@@ -19,6 +19,7 @@ import java.util.logging.Logger;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Route;
 import io.stockade.proxy.backend.Exchange;
+import io.stockade.proxy.backend.StorageAnswer;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.problem.Problem;
@@ -569,6 +570,20 @@ final class S3Front {
 
     /** Sends the client's request upstream (signed by the proxy) and relays the answer. */
     WriteResult relay(Exchange exchange, Parsed p, List<Map.Entry<String, String>> extraHeaders) {
+        return relay(exchange, p, extraHeaders, false);
+    }
+
+    /**
+     * Sends a write the fence admitted upstream and relays the answer, unless the store's answer does not say
+     * whether it applied the write ({@link StorageAnswer#UNKNOWN}: a 500 {@code InternalError}): then the
+     * pipeline answers that the outcome is unknown.
+     */
+    WriteResult relayAdmitted(Exchange exchange, Parsed p, List<Map.Entry<String, String>> extraHeaders) {
+        return relay(exchange, p, extraHeaders, true);
+    }
+
+    private WriteResult relay(Exchange exchange, Parsed p, List<Map.Entry<String, String>> extraHeaders,
+                              boolean admitted) {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
         headers.addAll(extraHeaders);
@@ -587,6 +602,9 @@ final class S3Front {
                 if (p.unsigned() && response.status() == 403 && (op == S3Request.Operation.GET_OBJECT
                         || op == S3Request.Operation.HEAD_OBJECT) && cls.deletedForAnonymous(s3.bucket(), s3.key())) {
                     return answer(exchange, 404, "NoSuchKey", "The specified key does not exist.");
+                }
+                if (admitted && StorageAnswer.of(response.status()) == StorageAnswer.UNKNOWN) {
+                    return StorageAnswer.failed(response.status(), errorCode(response));
                 }
                 Relay.relayResponse(response, exchange);
                 return new WriteResult.Answered(response.status());
@@ -667,6 +685,18 @@ final class S3Front {
         return new WriteResult.Unknown(reason);
     }
 
+
+    /** The {@code <Code>} of an S3 error answer, or empty when it has none (read up to 64 KiB). */
+    static String errorCode(UpstreamResponse response) {
+        try {
+            String xml = new String(response.readAll(64 * 1024), StandardCharsets.UTF_8);
+            int start = xml.indexOf("<Code>");
+            int end = xml.indexOf("</Code>");
+            return start >= 0 && end > start ? xml.substring(start + "<Code>".length(), end) : "";
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
+    }
 
     /** An S3 error the backend decided: nothing is sent here; the pipeline answers it through {@link #refuse}. */
     WriteResult answer(Exchange exchange, int status, String code, String message) {

@@ -46,7 +46,8 @@ final class SerializedS3Backend implements Backend, S3Class {
         return switch (p.s3().operation()) {
             case UPLOAD_PART, ABORT_MULTIPART -> new Keeper.Step((exchange, admission) -> front.forwardAsIs(exchange,
                     p));
-            case DELETE_OBJECTS -> new Keeper.Serialized((exchange, admission) -> front.relay(exchange, p, List.of()));
+            case DELETE_OBJECTS -> new Keeper.Serialized((exchange, admission) -> front.relayAdmitted(exchange, p,
+                    List.of()));
             case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
                  POST_OBJECT, GET_OBJECT, HEAD_OBJECT, OBJECT_READ, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
                  OBJECT_SUBRESOURCE_WRITE, CREATE_MULTIPART, COMPLETE_MULTIPART, LIST_PARTS, PREFLIGHT ->
@@ -65,7 +66,8 @@ final class SerializedS3Backend implements Backend, S3Class {
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
             return front.multipart.create(exchange, p, OptionalLong.of(admission.token()));
         }
-        return front.relay(exchange, p, List.of(Map.entry(S3Front.TOKEN_META, Long.toString(admission.token()))));
+        return front.relayAdmitted(exchange, p, List.of(Map.entry(S3Front.TOKEN_META,
+                Long.toString(admission.token()))));
     }
 
     /** Only the atomic class writes tombstones. */
