@@ -385,7 +385,10 @@ public final class StockadeServer implements AutoCloseable {
         json(res, report.up() ? 200 : 503, body.append("}}").toString());
     }
 
-    /** {@code /health/ready/<policy>}: 200 while the policy can write (the store and its own dependencies). */
+    /**
+     * {@code /health/ready/<policy>}: 200 while the policy can write (what its writes need: the fence store if they
+     * ask it, its verifier, its backend's database).
+     */
     private static void policyReady(ServerResponse res, String policy, FencePipeline pipeline) {
         Readiness.Report report = pipeline.readiness().check();
         if (!report.policies().containsKey(policy)) {
@@ -393,11 +396,7 @@ public final class StockadeServer implements AutoCloseable {
                     + String.join(", ", report.policies().keySet())).send(res);
             return;
         }
-        List<String> down = new ArrayList<>();
-        if (!report.storeUp()) {
-            report.down().stream().filter(d -> d.startsWith("fence store: ")).forEach(down::add);
-        }
-        down.addAll(report.policies().get(policy));
+        List<String> down = report.policies().get(policy);
         json(res, down.isEmpty() ? 200 : 503, "{\"policy\":" + JsonWriter.quote(policy) + ",\"status\":\""
                 + (down.isEmpty() ? "UP\"" : "DOWN\",\"down\":" + jsonList(down)) + "}");
     }
