@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 
+import io.stockade.policy.FieldLocator;
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
@@ -137,8 +138,12 @@ public final class Main {
         } catch (StockadeServer.InvalidDefinitions e) {
             err.println("stockade: " + config + " does not match its database (PostgreSQL analysed each statement"
                     + " without running it):");
+            Path file = config;
             for (String problem : e.problems()) {
-                err.println(config + ": " + problem);
+                // located as the loader locates its own errors: file:line:column: field: message
+                String field = problem.substring(0, problem.indexOf(": ")).replaceFirst(" \\(.*$", "");
+                err.println(FieldLocator.locate(file, field).map(at -> file + ":" + at[0] + ":" + at[1] + ": ")
+                        .orElse(file + ": ") + problem);
             }
             return EXIT_USAGE;
         } catch (IOException | RuntimeException e) {
