@@ -54,18 +54,26 @@ mkdir -p "$data"
 port=${STOCKADE_PORT:-$(stockade_free_port)}
 export STOCKADE_PORT=$port
 
-# Waits until FILE has a line matching PATTERN, or the process PID ended (then prints FILE and fails).
+# Says on stderr what the example does now (a start can take minutes: a first run downloads s3proxy).
+step() { echo "example: $*" >&2; }
+
+# Waits until FILE has a line matching PATTERN, or the process PID ended (then prints FILE and fails); every 10 s
+# it says it still waits, with the last line of FILE, so that a slow first start is never silent.
 await_line() {
-  local file=$1 pattern=$2 pid=$3 tries=600
+  local file=$1 pattern=$2 pid=$3 tries=0 limit=${4:-600}
   until grep -q "$pattern" "$file" 2>/dev/null; do
-    if ! kill -0 "$pid" 2>/dev/null || [ $((tries -= 1)) -le 0 ]; then
+    if ! kill -0 "$pid" 2>/dev/null || [ $((tries += 1)) -ge "$limit" ]; then
       echo "example: did not start:" >&2; cat "$file" >&2; exit 1
+    fi
+    if [ $((tries % 100)) -eq 0 ]; then
+      step "still waiting ($((tries / 10)) s) for $file: $(tail -n 1 "$file" 2>/dev/null | cut -c1-100)"
     fi
     sleep 0.1
   done
 }
 
 start_upstream() {  # ports...
+  step "starting a small HTTP store on port(s) $*"
   "$JAVA_HOME/bin/java" scripts/example-upstream.java "$@" > "$data/upstream.log" 2>&1 &
   pids+=($!)
   await_line "$data/upstream.log" "listening on http://127.0.0.1:${*: -1}" "$!"
@@ -108,6 +116,7 @@ curl -i http://127.0.0.1:$port/accounts/nobody      # 404" ;;
   replicas)
     command -v etcd >/dev/null || { echo "example: etcd not found (apt-get install -y etcd-server)" >&2; exit 1; }
     client=$(stockade_free_port); peer=$(stockade_free_port); objects=$(stockade_free_port)
+    step "starting etcd on 127.0.0.1:$client (data in $data/etcd)"
     etcd --name example --data-dir "$data/etcd" --listen-client-urls "http://127.0.0.1:$client" \
          --advertise-client-urls "http://127.0.0.1:$client" --listen-peer-urls "http://127.0.0.1:$peer" \
          --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "example=http://127.0.0.1:$peer" \
@@ -118,6 +127,7 @@ curl -i http://127.0.0.1:$port/accounts/nobody      # 404" ;;
     export ETCD_ENDPOINTS="http://127.0.0.1:$client" OBJECTS_URL="http://127.0.0.1:$objects/store"
     config=policies/examples/replicas.yaml
     second=$(stockade_free_port)
+    step "starting replica 2 on 127.0.0.1:$second (log $data/proxy-2.log)"
     STOCKADE_PORT=$second bin/stockade --config "$config" > "$data/proxy-2.log" 2>&1 &
     pids+=($!)
     await_line "$data/proxy-2.log" "Stockade listening" "$!"
@@ -127,9 +137,11 @@ curl http://127.0.0.1:$second/objects/b/report.txt                              
 # replica 2: http://127.0.0.1:$second (log $data/proxy-2.log); etcd: $ETCD_ENDPOINTS" ;;
   s3)
     store=$(stockade_free_port)
+    step "starting s3proxy on 127.0.0.1:$store (a first run resolves it with Maven: a minute or two; log"\
+         "$data/s3proxy.out)"
     S3PROXY_PORT=$store scripts/s3proxy.sh "$data/s3proxy" > "$data/s3proxy.out" 2>&1 &
     pids+=($!)
-    await_line "$data/s3proxy.out" "stockade: s3proxy on " "$!"
+    await_line "$data/s3proxy.out" "stockade: s3proxy on " "$!" 3000
     stockade_wait_port "$store" "$!" "$data/s3proxy.out"
     export S3_ENDPOINT="http://127.0.0.1:$store"
     config=policies/examples/s3.yaml
@@ -141,6 +153,7 @@ curl $sign http://127.0.0.1:$port/reports/2026/report.csv                       
 # s3proxy: $S3_ENDPOINT (keys minioadmin/minioadmin, log $data/s3proxy/s3proxy.log); the AWS CLI: docs/s3.md" ;;
 esac
 
+step "starting the proxy on 127.0.0.1:$port with $config (log $data/proxy.log)"
 bin/stockade --config "$config" > "$data/proxy.log" 2>&1 &
 pids+=($!)
 await_line "$data/proxy.log" "Stockade listening" "$!"

@@ -35,7 +35,9 @@ final class EtcdLeaseService implements LeaseService {
     private final Ticker ticker;
 
     EtcdLeaseService(String[] endpoints, Ticker ticker) {
-        this.client = Client.builder().endpoints(endpoints).build();
+        // no keepalive pings without an open call: etcd's enforcement policy (PermitWithoutStream false) answers them
+        // with GOAWAY ENHANCE_YOUR_CALM "too_many_pings" (as the proxy's client, EtcdClients)
+        this.client = Client.builder().endpoints(endpoints).keepaliveWithoutCalls(false).build();
         this.ticker = ticker;
     }
 

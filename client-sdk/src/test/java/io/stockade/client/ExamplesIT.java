@@ -5,6 +5,7 @@ import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -148,6 +149,19 @@ class ExamplesIT {
         }
     }
 
+    /** Issue 49: {@code ./quickstart.sh --help} showed the proxy's usage, not the script's own options. */
+    @Test
+    void quickstartHelpNamesItsOwnOptions() throws Exception {
+        Process p = new ProcessBuilder(ROOT.resolve("quickstart.sh").toString(), "--help").redirectErrorStream(true)
+                .start();
+        String said = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), said);
+        assertTrue(said.startsWith("usage: ./quickstart.sh [--fresh]") && said.contains("--example NAME")
+                && said.contains("replicas") && said.contains("--port 9090"), said);
+        assertFalse(said.contains("stockade-proxy --config"), "not the proxy's usage: " + said);
+    }
+
     @Test
     void twoReplicasShareOneFenceInEtcd() throws Exception {
         io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.ETCD);
@@ -157,6 +171,11 @@ class ExamplesIT {
                 .orElseThrow().substring("# replica 2: ".length()).split(" ")[0]);
         int upstream = upstreamPort("replicas");
         try {
+            // issue 49: the slow examples were silent while they started; each step is said as it begins
+            for (String step : List.of("example: starting etcd on ", "example: starting a small HTTP store",
+                    "example: starting replica 2 on ", "example: starting the proxy on ")) {
+                assertTrue(r.printed().stream().anyMatch(l -> l.startsWith(step)), step + " in " + r.printed());
+            }
             assertEquals("201", Curl.status("-X", "PUT", "-H", "Fencing-Token: 5", "--data", "v5",
                     r.proxy().resolve("/objects/b/report.txt").toString()));
             assertEquals("409", Curl.status("-X", "PUT", "-H", "Fencing-Token: 4", "--data", "v4",
@@ -254,9 +273,9 @@ class ExamplesIT {
     private static String exec(Path cwd, String... command) throws Exception {
         Process p = new ProcessBuilder(command).directory(cwd.toFile()).redirectErrorStream(false).start();
         byte[] out = p.getInputStream().readAllBytes();
-        String err = new String(p.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(60, TimeUnit.SECONDS), List.of(command) + " did not end");
         assertEquals(0, p.exitValue(), List.of(command) + ": " + err);
-        return new String(out, java.nio.charset.StandardCharsets.UTF_8);
+        return new String(out, StandardCharsets.UTF_8);
     }
 }

@@ -186,11 +186,7 @@ public final class Conformance {
             }
             ScenarioRunner.Endpoint proxied = null;
             for (Scenario s : scenarios) {
-                String notApplicable = s == Scenario.PROXY_RESTART && launched == null
-                        ? "the proxy is not launched by the suite (target proxy.launch)"
-                        : s == Scenario.STORE_STOP && (store == null || launched == null)
-                        ? "the fence store and the proxy are not both launched by the suite (target store.launch, "
-                        + "proxy.launch)" : null;
+                String notApplicable = notApplicable(s, launched != null, store != null);
                 if (notApplicable != null) {
                     results.add(new ScenarioResult(s, target.name(), null, null,
                             explicitScenarios ? Verdict.INCONCLUSIVE : Verdict.SKIPPED, List.of(notApplicable), 0));
@@ -201,12 +197,13 @@ public final class Conformance {
                 }
                 long t0 = System.nanoTime();
                 String key = "conformance/" + runId + "/" + s.id();
+                String counter = counterInstead(s, target.leaseProvider());
                 RunResult control = null;
                 if (controlEndpoint != null) {
                     log.println("conformance: " + s.id() + " control (no proxy) ...");
                     try {
                         control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, reader,
-                                options(work, store)).run();
+                                options(work, store, s)).note(counter).run();
                     } catch (UncheckedIOException e) {   // its read-back failed: it proves nothing
                         ScenarioResult broke = new ScenarioResult(s, target.name(), null, null, Verdict.INCONCLUSIVE,
                                 List.of("the control run broke off: " + e.getMessage()),
@@ -224,10 +221,12 @@ public final class Conformance {
                     stockade = RunInfo.proxyBuild(URI.create(target.metricsUrl() != null ? target.metricsUrl()
                             : metricsBase.toString().replaceAll("/$", "") + "/metrics"));
                 }
-                log.println("conformance: " + s.id() + " through the proxy ...");
+                log.println("conformance: " + s.id() + " through the proxy ..." + (counter == null ? "" : " (counter"
+                        + " lease)"));
                 RunResult through;
                 try {
-                    through = new ScenarioRunner(s, false, key, proxied, reader, options(work, store)).run();
+                    through = new ScenarioRunner(s, false, key, proxied, reader, options(work, store, s)).note(counter)
+                            .run();
                 } catch (IllegalStateException | UncheckedIOException e) {
                     // The run broke off (the proxy did not come back from a restart): this scenario proves nothing,
                     // the others and the report are kept.
@@ -323,8 +322,33 @@ public final class Conformance {
         }
     }
 
-    private ScenarioRunner.Options options(Path work, StoreProcess store) {
-        String p = target.leaseProvider();
+    /** Why a scenario cannot run on this target, or null. */
+    private static String notApplicable(Scenario s, boolean proxyLaunched, boolean storeLaunched) {
+        return s == Scenario.PROXY_RESTART && !proxyLaunched
+                ? "the proxy is not launched by the suite (target proxy.launch)"
+                : s == Scenario.STORE_STOP && (!storeLaunched || !proxyLaunched)
+                ? "the fence store and the proxy are not both launched by the suite (target store.launch, "
+                + "proxy.launch)" : null;
+    }
+
+    /**
+     * Why a scenario runs with the suite's counter lease although the target names a real one, or null: it faults
+     * only the holder's connection to the proxy, and the client SDK's watchdog keeps renewing a real lease through it
+     * ({@link Scenario#faultsOnlyTheConnection()}). A {@code class:} provider is used as named: the suite cannot
+     * tell whether it renews by itself.
+     */
+    static String counterInstead(Scenario s, String provider) {
+        if (!s.faultsOnlyTheConnection() || provider.equals("counter") || provider.startsWith("class:")) {
+            return null;
+        }
+        return "ran with the suite's counter lease, not " + RunInfo.hideSecrets(provider) + ": " + s.id()
+                + " faults only the holder's connection to the proxy, and a real lease's watchdog, on a connection"
+                + " the fault does not touch, keeps renewing it, so no other writer could take it; pause,"
+                + " proxy-restart and store-stop run with the lease named";
+    }
+
+    private ScenarioRunner.Options options(Path work, StoreProcess store, Scenario scenario) {
+        String p = counterInstead(scenario, target.leaseProvider()) != null ? "counter" : target.leaseProvider();
         String spec;
         if (p.equals("counter")) {
             spec = null;

@@ -39,6 +39,16 @@ public enum Scenario {
         return description;
     }
 
+    /**
+     * Whether this scenario faults only the holder's connection to the proxy (the process runs on). With a real
+     * lease (the client SDK's providers) the holder's watchdog, in the same process and on a connection the fault
+     * does not touch, keeps renewing, so no other writer can take the lease and nothing is proved: such a scenario
+     * runs with the suite's counter lease instead, and says so ({@code Conformance}).
+     */
+    public boolean faultsOnlyTheConnection() {
+        return this == DELAY || this == TIMEOUT || this == LOST_RESPONSE;
+    }
+
     /** The scenario with this {@link #id()} (or enum name, any case). */
     public static Scenario parse(String s) {
         String k = s.trim().toLowerCase(Locale.ROOT).replace('_', '-');

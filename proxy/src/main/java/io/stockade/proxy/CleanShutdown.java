@@ -19,7 +19,8 @@ import java.time.Instant;
  * The record is a file, {@value #FILE}, in the memory store's journal directory (which the store locks: one proxy
  * at a time). It is removed, durably, before the proxy serves, so a later crash is never taken for a clean stop; it
  * is written, durably, only at the end of a clean stop. The etcd and postgres stores have no directory of the
- * proxy's own: a proxy on them always settles after start.
+ * proxy's own, and are shared by replicas: each run keeps a record of its own there instead
+ * ({@code io.stockade.proxy.store.runs.SharedRuns}).
  */
 final class CleanShutdown {
     static final String FILE = "clean-shutdown";

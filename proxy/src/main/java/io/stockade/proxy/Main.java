@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 
+import io.stockade.policy.FieldLocator;
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
@@ -124,11 +125,13 @@ public final class Main {
             loaded = loaded.withManagementPort(managementPort);
         }
 
-        String environment = environmentProblem(System.getProperty("sun.jnu.encoding"), exitsOnOutOfMemory());
-        if (environment != null) {
-            err.println("stockade: " + environment);
+        BootstrapChecks.Outcome checks = BootstrapChecks.run(loaded.server(), System.getProperty("sun.jnu.encoding"),
+                exitsOnOutOfMemory(), Boolean.getBoolean(BootstrapChecks.ENFORCE_PROPERTY));
+        if (checks.refusal() != null) {
+            err.println("stockade: " + checks.refusal());
             return EXIT_START_FAILED;
         }
+        checks.warnings().forEach(w -> err.println("stockade: " + w));
         LogConfig.configureRuntime();
         JsonLineHandler.install();
         StockadeServer server;
@@ -140,8 +143,12 @@ public final class Main {
         } catch (StockadeServer.InvalidDefinitions e) {
             err.println("stockade: " + config + " does not match its database (PostgreSQL analysed each statement"
                     + " without running it):");
+            Path file = config;
             for (String problem : e.problems()) {
-                err.println(config + ": " + problem);
+                // located as the loader locates its own errors: file:line:column: field: message
+                String field = problem.substring(0, problem.indexOf(": ")).replaceFirst(" \\(.*$", "");
+                err.println(FieldLocator.locate(file, field).map(at -> file + ":" + at[0] + ":" + at[1] + ": ")
+                        .orElse(file + ": ") + problem);
             }
             return EXIT_USAGE;
         } catch (IOException | RuntimeException e) {
@@ -166,25 +173,6 @@ public final class Main {
             Thread.currentThread().interrupt();
         }
         return 0;
-    }
-
-    /**
-     * Why this JVM cannot run the proxy as it must, or null. File names ({@code sun.jnu.encoding}) must be UTF-8:
-     * under a non-UTF-8 locale (a service manager's bare environment, {@code env -i}) the JVM cannot name a file
-     * {@code é} and the file backend would answer 500 for it. And an {@code OutOfMemoryError} must end the process:
-     * a JVM that goes on after one answers every request with an error while {@code /health/live} stays green.
-     */
-    static String environmentProblem(String fileNameEncoding, boolean exitsOnOutOfMemory) {
-        if (fileNameEncoding == null || !fileNameEncoding.replace("-", "").equalsIgnoreCase("UTF8")) {
-            return "the JVM encodes file names as " + fileNameEncoding + ", not UTF-8 (the process's locale is not a"
-                    + " UTF-8 one); start it with LC_ALL=C.UTF-8 (bin/stockade, the image and deploy/ set it)";
-        }
-        if (!exitsOnOutOfMemory) {
-            return "the JVM was started without -XX:+ExitOnOutOfMemoryError: a proxy that runs on after an"
-                    + " OutOfMemoryError answers every request with an error while its liveness stays green; add it"
-                    + " (bin/stockade, the image and deploy/ set it)";
-        }
-        return null;
     }
 
     /** Whether this JVM ends on an {@code OutOfMemoryError} ({@code -XX:+ExitOnOutOfMemoryError} or the crash flag). */

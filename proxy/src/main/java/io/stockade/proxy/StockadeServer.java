@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import java.util.logging.Level;
@@ -50,6 +51,7 @@ import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.store.memory.MemoryFenceStore;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
+import io.stockade.proxy.store.runs.SharedRuns;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import io.helidon.common.tls.TlsClientAuth;
@@ -155,6 +157,9 @@ public final class StockadeServer implements AutoCloseable {
                 pipeline.previousRunStoppedCleanly();
                 LOG.info("a new journal (no previous run on it): serialized policies open at once");
             }
+            // A shared store: this run's record in it, and whether an earlier run's writes may still land
+            FenceStores.runs(store).ifPresent(runs -> runs.start(backends.values().stream().map(Backend::settle)
+                    .max(Duration::compareTo).orElse(Duration.ZERO), pipeline::previousRunStoppedCleanly));
             sql = SqlListener.start(config.sql(), metrics.registry(), pipeline.readiness()::include);
             Reloader reloader = new Reloader(pipeline, verifiers);
             reloader.started(backends);
@@ -397,7 +402,10 @@ public final class StockadeServer implements AutoCloseable {
         json(res, report.up() ? 200 : 503, body.append("}}").toString());
     }
 
-    /** {@code /health/ready/<policy>}: 200 while the policy can write (the store and its own dependencies). */
+    /**
+     * {@code /health/ready/<policy>}: 200 while the policy can write (what its writes need: the fence store if they
+     * ask it, its verifier, its backend's database).
+     */
     private static void policyReady(ServerResponse res, String policy, FencePipeline pipeline) {
         Readiness.Report report = pipeline.readiness().check();
         if (!report.policies().containsKey(policy)) {
@@ -405,11 +413,7 @@ public final class StockadeServer implements AutoCloseable {
                     + String.join(", ", report.policies().keySet())).send(res);
             return;
         }
-        List<String> down = new ArrayList<>();
-        if (!report.storeUp()) {
-            report.down().stream().filter(d -> d.startsWith("fence store: ")).forEach(down::add);
-        }
-        down.addAll(report.policies().get(policy));
+        List<String> down = report.policies().get(policy);
         json(res, down.isEmpty() ? 200 : 503, "{\"policy\":" + JsonWriter.quote(policy) + ",\"status\":\""
                 + (down.isEmpty() ? "UP\"" : "DOWN\",\"down\":" + jsonList(down)) + "}");
     }
@@ -546,9 +550,10 @@ public final class StockadeServer implements AutoCloseable {
     }
 
     /**
-     * Stops listening, then closes the backends (those replaced by reloads too) and the store. With the memory
-     * store, a stop that leaves nothing in flight (writes holding a scope are waited for, up to {@value
-     * #DRAIN_SECONDS} s) is recorded in the journal directory, so the next start need not settle.
+     * Stops listening, then closes the backends (those replaced by reloads too) and the store. A stop that leaves
+     * nothing in flight (writes holding a scope are waited for, up to {@value #DRAIN_SECONDS} s) is recorded so
+     * that the next start need not settle: in the journal directory with the memory store; on a shared store
+     * (etcd, PostgreSQL) by removing this run's record from it ({@code SharedRuns}).
      */
     @Override
     public void close() {
@@ -557,7 +562,8 @@ public final class StockadeServer implements AutoCloseable {
         }
         server.stop();
         boolean clean = false;
-        if (journal != null) {
+        Optional<SharedRuns> runs = FenceStores.runs(store);
+        if (journal != null || runs.isPresent()) {
             // Wait for the writes in flight (only they can end soon); a quarantine or a settle runs its course.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DRAIN_SECONDS);
             while (pipeline.writesInFlight() > 0 && System.nanoTime() < deadline) {
@@ -576,14 +582,17 @@ public final class StockadeServer implements AutoCloseable {
             LOG.log(Level.FINE, "closing the listener's timers", e);
         }
         reloader.close();
-        if (clean) {
+        if (clean && runs.isPresent()) {
+            runs.get().stopCleanly();
+        }
+        if (clean && journal != null) {
             try {
                 CleanShutdown.record(journal);
             } catch (IOException e) {
                 LOG.log(Level.WARNING, "could not record the clean stop in " + journal
                         + "; the next start settles as after a crash", e);
             }
-        } else if (journal != null) {
+        } else if (!clean && (journal != null || runs.isPresent())) {
             LOG.info("stopped with writes in flight, a scope quarantined or policies settling: the next start "
                     + "settles as after a crash");
         }

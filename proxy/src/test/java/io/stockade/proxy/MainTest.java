@@ -6,6 +6,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
+import io.stockade.policy.ServerConfig;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -136,12 +138,36 @@ class MainTest {
 
     /** Hostile-load report: under a bare environment the JVM could not name a file and the file backend said 500. */
     @Test
-    void aJvmThatCannotNameUnicodeFilesOrSurviveAnOutOfMemoryErrorIsRefusedSayingWhatToSet() {
-        assertEquals(null, Main.environmentProblem("UTF-8", true));
-        String ascii = Main.environmentProblem("ANSI_X3.4-1968", true);
+    void aJvmThatCannotNameUnicodeFilesIsRefusedEverywhereSayingWhatToSet() {
+        ServerConfig loopback = new ServerConfig("127.0.0.1", 8080);
+        assertEquals(null, BootstrapChecks.run(loopback, "UTF-8", true, false).refusal());
+        String ascii = BootstrapChecks.run(loopback, "ANSI_X3.4-1968", true, false).refusal();
         assertTrue(ascii != null && ascii.contains("LC_ALL=C.UTF-8") && ascii.contains("ANSI_X3.4-1968"), ascii);
-        String oom = Main.environmentProblem("UTF-8", false);
-        assertTrue(oom != null && oom.contains("-XX:+ExitOnOutOfMemoryError"), oom);
         assertTrue(Main.exitsOnOutOfMemory(), "the test JVMs run as the launchers run the proxy (pom.xml argLine)");
+    }
+
+    /**
+     * Issue 49: the README's {@code java -jar} on a laptop was refused for want of -XX:+ExitOnOutOfMemoryError. As
+     * Elasticsearch does, the production check is enforced only beyond loopback; on loopback it is a warning.
+     */
+    @Test
+    void withoutExitOnOutOfMemoryErrorALoopbackProxyIsWarnedAndOneListeningBeyondItRefused() {
+        BootstrapChecks.Outcome laptop = BootstrapChecks.run(new ServerConfig("127.0.0.1", 8080), "UTF-8", false,
+                false);
+        assertEquals(null, laptop.refusal());
+        assertTrue(laptop.warnings().size() == 1 && laptop.warnings().getFirst().contains("-XX:+ExitOnOutOfMemoryError")
+                && laptop.warnings().getFirst().contains("loopback only"), laptop.warnings().toString());
+        assertEquals(null, BootstrapChecks.run(new ServerConfig("localhost", 8080), "UTF-8", false, false).refusal());
+        assertEquals(null, BootstrapChecks.run(new ServerConfig("::1", 8080), "UTF-8", false, false).refusal());
+
+        String wildcard = BootstrapChecks.run(new ServerConfig("0.0.0.0", 8080), "UTF-8", false, false).refusal();
+        assertTrue(wildcard != null && wildcard.contains("-XX:+ExitOnOutOfMemoryError")
+                && wildcard.contains("beyond loopback (server.host 0.0.0.0)"), wildcard);
+        String management = BootstrapChecks.run(new ServerConfig("127.0.0.1", 8080)
+                .withManagement(new ServerConfig.Management("::", 9090)), "UTF-8", false, false).refusal();
+        assertTrue(management != null && management.contains("server.management.host ::"), management);
+        String enforced = BootstrapChecks.run(new ServerConfig("127.0.0.1", 8080), "UTF-8", false, true).refusal();
+        assertTrue(enforced != null && enforced.contains("-Dstockade.enforce-bootstrap-checks=true"), enforced);
+        assertEquals(null, BootstrapChecks.run(new ServerConfig("0.0.0.0", 8080), "UTF-8", true, true).refusal());
     }
 }

@@ -97,7 +97,14 @@ class PostgresStatementCheckIT {
         Run run = main(config);
         assertEquals(Main.EXIT_USAGE, run.code(), run.err());
         assertEquals("", run.out(), "never listened");
-        assertTrue(run.err().contains(config + ": policies[0].backend.statements.PUT[0] ('set-name'): policy 'items'"
+        // located at the statement, line and column, as the loader locates its own errors (issue 49)
+        List<String> lines = Files.readAllLines(config);
+        int line = 0;
+        while (!lines.get(line).contains("sql: \"")) {
+            line++;
+        }
+        String at = config + ":" + (line + 1) + ":" + (lines.get(line).indexOf("sql: \"") + 6) + ": ";
+        assertTrue(run.err().contains(at + "policies[0].backend.statements.PUT[0] ('set-name'): policy 'items'"
                 + " (/items/{id}): column \"nmae\" of relation \"items\" does not exist (SQLSTATE 42703)"), run.err());
         assertTrue(run.err().contains("does not match its database"), run.err());
         // nothing ran: the row is as it was, and no fence was taken in the database

@@ -15,6 +15,12 @@ final class ReportHeader {
 
     private static final List<String> COUNTS = List.of("requests", "acknowledged", "refusedStale", "refusedOther",
             "unknown", "retries", "reads", "handoffs", "faults", "faultsEffective", "violations");
+    /** The counts' column headers, short enough for the table to fit a laptop's 1280 px (the name in a title). */
+    private static final Map<String, String> HEADERS = Map.ofEntries(Map.entry("requests", "requests"),
+            Map.entry("acknowledged", "acked"), Map.entry("refusedStale", "stale"),
+            Map.entry("refusedOther", "refused"), Map.entry("unknown", "unknown"), Map.entry("retries", "retries"),
+            Map.entry("reads", "reads"), Map.entry("handoffs", "handoffs"), Map.entry("faults", "faults"),
+            Map.entry("faultsEffective", "effective"), Map.entry("violations", "violations"));
 
     private ReportHeader() {
     }
@@ -41,8 +47,8 @@ final class ReportHeader {
             b.append("</table>\n");
         }
         b.append("<table id=\"counts\" class=\"counts\">\n<tr><th>scenario</th><th>verdict</th><th>run</th>");
-        COUNTS.forEach(c -> b.append("<th>").append(c).append("</th>"));
-        b.append("<th>seconds</th><th>reasons</th></tr>\n");
+        COUNTS.forEach(c -> b.append("<th title=\"").append(c).append("\">").append(HEADERS.get(c)).append("</th>"));
+        b.append("<th>seconds</th></tr>\n");
         for (ScenarioResult r : results) {
             runRow(b, r, "proxy", r.proxied());
             runRow(b, r, "control", r.control());
@@ -60,9 +66,11 @@ final class ReportHeader {
                 .append("</td>");
         Map<String, Long> c = run == null ? Map.of() : Reports.counts(run);
         COUNTS.forEach(k -> b.append("<td>").append(c.containsKey(k) ? c.get(k).toString() : "-").append("</td>"));
-        b.append(String.format(Locale.ROOT, "<td>%.1f</td><td>", r.seconds()))
-                .append(which.equals("proxy") ? Reports.xml(String.join("; ", r.reasons())) : "")
-                .append("</td></tr>\n");
+        b.append(String.format(Locale.ROOT, "<td>%.1f</td></tr>\n", r.seconds()));
+        if (which.equals("proxy") && !r.reasons().isEmpty()) {   // a row of their own, across the table
+            b.append("<tr class=\"reasons\"><td colspan=\"").append(COUNTS.size() + 4).append("\">")
+                    .append(Reports.xml(String.join("; ", r.reasons()))).append("</td></tr>\n");
+        }
     }
 
     private static void row(StringBuilder b, String name, String value) {

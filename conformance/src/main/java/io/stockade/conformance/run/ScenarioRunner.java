@@ -185,6 +185,14 @@ public final class ScenarioRunner {
         return options.ttl.toMillis();
     }
 
+    /** Adds a note for the report before the run (null: none); returns this runner. */
+    public ScenarioRunner note(String note) {
+        if (note != null) {
+            notes.add(note);
+        }
+        return this;
+    }
+
     /** The latency that makes a write arrive after the next holder's writes. */
     private Duration lateBy() {
         return Duration.ofMillis(2 * ttlMs() + 1500);

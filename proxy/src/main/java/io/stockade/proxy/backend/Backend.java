@@ -78,6 +78,17 @@ public interface Backend extends AutoCloseable {
     }
 
     /**
+     * Whether this backend's writes ask the proxy's fence store: a {@link Keeper.Serialized} or
+     * {@link Keeper.Conditional} write admits its token there. A backend whose every write is fenced by its own
+     * storage ({@link Keeper.InStorage}: the postgres backend, the atomic S3 class) says no, and its policy's
+     * readiness ({@code /health/ready/<policy>}, {@code stockade_policy_up}) does not follow the store: with the etcd
+     * store down, such a policy still writes, so it is not reported down. The default is yes.
+     */
+    default boolean needsFenceStore() {
+        return true;
+    }
+
+    /**
      * For {@code /health/ready}: why the storage that keeps this backend's fence ({@link Keeper.InStorage}) cannot
      * be reached now, asked within the backend's own timeout; empty when it can, or when the backend keeps no
      * fence of its own or cannot tell without a write (the default).

@@ -63,7 +63,11 @@ public final class EtcdClients {
                 .retryDelay(retryDelay(timeout))
                 .retryMaxDuration(timeout)
                 .waitForReady(false)
+                // etcd's gRPC enforcement policy (MinTime 5 s, PermitWithoutStream false): a ping sent while no
+                // call is open is a strike, and after two it answers GOAWAY ENHANCE_YOUR_CALM "too_many_pings"
+                // (issue 49, etcd's log); so pings only while calls or watches are open, 10 s apart (>= 5 s)
                 .keepaliveTime(Duration.ofSeconds(10))
+                .keepaliveWithoutCalls(false)
                 .keepaliveTimeout(timeout);
         if (username != null) {
             String secret = password;

@@ -23,10 +23,15 @@ import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 /**
- * {@code /health/ready}: whether the proxy can decide fences now. It is DOWN while the fence store, a policy's
- * token verifier or a self-fencing backend's database cannot be reached (writes would answer 503), and UP again as
- * soon as they can. An upstream that is down does not make the proxy unready: another replica could not write to
- * it either, and reads and the other policies still work.
+ * {@code /health/ready}: whether the proxy can decide fences now. It is DOWN while the fence store (when a policy's
+ * writes ask it), a policy's token verifier or a self-fencing backend's database cannot be reached (writes would
+ * answer 503), and UP again as soon as they can. An upstream that is down does not make the proxy unready: another
+ * replica could not write to it either, and reads and the other policies still work.
+ * <p>
+ * A policy's own state is computed from what its writes need: the fence store only when its backend asks it
+ * ({@link Backend#needsFenceStore()}: not the postgres backend nor the atomic S3 class, which keep their fence in
+ * their own storage), its verifier, its backend's database. The replica is DOWN for the store only while some policy
+ * needs it.
  * <p>
  * Each component is asked as a write would ask it, within its own timeout: the store for a scope no write uses,
  * each verifier for a claim no lock holds (a refusal is an answer: only "cannot answer" counts), each self-fencing
@@ -49,14 +54,17 @@ public final class Readiness {
     /**
      * The outcome of a check.
      *
-     * @param down     what keeps the whole replica from deciding fences: the fence store, and the dependencies of
-     *                 policies that gate readiness ({@code readiness: gate}); UP when empty
-     * @param policies each policy's own problems (its verifier, its backend's database), empty when it works
+     * @param down     what keeps the whole replica from deciding fences: the fence store while a policy needs it,
+     *                 and the dependencies of policies that gate readiness ({@code readiness: gate}); UP when empty
+     * @param policies each policy's problems, among what its writes need (the fence store if they ask it, its
+     *                 verifier, its backend's database); empty when it can write
      */
     public record Report(List<String> down, Map<String, List<String>> policies) {
         public Report {
             down = List.copyOf(down);
-            policies = Collections.unmodifiableMap(new LinkedHashMap<>(policies));
+            Map<String, List<String>> copy = new LinkedHashMap<>();
+            policies.forEach((name, problems) -> copy.put(name, List.copyOf(problems)));
+            policies = Collections.unmodifiableMap(copy);
         }
 
         public Report(List<String> down) {
@@ -67,14 +75,9 @@ public final class Readiness {
             return down.isEmpty();
         }
 
-        /** Whether a policy can write now: the fence store answers and so do its own dependencies. */
+        /** Whether a policy can write now: everything its writes need answers. */
         public boolean up(String policy) {
-            return storeUp() && policies.getOrDefault(policy, List.of()).isEmpty();
-        }
-
-        /** Whether the fence store answered (a problem of it is the one entry of {@link #down} not a policy's). */
-        public boolean storeUp() {
-            return down.stream().noneMatch(d -> d.startsWith("fence store: "));
+            return policies.getOrDefault(policy, List.of()).isEmpty();
         }
     }
 
@@ -163,33 +166,46 @@ public final class Readiness {
     }
 
     private Report down() {
-        List<String> down = new ArrayList<>();
+        Optional<String> storeDown;
         try {
             store.get(PROBE_SCOPE);
+            storeDown = Optional.empty();
         } catch (StoreUnavailableException e) {
-            down.add("fence store: " + e.getMessage());
+            storeDown = Optional.of("fence store: " + e.getMessage());
         }
+        List<String> down = new ArrayList<>();
         IdentityHashMap<TokenVerifier, Optional<String>> asked = new IdentityHashMap<>();
         Map<String, Backend> byPolicy = backends.get();
         Map<String, List<String>> policies = new LinkedHashMap<>();
         for (Policy policy : config.get().policies()) {
             List<String> own = new ArrayList<>();
+            Backend backend = byPolicy.get(policy.name());
+            boolean onStore = backend == null || backend.needsFenceStore();
+            if (onStore && storeDown.isPresent()) {
+                own.add(storeDown.get());
+                if (!down.contains(storeDown.get())) {
+                    down.add(0, storeDown.get()); // the replica's: first, once
+                }
+            }
             TokenVerifier verifier = verifiers.of(policy);
             if (verifier != null) {
                 // one question per verifier, however many policies share it
-                asked.computeIfAbsent(verifier, v -> v.verify(new TokenVerifier.Claim(PROBE_SCOPE, 1,
-                        h -> List.of())) instanceof TokenVerifier.Unavailable unavailable
-                        ? Optional.of(v.kind() + " verifier: " + unavailable.reason()) : Optional.empty())
-                        .ifPresent(own::add);
+                Optional<String> unavailable = asked.computeIfAbsent(verifier, v -> v.verify(
+                        new TokenVerifier.Claim(PROBE_SCOPE, 1, h -> List.of())) instanceof TokenVerifier.Unavailable u
+                        ? Optional.of(v.kind() + " verifier: " + u.reason()) : Optional.empty());
+                unavailable.ifPresent(own::add);
+                if (policy.readiness() == Policy.Readiness.GATE) {
+                    unavailable.ifPresent(why -> down.add("policy '" + policy.name() + "': " + why));
+                }
             }
-            Backend backend = byPolicy.get(policy.name());
             if (backend != null) {
-                backend.unreachable().ifPresent(own::add);
+                Optional<String> unreachable = backend.unreachable();
+                unreachable.ifPresent(own::add);
+                if (policy.readiness() == Policy.Readiness.GATE) {
+                    unreachable.ifPresent(why -> down.add("policy '" + policy.name() + "': " + why));
+                }
             }
             policies.put(policy.name(), own);
-            if (policy.readiness() == Policy.Readiness.GATE) {
-                own.forEach(why -> down.add("policy '" + policy.name() + "': " + why));
-            }
         }
         for (Part part : parts) {
             part.problems().forEach((policy, own) -> {

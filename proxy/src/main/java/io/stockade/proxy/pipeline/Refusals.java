@@ -42,7 +42,7 @@ final class Refusals {
                         + "'fence floors'); lock tokens must now start above it"
                         : "token " + token + " is " + (token == highest ? "equal to" : "below")
                         + " the highest token " + highest + " accepted for scope '" + scope
-                        + "'; a newer holder owns this resource")
+                        + "': a newer holder of the lock wrote with it, or an operator raised the scope to it")
                 .with("policy", policy.name()).with("scope", scope).with("token", token).with("highest", highest);
         return fromFloor ? problem.with("floor", true) : problem;
     }

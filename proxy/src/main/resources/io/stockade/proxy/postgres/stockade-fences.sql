@@ -146,3 +146,14 @@ BEGIN
     END IF;
 END
 $advance$;
+
+-- The registry of proxy runs (the postgres fence store's; the backend does not use it): a row per run that has not
+-- stopped cleanly, its beat rising every second while it runs; the row named '' marks the registry as started. A
+-- start that finds every earlier run gone (stopped cleanly) or beating opens its serialized policies at once
+-- instead of settling (docs/replicas.md, "Restarts").
+CREATE TABLE IF NOT EXISTS stockade_runs (
+    run        text PRIMARY KEY,
+    beat       bigint NOT NULL,
+    settle_ms  bigint NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);

@@ -2,6 +2,9 @@ package io.stockade.proxy.pipeline;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.Map;
 
@@ -11,6 +14,7 @@ import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;
+import io.stockade.testing.Pg;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;
 
@@ -59,6 +63,65 @@ class ReadinessIT {
             assertTrue(up.body().startsWith("{\"status\":\"UP\",\"policies\":{\"docs\":{\"status\":\"UP\"}"),
                     up.body());
             assertEquals(201, Http.put(proxy.uri("/docs/a"), "v", Map.of("Fencing-Token", "5")).status());
+        }
+    }
+
+    /**
+     * Issue 49: with the etcd fence store stopped, a postgres-backend policy (its fence in its own database) was
+     * reported DOWN ({@code /health/ready/jobs} 503, {@code stockade_policy_up} 0) while it went on writing. A
+     * policy's state now follows what its writes need: the postgres policy stays UP and writes (the row is in the
+     * database, its fence raised), the file policy on the store is DOWN and refuses (nothing written), the replica is
+     * unready for the store that policy needs.
+     */
+    @Test
+    void aPolicyFencedInItsOwnDatabaseStaysUpAndWritesWhileTheFenceStoreIsDown() throws Exception {
+        Path root = Files.createDirectories(dir.resolve("root"));
+        try (EtcdServer etcd = EtcdServer.single();
+             Pg db = Pg.create("CREATE TABLE jobs (id text PRIMARY KEY, state text NOT NULL)");
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), """
+                     store: {type: etcd, endpoints: "${ETCD}", prefix: /ready-pg/, timeout: 1s}
+                     policies:
+                       - name: jobs
+                         match: {path: "/jobs/{id}", methods: [PUT]}
+                         scope: jobs/{id}
+                         backend:
+                           type: postgres
+                           datasource: {url: "${DB}", user: postgres}
+                           params: {id: path, state: body}
+                           statements:
+                             PUT: INSERT INTO jobs (id, state) VALUES (:id, :state)
+                                  ON CONFLICT (id) DO UPDATE SET state = :state
+                       - name: files
+                         match: {path: "/files/{name}"}
+                         scope: files/{name}
+                         backend: {type: file, root: "${ROOT}"}
+                     """, Map.of("ETCD", etcd.endpoints(), "DB", db.url(), "ROOT", root.toString()))) {
+            proxy.awaitReady(200);
+            etcd.kill(0);
+            Http.Response down = proxy.awaitReady(503);
+            assertTrue(down.body().contains("\"down\":[\"fence store: "), down.body());
+            assertTrue(down.body().contains("\"jobs\":{\"status\":\"UP\"}")
+                    && down.body().contains("\"files\":{\"status\":\"DOWN\",\"down\":[\"fence store: "),
+                    down.body());
+            Http.Response jobs = Http.get(proxy.uri(StockadeServer.READY + "/jobs"));
+            assertEquals(200, jobs.status(), jobs.body());
+            assertEquals(503, Http.get(proxy.uri(StockadeServer.READY + "/files")).status());
+            String metrics = Http.get(proxy.uri("/metrics")).body();
+            assertTrue(metrics.contains("stockade_policy_up{policy=\"jobs\"} 1.0"), metrics);
+            assertTrue(metrics.contains("stockade_policy_up{policy=\"files\"} 0.0"), metrics);
+            // the truth it tells: the postgres policy writes, fenced in its database; the file policy refuses
+            Http.Response put = Http.put(proxy.uri("/jobs/a"), "{\"state\": \"done\"}",
+                    Map.of("Fencing-Token", "7", "Content-Type", "application/json"));
+            assertEquals(2, put.status() / 100, put.body());
+            assertEquals(409, Http.put(proxy.uri("/jobs/a"), "{\"state\": \"stale\"}",
+                    Map.of("Fencing-Token", "6", "Content-Type", "application/json")).status());
+            try (Connection c = DriverManager.getConnection(db.url(), "postgres", "");
+                 ResultSet rs = c.createStatement().executeQuery("SELECT state FROM jobs WHERE id = 'a'")) {
+                assertTrue(rs.next());
+                assertEquals("done", rs.getString(1));
+            }
+            assertEquals(503, Http.put(proxy.uri("/files/a"), "v", Map.of("Fencing-Token", "5")).status());
+            assertFalse(Files.exists(root.resolve("files/a")));
         }
     }
 

@@ -707,6 +707,12 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         return StatementCheck.problems(pool, config);
     }
 
+    /** Every write is fenced in the database, in its own transaction: the proxy's fence store is never asked. */
+    @Override
+    public boolean needsFenceStore() {
+        return false;
+    }
+
     @Override
     public Optional<String> unreachable() {
         try (Connection c = pool.getConnection()) {

@@ -115,6 +115,12 @@ final class AtomicS3Backend implements Backend, S3Class {
         });
     }
 
+    /** Every write is fenced by the token in the object's metadata and a conditional PUT: no fence store asked. */
+    @Override
+    public boolean needsFenceStore() {
+        return false;
+    }
+
     @Override
     public Duration settle() {
         return Duration.ZERO; // a conditional write that lands late no longer matches; nothing to quarantine

@@ -22,6 +22,7 @@ import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.RunRecords;
 import io.stockade.proxy.fence.StoreUnavailableException;
 
 import com.github.benmanes.caffeine.cache.Cache;
@@ -47,6 +48,8 @@ import io.etcd.jetcd.options.PutOption;
  *   P s/&lt;scope&gt;    the scope's token as 20 zero-padded decimal digits, then "\n" and the version if one is known
  *   P f/&lt;prefix&gt;   a prefix floor (20 digits)
  *   P floors        the floors' epoch: rewritten whenever a floor changes; only its mod revision matters
+ *   P runs          the registry of runs is kept ({@link EtcdRunRecords})
+ *   P runs/&lt;id&gt;    a run's record, rewritten every second while it runs
  * </pre>
  * Zero-padded tokens make etcd's byte order the numeric order (for people and range reads); the decisions
  * themselves are compare-and-set transactions on <em>mod revisions</em>: an accept commits only if neither the
@@ -127,6 +130,11 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
                     + EtcdClients.describe(e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e)
                     + "); writes answer 503 until it answers");
         }
+    }
+
+    /** The registry of runs under this store's prefix ({@link EtcdRunRecords}). */
+    public RunRecords runs() {
+        return new EtcdRunRecords(kv, prefix, timeout);
     }
 
     // ---- FenceStore ----

@@ -17,6 +17,7 @@ import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
+import io.stockade.proxy.fence.RunRecords;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.postgres.PostgresPools;
 
@@ -94,6 +95,21 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
         } catch (IOException | RuntimeException e) {
             pool.close();
             throw e;
+        }
+    }
+
+    /**
+     * The registry of runs in this database ({@code stockade_runs}), or empty when the table is missing (a schema
+     * applied by hand from an earlier {@code stockade-fences.sql}, {@code migrate: false}): then every start settles.
+     * The database answered at open, so the table's absence is known, not guessed.
+     */
+    public Optional<RunRecords> runs() {
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT to_regclass('stockade_runs') IS NOT NULL"); ResultSet r = ps.executeQuery()) {
+            r.next();
+            return r.getBoolean(1) ? Optional.of(new PostgresRunRecords(pool)) : Optional.empty();
+        } catch (SQLException e) {
+            return Optional.of(new PostgresRunRecords(pool)); // cannot tell now: keep it (writes wait for it)
         }
     }
 
