@@ -40,9 +40,12 @@ final class Refusals {
                         ? "token " + token + " is " + (token == highest ? "equal to" : "below") + " the floor "
                         + highest + " an operator raised over scope '" + scope + "' (fence raise --prefix; see "
                         + "'fence floors'); lock tokens must now start above it"
-                        : "token " + token + " is " + (token == highest ? "equal to" : "below")
-                        + " the highest token " + highest + " accepted for scope '" + scope
-                        + "': a newer holder of the lock wrote with it, or an operator raised the scope to it")
+                        : token == highest ? "token " + token + " was already accepted for scope '" + scope
+                        + "', and this policy admits each token once (equal: reject): an earlier write with it "
+                        + "(yours, even one that never landed, or an operator's raise) used it up; send a greater "
+                        + "token (your lock's next)"
+                        : "token " + token + " is below the highest token " + highest + " accepted for scope '"
+                        + scope + "': a newer holder of the lock wrote with it, or an operator raised the scope to it")
                 .with("policy", policy.name()).with("scope", scope).with("token", token).with("highest", highest);
         return fromFloor ? problem.with("floor", true) : problem;
     }

@@ -26,9 +26,11 @@ final class DeleteResults {
                 case UNKNOWN -> entry("InternalError", "the store answered " + answered.status() + ", which does"
                         + " not say whether the key was deleted: read it, or delete it again");
             };
-            case WriteResult.Stale stale -> entry("PreconditionFailed", "fencing token " + token + " is "
-                    + (token == stale.highest() ? "equal to" : "below") + " the highest token " + stale.highest()
-                    + " of this object; a newer holder owns it. The key was not deleted");
+            case WriteResult.Stale stale -> entry("PreconditionFailed", token == stale.highest()
+                    ? "fencing token " + token + " was already accepted for this object and the policy admits each "
+                    + "token once (equal: reject); the key was not deleted"
+                    : "fencing token " + token + " is below the highest token " + stale.highest() + " of this "
+                    + "object; a newer holder owns it. The key was not deleted");
             case WriteResult.TooFar tooFar -> entry("TokenTooFar", "token " + token + " is more than "
                     + rule.maxAdvance() + " above the highest token " + tooFar.highest() + " of this object (the "
                     + "policy's max-advance); the key was not deleted and its fence did not move");
