@@ -7,11 +7,13 @@ package io.stockade.proxy.backend;
  * <table>
  *   <caption>the status, and what the answer may claim</caption>
  *   <tr><td>1xx, 2xx</td><td>{@link #WRITTEN}</td></tr>
- *   <tr><td>3xx, 4xx, 503</td><td>{@link #NOT_WRITTEN}: the storage refused it (a redirect, a refusal, a failed
- *   condition, or "unavailable": RFC 9110 section 15.6.4, S3's {@code SlowDown}, which a client retries)</td></tr>
- *   <tr><td>any other 5xx</td><td>{@link #UNKNOWN}: the storage failed while handling it (S3 documents
- *   {@code 500 InternalError} as "the request may or may not have succeeded"); answered 504 unknown-outcome, not
- *   relayed, so the client cannot take it for a refusal</td></tr>
+ *   <tr><td>3xx, 4xx; 501, 503, 505, 507</td><td>{@link #NOT_WRITTEN}: the storage refused it (a redirect, a
+ *   refusal, a failed condition; a method it does not implement, "unavailable" (RFC 9110 section 15.6.4, S3's
+ *   {@code SlowDown}, which a client retries), a version it does not take, no room to store it (RFC 4918 section
+ *   11.5))</td></tr>
+ *   <tr><td>any other 5xx (500, 502, 504, ...)</td><td>{@link #UNKNOWN}: the storage, or a gateway in front of it,
+ *   failed while handling it (S3 documents {@code 500 InternalError} as "the request may or may not have
+ *   succeeded"); answered 504 unknown-outcome, not relayed, so the client cannot take it for a refusal</td></tr>
  * </table>
  */
 public enum StorageAnswer {
@@ -22,10 +24,10 @@ public enum StorageAnswer {
         if (status < 300) {
             return WRITTEN;
         }
-        if (status < 500 || status == 503) {
-            return NOT_WRITTEN;
-        }
-        return UNKNOWN;
+        return switch (status) {
+            case 501, 503, 505, 507 -> NOT_WRITTEN;
+            default -> status < 500 ? NOT_WRITTEN : UNKNOWN;
+        };
     }
 
     /**

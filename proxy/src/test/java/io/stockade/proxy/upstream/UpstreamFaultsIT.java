@@ -140,6 +140,23 @@ class UpstreamFaultsIT {
         assertEquals(2, upstream.findAll(putRequestedFor(urlPathEqualTo(path))).size(), "the stale one did not");
     }
 
+    /**
+     * A 500 to an admitted write does not say whether the upstream applied it (the hostile-world issue, item 3): it
+     * is answered 504 unknown-outcome, not relayed as a refusal; the upstream has answered, so nothing of it can
+     * land later and the scope is not quarantined.
+     */
+    @Test
+    void anUpstreamInternalErrorToAnAdmittedWriteIsAnUnknownOutcome() throws Exception {
+        String path = "/docs/failed";
+        upstream.stubFor(put(urlPathEqualTo(path)).willReturn(aResponse().withStatus(500).withBody("oops")));
+        Http.Response r = Http.put(proxy.uri(path), "v7", Map.of("Fencing-Token", "7"));
+        assertEquals(504, r.status(), r.body());
+        assertTrue(r.body().contains("unknown-outcome") && r.body().contains("the storage answered 500"), r.body());
+        assertEquals(1, upstream.findAll(putRequestedFor(urlPathEqualTo(path))).size(), "sent once");
+        upstream.stubFor(put(urlPathEqualTo(path)).willReturn(aResponse().withStatus(204)));
+        assertEquals(204, Http.put(proxy.uri(path), "v8", Map.of("Fencing-Token", "8")).status(), "not quarantined");
+    }
+
     /** A read whose answer breaks off mid-body: the client's connection is closed, never a 500, never complete. */
     @Test
     void aReadWhoseBodyBreaksOffClosesTheClientConnection() throws Exception {

@@ -31,8 +31,8 @@ public final class RegisteredStore implements FenceStore {
     @Override
     public Advance advance(String scope, long token, boolean acceptEqual) throws StoreUnavailableException {
         if (!runs.registered()) {
-            throw new StoreUnavailableException("this replica has not recorded its run in the fence store yet (the"
-                    + " store did not answer); no token is admitted before it is");
+            throw new StoreUnavailableException(runs.notRegisteredBecause() + " (this replica has not recorded its run"
+                    + " in the fence store yet; no token is admitted before it is)");
         }
         return delegate.advance(scope, token, acceptEqual);
     }

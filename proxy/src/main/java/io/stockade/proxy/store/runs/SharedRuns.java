@@ -55,6 +55,8 @@ public final class SharedRuns implements AutoCloseable {
     private volatile Duration settle = Duration.ZERO;
     private volatile Runnable open = () -> { };
     private volatile boolean registered;
+    /** Why the last attempt to register failed (the store's own words), or null. */
+    private volatile String notRegisteredBecause;
     /** Whether the failure to register was logged (once, not every beat). */
     private boolean toldUnregistered;
 
@@ -70,6 +72,12 @@ public final class SharedRuns implements AutoCloseable {
     /** Whether this run's record is in the store: until then no token may be admitted. */
     public boolean registered() {
         return registered;
+    }
+
+    /** Why this run is not recorded yet: the store's answer to the last attempt, or that none ended yet. */
+    public String notRegisteredBecause() {
+        String why = notRegisteredBecause;
+        return why == null ? "the first attempt has not ended" : why;
     }
 
     /**
@@ -93,6 +101,7 @@ public final class SharedRuns implements AutoCloseable {
             before = new LinkedHashMap<>(records.list());
             records.beat(run, settle);
         } catch (StoreUnavailableException e) {
+            notRegisteredBecause = e.getMessage();
             if (!toldUnregistered) {
                 toldUnregistered = true;
                 LOG.warning("could not record this run in the fence store (" + e.getMessage() + "); retrying every "
