@@ -62,8 +62,8 @@ public final class Racers {
     /**
      * Runs {@code writers} threads of {@code ops} writes each from one start signal. A 2xx is recorded as ok, a 409
      * or 412 as a refusal, and so is a 503 {@code slow-down} (the upstream refused the condition under a token no
-     * newer holder raised: nothing was written); anything else (or an I/O error) as an unknown outcome. Asserts that the race had both
-     * accepts and refusals: a race with either missing proves nothing.
+     * newer holder raised: nothing was written); anything else (or an I/O error) as an unknown outcome. Asserts that
+     * the race had both accepts and refusals: a race with either missing proves nothing.
      */
     public static void race(History history, int writers, int ops, Plan plan) throws Exception {
         CountDownLatch go = new CountDownLatch(1);
