@@ -3,7 +3,7 @@
 # PUT and DELETE of /files/{path...} on the local directory ./stockade-data/files (policies/examples/quickstart.yaml).
 # Builds the proxy first if needed. Extra arguments go to the proxy (e.g. --port 9090).
 # ./quickstart.sh --fresh first removes what an earlier run kept (./stockade-data/journal and ./stockade-data/files).
-# ./quickstart.sh --example http-upstream|observe|postgres|replicas|s3 runs another example with what it needs
+# ./quickstart.sh --example http-upstream|observe|postgres|replicas|s3|sql runs another example with what it needs
 # (scripts/example.sh), from a clean state of its own every run.
 set -euo pipefail
 cd "$(dirname "$0")"

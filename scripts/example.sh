@@ -2,7 +2,7 @@
 # Runs one of policies/examples with what it needs, on free loopback ports, each example's data in a directory of
 # its own, and prints a session to try; Ctrl-C (or SIGTERM) stops everything it started.
 #
-#   scripts/example.sh http-upstream|observe|postgres|replicas|s3     (also: ./quickstart.sh --example NAME)
+#   scripts/example.sh http-upstream|observe|postgres|replicas|s3|sql     (also: ./quickstart.sh --example NAME)
 #
 #   http-upstream  policies/examples/http-upstream.yaml in front of two small HTTP stores that honour If-Match
 #                  (scripts/example-upstream.java): 'documents' (serialized) and 'objects' (if-match, atomic)
@@ -16,12 +16,19 @@
 #   s3             policies/examples/s3.yaml in front of s3proxy 3.0.0 (scripts/s3proxy.sh: its data under
 #                  ./stockade-data/s3/s3proxy, the example's keys, a bucket 'reports'); signed requests (curl's
 #                  --aws-sigv4, or the AWS CLI as docs/s3.md shows)
+#   sql            policies/examples/sql.yaml: the PostgreSQL listener (docs/sql.md) in front of the machine's
+#                  PostgreSQL (PGHOST, PGPORT, PGUSER as for postgres; PGUSER must be a superuser: 'sql install'
+#                  creates a role and triggers), a database stockade_sql_example (STOCKADE_SQL_DATABASE: another
+#                  name; dropped and created again every run either way) with the tables of
+#                  policies/examples/sql.sql, an application role stockade_example_app that owns none of them
+#                  (created if missing; no password: loopback trust, as for postgres), and 'sql install' run;
+#                  the session is psql, one command a line
 #
 # Data: ./stockade-data/<example>/ (the journal, and s3proxy's and etcd's data), emptied at every start: each run
 # starts from a clean state of its own, so the printed session gives the same answers every time (a journal kept
 # from an earlier run would remember tokens that the new stores, in memory, do not: a first write answered 409).
 # The postgres example recreates its database stockade_example too (a database named by PGDATABASE is kept, its
-# schema and seed rows loaded again). Ports: STOCKADE_PORT (free
+# schema and seed rows loaded again); the sql example recreates its database always. Ports: STOCKADE_PORT (free
 # port by default), the stores' on free ports. The first line on standard output is "proxy: http://127.0.0.1:PORT".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +37,8 @@ stockade_find_jdk >/dev/null
 
 example=${1:-}
 case "$example" in
-  http-upstream|observe|postgres|replicas|s3) ;;
-  *) echo "usage: scripts/example.sh http-upstream|observe|postgres|replicas|s3" >&2; exit 2 ;;
+  http-upstream|observe|postgres|replicas|s3|sql) ;;
+  *) echo "usage: scripts/example.sh http-upstream|observe|postgres|replicas|s3|sql" >&2; exit 2 ;;
 esac
 
 pids=()
@@ -151,6 +158,28 @@ curl http://127.0.0.1:$second/objects/b/report.txt                              
 curl -i -X PUT $sign -H 'Fencing-Token: 6' --data v6 http://127.0.0.1:$port/reports/2026/report.csv   # 412 stale
 curl $sign http://127.0.0.1:$port/reports/2026/report.csv                                         # v7
 # s3proxy: $S3_ENDPOINT (keys minioadmin/minioadmin, log $data/s3proxy/s3proxy.log); the AWS CLI: docs/s3.md" ;;
+  sql)
+    command -v psql >/dev/null || { echo "example: psql not found (apt-get install -y postgresql-client)" >&2; exit 1; }
+    export PGHOST=${PGHOST:-127.0.0.1} PGPORT=${PGPORT:-5432} PGUSER=${PGUSER:-postgres}
+    export STOCKADE_SQL_DATABASE=${STOCKADE_SQL_DATABASE:-stockade_sql_example}
+    sqlport=${STOCKADE_SQL_PORT:-$(stockade_free_port)}
+    export STOCKADE_SQL_PORT=$sqlport
+    db=$STOCKADE_SQL_DATABASE app=stockade_example_app
+    PGOPTIONS='-c client_min_messages=warning' psql -q -X -v ON_ERROR_STOP=1 -d postgres >&2 <<SQL
+DROP DATABASE IF EXISTS "$db" WITH (FORCE);
+CREATE DATABASE "$db";
+DO \$\$ BEGIN CREATE ROLE $app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END \$\$;
+SQL
+    psql -q -X -v ON_ERROR_STOP=1 -v app_role=$app -d "$db" -f policies/examples/sql.sql >&2
+    openssl rand -hex 32 > "$data/sql.key" 2>/dev/null \
+      || python3 -c 'import secrets; print(secrets.token_hex(32))' > "$data/sql.key"
+    config=policies/examples/sql.yaml
+    bin/stockade sql install --config "$config" --user "$PGUSER" >&2
+    conn="host=127.0.0.1 port=$sqlport dbname=$db user=$app"
+    session="psql \"$conn options='-c stockade.fencing_token=7'\" -c \"UPDATE jobs SET state = 'done by 7' WHERE id = 1\"   # UPDATE 1
+psql \"$conn options='-c stockade.fencing_token=6'\" -c \"UPDATE jobs SET state = 'done by 6' WHERE id = 1\"   # ERROR:  stockade: stale fencing token 6
+psql \"$conn\" -tA -c \"SELECT state FROM jobs WHERE id = 1\"   # done by 7
+# SQL listener: postgresql://127.0.0.1:$sqlport (database $db on $PGHOST:$PGPORT; what is fenced: docs/sql.md)" ;;
 esac
 
 step "starting the proxy on 127.0.0.1:$port with $config (log $data/proxy.log)"

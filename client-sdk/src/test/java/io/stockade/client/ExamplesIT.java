@@ -8,6 +8,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -205,6 +206,55 @@ class ExamplesIT {
             new ProcessBuilder("psql", "-q", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-c",
                     "DROP DATABASE IF EXISTS " + db).inheritIO().start().waitFor(30, TimeUnit.SECONDS);
         }
+    }
+
+    /**
+     * {@code ./quickstart.sh --example sql}: the PostgreSQL listener in front of the machine's PostgreSQL, its session
+     * of psql commands replayed as printed (each answer starts with what its comment says), on a database the example
+     * made afresh: one left from an earlier run, with a fence row that would make token 7 stale, is gone.
+     */
+    @Test
+    void sqlReplaysItsPsqlSessionOnADatabaseMadeAfresh() throws Exception {
+        io.stockade.testing.Tools.require(io.stockade.testing.Tools.Tool.PSQL);
+        forget("sql");
+        String db = "stockade_sql_example_" + Long.toString(System.nanoTime(), 36);
+        shell("psql -q -h 127.0.0.1 -U postgres -d postgres -c 'CREATE DATABASE " + db + "' && psql -q -h 127.0.0.1"
+                + " -U postgres -d " + db + " -c 'CREATE TABLE left_over (scope text, token bigint); INSERT INTO"
+                + " left_over VALUES ($$jobs/1$$, 9)'");
+        Running r = start("sql", "STOCKADE_SQL_DATABASE", db);
+        int listener = URI.create(r.printed().stream().filter(l -> l.startsWith("# SQL listener: ")).findFirst()
+                .orElseThrow().substring("# SQL listener: ".length()).split(" ")[0]).getPort();
+        try {
+            List<String> session = r.printed().stream().filter(l -> l.startsWith("psql ")).toList();
+            assertEquals(3, session.size(), r.printed().toString());
+            List<String> answers = new ArrayList<>();
+            for (String line : session) {
+                int comment = line.lastIndexOf(" # ");
+                String expected = line.substring(comment + 3).strip();
+                String answer = shell(line.substring(0, comment).strip());
+                assertTrue(answer.startsWith(expected), line + "\n" + answer);
+                answers.add(expected);
+            }
+            assertEquals(List.of("UPDATE 1", "ERROR:  stockade: stale fencing token 6", "done by 7"), answers);
+            String psql = "psql -h 127.0.0.1 -U postgres -d " + db + " -tA -c ";
+            assertEquals("7", shell(psql + "\"SELECT token FROM stockade.stockade_fences WHERE scope = 'jobs/1'\"")
+                    .strip(), "the fence row, in the database");
+            assertEquals("", shell(psql + "\"SELECT to_regclass('left_over')\"").strip(), "the database is new");
+        } finally {
+            stop(r, r.proxy().getPort(), listener);
+            forget("sql");
+            shell("psql -q -h 127.0.0.1 -U postgres -d postgres -c 'DROP DATABASE IF EXISTS " + db
+                    + " WITH (FORCE)'");
+        }
+    }
+
+    /** Runs a command line with bash; what it printed, standard output and error together, whatever its exit. */
+    private String shell(String command) throws Exception {
+        Process p = new ProcessBuilder("bash", "-c", command).directory(dir.toFile()).redirectErrorStream(true)
+                .start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), command + " did not end");
+        return out;
     }
 
     /**

@@ -144,7 +144,8 @@ public final class Conformance {
         Instant started = Instant.now().truncatedTo(ChronoUnit.SECONDS);
         long startNanos = System.nanoTime();
         String[] stockade = {"unknown (no run reached the proxy)", "unknown"};
-        String proxyAt = target.proxyUrl() == null ? "launched by the suite" : target.proxyUrl();
+        String proxyAt = target.sql() != null ? "the PostgreSQL listener at " + hidePassword(target.sql().url())
+                : target.proxyUrl() == null ? "launched by the suite" : target.proxyUrl();
         String storage = "?";
         String runId = Long.toString(System.currentTimeMillis(), 36);
         proxyAnnounced = false;
@@ -152,7 +153,7 @@ public final class Conformance {
         ProxyProcess launched = null;
         StoreProcess store = null;
         List<AutoCloseable> servers = new ArrayList<>();   // the control's shims
-        try (StorageReader reader = target.reader()) {
+        try (StorageReader reader = target.reader(); StorageReader controlReader = target.controlReader()) {
             storage = reader.describe();
             if (target.store() != null) {   // before the proxy, which needs it
                 store = new StoreProcess(target.store().launch(), target.store().ready(), work.resolve("store.log"));
@@ -162,21 +163,8 @@ public final class Conformance {
             }
             // A launched proxy starts while the first control runs (the control does not use it); it is waited for
             // before the first run through the proxy, and before a store-stop control stops the store under it.
-            CompletableFuture<URI> proxyStart;
-            if (target.launch() != null) {
-                launched = new ProxyProcess(target.launch(), work.resolve("proxy.log"));
-                ProxyProcess p = launched;
-                proxyStart = new CompletableFuture<>();
-                Thread.ofPlatform().daemon().name("proxy-start").start(() -> {
-                    try {
-                        proxyStart.complete(p.start(Duration.ofSeconds(60)));
-                    } catch (Throwable t) {
-                        proxyStart.completeExceptionally(t);
-                    }
-                });
-            } else {
-                proxyStart = CompletableFuture.completedFuture(URI.create(target.proxyUrl()));
-            }
+            launched = target.launch() == null ? null : new ProxyProcess(target.launch(), work.resolve("proxy.log"));
+            CompletableFuture<URI> proxyStart = startProxy(launched);
             ScenarioRunner.Endpoint controlEndpoint = null;
             if (target.control() != null) {
                 controlEndpoint = controlEndpoint(servers);
@@ -202,7 +190,7 @@ public final class Conformance {
                 if (controlEndpoint != null) {
                     log.println("conformance: " + s.id() + " control (no proxy) ...");
                     try {
-                        control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, reader,
+                        control = new ScenarioRunner(s, true, key + "-control", controlEndpoint, controlReader,
                                 options(work, store, s)).note(counter).run();
                     } catch (UncheckedIOException e) {   // its read-back failed: it proves nothing
                         ScenarioResult broke = new ScenarioResult(s, target.name(), null, null, Verdict.INCONCLUSIVE,
@@ -213,7 +201,11 @@ public final class Conformance {
                         continue;
                     }
                 }
-                if (proxied == null) {
+                if (proxied == null && target.sql() != null) {
+                    proxied = ScenarioRunner.sql(target.sql());
+                    stockade = target.metricsUrl() == null ? new String[] {"unknown (no sql.metrics: the proxy's "
+                            + "/metrics address)", "unknown"} : RunInfo.proxyBuild(URI.create(target.metricsUrl()));
+                } else if (proxied == null) {
                     URI base = awaitProxy(proxyStart, launched);
                     proxied = proxyEndpoint(base, launched);
                     proxyAt = launched == null ? base.toString() : "launched by the suite, on " + base;
@@ -254,18 +246,51 @@ public final class Conformance {
             }
         }
         String[] suite = RunInfo.suiteBuild();
-        Target.Request q = target.request();
-        String write = q.method() + " " + target.proxyPath() + (q.contentType() == null ? "" : " Content-Type: "
-                + q.contentType()) + " body " + q.body() + ", token in " + target.header();
         RunInfo info = new RunInfo(started, (System.nanoTime() - startNanos) / 1e9, target.name(), proxyAt,
-                stockade[0], stockade[1], suite[0], suite[1], write, storage, controlDescription(),
+                stockade[0], stockade[1], suite[0], suite[1], writeDescription(), storage, controlDescription(),
                 RunInfo.hideSecrets(target.leaseProvider()), target.ttl(), target.writers(), duration);
         return new Result(target, List.copyOf(results), info);
+    }
+
+    /**
+     * Starts a launched proxy in the background ({@code launched} not null), or the address of a running one: the
+     * target's {@code proxy.url}, or its listener's for a SQL target.
+     */
+    private CompletableFuture<URI> startProxy(ProxyProcess launched) {
+        if (launched == null) {
+            return CompletableFuture.completedFuture(URI.create(target.sql() != null
+                    ? target.sql().url().substring("jdbc:".length()) : target.proxyUrl()));
+        }
+        CompletableFuture<URI> proxyStart = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().name("proxy-start").start(() -> {
+            try {
+                proxyStart.complete(launched.start(Duration.ofSeconds(60)));
+            } catch (Throwable t) {
+                proxyStart.completeExceptionally(t);
+            }
+        });
+        return proxyStart;
+    }
+
+    /** The write the writers send, for the report. */
+    private String writeDescription() {
+        if (target.sql() != null) {
+            return "SQL " + target.sql().statement() + " with " + target.sql().params()
+                    + ", token in the startup options (options=-c stockade.fencing_token=N)";
+        }
+        Target.Request q = target.request();
+        return q.method() + " " + target.proxyPath() + (q.contentType() == null ? "" : " Content-Type: "
+                + q.contentType()) + " body " + q.body() + ", token in " + target.header();
     }
 
     /** The control's way into the storage; the servers the suite starts for it are added to {@code servers}. */
     private ScenarioRunner.Endpoint controlEndpoint(List<AutoCloseable> servers) {
         Map<String, String> c = target.control();
+        if (target.sql() != null) {   // the same SQL writers, straight on the database, on a table without the fence
+            Target.Sql sql = target.sql();
+            return ScenarioRunner.sql(sql.on(c.get("jdbc"), c.get("user"), c.get("password"),
+                    c.getOrDefault("sql", sql.statement())));
+        }
         if (c.containsKey("directory")) {
             PlainHttpStore controlStore = PlainHttpStore.start(Path.of(c.get("directory")));
             servers.add(controlStore);
@@ -291,6 +316,11 @@ public final class Conformance {
         if (c == null) {
             return "none";
         }
+        if (target.sql() != null) {
+            return "SQL straight to " + hidePassword(c.get("jdbc")) + ": " + c.getOrDefault("sql",
+                    target.sql().statement()) + " (read back with " + c.getOrDefault("read-sql",
+                    target.read().get("sql")) + ")";
+        }
         if (c.containsKey("directory")) {
             return "directory " + c.get("directory") + "/" + c.getOrDefault("file", "{key}") + " (served by the suite)";
         }
@@ -303,6 +333,11 @@ public final class Conformance {
         }
         return c.getOrDefault("method", target.request().method()).toUpperCase(Locale.ROOT) + " " + c.get("url")
                 + c.getOrDefault("path", "/{key}");
+    }
+
+    /** A JDBC URL with the value of a {@code password=} parameter hidden. */
+    private static String hidePassword(String url) {
+        return url.replaceAll("(?i)([?&]password=)[^&]*", "$1…");
     }
 
     /** The launched proxy's address once it is ready (or the target's {@code proxy.url}). */

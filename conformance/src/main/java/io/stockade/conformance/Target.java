@@ -53,12 +53,37 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  *                    {@code redis:<redis url>} (the client SDK's providers), or {@code class:<Name>:<argument>}
  * @param request     how a write is sent: method, body template, content type ({@code proxy.method},
  *                    {@code proxy.body}, {@code proxy.content-type}); the defaults are a plain-text PUT of the value
- * @param metricsUrl  where the proxy's Prometheus text is ({@code proxy.metrics}), for the report's Stockade version
- *                    and commit; null: {@code /metrics} on the proxy's address
+ * @param metricsUrl  where the proxy's Prometheus text is ({@code proxy.metrics}, {@code sql.metrics}), for the
+ *                    report's Stockade version and commit; null: {@code /metrics} on the proxy's address (an HTTP
+ *                    target), unknown (a SQL target)
+ * @param sql         a SQL target's writes ({@code sql} in place of {@code proxy}: SQL clients of the PostgreSQL
+ *                    listener), or null for an HTTP target
  */
 public record Target(String name, String proxyUrl, String proxyPath, String header, List<String> launch,
                      SigV4 proxySigner, Map<String, String> read, Map<String, String> control, Store store,
-                     Duration ttl, int writers, String leaseProvider, Request request, String metricsUrl) {
+                     Duration ttl, int writers, String leaseProvider, Request request, String metricsUrl,
+                     Sql sql) {
+
+    /**
+     * The writes of a SQL target: each is one statement on a connection of its own to the PostgreSQL listener, the
+     * token in the connection's startup options ({@code options=-c stockade.fencing_token=N}), as an unmodified
+     * client passes it. In the paired control the same writers run {@code control.sql} (default: the same
+     * statement) straight on the database, on a table the fence does not cover.
+     *
+     * @param url       {@code jdbc:postgresql://host:port/database[?user=...]}: the listener (one host, no
+     *                  {@code options}: the suite puts the token there)
+     * @param user      the database user, or null (in the URL, or pgjdbc's default)
+     * @param password  its password, or null
+     * @param statement one SQL statement with a {@code ?} per parameter, run with autocommit
+     * @param params    the parameters' templates, in order: {@code {value}}, {@code {token}}, {@code {key}},
+     *                  {@code {id}} (bound as text of unspecified type: the server infers the column's type)
+     */
+    public record Sql(String url, String user, String password, String statement, List<String> params) {
+        /** The same writes with another statement, URL and credentials (the control's). */
+        public Sql on(String otherUrl, String otherUser, String otherPassword, String otherStatement) {
+            return new Sql(otherUrl, otherUser, otherPassword, otherStatement, params);
+        }
+    }
 
     /**
      * How each write is sent, through the proxy and (method aside, for the suite's own shims) in the control.
@@ -92,9 +117,15 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         if (!(doc instanceof Map<?, ?> root)) {
             throw new IllegalArgumentException(source + ": a target file is a YAML mapping");
         }
-        known(source, "", (Map<String, Object>) root, Set.of("name", "proxy", "read", "control", "store", "lease",
-                "writers"));
-        Map<String, Object> proxy = section(source, root, "proxy", true);
+        known(source, "", (Map<String, Object>) root, Set.of("name", "proxy", "sql", "read", "control", "store",
+                "lease", "writers"));
+        Map<String, Object> sqlRaw = section(source, root, "sql", false);
+        if (sqlRaw != null && root.get("proxy") != null) {
+            throw new IllegalArgumentException(source + ": a target has 'proxy' (HTTP writes) or 'sql' (SQL clients "
+                    + "of the PostgreSQL listener), not both");
+        }
+        Sql sql = sqlRaw == null ? null : sql(source, sqlRaw);
+        Map<String, Object> proxy = sql != null ? Map.of() : section(source, root, "proxy", true);
         known(source, "proxy.", proxy, Set.of("url", "path", "header", "launch", "access-key", "secret-key",
                 "region", "method", "body", "content-type", "metrics"));
         Request request = request(source, proxy);
@@ -172,23 +203,27 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             throw new IllegalArgumentException(source + ": proxy.launch is a list: [program, arg, ...]");
         }
         String url = str(proxy.get("url"));
-        if (url == null && launch == null) {
+        if (url == null && launch == null && sql == null) {
             throw new IllegalArgumentException(source + ": proxy needs 'url' or 'launch'");
         }
-        String path = str(proxy.getOrDefault("path", "/{key}"));
-        Template.parse(path, source + ": proxy.path", Template.KEY, Template.KEY);
+        String path = sql != null ? null : str(proxy.getOrDefault("path", "/{key}"));
+        if (path != null) {
+            Template.parse(path, source + ": proxy.path", Template.KEY, Template.KEY);
+        }
         Target t = new Target(str(root.get("name")) == null ? "target" : str(root.get("name")),
                 url == null ? null : trimSlash(url), path, str(proxy.getOrDefault("header", "Fencing-Token")),
                 launch, signer, read, control, store,
                 duration(lease == null ? "1s" : str(lease.getOrDefault("ttl", "1s"))),
                 root.get("writers") == null ? 2 : Integer.parseInt(str(root.get("writers"))), provider, request,
-                str(proxy.get("metrics")));
+                sql != null ? str(sqlRaw.get("metrics")) : str(proxy.get("metrics")), sql);
         try (StorageReader r = t.reader()) {   // validates the read section
             r.describe();
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(source + ": " + e.getMessage(), e);
         }
-        if (control != null) {
+        if (sql != null) {
+            checkSqlReadAndControl(source, read, control);
+        } else if (control != null) {
             checkControl(source, control);
         }
         if (t.writers < 2) {
@@ -208,7 +243,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     public Target withLeaseProvider(String spec) {
         String s = spec.startsWith("redis://") || spec.startsWith("rediss://") ? "redis:" + spec : spec;
         return new Target(name, proxyUrl, proxyPath, header, launch, proxySigner, read, control, store, ttl, writers,
-                leaseSpec(s, "--lease"), request, metricsUrl);
+                leaseSpec(s, "--lease"), request, metricsUrl, sql);
     }
 
     /** Checks a lease provider spec (counter, etcd:…, postgres:…, redis:redis://…, zookeeper:…, class:…). */
@@ -236,6 +271,79 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     public StorageReader reader() {
         StorageReader r = rawReader();
         return read.containsKey("json") ? new JsonValueReader(r, read.get("json")) : r;
+    }
+
+    /**
+     * A new reader of what the paired control wrote: {@link #reader()}, except for a SQL target, whose control writes
+     * another table (or database): {@code control.read-sql} (default {@code read.sql}) on the control's connection.
+     */
+    public StorageReader controlReader() {
+        if (sql == null || control == null) {
+            return reader();
+        }
+        StorageReader r = new JdbcReader(control.get("jdbc"), control.getOrDefault("user", read.get("user")),
+                control.containsKey("user") ? control.get("password") : read.get("password"),
+                control.getOrDefault("read-sql", read.get("sql")), read.getOrDefault("param", "{key}"));
+        return read.containsKey("json") ? new JsonValueReader(r, read.get("json")) : r;
+    }
+
+    /** The {@code sql} section: the listener's URL, credentials, the statement and its parameters, checked. */
+    private static Sql sql(String source, Map<String, Object> raw) {
+        known(source, "sql.", raw, Set.of("url", "user", "password", "statement", "params", "metrics"));
+        String url = str(raw.get("url"));
+        if (url == null || !url.matches("jdbc:postgresql://[^/,?]+/[^?]*(\\?.*)?")) {
+            throw new IllegalArgumentException(source + ": sql.url '" + url + "' is not a JDBC URL of one host: "
+                    + "jdbc:postgresql://host:port/database[?user=...] (the PostgreSQL listener)");
+        }
+        if (url.matches("(?i).*[?&]options=.*")) {
+            throw new IllegalArgumentException(source + ": sql.url has options=...: leave it out, the suite passes "
+                    + "each writer's token there (options=-c stockade.fencing_token=N)");
+        }
+        String statement = str(raw.get("statement"));
+        if (statement == null || statement.isBlank()) {
+            throw new IllegalArgumentException(source + ": sql.statement is required: the write, one statement with a"
+                    + " ? per sql.params entry, e.g. INSERT INTO jobs (id, state) VALUES (?, ?) ON CONFLICT (id) DO "
+                    + "UPDATE SET state = EXCLUDED.state");
+        }
+        if (!(raw.get("params") instanceof List<?> list) || list.isEmpty()) {
+            throw new IllegalArgumentException(source + ": sql.params is a list of the statement's parameters, e.g. "
+                    + "[\"{id}\", \"{value}\"]");
+        }
+        List<String> params = list.stream().map(String::valueOf).toList();
+        boolean value = false;
+        boolean key = false;
+        for (int i = 0; i < params.size(); i++) {
+            Template.parse(params.get(i), source + ": sql.params[" + i + "]", Template.BODY, Set.of());
+            value |= params.get(i).contains("{value}");
+            key |= params.get(i).contains("{key}") || params.get(i).contains("{id}");
+        }
+        if (!value || !key) {
+            throw new IllegalArgumentException(source + ": sql.params " + params + " must bind {value} (the suite "
+                    + "finds each write by its value) and {key} or {id} (each run writes a row of its own)");
+        }
+        return new Sql(url, str(raw.get("user")), str(raw.get("password")), statement, params);
+    }
+
+    /** A SQL target reads its database back with a query, and its control writes the database straight. */
+    private static void checkSqlReadAndControl(String source, Map<String, String> read, Map<String, String> control) {
+        if (!read.containsKey("jdbc")) {
+            throw new IllegalArgumentException(source + ": a sql target reads the database back: read.jdbc and "
+                    + "read.sql (a query with one ?)");
+        }
+        if (control == null) {
+            return;
+        }
+        for (String k : control.keySet()) {
+            if (!Set.of("jdbc", "user", "password", "sql", "read-sql").contains(k)) {
+                throw new IllegalArgumentException(source + ": control." + k + " is not for a sql target; valid: "
+                        + "jdbc, user, password, sql, read-sql");
+            }
+        }
+        if (!control.containsKey("jdbc")) {
+            throw new IllegalArgumentException(source + ": the control of a sql target needs control.jdbc: the "
+                    + "database straight, not the listener (with control.sql, default sql.statement, on a table "
+                    + "the fence does not cover, and control.read-sql, default read.sql, to read it back)");
+        }
     }
 
     private StorageReader rawReader() {
@@ -308,7 +416,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             "json");
     private static final Set<String> CONTROL_KEYS = Set.of("url", "path", "directory", "file", "jdbc", "user",
             "password", "sql", "param", "s3", "bucket", "key", "region", "access-key", "secret-key", "path-style",
-            "method");
+            "method", "read-sql");
 
     private static Object yaml(String yaml, String source) {
         try {
@@ -320,6 +428,10 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     }
 
     private static void checkControl(String source, Map<String, String> control) {
+        if (control.containsKey("read-sql")) {
+            throw new IllegalArgumentException(source + ": control.read-sql is for a sql target (whose control "
+                    + "writes a table the fence does not cover); here the control is read with read");
+        }
         if (!control.containsKey("url") && !control.containsKey("directory")
                 && !control.containsKey("jdbc") && !control.containsKey("s3")) {
             throw new IllegalArgumentException(source + ": control needs 'url' (+ path), 'directory' (+ file), "

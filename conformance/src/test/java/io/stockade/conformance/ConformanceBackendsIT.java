@@ -176,6 +176,97 @@ class ConformanceBackendsIT {
     }
 
     /**
+     * A SQL target: the writers are SQL clients of the PostgreSQL listener (a proxy in this JVM, the fence installed
+     * in a database of its own by {@code sql install}), each write one upsert on a connection of its own with the token
+     * in its startup options; read back with a query. The control runs the same writers and the same upsert straight
+     * on the database, into a twin of the table the fence does not cover. {@code pause}: the SIGSTOPped holder's
+     * write after the handoff is refused with SF409 (409 in the history).
+     */
+    @Test
+    void sqlListenerPassesPauseAndItsControlFails(@TempDir Path dir) throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(scenarios(Scenario.PAUSE).isEmpty(), "pause was not asked for");
+        String db = "conf_sql_" + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong()
+                & Long.MAX_VALUE);
+        java.net.URI server = java.net.URI.create(ConformanceCases.PG.substring("jdbc:".length()));
+        String url = "jdbc:postgresql://" + server.getHost() + ":" + server.getPort() + "/" + db;
+        pg("CREATE DATABASE " + db);
+        try {
+            pgIn(url, "CREATE TABLE docs (id text PRIMARY KEY, body text NOT NULL);"
+                    + " CREATE TABLE docs_control (LIKE docs INCLUDING ALL)");
+            Files.writeString(dir.resolve("sql.key"), "0123456789abcdef0123456789abcdef-" + db + "\n");
+            Path config = dir.resolve("stockade.yaml");
+            Files.writeString(config, """
+                    server: {host: 127.0.0.1, port: 0}
+                    store: {type: memory, journal: %s}
+                    sql:
+                      listen: {host: 127.0.0.1, port: 0}
+                      database: {host: %s, port: %d, name: %s}
+                      fence-role: %s_fence
+                      secret-file: %s
+                      policies:
+                        - name: docs
+                          tables:
+                            - {table: docs, scope: "docs/{id}"}
+                    """.formatted(dir.resolve("journal"), server.getHost(), server.getPort(), db, db,
+                    dir.resolve("sql.key")));
+            assertEquals(0, io.stockade.proxy.sql.install.SqlCommand.run(List.of("install", "--config",
+                    config.toString(), "--user", PG_USER), System.out, System.err));
+            try (io.stockade.proxy.StockadeServer proxy = io.stockade.proxy.StockadeServer.start(
+                    io.stockade.policy.PolicyLoader.load(config))) {
+                Path targetFile = dir.resolve("target.yaml");
+                Files.writeString(targetFile, """
+                        name: sql
+                        sql:
+                          url: "jdbc:postgresql://127.0.0.1:%d/%s?user=%s"
+                          statement: "%s"
+                          params: ["{key}", "{value}"]
+                          metrics: http://127.0.0.1:%d/metrics
+                        read:
+                          jdbc: "%s"
+                          user: %s
+                          sql: select body from docs where id = ?
+                        control:
+                          jdbc: "%s?user=%s"
+                          sql: "%s"
+                          read-sql: select body from docs_control where id = ?
+                        lease:
+                          ttl: 1s
+                        """.formatted(proxy.sql().port(), db, PG_USER, UPSERT_CONTROL, proxy.port(), url, PG_USER,
+                        url, PG_USER, UPSERT_CONTROL.replace("INTO docs ", "INTO docs_control ")));
+                Conformance.Result r = runConclusively(Target.load(targetFile), dir.resolve("work"), Scenario.PAUSE);
+                assertEveryScenarioPassedAndEveryControlCaught(r);
+                // The database itself: the proxied row holds the value the suite read last and its scope's fence row
+                // the highest token; the control's row is in the twin table only, and no fence row names it.
+                for (ScenarioResult s : r.scenarios()) {
+                    RunResult through = s.proxied();
+                    RunResult control = s.control();
+                    assertTrue(through.finalValue() != null && control.finalValue() != null, s.scenario().id());
+                    assertEquals(through.finalValue(), pgOne(url, "select body from docs where id = ?", through.key()));
+                    assertEquals(control.finalValue(), pgOne(url, "select body from docs_control where id = ?",
+                            control.key()));
+                    assertEquals(null, pgOne(url, "select body from docs where id = ?", control.key()));
+                    long highest = through.history().ops().stream().filter(o -> o.status() == 200)
+                            .mapToLong(o -> o.token()).max().orElseThrow();
+                    assertEquals(Long.toString(highest), pgOne(url, "select token::text from stockade.stockade_fences"
+                            + " where scope = ?", "docs/" + through.key()), s.scenario().id());
+                    assertEquals(null, pgOne(url, "select token::text from stockade.stockade_fences where scope = ?",
+                            "docs/" + control.key()), s.scenario().id() + ": the control must not touch the fence");
+                }
+            }
+        } finally {
+            pg("DROP DATABASE IF EXISTS " + db + " WITH (FORCE)");
+            pg("DROP ROLE IF EXISTS " + db + "_fence");
+        }
+    }
+
+    private static void pgIn(String url, String sql) throws Exception {
+        try (java.sql.Connection c = java.sql.DriverManager.getConnection(url, PG_USER, null);
+             java.sql.Statement st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+
+    /**
      * The S3 backend (atomic: conditional PUTs with the token in the object's metadata) in front of a real S3 API
      * in-process ({@code org.gaul:s3proxy} over a transient blob store, SigV4 required). The writers sign their PUTs
      * with a client key of the policy ({@code auth: sigv4}, the proxy checks it); the bucket is read back with the

@@ -42,6 +42,45 @@ class TargetTest {
     }
 
     @Test
+    void aSqlTargetWritesThroughTheListenerAndItsControlReadsItsOwnTable() throws Exception {
+        Target t = Target.parse("""
+                name: sql
+                sql:
+                  url: "jdbc:postgresql://127.0.0.1:6432/app?user=jobs"
+                  statement: insert into jobs (id, state) values (?, ?) on conflict (id) do update set state = ?
+                  params: ["{id}", "{value}", "{value}"]
+                read: {jdbc: "jdbc:postgresql://127.0.0.1:5432/app", sql: "select state from jobs where id = ?",
+                       param: "{id}"}
+                control:
+                  jdbc: "jdbc:postgresql://127.0.0.1:5432/app?user=jobs"
+                  sql: insert into jobs_control (id, state) values (?, ?) on conflict (id) do update set state = ?
+                  read-sql: select state from jobs_control where id = ?
+                """, "t.yaml");
+        assertEquals(List.of("{id}", "{value}", "{value}"), t.sql().params());
+        assertEquals(null, t.proxyPath());
+        try (var control = t.controlReader()) {
+            assertTrue(control.describe().contains("jobs_control"), control.describe());
+        }
+        String base = "read: {jdbc: \"jdbc:postgresql://h/app\", sql: \"select 1 where ? = ?\"}\n";
+        for (String[] wrong : new String[][] {
+            {"proxy: {url: x}\nsql: {url: \"jdbc:postgresql://h:6432/app\", statement: s, params: [\"{id}\","
+                    + " \"{value}\"]}\n", "'proxy' (HTTP writes) or 'sql'"},
+            {"sql: {url: \"jdbc:postgresql://h:6432/app\", statement: s, params: [\"{id}\"]}\n", "must bind {value}"},
+            {"sql: {url: \"jdbc:postgresql://h:6432/app?options=-c%20x=1\", statement: s, params: [\"{id}\","
+                    + " \"{value}\"]}\n", "leave it out"},
+            {"sql: {url: \"http://h:6432/app\", statement: s, params: [\"{id}\", \"{value}\"]}\n", "JDBC URL"},
+            {"sql: {url: \"jdbc:postgresql://h:6432/app\", statement: s, params: [\"{id}\", \"{value}\"]}\n"
+                    + "control: {url: \"http://h\"}\n", "not for a sql target"},
+            {"sql: {url: \"jdbc:postgresql://h:6432/app\", statement: s, params: [\"{id}\", \"{value}\"]}\n"
+                    + "control: {sql: x}\n", "needs control.jdbc"},
+        }) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> Target.parse(wrong[0] + base, "t.yaml"));
+            assertTrue(e.getMessage().contains(wrong[1]), e.getMessage());
+        }
+    }
+
+    @Test
     void aUserRouteIsDescribed() throws Exception {
         Target t = Target.parse("""
                 proxy:

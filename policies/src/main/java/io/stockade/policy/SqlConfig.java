@@ -19,9 +19,12 @@ import java.util.Set;
  * @param direct      whether a token set by a client that connects to the database directly (no proof that the
  *                    listener set it) is taken
  * @param policies    the fenced tables, grouped by how their tokens are judged
+ * @param admin       the login the proxy's admin API reaches the fence table with ({@code admin-datasource}: a
+ *                    role that is a member of the fence role, which cannot log in itself), or {@code null}: the
+ *                    admin API refuses the SQL policies' scopes and {@code stockade sql fence} is the way
  */
 public record SqlConfig(Listen listen, Database database, String fenceRole, String schema, Path secretFile,
-                        DirectClients direct, List<SqlPolicy> policies) {
+                        DirectClients direct, List<SqlPolicy> policies, Datasource admin) {
     public static final String DEFAULT_FENCE_ROLE = "stockade_fence";
     public static final String DEFAULT_SCHEMA = "stockade";
     /** The custom setting a session's token travels in. */

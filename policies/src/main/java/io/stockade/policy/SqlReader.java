@@ -1,5 +1,7 @@
 package io.stockade.policy;
 
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -40,12 +42,39 @@ final class SqlReader {
             Optional<SqlConfig.DirectClients> direct = sql.optional("direct-clients",
                     f -> Values.keyword(f, "value", Vocabulary.DIRECT_CLIENTS), SqlConfig.DirectClients.REFUSE);
             Optional<List<SqlConfig.SqlPolicy>> policies = sql.required("policies", SqlReader::policies);
-            if (!Values.allPresent(listen, database, role, schema, secret, direct, policies)) {
+            Optional<Optional<Datasource>> admin = sql.optional("admin-datasource", DatasourceReader::read);
+            if (!Values.allPresent(listen, database, role, schema, secret, direct, policies, admin)) {
+                return Optional.empty();
+            }
+            String adminDatabase = admin.get().map(ds -> databaseOf(ds.url())).orElse(null);
+            if (adminDatabase != null && !adminDatabase.equals(database.get().name())) {
+                sql.get("admin-datasource").orElseThrow().error("its url names the database '" + adminDatabase
+                        + "', but the fence is in the database of sql.database.name, '" + database.get().name()
+                        + "': the admin API would act on a fence table no trigger reads");
                 return Optional.empty();
             }
             return Optional.of(new SqlConfig(listen.get(), database.get(), role.get(), schema.get(), secret.get(),
-                    direct.get(), policies.get()));
+                    direct.get(), policies.get(), admin.get().orElse(null)));
         });
+    }
+
+    /**
+     * The database a {@code jdbc:postgresql://host[:port][,...]/database[?...]} (or {@code jdbc:postgresql:database})
+     * URL names, percent-decoded as pgjdbc decodes it.
+     */
+    private static String databaseOf(String url) {
+        String rest = url.substring("jdbc:postgresql:".length());
+        if (rest.startsWith("//")) {
+            int slash = rest.indexOf('/', 2);
+            rest = slash < 0 ? "" : rest.substring(slash + 1);
+        }
+        int query = rest.indexOf('?');
+        String db = query < 0 ? rest : rest.substring(0, query);
+        try {
+            return URLDecoder.decode(db, StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            return db;
+        }
     }
 
     private static Optional<SqlConfig.Listen> listen(Field field) {

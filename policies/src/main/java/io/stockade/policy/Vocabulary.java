@@ -70,7 +70,7 @@ final class Vocabulary {
             "clients", "virtual-host", "fence-scope", "prefix-segments", "timeout", "retries", "etag-cache",
             "max-connections", "tls", "bucket-writes", "distinct-keys");
     static final List<String> SQL_KEYS = List.of("listen", "database", "fence-role", "schema", "secret-file",
-            "direct-clients", "policies");
+            "direct-clients", "admin-datasource", "policies");
     static final List<String> SQL_LISTEN_KEYS = List.of("host", "port", "tls");
     static final List<String> SQL_DATABASE_KEYS = List.of("host", "port", "name", "tls");
     static final List<String> SQL_POLICY_KEYS = List.of("name", "tables", "fence", "lock", "readiness");

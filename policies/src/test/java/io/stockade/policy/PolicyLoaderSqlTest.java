@@ -88,6 +88,18 @@ class PolicyLoaderSqlTest {
     }
 
     @Test
+    void theAdminDatasourceMustNameTheListenersDatabase() throws Exception {
+        String block = "  admin-datasource: {url: \"jdbc:postgresql://db:5432/%s?sslmode=verify-full\", user: adm,"
+                + " password-file: /etc/stockade/adm.pw}\n  policies:";
+        SqlConfig sql = parse(MINIMAL.replace("  policies:", block.formatted("app"))).sql();
+        assertEquals("adm", sql.admin().user());
+        assertEquals(null, parse(MINIMAL).sql().admin());
+        String other = errors(MINIMAL.replace("  policies:", block.formatted("other")));
+        assertTrue(other.contains("sql.admin-datasource: its url names the database 'other', but the fence is in the"
+                + " database of sql.database.name, 'app'"), other);
+    }
+
+    @Test
     void verifyWithoutALockIsAnErrorAndHmacCannotVerifyASqlSession() {
         String noLock = errors(MINIMAL.replace("      tables:", """
                       fence:

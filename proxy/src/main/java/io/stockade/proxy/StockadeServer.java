@@ -22,6 +22,7 @@ import javax.net.ssl.SSLContext;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
+import io.stockade.policy.SqlConfig;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.admin.AdminEndpoint;
@@ -164,7 +165,8 @@ public final class StockadeServer implements AutoCloseable {
             Reloader reloader = new Reloader(pipeline, verifiers);
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
-                    : AdminEndpoint.create(config.admin(), fenceRouting(config.store(), store, reloader), reloader);
+                    : AdminEndpoint.create(config.admin(), fenceRouting(config.store(), store, reloader,
+                    config.sql(), sql == null ? null : sql.fence()), reloader);
             var builder = WebServer.builder()
                     .host(config.server().host())
                     .port(config.server().port());
@@ -226,15 +228,18 @@ public final class StockadeServer implements AutoCloseable {
     }
 
     /**
-     * Where the admin endpoints find the fence of a scope, for the policies in force at each call: the store, or
-     * the database of a postgres backend ({@code fence: table}) through that backend's own pool (each operation's
-     * connection bounded by the datasource's statement timeout plus 5 s, as the store's pool bounds its reads).
+     * Where the admin endpoints find the fence of a scope, for the policies in force at each call: the store, the
+     * database of a postgres backend ({@code fence: table}) through that backend's own pool (each operation's
+     * connection bounded by the datasource's statement timeout plus 5 s, as the store's pool bounds its reads), or
+     * the SQL listener's fence table through {@code sql.admin-datasource} (the {@code sql} section cannot change on
+     * a reload: the one the proxy started with).
      */
-    static Supplier<FenceRouting> fenceRouting(StoreConfig storeConfig, FenceStore store, Reloader reloader) {
+    static Supplier<FenceRouting> fenceRouting(StoreConfig storeConfig, FenceStore store, Reloader reloader,
+                                               SqlConfig sql, FenceRouting.SqlFence sqlFence) {
         FenceAdmin storeAdmin = FenceStores.admin(store).orElse(null);
         return () -> {
             Reloader.InForce now = reloader.inForce();
-            return new FenceRouting(now.config().policies(), storeConfig, () -> storeAdmin, policy -> {
+            return new FenceRouting(now.config().policies(), sql, sqlFence, storeConfig, () -> storeAdmin, policy -> {
                 if (now.backends().get(policy.name()) instanceof PostgresBackend backend
                         && policy.backend() instanceof BackendConfig.Postgres pg) {
                     return PostgresFenceStore.over(backend.pool(), pg.datasource().statementTimeout().plusSeconds(5));

@@ -30,6 +30,7 @@ import io.stockade.conformance.fault.FaultProxy;
 import io.stockade.conformance.lease.CounterLeaseServer;
 import io.stockade.conformance.storage.StorageReader;
 import io.stockade.conformance.writer.SigV4;
+import io.stockade.conformance.writer.SqlWrite;
 import io.stockade.conformance.writer.WriterMain;
 
 /**
@@ -80,6 +81,14 @@ public final class ScenarioRunner {
 
         /** kill -9 and restart; null when the suite does not own the proxy. */
         default Restarter restarter() {
+            return null;
+        }
+
+        /**
+         * The SQL writes of a SQL target (each writer connects to {@link #address()} through its fault proxy and
+         * runs the statement), or null: the writers send HTTP requests to {@link #path}.
+         */
+        default Target.Sql sql() {
             return null;
         }
     }
@@ -616,20 +625,36 @@ public final class ScenarioRunner {
     // ------------------------------------------------------------------ writers
 
     private void start(Writer w, String leaseSpec) throws IOException {
-        String url = "http://127.0.0.1:" + w.faults.port() + endpoint.path(key);
+        Target.Sql sql = endpoint.sql();
         long timeoutMs = scenario == Scenario.TIMEOUT ? Math.max(200, ttlMs() / 2) : 10_000 + lateBy().toMillis();
         List<String> cmd = new ArrayList<>(List.of(java(), "-Xshare:auto", "-XX:TieredStopAtLevel=1",
                 "-cp", System.getProperty("java.class.path"), WriterMain.class.getName(),
-                "--name", w.name, "--lease", leaseSpec, "--url", url, "--header", options.header,
-                "--method", endpoint.method(), "--body", Template.expand(options.request.body(), key),
+                "--name", w.name, "--lease", leaseSpec, "--header", options.header,
                 "--work-ms", "100", "--pace-ms", "20", "--timeout-ms", Long.toString(timeoutMs),
                 "--retries", "3", "--retry-backoff-ms", "200",
                 "--max-ms", Long.toString(options.duration.toMillis() + 10 * 60_000L)));
+        if (sql != null) {   // a SQL client of the listener (or, in the control, of the database), through the faults
+            cmd.addAll(List.of("--jdbc", sql.url().replaceFirst("^jdbc:postgresql://[^/]+/",
+                    "jdbc:postgresql://127.0.0.1:" + w.faults.port() + "/"), "--sql", sql.statement()));
+            if (sql.user() != null) {
+                cmd.addAll(List.of("--user", sql.user()));
+            }
+            for (int i = 0; i < sql.params().size(); i++) {
+                cmd.addAll(List.of("--param-" + (i + 1), Template.expand(sql.params().get(i), key)));
+            }
+        } else {
+            cmd.addAll(List.of("--url", "http://127.0.0.1:" + w.faults.port() + endpoint.path(key),
+                    "--method", endpoint.method(), "--body", Template.expand(options.request.body(), key)));
+        }
         if (options.request.contentType() != null) {
             cmd.addAll(List.of("--content-type", options.request.contentType()));
         }
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.environment().remove(SigV4.ENV);
+        pb.environment().remove(SqlWrite.PASSWORD_ENV);
+        if (sql != null && sql.password() != null) {   // by environment, never on the command line
+            pb.environment().put(SqlWrite.PASSWORD_ENV, sql.password());
+        }
         if (endpoint.signer() != null) {   // the credentials go by environment, never on the command line
             pb.environment().put(SigV4.ENV, endpoint.signer().spec());
         }
@@ -759,6 +784,28 @@ public final class ScenarioRunner {
     private static String java() {
         return ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    }
+
+    /** The endpoint of SQL writes: the host and port of {@code sql.url()}, the writers' statement. */
+    public static Endpoint sql(Target.Sql sql) {
+        URI u = URI.create(sql.url().substring("jdbc:".length()));
+        InetSocketAddress addr = new InetSocketAddress(u.getHost(), u.getPort() < 0 ? 5432 : u.getPort());
+        return new Endpoint() {
+            @Override
+            public InetSocketAddress address() {
+                return addr;
+            }
+
+            @Override
+            public String path(String key) {
+                return "";
+            }
+
+            @Override
+            public Target.Sql sql() {
+                return sql;
+            }
+        };
     }
 
     /** A fixed endpoint. */

@@ -9,8 +9,10 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -44,7 +46,10 @@ import io.stockade.conformance.lease.LeaseProviders;
  *
  * <p>Arguments: {@code --name W --lease SPEC --url URL [--header Fencing-Token] [--method PUT] [--body {value}]
  * [--content-type TYPE] [--work-ms 100] [--pace-ms 20] [--timeout-ms 10000] [--retries 3] [--retry-backoff-ms 50]
- * [--max-ms 600000]}.
+ * [--max-ms 600000]}. A SQL target's writer takes {@code --jdbc URL --sql STATEMENT [--user NAME] --param-1 T1
+ * [--param-2 T2 ...]} in place of {@code --url}, {@code --method} and {@code --body}: each write is a
+ * {@link SqlWrite} (the token in the connection's startup options; the templates' {@code {value}} and
+ * {@code {token}} filled in; the password from {@link SqlWrite#PASSWORD_ENV}).
  */
 public final class WriterMain {
 
@@ -54,6 +59,11 @@ public final class WriterMain {
     private static String method = "PUT";
     private static Template body;
     private static String contentType;
+    /** A SQL target's write (null: HTTP): the JDBC URL, user, statement and parameter templates. */
+    private static String jdbc;
+    private static String user;
+    private static String statement;
+    private static List<Template> params;
 
     private WriterMain() {
     }
@@ -64,7 +74,14 @@ public final class WriterMain {
             a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         }
         String name = require(a, "name");
-        URI url = URI.create(require(a, "url"));
+        jdbc = a.get("jdbc");
+        user = a.get("user");
+        statement = a.get("sql");
+        params = new ArrayList<>();
+        for (int i = 1; a.containsKey("param-" + i); i++) {
+            params.add(Template.parse(a.get("param-" + i), "--param-" + i, Template.BODY, Set.of()));
+        }
+        URI url = jdbc != null ? URI.create(jdbc.substring("jdbc:".length())) : URI.create(require(a, "url"));
         String header = a.getOrDefault("header", "Fencing-Token");
         method = a.getOrDefault("method", "PUT");
         body = Template.parse(a.getOrDefault("body", "{value}"), "--body", Template.BODY, Set.of("value"));
@@ -147,17 +164,7 @@ public final class WriterMain {
             String id = attempt == 0 ? "" + n : n + "r" + attempt;
             out.println("INVOKE " + id + " " + session + " " + token + " " + value + " " + System.nanoTime());
             try {
-                Map<String, String> headers = new LinkedHashMap<>(Map.of(header, Long.toString(token)));
-                if (contentType != null) {
-                    headers.put("Content-Type", contentType);
-                }
-                String payload = body.render(Map.of("value", value, "token", Long.toString(token)));
-                if (signer != null) {   // signed per attempt, the fencing header with it
-                    headers.putAll(signer.sign(method, url, payload.getBytes(StandardCharsets.UTF_8), headers,
-                            ZonedDateTime.now(ZoneOffset.UTC)));
-                }
-                RawHttp.Response r = RawHttp.send(url, method, payload, headers, timeout);
-                status = r.status();
+                status = jdbc != null ? sqlWrite(token, value, timeout) : httpWrite(token, value, url, header, timeout);
                 out.println("DONE " + id + " " + status + " " + System.nanoTime());
                 if (status < 500) {
                     return status;
@@ -172,6 +179,28 @@ public final class WriterMain {
             Thread.sleep(backoff);
         }
         return status;
+    }
+
+    /** One HTTP request; its status. */
+    private static int httpWrite(long token, String value, URI url, String header, Duration timeout)
+            throws IOException {
+        Map<String, String> headers = new LinkedHashMap<>(Map.of(header, Long.toString(token)));
+        if (contentType != null) {
+            headers.put("Content-Type", contentType);
+        }
+        String payload = body.render(Map.of("value", value, "token", Long.toString(token)));
+        if (signer != null) {   // signed per attempt, the fencing header with it
+            headers.putAll(signer.sign(method, url, payload.getBytes(StandardCharsets.UTF_8), headers,
+                    ZonedDateTime.now(ZoneOffset.UTC)));
+        }
+        return RawHttp.send(url, method, payload, headers, timeout).status();
+    }
+
+    /** One SQL statement on a connection of its own, the token in its startup options; the status it maps to. */
+    private static int sqlWrite(long token, String value, Duration timeout) throws IOException {
+        Map<String, String> vars = Map.of("value", value, "token", Long.toString(token));
+        return SqlWrite.send(jdbc, user, System.getenv(SqlWrite.PASSWORD_ENV), statement,
+                params.stream().map(p -> p.render(vars)).toList(), token, timeout);
     }
 
     private static boolean renew(Lease lease) {

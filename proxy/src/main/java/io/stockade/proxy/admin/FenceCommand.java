@@ -111,7 +111,8 @@ public final class FenceCommand {
         }
         StoreConfig storeConfig = loaded.store();
         try (Store store = new Store(storeConfig); Databases databases = new Databases()) {
-            FenceRouting routing = new FenceRouting(loaded.policies(), storeConfig, store::admin, databases::of);
+            FenceRouting routing = new FenceRouting(loaded.policies(), loaded.sql(), OFFLINE_SQL, storeConfig,
+                    store::admin, databases::of);
             return operate(new FenceOperations(routing), policy, op, params, in, out, err);
         } catch (StoreUnavailableException e) {
             err.println("stockade fence: " + e.getMessage());
@@ -127,6 +128,26 @@ public final class FenceCommand {
             return usage(err, e.getMessage());
         }
     }
+
+    /** The {@code sql} policies' fence, which this command leaves to {@code stockade sql fence}. */
+    private static final FenceRouting.SqlFence OFFLINE_SQL = new FenceRouting.SqlFence() {
+        @Override
+        public String unreachable() {
+            return "keeps its fence in the SQL listener's database (sql.database), which 'stockade fence' does not"
+                    + " open";
+        }
+
+        @Override
+        public String instead() {
+            return "Run stockade sql fence --config FILE OPERATION (as a member of the fence role), or use the"
+                    + " admin API of a proxy with sql.admin-datasource";
+        }
+
+        @Override
+        public FenceAdmin open() throws StoreUnavailableException {
+            throw new StoreUnavailableException("'stockade fence' does not open the SQL listener's database");
+        }
+    };
 
     /**
      * The store the file names, opened when an operation first reaches it: an operation on a postgres backend's

@@ -17,9 +17,9 @@ import io.stockade.proxy.problem.ProblemType;
 /**
  * The fence-state operations, shared by the {@code fence} command and the admin endpoints: each takes plain
  * arguments and answers JSON. None can lower a token (see {@link FenceAdmin}). Each acts on the fence that keeps
- * the scope, wherever that is ({@link FenceRouting}: the proxy's store or a postgres backend's database), or is
- * refused with the reason; every answer says which ({@code "keeper":"store"}, or {@code "keeper":"backend"} with
- * the {@code "policy"}).
+ * the scope, wherever that is ({@link FenceRouting}: the proxy's store, a postgres backend's database, or the SQL
+ * listener's), or is refused with the reason; every answer says which ({@code "keeper":"store"}, or
+ * {@code "keeper":"backend"} or {@code "sql"} with the {@code "policy"}).
  * <p>
  * Export format, one JSON object per line: first every floor
  * {@code {"kind":"floor","prefix":"p/","token":9,"keeper":"store"}}, then every scope
@@ -190,15 +190,14 @@ public final class FenceOperations {
             }
             long token = token(o.get("token"), at);
             Object kind = o.get("kind");
-            Object keeper = o.get("keeper");
+            FenceRouting.Keeper keeper = FenceRouting.Keeper.of(o.get("keeper"));
             String policy = o.get("policy") instanceof String s ? s : null;
-            if ((o.containsKey("policy") && policy == null)
-                    || (keeper != null && !"store".equals(keeper) && !"backend".equals(keeper))
-                    || ("backend".equals(keeper) && policy == null)) {
-                throw new Refused(ProblemType.BAD_REQUEST, at + "\"keeper\" is \"store\", or \"backend\" with the"
-                        + " backend's \"policy\"" + applied);
+            if ((o.containsKey("policy") && policy == null) || (o.get("keeper") != null && keeper == null)
+                    || (keeper != null && keeper != FenceRouting.Keeper.STORE && policy == null)) {
+                throw new Refused(ProblemType.BAD_REQUEST, at + "\"keeper\" is \"store\", or \"backend\" or \"sql\""
+                        + " with the \"policy\"" + applied);
             }
-            boolean store = policy == null && "store".equals(keeper);
+            boolean store = policy == null && keeper == FenceRouting.Keeper.STORE;
             long after;
             try {
                 if ("floor".equals(kind) && o.get("prefix") instanceof String p && !o.containsKey("scope")) {
@@ -264,8 +263,11 @@ public final class FenceOperations {
     private static final List<String> LINE_KEYS = List.of("kind", "scope", "prefix", "token", "keeper", "policy");
 
     private static String where(FenceRouting.Target target) {
-        return target.policy() == null ? " (in the proxy's store)"
-                : " (in the database of the postgres backend of policy '" + target.policy() + "')";
+        return switch (target.keeper()) {
+            case STORE -> " (in the proxy's store)";
+            case BACKEND -> " (in the database of the postgres backend of policy '" + target.policy() + "')";
+            case SQL -> " (in the fence table of the SQL listener's database, policy '" + target.policy() + "')";
+        };
     }
 
     /** The policies whose fence a listing without a policy could not cover, and why. */

@@ -12,6 +12,8 @@ import java.util.regex.Pattern;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Datasource;
 import io.stockade.policy.Policy;
+import io.stockade.policy.ScopeTemplate;
+import io.stockade.policy.SqlConfig;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
@@ -29,6 +31,11 @@ import io.stockade.proxy.problem.ProblemType;
  *   transaction; the store is never consulted for it. The operations run on that database with the store's own
  *   statements. A backend whose datasource is the postgres store's (same URL and user) shares the store's
  *   table: it is the store.</li>
+ *   <li><b>The SQL listener's database</b> keeps the fence of every {@code sql} policy in its
+ *   {@code <schema>.stockade_fences} and {@code stockade_floors}, which the triggers read in each writing
+ *   transaction; the operations run there with the store's own statements, through {@code sql.admin-datasource} (a
+ *   login that is a member of the fence role, which cannot log in itself). Without that login the SQL policies are
+ *   elsewhere: refused, naming {@code stockade sql fence}.</li>
  *   <li><b>Elsewhere</b>: a postgres backend with {@code fence: column} keeps the token in the user's own rows,
  *   and the atomic s3 class ({@code fence-scope: object} with conditional writes) in each object's metadata. The
  *   proxy holds no fence for them that it could show, raise or retire; every operation on them is refused
@@ -65,8 +72,31 @@ public final class FenceRouting {
         FenceAdmin open() throws StoreUnavailableException;
     }
 
+    /** The fence-state operations on the SQL listener's fence table ({@code sql.admin-datasource}). */
+    public interface SqlFence {
+        /**
+         * Why the proxy cannot reach the fence table, as a sentence on what keeps it out (the admin API: no
+         * {@code sql.admin-datasource}; the offline command: not its job), or {@code null} when it can.
+         */
+        String unreachable();
+
+        /** What to do instead, when {@link #unreachable()}. */
+        String instead();
+
+        /**
+         * The operations on the fence table, opened when a call first reaches it.
+         *
+         * @throws StoreUnavailableException when the database cannot be reached now
+         */
+        FenceAdmin open() throws StoreUnavailableException;
+    }
+
     /** Where one policy keeps its fence. */
     private sealed interface Place {
+    }
+
+    /** The SQL listener's database: every {@code sql} policy's fence, in one table. */
+    private record SqlTable() implements Place {
     }
 
     private record Store() implements Place {
@@ -86,18 +116,62 @@ public final class FenceRouting {
      * @param admin  its operations
      * @param policy the policy whose backend keeps it, or {@code null} for the proxy's store
      */
-    public record Target(FenceAdmin admin, String policy) {
-        /** How answers and export lines name the keeper: {@code ,"keeper":"store"} or the backend's policy. */
+    public record Target(FenceAdmin admin, String policy, Keeper keeper) {
+        /**
+         * How answers and export lines name the keeper: {@code ,"keeper":"store"}, or {@code "backend"} or
+         * {@code "sql"} with the policy.
+         */
         public String json() {
             return policy == null ? ",\"keeper\":\"store\""
-                    : ",\"keeper\":\"backend\",\"policy\":" + JsonWriter.quote(policy);
+                    : ",\"keeper\":\"" + keeper.json + "\",\"policy\":" + JsonWriter.quote(policy);
         }
     }
 
-    private final List<Policy> policies;
+    /** Who keeps a fence, as answers and export lines name it ({@code "keeper"}). */
+    public enum Keeper {
+        /** The proxy's store. */
+        STORE("store"),
+        /** A postgres backend's database. */
+        BACKEND("backend"),
+        /** The SQL listener's database. */
+        SQL("sql");
+
+        final String json;
+
+        Keeper(String json) {
+            this.json = json;
+        }
+
+        /** The keeper a {@code "keeper"} value names, or {@code null}. */
+        static Keeper of(Object json) {
+            for (Keeper k : values()) {
+                if (k.json.equals(json)) {
+                    return k;
+                }
+            }
+            return null;
+        }
+    }
+
+    /**
+     * A policy as routing sees it: its name, the scopes it can make (an HTTP policy's template; a SQL policy's
+     * tables' templates), where its fence is, and the HTTP policy itself (null for a SQL policy).
+     */
+    private record Fenced(String name, List<Shape> shapes, String template, Place place, Policy policy) {
+        boolean matches(String scope) {
+            return shapes.stream().anyMatch(s -> s.matches(scope));
+        }
+
+        boolean overlaps(String prefix) {
+            return shapes.stream().anyMatch(s -> s.overlaps(prefix));
+        }
+    }
+
+    private final List<Fenced> fenced;
     private final StoreAdmin store;
     private final StoreConfig storeConfig;
     private final Databases databases;
+    private final SqlFence sqlFence;
 
     /**
      * @param policies    the policies in force
@@ -106,20 +180,43 @@ public final class FenceRouting {
      * @param databases   the operations on a postgres backend's database
      */
     public FenceRouting(List<Policy> policies, StoreConfig storeConfig, StoreAdmin store, Databases databases) {
-        this.policies = List.copyOf(policies);
+        this(policies, null, null, storeConfig, store, databases);
+    }
+
+    /**
+     * @param sql      the file's {@code sql} section, or {@code null}
+     * @param sqlFence the operations on its fence table (with {@code sql}), reachable or saying why not
+     */
+    public FenceRouting(List<Policy> policies, SqlConfig sql, SqlFence sqlFence, StoreConfig storeConfig,
+                        StoreAdmin store, Databases databases) {
         this.storeConfig = Objects.requireNonNull(storeConfig, "storeConfig");
         this.store = Objects.requireNonNull(store, "store");
         this.databases = Objects.requireNonNull(databases, "databases");
+        this.sqlFence = sql == null ? null : Objects.requireNonNull(sqlFence, "sqlFence");
+        List<Fenced> all = new ArrayList<>();
+        for (Policy p : policies) {
+            all.add(new Fenced(p.name(), List.of(shape(p)), template(p), placeOf(p), p));
+        }
+        if (sql != null) {
+            Place place = sqlFence.unreachable() == null ? new SqlTable()
+                    : new Elsewhere(sqlFence.unreachable(), sqlFence.instead());
+            for (SqlConfig.SqlPolicy p : sql.policies()) {
+                List<ScopeTemplate> templates = p.tables().stream().map(SqlConfig.FencedTable::scope).toList();
+                all.add(new Fenced(p.name(), templates.stream().map(t -> Shape.of(t.toString(), false)).toList(),
+                        String.join("', '", templates.stream().map(ScopeTemplate::toString).toList()), place, null));
+            }
+        }
+        this.fenced = List.copyOf(all);
     }
 
     /** The fence of {@code scope}: the named policy's, or the one its scope templates lead to. */
     public Target forScope(String policy, String scope) throws FenceOperations.Refused, StoreUnavailableException {
-        return route(policy, "scope '" + scope + "'", "make", p -> shape(p).matches(scope));
+        return route(policy, "scope '" + scope + "'", "make", p -> p.matches(scope));
     }
 
     /** Where a floor on {@code prefix} goes: the named policy's fence, or the one the templates lead to. */
     public Target forPrefix(String policy, String prefix) throws FenceOperations.Refused, StoreUnavailableException {
-        return route(policy, "prefix '" + prefix + "'", "make a scope starting with", p -> shape(p).overlaps(prefix));
+        return route(policy, "prefix '" + prefix + "'", "make a scope starting with", p -> p.overlaps(prefix));
     }
 
     /**
@@ -129,8 +226,7 @@ public final class FenceRouting {
     Target forLine(String policy, boolean store, String scope, String prefix) throws FenceOperations.Refused,
             StoreUnavailableException {
         if (policy != null) {
-            Policy p = policy(policy);
-            return target(p, placeOf(p));
+            return target(policy(policy));
         }
         if (store) {
             return storeTarget();
@@ -148,23 +244,21 @@ public final class FenceRouting {
             StoreUnavailableException {
         if (policy != null) {
             if (prefix == null) {
-                Policy p = policy(policy);
-                return List.of(target(p, placeOf(p)));
+                return List.of(target(policy(policy)));
             }
             return List.of(forPrefix(policy, prefix));
         }
         List<Target> out = new ArrayList<>();
         FenceAdmin storeAdmin = store.open();
         if (storeAdmin != null) {
-            out.add(new Target(storeAdmin, null));
+            out.add(new Target(storeAdmin, null, Keeper.STORE));
         }
-        Map<Place, Policy> seen = new LinkedHashMap<>();
-        for (Policy p : policies) {
-            Place place = placeOf(p);
-            if (place instanceof Database && !seen.containsKey(place)
-                    && (prefix == null || shape(p).overlaps(prefix))) {
-                seen.put(place, p);
-                out.add(target(p, place));
+        Map<Place, Fenced> seen = new LinkedHashMap<>();
+        for (Fenced p : fenced) {
+            if ((p.place() instanceof Database || p.place() instanceof SqlTable) && !seen.containsKey(p.place())
+                    && (prefix == null || p.overlaps(prefix))) {
+                seen.put(p.place(), p);
+                out.add(target(p));
             }
         }
         if (out.isEmpty()) {
@@ -179,28 +273,28 @@ public final class FenceRouting {
      */
     public Map<String, String> notCovered(String prefix) {
         Map<String, String> out = new LinkedHashMap<>();
-        for (Policy p : policies) {
-            if (placeOf(p) instanceof Elsewhere e && (prefix == null || shape(p).overlaps(prefix))) {
+        for (Fenced p : fenced) {
+            if (p.place() instanceof Elsewhere e && (prefix == null || p.overlaps(prefix))) {
                 out.put(p.name(), e.reason());
             }
         }
         return out;
     }
 
-    private Target route(String policy, String subject, String verb, Predicate<Policy> fits)
+    private Target route(String policy, String subject, String verb, Predicate<Fenced> fits)
             throws FenceOperations.Refused, StoreUnavailableException {
         if (policy != null) {
-            Policy p = policy(policy);
+            Fenced p = policy(policy);
             if (!fits.test(p)) {
                 throw new FenceOperations.Refused(ProblemType.BAD_REQUEST, "policy '" + p.name() + "' cannot "
-                        + verb + " " + subject + ": its scopes are made by the template '" + template(p) + "'");
+                        + verb + " " + subject + ": its scopes are made by the template '" + p.template() + "'");
             }
-            return target(p, placeOf(p));
+            return target(p);
         }
-        Map<Place, List<Policy>> byPlace = new LinkedHashMap<>();
-        for (Policy p : policies) {
+        Map<Place, List<Fenced>> byPlace = new LinkedHashMap<>();
+        for (Fenced p : fenced) {
             if (fits.test(p)) {
-                byPlace.computeIfAbsent(placeOf(p), k -> new ArrayList<>()).add(p);
+                byPlace.computeIfAbsent(p.place(), k -> new ArrayList<>()).add(p);
             }
         }
         if (byPlace.isEmpty()) {
@@ -208,20 +302,20 @@ public final class FenceRouting {
         }
         if (byPlace.size() > 1) {
             StringJoiner places = new StringJoiner("; ");
-            byPlace.forEach((place, ps) -> places.add(String.join(", ", ps.stream().map(Policy::name).toList())
+            byPlace.forEach((place, ps) -> places.add(String.join(", ", ps.stream().map(Fenced::name).toList())
                     + " (" + describe(place) + ")"));
             throw new FenceOperations.Refused(ProblemType.BAD_REQUEST, subject + " may belong to policies whose "
                     + "fences are kept in different places: " + places + ". Name the policy: \"policy\" (admin API) "
                     + "or --policy NAME (fence command)");
         }
-        Map.Entry<Place, List<Policy>> only = byPlace.entrySet().iterator().next();
-        return target(only.getValue().getFirst(), only.getKey());
+        return target(byPlace.values().iterator().next().getFirst());
     }
 
-    private Target target(Policy p, Place place) throws FenceOperations.Refused, StoreUnavailableException {
-        return switch (place) {
+    private Target target(Fenced p) throws FenceOperations.Refused, StoreUnavailableException {
+        return switch (p.place()) {
             case Store s -> storeTarget();
-            case Database d -> new Target(databases.of(p), p.name());
+            case Database d -> new Target(databases.of(p.policy()), p.name(), Keeper.BACKEND);
+            case SqlTable t -> new Target(sqlFence.open(), p.name(), Keeper.SQL);
             case Elsewhere e -> throw new FenceOperations.Refused(ProblemType.NOT_SUPPORTED, "policy '" + p.name()
                     + "' " + e.reason() + ". " + e.instead());
         };
@@ -232,7 +326,7 @@ public final class FenceRouting {
         if (admin == null) {
             throw noStoreOperations();
         }
-        return new Target(admin, null);
+        return new Target(admin, null, Keeper.STORE);
     }
 
     private FenceOperations.Refused noStoreOperations() {
@@ -240,20 +334,21 @@ public final class FenceRouting {
                 + " store has no fence-state operations");
     }
 
-    private Policy policy(String name) throws FenceOperations.Refused {
-        for (Policy p : policies) {
+    private Fenced policy(String name) throws FenceOperations.Refused {
+        for (Fenced p : fenced) {
             if (p.name().equals(name)) {
                 return p;
             }
         }
         throw new FenceOperations.Refused(ProblemType.NO_POLICY, "no policy named '" + name + "'; the policies are: "
-                + String.join(", ", policies.stream().map(Policy::name).toList()));
+                + String.join(", ", fenced.stream().map(Fenced::name).toList()));
     }
 
     private String describe(Place place) {
         return switch (place) {
             case Store s -> "the proxy's " + storeConfig.type() + " store";
             case Database d -> "the stockade_fences table of their postgres backend's database";
+            case SqlTable t -> "the fence table of the SQL listener's database";
             case Elsewhere e -> "not kept by the proxy";
         };
     }

@@ -50,6 +50,15 @@ public final class PostgresPools {
      * itself (the postgres backend's transaction watchdog: a timed read costs a timer per read).
      */
     public static HikariDataSource open(Datasource ds, String poolName, boolean socketTimeout) throws IOException {
+        return open(ds, poolName, socketTimeout, null);
+    }
+
+    /**
+     * A pool for {@code ds} whose every new connection also runs {@code initSql} (after its
+     * {@code statement_timeout}), e.g. a {@code SET ROLE}; a connection on which it fails is not handed out.
+     */
+    public static HikariDataSource open(Datasource ds, String poolName, boolean socketTimeout, String initSql)
+            throws IOException {
         HikariConfig c = new HikariConfig();
         c.setPoolName(poolName);
         c.setJdbcUrl(unnamedStatements(ds.url()));
@@ -66,7 +75,8 @@ public final class PostgresPools {
         c.setConnectionTimeout(ds.connectTimeout().toMillis());
         c.setValidationTimeout(Math.min(ds.connectTimeout().toMillis(), 1000));
         c.setAutoCommit(true);
-        c.setConnectionInitSql("SET statement_timeout = " + ds.statementTimeout().toMillis());
+        c.setConnectionInitSql("SET statement_timeout = " + ds.statementTimeout().toMillis()
+                + (initSql == null ? "" : "; " + initSql));
         if (socketTimeout) {
             c.addDataSourceProperty("socketTimeout", Long.toString(ds.statementTimeout().toSeconds() + 5));
         }

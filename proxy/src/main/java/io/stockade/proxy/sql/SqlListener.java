@@ -25,6 +25,7 @@ import javax.net.ssl.SSLContext;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
 import io.stockade.policy.SqlConfig;
+import io.stockade.proxy.admin.FenceRouting;
 import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.listener.ListenerTls;
 import io.stockade.proxy.pipeline.Readiness;
@@ -59,6 +60,7 @@ public final class SqlListener implements AutoCloseable {
     private final TokenVerifiers verifiers;
     private final SessionContext context;
     private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+    private final SqlFenceAccess fence;
     private final Thread acceptor;
     private volatile List<String> lastProbe = List.of();
     private volatile long probedAt;
@@ -68,6 +70,7 @@ public final class SqlListener implements AutoCloseable {
         this.socket = socket;
         this.verifiers = verifiers;
         this.context = context;
+        this.fence = new SqlFenceAccess(config);
         this.acceptor = Thread.ofVirtual().name("stockade-sql-accept").unstarted(this::accept);
     }
 
@@ -210,6 +213,11 @@ public final class SqlListener implements AutoCloseable {
         return out;
     }
 
+    /** The admin API's way into the fence table ({@code sql.admin-datasource}), or why there is none. */
+    public FenceRouting.SqlFence fence() {
+        return fence;
+    }
+
     /** Whether a policy's problems make the replica unready. */
     public boolean gates(String policy) {
         return config.policies().stream().anyMatch(p -> p.name().equals(policy)
@@ -231,6 +239,7 @@ public final class SqlListener implements AutoCloseable {
             }
         }
         verifiers.close();
+        fence.close();
     }
 
     /** Counts ({@code stockade_sql_transactions_total{outcome}}, {@code stockade_sql_sessions}) and logs. */

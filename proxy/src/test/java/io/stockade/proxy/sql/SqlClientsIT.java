@@ -1,5 +1,7 @@
 package io.stockade.proxy.sql;
 
+import java.net.URI;
+import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 
 import io.stockade.policy.PolicyLoader;
 import io.stockade.proxy.StockadeServer;
+import io.stockade.testing.Http;
 import io.stockade.testing.PgBouncer;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.SqlClients;
@@ -43,6 +46,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @RequiresTools({Tools.Tool.PSQL, Tools.Tool.PSYCOPG2, Tools.Tool.NODE_PG, Tools.Tool.PGBOUNCER})
 class SqlClientsIT {
+    static final String ADMIN = "admin: {token: admin-secret-0123456789}\n";
     @TempDir
     static Path dir;
     static SqlDatabase db;
@@ -53,6 +57,7 @@ class SqlClientsIT {
     static void start() throws Exception {
         db = SqlDatabase.create(dir);
         Path config = db.policyFile("stockade.yaml", 5432, "");
+        Files.writeString(config, Files.readString(config) + ADMIN); // the admin API, without sql.admin-datasource
         String[] install = SqlDatabase.command("install", "--config", config.toString());
         assertEquals("0", install[0], install[2]);
         proxy = StockadeServer.start(PolicyLoader.load(config));
@@ -477,6 +482,64 @@ class SqlClientsIT {
         assertEquals(0, psql(501L, null, "INSERT INTO ledger VALUES (90, 1, 1)").code());
         assertEquals(50L, db.fence("jobs/1100"));
         assertEquals(501L, db.fence("accounts/90"));
+    }
+
+    /**
+     * The admin API on the SQL policies' scopes, through {@code sql.admin-datasource} (a login that is a member of
+     * the fence role): a raise and a floor land in the database's fence table and the triggers honour them; show and
+     * export name the keeper. Without that login every call on those scopes is refused (501) with the reason, and
+     * nothing moves anywhere (before, such a raise went to the proxy's own store, which no trigger reads).
+     */
+    @Test
+    void theAdminApiReachesTheFenceTableThroughTheAdminLoginAndRefusesWithoutOne() throws Exception {
+        String login = "adm_" + db.name.substring("stockade_sql_".length());
+        db.execute("CREATE ROLE " + login + " LOGIN; GRANT " + db.fenceRole + " TO " + login);
+        Path with = db.policyFile("admin.yaml", 5432, "  admin-datasource: {url: \"" + SqlDatabase.SERVER + db.name
+                + "\", user: " + login + "}\n");
+        Files.writeString(with, Files.readString(with) + ADMIN);
+        Map<String, String> auth = Map.of("Authorization", "Bearer admin-secret-0123456789",
+                "Content-Type", "application/json");
+        try (StockadeServer reaching = StockadeServer.start(PolicyLoader.load(with))) {
+            URI base = URI.create("http://127.0.0.1:" + reaching.port());
+            Http.Response raise = Http.send("POST", base.resolve("/admin/fences/raise"),
+                    HttpRequest.BodyPublishers.ofString("{\"scope\":\"jobs/1300\",\"token\":80}"),
+                    auth);
+            assertEquals(200, raise.status(), raise.body());
+            assertTrue(raise.body().contains("\"token\":80,\"raised\":true,\"keeper\":\"sql\",\"policy\":\"jobs\""),
+                    raise.body());
+            assertEquals(80L, db.fence("jobs/1300"));
+            assertTrue(psql(79L, null, "INSERT INTO jobs VALUES (1300, 'z79')").err()
+                    .contains("stale fencing token 79 for public.jobs scope 'jobs/1300': the highest accepted is 80"));
+            Http.Response floor = Http.send("POST", base.resolve("/admin/fences/raise"),
+                    HttpRequest.BodyPublishers.ofString("{\"prefix\":\"accounts/13\",\"token\":900,"
+                            + "\"policy\":\"ledger\"}"), auth);
+            assertEquals(200, floor.status(), floor.body());
+            assertTrue(psql(899L, null, "INSERT INTO ledger VALUES (130, 1, 1)").err()
+                    .contains("stale fencing token 899 for public.ledger scope 'accounts/130'"));
+            assertEquals(List.of(), rows("SELECT entry FROM ledger WHERE account = 130"));
+            assertEquals(0, psql(80L, null, "INSERT INTO jobs VALUES (1300, 'h80')").code());
+            Http.Response show = Http.get(base.resolve("/admin/fences/scope?name=jobs/1300"), auth);
+            assertTrue(show.body().contains("\"token\":80") && show.body().contains("\"keeper\":\"sql\""),
+                    show.body());
+            Http.Response export = Http.get(base.resolve("/admin/fences/export"), auth);
+            assertTrue(export.body().contains("{\"kind\":\"floor\",\"prefix\":\"accounts/13\",\"token\":900,"
+                    + "\"keeper\":\"sql\",\"policy\":\"jobs\"}"), export.body());
+            assertTrue(export.body().contains("\"scope\":\"jobs/1300\",\"token\":80,\"keeper\":\"sql\""),
+                    export.body());
+
+            URI other = URI.create("http://127.0.0.1:" + proxy.port()); // the class's proxy: no admin login
+            Http.Response refused = Http.send("POST", other.resolve("/admin/fences/raise"),
+                    HttpRequest.BodyPublishers.ofString("{\"scope\":\"jobs/1300\",\"token\":99}"),
+                    auth);
+            assertEquals(501, refused.status(), refused.body());
+            assertTrue(refused.body().contains("sql.admin-datasource is not set"), refused.body());
+            Http.Response list = Http.get(other.resolve("/admin/fences/scopes?prefix=jobs/"), auth);
+            assertTrue(list.body().contains("\"notCovered\":[{\"policy\":\"jobs\""), list.body());
+        } finally {
+            db.execute("DROP ROLE IF EXISTS " + login);
+        }
+        assertEquals(80L, db.fence("jobs/1300"));
+        assertEquals(List.of("h80"), rows("SELECT state FROM jobs WHERE id = 1300"));
     }
 
     @Test
