@@ -1,8 +1,5 @@
 package io.stockade.proxy.pipeline;
 
-import java.io.UncheckedIOException;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -10,38 +7,23 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
-import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.stockade.policy.Policy;
 import io.stockade.policy.RequestTarget;
 import io.stockade.policy.Route;
 import io.stockade.policy.StockadeConfig;
-import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.Plan;
-import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.fence.Advance;
-import io.stockade.proxy.fence.FenceRule;
-import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
-import io.stockade.proxy.fence.ScopeLimitException;
-import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.listener.BodyBounds;
-import io.stockade.proxy.log.Decision;
-import io.stockade.proxy.log.DecisionLog;
-import io.stockade.proxy.log.WarnLimiter;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.problem.Problem;
-import io.stockade.proxy.token.FencingToken;
-import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import io.helidon.http.HeaderName;
@@ -67,27 +49,23 @@ import io.helidon.webserver.http.ServerResponse;
  */
 public final class FencePipeline implements Handler {
     private static final Logger LOG = Logger.getLogger(FencePipeline.class.getName());
-    /** How long a write may wait for its scope before it is refused as busy. */
-    static final Duration SCOPE_WAIT = Duration.ofSeconds(30);
     /** Optional header naming the lock holder, for the decision log only. */
     static final HeaderName HOLDER = HeaderNames.create("Fencing-Holder");
 
     /** The policies and their backends, swapped as one by a reload; a request uses the pair it started with. */
     private volatile Active active;
-    private final FenceStore store;
     private final ScopeGuard guard;
     private final ProxyMetrics metrics;
     private final LongSupplier nanoTime;
     private final long startedAt;
-    private final TokenVerifiers verifiers;
     private final Limits limits;
-    /** Verifier warnings, at most one line a second per policy: a client sending forged tokens cannot flood. */
-    private final WarnLimiter warnings;
+    /** What the parts after the plan share: the store, the guard, the verifiers, metrics, answers. */
+    private final Engine engine;
+    private final FencedWrite fencedWrite;
+    private final Observer observer;
     private final Readiness readiness;
     /** The previous run stopped cleanly: no write of it can still land, so nothing settles after start. */
     private volatile boolean previousRunClean;
-    /** Requests inside a backend's forward or write now, fenced or not (a clean stop waits for them). */
-    private final AtomicInteger inBackend = new AtomicInteger();
     /** Every backend that served during this run, those a reload replaced too (a clean stop asks them all). */
     private final Set<Backend> served = ConcurrentHashMap.newKeySet();
 
@@ -97,14 +75,24 @@ public final class FencePipeline implements Handler {
     public FencePipeline(StockadeConfig config, Map<String, Backend> backends, FenceStore store, ScopeGuard guard,
                          ProxyMetrics metrics, LongSupplier nanoTime, TokenVerifiers verifiers) {
         this.active = Active.of(config, backends);
-        this.store = store;
         this.guard = guard;
         this.metrics = metrics;
         this.nanoTime = nanoTime;
         this.startedAt = nanoTime.getAsLong();
-        this.verifiers = verifiers;
         this.limits = new Limits(nanoTime);
-        this.warnings = new WarnLimiter(nanoTime, WarnLimiter.INTERVAL_NANOS);
+        this.engine = new Engine(store, guard, metrics, nanoTime, verifiers);
+        this.fencedWrite = new FencedWrite(engine, new FencedWrite.AfterStart() {
+            @Override
+            public long closedFor(Backend backend) {
+                return notOpenFor(backend);
+            }
+
+            @Override
+            public long upSeconds() {
+                return TimeUnit.NANOSECONDS.toSeconds(nanoTime.getAsLong() - startedAt);
+            }
+        });
+        this.observer = new Observer(engine);
         this.readiness = new Readiness(() -> active.config(), () -> active.backends(), store, verifiers, nanoTime);
         this.served.addAll(backends.values());
         registerPolicyGauges(config);
@@ -132,7 +120,7 @@ public final class FencePipeline implements Handler {
 
     /** Requests inside a backend now or holding a scope (a serialized write holds it until the upstream answered). */
     public int writesInFlight() {
-        return inBackend.get() + guard.activeScopes();
+        return engine.inBackend() + guard.activeScopes();
     }
 
     /** {@code /health/ready}: whether the fence store and the policies' verifiers can be reached now. */
@@ -206,7 +194,7 @@ public final class FencePipeline implements Handler {
      */
     @Override
     public void handle(ServerRequest req, ServerResponse res) {
-        try (Call call = new Call(req, res)) {
+        try (Call call = new Call(req, res, metrics, nanoTime)) {
             try {
                 if (receive(call)          // one canonical form of the target (400)
                         && match(call)     // the one policy for method and path (404)
@@ -218,18 +206,18 @@ public final class FencePipeline implements Handler {
                         case Plan.Forward forward -> {
                             if (enter(call, List.of(forward.scope()))) { // a place in the scope (503)
                                 call.decision.outcome(unfencedOutcome(forward.why()), null);
-                                forward(call, forward.action());
+                                engine.forward(call, forward.action());
                             }
                         }
                         case Plan.Write write -> {
                             if (enter(call, write.scopes())) { // a place in every scope it writes
                                 call.decision.token(write.token());
-                                fencedWrite(call, write); // verify → fence + write → answer
+                                fencedWrite.run(call, write); // verify → fence + write → answer
                             }
                         }
                         case Plan.Observe observe -> {
                             if (enter(call, observe.scopes())) {
-                                observe(call, observe); // judged as enforce would, forwarded whatever the verdict
+                                observer.run(call, observe); // judged as enforce would, forwarded whatever
                             }
                         }
                     }
@@ -239,95 +227,6 @@ public final class FencePipeline implements Handler {
                 call.brokeOff();
                 throw e;
             }
-        }
-    }
-
-    /**
-     * One request on its way: what the stages found so far, and the bookkeeping {@link #close} does once, whatever
-     * happened (the {@code finally} of the request path).
-     */
-    private final class Call implements AutoCloseable {
-        final ServerRequest req;
-        final ServerResponse res;
-        final String method;
-        final String rawPath;
-        final Decision decision;
-        RequestTarget target;
-        Backend backend;
-        Exchange exchange;
-        AtomicInteger inFlight;
-        final List<Limits.Permit> permits = new ArrayList<>(1);
-
-        Call(ServerRequest req, ServerResponse res) {
-            this.req = req;
-            this.res = res;
-            this.method = req.prologue().method().text();
-            this.rawPath = req.path().rawPath();
-            this.decision = new Decision(nanoTime.getAsLong(), method, rawPath);
-        }
-
-        Policy policy() {
-            return exchange.route().policy();
-        }
-
-        String scope() {
-            return exchange.scope();
-        }
-
-        /**
-         * Answers a refusal: in the backend's shape once a policy matched, else as a problem. A client gone before
-         * its answer (a body that broke off) is logged with the refusal it would have got.
-         */
-        void refuse(Outcome outcome, Problem problem) {
-            decision.outcome(outcome, problem.detail());
-            if (res.isSent()) {
-                return;
-            }
-            try {
-                if (backend != null && exchange != null) {
-                    Problem named = exchange.route().target() == null ? problem
-                            : problem.withDefault("policy", policy().name())
-                            .withDefault("scope", Limits.shortened(scope()));
-                    backend.refuse(exchange, named);
-                } else {
-                    problem.send(res);
-                }
-            } catch (CloseConnectionException e) {
-                throw e;
-            } catch (UncheckedIOException e) {
-                LOG.log(Level.FINE, "the client went away before its refusal was sent", e);
-            }
-        }
-
-        void brokeOff() {
-            if (decision.outcome() == null) {
-                decision.outcome(Outcome.ACCEPTED, "the storage's answer broke off midway; the connection was closed");
-            }
-        }
-
-        @Override
-        public void close() {
-            permits.forEach(Limits.Permit::close);
-            if (inFlight != null) {
-                inFlight.decrementAndGet();
-            }
-            // limits: a body cut off while it streamed (too large, too slow, malformed) was abandoned by the backend
-            if (exchange != null && exchange.bounds().refused() != null) {
-                bodyRefused(decision, backend, exchange);
-            }
-            // metrics + log: once per request. No outcome means an exception is on its way to the server's error
-            // handler (a 500): count it as such rather than hide it behind another.
-            boolean escaped = decision.outcome() == null;
-            if (escaped) {
-                decision.outcome(Outcome.ERROR, "an exception escaped the pipeline; see the log");
-            }
-            int status = escaped && !res.isSent() ? 500 : res.status().code();
-            decision.status(status);
-            metrics.decision(decision.policy(), decision.backend(), decision.outcome());
-            if (status == 502 || status == 504) {
-                metrics.upstreamError(decision.policy(), status == 504 ? "timeout" : "unreachable");
-            }
-            DecisionLog.write(decision, nanoTime.getAsLong());
         }
     }
 
@@ -473,421 +372,6 @@ public final class FencePipeline implements Handler {
     private static String rawQuery(ServerRequest req) {
         String raw = req.query().rawValue();
         return raw == null || raw.isEmpty() ? null : raw;
-    }
-
-    /**
-     * fence + write: the heart of the proxy. Who keeps the fence decides the path: the storage itself (it checks
-     * the token in the same step as the write), or the fence store (the engine admits the token durably first; for
-     * a serialized write it holds every scope of the write until the storage answered).
-     */
-    private void fencedWrite(Call call, Plan.Write write) {
-        TokenVerifier verifier = verifiers.of(call.policy());
-        switch (write.keeper()) {
-            case Keeper.InStorage storage -> fencedByTheStorage(call, write, storage.write(), verifier);
-            case Keeper.Serialized serialized -> fencedByTheStore(call, write, serialized.write(), true, verifier);
-            case Keeper.Conditional conditional -> fencedByTheStore(call, write, conditional.write(), false,
-                    verifier);
-            case Keeper.Step step -> fencedByTheStore(call, write, step.write(), false, verifier);
-        }
-    }
-
-    /**
-     * A write fenced by the storage: every scope's token verified first (the store is not consulted, so every token
-     * is), then the storage judges it by the plan's rule on each scope, in the same step as the write.
-     */
-    private void fencedByTheStorage(Call call, Plan.Write write, Keeper.StorageWrite storage,
-                                    TokenVerifier verifier) {
-        long token = write.token();
-        if (verifier != null) {
-            for (String scope : write.scopes()) {
-                if (!verified(call, scope, verifier, token)) {
-                    return;
-                }
-            }
-        }
-        long start = nanoTime.getAsLong();
-        WriteResult result;
-        inBackend.incrementAndGet();
-        try {
-            result = storage.write(call.exchange, token, write.rule());
-        } finally {
-            inBackend.decrementAndGet();
-        }
-        metrics.upstream(call.policy().name(), nanoTime.getAsLong() - start);
-        answer(call, token, result, Outcome.ACCEPTED);
-    }
-
-    /**
-     * A write fenced by the store: for a serialized write, every scope held (in sorted order, so two writes naming
-     * the same scopes cannot each wait for the other), none quarantined or settling; every scope's token judged
-     * before any is raised, then admitted on each, durably, before the backend writes.
-     */
-    private void fencedByTheStore(Call call, Plan.Write plan, Keeper.StoreWrite write, boolean serialized,
-                                  TokenVerifier verifier) {
-        Policy policy = call.policy();
-        String name = policy.name();
-        String scope = call.scope();
-        List<String> scopes = plan.scopes();
-        long token = plan.token();
-        Fencing.Rule rule = plan.rule();
-        boolean acceptEqual = rule.acceptEqual();
-        List<ScopeGuard.Held> held = new ArrayList<>(scopes.size());
-        long heldSince = 0;
-        try {
-            if (serialized) {
-                long waitStart = nanoTime.getAsLong();
-                for (String s : scopes.stream().sorted().toList()) {
-                    ScopeGuard.Held h = guard.acquire(s, SCOPE_WAIT.toNanos());
-                    if (h == null) {
-                        call.refuse(Outcome.UNAVAILABLE, Refusals.scopeBusy(s, SCOPE_WAIT.toSeconds()));
-                        return;
-                    }
-                    held.add(h);
-                }
-                heldSince = nanoTime.getAsLong();
-                metrics.scopeWait(name, heldSince - waitStart);
-                for (String s : scopes) {
-                    long quarantined = guard.quarantineRemaining(s);
-                    if (quarantined > 0) {
-                        call.refuse(Outcome.QUARANTINED, Refusals.quarantined(s, quarantined));
-                        return;
-                    }
-                }
-                long settling = notOpenFor(call.backend);
-                if (settling > 0) {
-                    call.refuse(Outcome.QUARANTINED, Refusals.settlingAfterStart(policy, scope, settling,
-                            call.backend.settle().toSeconds(), TimeUnit.NANOSECONDS.toSeconds(nanoTime.getAsLong()
-                                    - startedAt)));
-                    return;
-                }
-            }
-
-            long fenceStart = nanoTime.getAsLong();
-            if (rule.bounded() || verifier != null || scopes.size() > 1) {
-                // Judge the token on every scope before any fence moves: a too-far jump, a stale token on a second
-                // scope, a token the verifier refuses all leave every scope as it was. A concurrent raise only
-                // makes a jump smaller, so judging against this read is never more lenient than judging atomically.
-                for (String s : scopes) {
-                    long highest = store.get(s).map(FenceState::token).orElse(FenceRule.NONE);
-                    if (rule.tooFar(token, highest)) {
-                        call.decision.highest(highest);
-                        call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, rule, s, token, highest));
-                        return;
-                    }
-                    if (FenceRule.stale(token, highest, acceptEqual)) {
-                        call.decision.highest(highest);
-                        call.refuse(Outcome.STALE, Refusals.stale(policy, s, token, highest));
-                        return;
-                    }
-                    // verify: only a token the fence would admit (a stale one is refused above and raises nothing)
-                    if (verifier != null && !verified(call, s, verifier, token)) {
-                        return;
-                    }
-                }
-            }
-            FenceState previous = null;
-            for (String s : scopes) {
-                Advance advance = store.advance(s, token, acceptEqual);
-                if (advance instanceof Advance.Stale stale) {
-                    if (previous != null) {
-                        // Only a raise between the read above and this advance (an operator's, or a replica's on
-                        // a scope the serialized class gives to one replica) gets here; the scopes before keep
-                        // the token, which a write with it may reach anyway.
-                        LOG.warning("policy '" + name + "': token " + token + " was admitted on '" + scope
-                                + "' but is stale on '" + s + "' (highest " + stale.highest() + "); nothing written");
-                    }
-                    call.decision.highest(stale.highest());
-                    call.refuse(Outcome.STALE, Refusals.stale(policy, s, token, stale.highest(), stale.fromFloor()));
-                    return;
-                }
-                if (previous == null) {
-                    previous = ((Advance.Accepted) advance).previous();
-                }
-            }
-            metrics.fenceDecision(name, nanoTime.getAsLong() - fenceStart);
-            call.decision.highest(Math.max(token, previous.token()));
-            if (previous.token() >= 0 && FenceRule.raises(token, previous.token())) {
-                metrics.handoff(name, token - previous.token());
-            }
-
-            long upstreamStart = nanoTime.getAsLong();
-            WriteResult result;
-            inBackend.incrementAndGet();
-            try {
-                result = write.write(call.exchange, new Admission(scope, token, previous, store, rule));
-            } finally {
-                inBackend.decrementAndGet();
-            }
-            metrics.upstream(name, nanoTime.getAsLong() - upstreamStart);
-            if (result instanceof WriteResult.Stale stale) {
-                // The storage knew a higher token than the store (e.g. the file backend's sidecar after a lost
-                // journal): lift the store to it, so later stale writers are refused before the backend.
-                store.advance(scope, stale.highest(), true);
-            }
-            if (result instanceof WriteResult.Unknown unknown && unknown.mayLandLater() && serialized
-                    && !call.backend.settle().isZero()) {
-                scopes.forEach(s -> guard.quarantine(s, call.backend.settle().toNanos()));
-            }
-            answer(call, token, result, Outcome.ACCEPTED);
-        } catch (ScopeLimitException e) {
-            warn(policy, "scope-limit", e.getMessage());
-            call.refuse(Outcome.SCOPE_LIMIT, Refusals.scopeLimit(scope, e.getMessage()));
-        } catch (StoreUnavailableException e) {
-            // One line with the cause, at most one a second per policy (every request fails alike while the
-            // store is down); the stack only at FINE.
-            warn(policy, "store", "fence store unavailable for scope '" + scope + "': " + e.getMessage());
-            LOG.log(Level.FINE, "fence store unavailable for scope " + scope, e);
-            metrics.storeError(name);
-            call.refuse(Outcome.UNAVAILABLE, Refusals.storeUnavailable(scope, e.getMessage()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            call.refuse(Outcome.UNAVAILABLE, Refusals.shuttingDown(scope));
-        } finally {
-            for (ScopeGuard.Held h : held.reversed()) {
-                h.close();
-            }
-            if (!held.isEmpty()) {
-                metrics.scopeHeld(name, nanoTime.getAsLong() - heldSince);
-            }
-        }
-    }
-
-    /**
-     * verify: asks the policy's verifier whether the token is genuine for {@code scope}. A refusal is 403 and an
-     * undecided verdict 503 (fail closed); either way nothing is forwarded and the fence is not touched.
-     *
-     * @return whether the write may go on (otherwise it has been answered)
-     */
-    private boolean verified(Call call, String scope, TokenVerifier verifier, long token) {
-        Policy policy = call.policy();
-        switch (verdict(call.exchange, scope, verifier, token)) {
-            case TokenVerifier.Genuine genuine -> {
-                return true;
-            }
-            case TokenVerifier.Refused refused -> {
-                // The log line may say what the holder's token is (the operator's business); the client's answer
-                // never does, or a forger would read it and send it back. Every refusal is counted and in the
-                // decision log; the WARN line is limited, since any client can cause one per request.
-                warn(policy, "refused", "token " + token + " for scope '" + scope + "' refused by the "
-                        + verifier.kind() + " verifier: " + refused.forLog());
-                call.refuse(Outcome.UNVERIFIED, Refusals.unverified(policy, scope, token, verifier.kind(),
-                        refused.reason()));
-                return false;
-            }
-            case TokenVerifier.Unavailable unavailable -> {
-                warn(policy, "verifier", verifier.kind() + " verifier unavailable for scope '" + scope + "': "
-                        + unavailable.reason());
-                call.refuse(Outcome.UNAVAILABLE, Refusals.verifierUnavailable(scope, unavailable.reason()));
-                return false;
-            }
-        }
-    }
-
-    /** The verifier's verdict about this request's token on {@code scope}, counted. */
-    private TokenVerifier.Verdict verdict(Exchange exchange, String scope, TokenVerifier verifier, long token) {
-        ServerRequest req = exchange.request();
-        TokenVerifier.Verdict verdict = verifier.verify(new TokenVerifier.Claim(scope, token,
-                h -> req.headers().all(HeaderNames.create(h), List::of)));
-        metrics.verification(exchange.route().policy().name(), verdict.label());
-        return verdict;
-    }
-
-    /**
-     * One WARN line for a failure every request may meet alike while something is down: at most one a second per
-     * policy and kind, with the count of the lines left out.
-     */
-    private void warn(Policy policy, String kind, String text) {
-        long leftOut = warnings.admit(policy.name() + " " + kind);
-        if (leftOut >= 0) {
-            LOG.warning("policy '" + policy.name() + "': " + text + WarnLimiter.leftOut(leftOut));
-        }
-    }
-
-    /**
-     * answer: what a request sent to the storage came to, as an answer to the client and a metric.
-     *
-     * @param token    the admitted token, or -1 for a request forwarded without one
-     * @param answered the outcome when the backend answered (accepted, unfenced, observed...)
-     */
-    private void answer(Call call, long token, WriteResult result, Outcome answered) {
-        Policy policy = call.policy();
-        String scope = call.scope();
-        switch (result) {
-            case WriteResult.Answered ok -> call.decision.outcome(answered, null);
-            case WriteResult.Refused refused -> call.refuse(outcomeOf(refused.problem()), refused.problem());
-            case WriteResult.Stale stale -> {
-                call.decision.highest(stale.highest());
-                call.refuse(Outcome.STALE, Refusals.stale(policy, scope, token, stale.highest()));
-            }
-            case WriteResult.TooFar tooFar -> {
-                call.decision.highest(tooFar.highest());
-                call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, call.exchange.fencing().rule(), scope, token,
-                        tooFar.highest()));
-            }
-            case WriteResult.Unavailable unavailable -> {
-                warn(policy, "unavailable", (token < 0 ? call.method + " " + call.rawPath + " (scope '" + scope
-                        + "') was not sent: " : "the fence could not be decided for scope '" + scope + "': ")
-                        + unavailable.reason());
-                call.refuse(Outcome.UNAVAILABLE, token < 0 ? Refusals.storageUnavailable(scope, unavailable.reason())
-                        : Refusals.fenceUnavailable(scope, unavailable.reason()));
-            }
-            case WriteResult.Unknown unknown -> {
-                warn(policy, "unknown", "the outcome of " + (token < 0 ? call.method + " " + call.rawPath
-                        : "the write of token " + token) + " to scope '" + scope + "' is unknown: " + unknown.reason());
-                call.refuse(Outcome.UNKNOWN_OUTCOME, Refusals.unknownOutcome(policy, scope, token, unknown.reason(),
-                        guard.quarantineRemaining(scope) > 0 ? call.backend.settle().toSeconds() : 0));
-            }
-        }
-    }
-
-    /**
-     * Observe mode: the token is judged and the high-water mark kept exactly as in enforce mode (so that switching
-     * to enforce later starts from the truth): verified and judged by the plan's rule on every scope before any
-     * fence moves, a token enforce would refuse raising nothing. The request is forwarded whatever the verdict, with
-     * no scope held; what enforce would have refused is counted and logged.
-     */
-    private void observe(Call call, Plan.Observe plan) {
-        long token;
-        switch (plan.token()) {
-            case FencingToken.Malformed malformed -> {
-                observed(call, plan, Outcome.MALFORMED, malformed.reason());
-                return;
-            }
-            case FencingToken.Missing missing -> {
-                observed(call, plan, Outcome.MISSING, "no token");
-                return;
-            }
-            case FencingToken.Present present -> token = present.value();
-        }
-        call.decision.token(token);
-        Policy policy = call.policy();
-        Exchange exchange = call.exchange;
-        Fencing.Rule rule = plan.rule();
-        TokenVerifier verifier = verifiers.of(policy);
-        if (verifier != null) {
-            // A token enforce would refuse as not genuine is forwarded unfenced: it must not raise the fence.
-            for (String scope : plan.scopes()) {
-                switch (verdict(exchange, scope, verifier, token)) {
-                    case TokenVerifier.Refused refused -> {
-                        observed(call, plan, Outcome.UNVERIFIED, refused.reason());
-                        return;
-                    }
-                    case TokenVerifier.Unavailable unavailable -> {
-                        observed(call, plan, Outcome.UNAVAILABLE, unavailable.reason());
-                        return;
-                    }
-                    case TokenVerifier.Genuine genuine -> {
-                    }
-                }
-            }
-        }
-        if (plan.keeper() instanceof Keeper.InStorage storage) {
-            // The storage keeps the high-water mark; it runs the write unfenced and says what enforce would do.
-            long start = nanoTime.getAsLong();
-            Keeper.Observed observed;
-            inBackend.incrementAndGet();
-            try {
-                observed = storage.write().observe(exchange, token, rule);
-            } finally {
-                inBackend.decrementAndGet();
-            }
-            metrics.upstream(policy.name(), nanoTime.getAsLong() - start);
-            if (observed.wouldReject()) {
-                call.decision.highest(observed.highest());
-                call.decision.outcome(Outcome.WOULD_REJECT, (rule.tooFar(token, observed.highest())
-                        ? "too-far: token " + token + " jumps more than " + rule.maxAdvance() + " over the highest "
-                        : "stale: token " + token + " is not above the highest ") + observed.highest());
-            } else {
-                call.decision.outcome(Outcome.OBSERVED, null);
-            }
-            if (!(observed.result() instanceof WriteResult.Answered)) {
-                answer(call, token, observed.result(), call.decision.outcome());
-            }
-            return;
-        }
-        try {
-            // as enforce judges it: on every scope before any fence moves
-            for (String scope : plan.scopes()) {
-                long highest = store.get(scope).map(FenceState::token).orElse(FenceRule.NONE);
-                if (rule.tooFar(token, highest) || FenceRule.stale(token, highest, rule.acceptEqual())) {
-                    call.decision.highest(highest);
-                    observed(call, plan, rule.tooFar(token, highest) ? Outcome.TOO_FAR : Outcome.STALE, "token "
-                            + token + (rule.tooFar(token, highest) ? " jumps more than " + rule.maxAdvance()
-                            + " over" : " is not above") + " the highest " + highest + " of scope '" + scope + "'");
-                    return;
-                }
-            }
-            for (String scope : plan.scopes()) {
-                Advance advance = store.advance(scope, token, rule.acceptEqual());
-                if (advance instanceof Advance.Stale stale) {
-                    call.decision.highest(stale.highest());
-                    observed(call, plan, Outcome.STALE, "token " + token + " is not above the highest "
-                            + stale.highest() + " of scope '" + scope + "'");
-                    return;
-                }
-            }
-        } catch (StoreUnavailableException e) { // a ScopeLimitException too: the store holds as many as it may
-            observed(call, plan, e instanceof ScopeLimitException ? Outcome.SCOPE_LIMIT : Outcome.UNAVAILABLE,
-                    e.getMessage());
-            return;
-        }
-        call.decision.outcome(Outcome.OBSERVED, null);
-        forward(call, plan.forward());
-    }
-
-    /** Observe mode: what enforce would have refused, forwarded anyway; the log line says what and why. */
-    private void observed(Call call, Plan.Observe plan, Outcome wouldBe, String why) {
-        call.decision.outcome(Outcome.WOULD_REJECT, wouldBe.label() + ": " + why);
-        forward(call, plan.forward());
-    }
-
-    /**
-     * Sends a request the plan forwards without a token; the decision's outcome (unfenced, observed, allowed
-     * without a token) stands unless the backend refused it or it failed.
-     */
-    private void forward(Call call, Plan.Action action) {
-        long start = nanoTime.getAsLong();
-        WriteResult result;
-        inBackend.incrementAndGet();
-        try {
-            result = action.run(call.exchange);
-        } finally {
-            inBackend.decrementAndGet();
-        }
-        metrics.upstream(call.policy().name(), nanoTime.getAsLong() - start);
-        if (!(result instanceof WriteResult.Answered)) {
-            answer(call, -1, result, call.decision.outcome());
-        }
-    }
-
-    /**
-     * A body that went over a bound while it streamed: the backend abandoned the write (nothing was committed); the
-     * client gets the bound's answer unless the backend's answer has already started.
-     */
-    private static void bodyRefused(Decision decision, Backend backend, Exchange exchange) {
-        if (decision.outcome() == Outcome.UNKNOWN_OUTCOME) {
-            return; // bytes of it had reached the storage: answered as unknown, which the bound does not undo
-        }
-        BodyBounds.BodyRefused refused = exchange.bounds().refused();
-        Problem problem = refused.problem().with("policy", exchange.route().policy().name())
-                .with("scope", exchange.scope());
-        decision.outcome(bodyOutcome(problem.status()), problem.detail());
-        if (!exchange.response().isSent()) {
-            try {
-                backend.refuse(exchange, problem);
-            } catch (RuntimeException e) {
-                LOG.log(Level.FINE, "could not answer a cut-off body", e);
-            }
-        }
-    }
-
-    /** The outcome of a body refused while it streamed: too slow (408), malformed (400), else too large. */
-    static Outcome bodyOutcome(int status) {
-        return switch (status) {
-            case 408 -> Outcome.TIMED_OUT;
-            case 400 -> Outcome.BAD_REQUEST;
-            default -> Outcome.TOO_LARGE;
-        };
     }
 
     /** Nanoseconds until a serialized backend opens after start (writes of a crashed run may still land). */
