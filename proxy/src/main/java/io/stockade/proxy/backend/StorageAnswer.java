@@ -7,8 +7,10 @@ package io.stockade.proxy.backend;
  * <table>
  *   <caption>the status, and what the answer may claim</caption>
  *   <tr><td>1xx, 2xx</td><td>{@link #WRITTEN}</td></tr>
- *   <tr><td>3xx, 4xx, 503</td><td>{@link #NOT_WRITTEN}: the storage refused it (a redirect, a refusal, a failed
- *   condition, or "unavailable": RFC 9110 section 15.6.4, S3's {@code SlowDown}, which a client retries)</td></tr>
+ *   <tr><td>3xx, 4xx, 501, 503</td><td>{@link #NOT_WRITTEN}: the storage refused it (a redirect, a refusal, a
+ *   failed condition, "not implemented": RFC 9110 section 15.6.2, the storage does not support what the request asks,
+ *   S3's {@code NotImplemented}, s3proxy's answer to a sub-resource it does not know; or "unavailable": section
+ *   15.6.4, S3's {@code SlowDown}, which a client retries)</td></tr>
  *   <tr><td>any other 5xx</td><td>{@link #UNKNOWN}: the storage failed while handling it (S3 documents
  *   {@code 500 InternalError} as "the request may or may not have succeeded"); answered 504 unknown-outcome, not
  *   relayed, so the client cannot take it for a refusal</td></tr>
@@ -22,7 +24,7 @@ public enum StorageAnswer {
         if (status < 300) {
             return WRITTEN;
         }
-        if (status < 500 || status == 503) {
+        if (status < 500 || status == 501 || status == 503) {
             return NOT_WRITTEN;
         }
         return UNKNOWN;
