@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine with a JDK 21+ and Maven: installs or starts what the tests
-# need (PostgreSQL, PgBouncer, etcd, redis-server, HAProxy, nginx, the AWS CLI v2 and v1, boto3, rclone, chromium,
-# dynalite, the AWS SDK for JavaScript, psql, psycopg2, node-postgres, promtool, openssl, a Java older than 21), then
+# need (PostgreSQL, PgBouncer, etcd, redis-server, HAProxy, nginx, the AWS CLI v2 and v1, boto3, rclone, s3cmd,
+# restic, chromium, dynalite, the AWS SDK for JavaScript, psql, psycopg2, node-postgres, promtool, openssl, a Java older than 21), then
 # builds every module and runs every test (unit tests *Test, integration tests *IT against real servers). The Debian packages that are missing
 # are installed in one apt-get run (one 'apt-get update', none when nothing is missing).
 set -euo pipefail
@@ -37,6 +37,9 @@ command -v redis-server >/dev/null || need redis-server "redis-server"
 [ -x /usr/bin/aws ] || need awscli "the AWS CLI v2 (/usr/bin/aws)"
 /usr/bin/python3 -c 'import boto3' 2>/dev/null || need python3-boto3 "boto3"
 [ -x /usr/bin/rclone ] || need rclone "rclone"
+# s3cmd and restic for S3CmdIT and S3ResticIT (docs/s3.md, "s3cmd" and "restic"), run as processes.
+[ -x /usr/bin/s3cmd ] || need s3cmd "s3cmd"
+[ -x /usr/bin/restic ] || need restic "restic"
 # Debian's chromium (headless) draws the conformance suite's HTML report in ConformanceBackendsIT.
 [ -x /usr/bin/chromium ] || need chromium "chromium"
 # Node.js and npm for dynalite (the DynamoDB tests) and the AWS SDK for JavaScript (S3JsSdkIT), installed below.

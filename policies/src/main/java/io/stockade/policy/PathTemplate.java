@@ -136,6 +136,24 @@ public final class PathTemplate {
         return i == decoded.size() ? Optional.of(vars == null ? Map.of() : vars) : Optional.empty();
     }
 
+    /**
+     * How many literal segments the template begins with, before its first variable: {@code /restic/{path...}} 1,
+     * {@code /{path...}} 0, {@code /x/y} 2. Where two policies' templates overlap, the one with more serves the
+     * requests both match (a longer literal start is the more specific; see {@code StockadeConfig#route}).
+     */
+    public int literalPrefix() {
+        int n = 0;
+        while (n < segments.size() && segments.get(n).literal != null) {
+            n++;
+        }
+        return n;
+    }
+
+    /** The literal segments the template begins with, as a path ({@code /restic}; {@code /} for none). */
+    public String literalPrefixText() {
+        return "/" + String.join("/", segments.subList(0, literalPrefix()).stream().map(Segment::literal).toList());
+    }
+
     /** The name of the greedy variable that ends this template ({@code path} of {@code /files/{path...}}), if any. */
     public Optional<String> greedyVariable() {
         Segment last = segments.isEmpty() ? null : segments.getLast();

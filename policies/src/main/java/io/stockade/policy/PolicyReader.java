@@ -43,6 +43,7 @@ final class PolicyReader {
                 policy.ifPresent(policies::add);
                 valid &= policy.isPresent();
             }
+            valid = valid && reader.bucketPathsServed();
             return valid ? Optional.of(policies) : Optional.empty();
         });
     }
@@ -256,16 +257,61 @@ final class PolicyReader {
             Policy.Match b = policy.match();
             Optional<String> shared = a.path().overlaps(b.path()) ? sharedMethods(a.methods(), b.methods())
                     : Optional.empty();
-            if (shared.isPresent()) {
+            // the one whose path begins with more literal segments serves the requests both match (StockadeConfig
+            // #route); with beginnings of one length, which would be a guess
+            if (shared.isPresent() && a.path().literalPrefix() == b.path().literalPrefix()) {
                 matchField.error(item.path() + " '" + policy.name() + "' can match the same requests as "
                         + earlier.item().path() + " '" + earlier.policy().name() + "' (paths " + a.path() + " and "
-                        + b.path() + "; " + shared.get() + ")");
+                        + b.path() + "; " + shared.get() + "), and neither begins with more literal segments, which "
+                        + "would make it the one that serves them: give the policies paths that do not overlap, or "
+                        + "one a longer literal beginning (/reports/{path...} within /{path...})");
                 continue;
             }
             destinationOverlap(earlier.policy(), earlier.item(), policy, item)
                     .or(() -> destinationOverlap(policy, item, earlier.policy(), earlier.item()))
                     .ifPresent(matchField::error);
         }
+    }
+
+    /**
+     * An s3 policy that begins with a literal bucket ({@code /restic/{path...}}) and serves some of its requests in
+     * place of another policy (one with a shorter literal beginning: {@code /{path...}}) must come with a policy for
+     * the bucket's own path that begins with the bucket too ({@code /restic}): DeleteObjects and browser-form uploads
+     * write the bucket's keys through that path, and the other policy would fence them by its own settings (an
+     * observe-mode catch-all would let a DeleteObjects through unfenced). Reported at the s3 policy.
+     *
+     * @return whether every such bucket path is served so
+     */
+    private boolean bucketPathsServed() {
+        boolean valid = true;
+        for (Located keys : read) {
+            PathTemplate path = keys.policy().match().path();
+            if (!(keys.policy().backend() instanceof BackendConfig.S3) || path.literalPrefix() == 0
+                    || read.stream().noneMatch(other -> !other.equals(keys)
+                    && other.policy().match().path().overlaps(path)
+                    && other.policy().match().path().literalPrefix() < path.literalPrefix())) {
+                continue;
+            }
+            String bucket = path.literalPrefixText().substring(1).split("/", -1)[0];
+            Located served = null;
+            for (Located candidate : read) {
+                PathTemplate p = candidate.policy().match().path();
+                if (candidate.policy().match().matchesMethod("POST") && p.match(List.of(bucket)).isPresent()
+                        && (served == null || p.literalPrefix() > served.policy().match().path().literalPrefix())) {
+                    served = candidate;
+                }
+            }
+            if (served != null && served.policy().match().path().literalPrefix() == 0) {
+                keys.item().mapping().flatMap(m -> m.get("match")).orElse(keys.item()).error(keys.item().path()
+                        + " '" + keys.policy().name() + "' serves the keys of bucket '" + bucket + "' (" + path
+                        + ") in place of " + served.item().path() + " '" + served.policy().name() + "', which still "
+                        + "serves the bucket's own path /" + bucket + ", where DeleteObjects and browser-form uploads "
+                        + "write its keys: add a policy for the path /" + bucket + " with the same backend and fence "
+                        + "(a YAML anchor: docs/s3.md, 'A bucket of its own')");
+                valid = false;
+            }
+        }
+        return valid;
     }
 
     /**

@@ -16,7 +16,8 @@ import java.util.Optional;
  * @param source   the file it was read from (for messages), or {@code null} when built in code
  * @param server   listener settings
  * @param store    the fence store
- * @param policies the policies, in file order; no two can match the same request
+ * @param policies the policies, in file order; of those that match a request, one begins with the most literal
+ *                 segments and serves it ({@link #route})
  * @param admin    the admin endpoints, or {@code null} when they are off
  * @param sql      the PostgreSQL listener and its fenced tables, or {@code null} when there is none
  */
@@ -41,20 +42,24 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
     }
 
     /**
-     * The policy that handles a request, with the path variables it bound.
-     * At most one policy can match a request (overlaps are refused when the file loads).
+     * The policy that handles a request, with the path variables it bound: of the policies that match it, the one
+     * whose path template begins with the most literal segments ({@link PathTemplate#literalPrefix}). The loader
+     * refuses two policies that can match one request with literal beginnings of one length, so that one is
+     * unique: both beginnings are the request's first segments, so of one length they are the same.
      */
     public Optional<Route> route(String method, RequestTarget target) {
+        Route best = null;
         for (Policy policy : policies) {
             if (!policy.match().matchesMethod(method)) {
                 continue;
             }
             Optional<Map<String, String>> vars = policy.match().path().match(target);
-            if (vars.isPresent()) {
-                return Optional.of(new Route(policy, vars.get(), target));
+            if (vars.isPresent() && (best == null || policy.match().path().literalPrefix()
+                    > best.policy().match().path().literalPrefix())) {
+                best = new Route(policy, vars.get(), target);
             }
         }
-        return Optional.empty();
+        return Optional.ofNullable(best);
     }
 
     /**
@@ -79,12 +84,14 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
                 segments.add(decoded);
             }
         }
+        Policy best = null;
         for (Policy policy : policies) {
-            if (policy.match().matchesMethod(method) && policy.match().path().match(segments).isPresent()) {
-                return Optional.of(policy);
+            if (policy.match().matchesMethod(method) && policy.match().path().match(segments).isPresent()
+                    && (best == null || policy.match().path().literalPrefix() > best.match().path().literalPrefix())) {
+                best = policy;
             }
         }
-        return Optional.empty();
+        return Optional.ofNullable(best);
     }
 
     /**

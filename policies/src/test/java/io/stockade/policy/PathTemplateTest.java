@@ -133,4 +133,15 @@ class PathTemplateTest {
         assertFalse(PathTemplate.parse("/a/{b}").equals(PathTemplate.parse("/a/{c}")));
         assertEquals("/a/{b...}", PathTemplate.parse("/a/{b...}").toString());
     }
+
+    @Test
+    void theLiteralBeginningIsTheSegmentsBeforeTheFirstVariable() {
+        assertEquals(0, PathTemplate.parse("/").literalPrefix());
+        assertEquals(0, PathTemplate.parse("/{path...}").literalPrefix());
+        assertEquals(1, PathTemplate.parse("/restic/{path...}").literalPrefix());
+        assertEquals(2, PathTemplate.parse("/x/y").literalPrefix());
+        assertEquals(1, PathTemplate.parse("/x/{id}/y").literalPrefix());
+        assertEquals("/restic", PathTemplate.parse("/restic/{path...}").literalPrefixText());
+        assertEquals("/", PathTemplate.parse("/{a}/b").literalPrefixText());
+    }
 }

@@ -279,7 +279,7 @@ class PolicyLoaderTest {
                 """, Map.of());
 
         assertEquals(1, errors.size(), errors.toString());
-        assertTrue(errors.getFirst().message().endsWith("(paths /x/{id} and /x/{id}; methods PURGE)"),
+        assertTrue(errors.getFirst().message().contains("(paths /x/{id} and /x/{id}; methods PURGE)"),
                 errors.toString());
     }
 
@@ -369,6 +369,66 @@ class PolicyLoaderTest {
                 test.yaml:3:3: store.extra: unknown key 'extra'; valid: type, journal, compact-after, max-scopes, \
                 max-scope-memory
                 test.yaml:12:7: policies[0].backend.extra: unknown key 'extra'; valid: type, root""", e.getMessage());
+    }
+
+    /**
+     * S3 round four, item 4: a policy whose path begins with more literal segments serves the requests it shares
+     * with another (a bucket of its own under a catch-all); one request, one policy.
+     */
+    @Test
+    void ofTwoPoliciesThatMatchARequestTheOneWithTheLongerLiteralBeginningServesIt() throws Exception {
+        StockadeConfig config = parse("""
+                store: {type: memory, journal: ./j}
+                policies:
+                  - name: all
+                    match: {path: "/{rest...}"}
+                    scope: all
+                    backend: {type: file, root: ./all}
+                  - name: items
+                    match: {path: "/items/{id}", methods: [PUT, DELETE]}
+                    scope: items/{id}
+                    backend: {type: file, root: ./items}
+                  - name: item-seven
+                    match: {path: "/items/7"}
+                    scope: seven
+                    fence: {mode: observe}
+                    backend: {type: file, root: ./seven}
+                """);
+
+        assertEquals("items", config.route("PUT", "/items/1").orElseThrow().policy().name());
+        assertEquals("all", config.route("GET", "/items/1").orElseThrow().policy().name(), "items takes no GET");
+        assertEquals("all", config.route("PUT", "/items/1/x").orElseThrow().policy().name());
+        assertEquals("item-seven", config.route("PUT", "/items/7").orElseThrow().policy().name());
+        assertEquals("item-seven", config.route("GET", "/items/7").orElseThrow().policy().name());
+        assertEquals("all", config.route("PUT", "/other").orElseThrow().policy().name());
+        assertEquals("items", config.policyForRefusal("PUT", "/items/1").orElseThrow().name());
+    }
+
+    /** A bucket of its own under an s3 catch-all: its keys and its bucket path, a pair (docs/s3.md). */
+    @Test
+    void aBucketOfItsOwnServesItsKeysAndItsBucketPath() throws Exception {
+        String yaml = S3_POLICY.replace("    backend:\n      type: s3", "    backend: &s3\n      type: s3") + """
+                  - name: restic
+                    match: {path: "/restic/{path...}"}
+                    scope: s3
+                    fence: {mode: observe}
+                    backend: *s3
+                  - name: restic-bucket
+                    match: {path: "/restic"}
+                    scope: s3
+                    fence: {mode: observe}
+                    backend: *s3
+                """;
+        StockadeConfig config = parse(yaml);
+
+        assertEquals("restic", config.route("PUT", "/restic/data/k").orElseThrow().policy().name());
+        assertEquals("restic-bucket", config.route("POST", "/restic").orElseThrow().policy().name());
+        assertEquals("s3", config.route("PUT", "/reports/k").orElseThrow().policy().name());
+        assertEquals("s3", config.route("POST", "/reports").orElseThrow().policy().name());
+
+        List<PolicyError> errors = errors(yaml.substring(0, yaml.indexOf("  - name: restic-bucket")), Map.of());
+        assertEquals(1, errors.size(), errors.toString());
+        assertTrue(errors.getFirst().message().contains("add a policy for the path /restic"), errors.toString());
     }
 
     @Test

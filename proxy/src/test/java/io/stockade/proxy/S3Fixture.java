@@ -285,11 +285,11 @@ public final class S3Fixture implements AutoCloseable {
                 headers.put("x-amz-date", amzDate);
                 headers.put("x-amz-content-sha256", payload);
             }
-            java.util.List<String> canonicalQuery = new java.util.ArrayList<>();
-            for (Map.Entry<String, String> e : params) {
-                canonicalQuery.add(encode(e.getKey()) + "=" + encode(e.getValue()));
-            }
-            java.util.Collections.sort(canonicalQuery);
+            // sorted by encoded name, then value, as AWS sorts them (not as "name=value" strings)
+            java.util.List<String> canonicalQuery = params.stream()
+                    .map(e -> Map.entry(encode(e.getKey()), encode(e.getValue())))
+                    .sorted(Map.Entry.<String, String>comparingByKey().thenComparing(Map.Entry.comparingByValue()))
+                    .map(e -> e.getKey() + "=" + e.getValue()).toList();
             StringBuilder canonicalHeaders = new StringBuilder();
             for (Map.Entry<String, String> h : headers.entrySet()) {
                 canonicalHeaders.append(h.getKey()).append(':').append(h.getValue().trim()).append('\n');

@@ -8,7 +8,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
-import java.util.logging.Logger;
 
 import io.stockade.policy.Policy;
 import io.stockade.policy.RequestTarget;
@@ -48,7 +47,6 @@ import io.helidon.webserver.http.ServerResponse;
  * through the storage's own fence.
  */
 public final class FencePipeline implements Handler {
-    private static final Logger LOG = Logger.getLogger(FencePipeline.class.getName());
     /** Optional header naming the lock holder, for the decision log only. */
     static final HeaderName HOLDER = HeaderNames.create("Fencing-Holder");
 

@@ -312,6 +312,7 @@ public final class MeaningGrammar {
             new String[] {"x-amz-meta-owner", "m"},
             new String[] {"x-amz-meta-fencing-token", "99", "1"},
             new String[] {"x-amz-meta-fencing-deleted", "true"},
+            new String[] {"x-amz-meta-stockade-fence", "99", "1"},
             new String[] {"x-amz-acl", "public-read", "private"},
             new String[] {"x-amz-grant-read", "uri=\"http://acs.amazonaws.com/groups/global/AllUsers\""},
             new String[] {"x-amz-tagging", "a=b"},

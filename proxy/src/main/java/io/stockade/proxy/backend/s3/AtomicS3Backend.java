@@ -263,7 +263,7 @@ final class AtomicS3Backend implements Backend, S3Class {
     private WriteResult putObject(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
-        headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+        headers.addAll(S3Front.tokenRecord(token));
         // The body is opened only once the token and the client's conditions have passed: opening it asks a client
         // that sent Expect: 100-continue for it, and a refusal of a large body that is on its way closes the
         // connection under the client (SECURITY.md). So a refused write never has its body sent.
@@ -308,7 +308,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         }
         try (Spool file = spooled.file()) {
             List<Map.Entry<String, String>> headers = FormUploads.headers(form);
-            headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+            headers.addAll(S3Front.tokenRecord(token));
             return writes.write(exchange, s3.bucket(), form.key(), token, rule,
                     true, ConditionalWrite.Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
@@ -457,15 +457,14 @@ final class AtomicS3Backend implements Backend, S3Class {
             if (!replace) {
                 for (int i = 0; i < src.headerCount(); i++) {
                     String n = src.name(i).toLowerCase(Locale.ROOT);
-                    if ((n.startsWith("x-amz-meta-") && !n.equals(S3Front.TOKEN_META)
-                            && !n.equals(S3Front.DELETED_META))
+                    if ((n.startsWith("x-amz-meta-") && !S3Front.OWN_META.contains(n))
                             || n.equals("content-type") || n.equals("cache-control") || n.equals("content-disposition")
                             || n.equals("content-encoding") || n.equals("content-language") || n.equals("expires")) {
                         headers.add(Map.entry(n, src.value(i)));
                     }
                 }
             }
-            headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+            headers.addAll(S3Front.tokenRecord(token));
             long length;
             try {
                 length = src.contentLength().orElse(0);
@@ -538,7 +537,7 @@ final class AtomicS3Backend implements Backend, S3Class {
     private UpstreamResponse tombstone(String bucket, String key, long token, String etag) {
         List<Map.Entry<String, String>> headers = new ArrayList<>();
         headers.add(Map.entry("content-type", "application/x-stockade-tombstone"));
-        headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(token)));
+        headers.addAll(S3Front.tokenRecord(token));
         headers.add(Map.entry(S3Front.DELETED_META, "true"));
         return upstream.send("PUT", bucket, key, List.of(), conditional(headers, etag),
                 Upstream.Body.of(Tombstone.body()));

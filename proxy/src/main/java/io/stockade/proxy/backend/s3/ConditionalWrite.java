@@ -398,14 +398,18 @@ final class ConditionalWrite {
                         status);
             }
             String etag = r.first("ETag");
-            Optional<String> stored = Optional.ofNullable(r.first(S3Front.TOKEN_META));
+            // the higher of the record and the name earlier builds kept it under: an object written by an earlier
+            // build (or an earlier replica in a rolling upgrade) keeps its fence; neither is ever lowered
             long token = -1;
-            if (stored.isPresent()) {
-                try {
-                    token = Long.parseLong(stored.get().trim());
-                } catch (NumberFormatException e) {
-                    return new Head(true, etag, -1, "the object's " + S3Front.TOKEN_META + " is not a token: '"
-                            + stored.get() + "'", 500);
+            for (String name : List.of(S3Front.RECORD_META, S3Front.TOKEN_META)) {
+                Optional<String> stored = Optional.ofNullable(r.first(name));
+                if (stored.isPresent()) {
+                    try {
+                        token = Math.max(token, Long.parseLong(stored.get().trim()));
+                    } catch (NumberFormatException e) {
+                        return new Head(true, etag, -1, "the object's " + name + " is not a token: '"
+                                + stored.get() + "'", 500);
+                    }
                 }
             }
             return new Head(true, etag, token, null, status, r.first(S3Front.DELETED_META) != null);

@@ -65,8 +65,7 @@ final class FormUploads {
                     || name.equals("content-encoding") || name.equals("expires")
                     || name.equals("x-amz-storage-class") || name.equals("x-amz-website-redirect-location")
                     || name.startsWith("x-amz-server-side-encryption")
-                    || (name.startsWith("x-amz-meta-") && !name.equals(S3Front.TOKEN_META)
-                    && !name.equals(S3Front.DELETED_META))) {
+                    || (name.startsWith("x-amz-meta-") && !S3Front.OWN_META.contains(name))) {
                 out.add(Map.entry(name, f.value()));
             } else if (name.equals("acl")) {
                 out.add(Map.entry("x-amz-acl", f.value()));

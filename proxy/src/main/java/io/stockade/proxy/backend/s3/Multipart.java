@@ -30,11 +30,12 @@ import io.helidon.http.HeaderNames;
  * AbortMultipartUpload removes it: {@code DELETE k?uploadId=<any key>} deleted that object).
  * <table>
  *   <caption>what each step takes</caption>
- *   <tr><td>UploadPart, UploadPartCopy</td><td>a created ID; fenced on the object with the upload's token</td></tr>
- *   <tr><td>CompleteMultipartUpload</td><td>a created ID; fenced on the object with the upload's token</td></tr>
- *   <tr><td>AbortMultipartUpload</td><td>a created or a listed ID; fenced on the object with the upload's token, or
- *   for a listed ID the token it carries</td></tr>
- *   <tr><td>ListParts</td><td>a created or a listed ID (a read)</td></tr>
+ *   <tr><td>UploadPart, UploadPartCopy</td><td>an ID that names the upload's token, fenced on the object with it;
+ *   an ID that names none only unfenced (the policy forwards the step without a token)</td></tr>
+ *   <tr><td>CompleteMultipartUpload</td><td>as UploadPart</td></tr>
+ *   <tr><td>AbortMultipartUpload</td><td>any ID the proxy handed out; fenced on the object with the upload's token,
+ *   or for an ID that names none the token the abort carries</td></tr>
+ *   <tr><td>ListParts</td><td>any ID the proxy handed out (a read)</td></tr>
  * </table>
  */
 final class Multipart {
@@ -61,8 +62,7 @@ final class Multipart {
 
     /**
      * Reads the {@code uploadId} of a request (any request without one passes as it is): the store gets its own ID;
-     * an ID the proxy did not hand out for this object is 404 {@code NoSuchUpload}, a listed one on a step that
-     * puts bytes into an upload or ends it with an object 400.
+     * an ID the proxy did not hand out for this object is 404 {@code NoSuchUpload}.
      */
     Admitted admit(S3Request s3) {
         Optional<String> sent = s3.param("uploadId");
@@ -77,13 +77,7 @@ final class Multipart {
                     + "upload does not exist: " + e.getMessage() + ". Name an upload by the UploadId its "
                     + "CreateMultipartUpload through the proxy answered", s3.resource()));
         }
-        S3Request.Operation op = s3.operation();
-        if (!id.created() && (op == S3Request.Operation.UPLOAD_PART || op == S3Request.Operation.COMPLETE_MULTIPART)) {
-            return new Admitted(null, null, S3Problems.of(400, "InvalidRequest", "this UploadId comes from a "
-                    + "listing (ListMultipartUploads): it lists the upload's parts and aborts it, but takes no part "
-                    + "and completes nothing (a writer must not put bytes into another holder's upload); use the "
-                    + "UploadId your CreateMultipartUpload answered", s3.resource()));
-        }
+        // what an ID that names no token may do is the plan's to say (S3Planner.uploadStep)
         return new Admitted(s3.withUploadId(id.upstream()), id, null);
     }
 
@@ -115,7 +109,7 @@ final class Multipart {
     WriteResult create(Exchange exchange, S3Front.Parsed p, OptionalLong token) {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
-        token.ifPresent(t -> headers.add(Map.entry(S3Front.TOKEN_META, Long.toString(t))));
+        token.ifPresent(t -> headers.addAll(S3Front.tokenRecord(t)));
         try (UpstreamResponse response = backend.send(exchange, p, "POST", s3.bucket(), s3.key(),
                 s3.upstreamQuery(), headers, null)) {
             if (response.status() != 200) {

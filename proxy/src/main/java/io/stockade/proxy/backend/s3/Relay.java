@@ -71,8 +71,7 @@ final class Relay {
     /** Whether a request header (lower case) is relayed upstream. */
     private static boolean relayed(String name) {
         if (name.startsWith("x-amz-")) {
-            return !S3Table.CONSUMED.contains(name) && !name.equals(S3Front.TOKEN_META)
-                    && !name.equals(S3Front.DELETED_META);
+            return !S3Table.CONSUMED.contains(name) && !S3Front.OWN_META.contains(name);
         }
         return S3Table.STANDARD.contains(name);
     }
@@ -178,7 +177,10 @@ final class Relay {
                 : response.reason()));
         for (int i = 0; i < response.headerCount(); i++) {
             String name = response.name(i);
-            if (!NOT_RELAYED.contains(name.toLowerCase(Locale.ROOT))) {
+            String lower = name.toLowerCase(Locale.ROOT);
+            // the proxy's own metadata is never shown: a tool that copies what it read of an object onto a new
+            // request (s3cmd modify, boto3's copy_object with head_object's Metadata) would send it back
+            if (!NOT_RELAYED.contains(lower) && !S3Front.OWN_META.contains(lower)) {
                 res.header(HeaderNames.create(name), response.value(i));
             }
         }

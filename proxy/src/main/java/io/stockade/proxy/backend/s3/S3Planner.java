@@ -124,8 +124,7 @@ final class S3Planner {
             case READ -> new Plan.Forward(scope, Plan.Unfenced.READ, forward);
             case BUCKET_WRITE -> bucketWrite(scope, s3, forward);
             case OBJECT_WRITE -> objectWrite(exchange, p, scope, forward);
-            case UPLOAD_STEP -> exchange.fencing().plan(operationName(s3), List.of(scope), uploadToken(exchange, p),
-                    exchange.fencing().rule().continuing(), cls.keeper(p), forward);
+            case UPLOAD_STEP -> uploadStep(exchange, p, scope, forward);
             case EVERY_KEY -> everyKey(exchange, p, scope);
         };
     }
@@ -170,6 +169,32 @@ final class S3Planner {
                     + "it is fenced only with fence-scope: object and conditional-writes: true", s3.resource()));
         }
         return plan;
+    }
+
+    /**
+     * A step of a multipart upload after its creation, fenced on the object with the upload's token and judged as a
+     * continuation of its write. An upload ID that names no token (every ID a listing shows, and the ID of an upload
+     * created without a token: the two are one) cannot tell whose upload it names: its parts and its completion go
+     * only where the policy forwards them without a fence (no token and {@code missing: allow}, observe, off), never
+     * fenced, so that no token puts bytes into, or completes, another holder's upload. It lists parts and aborts.
+     */
+    private Plan uploadStep(Exchange exchange, S3Front.Parsed p, String scope, Plan.Action forward) {
+        S3Request s3 = p.s3();
+        Plan plan = exchange.fencing().plan(operationName(s3), List.of(scope), uploadToken(exchange, p),
+                exchange.fencing().rule().continuing(), cls.keeper(p), forward);
+        boolean putsOrEnds = s3.operation() == S3Request.Operation.UPLOAD_PART
+                || s3.operation() == S3Request.Operation.COMPLETE_MULTIPART;
+        if (!putsOrEnds || p.upload() == null || p.uploadToken().isPresent() || plan instanceof Plan.Forward
+                || plan instanceof Plan.Observe) {
+            return plan;
+        }
+        return new Plan.Refuse(scope, S3Problems.of(400, "InvalidRequest", "this UploadId names no fencing token "
+                + "(a listing shows every upload so, and an upload created without a token keeps such an ID), so it"
+                + " cannot tell whose upload it names: it takes parts and completes only where the policy forwards a"
+                + " step without a token (missing: allow, observe, off), never fenced, so that a writer cannot put "
+                + "bytes into or complete another holder's upload. It lists the upload's parts and aborts it (with "
+                + "your token). Use the UploadId your CreateMultipartUpload answered, or create an upload with your "
+                + "token", s3.resource()));
     }
 
     /**

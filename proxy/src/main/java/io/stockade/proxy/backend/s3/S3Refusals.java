@@ -75,8 +75,10 @@ final class S3Refusals {
                 + S3Front.TOKEN_FIELD + ", with a condition for it in the signed policy document" : detail
                 + (config.tokenFromMetadata() && carriesMetadata ? " (or as the object metadata fencing-token: "
                 + meta + ", e.g. aws s3 cp --metadata fencing-token=N)"
-                : config.tokenFromMetadata() ? " (or as the header " + meta + ", which the AWS CLI sends with"
-                + " the hook client-sdk/python/stockade_fencing.py: docs/s3.md)"
+                : config.tokenFromMetadata() ? "; this request carries no object metadata, so " + meta + " (the "
+                + "AWS CLI's --metadata fencing-token=N) cannot be its token: the AWS CLI sends the "
+                + exchange.fencing().header() + " header with the hook client-sdk/python/stockade_fencing.py "
+                + "(docs/s3.md, The AWS CLI and boto3)"
                 : req.headers().contains(HeaderNames.create(meta))
                 ? "; " + meta + " is not read as the token unless the policy says "
                 + "token-from-metadata: true" : "");

@@ -151,11 +151,12 @@ record S3Request(String method, String bucket, String key, String decodedPath,
     }
 
     /**
-     * The query without the presigning parameters and the headers a presigner hoisted into it (those go upstream as
-     * the headers they are): what goes upstream.
+     * What goes upstream of the query: without the parameters every request may carry (the SDKs' operation hint
+     * {@code x-id}, the presigning parameters: the proxy's request is its own, signed in its headers) and without the
+     * headers a presigner hoisted into it (those go upstream as the headers they are).
      */
     List<Map.Entry<String, String>> upstreamQuery() {
-        return query.stream().filter(e -> !S3Table.UNIVERSAL.contains(e.getKey()) || e.getKey().equals("x-id"))
+        return query.stream().filter(e -> !S3Table.UNIVERSAL.contains(e.getKey()))
                 .filter(e -> hoisted.stream().noneMatch(h -> h.getKey().equals(e.getKey()))).toList();
     }
 

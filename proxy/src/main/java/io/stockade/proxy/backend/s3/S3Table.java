@@ -399,6 +399,9 @@ final class S3Table {
                 if (name.equals(S3Front.DELETED_META)) {
                     return Optional.of(refusedHeader(name + " is the proxy's own mark of a tombstone"));
                 }
+                if (name.equals(S3Front.RECORD_META)) {
+                    return Optional.of(copiedRecord());
+                }
                 if (!WITH_METADATA.contains(op)) {
                     return Optional.of(refusedHeader("user metadata (" + name + ") is given with the write that "
                             + "creates the object (PutObject, CopyObject, CreateMultipartUpload), not with " + op));
@@ -409,6 +412,19 @@ final class S3Table {
             }
         }
         return Optional.empty();
+    }
+
+    /**
+     * The proxy's record of an object's token sent back: a tool copied the object's metadata (read at the store, or
+     * through a proxy of an earlier build, which showed it) onto a new request. It is no token.
+     */
+    static Refusal copiedRecord() {
+        return new Refusal(ProblemType.REFUSED_HEADER, 400, "InvalidArgument", S3Front.RECORD_META + " is the "
+                + "fencing proxy's own record of an object's highest token, copied from an object's metadata (a tool "
+                + "that sends back the metadata it read, such as s3cmd modify or boto3's copy_object with "
+                + "head_object's Metadata, read it at the store or through an earlier build of the proxy); it is not"
+                + " a token and is never written as one: leave it out, and send the token of your lock as the token "
+                + "header; nothing was written");
     }
 
     private static Refusal refusedHeader(String why) {

@@ -2,7 +2,6 @@ package io.stockade.proxy.backend.s3;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
@@ -66,8 +65,7 @@ final class SerializedS3Backend implements Backend, S3Class {
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
             return front.multipart.create(exchange, p, OptionalLong.of(admission.token()));
         }
-        return front.relayAdmitted(exchange, p, List.of(Map.entry(S3Front.TOKEN_META,
-                Long.toString(admission.token()))));
+        return front.relayAdmitted(exchange, p, S3Front.tokenRecord(admission.token()));
     }
 
     /** Only the atomic class writes tombstones. */

@@ -46,14 +46,22 @@ final class SigV4 {
         return b.toString();
     }
 
-    /** The query as SigV4 wants it: each name and value encoded, sorted by name then value. */
+    /**
+     * The query as SigV4 wants it: each name and value encoded, sorted by encoded name (code point order), then by
+     * encoded value. Not by the {@code name=value} strings: {@code select-type=2} sorts after {@code select=} by name
+     * ({@code select} is a prefix of it), before it as a string ('-' is below '=').
+     */
     static String canonicalQuery(List<Map.Entry<String, String>> query) {
-        List<String> pairs = new ArrayList<>(query.size());
+        List<Map.Entry<String, String>> pairs = new ArrayList<>(query.size());
         for (Map.Entry<String, String> e : query) {
-            pairs.add(encode(e.getKey(), true) + "=" + encode(e.getValue(), true));
+            pairs.add(Map.entry(encode(e.getKey(), true), encode(e.getValue(), true)));
         }
-        pairs.sort(null);
-        return String.join("&", pairs);
+        pairs.sort(Map.Entry.<String, String>comparingByKey().thenComparing(Map.Entry.comparingByValue()));
+        List<String> joined = new ArrayList<>(pairs.size());
+        for (Map.Entry<String, String> e : pairs) {
+            joined.add(e.getKey() + "=" + e.getValue());
+        }
+        return String.join("&", joined);
     }
 
     static String stringToSign(String amzDate, String scope, String canonicalRequest) {

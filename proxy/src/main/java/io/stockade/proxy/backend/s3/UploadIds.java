@@ -18,10 +18,12 @@ import javax.crypto.spec.SecretKeySpec;
  * created
  * with 9, 10 written, completed with 10, the object said 9 and a zombie's 9 was accepted). S3 gives no way to read
  * an upload's metadata before it is completed, so the proxy hands the client an upload ID that carries the
- * token: {@code <upstream id>~stk<token>~<mac>} ({@code <upstream id>~stk~<mac>} for an upload created without a
- * token). An upload listed by ListMultipartUploads through the proxy is named {@code <upstream id>~stl~<mac>}: such
- * an ID lists the upload's parts and aborts it, and takes no part and completes nothing, so that a writer who
- * lists another holder's upload cannot put its bytes into it.
+ * token: {@code <upstream id>~stk<token>~<mac>}. An upload listed by ListMultipartUploads through the proxy is named
+ * {@code <upstream id>~stl~<mac>}, and so is an upload created without a token (earlier builds named it
+ * {@code <upstream id>~stk~<mac>}, still read): no listing can know an upload's token (S3 lists no metadata), so the
+ * listed ID is the created one exactly when the created one names none. Such an ID lists the upload's parts and
+ * aborts it, and takes parts and completes only unfenced ({@link S3Planner}), so that a writer who lists another
+ * holder's upload cannot put its bytes into it with a token.
  * <p>
  * The MAC (HMAC-SHA256 keyed by the backend's upstream secret key, so every replica with the same policy agrees)
  * covers the bucket, the key, the store's ID and the kind: a client can neither claim another token nor move an ID
@@ -50,7 +52,8 @@ final class UploadIds {
      * An upload ID the proxy handed out, as a client sent it back.
      *
      * @param upstream the store's own ID
-     * @param created  whether CreateMultipartUpload through the proxy answered it (else ListMultipartUploads did)
+     * @param created  whether it is of the form only CreateMultipartUpload hands out (one that names a token, or an
+     *                 earlier build's tokenless one); else the form a listing shows
      * @param token    the token the upload's metadata carries (created with one), else empty
      */
     record Id(String upstream, boolean created, OptionalLong token) {
@@ -63,9 +66,14 @@ final class UploadIds {
         }
     }
 
-    /** The ID handed to the creator of an upload of {@code bucket/key} the store calls {@code upstream}. */
+    /**
+     * The ID handed to the creator of an upload of {@code bucket/key} the store calls {@code upstream}: one that
+     * carries its token, or, for an upload created without one, the ID a listing shows for it ({@link #listed}), so
+     * that its creator finds it in a listing (an ID that names no token is one either way).
+     */
     String created(String bucket, String objectKey, String upstream, OptionalLong token) {
-        return sign(bucket, objectKey, upstream + "~" + CREATED + (token.isPresent() ? token.getAsLong() : ""));
+        return token.isPresent() ? sign(bucket, objectKey, upstream + "~" + CREATED + token.getAsLong())
+                : listed(bucket, objectKey, upstream);
     }
 
     /** The ID a listing through the proxy shows for an upload of {@code bucket/key}: it lists parts and aborts. */

@@ -73,13 +73,74 @@ class S3BackendIT {
         return s3.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String();
     }
 
+    /** The object's user metadata, read straight from s3proxy. */
+    private static java.util.Map<String, String> stored(String key) {
+        return fixture.direct().headObject(b -> b.bucket(BUCKET).key(key)).metadata();
+    }
+
+    /**
+     * S3 round four, item 1: the proxy's record of an object's token is not shown through the proxy (a tool that
+     * copies what it read onto a new request would send it back as a token), and kept at the store under its own
+     * name and the earlier one.
+     */
+    @Test
+    void theProxysOwnMetadataIsNeverShownThroughTheProxy() {
+        s3.putObject(b -> b.bucket(BUCKET).key("own.txt").metadata(java.util.Map.of("note", "kept"))
+                .overrideConfiguration(token(5)), RequestBody.fromString("own"));
+        HeadObjectResponse head = s3.headObject(b -> b.bucket(BUCKET).key("own.txt"));
+        assertEquals(java.util.Map.of("note", "kept"), head.metadata());
+        GetObjectResponse got = s3.getObjectAsBytes(b -> b.bucket(BUCKET).key("own.txt")).response();
+        assertEquals(java.util.Map.of("note", "kept"), got.metadata());
+        assertEquals(java.util.Map.of("note", "kept", "stockade-fence", "5", "fencing-token", "5"), stored("own.txt"));
+    }
+
+    /** The record copied back onto a request (read at the store): refused, saying so, and nothing written. */
+    @Test
+    void theProxysRecordCopiedOntoARequestIsRefusedAndNothingMoves() throws Exception {
+        put("copied.txt", 6, "first");
+        var answer = new S3Fixture.Raw("PUT", "/" + BUCKET + "/copied.txt").header("Fencing-Token", "7")
+                .header("x-amz-meta-stockade-fence", "6").header("x-amz-meta-fencing-token", "6")
+                .body("second").send(fixture.proxy.server().port());
+        assertEquals(400, answer.status(), answer.body());
+        assertTrue(answer.body().contains("x-amz-meta-stockade-fence is the fencing proxy"),
+                answer.body());
+        assertEquals("first", fixture.direct().getObjectAsBytes(b -> b.bucket(BUCKET).key("copied.txt"))
+                .asUtf8String());
+        assertEquals("6", stored("copied.txt").get("stockade-fence"));
+        assertEquals(412, assertThrows(S3Exception.class, () -> put("copied.txt", 5, "zombie")).statusCode());
+    }
+
+    /**
+     * Objects written by earlier builds keep their token under x-amz-meta-fencing-token only: the proxy reads the
+     * higher of both names, so no fence is lowered by the upgrade, and its next write records both.
+     */
+    @Test
+    void anObjectAnEarlierBuildWroteKeepsItsFence() {
+        S3Client direct = S3Fixture.clientWithRequiredChecksumsOnly(fixture.directUri(), S3Fixture.UPSTREAM_KEY,
+                S3Fixture.UPSTREAM_SECRET);
+        direct.putObject(b -> b.bucket(BUCKET).key("old.txt").metadata(java.util.Map.of("fencing-token", "9")),
+                RequestBody.fromString("old"));
+        assertEquals(412, assertThrows(S3Exception.class, () -> put("old.txt", 8, "zombie")).statusCode());
+        assertEquals("old", fixture.direct().getObjectAsBytes(b -> b.bucket(BUCKET).key("old.txt"))
+                .asUtf8String());
+        assertEquals(java.util.Map.of("fencing-token", "9"), stored("old.txt"));
+        put("old.txt", 9, "holder");
+        assertEquals(java.util.Map.of("fencing-token", "9", "stockade-fence", "9"), stored("old.txt"));
+        // and the other way round (a later build that writes only the record): the higher of the two is the fence
+        direct.putObject(b -> b.bucket(BUCKET).key("new.txt").metadata(java.util.Map.of("stockade-fence", "12",
+                "fencing-token", "3")), RequestBody.fromString("new"));
+        assertEquals(412, assertThrows(S3Exception.class, () -> put("new.txt", 11, "zombie")).statusCode());
+        assertEquals("new", fixture.direct().getObjectAsBytes(b -> b.bucket(BUCKET).key("new.txt"))
+                .asUtf8String());
+    }
+
     @Test
     void putGetHeadListDeleteWithTheDefaultSdk() {
         put("docs/a.txt", 1, "hello");
         assertEquals("hello", get("docs/a.txt"));
         HeadObjectResponse head = s3.headObject(b -> b.bucket(BUCKET).key("docs/a.txt"));
         assertEquals(5, head.contentLength());
-        assertEquals("1", head.metadata().get("fencing-token"));
+        assertEquals("1", stored("docs/a.txt").get("fencing-token"));
         ResponseBytes<GetObjectResponse> range = s3.getObjectAsBytes(b -> b.bucket(BUCKET).key("docs/a.txt")
                 .range("bytes=1-3"));
         assertEquals("ell", range.asUtf8String());
@@ -171,7 +232,8 @@ class S3BackendIT {
         s3.copyObject(b -> b.sourceBucket(BUCKET).sourceKey("src.txt").destinationBucket(BUCKET)
                 .destinationKey("dst.txt").overrideConfiguration(token(4)));
         assertEquals("copied", get("dst.txt"));
-        assertEquals("4", s3.headObject(b -> b.bucket(BUCKET).key("dst.txt")).metadata().get("fencing-token"));
+        assertEquals("4", stored("dst.txt").get("fencing-token"));
+        assertEquals("4", stored("dst.txt").get("stockade-fence"));
         S3Exception e = assertThrows(S3Exception.class, () -> s3.copyObject(b -> b.sourceBucket(BUCKET)
                 .sourceKey("src.txt").destinationBucket(BUCKET).destinationKey("dst.txt")
                 .overrideConfiguration(token(3))));
@@ -200,7 +262,8 @@ class S3BackendIT {
                 .overrideConfiguration(token(30)));
         byte[] got = s3.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asByteArray();
         assertEquals(part1.length + part2.length, got.length);
-        assertEquals("30", s3.headObject(b -> b.bucket(BUCKET).key(key)).metadata().get("fencing-token"));
+        assertEquals("30", stored(key).get("stockade-fence"));
+        assertEquals("30", stored(key).get("fencing-token"));
     }
 
     @Test

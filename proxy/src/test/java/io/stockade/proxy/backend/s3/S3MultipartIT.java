@@ -374,8 +374,16 @@ class S3MultipartIT {
         try (S3Client client = S3Fixture.client(allowing.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
             String key = "allowed/no-token";
             String upload = client.createMultipartUpload(b -> b.bucket(BUCKET).key(key)).uploadId();
-            assertTrue(upload.contains("~stk~"), upload);
+            // S3 round four, item 2: a listing names it by the very ID its creator got (it names no token)
+            assertEquals(List.of(upload), listed(client, key));
             String etag = part(client, key, upload, 1, bytes("no token"));
+            // such an ID cannot tell whose upload it names: a part with a token is refused, nothing stored
+            assertRefused(assertThrows(S3Exception.class, () -> client.uploadPart(b -> b.bucket(BUCKET).key(key)
+                    .uploadId(upload).partNumber(2).overrideConfiguration(S3Fixture.token(9)),
+                    RequestBody.fromBytes(bytes("a token's part")))), 400, "InvalidRequest");
+            assertEquals(List.of(1), setup.direct().listParts(b -> b.bucket(BUCKET).key(key)
+                    .uploadId(listed(setup.direct(), key).getFirst())).parts().stream().map(Part::partNumber)
+                    .toList());
             client.completeMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload)
                     .multipartUpload(CompletedMultipartUpload.builder().parts(completed(1, etag)).build()));
             assertArrayEquals(bytes("no token"), setup.direct().getObjectAsBytes(b -> b.bucket(BUCKET).key(key))

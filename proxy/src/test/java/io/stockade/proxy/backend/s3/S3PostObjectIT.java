@@ -204,6 +204,26 @@ class S3PostObjectIT {
                         RequestBody.fromString("x"))).statusCode());
     }
 
+    /**
+     * S3 round four, item 3: a form's SSE-KMS fields go to the store as the headers of the PUT the proxy writes the
+     * upload with (taken by a store that takes them on a PUT: s3proxy with ignore-unknown-headers, AWS, MinIO); the
+     * proxy's record of a token as a field (copied from an object) is refused, and nothing is stored.
+     */
+    @Test
+    void aFormsEncryptionFieldsGoWithItsPutAndACopiedRecordIsRefused() throws Exception {
+        HttpResponse<String> kms = signedForm("up/kms.txt", 40L, 600, List.of(), Map.of(
+                "x-amz-server-side-encryption", "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id", "key-1"))
+                .post();
+        assertEquals(204, kms.statusCode(), kms.body());
+        assertEquals("form data", storedBody("up/kms.txt"));
+        assertEquals("40", stored("up/kms.txt").metadata().get("stockade-fence"));
+
+        HttpResponse<String> copied = signedForm("up/copied.txt", 42L, 600, List.of(), Map.of(
+                "x-amz-meta-stockade-fence", "41")).post();
+        assertS3Error(copied, 400, "InvalidArgument", "x-amz-meta-stockade-fence is the fencing proxy");
+        assertNothingStored("up/copied.txt");
+    }
+
     @Test
     void theTokenMustBeAFieldThePolicySigns() throws Exception {
         // the token field is in the form but no condition names it: whoever holds the form could change it

@@ -17,8 +17,10 @@ class S3UploadIdsTest {
     void aCreatedIdCarriesItsTokenAndIsBoundToItsObject() throws Exception {
         String id = ids.created("b", "dir/k", "Ab.c_d-e~f", OptionalLong.of(7));
         assertEquals(new UploadIds.Id("Ab.c_d-e~f", true, OptionalLong.of(7)), ids.read("b", "dir/k", id));
+        // an upload created without a token gets the ID a listing shows for it (S3 round four, item 2)
         String none = ids.created("b", "dir/k", "up", OptionalLong.empty());
-        assertEquals(new UploadIds.Id("up", true, OptionalLong.empty()), ids.read("b", "dir/k", none));
+        assertEquals(ids.listed("b", "dir/k", "up"), none);
+        assertEquals(new UploadIds.Id("up", false, OptionalLong.empty()), ids.read("b", "dir/k", none));
         assertThrows(UploadIds.Unknown.class, () -> ids.read("b", "dir/other", id));
         assertThrows(UploadIds.Unknown.class, () -> ids.read("c", "dir/k", id));
         assertThrows(UploadIds.Unknown.class, () -> ids.read("b", "dir/k", id.replace("~stk7~", "~stk8~")));
