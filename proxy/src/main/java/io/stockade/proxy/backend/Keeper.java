@@ -2,7 +2,7 @@ package io.stockade.proxy.backend;
 
 /**
  * Who keeps the fence of a write's scopes, and how the write is made conditional on it: the three classes of the
- * guarantee matrix. The pipeline switches on it exhaustively ({@code FencePipeline.fencedWrite}).
+ * guarantee matrix. The pipeline switches on it exhaustively ({@code FencedWrite.run}).
  */
 public sealed interface Keeper {
 

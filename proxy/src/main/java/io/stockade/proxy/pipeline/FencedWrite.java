@@ -54,10 +54,11 @@ final class FencedWrite {
     void run(Call call, Plan.Write write) {
         TokenVerifier verifier = engine.verifiers.of(call.policy());
         switch (write.keeper()) {
-            case Keeper.InStorage storage -> byTheStorage(call, write, storage.write(), verifier);
-            case Keeper.Serialized serialized -> byTheStore(call, write, serialized.write(), true, verifier);
-            case Keeper.Conditional conditional -> byTheStore(call, write, conditional.write(), false, verifier);
-            case Keeper.Step step -> byTheStore(call, write, step.write(), false, verifier);
+            case Keeper.InStorage storage -> fencedInTheStorage(call, write, storage.write(), verifier);
+            case Keeper.Serialized serialized -> admittedByTheStore(call, write, serialized.write(), true, verifier);
+            case Keeper.Conditional conditional -> admittedByTheStore(call, write, conditional.write(), false,
+                    verifier);
+            case Keeper.Step step -> admittedByTheStore(call, write, step.write(), false, verifier);
         }
     }
 
@@ -65,7 +66,8 @@ final class FencedWrite {
      * A write fenced by the storage: every scope's token verified first (the store is not consulted, so every token
      * is), then the storage judges it by the plan's rule on each scope, in the same step as the write.
      */
-    private void byTheStorage(Call call, Plan.Write write, Keeper.StorageWrite storage, TokenVerifier verifier) {
+    private void fencedInTheStorage(Call call, Plan.Write write, Keeper.StorageWrite storage,
+                                    TokenVerifier verifier) {
         long token = write.token();
         if (verifier != null) {
             for (String scope : write.scopes()) {
@@ -84,7 +86,7 @@ final class FencedWrite {
      * ({@link #admit}), before the backend writes; what the backend did is answered, a serialized write whose
      * outcome is unknown quarantining its scopes.
      */
-    private void byTheStore(Call call, Plan.Write plan, Keeper.StoreWrite write, boolean serialized,
+    private void admittedByTheStore(Call call, Plan.Write plan, Keeper.StoreWrite write, boolean serialized,
                             TokenVerifier verifier) {
         Policy policy = call.policy();
         String name = policy.name();
