@@ -41,7 +41,7 @@ public final class Launch {
      * What to say on this Java, or null when it is new enough. {@code specification}: the
      * {@code java.specification.version} ("1.8", "17", "21"), {@code home}: the {@code java.home}.
      */
-    static String check(String specification, String home) {
+    public static String check(String specification, String home) {
         int major = major(specification);
         if (major >= REQUIRED) {
             return null;
