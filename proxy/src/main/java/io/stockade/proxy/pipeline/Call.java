@@ -44,6 +44,8 @@ final class Call implements AutoCloseable {
     final List<Limits.Permit> permits = new ArrayList<>(1);
     private final ProxyMetrics metrics;
     private final LongSupplier nanoTime;
+    /** The answer broke off after it started ({@link #brokeOff}). */
+    private boolean brokeOff;
 
     Call(ServerRequest req, ServerResponse res, ProxyMetrics metrics, LongSupplier nanoTime) {
         this.req = req;
@@ -88,10 +90,15 @@ final class Call implements AutoCloseable {
         }
     }
 
+    /**
+     * A backend's answer broke off after it started: whatever the storage did stands (an admitted write it answered
+     * 2xx is accepted), but the client got no complete answer, so the log's status is 0, not the status line the
+     * proxy had begun, which the client may never have read.
+     */
     void brokeOff() {
-        if (decision.outcome() == null) {
-            decision.outcome(Outcome.ACCEPTED, "the storage's answer broke off midway; the connection was closed");
-        }
+        brokeOff = true;
+        decision.outcome(decision.outcome() == null ? Outcome.ACCEPTED : decision.outcome(), "the storage's answer"
+                + " broke off midway; the connection was closed and the client got no complete answer");
     }
 
     @Override
@@ -110,7 +117,7 @@ final class Call implements AutoCloseable {
         if (escaped) {
             decision.outcome(Outcome.ERROR, "an exception escaped the pipeline; see the log");
         }
-        int status = escaped && !res.isSent() ? 500 : res.status().code();
+        int status = brokeOff ? 0 : escaped && !res.isSent() ? 500 : res.status().code();
         decision.status(status);
         metrics.decision(decision.policy(), decision.backend(), decision.outcome());
         if (status == 502 || status == 504) {
