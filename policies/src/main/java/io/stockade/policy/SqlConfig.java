@@ -18,13 +18,17 @@ import java.util.Set;
  *                    {@code sql install} stores it in the database, readable by the fence role only
  * @param direct      whether a token set by a client that connects to the database directly (no proof that the
  *                    listener set it) is taken
+ * @param sessions    whether the listener takes a session's token (startup {@code options}, {@code SET},
+ *                    {@code set_config(..., false)}), or only a transaction's ({@code SET LOCAL}): a transaction
+ *                    pooler in front of or behind the listener shares one server session among its clients, so a
+ *                    session's token would hold for other clients' transactions
  * @param policies    the fenced tables, grouped by how their tokens are judged
  * @param admin       the login the proxy's admin API reaches the fence table with ({@code admin-datasource}: a
  *                    role that is a member of the fence role, which cannot log in itself), or {@code null}: the
  *                    admin API refuses the SQL policies' scopes and {@code stockade sql fence} is the way
  */
 public record SqlConfig(Listen listen, Database database, String fenceRole, String schema, Path secretFile,
-                        DirectClients direct, List<SqlPolicy> policies, Datasource admin) {
+                        DirectClients direct, SessionTokens sessions, List<SqlPolicy> policies, Datasource admin) {
     public static final String DEFAULT_FENCE_ROLE = "stockade_fence";
     public static final String DEFAULT_SCHEMA = "stockade";
     /** The custom setting a session's token travels in. */
@@ -37,6 +41,7 @@ public record SqlConfig(Listen listen, Database database, String fenceRole, Stri
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(secretFile, "secretFile");
         Objects.requireNonNull(direct, "direct");
+        Objects.requireNonNull(sessions, "sessions");
         policies = List.copyOf(policies);
     }
 
@@ -84,6 +89,17 @@ public record SqlConfig(Listen listen, Database database, String fenceRole, Stri
         REFUSE,
         /** Taken as set: the database's own privileges are then all that keeps direct clients honest. */
         TRUST
+    }
+
+    /** Whether a session's token is taken ({@code session-tokens}). */
+    public enum SessionTokens {
+        /** Taken: startup options, SET and set_config(..., false) hold for the session. The default. */
+        ALLOW,
+        /**
+         * Refused (SQLSTATE SF405): only SET LOCAL and set_config(..., true) are taken. For a listener with a
+         * transaction pooler in front of it or behind it.
+         */
+        REFUSE
     }
 
     /**

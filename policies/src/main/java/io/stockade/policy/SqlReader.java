@@ -41,9 +41,11 @@ final class SqlReader {
             Optional<Path> secret = sql.required("secret-file", Values::path);
             Optional<SqlConfig.DirectClients> direct = sql.optional("direct-clients",
                     f -> Values.keyword(f, "value", Vocabulary.DIRECT_CLIENTS), SqlConfig.DirectClients.REFUSE);
+            Optional<SqlConfig.SessionTokens> sessions = sql.optional("session-tokens",
+                    f -> Values.keyword(f, "value", Vocabulary.SESSION_TOKENS), SqlConfig.SessionTokens.ALLOW);
             Optional<List<SqlConfig.SqlPolicy>> policies = sql.required("policies", SqlReader::policies);
             Optional<Optional<Datasource>> admin = sql.optional("admin-datasource", DatasourceReader::read);
-            if (!Values.allPresent(listen, database, role, schema, secret, direct, policies, admin)) {
+            if (!Values.allPresent(listen, database, role, schema, secret, direct, sessions, policies, admin)) {
                 return Optional.empty();
             }
             String adminDatabase = admin.get().map(ds -> databaseOf(ds.url())).orElse(null);
@@ -54,7 +56,7 @@ final class SqlReader {
                 return Optional.empty();
             }
             return Optional.of(new SqlConfig(listen.get(), database.get(), role.get(), schema.get(), secret.get(),
-                    direct.get(), policies.get(), admin.get().orElse(null)));
+                    direct.get(), sessions.get(), policies.get(), admin.get().orElse(null)));
         });
     }
 

@@ -70,13 +70,14 @@ final class Vocabulary {
             "clients", "virtual-host", "fence-scope", "prefix-segments", "timeout", "retries", "etag-cache",
             "max-connections", "tls", "bucket-writes", "distinct-keys");
     static final List<String> SQL_KEYS = List.of("listen", "database", "fence-role", "schema", "secret-file",
-            "direct-clients", "admin-datasource", "policies");
+            "direct-clients", "session-tokens", "admin-datasource", "policies");
     static final List<String> SQL_LISTEN_KEYS = List.of("host", "port", "tls");
     static final List<String> SQL_DATABASE_KEYS = List.of("host", "port", "name", "tls");
     static final List<String> SQL_POLICY_KEYS = List.of("name", "tables", "fence", "lock", "readiness");
     static final List<String> SQL_TABLE_KEYS = List.of("table", "scope");
     static final List<String> SQL_FENCE_KEYS = List.of("missing", "equal", "max-advance", "verify");
     static final Map<String, SqlConfig.DirectClients> DIRECT_CLIENTS = keywords(SqlConfig.DirectClients.class);
+    static final Map<String, SqlConfig.SessionTokens> SESSION_TOKENS = keywords(SqlConfig.SessionTokens.class);
     static final List<String> S3_CLIENT_KEYS = List.of("access-key", "secret-key");
 
     /** The methods a postgres policy can declare statements for, in the order messages list them. */

@@ -50,6 +50,7 @@ class PolicyLoaderSqlTest {
         assertEquals("stockade_fence", sql.fenceRole());
         assertEquals("stockade", sql.schema());
         assertEquals(SqlConfig.DirectClients.REFUSE, sql.direct());
+        assertEquals(SqlConfig.SessionTokens.ALLOW, sql.sessions());
         SqlConfig.SqlPolicy jobs = sql.policies().get(0);
         assertEquals(Policy.MissingToken.REJECT, jobs.missing());
         assertEquals(Policy.EqualToken.ACCEPT, jobs.equal());

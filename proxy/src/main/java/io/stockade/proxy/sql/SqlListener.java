@@ -130,7 +130,8 @@ public final class SqlListener implements AutoCloseable {
             SessionContext context = new SessionContext(config, clientTls, tls == null
                     ? SessionContext.ClientAuth.NONE : SessionContext.ClientAuth.valueOf(tls.clientAuth().name()),
                     serverTls, new Statements(tables), new TokenGate(checks, new Proofs(key,
-                    System::currentTimeMillis)), new Recorder(registry), CONNECT);
+                    System::currentTimeMillis), config.sessions() == SqlConfig.SessionTokens.ALLOW),
+                    new Recorder(registry), CONNECT);
             server = new ServerSocket();
             server.setReuseAddress(true);
             server.bind(new InetSocketAddress(config.listen().host(), config.listen().port()), 256);

@@ -89,11 +89,23 @@ class SqlInstallIT {
         }
         assertEquals(5L, db.fence("jobs/1"));
 
-        // a role that owns a fenced table can switch its trigger off: only the database's privileges prevent it
-        db.execute("CREATE ROLE owner_" + db.app + "; ALTER TABLE ledger OWNER TO owner_" + db.app
-                + "; SET ROLE owner_" + db.app + "; ALTER TABLE ledger DISABLE TRIGGER stockade_fence_row;"
-                + " ALTER TABLE ledger ENABLE ALWAYS TRIGGER stockade_fence_row; RESET ROLE;"
-                + " ALTER TABLE ledger OWNER TO postgres; DROP ROLE owner_" + db.app);
+        // the guard (an event trigger): not even a role that owns a fenced table can switch its triggers off
+        String owner = "owner_" + db.app;
+        db.execute("CREATE ROLE " + owner + "; ALTER TABLE ledger OWNER TO " + owner);
+        try (Connection c = db.admin(); Statement s = c.createStatement()) {
+            s.execute("SET ROLE " + owner);
+            for (String attempt : List.of("ALTER TABLE ledger DISABLE TRIGGER stockade_fence_row",
+                    "ALTER TABLE ledger DISABLE TRIGGER ALL", "ALTER TABLE ledger ENABLE REPLICA TRIGGER"
+                            + " stockade_fence_truncate", "DROP TRIGGER stockade_fence_row ON ledger",
+                    "ALTER TRIGGER stockade_fence_truncate ON ledger RENAME TO t")) {
+                SQLException e = assertThrows(SQLException.class, () -> s.execute(attempt), attempt);
+                assertEquals("SF405", e.getSQLState(), attempt + ": " + e.getMessage());
+            }
+        } finally {
+            db.execute("ALTER TABLE ledger OWNER TO postgres; DROP ROLE " + owner);
+        }
+        assertTrue(triggers().containsAll(List.of("ledger:stockade_fence_row:A", "ledger:stockade_fence_truncate:A")),
+                triggers().toString());
 
         // a table the file no longer names loses its triggers at the next install
         Path fewer = dir.resolve("fewer.yaml");
@@ -105,6 +117,7 @@ class SqlInstallIT {
         assertEquals("0", sql("uninstall", "--config", config.toString())[0]);
         assertEquals("0", sql("uninstall", "--config", config.toString())[0]);
         assertEquals(List.of(), triggers());
+        assertEquals(List.of(), db.column("SELECT evtname FROM pg_event_trigger"));
         assertEquals(5L, db.fence("jobs/1"), "uninstall keeps every scope's highest token");
         assertEquals("0", sql("uninstall", "--config", config.toString(), "--drop-fences")[0]);
         assertEquals(List.of(), db.column("SELECT nspname FROM pg_namespace WHERE nspname = 'stockade'"));

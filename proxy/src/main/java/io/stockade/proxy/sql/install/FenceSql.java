@@ -27,6 +27,17 @@ public final class FenceSql {
     /** The name of the row trigger and of the TRUNCATE trigger on every fenced table. */
     public static final String ROW_TRIGGER = "stockade_fence_row";
     public static final String TRUNCATE_TRIGGER = "stockade_fence_truncate";
+    /** The event trigger that keeps the fence whole through DDL ({@code fence-guard.sql}). */
+    public static final String GUARD = "stockade_fence_guard";
+    /**
+     * The settings a row's scope is written under, whatever the session set: a column's text form depends on
+     * DateStyle, TimeZone, IntervalStyle, extra_float_digits, bytea_output and lc_monetary, and a scope that moves
+     * with a session setting is a scope a zombie can step out of (SET DateStyle = German, and its date row has a
+     * scope no holder ever raised).
+     */
+    static final String PINNED = "    SET search_path = pg_catalog, pg_temp SET DateStyle = 'ISO, MDY'"
+            + " SET TimeZone = 'UTC'\n    SET IntervalStyle = 'postgres' SET extra_float_digits = 1"
+            + " SET bytea_output = 'hex' SET lc_monetary = 'C'";
     /** The SQLSTATEs of the fence: Stockade's own class, SF. */
     public static final String STALE = "SF409";
     public static final String TOO_FAR = "SF422";
@@ -58,6 +69,9 @@ public final class FenceSql {
                 .append(": install (run as a superuser; running it again is harmless)\n")
                 .append("BEGIN;\n")
                 .append("SELECT pg_advisory_xact_lock(hashtext('stockade sql install'));\n")
+                .append("-- the guard would refuse the install's own trigger changes: made again at the end\n")
+                .append("DROP EVENT TRIGGER IF EXISTS ").append(GUARD).append(";\n")
+                .append("DROP FUNCTION IF EXISTS ").append(schema).append(".fence_guard();\n")
                 .append("DO $role$ BEGIN\n")
                 .append("    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '").append(role).append("') THEN\n")
                 .append("        CREATE ROLE ").append(role).append(" NOLOGIN;\n")
@@ -86,12 +100,17 @@ public final class FenceSql {
         }
         sql.append("REVOKE ALL ON ALL TABLES IN SCHEMA ").append(schema).append(" FROM PUBLIC;\n")
                 .append("REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ").append(schema).append(" FROM PUBLIC;\n")
+                .append("-- a partition's owner clones the row trigger when it creates or attaches one: the trigger\n")
+                .append("-- functions cannot be called but as triggers, so EXECUTE on them opens nothing\n")
+                .append(triggerGrants())
                 .append("RESET ROLE;\n")
                 .append("RESET search_path;\n")
                 .append(dropOthers());
         for (SqlConfig.FencedTable table : config.tables()) {
             sql.append(triggers(table));
         }
+        sql.append(resource("/io/stockade/proxy/sql/fence-guard.sql").replace("@guarded@", guarded())
+                .replace("@schema@", schema).replace("@role@", role));
         return sql.append("COMMIT;\n").toString();
     }
 
@@ -106,6 +125,7 @@ public final class FenceSql {
                 .append(": uninstall (running it again is harmless)\n")
                 .append("BEGIN;\n")
                 .append("SELECT pg_advisory_xact_lock(hashtext('stockade sql install'));\n")
+                .append("DROP EVENT TRIGGER IF EXISTS ").append(GUARD).append(";\n")
                 .append(dropTriggers(null));
         if (dropFences) {
             sql.append("DROP SCHEMA IF EXISTS ").append(schema).append(" CASCADE;\n");
@@ -119,9 +139,34 @@ public final class FenceSql {
                     .append("        EXECUTE format('DROP FUNCTION %s', f);\n")
                     .append("    END LOOP;\n")
                     .append("END $functions$;\n")
-                    .append("DROP TABLE IF EXISTS ").append(schema).append(".stockade_secret;\n");
+                    .append("DROP TABLE IF EXISTS ").append(schema).append(".stockade_secret;\n")
+                    .append("DROP TABLE IF EXISTS ").append(schema).append(".stockade_guarded;\n");
         }
         return sql.append("COMMIT;\n").toString();
+    }
+
+    private String triggerGrants() {
+        StringBuilder out = new StringBuilder();
+        for (SqlConfig.FencedTable table : config.tables()) {
+            String function = config.schema() + "." + functionName(table);
+            out.append("GRANT EXECUTE ON FUNCTION ").append(function).append("(), ").append(function)
+                    .append("_truncate() TO PUBLIC;\n");
+        }
+        return out.toString();
+    }
+
+    /** The guard's rows: each fenced table by oid, its two trigger functions, the columns its scope reads. */
+    private String guarded() {
+        StringBuilder rows = new StringBuilder();
+        for (SqlConfig.FencedTable table : config.tables()) {
+            String function = config.schema() + "." + functionName(table);
+            String into = "INSERT INTO " + config.schema() + ".stockade_guarded VALUES\n    ";
+            rows.append(rows.isEmpty() ? into : ",\n    ")
+                    .append("('").append(table.qualified()).append("'::regclass, '").append(function)
+                    .append("()'::regprocedure, '").append(function).append("_truncate()'::regprocedure, '")
+                    .append(String.join(", ", table.columns())).append("')");
+        }
+        return rows.isEmpty() ? "" : rows.append(";").toString();
     }
 
     /** The row of the listener's key, as HMAC-SHA256's inner and outer padded keys (no pgcrypto needed). */
@@ -169,7 +214,7 @@ public final class FenceSql {
         String scopeChanged = changed.isEmpty() ? "false" : changed.toString();
         return "-- " + q + " (policy " + policy.name() + "): scope " + table.scope() + "\n"
                 + "CREATE OR REPLACE FUNCTION " + schema + "." + name + "() RETURNS trigger LANGUAGE plpgsql"
-                + " SECURITY DEFINER\n    SET search_path = pg_catalog, pg_temp AS $fence$\n"
+                + " SECURITY DEFINER\n" + PINNED + " AS $fence$\n"
                 + "DECLARE\n    t bigint := " + schema + ".token_of(" + args + ");\nBEGIN\n"
                 + "    IF t IS NULL THEN\n        RETURN NULL;\n    END IF;\n"
                 + "    IF TG_OP <> 'INSERT' THEN\n"
@@ -182,7 +227,7 @@ public final class FenceSql {
                 + "-- TRUNCATE removes every row: each scope it removes is checked, on the table truncated (a\n"
                 + "-- partition's own rows when the trigger fires for a partition)\n"
                 + "CREATE OR REPLACE FUNCTION " + schema + "." + name + "_truncate() RETURNS trigger LANGUAGE"
-                + " plpgsql SECURITY DEFINER\n    SET search_path = pg_catalog, pg_temp AS $fence$\n"
+                + " plpgsql SECURITY DEFINER\n" + PINNED + " AS $fence$\n"
                 + "DECLARE\n    t bigint := " + schema + ".token_of(" + args + ");\n    s text;\nBEGIN\n"
                 + "    IF t IS NULL THEN\n        RETURN NULL;\n    END IF;\n"
                 + "    FOR s IN EXECUTE format('SELECT DISTINCT " + scopeExpression(table, "r.").replace("'", "''")

@@ -42,7 +42,8 @@ public final class SqlCommand {
 
               install     the fence role and schema, the fence table, the key of sql.secret-file, the check
                           functions and the triggers of every table in sql.policies (one transaction; run it
-                          again after adding tables or partitions: it is idempotent)
+                          again after adding tables: it is idempotent; the guard it
+                          installs gives new partitions their TRUNCATE trigger)
               uninstall   the triggers and check functions; the fence table (every scope's highest token) stays
                           unless --drop-fences
               --url       where to connect (default jdbc:postgresql://<sql.database host:port/name>); the user must

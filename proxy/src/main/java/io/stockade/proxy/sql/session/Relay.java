@@ -53,16 +53,15 @@ final class Relay {
     /** ReadyForQuery answers sent for, by the client pump, and the ones not to pass on (their ordinal). */
     private long readyAsked;
     private final ConcurrentLinkedQueue<Long> swallow = new ConcurrentLinkedQueue<>();
-    /** The token of the session (SET) and whether a transaction's (SET LOCAL) was set since the last end. */
-    private volatile Long sessionToken;
-    private volatile Long localToken;
+    /** The token in force as far as the listener knows, and how each transaction ended. */
+    private final Transactions transactions;
 
     Relay(SessionContext ctx, Map<String, String> description, String sessionId, Long sessionToken,
           MessageReader clientReader, OutputStream cout, MessageReader serverReader, OutputStream sout) {
         this.ctx = ctx;
         this.description = description;
         this.sessionId = sessionId;
-        this.sessionToken = sessionToken;
+        this.transactions = new Transactions(sessionToken);
         this.clientReader = clientReader;
         this.cout = cout;
         this.serverReader = serverReader;
@@ -88,6 +87,10 @@ final class Relay {
                 back.join();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+            }
+            Transactions.Ended cut = transactions.lost(readyAsked);
+            if (cut != null) {
+                ctx.outcomes().transaction(description, cut.outcome(), cut.token(), cut.error());
             }
         }
     }
@@ -178,7 +181,7 @@ final class Relay {
             setters.put(name, c.setters().getFirst());
         } else if (!c.setters().isEmpty()) {
             Statements.Setter s = c.setters().getFirst();
-            String replaced = s.token() == null ? sql.substring(s.start(), s.end()) : judged(s, s.token());
+            String replaced = judged(s, s.token());
             if (replaced == null) {
                 return;
             }
@@ -238,11 +241,7 @@ final class Relay {
     private String apply(Statements.Setter s, String token) throws IOException {
         return switch (s.action()) {
             case SHOW -> "SHOW stockade.fencing_token";
-            case RESET -> {
-                sessionToken = null;
-                localToken = null;
-                yield "RESET stockade.fencing_token";
-            }
+            case RESET, RESET_ALL, DISCARD_ALL -> reset(s);
             case SET -> {
                 Verdict v = ctx.gate().judge(token, s.local(), sessionId);
                 if (v instanceof Verdict.Refused r) {
@@ -256,13 +255,11 @@ final class Relay {
 
     /** A Parse's literal token statement, judged; {@code null} when refused (in the extended protocol). */
     private String judged(Statements.Setter s, String token) throws IOException {
+        if (s.action() == Statements.Action.SHOW) {
+            return "SHOW stockade.fencing_token";
+        }
         if (s.action() != Statements.Action.SET) {
-            if (s.action() == Statements.Action.RESET) {
-                sessionToken = null;
-                localToken = null;
-            }
-            return s.action() == Statements.Action.RESET ? "RESET stockade.fencing_token"
-                    : "SHOW stockade.fencing_token";
+            return reset(s);
         }
         Verdict v = ctx.gate().judge(token, s.local(), sessionId);
         if (v instanceof Verdict.Refused r) {
@@ -292,12 +289,20 @@ final class Relay {
         return "SET " + (s.local() ? "LOCAL " : "") + "stockade.fencing_token = '" + taken.value() + "'";
     }
 
+    /** A token statement takes effect with the ReadyForQuery that ends the message (or the Sync) it came in. */
     private void remember(Statements.Setter s, Verdict.Taken taken) {
-        if (s.local()) {
-            localToken = taken.token();
-        } else {
-            sessionToken = taken.token();
-        }
+        transactions.mark(readyAsked + 1, s.local() ? Transactions.Kind.LOCAL : Transactions.Kind.SESSION,
+                taken.token());
+    }
+
+    /** RESET of the token, RESET ALL or DISCARD ALL: relayed as such, and the listener forgets the token. */
+    private String reset(Statements.Setter s) {
+        transactions.mark(readyAsked + 1, Transactions.Kind.RESET_ALL, null);
+        return switch (s.action()) {
+            case RESET_ALL -> "RESET ALL";
+            case DISCARD_ALL -> "DISCARD ALL";
+            default -> "RESET stockade.fencing_token";
+        };
     }
 
     /** A refusal as a simple query would meet it: the server raises it in place of the client's message. */
@@ -314,16 +319,16 @@ final class Relay {
     }
 
     static String raising(String code, String message) {
-        String text = message.replace(DO_TAG, "").replace("\\", "/").replace("'", "''");
+        String text = message.replace("\\", "/").replace("'", "''");
+        while (text.contains(DO_TAG)) { // a client's text may spell the tag in pieces that meet once one goes
+            text = text.replace(DO_TAG, "");
+        }
         return "DO " + DO_TAG + "BEGIN RAISE EXCEPTION USING ERRCODE = '" + code + "', MESSAGE = '" + text + "';"
                 + " END" + DO_TAG;
     }
 
     private void serverToClient() throws IOException {
         long readies = 0;
-        Map<Character, String> fenceError = null;
-        boolean error = false;
-        String lastTag = null;
         while (true) {
             byte type = serverReader.next();
             switch (type) {
@@ -331,32 +336,24 @@ final class Relay {
                     byte[] body = serverReader.body(1);
                     readies++;
                     Long head = swallow.peek();
-                    boolean hidden = head != null && head == readies;
-                    if (hidden) {
+                    if (head != null && head == readies) {
                         swallow.poll();
                     } else {
                         Body.write(cout, type, body);
                     }
-                    if (body.length == 1 && body[0] == 'I') {
-                        ended(fenceError, error, lastTag);
-                        fenceError = null;
-                        error = false;
-                        lastTag = null;
+                    Transactions.Ended ended = transactions.ready(body.length == 1 ? (char) body[0] : 'I');
+                    if (ended != null) {
+                        ctx.outcomes().transaction(description, ended.outcome(), ended.token(), ended.error());
                     }
                 }
                 case Messages.ERROR -> {
                     byte[] body = serverReader.body(MAX_INSPECTED);
-                    Map<Character, String> fields = Messages.fields(body);
-                    String code = fields.getOrDefault('C', "");
-                    if (code.startsWith("SF") && fenceError == null) {
-                        fenceError = fields;
-                    }
-                    error = true;
+                    transactions.error(Messages.fields(body));
                     Body.write(cout, type, body);
                 }
                 case Messages.COMMAND_COMPLETE -> {
                     byte[] body = serverReader.body(MAX_INSPECTED);
-                    lastTag = new Body(body).string();
+                    transactions.completed(new Body(body).string());
                     Body.write(cout, type, body);
                 }
                 default -> serverReader.copy(cout);
@@ -365,24 +362,6 @@ final class Relay {
                 cout.flush();
             }
         }
-    }
-
-    /** A transaction ended: counted and logged when it carried a token or met the fence. */
-    private void ended(Map<Character, String> fenceError, boolean error, String lastTag) {
-        Long local = localToken;
-        localToken = null;
-        Long token = local != null ? local : sessionToken;
-        String outcome;
-        if (fenceError != null) {
-            outcome = outcomeOf(fenceError.get('C'));
-        } else if (token == null) {
-            return;
-        } else if (error || "ROLLBACK".equals(lastTag)) {
-            outcome = "rolled_back";
-        } else {
-            outcome = "accepted";
-        }
-        ctx.outcomes().transaction(description, outcome, token, fenceError == null ? Map.of() : fenceError);
     }
 
     static String outcomeOf(String code) {

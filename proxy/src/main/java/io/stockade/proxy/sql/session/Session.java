@@ -196,6 +196,11 @@ public final class Session implements Runnable {
                 List<String[]> settings = Options.parse(value);
                 List<String[]> kept = new ArrayList<>();
                 for (String[] setting : settings) {
+                    if (setting[0] == null) {
+                        throw new Refusal(Relay.REFUSED, "stockade: startup options word '" + cut(setting[1])
+                                + "' is not relayed: only -c name=value and --name=value are (the server reads"
+                                + " other words as switches of its own, which may set anything)");
+                    }
                     if (setting[0].equals(SqlConfig.TOKEN_SETTING)) {
                         token = value(token, setting[1]);
                     } else {
@@ -216,6 +221,10 @@ public final class Session implements Runnable {
             }
         }
         return token;
+    }
+
+    private static String cut(String s) {
+        return s.length() > 40 ? s.substring(0, 40) + "..." : s;
     }
 
     private static String value(String earlier, String token) throws Refusal {

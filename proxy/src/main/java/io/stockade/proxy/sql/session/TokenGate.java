@@ -18,10 +18,16 @@ public final class TokenGate {
 
     private final List<Check> checks;
     private final Proofs proofs;
+    private final boolean sessionTokens;
 
-    public TokenGate(List<Check> checks, Proofs proofs) {
+    /**
+     * @param sessionTokens whether a session's token is taken ({@code sql.session-tokens: allow}), or only a
+     *                      transaction's
+     */
+    public TokenGate(List<Check> checks, Proofs proofs, boolean sessionTokens) {
         this.checks = List.copyOf(checks);
         this.proofs = proofs;
+        this.sessionTokens = sessionTokens;
     }
 
     /**
@@ -30,6 +36,12 @@ public final class TokenGate {
      * @param session the server session ({@code pid:start}) a session's token is bound to; ignored when local
      */
     Verdict judge(String text, boolean local, String session) {
+        if (!local && !sessionTokens) {
+            return new Verdict.Refused(Statements.REFUSED, "stockade: a session's fencing token (startup options,"
+                    + " SET, set_config(..., false)) is refused here (sql.session-tokens: refuse): a transaction"
+                    + " pooler shares this session among clients; SET LOCAL stockade.fencing_token in each"
+                    + " transaction");
+        }
         if (!Statements.validToken(text)) {
             return new Verdict.Refused(Statements.MALFORMED, "stockade: malformed fencing token '"
                     + (text.length() > 40 ? text.substring(0, 40) + "..." : text) + "': decimal digits"

@@ -42,8 +42,11 @@ public final class Statements {
         this.fencedTables = Set.copyOf(fencedTables);
     }
 
-    /** What a statement does to the token. */
-    public enum Action { SET, RESET, SHOW }
+    /**
+     * What a statement does to the token: sets, resets or shows it, or resets every setting ({@code RESET ALL},
+     * {@code DISCARD ALL}: relayed as written, and the listener forgets the token).
+     */
+    public enum Action { SET, RESET, SHOW, RESET_ALL, DISCARD_ALL }
 
     /**
      * A statement of one of the token's shapes.
@@ -173,6 +176,10 @@ public final class Statements {
         int i = 0;
         if (t.isEmpty()) {
             return null;
+        }
+        if (t.size() == 2 && t.get(1).is("all") && (t.getFirst().is("reset") || t.getFirst().is("discard"))) {
+            return new Setter(s.start(), s.end(), t.getFirst().is("reset") ? Action.RESET_ALL : Action.DISCARD_ALL,
+                    false, false, null, -1);
         }
         if (t.getFirst().is("reset") || t.getFirst().is("show")) {
             if (t.size() == 4 && isSetting(t, 1)) {
