@@ -196,6 +196,21 @@ class PolicyLoaderTest {
                 10_000), docs.backend());
     }
 
+    /** Issue 46: a serialized policy's settle shorter than its timeout is advised against (logged at load). */
+    @Test
+    void aSerializedSettleShorterThanTheTimeoutIsAdvisedAgainst() {
+        URI url = URI.create("http://upstream.example");
+        BackendConfig.Http shortSettle = new BackendConfig.Http(url, BackendConfig.Conditional.NONE,
+                Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(5), 8);
+        assertTrue(shortSettle.settleAdvice().orElseThrow().startsWith(
+                "settle (5000 ms) is shorter than timeout (30000 ms)"), shortSettle.settleAdvice().toString());
+        assertTrue(new BackendConfig.Http(url, BackendConfig.Conditional.NONE, Duration.ofSeconds(2),
+                Duration.ofSeconds(30), Duration.ofSeconds(30), 8).settleAdvice().isEmpty());
+        assertTrue(new BackendConfig.Http(url, BackendConfig.Conditional.IF_MATCH, Duration.ofSeconds(2),
+                Duration.ofSeconds(30), Duration.ofMillis(1), 8).settleAdvice().isEmpty(), "a late if-match write"
+                + " cannot land");
+    }
+
     @Test
     void upstreamTlsNamesPemFilesThatExist(@TempDir Path dir) throws Exception {
         for (String name : List.of("ca.pem", "cert.pem", "key.pem")) {

@@ -114,7 +114,7 @@ public final class StockadeServer implements AutoCloseable {
         TokenVerifiers verifiers = new TokenVerifiers(Clock.systemUTC());
         try {
             for (Policy policy : config.policies()) {
-                Backend backend = openBackend(policy.backend());
+                Backend backend = openBackend(policy.name(), policy.backend());
                 backends.put(policy.name(), backend);
                 backend.checkAtStart(policy.name());
             }
@@ -421,7 +421,11 @@ public final class StockadeServer implements AutoCloseable {
         res.send(body);
     }
 
-    static Backend openBackend(BackendConfig config) throws IOException {
+    /** Opens the backend of {@code policy}, logging a serialized policy's settle shorter than its timeout. */
+    static Backend openBackend(String policy, BackendConfig config) throws IOException {
+        if (config instanceof BackendConfig.Http http) {
+            http.settleAdvice().ifPresent(advice -> LOG.warning("policy '" + policy + "': " + advice));
+        }
         return switch (config) {
             case BackendConfig.Http http -> HttpBackend.open(http);
             case BackendConfig.File file -> FileBackend.open(file);
