@@ -22,7 +22,7 @@ final class Vocabulary {
     static final List<String> SERVER_TLS_KEYS = List.of("keystore", "password", "password-file", "truststore",
             "client-auth");
     static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after", "max-scopes",
-            "max-scope-memory");
+            "max-scope-memory", "heal-within");
     static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate", "cache");
     static final List<String> DATASOURCE_KEYS = List.of("url", "user", "password", "password-file", "pool-size",
             "statement-timeout", "connect-timeout");

@@ -345,7 +345,7 @@ class PolicyLoaderTest {
         assertEquals(List.of(
                 "test.yaml:2:3: store: missing required key 'journal'",
                 "test.yaml:3:3: store.jornal: unknown key 'jornal'; did you mean 'journal'? valid: type, journal,"
-                        + " compact-after, max-scopes, max-scope-memory"),
+                        + " compact-after, max-scopes, max-scope-memory, heal-within"),
                 errors.stream().map(PolicyError::toString).toList());
     }
 
@@ -354,7 +354,7 @@ class PolicyLoaderTest {
         String yaml = MINIMAL.replace("journal: /var/lib/stockade", "journal: /j\n  compactAfter: 1GiB");
 
         assertEquals("unknown key 'compactAfter'; did you mean 'compact-after'? valid: type, journal, compact-after,"
-                + " max-scopes, max-scope-memory", errors(yaml, Map.of()).getFirst().message());
+                + " max-scopes, max-scope-memory, heal-within", errors(yaml, Map.of()).getFirst().message());
     }
 
     @Test
@@ -366,7 +366,7 @@ class PolicyLoaderTest {
 
         assertEquals("""
                 test.yaml:3:3: store.extra: unknown key 'extra'; valid: type, journal, compact-after, max-scopes, \
-                max-scope-memory
+                max-scope-memory, heal-within
                 test.yaml:12:7: policies[0].backend.extra: unknown key 'extra'; valid: type, root""", e.getMessage());
     }
 

@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import java.util.logging.Level;
@@ -131,6 +132,11 @@ public final class StockadeServer implements AutoCloseable {
             }
             if (FenceStores.unwrapped(store) instanceof MemoryFenceStore memory) {
                 metrics.gauge("stockade.store.scopes", "Scopes the memory store holds", memory::scopeCount);
+                metrics.gauge("stockade.store.journal.failed.seconds", "How long the memory store's journal has been"
+                        + " failed (an I/O error; it retries until it heals), 0 while it works",
+                        memory::journalFailedSeconds);
+                metrics.gauge("stockade.store.journal.heals", "How many times the memory store's journal healed"
+                        + " after an I/O error since start", memory::journalHeals);
                 metrics.gauge("stockade.store.scope.memory.bytes", "Heap the memory store's scopes take (estimated)",
                         memory::memoryUsed);
                 metrics.gauge("stockade.store.scope.memory.limit.bytes", "The memory store's max-scope-memory,"
@@ -341,10 +347,24 @@ public final class StockadeServer implements AutoCloseable {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
         routing.addFilter(new HttpDate(Clock.systemUTC()));
-        routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
+        routing.get(LIVE, (req, res) -> live(res, pipeline.readiness().unhealed()))
                 .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
                 .get(READY + "/{policy}", (req, res) -> policyReady(res, req.path().pathParameters().get("policy"),
                         pipeline));
+    }
+
+    /**
+     * {@code /health/live}: 200 UP, or 503 DOWN with the reason while the fence store has failed and not healed
+     * within its time (the memory store's {@code heal-within}), so that the platform restarts the replica
+     * (docs/operations.md, "Faults and probes").
+     */
+    private static void live(ServerResponse res, Optional<String> unhealed) {
+        if (unhealed.isEmpty()) {
+            json(res, 200, "{\"status\":\"UP\"}");
+        } else {
+            json(res, 503, "{\"status\":\"DOWN\",\"down\":" + jsonList(List.of("fence store: " + unhealed.get()))
+                    + "}");
+        }
     }
 
     private static void onManagementListener(ServerResponse res, String what) {

@@ -44,7 +44,9 @@ public final class Tools {
         JAVA_BEFORE_21("a Java older than 21 under /usr/lib/jvm (what an old Java is told)",
                 "apt-get install -y openjdk-17-jre-headless", () -> Jvm.olderThan21().isPresent()),
         POSTGRES_CLUSTER("PostgreSQL 15's initdb/pg_ctl and root (a private cluster per test)",
-                "apt-get install -y postgresql, and run the tests as root", PgCluster::available);
+                "apt-get install -y postgresql, and run the tests as root", PgCluster::available),
+        SCRATCH_FILESYSTEM("root with mount, losetup, mkfs.ext4 and e2fsck (a tmpfs or ext4 the test makes)",
+                "apt-get install -y mount e2fsprogs, and run the tests as root", ScratchFilesystem::available);
 
         private final String label;
         private final String install;

@@ -107,6 +107,11 @@ public final class CachingFenceStore implements FenceStore {
     }
 
     @Override
+    public Optional<String> unhealed() {
+        return store.unhealed();
+    }
+
+    @Override
     public void close() {
         store.close();
     }

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
@@ -93,6 +94,8 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
             new LongAdder();
     /** The most scopes the store may hold ({@code max-scopes}). */
     private final long maxScopes;
+    /** How long a failed journal may keep retrying before {@link #unhealed} reports it ({@code heal-within}). */
+    private final long healWithinNanos;
     /** The most heap its scopes may take ({@code max-scope-memory}, resolved against {@code -Xmx}). */
     private final long maxMemory;
     /** What {@code max-scope-memory} said, for messages. */
@@ -116,6 +119,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     private MemoryFenceStore(ReplayedScopes replayed, ConcurrentHashMap<String, FloorEntry> floors, Journal journal,
                              StoreConfig.Memory config, long maxMemory) {
         this.maxScopes = config.maxScopes();
+        this.healWithinNanos = config.healWithin().toNanos();
         this.maxMemory = maxMemory;
         this.maxMemorySetting = config.maxScopeMemory().toString();
         this.replayed = replayed;
@@ -174,7 +178,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         replayed.freeze();
         MemoryFenceStore store = new MemoryFenceStore(replayed, floors, journal, config, budget);
         store.fresh = fresh;
-        journal.start(store::snapshot);
+        journal.start(store::snapshot, store::covers);
         return store;
     }
 
@@ -456,6 +460,57 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     /** The scopes the store holds now. */
     public long scopeCount() {
         return replayed.size() + addedSinceOpen.sum();
+    }
+
+    /**
+     * While the journal is failed and has not healed within {@code heal-within}: why, for {@code /health/live}
+     * (DOWN, so that the platform restarts the replica; the journal keeps retrying meanwhile).
+     */
+    @Override
+    public Optional<String> unhealed() {
+        Journal.Failed failed = journal.failed();
+        if (failed == null || closed) {
+            return Optional.empty();
+        }
+        long forNanos = System.nanoTime() - failed.sinceNanos();
+        if (forNanos < healWithinNanos) {
+            return Optional.empty();
+        }
+        return Optional.of("the fence journal failed " + TimeUnit.NANOSECONDS.toSeconds(forNanos) + " s ago and has"
+                + " not healed within heal-within (" + TimeUnit.NANOSECONDS.toSeconds(healWithinNanos) + " s): "
+                + failed.reason());
+    }
+
+    /** Seconds since the journal failed, 0 while it works (a gauge: {@code stockade_store_journal_failed_seconds}). */
+    public double journalFailedSeconds() {
+        Journal.Failed failed = journal.failed();
+        return failed == null ? 0 : Math.max(1e-9, (System.nanoTime() - failed.sinceNanos()) / 1e9);
+    }
+
+    /** How many times the journal healed since open (a gauge: {@code stockade_store_journal_heals}). */
+    public long journalHeals() {
+        return journal.heals();
+    }
+
+    /**
+     * Whether the state in memory covers a record on disk (checked before the journal heals): a floor at least the
+     * record's; a scope's token at least the record's, or, for a scope no longer held (retired), a floor over it at
+     * least the record's token. A retire record is covered by construction (it needed such a floor).
+     */
+    private boolean covers(byte type, byte[] a, int off, int len, long token) {
+        String name = new String(a, off, len, StandardCharsets.UTF_8);
+        return switch (type) {
+            case RecordCodec.TYPE_FLOOR -> {
+                FloorEntry floor = floors.get(name);
+                yield floor != null && floor.token() >= token;
+            }
+            case RecordCodec.TYPE_RETIRE -> true;
+            default -> {
+                Entry e = current(name);
+                FloorEntry floor = floorOf(floorView, name);
+                yield e != null ? e.token() >= token : floor != null && floor.token() >= token;
+            }
+        };
     }
 
     /** Counters for tests and metrics; cheap, and not a consistent cut across fields. */
