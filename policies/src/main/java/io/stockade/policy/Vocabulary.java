@@ -38,7 +38,7 @@ final class Vocabulary {
             "max-concurrent-per-scope", "max-scope-bytes");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance",
-            "verify");
+            "first-token-max", "verify");
     static final List<String> VERIFY_KINDS = List.of("etcd", "postgres", "kubernetes", "redis", "zookeeper",
             "consul", "dynamodb", "hmac");
     static final List<String> ETCD_VERIFY_KEYS = List.of("kind", "endpoints", "prefix", "timeout", "username",

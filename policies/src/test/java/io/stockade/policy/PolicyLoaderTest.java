@@ -196,6 +196,28 @@ class PolicyLoaderTest {
                 10_000), docs.backend());
     }
 
+    /** Issue 46, item 5: a scope's first token is bounded; by default by max-advance, none with verify. */
+    @Test
+    void theFirstTokenIsBoundedByFirstTokenMaxByDefaultMaxAdvance() throws Exception {
+        Policy.Fence capped = parse(MINIMAL.replace("scope: files/{path}",
+                "scope: files/{path}\n    fence: {max-advance: 100}")).policies().getFirst().fence();
+        assertEquals(100, capped.firstTokenMax());
+        assertTrue(capped.tooFar(101, -1));
+        assertFalse(capped.tooFar(100, -1));
+        assertTrue(capped.tooFar(206, 105));
+        assertFalse(capped.tooFar(205, 105));
+        Policy.Fence explicit = parse(MINIMAL.replace("scope: files/{path}",
+                "scope: files/{path}\n    fence: {max-advance: 100, first-token-max: 5000000}")).policies().getFirst()
+                .fence();
+        assertEquals(5_000_000, explicit.firstTokenMax());
+        assertFalse(explicit.tooFar(5_000_000, -1));
+        assertTrue(explicit.tooFar(5_000_001, -1));
+        Policy.Fence open = parse(MINIMAL).policies().getFirst().fence();
+        assertEquals(Policy.Fence.UNLIMITED, open.firstTokenMax(), "no max-advance: no scope is bounded anyway");
+        assertFalse(open.mayBeTooFar(Long.MAX_VALUE));
+        assertTrue(explicit.mayBeTooFar(1));
+    }
+
     /** Issue 46: a serialized policy's settle shorter than its timeout is advised against (logged at load). */
     @Test
     void aSerializedSettleShorterThanTheTimeoutIsAdvisedAgainst() {

@@ -44,7 +44,7 @@ public final class S3Fixture implements AutoCloseable {
               - name: s3
                 match: {path: "/{path...}"}
                 scope: s3
-                fence: {missing: "${MISSING_TOKEN:-reject}"}
+                fence: {missing: "${MISSING_TOKEN:-reject}", max-advance: "${MAX_ADVANCE:-9223372036854775807}"}
                 limits: {body-timeout: "${BODY_TIMEOUT:-5m}"}
                 backend: &s3
                   type: s3

@@ -562,7 +562,7 @@ public final class FencePipeline implements Handler {
             }
 
             long fenceStart = nanoTime.getAsLong();
-            if (policy.fence().maxAdvance() != Policy.Fence.UNLIMITED || verifier != null || scopes.size() > 1) {
+            if (policy.fence().mayBeTooFar(token) || verifier != null || scopes.size() > 1) {
                 // Judge the token on every scope before any fence moves: a too-far jump, a stale token on a second
                 // scope, a token the verifier refuses all leave every scope as it was. A concurrent raise only
                 // makes a jump smaller, so judging against this read is never more lenient than judging atomically.

@@ -344,15 +344,22 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         boolean executed = false;
         try {
             c.setAutoCommit(false);
-            long maxAdvance = exchange.route().policy().fence().maxAdvance();
-            if (call.fencedColumn() && maxAdvance != Policy.Fence.UNLIMITED) {
+            Policy.Fence fence = exchange.route().policy().fence();
+            if (call.fencedColumn() && fence.mayBeTooFar(token)) {
                 // Column mode's comparison is in the user's SQL, so the jump is judged by a read first. A
-                // concurrent raise only shrinks the jump: this is never more lenient than an atomic check.
-                Long highest = checkToken(c, call.binder());
-                if (highest != null && exchange.route().policy().fence().tooFar(token, highest)) {
+                // concurrent raise only shrinks the jump: this is never more lenient than an atomic check. No row
+                // (or no token in it): the first token, judged against first-token-max.
+                Long read = checkToken(c, call.binder());
+                long highest = read == null ? FenceRule.NONE : read;
+                if (fence.tooFar(token, highest)) {
                     c.rollback();
                     return new Ran.Refused(new WriteResult.TooFar(highest));
                 }
+            }
+            Ran.Refused first = firstTokenTooFar(c, call);
+            if (first != null) {
+                c.rollback();
+                return first;
             }
             // the fence call's result comes first: table mode (enforce or observe)
             boolean prefixed = call.kind() == Kind.OBSERVED
@@ -443,6 +450,10 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         try {
             if (!c.getAutoCommit()) {
                 c.setAutoCommit(true); // the pool hands out autocommit connections (release() restores it)
+            }
+            Ran.Refused first = firstTokenTooFar(c, call);
+            if (first != null) {
+                return first; // a read in autocommit: nothing to roll back
             }
             try (PreparedStatement ps = c.prepareStatement(call.sql())) {
                 call.binder().bind(ps, bindFence(ps, call), s);
@@ -540,6 +551,26 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         } catch (SQLException e) {
             LOG.log(Level.FINE, "a connection could not be made clean; evicting it", e);
             pool.evictConnection(c);
+        }
+    }
+
+    /**
+     * Table mode's first-token bound ({@code fence.first-token-max}, {@link Policy.Fence#tooFar}): the fence
+     * function bounds the jump over an existing row, not the first row, so a token above the bound is refused when
+     * the scope has no row yet, read first in the write's transaction (or just before its one statement). A row
+     * that appears after the read does not matter: the refusal is right as of the read, and nothing was written.
+     * Only a token above the bound is read for; null when the write may go on.
+     */
+    private static Ran.Refused firstTokenTooFar(Connection c, Call call) throws SQLException {
+        Policy.Fence fence = call.exchange().route().policy().fence();
+        if (call.kind() != Kind.FENCED || call.fencedColumn() || call.token() <= fence.firstTokenMax()) {
+            return null;
+        }
+        try (PreparedStatement ps = c.prepareStatement("SELECT token FROM stockade_fences WHERE scope = ?")) {
+            ps.setString(1, call.exchange().scope());
+            try (ResultSet r = ps.executeQuery()) {
+                return r.next() ? null : new Ran.Refused(new WriteResult.TooFar(FenceRule.NONE));
+            }
         }
     }
 
