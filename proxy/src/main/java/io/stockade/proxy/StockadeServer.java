@@ -25,6 +25,7 @@ import io.stockade.policy.ServerConfig;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.admin.AdminEndpoint;
+import io.stockade.proxy.admin.FenceOperations;
 import io.stockade.proxy.admin.FenceRouting;
 import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
@@ -159,7 +160,8 @@ public final class StockadeServer implements AutoCloseable {
             Reloader reloader = new Reloader(pipeline, verifiers);
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
-                    : AdminEndpoint.create(config.admin(), fenceRouting(config.store(), store, reloader), reloader);
+                    : AdminEndpoint.create(config.admin(), fenceRouting(config.store(), store, reloader), reloader,
+                            FenceOperations.Leases.of(verifiers));
             var builder = WebServer.builder()
                     .host(config.server().host())
                     .port(config.server().port());

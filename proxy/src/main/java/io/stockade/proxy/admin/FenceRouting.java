@@ -117,6 +117,17 @@ public final class FenceRouting {
         return route(policy, "scope '" + scope + "'", "make", p -> shape(p).matches(scope));
     }
 
+    /**
+     * The policies whose writes the fence of {@code scope} judges: the named one, or every policy whose scope
+     * template can make the scope (none: a scope no policy makes now).
+     */
+    public List<Policy> policiesFor(String policy, String scope) throws FenceOperations.Refused {
+        if (policy != null) {
+            return List.of(policy(policy));
+        }
+        return policies.stream().filter(p -> shape(p).matches(scope)).toList();
+    }
+
     /** Where a floor on {@code prefix} goes: the named policy's fence, or the one the templates lead to. */
     public Target forPrefix(String policy, String prefix) throws FenceOperations.Refused, StoreUnavailableException {
         return route(policy, "prefix '" + prefix + "'", "make a scope starting with", p -> shape(p).overlaps(prefix));

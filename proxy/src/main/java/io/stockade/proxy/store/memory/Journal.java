@@ -12,7 +12,9 @@ import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -513,20 +515,25 @@ final class Journal implements AutoCloseable {
                 + " bytes); writes are taken again");
     }
 
-    /** Replays a segment and checks that the state in memory covers each of its records. */
+    /**
+     * Replays a segment and checks that the state in memory covers each of its records; an operator's reset record
+     * supersedes the records of its scope before it (they were higher, on purpose).
+     */
     private Segments.Replayed verifyCovered(Path file, boolean last) throws IOException {
-        long[] uncovered = {0};
-        String[] first = {null};
+        Map<String, Long> uncovered = new LinkedHashMap<>();
         Segments.Replayed found = Segments.replay(file, last, (type, a, off, len, token, version) -> {
+            if (type == RecordCodec.TYPE_RESET) {
+                uncovered.remove(new String(a, off, len, StandardCharsets.UTF_8));
+            }
             if (!coverage.covers(type, a, off, len, token)) {
-                if (uncovered[0]++ == 0) {
-                    first[0] = new String(a, off, len, StandardCharsets.UTF_8) + " at " + token;
-                }
+                uncovered.merge(new String(a, off, len, StandardCharsets.UTF_8), token, Math::max);
             }
         });
-        if (uncovered[0] > 0) {
-            throw new IOException(file + ": " + uncovered[0] + " records on disk are higher than the state in memory"
-                    + " (first: " + first[0] + "); not healing in place, a restart replays the disk");
+        if (!uncovered.isEmpty()) {
+            Map.Entry<String, Long> first = uncovered.entrySet().iterator().next();
+            throw new IOException(file + ": " + uncovered.size() + " scopes on disk are higher than the state in"
+                    + " memory (first: " + first.getKey() + " at " + first.getValue() + "); not healing in place, a"
+                    + " restart replays the disk");
         }
         return found;
     }

@@ -162,6 +162,11 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
                             // Retired only when covered by a floor, journaled earlier; a later state record brings it
                             // back.
                             case RecordCodec.TYPE_RETIRE -> replayed.retire(a, off, len);
+                            // An operator's reset: this token, whatever was higher before it.
+                            case RecordCodec.TYPE_RESET -> {
+                                replayed.retire(a, off, len);
+                                replayed.put(a, off, len, token, null);
+                            }
                             // Per scope the highest token wins; for equal tokens the later record (a recorded version).
                             default -> replayed.put(a, off, len, token, version);
                         }
@@ -415,6 +420,27 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         return o.retired;
     }
 
+    @Override
+    public long reset(String scope, long expected, long token) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        if (token < 0) {
+            throw new IllegalArgumentException("negative token " + token);
+        }
+        ensureOpen();
+        byte[] record = RecordCodec.encodeReset(scope, token);
+        Outcome o = new Outcome();
+        updateDurably(scope, true, o, (k, e) -> {
+            o.before = e;
+            if (e.token() != expected) {
+                o.lsn = e.lsn();
+                return e;
+            }
+            o.lsn = journal.append(record);
+            return new Entry(token, null, o.lsn);
+        });
+        return o.before == null ? -1 : o.before.token();
+    }
+
     /**
      * Refuses a new scope when the store holds as many as it may: never an eviction, which would forget a fence
      * and let a zombie write. Concurrent writes of new scopes may each pass this check together and go over the
@@ -504,7 +530,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
                 FloorEntry floor = floors.get(name);
                 yield floor != null && floor.token() >= token;
             }
-            case RecordCodec.TYPE_RETIRE -> true;
+            case RecordCodec.TYPE_RETIRE, RecordCodec.TYPE_RESET -> true; // a reset's own token: the map's or above
             default -> {
                 Entry e = current(name);
                 FloorEntry floor = floorOf(floorView, name);

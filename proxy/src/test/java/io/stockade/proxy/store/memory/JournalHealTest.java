@@ -110,6 +110,23 @@ class JournalHealTest {
         }
     }
 
+    /** An operator's reset on disk lowers its scope on purpose: the heal's check takes it as covering the past. */
+    @Test
+    void aJournalWithAResetHeals() throws Exception {
+        FaultyChannel.Faults faults = new FaultyChannel.Faults();
+        try (MemoryFenceStore store = open(faults, Duration.ofSeconds(30))) {
+            store.advance("a", Long.MAX_VALUE, false);
+            assertEquals(Long.MAX_VALUE, store.reset("a", Long.MAX_VALUE, 4));
+            faults.failWrite = true;
+            assertThrows(StoreUnavailableException.class, () -> store.advance("b", 1, false));
+            faults.failWrite = false;
+            assertEquals(new Advance.Accepted(new FenceState(4, null)), awaitAdvance(store, "a", 5));
+        }
+        try (MemoryFenceStore again = open(Journal.ChannelOpener.DEFAULT, Duration.ofSeconds(30))) {
+            assertEquals(5, again.get("a").orElseThrow().token());
+        }
+    }
+
     /** A heal never writes a state lower than the disk's: a record on disk memory does not cover stops it. */
     @Test
     void aJournalWhoseDiskHoldsMoreThanMemoryDoesNotHealInPlace() throws Exception {
@@ -121,7 +138,7 @@ class JournalHealTest {
             // What no code path of the store makes: a record on disk above the state in memory.
             Files.write(Segments.path(dir, 1), RecordCodec.encode("a", 99, null), StandardOpenOption.APPEND);
             faults.failWrite = false;
-            String unhealed = awaitUnhealed(store, "records on disk are higher than the state in memory");
+            String unhealed = awaitUnhealed(store, "scopes on disk are higher than the state in memory");
             assertTrue(unhealed.contains("a at 99"), unhealed);
             assertThrows(StoreUnavailableException.class, () -> store.advance("b", 1, false));
         }
