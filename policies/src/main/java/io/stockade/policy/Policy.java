@@ -194,9 +194,11 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
      *                              any); more get 503 with {@code Retry-After}
      * @param maxScopeBytes         the longest scope (UTF-8 bytes) a request may have; a longer one is refused with 414
      *                              before any fence question, so no client can make a store keep huge names
+     * @param maxScopes             the most scopes of this policy the memory store may hold ({@link #UNLIMITED}: its
+     *                              default share), so that no client of it can fill the store for the others
      */
     public record Limits(long maxHeaderBytes, long maxBodyBytes, Duration bodyTimeout, int maxConcurrentPerScope,
-                         int maxScopeBytes) {
+                         int maxScopeBytes, long maxScopes) {
         /** No bound on a size. */
         public static final long UNLIMITED = Long.MAX_VALUE;
         /** No bound on a count. */
@@ -209,10 +211,16 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
         public Limits {
             Objects.requireNonNull(bodyTimeout, "bodyTimeout");
             if (maxHeaderBytes < 1 || maxBodyBytes < 1 || maxConcurrentPerScope < 1 || !bodyTimeout.isPositive()
-                    || maxScopeBytes < 1) {
+                    || maxScopeBytes < 1 || maxScopes < 1) {
                 throw new IllegalArgumentException("limits must be positive: " + maxHeaderBytes + ", " + maxBodyBytes
                         + ", " + bodyTimeout + ", " + maxConcurrentPerScope + ", " + maxScopeBytes);
             }
+        }
+
+        /** Limits with the default share of the store's scopes. */
+        public Limits(long maxHeaderBytes, long maxBodyBytes, Duration bodyTimeout, int maxConcurrentPerScope,
+                      int maxScopeBytes) {
+            this(maxHeaderBytes, maxBodyBytes, bodyTimeout, maxConcurrentPerScope, maxScopeBytes, UNLIMITED);
         }
 
         /** Limits with the default bound on a scope's length. */
@@ -221,7 +229,8 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
         }
 
         public static Limits defaults() {
-            return new Limits(UNLIMITED, UNLIMITED, DEFAULT_BODY_TIMEOUT, UNLIMITED_COUNT, DEFAULT_MAX_SCOPE_BYTES);
+            return new Limits(UNLIMITED, UNLIMITED, DEFAULT_BODY_TIMEOUT, UNLIMITED_COUNT, DEFAULT_MAX_SCOPE_BYTES,
+                    UNLIMITED);
         }
     }
 

@@ -35,7 +35,7 @@ final class Vocabulary {
             "readiness");
     static final Map<String, Policy.Readiness> READINESS = keywords(Policy.Readiness.class);
     static final List<String> POLICY_LIMITS_KEYS = List.of("max-header-bytes", "max-body-bytes", "body-timeout",
-            "max-concurrent-per-scope", "max-scope-bytes");
+            "max-concurrent-per-scope", "max-scope-bytes", "max-scopes");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance",
             "first-token-max", "verify");

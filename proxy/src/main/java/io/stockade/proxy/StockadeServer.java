@@ -157,7 +157,8 @@ public final class StockadeServer implements AutoCloseable {
                 pipeline.previousRunStoppedCleanly();
                 LOG.info("a new journal (no previous run on it): serialized policies open at once");
             }
-            Reloader reloader = new Reloader(pipeline, verifiers);
+            shareScopes(store, config.policies());
+            Reloader reloader = new Reloader(pipeline, verifiers, policies -> shareScopes(store, policies));
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
                     : AdminEndpoint.create(config.admin(), fenceRouting(config.store(), store, reloader), reloader,
@@ -214,6 +215,33 @@ public final class StockadeServer implements AutoCloseable {
             store.close();
             throw e;
         }
+    }
+
+    /**
+     * Gives each policy whose fence the memory store keeps its share of the store's bound (by the literal prefix of
+     * its scope template; an s3 policy's scopes are {@code <scope>/...}): policies/README.md, {@code max-scopes}.
+     */
+    static void shareScopes(FenceStore store, List<Policy> policies) {
+        if (!(FenceStores.unwrapped(store) instanceof MemoryFenceStore memory)) {
+            return;
+        }
+        Map<String, List<Policy>> byPrefix = new LinkedHashMap<>();
+        for (Policy p : policies) {
+            String prefix = switch (p.backend()) {
+                case BackendConfig.S3 s3 when s3.atomic() -> ""; // each object's metadata keeps its fence
+                case BackendConfig.S3 s3 -> p.scope().toString() + "/";
+                case BackendConfig.Postgres pg -> ""; // its database keeps the fence
+                case BackendConfig.Http http -> p.scope().literalPrefix();
+                case BackendConfig.File file -> p.scope().literalPrefix();
+            };
+            if (!prefix.isEmpty()) {
+                byPrefix.computeIfAbsent(prefix, k -> new ArrayList<>()).add(p);
+            }
+        }
+        memory.shareScopes(byPrefix.entrySet().stream().map(e -> new MemoryFenceStore.ShareClaim(e.getKey(),
+                e.getValue().stream().map(Policy::name).toList(),
+                e.getValue().stream().mapToLong(p -> p.limits().maxScopes()).min().orElse(Long.MAX_VALUE)))
+                .toList());
     }
 
     /**

@@ -94,6 +94,8 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
             new LongAdder();
     /** The most scopes the store may hold ({@code max-scopes}). */
     private final long maxScopes;
+    /** Each policy's share of the bound ({@link #shareScopes}); none until the server sets them. */
+    private volatile ScopeShares shares = ScopeShares.NONE;
     /** How long a failed journal may keep retrying before {@link #unhealed} reports it ({@code heal-within}). */
     private final long healWithinNanos;
     /** The most heap its scopes may take ({@code max-scope-memory}, resolved against {@code -Xmx}). */
@@ -458,6 +460,39 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
                     + " its max-scope-memory (" + maxMemorySetting + ": " + maxMemory + " bytes); a write of a new"
                     + " scope is refused rather than forget a fence");
         }
+        String share = shares.refusal(scope, cost(scope));
+        if (share != null) {
+            throw new ScopeLimitException(share);
+        }
+    }
+
+    /**
+     * Sets each policy's share of the store's bound ({@link ScopeShares}: a prefix, its policies, their
+     * {@code limits.max-scopes}), counting the scopes the store holds now into them: at start and at each reload.
+     *
+     * @param claims each literal scope prefix of the policies whose fence the store keeps, with those policies and
+     *               the least {@code limits.max-scopes} among them ({@link Long#MAX_VALUE}: none)
+     */
+    public void shareScopes(List<ShareClaim> claims) {
+        ScopeShares next = new ScopeShares(claims.stream().map(c -> new ScopeShares.Claim(c.prefix(), c.policies(),
+                c.maxScopes())).toList(), maxScopes, maxMemory);
+        if (!next.isEmpty()) {
+            eachScope((scope, e) -> next.counted(scope, cost(scope), 1));
+        }
+        shares = next;
+    }
+
+    /**
+     * A literal scope prefix of the policies whose fence the store keeps ({@link #shareScopes}).
+     *
+     * @param maxScopes the least {@code limits.max-scopes} of those policies, or {@link Long#MAX_VALUE}
+     */
+    public record ShareClaim(String prefix, List<String> policies, long maxScopes) {
+    }
+
+    /** How many scopes the share of {@code prefix} holds now; -1 when there is no such share (tests). */
+    long sharedScopes(String prefix) {
+        return shares.held(prefix);
     }
 
     /** The heap a scope added to the concurrent map takes, estimated. */
@@ -621,6 +656,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
             if (added != 0) {
                 addedSinceOpen.add(added);
                 memoryAddedSinceOpen.add(added * cost(k));
+                shares.counted(k, cost(k), added);
             }
             if (next != null) {
                 return next;
