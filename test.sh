@@ -47,6 +47,8 @@ command -v redis-server >/dev/null || need redis-server "redis-server"
 command -v promtool >/dev/null || need prometheus "promtool"
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 command -v openssl >/dev/null || need openssl "openssl"
+# ip and tc (Debian iproute2): FaultHarnessIT cuts its storage off in a network namespace of its own, as root.
+{ command -v tc >/dev/null || [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } || need iproute2 "tc"
 # mount, losetup (Debian mount) and mkfs.ext4, e2fsck (e2fsprogs): JournalHealIT makes a full tmpfs and an ext4 the
 # kernel turns read-only, as root (testing/ScratchFilesystem).
 { command -v losetup >/dev/null || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ]; } || need mount "losetup"
