@@ -14,8 +14,10 @@ import java.util.logging.Level;
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.testing.LogLines;
 import io.stockade.proxy.testing.TestUpstream;
+import io.stockade.testing.EtcdServer;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
+import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -134,6 +136,32 @@ class FenceResetIT {
             assertTrue(done.body().contains("no valid lease holder's"), done.body());
             assertEquals(204, put(proxy, "/leased/b", "v7 again", 7).status());
             assertEquals("v7 again", upstream.contentText("/leased/b").orElseThrow());
+        }
+    }
+
+    /** On the etcd store: the reset is a compare on the key's revision, and this replica's own memory forgets. */
+    @Test
+    void onTheEtcdStore() throws Exception {
+        Tools.require(Tools.Tool.ETCD);
+        String yaml = String.join("\n",
+                "store: {type: etcd, endpoints: \"${ETCD}\", prefix: /reset/, timeout: 2s}",
+                "admin: {token: \"" + ADMIN + "\"}",
+                "policies:",
+                "  - name: docs",
+                "    match: {path: \"/docs/{id}\"}",
+                "    scope: docs/{id}",
+                "    backend: {type: http, url: \"${UPSTREAM}\", conditional: if-match}", "");
+        try (EtcdServer etcd = EtcdServer.single(); TestUpstream upstream = TestUpstream.start();
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml, Map.of("ETCD", etcd.endpoints(),
+                     "UPSTREAM", upstream.baseUri().toString()))) {
+            assertEquals(201, put(proxy, "/docs/e", "evil", Long.MAX_VALUE).status());
+            assertEquals(409, put(proxy, "/docs/e", "v5", 5).status());
+            Http.Response done = reset(proxy, "{\"scope\":\"docs/e\",\"token\":4,\"force\":true,"
+                    + "\"reason\":\"forged\"}");
+            assertEquals(200, done.status(), done.body());
+            assertEquals(204, put(proxy, "/docs/e", "v5", 5).status());
+            assertEquals("v5", upstream.contentText("/docs/e").orElseThrow());
+            assertEquals(409, put(proxy, "/docs/e", "old", 4).status());
         }
     }
 
