@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The fault harness (proxy's FaultHarnessIT, issue 46) for as long as asked: writers with rising tokens and zombies
 # write through the proxy to rclone's WebDAV server (storage that writes as it reads) while the harness cuts the
-# storage off the network (a network namespace of its own, every packet dropped both ways) and fills the fence
-# journal's disk (a tmpfs of its own), then heals each; after every fault a write must be acknowledged again within
-# settle + 5 s, and at the end the history checker (conformance-checker) judges the whole run.
+# storage or the etcd fence store off the network (network namespaces of its own, every packet dropped both ways)
+# and fills the fence journal's disk (a tmpfs of its own), then heals each; after every fault a write must be
+# acknowledged again within settle + 5 s, and at the end the history checker (conformance-checker) judges each run.
 #
-#   scripts/fault-harness.sh [SECONDS]        fault time, default 600 (CI runs 20)
+#   scripts/fault-harness.sh [SECONDS]        fault time of each topology, default 600 (CI runs 12)
 #
-# Needs root (the namespace and the tmpfs), iproute2 (ip, tc), rclone, mount and e2fsprogs. Prints the run's
-# summary line (faults, how long each took to heal, the answers, the checker's verdict). Exit code: Maven's.
+# Needs root (the namespaces and the tmpfs), iproute2 (ip, tc), rclone, etcd, mount and e2fsprogs. Prints each
+# run's summary line (faults, how long each took to heal, the answers, the checker's verdict). Exit code: Maven's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
