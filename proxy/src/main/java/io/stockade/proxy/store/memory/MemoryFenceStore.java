@@ -476,9 +476,11 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     public void shareScopes(List<ShareClaim> claims) {
         ScopeShares next = new ScopeShares(claims.stream().map(c -> new ScopeShares.Claim(c.prefix(), c.policies(),
                 c.maxScopes())).toList(), maxScopes, maxMemory);
-        if (!next.isEmpty()) {
-            eachScope((scope, e) -> next.counted(scope, cost(scope), 1));
+        if (next.unbounded()) {
+            shares = ScopeShares.NONE; // one policy, no max-scopes: no pass over the scopes, nothing to check
+            return;
         }
+        eachScope((scope, e) -> next.counted(scope, cost(scope), 1));
         shares = next;
     }
 

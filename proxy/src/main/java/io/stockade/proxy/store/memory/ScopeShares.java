@@ -118,7 +118,13 @@ final class ScopeShares {
         return -1;
     }
 
-    boolean isEmpty() {
-        return claims.isEmpty();
+    /** Whether no share has a cap (one policy without {@code limits.max-scopes}): nothing to count or check. */
+    boolean unbounded() {
+        for (int i = 0; i < claims.size(); i++) {
+            if (maxScopes[i] != Long.MAX_VALUE || maxBytes[i] != Long.MAX_VALUE) {
+                return false;
+            }
+        }
+        return true;
     }
 }
