@@ -18,7 +18,7 @@ case $seconds in
 esac
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 status=0
-mvn -B -q verify -pl policies,test-tools,proxy -am -Dstockade.quick -Dtest=none -Dit.test=FaultHarnessIT \
+mvn -B -q verify -pl policies,test-tools,conformance-checker,proxy -am -Dstockade.quick -Dtest=none -Dit.test=FaultHarnessIT \
   -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false \
   "-Dstockade.test.jvm=-XX:+UseSerialGC -Dstockade.harness.seconds=$seconds" || status=$?
 grep -h "fault harness:" proxy/target/failsafe-reports/io.stockade.proxy.harness.FaultHarnessIT-output.txt || true
