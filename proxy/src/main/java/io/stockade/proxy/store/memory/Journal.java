@@ -357,9 +357,11 @@ final class Journal implements AutoCloseable {
                 } finally {
                     queueLock.unlock();
                 }
-                // activeSize grows only once a write returned: after a failure it is the last acknowledged byte
-                activeSize += write(active, batch);
+                // activeSize grows only once the batch is written and forced: after a failure it is the end of the
+                // last acknowledged record, which a heal cuts the segment back to
+                long written = write(active, batch);
                 active.force(false);
+                activeSize += written;
                 fsyncs++;
                 recordsWritten += batch.size();
                 publishStats();
