@@ -49,12 +49,10 @@ public final class NetNs implements AutoCloseable {
         long pid = ProcessHandle.current().pid() % 100_000;
         int n = COUNT.incrementAndGet();
         String name = "stk" + pid + "-" + n;
-        ThreadLocalRandom random = ThreadLocalRandom.current();
-        int third = random.nextInt(256);
-        int fourth = random.nextInt(64) * 4;
-        String base = "10.231." + third + ".";
-        NetNs ns = new NetNs(name, "sk" + pid + "a" + n, "sk" + pid + "b" + n, base + (fourth + 1),
-                base + (fourth + 2));
+        int[] net = freeSubnet();
+        String base = "10.231." + net[0] + ".";
+        NetNs ns = new NetNs(name, "sk" + pid + "a" + n, "sk" + pid + "b" + n, base + (net[1] + 1),
+                base + (net[1] + 2));
         try {
             run("ip", "netns", "add", name);
             run("ip", "link", "add", ns.outside, "type", "veth", "peer", "name", ns.inside);
@@ -71,9 +69,34 @@ public final class NetNs implements AutoCloseable {
         return ns;
     }
 
+    /**
+     * A /30 of 10.231.0.0/16 no route of this host uses yet: its third octet and its network's last octet (random,
+     * then checked against {@code ip -4 route}: two namespaces on one /30 would take each other's packets).
+     */
+    private static synchronized int[] freeSubnet() {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        try {
+            String routes = output("ip", "-4", "route");
+            for (int attempt = 0; attempt < 50; attempt++) {
+                int[] net = {random.nextInt(256), random.nextInt(64) * 4};
+                if (!routes.contains("10.231." + net[0] + "." + net[1] + "/30")) {
+                    return net;
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        throw new IllegalStateException("no free /30 in 10.231.0.0/16 after 50 tries");
+    }
+
     /** The address of the namespace's end of the pair (its servers listen there). */
     public String address() {
         return insideIp;
+    }
+
+    /** The command prefix that runs a program inside the namespace: {@code ip netns exec NAME}. */
+    public List<String> exec() {
+        return List.of("ip", "netns", "exec", name);
     }
 
     /** Starts {@code command} inside the namespace, its output appended to {@code log}; stopped at close. */
@@ -146,6 +169,18 @@ public final class NetNs implements AutoCloseable {
 
     private static void run(String... command) throws IOException {
         runAllowing(0, command);
+    }
+
+    private static String output(String... command) throws IOException {
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        try {
+            p.waitFor(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        }
+        return out;
     }
 
     private static void runAllowing(int ok, String... command) throws IOException {
