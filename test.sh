@@ -54,6 +54,12 @@ command -v psql >/dev/null || need postgresql-client "psql"
 command -v promtool >/dev/null || need prometheus "promtool"
 # openssl makes the throwaway CA and certificates of the TLS tests (testing/TestPki).
 command -v openssl >/dev/null || need openssl "openssl"
+# ip and tc (Debian iproute2): FaultHarnessIT cuts its storage off in a network namespace of its own, as root.
+{ command -v tc >/dev/null || [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } || need iproute2 "tc"
+# mount, losetup (Debian mount) and mkfs.ext4, e2fsck (e2fsprogs): JournalHealIT makes a full tmpfs and an ext4 the
+# kernel turns read-only, as root (testing/ScratchFilesystem).
+{ command -v losetup >/dev/null || [ -x /usr/sbin/losetup ] || [ -x /sbin/losetup ]; } || need mount "losetup"
+{ command -v mkfs.ext4 >/dev/null || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; } || need e2fsprogs "mkfs.ext4"
 # A Java older than 21 (Debian's openjdk-17-jre-headless) for OldJavaIT and LauncherIT: what the jar and the
 # launcher tell a user whose java is too old.
 older_java=""

@@ -53,6 +53,23 @@ public sealed interface BackendConfig {
         public String type() {
             return "http";
         }
+
+        /**
+         * For a serialized policy ({@code conditional: none}) whose {@code settle} is shorter than its
+         * {@code timeout}: why that may let a write the proxy gave up on land after the quarantine (a request the
+         * upstream received just before the proxy gave up may take as long as {@code timeout} to apply); empty
+         * otherwise. The server logs it as a warning; it does not refuse the policy (policies/README.md, "timeout
+         * and settle").
+         */
+        public Optional<String> settleAdvice() {
+            if (conditional != Conditional.NONE || settle.compareTo(timeout) >= 0) {
+                return Optional.empty();
+            }
+            return Optional.of("settle (" + settle.toMillis() + " ms) is shorter than timeout (" + timeout.toMillis()
+                    + " ms): a write the upstream received just before the proxy gave up on it may land after the"
+                    + " quarantine, under a newer holder's write; make settle at least timeout, plus what the network"
+                    + " can hold in flight (policies/README.md, 'timeout and settle')");
+        }
     }
 
     /** How an HTTP upstream write is protected. */

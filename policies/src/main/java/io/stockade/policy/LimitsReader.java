@@ -49,11 +49,13 @@ final class LimitsReader {
                     f -> Values.integer(f, 1, 1_000_000, "whole number"), d.maxConcurrentPerScope());
             Optional<Long> scopeBytes = limits.optional("max-scope-bytes", f -> Values.size(f, 16, 1L << 16),
                     (long) d.maxScopeBytes());
-            if (!Values.allPresent(headers, body, bodyTimeout, concurrent, scopeBytes)) {
+            Optional<Long> maxScopes = limits.optional("max-scopes",
+                    f -> Values.longInteger(f, 1, Long.MAX_VALUE, "whole number"), d.maxScopes());
+            if (!Values.allPresent(headers, body, bodyTimeout, concurrent, scopeBytes, maxScopes)) {
                 return Optional.empty();
             }
             return Optional.of(new Policy.Limits(headers.get(), body.get(), bodyTimeout.get(), concurrent.get(),
-                    scopeBytes.get().intValue()));
+                    scopeBytes.get().intValue(), maxScopes.get()));
         });
     }
 }

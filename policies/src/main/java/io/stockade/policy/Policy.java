@@ -103,9 +103,12 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
      *                larger jump is refused, never ratcheted, so one inflated token cannot lock honest holders out
      * @param verify  how a token is checked to be genuine before it may raise the fence, or {@code null}: every
      *                token is taken as sent
+     * @param firstTokenMax the largest token a scope's first write may carry ({@link #UNLIMITED}: any); by default
+     *                {@code maxAdvance} (a new scope is judged as if its highest were 0), or {@link #UNLIMITED} with
+     *                a {@code verify} (the lock service vouches for every first token)
      */
     public record Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode,
-                        long maxAdvance, TokenVerification verify) {
+                        long maxAdvance, TokenVerification verify, long firstTokenMax) {
         public static final String DEFAULT_HEADER = "Fencing-Token";
         public static final Set<String> DEFAULT_METHODS = Set.of("PUT", "POST", "PATCH", "DELETE");
         /** No limit on how far a token may jump. */
@@ -120,6 +123,25 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
             if (maxAdvance < 1) {
                 throw new IllegalArgumentException("maxAdvance must be at least 1, was " + maxAdvance);
             }
+            if (firstTokenMax < 0) {
+                throw new IllegalArgumentException("firstTokenMax must be at least 0, was " + firstTokenMax);
+            }
+        }
+
+        /** A fence whose first-token bound is the default one ({@link #defaultFirstTokenMax}). */
+        public Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode,
+                     long maxAdvance, TokenVerification verify) {
+            this(header, methods, missing, equal, mode, maxAdvance, verify, defaultFirstTokenMax(maxAdvance, verify));
+        }
+
+        /**
+         * The first-token bound a policy gets when it names none: with a {@code verify}, none (the lock service
+         * vouches for the first token as for every other); else {@code maxAdvance}: a new scope is judged as if its
+         * highest token were 0, so a policy that bounds jumps bounds the first one too (and one that bounds no jump
+         * leaves every scope open to one anyway).
+         */
+        public static long defaultFirstTokenMax(long maxAdvance, TokenVerification verify) {
+            return verify != null ? UNLIMITED : maxAdvance;
         }
 
         /** A fence with no limit on token jumps. */
@@ -133,9 +155,22 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
             this(header, methods, missing, equal, mode, maxAdvance, null);
         }
 
-        /** Whether {@code token} jumps further over {@code highest} than this fence allows. */
+        /**
+         * Whether {@code token} goes further than this fence allows: over a scope's {@code highest}, by more than
+         * {@code maxAdvance}; on a scope with no highest yet ({@code highest < 0}), above {@code firstTokenMax}. The
+         * one rule every backend calls, wherever it keeps the fence (the pipeline on the proxy's store, the s3
+         * atomic class on an object's metadata, the postgres backend on its table or column).
+         */
         public boolean tooFar(long token, long highest) {
-            return maxAdvance != UNLIMITED && highest >= 0 && token > highest && token - highest > maxAdvance;
+            if (highest < 0) {
+                return token > firstTokenMax;
+            }
+            return maxAdvance != UNLIMITED && token > highest && token - highest > maxAdvance;
+        }
+
+        /** Whether {@link #tooFar} can hold for {@code token} at all (else the highest need not be read for it). */
+        public boolean mayBeTooFar(long token) {
+            return maxAdvance != UNLIMITED || token > firstTokenMax;
         }
 
         public static Fence defaults() {
@@ -159,9 +194,11 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
      *                              any); more get 503 with {@code Retry-After}
      * @param maxScopeBytes         the longest scope (UTF-8 bytes) a request may have; a longer one is refused with 414
      *                              before any fence question, so no client can make a store keep huge names
+     * @param maxScopes             the most scopes of this policy the memory store may hold ({@link #UNLIMITED}: its
+     *                              default share), so that no client of it can fill the store for the others
      */
     public record Limits(long maxHeaderBytes, long maxBodyBytes, Duration bodyTimeout, int maxConcurrentPerScope,
-                         int maxScopeBytes) {
+                         int maxScopeBytes, long maxScopes) {
         /** No bound on a size. */
         public static final long UNLIMITED = Long.MAX_VALUE;
         /** No bound on a count. */
@@ -174,10 +211,16 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
         public Limits {
             Objects.requireNonNull(bodyTimeout, "bodyTimeout");
             if (maxHeaderBytes < 1 || maxBodyBytes < 1 || maxConcurrentPerScope < 1 || !bodyTimeout.isPositive()
-                    || maxScopeBytes < 1) {
+                    || maxScopeBytes < 1 || maxScopes < 1) {
                 throw new IllegalArgumentException("limits must be positive: " + maxHeaderBytes + ", " + maxBodyBytes
                         + ", " + bodyTimeout + ", " + maxConcurrentPerScope + ", " + maxScopeBytes);
             }
+        }
+
+        /** Limits with the default share of the store's scopes. */
+        public Limits(long maxHeaderBytes, long maxBodyBytes, Duration bodyTimeout, int maxConcurrentPerScope,
+                      int maxScopeBytes) {
+            this(maxHeaderBytes, maxBodyBytes, bodyTimeout, maxConcurrentPerScope, maxScopeBytes, UNLIMITED);
         }
 
         /** Limits with the default bound on a scope's length. */
@@ -186,7 +229,8 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
         }
 
         public static Limits defaults() {
-            return new Limits(UNLIMITED, UNLIMITED, DEFAULT_BODY_TIMEOUT, UNLIMITED_COUNT, DEFAULT_MAX_SCOPE_BYTES);
+            return new Limits(UNLIMITED, UNLIMITED, DEFAULT_BODY_TIMEOUT, UNLIMITED_COUNT, DEFAULT_MAX_SCOPE_BYTES,
+                    UNLIMITED);
         }
     }
 

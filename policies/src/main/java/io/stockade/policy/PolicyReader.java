@@ -212,7 +212,9 @@ final class PolicyReader {
             Optional<Long> maxAdvance = fence.optional("max-advance",
                     f -> Values.longInteger(f, 1, Long.MAX_VALUE, "whole number"), Policy.Fence.UNLIMITED);
             Optional<Optional<TokenVerification>> verify = fence.optional("verify", VerifyReader::read);
-            if (!Values.allPresent(header, methods, missing, equal, mode, maxAdvance, verify)) {
+            Optional<Optional<Long>> firstTokenMax = fence.optional("first-token-max",
+                    f -> Values.longInteger(f, 0, Long.MAX_VALUE, "whole number"));
+            if (!Values.allPresent(header, methods, missing, equal, mode, maxAdvance, verify, firstTokenMax)) {
                 return Optional.empty();
             }
             if (maxAdvance.get() != Policy.Fence.UNLIMITED
@@ -226,8 +228,10 @@ final class PolicyReader {
                         + " max-advance out");
                 return Optional.empty();
             }
+            TokenVerification verification = verify.get().orElse(null);
             return Optional.of(new Policy.Fence(header.get(), methods.get(), missing.get(), equal.get(), mode.get(),
-                    maxAdvance.get(), verify.get().orElse(null)));
+                    maxAdvance.get(), verification, firstTokenMax.get().orElse(
+                            Policy.Fence.defaultFirstTokenMax(maxAdvance.get(), verification))));
         });
     }
 

@@ -66,6 +66,11 @@ public final class ScopeTemplate {
         return new ScopeTemplate(text, parts);
     }
 
+    /** The literal text before the first variable: the whole template without one, empty when one comes first. */
+    public String literalPrefix() {
+        return parts.getFirst();
+    }
+
     /** The variable names used, in order. */
     public List<String> variables() {
         return variables;

@@ -97,22 +97,31 @@ public sealed interface StoreConfig {
      *
      * @param journal            directory holding the journal segments (created if missing)
      * @param compactAfterBytes  a journal segment larger than this is compacted into a snapshot
+     * @param healWithin         how long a journal that failed on I/O may keep retrying before {@code /health/live}
+     *                           reports the replica DOWN (so that the platform restarts it)
      */
-    record Memory(Path journal, long compactAfterBytes, long maxScopes, ScopeMemory maxScopeMemory)
-            implements StoreConfig {
+    record Memory(Path journal, long compactAfterBytes, long maxScopes, ScopeMemory maxScopeMemory,
+                  Duration healWithin) implements StoreConfig {
         public static final long DEFAULT_COMPACT_AFTER_BYTES = 64L * 1024 * 1024;
         /** No bound on the count of scopes (the memory bound still applies). */
         public static final long UNLIMITED_SCOPES = Long.MAX_VALUE;
+        public static final Duration DEFAULT_HEAL_WITHIN = Duration.ofSeconds(30);
 
         public Memory {
             Objects.requireNonNull(journal, "journal");
             Objects.requireNonNull(maxScopeMemory, "maxScopeMemory");
+            Objects.requireNonNull(healWithin, "healWithin");
             if (compactAfterBytes <= 0) {
                 throw new IllegalArgumentException("compactAfterBytes must be positive");
             }
             if (maxScopes < 1) {
                 throw new IllegalArgumentException("maxScopes must be positive");
             }
+        }
+
+        /** A store with the default time to heal. */
+        public Memory(Path journal, long compactAfterBytes, long maxScopes, ScopeMemory maxScopeMemory) {
+            this(journal, compactAfterBytes, maxScopes, maxScopeMemory, DEFAULT_HEAL_WITHIN);
         }
 
         /** A store with the default bounds: any count of scopes within half of the heap. */

@@ -44,11 +44,13 @@ final class StoreReader {
                 f -> Values.longInteger(f, 1, Long.MAX_VALUE, "whole number"), StoreConfig.Memory.UNLIMITED_SCOPES);
         Optional<StoreConfig.ScopeMemory> memory = store.optional("max-scope-memory", StoreReader::scopeMemory,
                 StoreConfig.ScopeMemory.DEFAULT);
-        if (!Values.allPresent(journal, compactAfter, maxScopes, memory)) {
+        Optional<Duration> healWithin = store.optional("heal-within", Values::duration,
+                StoreConfig.Memory.DEFAULT_HEAL_WITHIN);
+        if (!Values.allPresent(journal, compactAfter, maxScopes, memory, healWithin)) {
             return Optional.empty();
         }
         return Optional.of(new StoreConfig.Memory(journal.get(), compactAfter.get(), maxScopes.get(),
-                memory.get()));
+                memory.get(), healWithin.get()));
     }
 
     /** {@code 50%} of the maximum heap (1..90 %), or a size ({@code 512MiB}). */

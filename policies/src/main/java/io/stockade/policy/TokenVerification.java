@@ -11,7 +11,8 @@ import java.util.Objects;
  * <p>
  * Why: the fence trusts the number a writer sends. A buggy or hostile writer that sends
  * {@code Fencing-Token: 9223372036854775807} would make every honest holder stale forever; {@code max-advance}
- * bounds the jump over an existing highest token, but not a scope's first token. A verifier asks the party that
+ * bounds the jump over an existing highest token and {@code first-token-max} a scope's first token, but only by how
+ * far: a forged token within them is taken. A verifier asks the party that
  * issued the token (the lock service), or checks a signature only key holders can make.
  */
 public sealed interface TokenVerification {

@@ -22,7 +22,7 @@ final class Vocabulary {
     static final List<String> SERVER_TLS_KEYS = List.of("keystore", "password", "password-file", "truststore",
             "client-auth");
     static final List<String> MEMORY_STORE_KEYS = List.of("type", "journal", "compact-after", "max-scopes",
-            "max-scope-memory");
+            "max-scope-memory", "heal-within");
     static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate", "cache");
     static final List<String> DATASOURCE_KEYS = List.of("url", "user", "password", "password-file", "pool-size",
             "statement-timeout", "connect-timeout");
@@ -35,10 +35,10 @@ final class Vocabulary {
             "readiness");
     static final Map<String, Policy.Readiness> READINESS = keywords(Policy.Readiness.class);
     static final List<String> POLICY_LIMITS_KEYS = List.of("max-header-bytes", "max-body-bytes", "body-timeout",
-            "max-concurrent-per-scope", "max-scope-bytes");
+            "max-concurrent-per-scope", "max-scope-bytes", "max-scopes");
     static final List<String> MATCH_KEYS = List.of("path", "methods");
     static final List<String> FENCE_KEYS = List.of("header", "methods", "missing", "equal", "mode", "max-advance",
-            "verify");
+            "first-token-max", "verify");
     static final List<String> VERIFY_KINDS = List.of("etcd", "postgres", "kubernetes", "redis", "zookeeper",
             "consul", "dynamodb", "hmac");
     static final List<String> ETCD_VERIFY_KEYS = List.of("kind", "endpoints", "prefix", "timeout", "username",

@@ -212,6 +212,43 @@ class PolicyLoaderTest {
                 10_000), docs.backend());
     }
 
+    /** Issue 46, item 5: a scope's first token is bounded; by default by max-advance, none with verify. */
+    @Test
+    void theFirstTokenIsBoundedByFirstTokenMaxByDefaultMaxAdvance() throws Exception {
+        Policy.Fence capped = parse(MINIMAL.replace("scope: files/{path}",
+                "scope: files/{path}\n    fence: {max-advance: 100}")).policies().getFirst().fence();
+        assertEquals(100, capped.firstTokenMax());
+        assertTrue(capped.tooFar(101, -1));
+        assertFalse(capped.tooFar(100, -1));
+        assertTrue(capped.tooFar(206, 105));
+        assertFalse(capped.tooFar(205, 105));
+        Policy.Fence explicit = parse(MINIMAL.replace("scope: files/{path}",
+                "scope: files/{path}\n    fence: {max-advance: 100, first-token-max: 5000000}")).policies().getFirst()
+                .fence();
+        assertEquals(5_000_000, explicit.firstTokenMax());
+        assertFalse(explicit.tooFar(5_000_000, -1));
+        assertTrue(explicit.tooFar(5_000_001, -1));
+        Policy.Fence open = parse(MINIMAL).policies().getFirst().fence();
+        assertEquals(Policy.Fence.UNLIMITED, open.firstTokenMax(), "no max-advance: no scope is bounded anyway");
+        assertFalse(open.mayBeTooFar(Long.MAX_VALUE));
+        assertTrue(explicit.mayBeTooFar(1));
+    }
+
+    /** Issue 46: a serialized policy's settle shorter than its timeout is advised against (logged at load). */
+    @Test
+    void aSerializedSettleShorterThanTheTimeoutIsAdvisedAgainst() {
+        URI url = URI.create("http://upstream.example");
+        BackendConfig.Http shortSettle = new BackendConfig.Http(url, BackendConfig.Conditional.NONE,
+                Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(5), 8);
+        assertTrue(shortSettle.settleAdvice().orElseThrow().startsWith(
+                "settle (5000 ms) is shorter than timeout (30000 ms)"), shortSettle.settleAdvice().toString());
+        assertTrue(new BackendConfig.Http(url, BackendConfig.Conditional.NONE, Duration.ofSeconds(2),
+                Duration.ofSeconds(30), Duration.ofSeconds(30), 8).settleAdvice().isEmpty());
+        assertTrue(new BackendConfig.Http(url, BackendConfig.Conditional.IF_MATCH, Duration.ofSeconds(2),
+                Duration.ofSeconds(30), Duration.ofMillis(1), 8).settleAdvice().isEmpty(), "a late if-match write"
+                + " cannot land");
+    }
+
     @Test
     void upstreamTlsNamesPemFilesThatExist(@TempDir Path dir) throws Exception {
         for (String name : List.of("ca.pem", "cert.pem", "key.pem")) {
@@ -346,7 +383,7 @@ class PolicyLoaderTest {
         assertEquals(List.of(
                 "test.yaml:2:3: store: missing required key 'journal'",
                 "test.yaml:3:3: store.jornal: unknown key 'jornal'; did you mean 'journal'? valid: type, journal,"
-                        + " compact-after, max-scopes, max-scope-memory"),
+                        + " compact-after, max-scopes, max-scope-memory, heal-within"),
                 errors.stream().map(PolicyError::toString).toList());
     }
 
@@ -355,7 +392,7 @@ class PolicyLoaderTest {
         String yaml = MINIMAL.replace("journal: /var/lib/stockade", "journal: /j\n  compactAfter: 1GiB");
 
         assertEquals("unknown key 'compactAfter'; did you mean 'compact-after'? valid: type, journal, compact-after,"
-                + " max-scopes, max-scope-memory", errors(yaml, Map.of()).getFirst().message());
+                + " max-scopes, max-scope-memory, heal-within", errors(yaml, Map.of()).getFirst().message());
     }
 
     @Test
@@ -367,7 +404,7 @@ class PolicyLoaderTest {
 
         assertEquals("""
                 test.yaml:3:3: store.extra: unknown key 'extra'; valid: type, journal, compact-after, max-scopes, \
-                max-scope-memory
+                max-scope-memory, heal-within
                 test.yaml:12:7: policies[0].backend.extra: unknown key 'extra'; valid: type, root""", e.getMessage());
     }
 

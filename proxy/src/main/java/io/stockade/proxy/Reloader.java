@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.logging.Logger;
 
 import io.stockade.policy.Policy;
@@ -47,7 +48,15 @@ public final class Reloader implements PolicyReload, AutoCloseable {
     private final List<Backend> draining = new ArrayList<>();
     private Map<String, Backend> backends;
 
+    /** Told the policies in force after each reload (the memory store's shares of its bound). */
+    private final Consumer<List<Policy>> inForceNow;
+
     Reloader(FencePipeline pipeline, TokenVerifiers verifiers) {
+        this(pipeline, verifiers, policies -> { });
+    }
+
+    Reloader(FencePipeline pipeline, TokenVerifiers verifiers, Consumer<List<Policy>> inForceNow) {
+        this.inForceNow = inForceNow;
         this.pipeline = pipeline;
         this.verifiers = verifiers;
         this.backends = new LinkedHashMap<>();
@@ -130,7 +139,7 @@ public final class Reloader implements PolicyReload, AutoCloseable {
         Map<String, Backend> opened = new LinkedHashMap<>();
         try {
             for (Policy policy : fresh.policies()) {
-                Backend backend = StockadeServer.openBackend(policy.backend());
+                Backend backend = StockadeServer.openBackend(policy.name(), policy.backend());
                 opened.put(policy.name(), backend);
                 backend.checkAtStart(policy.name());
             }
@@ -147,6 +156,7 @@ public final class Reloader implements PolicyReload, AutoCloseable {
         }
         Map<String, Backend> replaced = pipeline.swap(fresh, opened);
         backends = opened;
+        inForceNow.accept(fresh.policies());
         drain(replaced.values());
         String summary = "reloaded " + old.source() + ": " + fresh.policies().size() + " policies ("
                 + names(old) + " -> " + names(fresh) + ")";

@@ -26,6 +26,7 @@ import io.stockade.policy.SqlConfig;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.admin.AdminEndpoint;
+import io.stockade.proxy.admin.FenceOperations;
 import io.stockade.proxy.admin.FenceRouting;
 import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
@@ -122,7 +123,7 @@ public final class StockadeServer implements AutoCloseable {
         SqlListener sql = null;
         try {
             for (Policy policy : config.policies()) {
-                Backend backend = openBackend(policy.backend());
+                Backend backend = openBackend(policy.name(), policy.backend());
                 backends.put(policy.name(), backend);
                 backend.checkAtStart(policy.name());
             }
@@ -139,6 +140,11 @@ public final class StockadeServer implements AutoCloseable {
             }
             if (FenceStores.unwrapped(store) instanceof MemoryFenceStore memory) {
                 metrics.gauge("stockade.store.scopes", "Scopes the memory store holds", memory::scopeCount);
+                metrics.gauge("stockade.store.journal.failed.seconds", "How long the memory store's journal has been"
+                        + " failed (an I/O error; it retries until it heals), 0 while it works",
+                        memory::journalFailedSeconds);
+                metrics.gauge("stockade.store.journal.heals", "How many times the memory store's journal healed"
+                        + " after an I/O error since start", memory::journalHeals);
                 metrics.gauge("stockade.store.scope.memory.bytes", "Heap the memory store's scopes take (estimated)",
                         memory::memoryUsed);
                 metrics.gauge("stockade.store.scope.memory.limit.bytes", "The memory store's max-scope-memory,"
@@ -162,11 +168,12 @@ public final class StockadeServer implements AutoCloseable {
             FenceStores.runs(store).ifPresent(runs -> runs.start(backends.values().stream().map(Backend::settle)
                     .max(Duration::compareTo).orElse(Duration.ZERO), pipeline::previousRunStoppedCleanly));
             sql = SqlListener.start(config.sql(), metrics.registry(), pipeline.readiness()::include);
-            Reloader reloader = new Reloader(pipeline, verifiers);
+            shareScopes(store, config.policies());
+            Reloader reloader = new Reloader(pipeline, verifiers, policies -> shareScopes(store, policies));
             reloader.started(backends);
             AdminEndpoint admin = config.admin() == null ? null
                     : AdminEndpoint.create(config.admin(), fenceRouting(config.store(), store, reloader,
-                    config.sql(), sql == null ? null : sql.fence()), reloader);
+                    config.sql(), sql == null ? null : sql.fence()), reloader, FenceOperations.Leases.of(verifiers));
             var builder = WebServer.builder()
                     .host(config.server().host())
                     .port(config.server().port());
@@ -225,6 +232,33 @@ public final class StockadeServer implements AutoCloseable {
             store.close();
             throw e;
         }
+    }
+
+    /**
+     * Gives each policy whose fence the memory store keeps its share of the store's bound (by the literal prefix of
+     * its scope template; an s3 policy's scopes are {@code <scope>/...}): policies/README.md, {@code max-scopes}.
+     */
+    static void shareScopes(FenceStore store, List<Policy> policies) {
+        if (!(FenceStores.unwrapped(store) instanceof MemoryFenceStore memory)) {
+            return;
+        }
+        Map<String, List<Policy>> byPrefix = new LinkedHashMap<>();
+        for (Policy p : policies) {
+            String prefix = switch (p.backend()) {
+                case BackendConfig.S3 s3 when s3.atomic() -> ""; // each object's metadata keeps its fence
+                case BackendConfig.S3 s3 -> p.scope().toString() + "/";
+                case BackendConfig.Postgres pg -> ""; // its database keeps the fence
+                case BackendConfig.Http http -> p.scope().literalPrefix();
+                case BackendConfig.File file -> p.scope().literalPrefix();
+            };
+            if (!prefix.isEmpty()) {
+                byPrefix.computeIfAbsent(prefix, k -> new ArrayList<>()).add(p);
+            }
+        }
+        memory.shareScopes(byPrefix.entrySet().stream().map(e -> new MemoryFenceStore.ShareClaim(e.getKey(),
+                e.getValue().stream().map(Policy::name).toList(),
+                e.getValue().stream().mapToLong(p -> p.limits().maxScopes()).min().orElse(Long.MAX_VALUE)))
+                .toList());
     }
 
     /**
@@ -363,10 +397,24 @@ public final class StockadeServer implements AutoCloseable {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
         routing.addFilter(new HttpDate(Clock.systemUTC()));
-        routing.get(LIVE, (req, res) -> json(res, 200, "{\"status\":\"UP\"}"))
+        routing.get(LIVE, (req, res) -> live(res, pipeline.readiness().unhealed()))
                 .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
                 .get(READY + "/{policy}", (req, res) -> policyReady(res, req.path().pathParameters().get("policy"),
                         pipeline));
+    }
+
+    /**
+     * {@code /health/live}: 200 UP, or 503 DOWN with the reason while the fence store has failed and not healed
+     * within its time (the memory store's {@code heal-within}), so that the platform restarts the replica
+     * (docs/operations.md, "Faults and probes").
+     */
+    private static void live(ServerResponse res, Optional<String> unhealed) {
+        if (unhealed.isEmpty()) {
+            json(res, 200, "{\"status\":\"UP\"}");
+        } else {
+            json(res, 503, "{\"status\":\"DOWN\",\"down\":" + jsonList(List.of("fence store: " + unhealed.get()))
+                    + "}");
+        }
     }
 
     private static void onManagementListener(ServerResponse res, String what) {
@@ -442,7 +490,11 @@ public final class StockadeServer implements AutoCloseable {
         res.send(body);
     }
 
-    static Backend openBackend(BackendConfig config) throws IOException {
+    /** Opens the backend of {@code policy}, logging a serialized policy's settle shorter than its timeout. */
+    static Backend openBackend(String policy, BackendConfig config) throws IOException {
+        if (config instanceof BackendConfig.Http http) {
+            http.settleAdvice().ifPresent(advice -> LOG.warning("policy '" + policy + "': " + advice));
+        }
         return switch (config) {
             case BackendConfig.Http http -> HttpBackend.open(http);
             case BackendConfig.File file -> FileBackend.open(file);

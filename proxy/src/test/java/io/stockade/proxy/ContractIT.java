@@ -377,6 +377,30 @@ abstract class ContractIT {
         }
     }
 
+    /**
+     * Issue 46, item 5: one request with a forged first token took a new resource for ever (max-advance bounded
+     * only the jumps over an existing highest); on main {@code /capped/new} took 9223372036854775807 and the honest
+     * holder's 5 was refused (409) from then on. The first token is bounded by first-token-max, by default
+     * max-advance (a new scope judged as if its highest were 0), wherever the backend keeps the fence.
+     */
+    @Test
+    void aForgedFirstTokenCannotLockANewResourceAway() throws Exception {
+        Http.Response forged = put("/capped/new", "evil", Long.toString(Long.MAX_VALUE));
+        assertEquals(422, forged.status(), forged.body());
+        assertTrue(forged.body().contains("first-token-max"), forged.body());
+        assertEquals(Optional.empty(), stored("/capped/new"));
+        assertFalse(fenceOf("capped/new").isPresent(), "the refused first token raised the fence");
+        assert2xx(put("/capped/new", "v5", "5"));
+        assertEquals(Optional.of("v5"), stored("/capped/new"));
+        assertEquals(OptionalLong.of(5), fenceOf("capped/new"));
+        // the bound itself: 100 (max-advance) is the most a first token may be
+        assertEquals(422, put("/capped/other", "x", "101").status());
+        assertEquals(Optional.empty(), stored("/capped/other"));
+        assert2xx(put("/capped/other", "v100", "100"));
+        assertEquals(Optional.of("v100"), stored("/capped/other"));
+        assertEquals(2, proxy.counted("capped", Outcome.TOO_FAR, 2));
+    }
+
     @Test
     void noPolicyIs404() throws Exception {
         Http.Response r = put("/nothing/here", "v", "1");

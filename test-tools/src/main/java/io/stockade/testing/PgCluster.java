@@ -24,11 +24,42 @@ public final class PgCluster implements AutoCloseable {
     static final Path BIN = Path.of("/usr/lib/postgresql/15/bin");
     private final Path dir;
     private final int port;
+    /** Where it listens: 127.0.0.1, or an address in a network namespace ({@link #createIn}). */
+    private final String host;
+    /** What runs pg_ctl: nothing, or {@code ip netns exec NAME} to start it in a namespace. */
+    private final List<String> prefix;
     private volatile long postmasterPid = -1;
 
     private PgCluster(Path dir, int port) {
+        this(dir, port, "127.0.0.1", List.of());
+    }
+
+    private PgCluster(Path dir, int port, String host, List<String> prefix) {
         this.dir = dir;
         this.port = port;
+        this.host = host;
+        this.prefix = prefix;
+    }
+
+    /**
+     * initdb, then start the postmaster in the network namespace {@code net}, listening on its address only and
+     * taking connections from 10.231.0.0/16 (the namespaces' pairs) without a password: cut off with
+     * {@link NetNs#cut()}.
+     */
+    public static PgCluster createIn(NetNs net) throws IOException {
+        Path dir = Files.createTempDirectory("stockade-pg-");
+        run(List.of("chown", "postgres:postgres", dir.toString()));
+        PgCluster c = new PgCluster(dir, FreePorts.next(), net.address(), net.exec());
+        try {
+            c.pg("initdb", "-D", c.data().toString(), "-A", "trust", "-U", "postgres", "--no-sync");
+            Files.writeString(c.data().resolve("pg_hba.conf"), "host all all 10.231.0.0/16 trust\n",
+                    StandardCharsets.UTF_8, StandardOpenOption.APPEND);
+            c.start();
+            return c;
+        } catch (IOException | RuntimeException e) {
+            c.close();
+            throw e;
+        }
     }
 
     /** Whether the binaries are here and this JVM can switch to the postgres user. */
@@ -96,9 +127,9 @@ public final class PgCluster implements AutoCloseable {
         return port;
     }
 
-    /** {@code jdbc:postgresql://127.0.0.1:PORT/postgres}. */
+    /** {@code jdbc:postgresql://127.0.0.1:PORT/postgres} (the namespace's address for {@link #createIn}). */
     public String url() {
-        return "jdbc:postgresql://127.0.0.1:" + port + "/postgres";
+        return "jdbc:postgresql://" + host + ":" + port + "/postgres";
     }
 
     public Path data() {
@@ -107,8 +138,11 @@ public final class PgCluster implements AutoCloseable {
 
     /** pg_ctl start (waits until it accepts connections) on the same port and data directory. */
     public void start() throws IOException {
-        pg("pg_ctl", "-D", data().toString(), "-w", "-t", "20", "-l", dir.resolve("server.log").toString(),
-                "-o", "-p " + port + " -k " + dir + " -c listen_addresses=127.0.0.1", "start");
+        List<String> start = new ArrayList<>(prefix);
+        start.addAll(List.of("runuser", "-u", "postgres", "--", BIN.resolve("pg_ctl").toString(), "-D",
+                data().toString(), "-w", "-t", "20", "-l", dir.resolve("server.log").toString(), "-o",
+                "-p " + port + " -k " + dir + " -c listen_addresses=" + host, "start"));
+        run(start);
         postmasterPid = Long.parseLong(Files.readAllLines(data().resolve("postmaster.pid")).getFirst().strip());
     }
 

@@ -26,6 +26,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * packets one way or both. A Redis replica told to replicate from the relay's port loses the primary's writes while
  * {@link #dropToClient} is on — what a primary that acknowledged a write and died before replicating it looks like to
  * the replica. {@link #holdRequestsStartingWith} delays chosen requests towards the target instead.
+ * <p>
+ * {@link #freeze()} is a network cut as a firewall's DROP makes it, seen from the sender: the relay stops reading
+ * what the client sends (at most the chunk it was reading is kept), so the client's kernel keeps the rest unsent and
+ * retransmits it once {@link #thaw()} lets the bytes flow again. Made with {@link #to(int, int)} and a small
+ * receive buffer, the relay's own kernel takes only a few KiB first. A client that resets its connection (RST)
+ * meanwhile loses what it had not sent: the relay then resets its connection to the target as well, so the target
+ * sees the request cut off, never completed.
  */
 public final class TcpRelay implements AutoCloseable {
     private final ServerSocket server;
@@ -38,6 +45,25 @@ public final class TcpRelay implements AutoCloseable {
     private volatile List<byte[]> holdPrefixes = List.of();
     private volatile CountDownLatch gate = new CountDownLatch(0);
     private final Semaphore held = new Semaphore(0);
+    /** The cut {@link #freeze()} made, or null; new connections join it while {@link #freezeNew} is on. */
+    private volatile CountDownLatch freeze;
+    private volatile boolean freezeNew;
+    private final List<Pair> pairs = new CopyOnWriteArrayList<>();
+    private final AtomicInteger ended = new AtomicInteger();
+    private final Object endedLock = new Object();
+
+    /** One relayed connection: its client side, its target side, and the cut its reads wait at (if any). */
+    private static final class Pair {
+        final Socket client;
+        final Socket target;
+        volatile CountDownLatch cut;
+
+        Pair(Socket client, Socket target, CountDownLatch cut) {
+            this.client = client;
+            this.target = target;
+            this.cut = cut;
+        }
+    }
 
     private TcpRelay(ServerSocket server, int target) {
         this.server = server;
@@ -46,8 +72,21 @@ public final class TcpRelay implements AutoCloseable {
 
     /** A relay to {@code 127.0.0.1:target}. */
     public static TcpRelay to(int target) {
+        return to(target, 0);
+    }
+
+    /**
+     * A relay to {@code 127.0.0.1:target} whose accepted connections have a receive buffer of about
+     * {@code receiveBuffer} bytes (0: the system's default), so that a {@link #freeze()} leaves the client's bytes
+     * in the client's own kernel.
+     */
+    public static TcpRelay to(int target, int receiveBuffer) {
         try {
-            ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+            ServerSocket server = new ServerSocket();
+            if (receiveBuffer > 0) {
+                server.setReceiveBufferSize(receiveBuffer); // before bind: accepted sockets inherit it
+            }
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
             TcpRelay relay = new TcpRelay(server, target);
             Thread accept = new Thread(relay::accept, "relay-accept-" + server.getLocalPort());
             accept.setDaemon(true);
@@ -92,6 +131,52 @@ public final class TcpRelay implements AutoCloseable {
     public void release() {
         holdPrefixes = List.of();
         gate.countDown();
+    }
+
+    /**
+     * Cuts every connection, open or new, towards the target: the relay reads nothing more of what clients send
+     * (the chunk a connection was reading when the cut came is kept, not relayed) until {@link #thaw()}.
+     */
+    public void freeze() {
+        CountDownLatch cut = new CountDownLatch(1);
+        freeze = cut;
+        freezeNew = true;
+        pairs.forEach(p -> p.cut = cut);
+    }
+
+    /** New connections pass from now on; the connections cut by {@link #freeze()} stay cut. */
+    public void admitNew() {
+        freezeNew = false;
+    }
+
+    /** Ends the cut: what the cut connections' clients still deliver is relayed. */
+    public void thaw() {
+        CountDownLatch cut = freeze;
+        freeze = null;
+        freezeNew = false;
+        if (cut != null) {
+            cut.countDown();
+        }
+    }
+
+    /** How many relayed connections have ended (both of their sockets closed). */
+    public int endedConnections() {
+        return ended.get();
+    }
+
+    /** Waits until at least {@code count} relayed connections have ended; false when they had not in time. */
+    public boolean awaitEnded(int count, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (endedLock) {
+            while (ended.get() < count) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(endedLock, left);
+            }
+        }
+        return true;
     }
 
     private final Map<String, AtomicInteger> counted =
@@ -142,8 +227,10 @@ public final class TcpRelay implements AutoCloseable {
                 upstream.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), target), 2000);
                 sockets.add(client);
                 sockets.add(upstream);
-                pump(client, upstream, true);
-                pump(upstream, client, false);
+                Pair pair = new Pair(client, upstream, freezeNew ? freeze : null);
+                pairs.add(pair);
+                pump(pair, true);
+                pump(pair, false);
             } catch (IOException e) {
                 if (closed) {
                     return;
@@ -152,31 +239,77 @@ public final class TcpRelay implements AutoCloseable {
         }
     }
 
-    private void pump(Socket from, Socket to, boolean towardsTarget) {
+    private void pump(Pair pair, boolean towardsTarget) {
+        Socket from = towardsTarget ? pair.client : pair.target;
+        Socket to = towardsTarget ? pair.target : pair.client;
         Thread t = new Thread(() -> {
             byte[] buffer = new byte[16384];
+            boolean reset = false;
             try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
                 int n;
-                while ((n = in.read(buffer)) >= 0) {
+                while (true) {
+                    if (towardsTarget) {
+                        awaitCut(pair);
+                    }
+                    try {
+                        n = in.read(buffer);
+                    } catch (IOException e) {
+                        reset = towardsTarget; // the client reset its connection: so does the relay
+                        throw e;
+                    }
+                    if (n < 0) {
+                        break;
+                    }
                     if (towardsTarget ? dropToTarget : dropToClient) {
                         continue;
                     }
                     if (towardsTarget) {
+                        awaitCut(pair);
                         countIfAsked(buffer, n);
                         holdIfAsked(buffer, n);
                     }
                     out.write(buffer, 0, n);
                     out.flush();
                 }
-            } catch (IOException ended) {
+            } catch (IOException gone) {
                 // one side closed
             } finally {
+                if (reset) {
+                    abortQuietly(to);
+                }
                 closeQuietly(from);
                 closeQuietly(to);
+                if (towardsTarget) {
+                    synchronized (endedLock) {
+                        ended.incrementAndGet();
+                        endedLock.notifyAll();
+                    }
+                }
             }
         }, "relay-" + (towardsTarget ? "up" : "down"));
         t.setDaemon(true);
         t.start();
+    }
+
+    private static void awaitCut(Pair pair) throws IOException {
+        CountDownLatch cut = pair.cut;
+        if (cut == null) {
+            return;
+        }
+        try {
+            cut.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while cut", e);
+        }
+    }
+
+    private static void abortQuietly(Socket s) {
+        try {
+            s.setSoLinger(true, 0);
+        } catch (IOException ignored) {
+            // already closed
+        }
     }
 
     private static void closeQuietly(Socket s) {
@@ -195,6 +328,7 @@ public final class TcpRelay implements AutoCloseable {
         } catch (IOException ignored) {
             // closing
         }
+        thaw();
         sockets.forEach(TcpRelay::closeQuietly);
     }
 }

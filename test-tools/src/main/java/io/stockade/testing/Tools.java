@@ -54,7 +54,11 @@ public final class Tools {
         NODE_PG("node-postgres (.tools/node-pg) and Node.js", SqlClients.NODE_PG_INSTALL,
                 SqlClients::nodePgAvailable),
         POSTGRES_CLUSTER("PostgreSQL 15's initdb/pg_ctl and root (a private cluster per test)",
-                "apt-get install -y postgresql, and run the tests as root", PgCluster::available);
+                "apt-get install -y postgresql, and run the tests as root", PgCluster::available),
+        SCRATCH_FILESYSTEM("root with mount, losetup, mkfs.ext4 and e2fsck (a tmpfs or ext4 the test makes)",
+                "apt-get install -y mount e2fsprogs, and run the tests as root", ScratchFilesystem::available),
+        NETNS("root with iproute2's ip and tc (a network namespace the test makes)",
+                "apt-get install -y iproute2, and run the tests as root", NetNs::available);
 
         private final String label;
         private final String install;

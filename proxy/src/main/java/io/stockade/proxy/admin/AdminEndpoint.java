@@ -44,6 +44,7 @@ import io.helidon.webserver.http.ServerResponse;
  *   POST /admin/fences/import                               JSON lines; each raises, never lowers
  *   POST /admin/fences/raise    {"scope":S,"token":N} or {"prefix":P,"token":N}, and optionally "policy"
  *   POST /admin/fences/retire   {"scope":S}, and optionally "policy"
+ *   POST /admin/fences/reset    {"scope":S,"token":N}, and optionally "policy", "force":true and "reason":R
  * </pre>
  * Each acts on the fence that keeps the scope ({@link FenceRouting}). A parameter or field not listed is refused
  * (a misspelt {@code policy} would otherwise act on another fence).
@@ -66,11 +67,14 @@ public final class AdminEndpoint implements Handler {
     private final byte[] token;
     private final Supplier<FenceRouting> routing;
     private final PolicyReload reloader;
+    private final FenceOperations.Leases leases;
 
-    private AdminEndpoint(byte[] token, Supplier<FenceRouting> routing, PolicyReload reloader) {
+    private AdminEndpoint(byte[] token, Supplier<FenceRouting> routing, PolicyReload reloader,
+                          FenceOperations.Leases leases) {
         this.token = token;
         this.routing = routing;
         this.reloader = reloader;
+        this.leases = leases;
     }
 
     /**
@@ -82,6 +86,15 @@ public final class AdminEndpoint implements Handler {
      */
     public static AdminEndpoint create(AdminConfig config, Supplier<FenceRouting> routing, PolicyReload reloader)
             throws IOException {
+        return create(config, routing, reloader, FenceOperations.Leases.NONE);
+    }
+
+    /**
+     * As {@link #create(AdminConfig, Supplier, PolicyReload)}, with what the policies' verifiers say of a lease
+     * holder's token, which a reset asks ({@link FenceOperations#reset}).
+     */
+    public static AdminEndpoint create(AdminConfig config, Supplier<FenceRouting> routing, PolicyReload reloader,
+                                       FenceOperations.Leases leases) throws IOException {
         String t = config.token();
         if (config.tokenFile() != null) {
             t = SecretFiles.firstLine(config.tokenFile());
@@ -90,7 +103,7 @@ public final class AdminEndpoint implements Handler {
             throw new IOException("admin token is empty" + (config.tokenFile() != null
                     ? " (first line of " + config.tokenFile() + ")" : ""));
         }
-        return new AdminEndpoint(t.getBytes(StandardCharsets.UTF_8), routing, reloader);
+        return new AdminEndpoint(t.getBytes(StandardCharsets.UTF_8), routing, reloader, leases);
     }
 
     @Override
@@ -137,7 +150,7 @@ public final class AdminEndpoint implements Handler {
     private void fences(ServerRequest req, ServerResponse res, String method, String path, String call, String who) {
         String op = path.substring(BASE.length());
         try {
-            FenceOperations ops = new FenceOperations(routing.get());
+            FenceOperations ops = new FenceOperations(routing.get(), leases);
             String answer;
             switch (method + " " + op) {
                 case "GET /scope" -> {
@@ -184,6 +197,18 @@ public final class AdminEndpoint implements Handler {
                     query(req);
                     Map<String, Object> body = body(req, "scope", "policy");
                     answer = ops.retire(text(body, "policy"), body.get("scope") instanceof String s ? s : null);
+                }
+                case "POST /reset" -> {
+                    query(req);
+                    Map<String, Object> body = body(req, "scope", "token", "policy", "force", "reason");
+                    Object force = body.get("force");
+                    if (force != null && !(force instanceof Boolean)) {
+                        throw new FenceOperations.Refused(ProblemType.BAD_REQUEST, "request body: 'force' must be"
+                                + " true or false");
+                    }
+                    answer = ops.reset(text(body, "policy"), text(body, "scope"),
+                            FenceOperations.token(body.get("token"), ""), Boolean.TRUE.equals(force),
+                            text(body, "reason"));
                 }
                 default -> throw new FenceOperations.Refused(ProblemType.NO_SUCH_OPERATION, "no admin operation "
                         + method + " " + path + "; see docs/admin-api.md");

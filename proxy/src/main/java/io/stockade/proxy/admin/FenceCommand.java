@@ -10,12 +10,15 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import io.stockade.policy.AdminConfig;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.policy.PolicyException;
@@ -25,8 +28,11 @@ import io.stockade.policy.StoreConfig;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
+import io.stockade.proxy.io.SecretFiles;
+import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 /**
  * {@code stockade-proxy fence --config FILE <operation> ...}: the fence-state operations run directly on the fence
@@ -53,6 +59,13 @@ public final class FenceCommand {
               raise --scope S --token N           raise one scope to at least N
               raise --prefix P --token N          raise the floor of every scope starting with P, existing or not
               retire SCOPE                        remove a scope a floor at or above its token covers
+              reset SCOPE --token N               lower a scope a forged token took to N (below its token, not
+                [--force --reason TEXT]           below a floor over it). Needs the admin token
+                [--admin-token-file FILE]         (--admin-token-file, or STOCKADE_ADMIN_TOKEN), compared with
+                                                  the file's admin section, and that no lease on the scope is
+                                                  valid: the policies' verifiers say the token is nobody's, or,
+                                                  where the proxy cannot see leases, --force with a --reason
+                                                  (docs/admin-api.md, "Reset")
 
               --policy NAME                       (any operation but import) act on that policy's fence; without
                                                   it, a scope goes where the policies' scope templates lead it
@@ -60,9 +73,9 @@ public final class FenceCommand {
                                                   and list, floors and export cover the store and every such
                                                   database
 
-            Nothing lowers a token. With the memory store, stop the proxy first (it locks the journal) or use its
-            admin endpoints (/admin/fences, see docs/admin-api.md). The command reads the file's store and
-            policies, so it needs the variables they use (not the admin token's).
+            Nothing but reset lowers a token. With the memory store, stop the proxy first (it locks the journal) or
+            use its admin endpoints (/admin/fences, see docs/admin-api.md). The command reads the file's store and
+            policies, so it needs the variables they use (reset reads the whole file: its admin token too).
             """;
 
     private FenceCommand() {
@@ -90,7 +103,7 @@ public final class FenceCommand {
         }
         String op = rest.getFirst();
         List<String> params = rest.subList(1, rest.size());
-        if (!List.of("show", "list", "floors", "export", "import", "raise", "retire").contains(op)) {
+        if (!List.of("show", "list", "floors", "export", "import", "raise", "retire", "reset").contains(op)) {
             return usage(err, "unknown operation '" + op + "'");
         }
         if (op.equals("import") && policy != null) {
@@ -110,10 +123,24 @@ public final class FenceCommand {
             return 2;
         }
         StoreConfig storeConfig = loaded.store();
-        try (Store store = new Store(storeConfig); Databases databases = new Databases()) {
+        TokenVerifiers verifiers = new TokenVerifiers(Clock.systemUTC());
+        try (Store store = new Store(storeConfig); Databases databases = new Databases(); verifiers) {
+            FenceOperations.Leases leases = FenceOperations.Leases.NONE;
+            if (op.equals("reset")) {
+                // the admin token, and the verifiers that say whether a lease is valid: the file's admin section
+                // and verify blocks, read now (with their variables)
+                StockadeConfig full = PolicyLoader.load(config);
+                checkAdminToken(full, params);
+                verifiers.open(full.policies());
+                leases = FenceOperations.Leases.of(verifiers);
+            }
             FenceRouting routing = new FenceRouting(loaded.policies(), loaded.sql(), OFFLINE_SQL, storeConfig,
                     store::admin, databases::of);
-            return operate(new FenceOperations(routing), policy, op, params, in, out, err);
+            return operate(new FenceOperations(routing, leases), policy, op, params, in, out, err);
+        } catch (PolicyException e) {
+            err.println("stockade fence: reset reads the whole policy file (its admin token and verifiers): "
+                    + e.getMessage());
+            return 2;
         } catch (StoreUnavailableException e) {
             err.println("stockade fence: " + e.getMessage());
             return 1;
@@ -291,10 +318,54 @@ public final class FenceCommand {
                 out.println(scope.isPresent() ? ops.raiseScope(policy, scope.get(), token)
                         : ops.raiseFloor(policy, prefix.get(), token));
             }
+            case "reset" -> {
+                List<String> positional = positional(p, List.of("--token", "--reason", "--admin-token-file"),
+                        List.of("--force"));
+                long token = parseToken(option(p, "--token").orElseThrow(
+                        () -> new IllegalArgumentException("reset needs --token N")));
+                out.println(ops.reset(policy, single(positional, "reset SCOPE --token N"), token,
+                        p.contains("--force"), option(p, "--reason").orElse(null)));
+            }
             default -> out.println(ops.retire(policy, single(p, "retire SCOPE")));
         }
         out.flush();
         return 0;
+    }
+
+    /** The arguments that are not an option (with its value) or a flag. */
+    private static List<String> positional(List<String> p, List<String> options, List<String> flags) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < p.size(); i++) {
+            if (options.contains(p.get(i))) {
+                i++;
+            } else if (!flags.contains(p.get(i))) {
+                out.add(p.get(i));
+            }
+        }
+        return out;
+    }
+
+    /**
+     * A reset lowers a token, so the command asks for what the admin API asks for: the admin token, given with
+     * {@code --admin-token-file FILE} (its first line) or {@code STOCKADE_ADMIN_TOKEN}, equal to the policy file's.
+     */
+    private static void checkAdminToken(StockadeConfig full, List<String> p) throws FenceOperations.Refused,
+            IOException {
+        AdminConfig admin = full.admin();
+        if (admin == null) {
+            throw new FenceOperations.Refused(ProblemType.UNAUTHORIZED, "reset needs the admin token, and the policy"
+                    + " file has no admin section to compare it with (docs/admin-api.md)");
+        }
+        String expected = admin.token() != null ? admin.token() : SecretFiles.firstLine(admin.tokenFile());
+        Optional<String> file = option(p, "--admin-token-file");
+        String given = file.isPresent() ? SecretFiles.firstLine(Path.of(file.get()))
+                : System.getenv("STOCKADE_ADMIN_TOKEN");
+        if (given == null || !MessageDigest.isEqual(given.getBytes(StandardCharsets.UTF_8),
+                expected.getBytes(StandardCharsets.UTF_8))) {
+            throw new FenceOperations.Refused(ProblemType.UNAUTHORIZED, "reset needs the admin token of the policy"
+                    + " file: --admin-token-file FILE or STOCKADE_ADMIN_TOKEN" + (given == null ? " (none given)"
+                    : " (the one given is not it)"));
+        }
     }
 
     private static long parseToken(String s) {

@@ -4,22 +4,29 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.io.Writer;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.StringJoiner;
+import java.util.logging.Logger;
 
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Policy;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.problem.ProblemType;
+import io.stockade.proxy.verify.TokenVerifier;
+import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 /**
  * The fence-state operations, shared by the {@code fence} command and the admin endpoints: each takes plain
- * arguments and answers JSON. None can lower a token (see {@link FenceAdmin}). Each acts on the fence that keeps
- * the scope, wherever that is ({@link FenceRouting}: the proxy's store, a postgres backend's database, or the SQL
- * listener's), or is refused with the reason; every answer says which ({@code "keeper":"store"}, or
- * {@code "keeper":"backend"} or {@code "sql"} with the {@code "policy"}).
+ * arguments and answers JSON. None lowers a token but {@link #reset}, the operator's repair, and only where no
+ * holder's lease on the scope can be valid (see {@link FenceAdmin}). Each acts on the fence that keeps the scope,
+ * wherever that is ({@link FenceRouting}: the proxy's store, a postgres backend's database, or the SQL listener's),
+ * or is refused with the reason; every answer says which ({@code "keeper":"store"}, or {@code "keeper":"backend"}
+ * or {@code "sql"} with the {@code "policy"}).
  * <p>
  * Export format, one JSON object per line: first every floor
  * {@code {"kind":"floor","prefix":"p/","token":9,"keeper":"store"}}, then every scope
@@ -54,11 +61,53 @@ public final class FenceOperations {
         }
     }
 
-    private final FenceRouting routing;
+    /** What a policy's verifier says of a scope's token as its lease holder's, for {@link #reset}. */
+    @FunctionalInterface
+    public interface Leases {
+        /** No verifier anywhere: every reset needs force. */
+        Leases NONE = (policy, scope, token) -> null;
 
-    /** The operations on the fences {@code routing} leads to. */
+        /**
+         * The verdict of {@code policy}'s verifier on {@code token} as the token of {@code scope}'s lease holder,
+         * or null when the policy has no verifier that can tell (none; or hmac, which judges a signature that a
+         * reset does not have).
+         */
+        TokenVerifier.Verdict holder(Policy policy, String scope, long token);
+
+        /**
+         * What the policies' verifiers say: each asked about the token as a write of it would ask (a claim
+         * without headers); null for a policy without one, or with hmac.
+         */
+        static Leases of(TokenVerifiers verifiers) {
+            return (policy, scope, token) -> {
+                TokenVerifier verifier;
+                try {
+                    verifier = verifiers.of(policy);
+                } catch (IllegalStateException e) {
+                    return new TokenVerifier.Unavailable("its verifier is not open (a reload is replacing it)");
+                }
+                if (verifier == null || verifier.kind().equals("hmac")) {
+                    return null;
+                }
+                return verifier.verify(new TokenVerifier.Claim(scope, token, name -> List.of()));
+            };
+        }
+    }
+
+    private static final Logger LOG = Logger.getLogger(FenceOperations.class.getName());
+
+    private final FenceRouting routing;
+    private final Leases leases;
+
+    /** The operations on the fences {@code routing} leads to; a reset always needs force. */
     public FenceOperations(FenceRouting routing) {
+        this(routing, Leases.NONE);
+    }
+
+    /** The operations on the fences {@code routing} leads to; a reset asks {@code leases}. */
+    public FenceOperations(FenceRouting routing, Leases leases) {
         this.routing = routing;
+        this.leases = leases;
     }
 
     /**
@@ -258,6 +307,100 @@ public final class FenceOperations {
                     + "by a prefix floor at or above its token; removing it would let lower tokens in. Raise a "
                     + "floor over it first (raise --prefix P --token N with N >= its token)" + where(target));
         };
+    }
+
+    /**
+     * Lowers a scope's own token from what it is to {@code token}: the repair of a scope a forged token took (a
+     * first token far above its holder's, on a policy that bounds none). Refused (nothing changed) unless no
+     * holder's lease on the scope can be valid, as far as the proxy can tell:
+     * <ul>
+     *     <li>each policy whose writes the scope's fence judges has a verifier of a lock service: reset when every
+     *     one says the scope's token is no valid lease holder's (a forged token is nobody's); refused
+     *     ({@code lease-valid}) when one says it is; 503 when one cannot answer. Afterwards every token the fence
+     *     admits is still verified, so no earlier holder's token gets in;</li>
+     *     <li>otherwise (no verifier, hmac, or no policy makes the scope now) the proxy cannot see leases:
+     *     {@code force} with a {@code reason} states that no holder of a lease on the scope can still write (every
+     *     writer with a token below the current one stopped, or its lease expired); without them,
+     *     {@code force-required}.</li>
+     * </ul>
+     * The token must be below the scope's and not below a prefix floor covering it (floors only rise). The reset
+     * is a compare-and-set on the token the checks saw ({@code scope-changed} when a write raised it meanwhile), and
+     * is logged (WARNING, with its grounds) besides the admin API's own line.
+     */
+    public String reset(String policy, String scope, long token, boolean force, String reason)
+            throws StoreUnavailableException, Refused {
+        requireText(scope, "scope");
+        checkToken(token);
+        FenceRouting.Target target = routing.forScope(policy, scope);
+        FenceAdmin admin = target.admin();
+        Optional<FenceAdmin.ScopeEntry> entry = admin.scope(scope);
+        if (entry.isEmpty()) {
+            throw new Refused(ProblemType.UNKNOWN_SCOPE, "scope '" + scope + "' is not stored" + where(target));
+        }
+        long current = entry.get().token();
+        if (token >= current) {
+            throw new Refused(ProblemType.BAD_REQUEST, "a reset lowers a scope's token: " + token + " is not below"
+                    + " the token " + current + " of scope '" + scope + "' (raise --scope raises one)"
+                    + where(target));
+        }
+        long floor = FenceAdmin.floorOf(admin.floors(), scope);
+        if (floor > token) {
+            throw new Refused(ProblemType.BAD_REQUEST, "a prefix floor at " + floor + " covers scope '" + scope
+                    + "': its writers need a token above the floor, whatever the scope's own; reset it to " + floor
+                    + " or above (floors only rise)" + where(target));
+        }
+        for (Policy p : routing.policiesFor(policy, scope)) {
+            if (p.backend() instanceof BackendConfig.File) {
+                throw new Refused(ProblemType.NOT_SUPPORTED, "policy '" + p.name() + "' has a file backend, which"
+                        + " keeps each file's token beside it too (<root>/.stockade/tokens/<path>/.stockade-token)"
+                        + " and refuses a write below it: with the proxy stopped, remove that file's token sidecar,"
+                        + " then reset; nothing changed");
+            }
+        }
+        String grounds = leaseGrounds(policy, scope, current, force, reason);
+        long before = admin.reset(scope, current, token);
+        if (before != current) {
+            throw new Refused(ProblemType.SCOPE_CHANGED, "scope '" + scope + "' changed while the reset was being"
+                    + " decided (its token is " + (before < 0 ? "gone" : before) + ", was " + current + "); nothing"
+                    + " was lowered: look again" + where(target));
+        }
+        LOG.warning("fence reset: scope '" + scope + "' lowered from " + current + " to " + token + where(target)
+                + "; grounds: " + grounds);
+        return "{\"scope\":" + JsonWriter.quote(scope) + ",\"from\":" + current + ",\"token\":" + token
+                + ",\"reset\":true,\"grounds\":" + JsonWriter.quote(grounds) + target.json() + "}";
+    }
+
+    /** Why no holder's lease on the scope is valid, as {@link #reset} establishes it; else the refusal. */
+    private String leaseGrounds(String policy, String scope, long current, boolean force, String reason)
+            throws Refused {
+        List<Policy> judged = routing.policiesFor(policy, scope);
+        List<String> cannotTell = new ArrayList<>();
+        List<String> notHeld = new ArrayList<>();
+        for (Policy p : judged) {
+            switch (leases.holder(p, scope, current)) {
+                case null -> cannotTell.add(p.name());
+                case TokenVerifier.Genuine g -> throw new Refused(ProblemType.LEASE_VALID, "token " + current
+                        + " of scope '" + scope + "' is the token of a valid lease holder, says the verifier of"
+                        + " policy '" + p.name() + "': there is nothing to repair, and lowering it would let that"
+                        + " holder's predecessors write again; nothing changed");
+                case TokenVerifier.Refused r -> notHeld.add(p.name());
+                case TokenVerifier.Unavailable u -> throw new Refused(ProblemType.VERIFIER_UNAVAILABLE, "the"
+                        + " verifier of policy '" + p.name() + "' cannot say whether token " + current + " of scope '"
+                        + scope + "' is a valid lease holder's (" + u.reason() + "); nothing changed, try again");
+            }
+        }
+        if (!judged.isEmpty() && cannotTell.isEmpty()) {
+            return "the verifiers of " + notHeld + " say token " + current + " is no valid lease holder's";
+        }
+        if (!force || reason == null || reason.isBlank()) {
+            throw new Refused(ProblemType.FORCE_REQUIRED, "the proxy cannot tell whether a lease on scope '" + scope
+                    + "' is valid (" + (judged.isEmpty() ? "no policy makes the scope now"
+                    : "policies " + cannotTell + " have no verifier of a lock service") + "): a reset needs force"
+                    + " and a reason, by which you state that no holder of a lease on the scope can still write"
+                    + " (every writer with a token below " + current + " stopped, or its lease expired); nothing"
+                    + " changed");
+        }
+        return "forced by the operator: " + reason.strip();
     }
 
     private static final List<String> LINE_KEYS = List.of("kind", "scope", "prefix", "token", "keeper", "policy");

@@ -214,6 +214,18 @@ public final class FenceRouting {
         return route(policy, "scope '" + scope + "'", "make", p -> p.matches(scope));
     }
 
+    /**
+     * The policies whose writes the fence of {@code scope} judges: the named one, or every policy whose scope
+     * template can make the scope (none: a scope no policy makes now).
+     */
+    public List<Policy> policiesFor(String policy, String scope) throws FenceOperations.Refused {
+        if (policy != null) {
+            Policy named = policy(policy).policy();
+            return named == null ? List.of() : List.of(named); // a SQL policy has no HTTP policy behind it
+        }
+        return fenced.stream().filter(p -> p.policy() != null && p.matches(scope)).map(Fenced::policy).toList();
+    }
+
     /** Where a floor on {@code prefix} goes: the named policy's fence, or the one the templates lead to. */
     public Target forPrefix(String policy, String prefix) throws FenceOperations.Refused, StoreUnavailableException {
         return route(policy, "prefix '" + prefix + "'", "make a scope starting with", p -> p.overlaps(prefix));

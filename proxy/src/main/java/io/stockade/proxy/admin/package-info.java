@@ -1,6 +1,7 @@
 /**
  * Fence-state operations for people and tools: {@link io.stockade.proxy.admin.FenceOperations} (show, list,
- * floors, export, import, raise, retire — none lowers a token), the {@code fence} command
+ * floors, export, import, raise, retire — none lowers a token — and reset, the operator's repair of a scope a forged
+ * token took, refused while a lease on it may be valid), the {@code fence} command
  * ({@link io.stockade.proxy.admin.FenceCommand}) and the authenticated admin endpoints
  * ({@link io.stockade.proxy.admin.AdminEndpoint}). Depends on {@code fence}, {@code store} and {@code http}.
  */

@@ -146,5 +146,15 @@ public final class Fencing {
         public boolean bounded() {
             return fence.maxAdvance() != Policy.Fence.UNLIMITED;
         }
+
+        /** The largest token a scope's first write may carry ({@code first-token-max}), for messages. */
+        public long firstTokenMax() {
+            return fence.firstTokenMax();
+        }
+
+        /** Whether {@link #tooFar} can hold for {@code token} at all (else the highest need not be read for it). */
+        public boolean mayBeTooFar(long token) {
+            return fence.mayBeTooFar(token);
+        }
     }
 }

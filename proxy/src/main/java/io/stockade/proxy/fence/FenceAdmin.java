@@ -8,9 +8,11 @@ import java.util.function.Consumer;
  * Operations on fence state for people and tools (the {@code fence} command, the admin endpoints), next to the
  * request path's {@link FenceStore}. A store that offers them implements both interfaces.
  * <p>
- * No method can lower a token: {@link #raise} and {@link #raiseFloor} keep the maximum of what is stored and what
- * is given, and {@link #retire} removes only a scope that a prefix floor already covers, so its effective highest
- * token cannot go down by removing it.
+ * One method lowers a token, on purpose: {@link #reset}, the operator's repair of a scope a forged token took
+ * (the admin API's {@code fence reset}, which decides first that no holder's lease on the scope is valid:
+ * docs/admin-api.md). Every other keeps tokens from going down: {@link #raise} and {@link #raiseFloor} keep the
+ * maximum of what is stored and what is given, and {@link #retire} removes only a scope that a prefix floor already
+ * covers, so its effective highest token cannot go down by removing it.
  * <p>
  * A <em>prefix floor</em> acts as a token accepted on every scope that starts with the prefix, existing or not:
  * a scope's effective highest token is the maximum of its own token and every floor whose prefix it starts with
@@ -81,6 +83,16 @@ public interface FenceAdmin {
 
     /** Removes a scope only if a floor at or above its token covers it; see {@link Retired}. */
     Retired retire(String scope) throws StoreUnavailableException;
+
+    /**
+     * Lowers {@code scope}'s own token from {@code expected} to {@code token}, only if it is still
+     * {@code expected} (a compare-and-set: a write that raised it meanwhile wins). Durable before it returns; the
+     * recorded version is forgotten. Floors are not looked at: the caller checks them.
+     *
+     * @return the scope's token before: {@code expected} when it was lowered, another token when it had changed,
+     *         -1 when the scope is not stored
+     */
+    long reset(String scope, long expected, long token) throws StoreUnavailableException;
 
     /** The highest floor covering {@code scope} among {@code floors}, or -1. */
     static long floorOf(List<Floor> floors, String scope) {

@@ -32,6 +32,16 @@ public interface FenceStore extends AutoCloseable {
      */
     boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException;
 
+    /**
+     * Why this store failed and has not healed within the time it is given (the memory store's journal after an
+     * I/O error, past {@code heal-within}), for {@code /health/live}: DOWN, so that the platform restarts the
+     * replica. Empty while the store works, or is failed and still healing; a store whose outage a restart cannot
+     * mend (a database or etcd that is down) is the readiness probe's, never the liveness probe's.
+     */
+    default Optional<String> unhealed() {
+        return Optional.empty();
+    }
+
     /** Releases files, connections and threads. */
     @Override
     void close();

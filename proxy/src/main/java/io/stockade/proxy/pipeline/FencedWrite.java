@@ -200,7 +200,7 @@ final class FencedWrite {
     private boolean judged(Call call, Plan.Write plan, TokenVerifier verifier) throws StoreUnavailableException {
         Fencing.Rule rule = plan.rule();
         long token = plan.token();
-        if (!rule.bounded() && verifier == null && plan.scopes().size() == 1) {
+        if (!rule.mayBeTooFar(token) && verifier == null && plan.scopes().size() == 1) {
             return true;
         }
         for (String s : plan.scopes()) {

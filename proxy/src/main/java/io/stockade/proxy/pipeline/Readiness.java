@@ -117,6 +117,14 @@ public final class Readiness {
         parts.add(part);
     }
 
+    /**
+     * {@code /health/live}: why the replica should be restarted — its fence store failed on I/O and has not healed
+     * within the time it is given ({@link FenceStore#unhealed}) — or empty while it lives. Asks nothing remote.
+     */
+    public Optional<String> unhealed() {
+        return store.unhealed();
+    }
+
     /** The state now, or as checked less than a second ago, or the last one while another probe checks. */
     public Report check() {
         Report known = last;

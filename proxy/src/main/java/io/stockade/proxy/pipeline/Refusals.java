@@ -51,6 +51,14 @@ final class Refusals {
     }
 
     static Problem tooFar(Policy policy, Fencing.Rule rule, String scope, long token, long highest) {
+        if (highest < 0) {
+            return Problem.of(ProblemType.TOKEN_TOO_FAR, "token " + token + " is above " + rule.firstTokenMax()
+                            + ", the most a scope's first token may be (the policy's first-token-max), and scope '"
+                            + scope + "' has no token yet; it was not accepted and did not raise the fence (a genuine"
+                            + " first token this high: raise first-token-max)")
+                    .with("policy", policy.name()).with("scope", scope).with("token", token)
+                    .with("firstTokenMax", rule.firstTokenMax());
+        }
         return Problem.of(ProblemType.TOKEN_TOO_FAR, "token " + token + " is more than "
                         + rule.maxAdvance() + " above the highest token " + highest + " of scope '" + scope
                         + "' (the policy's max-advance); it was not accepted and did not raise the fence")

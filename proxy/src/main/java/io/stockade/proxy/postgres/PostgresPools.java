@@ -156,7 +156,7 @@ public final class PostgresPools {
             try (Statement s = c.createStatement();
                  ResultSet r = s.executeQuery("SELECT to_regclass('stockade_fences') IS NOT NULL,"
                          + " to_regprocedure('stockade_fence(text,bigint,boolean,bigint)') IS NOT NULL,"
-                         + " to_regprocedure('stockade_fence_observe(text,bigint,bigint)') IS NOT NULL,"
+                         + " to_regprocedure('stockade_fence_observe(text,bigint,bigint,bigint)') IS NOT NULL,"
                          + " to_regprocedure('stockade_advance(text,bigint,boolean)') IS NOT NULL,"
                          + " to_regclass('stockade_floors') IS NOT NULL,"
                          + " to_regprocedure('stockade_floor_of(text)') IS NOT NULL,"

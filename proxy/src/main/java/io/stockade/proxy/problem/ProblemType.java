@@ -43,6 +43,9 @@ public enum ProblemType {
     UNIQUE_VIOLATION(409, "unique-violation", "Unique constraint violated"),
     SERIALIZATION_FAILURE(409, "serialization-failure", "Conflict with a concurrent transaction"),
     SCOPE_NOT_COVERED(409, "scope-not-covered", "Scope not covered"),
+    LEASE_VALID(409, "lease-valid", "A valid lease holds the token"),
+    FORCE_REQUIRED(409, "force-required", "Reset needs force"),
+    SCOPE_CHANGED(409, "scope-changed", "Scope changed meanwhile"),
     /** The client's own precondition ({@code If-Match}, {@code If-None-Match}) did not hold. */
     PRECONDITION_FAILED(412, "precondition-failed", "Precondition failed"),
     BODY_TOO_LARGE(413, "body-too-large", "Request body too large"),

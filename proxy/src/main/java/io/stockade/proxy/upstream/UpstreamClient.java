@@ -8,6 +8,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.net.StandardSocketOptions;
 import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
@@ -45,8 +46,19 @@ import javax.net.ssl.SSLSocket;
  *     for less than 50 ms, and there late bytes became the next request's answer; another parked each idle
  *     connection in a read on a virtual thread, which cost more CPU a request than the read it saved
  *     (docs/benchmarks.md). What arrives between the check and the request's write is the window left, as for a
- *     close right after the check.</li>
+ *     close right after the check;</li>
+ *     <li>a connection given up on before its exchange ended (a timeout, a failed write, an abandoned body, an
+ *     answer not read to its end) is <em>aborted</em>: closed with {@code SO_LINGER} 0, so the kernel discards
+ *     what it still holds of the request and sends RST, instead of retransmitting it for as long as the network
+ *     stays cut and delivering it after the proxy answered (a graceful close keeps unsent bytes for tens of
+ *     seconds, a minute and more). A write blocked longer than the request's timeout (an upstream that stopped
+ *     reading, a network that drops every segment once the send buffer is full) is aborted too, by
+ *     {@link SendWatchdog}: the JDK bounds socket reads ({@code SO_TIMEOUT}), not writes.</li>
  * </ul>
+ * What RST cannot recall: bytes the upstream's kernel already received (an application reads them after the
+ * reset; Linux delivers queued bytes before {@code ECONNRESET}), segments still in flight in the network, and a
+ * request the upstream application already read. The serialized class's {@code settle} covers those
+ * (policies/README.md, "timeout and settle").
  * Failures are {@link UpstreamFailure}s that say whether any byte of the request may have reached the upstream,
  * which the backends need to tell "nothing was sent" (502) from "outcome unknown" (504).
  */
@@ -316,6 +328,7 @@ public final class UpstreamClient implements AutoCloseable {
                 throws UpstreamFailure {
             Connection connection = client.connection(host);
             boolean done = false;
+            SendWatchdog.watch(connection);
             try {
                 connection.timeout(readTimeout);
                 RequestOutput out = new RequestOutput(connection, head, length);
@@ -347,12 +360,14 @@ public final class UpstreamClient implements AutoCloseable {
                     done = true;
                     return early;
                 }
+                SendWatchdog.unwatch(connection);
                 UpstreamResponse response = UpstreamResponse.read(client, connection, headRequest);
                 done = true;
                 return response;
             } finally {
+                SendWatchdog.unwatch(connection);
                 if (!done) {
-                    connection.close();
+                    connection.abort(); // nothing of an unfinished request may be delivered after the answer
                 }
             }
         }
@@ -529,13 +544,24 @@ public final class UpstreamClient implements AutoCloseable {
 
         private void raw(byte[] b, int off, int len) throws UpstreamFailure {
             sent = true;
+            connection.writeStarts();
             try {
                 connection.out.write(b, off, len);
             } catch (IOException e) {
-                failure = new UpstreamFailure("sending the request failed: " + e.getMessage(), true,
-                        e instanceof SocketTimeoutException, e);
+                failure = sendFailed(connection, e);
                 throw failure;
+            } finally {
+                connection.writeEnds();
             }
+        }
+
+        private static UpstreamFailure sendFailed(Connection connection, IOException e) {
+            if (connection.abortedByWatchdog) {
+                return new UpstreamFailure("did not take the request within the timeout (a write blocked "
+                        + connection.writeTimeoutNanos / 1_000_000 + " ms); the connection was reset", true, true, e);
+            }
+            return new UpstreamFailure("sending the request failed: " + e.getMessage(), true,
+                    e instanceof SocketTimeoutException, e);
         }
 
         /** Ends the body (last chunk, or checks the declared length) and sends what is buffered. */
@@ -548,10 +574,13 @@ public final class UpstreamClient implements AutoCloseable {
                 append(LAST_CHUNK, 0, LAST_CHUNK.length);
             }
             flushBuffer();
+            connection.writeStarts();
             try {
                 connection.out.flush();
             } catch (IOException e) {
-                throw new UpstreamFailure("sending the request failed: " + e.getMessage(), true, false, e);
+                throw sendFailed(connection, e);
+            } finally {
+                connection.writeEnds();
             }
         }
 
@@ -570,6 +599,13 @@ public final class UpstreamClient implements AutoCloseable {
         final byte[] buffer = new byte[16 * 1024];
         int position;
         int limit;
+        /** How long one write may block (the request's timeout); {@link SendWatchdog} aborts it past that. */
+        volatile long writeTimeoutNanos = Long.MAX_VALUE;
+        /** When the write in progress started ({@link System#nanoTime}), or {@link #NOT_WRITING}. */
+        volatile long writeStartedAt = NOT_WRITING;
+        /** The watchdog aborted this connection: a write blocked past the timeout. */
+        volatile boolean abortedByWatchdog;
+        static final long NOT_WRITING = Long.MIN_VALUE;
 
         Connection(String host, SocketChannel channel, Socket socket) throws IOException {
             this.host = host;
@@ -580,6 +616,7 @@ public final class UpstreamClient implements AutoCloseable {
         }
 
         void timeout(Duration timeout) throws UpstreamFailure {
+            writeTimeoutNanos = Math.max(1, timeout.toNanos());
             try {
                 socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, timeout.toMillis())));
             } catch (IOException e) {
@@ -626,11 +663,41 @@ public final class UpstreamClient implements AutoCloseable {
             return n;
         }
 
+        void writeStarts() {
+            writeStartedAt = System.nanoTime();
+        }
+
+        void writeEnds() {
+            writeStartedAt = NOT_WRITING;
+        }
+
+        /** Whether a write has been blocked for longer than the request's timeout at {@code now}. */
+        boolean writeOverdue(long now) {
+            long started = writeStartedAt;
+            return started != NOT_WRITING && now - started > writeTimeoutNanos;
+        }
+
+        /** A graceful close: what was sent is delivered, then FIN (a connection whose exchanges all ended). */
         void close() {
             try {
                 socket.close();
             } catch (IOException ignored) {
                 // closing is all we wanted
+            }
+            closeQuietly(channel);
+        }
+
+        /**
+         * An abortive close: {@code SO_LINGER} 0, so the kernel discards what it has not yet sent and answers RST;
+         * nothing of the request leaves this host after it. Safe from another thread while a read or write blocks
+         * on the connection (that call fails at once). Only the plain channel is closed: a TLS socket's close would
+         * first write a close_notify alert, and could wait for a write in progress.
+         */
+        void abort() {
+            try {
+                channel.setOption(StandardSocketOptions.SO_LINGER, 0);
+            } catch (IOException | RuntimeException e) {
+                // already closed: nothing is left to send
             }
             closeQuietly(channel);
         }

@@ -34,6 +34,8 @@ public final class UpstreamResponse implements AutoCloseable {
     private final Body body;
     private boolean keepAlive;
     private boolean closed;
+    /** The request was not sent to its end (an early answer): the connection is aborted, never closed gracefully. */
+    private boolean requestUnfinished;
 
     private UpstreamResponse(UpstreamClient client, UpstreamClient.Connection connection, int status, String reason,
                              List<String> names, List<String> values, boolean keepAlive, boolean headRequest)
@@ -285,9 +287,13 @@ public final class UpstreamResponse implements AutoCloseable {
         return all;
     }
 
-    /** This answer's connection is closed when the answer is done (an early answer to a request cut short). */
+    /**
+     * This answer's connection is aborted when the answer is done (an early answer to a request cut short: what is
+     * left of the request in the send buffer is discarded, never delivered to be read as another request).
+     */
     void neverReuse() {
         keepAlive = false;
+        requestUnfinished = true;
     }
 
     @Override
@@ -298,8 +304,10 @@ public final class UpstreamResponse implements AutoCloseable {
         closed = true;
         if (keepAlive && body.finished && connection.position == connection.limit) {
             client.release(connection);
-        } else {
+        } else if (body.finished && !requestUnfinished) {
             connection.close();
+        } else {
+            connection.abort(); // an answer not read to its end, or a request not sent to its end
         }
     }
 

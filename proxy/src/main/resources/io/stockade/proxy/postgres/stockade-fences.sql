@@ -82,17 +82,24 @@ $fence$;
 
 -- Observe mode: keeps the high-water mark as enforce would (never lowers it) and answers the highest before,
 -- or NULL for a new scope; nothing is refused. The highest before counts covering floors too. A token that jumps
--- more than p_max_advance over the scope's highest raises nothing, as enforce (stockade_fence: SF422) would not.
-CREATE OR REPLACE FUNCTION stockade_fence_observe(p_scope text, p_token bigint, p_max_advance bigint)
+-- more than p_max_advance over the scope's highest, or a new scope's first token above p_first_max, raises nothing,
+-- as enforce (stockade_fence: SF422; the first token judged before it) would not.
+CREATE OR REPLACE FUNCTION stockade_fence_observe(p_scope text, p_token bigint, p_max_advance bigint,
+                                                  p_first_max bigint)
 RETURNS bigint LANGUAGE plpgsql AS $observe$
 DECLARE
     before bigint;
     floor_token bigint;
+    own bigint;
 BEGIN
-    SELECT token INTO before FROM stockade_fences WHERE scope = p_scope FOR UPDATE;
+    SELECT token INTO own FROM stockade_fences WHERE scope = p_scope FOR UPDATE;
+    before := own;
     floor_token := stockade_floor_of(p_scope);
     IF floor_token >= 0 THEN
         before := GREATEST(before, floor_token);  -- GREATEST ignores a NULL before
+    END IF;
+    IF own IS NULL AND p_token > p_first_max THEN
+        RETURN before;
     END IF;
     INSERT INTO stockade_fences AS f (scope, token, updated_at) VALUES (p_scope, p_token, now())
     ON CONFLICT (scope) DO UPDATE SET token = EXCLUDED.token, version = NULL, updated_at = now()
@@ -101,10 +108,16 @@ BEGIN
 END
 $observe$;
 
+-- The three-argument form: no bound on a first token.
+CREATE OR REPLACE FUNCTION stockade_fence_observe(p_scope text, p_token bigint, p_max_advance bigint)
+RETURNS bigint LANGUAGE sql AS $observe3$
+    SELECT stockade_fence_observe(p_scope, p_token, p_max_advance, 9223372036854775807);
+$observe3$;
+
 -- The two-argument form of earlier releases: no bound on the jump.
 CREATE OR REPLACE FUNCTION stockade_fence_observe(p_scope text, p_token bigint)
 RETURNS bigint LANGUAGE sql AS $observe2$
-    SELECT stockade_fence_observe(p_scope, p_token, 9223372036854775807);
+    SELECT stockade_fence_observe(p_scope, p_token, 9223372036854775807, 9223372036854775807);
 $observe2$;
 
 -- The fence store's admission: the state before, and whether the token was admitted. A stale answer carries the

@@ -99,6 +99,8 @@ class ArchitectureTest {
                 .orShould().callMethod(Policy.Fence.class, "equal")
                 .orShould().callMethod(Policy.Fence.class, "maxAdvance")
                 .orShould().callMethod(Policy.Fence.class, "tooFar", long.class, long.class)
+                .orShould().callMethod(Policy.Fence.class, "mayBeTooFar", long.class)
+                .orShould().callMethod(Policy.Fence.class, "firstTokenMax")
                 .orShould().callMethod(Policy.class, "fences", String.class)
                 .because("the plan is the only decider of what is fenced (Fencing reads the policy once, at load)")
                 .check(classes);

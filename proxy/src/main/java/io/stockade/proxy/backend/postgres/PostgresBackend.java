@@ -51,7 +51,7 @@ import org.postgresql.util.ServerErrorMessage;
 public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     private static final Logger LOG = Logger.getLogger(PostgresBackend.class.getName());
     private static final String FENCE_CALL = "SELECT stockade_fence(?, ?, ?, ?);\n";
-    private static final String OBSERVE_CALL = "SELECT stockade_fence_observe(?, ?, ?);\n";
+    private static final String OBSERVE_CALL = "SELECT stockade_fence_observe(?, ?, ?, ?);\n";
     /** SQLSTATE raised by {@code stockade_fence} for a stale token. */
     static final String STALE = "SF409";
     /** SQLSTATE raised by {@code stockade_fence} for a token jumping more than the policy's max-advance. */
@@ -148,11 +148,11 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     @Override
     public Keeper.Observed observe(Exchange exchange, long token, Fencing.Rule rule) {
         Outcome o = run(exchange, token, rule, config.fence() == FenceMode.TABLE ? Kind.OBSERVED : Kind.PLAIN);
-        Long before = o.before();
-        // as enforce judges it: stale, or a jump over max-advance (stockade_fence_observe raised nothing for either)
-        boolean wouldReject = before != null && (FenceRule.stale(token, before, rule.acceptEqual())
-                || rule.tooFar(token, before));
-        return new Keeper.Observed(wouldReject, before == null ? FenceRule.NONE : before, o.result());
+        long before = o.before() == null ? FenceRule.NONE : o.before();
+        // as enforce judges it: stale, a jump over max-advance, a first token over first-token-max
+        // (stockade_fence_observe raised nothing for any of them)
+        boolean wouldReject = FenceRule.stale(token, before, rule.acceptEqual()) || rule.tooFar(token, before);
+        return new Keeper.Observed(wouldReject, before, o.result());
     }
 
     /** The statements without a fence (an unfenced method, or a policy that forwards writes unfenced). */
@@ -347,14 +347,21 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         boolean executed = false;
         try {
             c.setAutoCommit(false);
-            if (call.fencedColumn() && call.rule().bounded()) {
+            if (call.fencedColumn() && call.rule().mayBeTooFar(token)) {
                 // Column mode's comparison is in the user's SQL, so the jump is judged by a read first. A
-                // concurrent raise only shrinks the jump: this is never more lenient than an atomic check.
-                Long highest = checkToken(c, call.binder());
-                if (highest != null && call.rule().tooFar(token, highest)) {
+                // concurrent raise only shrinks the jump: this is never more lenient than an atomic check. No row
+                // (or no token in it): the first token, judged against first-token-max.
+                Long read = checkToken(c, call.binder());
+                long highest = read == null ? FenceRule.NONE : read;
+                if (call.rule().tooFar(token, highest)) {
                     c.rollback();
                     return new Ran.Refused(new WriteResult.TooFar(highest));
                 }
+            }
+            Ran.Refused first = firstTokenTooFar(c, call);
+            if (first != null) {
+                c.rollback();
+                return first;
             }
             // the fence call's result comes first: table mode (enforce or observe)
             boolean prefixed = call.kind() == Kind.OBSERVED
@@ -369,6 +376,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
                     ps.setString(index++, exchange.scope());
                     ps.setLong(index++, token);
                     ps.setLong(index++, call.rule().maxAdvance());
+                    ps.setLong(index++, call.rule().firstTokenMax());
                 }
                 for (Statement s : plan.statements()) {
                     index = call.binder().bind(ps, index, s);
@@ -446,6 +454,10 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         try {
             if (!c.getAutoCommit()) {
                 c.setAutoCommit(true); // the pool hands out autocommit connections (release() restores it)
+            }
+            Ran.Refused first = firstTokenTooFar(c, call);
+            if (first != null) {
+                return first; // a read in autocommit: nothing to roll back
             }
             try (PreparedStatement ps = c.prepareStatement(call.sql())) {
                 call.binder().bind(ps, bindFence(ps, call), s);
@@ -543,6 +555,25 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         } catch (SQLException e) {
             LOG.log(Level.FINE, "a connection could not be made clean; evicting it", e);
             pool.evictConnection(c);
+        }
+    }
+
+    /**
+     * Table mode's first-token bound ({@code fence.first-token-max}, {@link Policy.Fence#tooFar}): the fence
+     * function bounds the jump over an existing row, not the first row, so a token above the bound is refused when
+     * the scope has no row yet, read first in the write's transaction (or just before its one statement). A row
+     * that appears after the read does not matter: the refusal is right as of the read, and nothing was written.
+     * Only a token above the bound is read for; null when the write may go on.
+     */
+    private static Ran.Refused firstTokenTooFar(Connection c, Call call) throws SQLException {
+        if (call.kind() != Kind.FENCED || call.fencedColumn() || call.token() <= call.rule().firstTokenMax()) {
+            return null;
+        }
+        try (PreparedStatement ps = c.prepareStatement("SELECT token FROM stockade_fences WHERE scope = ?")) {
+            ps.setString(1, call.exchange().scope());
+            try (ResultSet r = ps.executeQuery()) {
+                return r.next() ? null : new Ran.Refused(new WriteResult.TooFar(FenceRule.NONE));
+            }
         }
     }
 

@@ -106,6 +106,19 @@ public final class CachingFenceStore implements FenceStore {
         return highest.estimatedSize();
     }
 
+    /**
+     * Forgets what it remembers of a scope: after an operator's reset lowered its token (the one change that breaks
+     * "never goes down"), so that the scope's next writes are judged by the store.
+     */
+    public void forget(String scope) {
+        highest.invalidate(scope);
+    }
+
+    @Override
+    public Optional<String> unhealed() {
+        return store.unhealed();
+    }
+
     @Override
     public void close() {
         store.close();

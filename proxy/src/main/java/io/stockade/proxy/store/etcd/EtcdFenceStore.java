@@ -309,6 +309,24 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
     }
 
     @Override
+    public long reset(String scope, long expected, long token) throws StoreUnavailableException {
+        checkToken(token);
+        ByteSequence key = scopeKey(scope);
+        Known k = read(scope);
+        if (k.rev() == 0 || k.token() != expected) {
+            return k.rev() == 0 ? -1 : k.token();
+        }
+        TxnResponse r = commit(kv.txn().If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.modRevision(k.rev())))
+                .Then(Op.put(key, encode(token, null), PutOption.DEFAULT)));
+        if (r.isSucceeded()) {
+            known.put(scope, new Known(token, null, r.getHeader().getRevision()));
+            return expected;
+        }
+        Known now = read(scope);
+        return now.rev() == 0 ? -1 : now.token();
+    }
+
+    @Override
     public Retired retire(String scope) throws StoreUnavailableException {
         ByteSequence key = scopeKey(scope);
         for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {

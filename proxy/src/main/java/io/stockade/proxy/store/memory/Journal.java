@@ -6,12 +6,16 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.StampedLock;
@@ -29,9 +33,12 @@ import io.stockade.proxy.fence.StoreUnavailableException;
  * go, forces the file once, publishes the highest LSN it wrote as durable and wakes the waiters: the more callers
  * at once, the more records share one fsync.
  * <p>
- * After any I/O error the journal is failed for good (an fsync that failed once is not retried: the kernel may
- * have dropped the dirty pages and a later fsync could report success for data that is gone). Every waiter and
- * every later call gets {@link StoreUnavailableException}.
+ * After an I/O error the journal is failed: every waiter and every later call gets {@link
+ * StoreUnavailableException}, and the writer {@link #heal heals} it as soon as it can, retrying with a growing pause.
+ * A failed fsync is never retried on the same file (the kernel may have dropped the dirty pages, and a later fsync
+ * could report success for data that is gone): the heal verifies that the state in memory covers every record on
+ * disk, cuts the segment back to its last acknowledged byte, and writes the whole state into a new segment, which
+ * makes every state in memory durable again, the unacknowledged raises of the failed write included.
  */
 final class Journal implements AutoCloseable {
 
@@ -51,6 +58,31 @@ final class Journal implements AutoCloseable {
     interface SnapshotSource {
         void writeTo(Consumer<byte[]> sink);
     }
+
+    /**
+     * Whether the state in memory covers a journaled record (its scope's token, or the floor over a retired scope,
+     * at least the record's; a floor at least the record's): checked for every record on disk before a heal, so that
+     * a heal never writes a state lower than the disk's.
+     */
+    @FunctionalInterface
+    interface Coverage {
+        boolean covers(byte type, byte[] a, int offset, int length, long token);
+    }
+
+    /**
+     * The journal is failed.
+     *
+     * @param reason     the error that failed it, or the last heal's
+     * @param sinceNanos when it failed ({@link System#nanoTime})
+     */
+    record Failed(String reason, long sinceNanos) {
+    }
+
+    /** The first pause before a heal, doubled after each failed one up to {@link #HEAL_MAX_PAUSE_NANOS}. */
+    static final long HEAL_FIRST_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    static final long HEAL_MAX_PAUSE_NANOS = TimeUnit.SECONDS.toNanos(2);
+    /** A heal that keeps failing is logged once, then once a minute. */
+    private static final long HEAL_LOG_NANOS = TimeUnit.MINUTES.toNanos(1);
 
     /** Thrown from inside {@link #append} (often within a map's compute): unchecked, converted by the caller. */
     static final class Unavailable extends RuntimeException {
@@ -89,6 +121,12 @@ final class Journal implements AutoCloseable {
 
     private final Thread writer;
     private SnapshotSource snapshotSource;
+    private Coverage coverage;
+    /** When the journal failed ({@link System#nanoTime}); meaningful while {@link #failure} is set. */
+    private volatile long failedAt;
+    /** Why the last heal failed, or null. */
+    private volatile String healError;
+    private volatile long heals;
 
     // Writer thread only (and open() before the writer starts).
     private FileChannel active;
@@ -164,7 +202,9 @@ final class Journal implements AutoCloseable {
         for (int i = 0; i < segments.size(); i++) {
             boolean last = i == segments.size() - 1;
             Segments.Segment s = segments.get(i);
-            validEnd = Segments.replay(s.path(), last, replay);
+            Segments.Replayed replayed = Segments.replay(s.path(), last, replay);
+            replayed.logTornTailAtOpen(s.path());
+            validEnd = replayed.validEnd();
             if (!last) {
                 older.add(s);
                 olderBytes += Files.size(s.path());
@@ -193,9 +233,13 @@ final class Journal implements AutoCloseable {
         publishStats();
     }
 
-    /** Starts the writer thread; {@code source} writes the full state when a segment is compacted. */
-    void start(SnapshotSource source) {
+    /**
+     * Starts the writer thread; {@code source} writes the full state when a segment is compacted or the journal
+     * heals, {@code coverage} says whether the state covers a record on disk (checked before a heal).
+     */
+    void start(SnapshotSource source, Coverage coverage) {
         this.snapshotSource = source;
+        this.coverage = coverage;
         writer.start();
     }
 
@@ -273,8 +317,28 @@ final class Journal implements AutoCloseable {
         }
     }
 
-    @SuppressWarnings("NonAtomicVolatileUpdate") // the statistics have one writer, this thread: no update is lost
     private void run() {
+        try {
+            while (writeUntilClosedOrFailed() && awaitHeal()) {
+                LOG.fine("fence journal writer resumes");
+            }
+        } finally {
+            durableLock.lock();
+            try {
+                writerDone = true;
+                durableChanged.signalAll();
+            } finally {
+                durableLock.unlock();
+            }
+        }
+    }
+
+    /**
+     * Writes batches until the journal closes (false) or an I/O error fails it (true: heal, then write on). An
+     * {@link Error} fails it for good (false).
+     */
+    @SuppressWarnings("NonAtomicVolatileUpdate") // the statistics have one writer, this thread: no update is lost
+    private boolean writeUntilClosedOrFailed() {
         try {
             while (true) {
                 ArrayList<byte[]> batch;
@@ -293,8 +357,11 @@ final class Journal implements AutoCloseable {
                 } finally {
                     queueLock.unlock();
                 }
-                activeSize += write(active, batch);
+                // activeSize grows only once the batch is written and forced: after a failure it is the end of the
+                // last acknowledged record, which a heal cuts the segment back to
+                long written = write(active, batch);
                 active.force(false);
+                activeSize += written;
                 fsyncs++;
                 recordsWritten += batch.size();
                 publishStats();
@@ -304,17 +371,173 @@ final class Journal implements AutoCloseable {
                 }
             }
             active.close();
-        } catch (Throwable t) {
-            fail(t);
-        } finally {
-            durableLock.lock();
+            return false;
+        } catch (IOException | RuntimeException e) {
+            fail(e);
+            return true;
+        } catch (Error e) {
+            fail(e);
+            return false;
+        }
+    }
+
+    /**
+     * After a failure: {@link #heal} after a pause, the pause doubling up to {@link #HEAL_MAX_PAUSE_NANOS} while it
+     * fails; true once healed, false when the journal closes first.
+     */
+    private boolean awaitHeal() {
+        long pause = HEAL_FIRST_PAUSE_NANOS;
+        long loggedAt = System.nanoTime() - HEAL_LOG_NANOS;
+        while (true) {
+            queueLock.lock();
             try {
-                writerDone = true;
-                durableChanged.signalAll();
+                long left = pause;
+                while (!closing && left > 0) {
+                    left = queueNotEmpty.awaitNanos(left); // close() signals; appends refuse while failed
+                }
+                if (closing) {
+                    return false;
+                }
+            } catch (InterruptedException e) {
+                return false; // nobody interrupts the writer but the JVM going down
             } finally {
-                durableLock.unlock();
+                queueLock.unlock();
+            }
+            try {
+                heal();
+                return true;
+            } catch (IOException | RuntimeException e) {
+                healError = String.valueOf(e);
+                if (System.nanoTime() - loggedAt >= HEAL_LOG_NANOS) {
+                    loggedAt = System.nanoTime();
+                    LOG.log(Level.WARNING, "fence journal in " + dir + " cannot heal yet (retrying every "
+                            + TimeUnit.NANOSECONDS.toMillis(HEAL_MAX_PAUSE_NANOS) + " ms at most; logged once a"
+                            + " minute): " + e, e);
+                }
+                pause = Math.min(pause * 2, HEAL_MAX_PAUSE_NANOS);
             }
         }
+    }
+
+    /**
+     * Brings a failed journal back, never lowering a fence a caller was told of:
+     * <ol>
+     *     <li>a barrier ({@link #updates}' write lock): every update that queued a record before the failure has
+     *     put its state in the map (while failed, {@link #append} refuses, so nothing changes the map after it);</li>
+     *     <li>every record on disk is replayed (checksums verified) and must be covered by the map
+     *     ({@link Coverage}): the map holds every acknowledged state and never goes below the disk, or this is a
+     *     bug and the journal stays failed (a restart replays the disk);</li>
+     *     <li>the active segment is cut back to its last acknowledged byte, through a fresh channel: what the failed
+     *     write left after it was never acknowledged (its fsync did not succeed);</li>
+     *     <li>the whole state goes into a new segment, fsync'd with the directory (a new file: a failed fsync is
+     *     never retried on the old one), and the older segments are deleted;</li>
+     *     <li>every LSN handed out so far is durable now (the snapshot holds every state the map holds, the
+     *     unacknowledged raises of the failed write included): the failure is cleared and appends are taken
+     *     again.</li>
+     * </ol>
+     * A crash at any step leaves segments that replay to every acknowledged state: the cut segment, then a partial
+     * snapshot (a torn tail of the last segment, whose records are never lower), or the complete one.
+     */
+    @SuppressWarnings("NonAtomicVolatileUpdate") // heals has one writer, this thread
+    private void heal() throws IOException {
+        long stamp = updates.writeLock();
+        updates.unlockWrite(stamp);
+
+        Path activePath = Segments.path(dir, activeSeq);
+        for (Segments.Segment s : older) {
+            if (Files.exists(s.path())) { // a compaction that failed while deleting them left some
+                verifyCovered(s.path(), false);
+            }
+        }
+        Segments.Replayed found = verifyCovered(activePath, true);
+        long keep = Math.min(found.validEnd(), activeSize);
+        if (found.validEnd() < activeSize) {
+            LOG.severe(activePath + ": the disk holds " + found.validEnd() + " valid bytes where " + activeSize
+                    + " were written and fsync'd (" + found.torn() + "): it lost data it had confirmed. The state in"
+                    + " memory holds every acknowledged fence and is written again now; check the disk");
+        }
+        if (found.size() > keep) {
+            LOG.warning(activePath + ": cutting the " + (found.size() - keep) + " bytes after offset " + keep
+                    + ", written by the write that failed: never acknowledged (no fsync of them succeeded); the"
+                    + " states they carried are in the snapshot written now");
+        }
+        try (FileChannel old = opener.open(activePath, StandardOpenOption.WRITE)) {
+            if (old.size() > keep) {
+                old.truncate(keep);
+            }
+            old.force(true);
+        }
+
+        long seq = activeSeq + 1;
+        Path path = Segments.path(dir, seq);
+        FileChannel next = opener.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING);
+        long bytes;
+        try {
+            bytes = writeSnapshot(next);
+            next.force(true);
+            Segments.fsyncDirectory(dir);
+        } catch (IOException | RuntimeException e) {
+            try {
+                next.close();
+                Files.deleteIfExists(path);
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed); // a partial snapshot left as the last segment replays safely
+            }
+            throw e;
+        }
+        for (Segments.Segment s : older) {
+            Files.deleteIfExists(s.path());
+        }
+        Files.deleteIfExists(activePath);
+        Segments.fsyncDirectory(dir);
+        older.clear();
+        olderBytes = 0;
+        active = next;
+        activeSeq = seq;
+        activeSize = bytes;
+        activeSnapshotBytes = bytes;
+        publishStats();
+
+        long end;
+        long since;
+        queueLock.lock();
+        try {
+            end = lastLsn;
+            since = failedAt;
+            failure = null;
+            healError = null;
+        } finally {
+            queueLock.unlock();
+        }
+        heals++;
+        publishDurable(end);
+        LOG.warning("fence journal in " + dir + " healed after " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime()
+                - since) + " ms: every fence in memory is durable in " + path.getFileName() + " (" + bytes
+                + " bytes); writes are taken again");
+    }
+
+    /**
+     * Replays a segment and checks that the state in memory covers each of its records; an operator's reset record
+     * supersedes the records of its scope before it (they were higher, on purpose).
+     */
+    private Segments.Replayed verifyCovered(Path file, boolean last) throws IOException {
+        Map<String, Long> uncovered = new LinkedHashMap<>();
+        Segments.Replayed found = Segments.replay(file, last, (type, a, off, len, token, version) -> {
+            if (type == RecordCodec.TYPE_RESET) {
+                uncovered.remove(new String(a, off, len, StandardCharsets.UTF_8));
+            }
+            if (!coverage.covers(type, a, off, len, token)) {
+                uncovered.merge(new String(a, off, len, StandardCharsets.UTF_8), token, Math::max);
+            }
+        });
+        if (!uncovered.isEmpty()) {
+            Map.Entry<String, Long> first = uncovered.entrySet().iterator().next();
+            throw new IOException(file + ": " + uncovered.size() + " scopes on disk are higher than the state in"
+                    + " memory (first: " + first.getKey() + " at " + first.getValue() + "); not healing in place, a"
+                    + " restart replays the disk");
+        }
+        return found;
     }
 
     private void publishDurable(long lsn) {
@@ -330,17 +553,40 @@ final class Journal implements AutoCloseable {
     private void fail(Throwable t) {
         queueLock.lock();
         try {
+            failedAt = System.nanoTime();
             failure = t;
             queue.clear();
         } finally {
             queueLock.unlock();
         }
-        LOG.log(Level.SEVERE, "fence journal in " + dir + " failed; the fence store refuses every call from now on", t);
+        durableLock.lock();
+        try {
+            durableChanged.signalAll(); // the waiters see the failure
+        } finally {
+            durableLock.unlock();
+        }
+        LOG.log(Level.SEVERE, "fence journal in " + dir + " failed; the fence store refuses every call until it heals"
+                + (t instanceof Error ? " (an Error: it will not; restart the proxy)" : " (retrying)"), t);
         try {
             active.close();
         } catch (IOException | RuntimeException e) {
             t.addSuppressed(e);
         }
+    }
+
+    /** Why the journal is failed now and since when, or null while it works. */
+    Failed failed() {
+        Throwable f = failure;
+        if (f == null) {
+            return null;
+        }
+        String healing = healError;
+        return new Failed(healing == null ? String.valueOf(f) : f + "; the last heal: " + healing, failedAt);
+    }
+
+    /** How many times the journal healed since open. */
+    long heals() {
+        return heals;
     }
 
     /** Writes the records in order; returns the number of bytes written. */

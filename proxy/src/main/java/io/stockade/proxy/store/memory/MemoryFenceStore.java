@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
@@ -93,6 +94,10 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
             new LongAdder();
     /** The most scopes the store may hold ({@code max-scopes}). */
     private final long maxScopes;
+    /** Each policy's share of the bound ({@link #shareScopes}); none until the server sets them. */
+    private volatile ScopeShares shares = ScopeShares.NONE;
+    /** How long a failed journal may keep retrying before {@link #unhealed} reports it ({@code heal-within}). */
+    private final long healWithinNanos;
     /** The most heap its scopes may take ({@code max-scope-memory}, resolved against {@code -Xmx}). */
     private final long maxMemory;
     /** What {@code max-scope-memory} said, for messages. */
@@ -116,6 +121,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     private MemoryFenceStore(ReplayedScopes replayed, ConcurrentHashMap<String, FloorEntry> floors, Journal journal,
                              StoreConfig.Memory config, long maxMemory) {
         this.maxScopes = config.maxScopes();
+        this.healWithinNanos = config.healWithin().toNanos();
         this.maxMemory = maxMemory;
         this.maxMemorySetting = config.maxScopeMemory().toString();
         this.replayed = replayed;
@@ -158,6 +164,11 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
                             // Retired only when covered by a floor, journaled earlier; a later state record brings it
                             // back.
                             case RecordCodec.TYPE_RETIRE -> replayed.retire(a, off, len);
+                            // An operator's reset: this token, whatever was higher before it.
+                            case RecordCodec.TYPE_RESET -> {
+                                replayed.retire(a, off, len);
+                                replayed.put(a, off, len, token, null);
+                            }
                             // Per scope the highest token wins; for equal tokens the later record (a recorded version).
                             default -> replayed.put(a, off, len, token, version);
                         }
@@ -174,7 +185,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         replayed.freeze();
         MemoryFenceStore store = new MemoryFenceStore(replayed, floors, journal, config, budget);
         store.fresh = fresh;
-        journal.start(store::snapshot);
+        journal.start(store::snapshot, store::covers);
         return store;
     }
 
@@ -411,6 +422,27 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         return o.retired;
     }
 
+    @Override
+    public long reset(String scope, long expected, long token) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        if (token < 0) {
+            throw new IllegalArgumentException("negative token " + token);
+        }
+        ensureOpen();
+        byte[] record = RecordCodec.encodeReset(scope, token);
+        Outcome o = new Outcome();
+        updateDurably(scope, true, o, (k, e) -> {
+            o.before = e;
+            if (e.token() != expected) {
+                o.lsn = e.lsn();
+                return e;
+            }
+            o.lsn = journal.append(record);
+            return new Entry(token, null, o.lsn);
+        });
+        return o.before == null ? -1 : o.before.token();
+    }
+
     /**
      * Refuses a new scope when the store holds as many as it may: never an eviction, which would forget a fence
      * and let a zombie write. Concurrent writes of new scopes may each pass this check together and go over the
@@ -428,6 +460,41 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
                     + " its max-scope-memory (" + maxMemorySetting + ": " + maxMemory + " bytes); a write of a new"
                     + " scope is refused rather than forget a fence");
         }
+        String share = shares.refusal(scope, cost(scope));
+        if (share != null) {
+            throw new ScopeLimitException(share);
+        }
+    }
+
+    /**
+     * Sets each policy's share of the store's bound ({@link ScopeShares}: a prefix, its policies, their
+     * {@code limits.max-scopes}), counting the scopes the store holds now into them: at start and at each reload.
+     *
+     * @param claims each literal scope prefix of the policies whose fence the store keeps, with those policies and
+     *               the least {@code limits.max-scopes} among them ({@link Long#MAX_VALUE}: none)
+     */
+    public void shareScopes(List<ShareClaim> claims) {
+        ScopeShares next = new ScopeShares(claims.stream().map(c -> new ScopeShares.Claim(c.prefix(), c.policies(),
+                c.maxScopes())).toList(), maxScopes, maxMemory);
+        if (next.unbounded()) {
+            shares = ScopeShares.NONE; // one policy, no max-scopes: no pass over the scopes, nothing to check
+            return;
+        }
+        eachScope((scope, e) -> next.counted(scope, cost(scope), 1));
+        shares = next;
+    }
+
+    /**
+     * A literal scope prefix of the policies whose fence the store keeps ({@link #shareScopes}).
+     *
+     * @param maxScopes the least {@code limits.max-scopes} of those policies, or {@link Long#MAX_VALUE}
+     */
+    public record ShareClaim(String prefix, List<String> policies, long maxScopes) {
+    }
+
+    /** How many scopes the share of {@code prefix} holds now; -1 when there is no such share (tests). */
+    long sharedScopes(String prefix) {
+        return shares.held(prefix);
     }
 
     /** The heap a scope added to the concurrent map takes, estimated. */
@@ -456,6 +523,57 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     /** The scopes the store holds now. */
     public long scopeCount() {
         return replayed.size() + addedSinceOpen.sum();
+    }
+
+    /**
+     * While the journal is failed and has not healed within {@code heal-within}: why, for {@code /health/live}
+     * (DOWN, so that the platform restarts the replica; the journal keeps retrying meanwhile).
+     */
+    @Override
+    public Optional<String> unhealed() {
+        Journal.Failed failed = journal.failed();
+        if (failed == null || closed) {
+            return Optional.empty();
+        }
+        long forNanos = System.nanoTime() - failed.sinceNanos();
+        if (forNanos < healWithinNanos) {
+            return Optional.empty();
+        }
+        return Optional.of("the fence journal failed " + TimeUnit.NANOSECONDS.toSeconds(forNanos) + " s ago and has"
+                + " not healed within heal-within (" + TimeUnit.NANOSECONDS.toSeconds(healWithinNanos) + " s): "
+                + failed.reason());
+    }
+
+    /** Seconds since the journal failed, 0 while it works (a gauge: {@code stockade_store_journal_failed_seconds}). */
+    public double journalFailedSeconds() {
+        Journal.Failed failed = journal.failed();
+        return failed == null ? 0 : Math.max(1e-9, (System.nanoTime() - failed.sinceNanos()) / 1e9);
+    }
+
+    /** How many times the journal healed since open (a gauge: {@code stockade_store_journal_heals}). */
+    public long journalHeals() {
+        return journal.heals();
+    }
+
+    /**
+     * Whether the state in memory covers a record on disk (checked before the journal heals): a floor at least the
+     * record's; a scope's token at least the record's, or, for a scope no longer held (retired), a floor over it at
+     * least the record's token. A retire record is covered by construction (it needed such a floor).
+     */
+    private boolean covers(byte type, byte[] a, int off, int len, long token) {
+        String name = new String(a, off, len, StandardCharsets.UTF_8);
+        return switch (type) {
+            case RecordCodec.TYPE_FLOOR -> {
+                FloorEntry floor = floors.get(name);
+                yield floor != null && floor.token() >= token;
+            }
+            case RecordCodec.TYPE_RETIRE, RecordCodec.TYPE_RESET -> true; // a reset's own token: the map's or above
+            default -> {
+                Entry e = current(name);
+                FloorEntry floor = floorOf(floorView, name);
+                yield e != null ? e.token() >= token : floor != null && floor.token() >= token;
+            }
+        };
     }
 
     /** Counters for tests and metrics; cheap, and not a consistent cut across fields. */
@@ -540,6 +658,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
             if (added != 0) {
                 addedSinceOpen.add(added);
                 memoryAddedSinceOpen.add(added * cost(k));
+                shares.counted(k, cost(k), added);
             }
             if (next != null) {
                 return next;

@@ -27,6 +27,8 @@ final class RecordCodec {
     static final byte TYPE_STATE = 1;
     static final byte TYPE_FLOOR = 2;
     static final byte TYPE_RETIRE = 3;
+    /** An operator's reset: the scope's token is this one, lower than before (replay: not the highest wins). */
+    static final byte TYPE_RESET = 4;
     /** Longest scope or version accepted, in UTF-8 bytes. */
     static final int MAX_STRING_BYTES = 64 * 1024;
     static final int MIN_PAYLOAD = 1 + 4 + 8 + 4;
@@ -49,6 +51,11 @@ final class RecordCodec {
     /** Encodes the retirement of {@code scope}. */
     static byte[] encodeRetire(String scope) {
         return encode(TYPE_RETIRE, scope, 0, null);
+    }
+
+    /** Encodes an operator's reset of {@code scope} to {@code token}. */
+    static byte[] encodeReset(String scope, long token) {
+        return encode(TYPE_RESET, scope, token, null);
     }
 
     private static byte[] encode(byte type, String scope, long token, String version) {
@@ -104,7 +111,7 @@ final class RecordCodec {
         int end = offset + len;
         int p = offset;
         byte type = a[p++];
-        if (type != TYPE_STATE && type != TYPE_FLOOR && type != TYPE_RETIRE) {
+        if (type != TYPE_STATE && type != TYPE_FLOOR && type != TYPE_RETIRE && type != TYPE_RESET) {
             throw new IllegalArgumentException("unknown record type " + type);
         }
         int scopeLen = intAt(a, p);

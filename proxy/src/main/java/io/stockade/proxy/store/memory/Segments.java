@@ -84,10 +84,10 @@ final class Segments {
      * In any other segment every record was fsync'd before the next segment was created, so a bad record is
      * corruption and the journal refuses to open.
      *
-     * @return the length of the valid prefix (the file length when all of it is valid)
+     * @return the length of the valid prefix (the file length when all of it is valid), and why the rest is not
      * @throws IOException naming the file and the offset on corruption
      */
-    static long replay(Path file, boolean last, RecordCodec.Sink sink) throws IOException {
+    static Replayed replay(Path file, boolean last, RecordCodec.Sink sink) throws IOException {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             Window w = new Window(ch);
             long pos = 0;
@@ -117,11 +117,34 @@ final class Segments {
                             + ") followed by a valid record at offset " + next
                             + "; this is not a torn tail, refusing to open, fence state would be lost");
                 }
-                LOG.warning(file + ": torn record at offset " + pos + " (" + bad + "), truncating the last "
-                        + (w.size - pos) + " bytes (a write interrupted by a crash, never acknowledged)");
-                return pos;
+                return new Replayed(pos, w.size, bad);
             }
-            return w.size;
+            return new Replayed(w.size, w.size, null);
+        }
+    }
+
+    /**
+     * What a replay of one segment found.
+     *
+     * @param validEnd the length of the valid prefix
+     * @param size     the file's length
+     * @param torn     why the record at {@code validEnd} is not valid (only in the last segment, with nothing valid
+     *                 after it), or null when the whole file is valid
+     */
+    record Replayed(long validEnd, long size, String torn) {
+        /**
+         * Logs the torn tail found when the journal opens, saying only what the replay knows: a record is
+         * acknowledged only once an fsync of it succeeded, but whether this one was, the bytes cannot tell (a crash
+         * or a failed write leaves such a tail; so does a disk that lost data after confirming it).
+         */
+        void logTornTailAtOpen(Path file) {
+            if (torn != null) {
+                LOG.warning(file + ": torn record at offset " + validEnd + " (" + torn + "), truncating the last "
+                        + (size - validEnd) + " bytes: an incomplete or damaged record at the end of the last segment,"
+                        + " with nothing valid after it, as a crash or a failed write leaves it. A record is"
+                        + " acknowledged only after its fsync succeeded; the replay cannot tell whether this one's"
+                        + " did (it did not, unless the disk lost data after confirming it)");
+            }
         }
     }
 

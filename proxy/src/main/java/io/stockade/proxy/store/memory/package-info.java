@@ -16,8 +16,11 @@
  *   <li><b>Group commit.</b> One platform daemon thread, {@code stockade-journal}, takes every queued record, writes
  *   them with one write, forces the file once and wakes the waiters. Callers (virtual threads welcome) block on a
  *   {@code Condition}; nobody spins.</li>
- *   <li><b>Fail closed.</b> After any I/O error the journal is failed for good; pending and later calls throw
- *   {@code StoreUnavailableException}. A failed fsync is never retried.</li>
+ *   <li><b>Fail closed, then heal.</b> After an I/O error the journal is failed: pending and later calls throw
+ *   {@code StoreUnavailableException}. The writer retries {@code Journal#heal} (every 2 s at most): it checks that
+ *   the state in memory covers every record on disk, cuts the segment back to its last acknowledged byte and writes
+ *   the whole state into a new segment, then takes writes again. A failed fsync is never retried on the same file.
+ *   Past {@code heal-within}, {@code unhealed()} says why, and {@code /health/live} is DOWN.</li>
  *   <li><b>Format.</b> Segments {@code journal-<seq>.log} of records {@code [len][crc32c][type scope token version]}
  *   (see {@code RecordCodec}). Replay reads every segment in order; per scope the highest token wins and, for equal
  *   tokens, the later record. A torn tail of the last segment is truncated (and logged); any other damage,

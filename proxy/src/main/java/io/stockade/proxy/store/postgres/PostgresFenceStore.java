@@ -59,6 +59,8 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     private static final String RETIRE = "WITH d AS (DELETE FROM stockade_fences f WHERE f.scope = ?"
             + " AND f.token <= stockade_floor_of(f.scope) RETURNING 1)"
             + " SELECT (SELECT count(*) FROM d), EXISTS (SELECT 1 FROM stockade_fences WHERE scope = ?)";
+    private static final String RESET = "UPDATE stockade_fences SET token = ?, version = NULL, updated_at = now()"
+            + " WHERE scope = ? AND token = ?";
     private static final int MAX_ATTEMPTS = 5;
     private static final int FETCH = 1000;
 
@@ -283,6 +285,27 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
             }
         } catch (SQLException e) {
             throw unavailable("raiseFloor", e);
+        }
+    }
+
+    @Override
+    public long reset(String scope, long expected, long token) throws StoreUnavailableException {
+        Objects.requireNonNull(scope, "scope");
+        checkToken(token);
+        try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(RESET);
+             PreparedStatement q = c.prepareStatement(GET)) {
+            ps.setLong(1, token);
+            ps.setString(2, scope);
+            ps.setLong(3, expected);
+            if (ps.executeUpdate() == 1) {
+                return expected;
+            }
+            q.setString(1, scope);
+            try (ResultSet r = q.executeQuery()) {
+                return r.next() ? r.getLong(1) : -1;
+            }
+        } catch (SQLException e) {
+            throw unavailable("reset", e);
         }
     }
 

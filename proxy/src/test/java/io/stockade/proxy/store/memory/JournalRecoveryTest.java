@@ -108,7 +108,10 @@ class JournalRecoveryTest {
         }
         assertTrue(logged.stream().anyMatch(r -> r.getLevel() == Level.WARNING
                 && r.getMessage().contains("journal-0000000000000001.log: torn record at offset " + 10 * RECORD)
-                && r.getMessage().contains("truncating the last 23 bytes")), logged.toString());
+                && r.getMessage().contains("truncating the last 23 bytes")
+                // issue 46: the replay cannot know whether the torn record was acknowledged, and says so
+                && r.getMessage().contains("the replay cannot tell whether this one's did")
+                && !r.getMessage().contains("never acknowledged")), logged.toString());
         assertEquals(10L * RECORD, Files.size(segment(1)), "the torn tail was truncated on open");
         appendAfterRecoveryAndReopen(10);
     }

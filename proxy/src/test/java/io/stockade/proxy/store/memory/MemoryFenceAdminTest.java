@@ -65,4 +65,24 @@ class MemoryFenceAdminTest {
                     .sorted().toList());
         }
     }
+
+    /** An operator's reset (issue 46, item 5) is a compare-and-set, journaled: a reopen replays it, not the max. */
+    @Test
+    void aResetLowersByCompareAndSetAndSurvivesReopen() throws Exception {
+        try (MemoryFenceStore s = open()) {
+            s.advance("r/1", Long.MAX_VALUE, true);
+            assertEquals(-1, s.reset("r/none", 1, 0));
+            assertEquals(Long.MAX_VALUE, s.reset("r/1", 7, 4), "not the token checked: nothing lowered");
+            assertEquals(Long.MAX_VALUE, s.scope("r/1").orElseThrow().token());
+            assertEquals(Long.MAX_VALUE, s.reset("r/1", Long.MAX_VALUE, 4));
+            assertEquals(new Advance.Stale(4), s.advance("r/1", 3, true));
+        }
+        try (MemoryFenceStore s = open()) {
+            assertEquals(4, s.scope("r/1").orElseThrow().token());
+            assertInstanceOf(Advance.Accepted.class, s.advance("r/1", 5, true));
+        }
+        try (MemoryFenceStore s = open()) {
+            assertEquals(5, s.scope("r/1").orElseThrow().token());
+        }
+    }
 }

@@ -318,23 +318,6 @@ class MemoryFenceStoreTest {
     }
 
     @Test
-    void aWriteFailureFailsTheCallAndTheStoreStaysClosed() throws Exception {
-        FaultyChannel.Faults faults = new FaultyChannel.Faults();
-        try (MemoryFenceStore store = open(dir, faults)) {
-            store.advance("a", 1, false);
-            faults.failWrite = true;
-            StoreUnavailableException e =
-                    assertThrows(StoreUnavailableException.class, () -> store.advance("a", 2, false));
-            assertTrue(e.getMessage().contains("injected write failure"), e.getMessage());
-            faults.failWrite = false;  // the disk "recovers": the store must not
-            assertThrows(StoreUnavailableException.class, () -> store.advance("b", 1, false));
-        }
-        try (MemoryFenceStore store = open(dir)) {
-            assertEquals(1, store.get("a").orElseThrow().token());
-        }
-    }
-
-    @Test
     void closeFlushesPendingCallsAndLaterCallsAreRefused() throws Exception {
         FaultyChannel.Faults faults = new FaultyChannel.Faults();
         MemoryFenceStore store = open(dir, faults);

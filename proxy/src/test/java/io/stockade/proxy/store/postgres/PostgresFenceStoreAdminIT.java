@@ -63,6 +63,25 @@ class PostgresFenceStoreAdminIT {
         }
     }
 
+    /** An operator's reset lowers a scope, only from the token it was checked at (issue 46, item 5). */
+    @Test
+    void resetLowersAScopeByCompareAndSet() throws Exception {
+        try (Pg pg = Pg.create("");
+             PostgresFenceStore store = PostgresFenceStore.open(PostgresFenceStoreIT.config(pg))) {
+            store.advance("r/1", Long.MAX_VALUE, true);
+            assertEquals(-1, store.reset("r/none", 5, 1));
+            assertEquals(Long.MAX_VALUE, store.reset("r/1", 99, 4), "not the token checked: nothing lowered");
+            assertEquals(Long.MAX_VALUE, store.scope("r/1").orElseThrow().token());
+            assertEquals(Long.MAX_VALUE, store.reset("r/1", Long.MAX_VALUE, 4));
+            assertEquals(4, store.scope("r/1").orElseThrow().token());
+            assertEquals(new Advance.Stale(4), store.advance("r/1", 3, true));
+            assertEquals(new Advance.Accepted(new FenceState(4, null)), store.advance("r/1", 5, true));
+            // the postgres backend's fence function reads the same row
+            pg.execute("SELECT stockade_fence('r/1', 6, true, 1000)");
+            assertEquals(6, pg.fence("r/1").orElseThrow());
+        }
+    }
+
     @Test
     void theBackendsFenceFunctionHonoursFloors() throws Exception {
         try (Pg pg = Pg.create("");
