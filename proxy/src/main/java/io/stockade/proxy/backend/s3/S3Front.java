@@ -274,17 +274,14 @@ final class S3Front {
         if (table != null) {
             return new Admitted(null, table);
         }
-        for (String carrier : tokenCarriers(exchange.route(), req)) {
-            if (verified != null && config.signedToken() && s3.operation().fenced()
-                    && exchange.fencing().enforced()
-                    && !verified.signedHeaders().contains(carrier.toLowerCase(Locale.ROOT))) {
-                // An unsigned token can be set by anyone holding the signed request or a presigned URL.
-                return Admitted.refused(403, "AccessDenied", "the " + carrier + " header is not "
-                        + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
-                        ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
-                        + "nobody who holds the signed request can change the token (policy option signed-token)",
-                        s3.resource());
-            }
+        String carrier = s3.operation().fenced() ? unsignedCarrier(exchange, verified) : null;
+        if (carrier != null && exchange.fencing().enforced()) {
+            // An unsigned token can be set by anyone holding the signed request or a presigned URL.
+            return Admitted.refused(403, "AccessDenied", "the " + carrier + " header is not "
+                    + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
+                    ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
+                    + "nobody who holds the signed request can change the token (policy option signed-token)",
+                    s3.resource());
         }
         // The client signed the upload ID it was given; the upstream gets its own (Multipart, UploadIds).
         Multipart.Admitted upload = multipart.admit(s3);
@@ -503,6 +500,24 @@ final class S3Front {
     // ---- the token: the policy's header, or the user metadata the AWS CLI can send ----
 
     /**
+     * The header that carries this request's token outside its signature, when the policy asks for a signed token
+     * ({@code signed-token}, a signed request): refused in enforce mode ({@link #admit}), and in any other mode a
+     * token nobody can vouch for ({@link #token}: observe judges it as enforce would, and raises nothing with it).
+     * Null when every carrier is signed.
+     */
+    private String unsignedCarrier(Exchange exchange, ClientAuth.Verified verified) {
+        if (verified == null || !config.signedToken()) {
+            return null;
+        }
+        for (String carrier : tokenCarriers(exchange.route(), exchange.request())) {
+            if (!verified.signedHeaders().contains(carrier.toLowerCase(Locale.ROOT))) {
+                return carrier;
+            }
+        }
+        return null;
+    }
+
+    /**
      * The headers that carry a token in this request: the policy's token header, and with
      * {@code token-from-metadata} the user metadata {@value #TOKEN_META} (each must be signed).
      */
@@ -543,6 +558,12 @@ final class S3Front {
             }
             return fromField;
         }
+        String unsigned = unsignedCarrier(exchange, p.verified());
+        if (unsigned != null) {
+            // enforce refused it at admit; observe must not raise a fence with a token enforce would refuse
+            return new FencingToken.Malformed("the " + unsigned + " header is not covered by the request's "
+                    + "signature (policy option signed-token): anyone holding the signed request could have set it");
+        }
         if (!config.tokenFromMetadata() || header.equalsIgnoreCase(TOKEN_META)) {
             return FencingToken.parse(header, values);
         }
@@ -582,7 +603,9 @@ final class S3Front {
             return formUpload(exchange, p);
         }
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
-            return multipart.create(exchange, p, tokenOf(exchange, p));
+            // unfenced (observe, mode off, missing: allow): the upload names no token, whatever the request carried,
+            // as a PutObject forwarded as it is leaves none; a token nobody admitted must not become the object's
+            return multipart.create(exchange, p, OptionalLong.empty());
         }
         if (Multipart.listsUploads(p.s3())) {
             return multipart.listUploads(exchange, p);
@@ -723,12 +746,6 @@ final class S3Front {
     /** An S3 error the backend decided: nothing is sent here; the pipeline answers it through {@link #refuse}. */
     WriteResult answer(Exchange exchange, int status, String code, String message) {
         return new WriteResult.Refused(S3Problems.of(status, code, message, null));
-    }
-
-    /** The request's token, when it carries a valid one (for metadata on unfenced steps). */
-    OptionalLong tokenOf(Exchange exchange, Parsed p) {
-        return token(exchange, p) instanceof FencingToken.Present present ? OptionalLong.of(present.value())
-                : OptionalLong.empty();
     }
 
     static boolean isHead(ServerRequest req) {

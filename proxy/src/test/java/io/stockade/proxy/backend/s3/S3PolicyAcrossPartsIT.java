@@ -1,0 +1,119 @@
+package io.stockade.proxy.backend.s3;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+import io.stockade.proxy.ProxyFixture;
+import io.stockade.proxy.S3Fixture;
+import io.stockade.testing.Http;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.CompletedPart;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+/**
+ * A policy's configuration holds on every part of a request, whatever the mode: a write forwarded unfenced
+ * (observe) leaves no token the policy's rules never judged (a multipart upload's record, an unsigned token), so a
+ * switch to enforce starts from what enforce would have kept. One s3proxy; an enforcing atomic proxy in front of it,
+ * an observing atomic one and an observing serialized one beside it. After each request the object's record is read
+ * straight from s3proxy and the serialized proxy's store is read.
+ */
+class S3PolicyAcrossPartsIT {
+    private static final String BUCKET = "parts";
+
+    private static S3Fixture fixture;
+    private static ProxyFixture observing;
+    private static ProxyFixture observingSerialized;
+    private static S3Client direct;
+    private static S3Client enforced;
+    private static S3Client observed;
+
+    @BeforeAll
+    static void start() throws Exception {
+        Path dir = Files.createTempDirectory("stockade-s3-parts");
+        fixture = S3Fixture.start(dir.resolve("journal"), Map.of("MAX_ADVANCE", "10"));
+        observing = fixture.anotherProxy(dir.resolve("journal-observe"), Map.of("MAX_ADVANCE", "10",
+                "FENCE_MODE", "observe"));
+        Map<String, String> serialized = new HashMap<>(Map.of("MAX_ADVANCE", "10", "FENCE_MODE", "observe",
+                "CONDITIONAL_WRITES", "false", "S3_TIMEOUT", "1s"));
+        observingSerialized = fixture.anotherProxy(dir.resolve("journal-observe-serialized"), serialized);
+        direct = S3Fixture.clientWithRequiredChecksumsOnly(fixture.directUri(), S3Fixture.UPSTREAM_KEY,
+                S3Fixture.UPSTREAM_SECRET);
+        direct.createBucket(b -> b.bucket(BUCKET));
+        enforced = fixture.client();
+        observed = S3Fixture.client(observing.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (observingSerialized != null) {
+            observingSerialized.close();
+        }
+        if (observing != null) {
+            observing.close();
+        }
+        if (fixture != null) {
+            fixture.close();
+        }
+    }
+
+    /** The record of the highest token the atomic class keeps in the object, read straight from s3proxy. */
+    private static String record(String key) {
+        return direct.headObject(b -> b.bucket(BUCKET).key(key)).metadata().get("stockade-fence");
+    }
+
+    /**
+     * Observe forwards a multipart upload as it forwards a PutObject: it leaves no token in the object. On main the
+     * unfenced CreateMultipartUpload wrote the request's token into the upload's metadata, so the completed object
+     * carried a token observe never judged (1000, beyond max-advance 10 over 5): the atomic class's fence jumped, and
+     * the honest holder's next write through the enforcing proxy was refused.
+     */
+    @Test
+    void anObservedMultipartUploadLeavesNoTokenInTheObject() {
+        String key = "observed-mpu";
+        enforced.putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3Fixture.token(5)),
+                RequestBody.fromString("holder-5"));
+        assertEquals("5", record(key));
+
+        String upload = observed.createMultipartUpload(b -> b.bucket(BUCKET).key(key)
+                .overrideConfiguration(S3Fixture.token(1000))).uploadId();
+        String etag = observed.uploadPart(b -> b.bucket(BUCKET).key(key).uploadId(upload).partNumber(1)
+                .overrideConfiguration(S3Fixture.token(1000)), RequestBody.fromString("far")).eTag();
+        observed.completeMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(upload)
+                .overrideConfiguration(S3Fixture.token(1000))
+                .multipartUpload(m -> m.parts(CompletedPart.builder().partNumber(1).eTag(etag).build())));
+        assertEquals("far", direct.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String());
+        // as after an observed PutObject (docs/s3.md: observe forwards writes as they are)
+        assertNull(record(key), "an observed upload left a token in the object's record");
+
+        enforced.putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3Fixture.token(6)),
+                RequestBody.fromString("holder-6"));
+        assertEquals("6", record(key));
+    }
+
+    /**
+     * {@code signed-token} holds in observe mode too: a token outside the request's signature (anyone holding the
+     * signed request or a presigned URL can set it) is forwarded, counted as what enforce would refuse, and raises
+     * nothing. On main, observe judged it like a signed one and raised the serialized proxy's fence to it.
+     */
+    @Test
+    void anUnsignedTokenRaisesNothingInObserveMode() throws Exception {
+        String key = "unsigned";
+        Http.Response r = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key)
+                .unsignedHeader("Fencing-Token", "1000").body("forged")
+                .send(observingSerialized.server().port());
+        assertEquals(200, r.status(), r.body());
+        assertEquals("forged", direct.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String());
+        assertEquals(Optional.empty(), observingSerialized.server().store().get("s3/" + BUCKET + "/" + key),
+                "an unsigned token moved the fence");
+    }
+}
