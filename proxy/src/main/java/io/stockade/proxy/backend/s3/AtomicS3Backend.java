@@ -500,11 +500,17 @@ final class AtomicS3Backend implements Backend, S3Class {
         S3Xml.DeleteRequest request = p.deletes().request();
         StringBuilder xml = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\""
                 + S3Xml.NS + "\">");
+        WriteResult.NotApplied notApplied = null;
         for (String key : request.keys()) {
             WriteResult one = writes.write(exchange, s3.bucket(), key, token, rule, true,
                     ConditionalWrite.Remember.TOMBSTONE, etag -> tombstone(s3.bucket(), key, token, etag),
                     OneOfSeveral.INSTANCE);
             String error = DeleteResults.error(one, token, rule);
+            if (error != null && (notApplied == null
+                    || DeleteResults.weight(one) > DeleteResults.weight(notApplied.result()))) {
+                notApplied = new WriteResult.NotApplied(front.scopeOfKey(exchange.route(), s3.bucket(), key),
+                        DeleteResults.counted(one));
+            }
             if (error == null) {
                 if (!request.quiet()) {
                     xml.append("<Deleted><Key>").append(S3Xml.escape(key)).append("</Key></Deleted>");
@@ -516,7 +522,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         xml.append("</DeleteResult>");
         exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
         exchange.response().status(200).send(xml.toString().getBytes(StandardCharsets.UTF_8));
-        return new WriteResult.Answered(200);
+        return new WriteResult.Answered(200, notApplied);
     }
 
     /** A key's tombstone among several: its outcome goes into the DeleteObjects answer, never to the client alone. */

@@ -8,6 +8,7 @@ import java.util.Optional;
 
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
+import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterAll;
@@ -16,6 +17,9 @@ import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.CompletedPart;
+import software.amazon.awssdk.services.s3.model.Delete;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -115,5 +119,29 @@ class S3PolicyAcrossPartsIT {
         assertEquals("forged", direct.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String());
         assertEquals(Optional.empty(), observingSerialized.server().store().get("s3/" + BUCKET + "/" + key),
                 "an unsigned token moved the fence");
+    }
+
+    /**
+     * A zombie's DeleteObjects, refused key by key by the atomic class (a 200 whose entry for the key says
+     * PreconditionFailed, as S3 answers), is counted as the stale write it is, as the serialized class counts it
+     * (412): {@code stockade_stale_rejections_total} is what the StockadeStaleWriter alert reads. On main it was
+     * counted {@code accepted}, the stale writer unseen.
+     */
+    @Test
+    void aDeleteObjectsKeyRefusedAsStaleIsCountedStale() throws Exception {
+        String key = "zombie-deletes";
+        enforced.putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3Fixture.token(10)),
+                RequestBody.fromString("holder"));
+        // only this test sends a stale token to the enforcing proxy
+        double stale = fixture.proxy.server().metrics().count("s3", Outcome.STALE);
+        DeleteObjectsResponse r = enforced.deleteObjects(d -> d.bucket(BUCKET).delete(Delete.builder()
+                .objects(ObjectIdentifier.builder().key(key).build()).build())
+                .overrideConfiguration(S3Fixture.token(4)));
+        assertEquals(1, r.errors().size(), r.toString());
+        assertEquals("PreconditionFailed", r.errors().getFirst().code(), r.toString());
+        // one decision per request: counted stale, it is not counted accepted
+        assertEquals(stale + 1, fixture.proxy.counted("s3", Outcome.STALE, stale + 1));
+        assertEquals("holder", direct.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String());
+        assertEquals("10", record(key));
     }
 }
