@@ -274,6 +274,10 @@ final class S3Front {
         if (table != null) {
             return new Admitted(null, table);
         }
+        Problem source = copySourceRefusal(exchange, s3);
+        if (source != null) {
+            return new Admitted(null, source);
+        }
         String carrier = s3.operation().fenced() ? unsignedCarrier(exchange, verified) : null;
         if (carrier != null && exchange.fencing().enforced()) {
             // An unsigned token can be set by anyone holding the signed request or a presigned URL.
@@ -289,6 +293,39 @@ final class S3Front {
             return new Admitted(null, upload.refusal());
         }
         return new Admitted(new Parsed(upload.s3(), verified, upload.upload(), unsigned), null);
+    }
+
+    /**
+     * Why a copy's source may not be read, or null: a CopyObject or UploadPartCopy reads its source with the proxy's
+     * credentials, so the source is a resource of the request as much as its destination, and it must be served by
+     * the request's own policy (the policy a GET of it is routed to), whose clients, bucket and settings the request
+     * was admitted under. Another policy's object (its clients may be others), or an object no policy serves, is
+     * 403 {@code AccessDenied}, before anything moves.
+     */
+    private Problem copySourceRefusal(Exchange exchange, S3Request s3) {
+        ServerRequest req = exchange.request();
+        if (!req.headers().contains(HeaderNames.create("x-amz-copy-source"))) {
+            return null;
+        }
+        CopySource source;
+        try {
+            source = CopySource.of(req);
+        } catch (ClientError e) {
+            return S3Problems.of(e.status, e.code, e.getMessage(), s3.resource());
+        }
+        String hostBucket = config.virtualHost() == null ? null
+                : S3Request.hostBucket(req.headers().first(HeaderNames.HOST).orElse(""), config.virtualHost());
+        String policy = exchange.route().policy().name();
+        Optional<String> serves = source.target(hostBucket)
+                .flatMap(target -> exchange.routes().policy("GET", target)).map(io.stockade.policy.Policy::name);
+        if (serves.equals(Optional.of(policy))) {
+            return null;
+        }
+        return S3Problems.of(403, "AccessDenied", "the copy source " + source.bucket() + "/" + source.key() + " is "
+                + serves.map(other -> "served by policy '" + other + "'").orElse("served by no policy of this proxy")
+                + ", not by policy '" + policy + "', which serves this request: the proxy reads a copy's source with"
+                + " its own credentials, so a copy may read only what the request's policy serves. Read it through"
+                + " the policy that serves it (GET) and write it here (PUT)", s3.resource());
     }
 
     /**

@@ -3,6 +3,7 @@ package io.stockade.proxy.backend.s3;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -19,10 +20,14 @@ import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.CompletedPart;
 import software.amazon.awssdk.services.s3.model.Delete;
 import software.amazon.awssdk.services.s3.model.DeleteObjectsResponse;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
+import software.amazon.awssdk.services.s3.model.S3Exception;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A policy's configuration holds on every part of a request, whatever the mode: a write forwarded unfenced
@@ -40,6 +45,33 @@ class S3PolicyAcrossPartsIT {
     private static S3Client direct;
     private static S3Client enforced;
     private static S3Client observed;
+    /** Two buckets, each with a policy and clients of its own, in front of the same store. */
+    private static ProxyFixture twoBuckets;
+
+    private static final String TWO_BUCKETS = """
+            store: {type: memory, journal: "${JOURNAL}"}
+            policies:
+              - name: bucket-a
+                match: {path: "/bucket-a/{path...}"}
+                scope: s3
+                backend:
+                  type: s3
+                  endpoint: http://127.0.0.1:${S3PORT}
+                  access-key: upstream-key
+                  secret-key: upstream-secret
+                  auth: sigv4
+                  clients: [{access-key: app-key, secret-key: app-secret}]
+              - name: bucket-b
+                match: {path: "/bucket-b/{path...}"}
+                scope: s3
+                backend:
+                  type: s3
+                  endpoint: http://127.0.0.1:${S3PORT}
+                  access-key: upstream-key
+                  secret-key: upstream-secret
+                  auth: sigv4
+                  clients: [{access-key: b-key, secret-key: b-secret}]
+            """;
 
     @BeforeAll
     static void start() throws Exception {
@@ -55,10 +87,15 @@ class S3PolicyAcrossPartsIT {
         direct.createBucket(b -> b.bucket(BUCKET));
         enforced = fixture.client();
         observed = S3Fixture.client(observing.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
+        twoBuckets = ProxyFixture.start(dir.resolve("journal-two-buckets"), TWO_BUCKETS,
+                Map.of("S3PORT", Integer.toString(fixture.s3proxy.getPort())));
     }
 
     @AfterAll
     static void stop() throws Exception {
+        if (twoBuckets != null) {
+            twoBuckets.close();
+        }
         if (observingSerialized != null) {
             observingSerialized.close();
         }
@@ -143,5 +180,39 @@ class S3PolicyAcrossPartsIT {
         assertEquals(stale + 1, fixture.proxy.counted("s3", Outcome.STALE, stale + 1));
         assertEquals("holder", direct.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String());
         assertEquals("10", record(key));
+    }
+
+    /**
+     * A copy reads its source with the proxy's credentials, so the source is a resource of the request too: a
+     * client of bucket-a's policy may not copy (CopyObject, UploadPartCopy) an object of bucket-b, whose policy
+     * takes other clients. On main the copy was made and bucket-b's object read back through bucket-a.
+     */
+    @Test
+    void aCopyReadsOnlyWhatTheRequestsPolicyServes() {
+        direct.createBucket(b -> b.bucket("bucket-a"));
+        direct.createBucket(b -> b.bucket("bucket-b"));
+        direct.putObject(b -> b.bucket("bucket-b").key("secret"), RequestBody.fromString("b's only"));
+        direct.putObject(b -> b.bucket("bucket-a").key("own"), RequestBody.fromString("a's own"));
+        S3Client a = S3Fixture.client(twoBuckets.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
+
+        S3Exception copy = assertThrows(S3Exception.class, () -> a.copyObject(b -> b.sourceBucket("bucket-b")
+                .sourceKey("secret").destinationBucket("bucket-a").destinationKey("stolen")
+                .overrideConfiguration(S3Fixture.token(1))));
+        assertEquals(403, copy.statusCode(), copy.getMessage());
+        assertTrue(copy.getMessage().contains("bucket-b"), copy.getMessage());
+        // nothing stored, and so no fence (the atomic class keeps it in the object)
+        assertThrows(NoSuchKeyException.class, () -> direct.headObject(b -> b.bucket("bucket-a").key("stolen")));
+
+        String upload = a.createMultipartUpload(b -> b.bucket("bucket-a").key("stolen-part")
+                .overrideConfiguration(S3Fixture.token(1))).uploadId();
+        assertEquals(403, assertThrows(S3Exception.class, () -> a.uploadPartCopy(b -> b.sourceBucket("bucket-b")
+                .sourceKey("secret").destinationBucket("bucket-a").destinationKey("stolen-part").uploadId(upload)
+                .partNumber(1))).statusCode());
+        assertEquals(List.of(), a.listParts(b -> b.bucket("bucket-a").key("stolen-part").uploadId(upload)).parts());
+
+        // a copy within the policy's own bucket is made
+        a.copyObject(b -> b.sourceBucket("bucket-a").sourceKey("own").destinationBucket("bucket-a")
+                .destinationKey("copied").overrideConfiguration(S3Fixture.token(2)));
+        assertEquals("a's own", direct.getObjectAsBytes(b -> b.bucket("bucket-a").key("copied")).asUtf8String());
     }
 }
