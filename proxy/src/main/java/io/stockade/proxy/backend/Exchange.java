@@ -18,18 +18,19 @@ import io.helidon.webserver.http.ServerResponse;
  * @param scope    the fence scope
  * @param bounds   the policy's bounds on the body; read it with {@link #body()}
  * @param fencing  how the policy fences its writes, read once at load: the planner's to ask
+ * @param routes   which policy serves another target (the policies in force when the request started)
  */
 public record Exchange(ServerRequest request, ServerResponse response, Route route, String scope,
-                       BodyBounds bounds, Fencing fencing) {
+                       BodyBounds bounds, Fencing fencing, Routes routes) {
 
-    /** An exchange whose body is not bounded, with the policy's fencing read now. */
+    /** An exchange whose body is not bounded, with the policy's fencing read now, and no other target served. */
     public Exchange(ServerRequest request, ServerResponse response, Route route, String scope) {
-        this(request, response, route, scope, BodyBounds.none(), Fencing.of(route.policy()));
+        this(request, response, route, scope, BodyBounds.none(), Fencing.of(route.policy()), Routes.NONE);
     }
 
     /** This exchange with the scope its backend's plan found. */
     public Exchange withScope(String planned) {
-        return new Exchange(request, response, route, planned, bounds, fencing);
+        return new Exchange(request, response, route, planned, bounds, fencing, routes);
     }
 
     /**

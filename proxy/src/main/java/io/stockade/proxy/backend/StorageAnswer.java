@@ -6,8 +6,8 @@ package io.stockade.proxy.backend;
  * passes on a 500 tells its client "not written" where the storage wrote, or the reverse.
  * <table>
  *   <caption>the status, and what the answer may claim</caption>
- *   <tr><td>1xx, 2xx</td><td>{@link #WRITTEN}</td></tr>
- *   <tr><td>3xx, 4xx; 501, 503, 505, 507</td><td>{@link #NOT_WRITTEN}: the storage refused it (a redirect, a
+ *   <tr><td>1xx, 2xx, 303</td><td>{@link #WRITTEN}</td></tr>
+ *   <tr><td>3xx but 303, 4xx; 501, 503, 505, 507</td><td>{@link #NOT_WRITTEN}: the storage refused it (a redirect, a
  *   refusal, a failed condition; a method it does not implement, "unavailable" (RFC 9110 section 15.6.4, S3's
  *   {@code SlowDown}, which a client retries), a version it does not take, no room to store it (RFC 4918 section
  *   11.5))</td></tr>
@@ -21,8 +21,8 @@ public enum StorageAnswer {
 
     /** What {@code status}, the storage's answer to an admitted write, says about it. */
     public static StorageAnswer of(int status) {
-        if (status < 300) {
-            return WRITTEN;
+        if (status < 300 || status == 303) {
+            return WRITTEN; // 303 See Other: the request was processed, its result is elsewhere (RFC 9110 15.4.4)
         }
         return switch (status) {
             case 501, 503, 505, 507 -> NOT_WRITTEN;

@@ -19,9 +19,25 @@ public sealed interface WriteResult {
      * The backend answered the client (the upstream's own answer, success or not, or a backend error such as
      * 502 when nothing was sent).
      *
-     * @param status the status sent
+     * @param status     the status sent
+     * @param notApplied a part of the write the answer reports as not applied (an S3 DeleteObjects answers 200 with
+     *                   an entry per key), which the request is counted and logged as; null when there is none
      */
-    record Answered(int status) implements WriteResult {
+    record Answered(int status, NotApplied notApplied) implements WriteResult {
+        /** An answer that reports no part of the write as not applied. */
+        public Answered(int status) {
+            this(status, null);
+        }
+    }
+
+    /**
+     * A part of a write its answer reports as not applied, and why: the key of an S3 DeleteObjects that a stale
+     * token, an unknown outcome or the store's refusal left in place.
+     *
+     * @param scope  the part's scope
+     * @param result what its write came to ({@link Answered}: the storage refused it)
+     */
+    record NotApplied(String scope, WriteResult result) {
     }
 
     /**

@@ -128,6 +128,13 @@ final class Engine {
         Policy policy = call.policy();
         String scope = call.scope();
         switch (result) {
+            case WriteResult.Answered ok when ok.notApplied() != null -> {
+                // answered (an S3 DeleteObjects' 200, an entry per key), a part of it not applied: counted and
+                // logged as that part came to, on its scope, so that a stale key is seen as the stale writer it is
+                call.exchange = call.exchange.withScope(ok.notApplied().scope());
+                call.decision.scope(ok.notApplied().scope());
+                answer(call, token, ok.notApplied().result(), answered);
+            }
             case WriteResult.Answered ok -> call.decision.outcome(answered, null);
             case WriteResult.Refused refused -> call.refuse(FencePipeline.outcomeOf(refused.problem()),
                     refused.problem());

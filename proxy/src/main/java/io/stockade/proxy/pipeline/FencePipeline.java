@@ -262,7 +262,8 @@ public final class FencePipeline implements Handler {
         call.backend = current.backends().get(policy.name());
         call.exchange = new Exchange(call.req, call.res, route, route.scope(),
                 limits.bodyBounds(policy, current.config().server().limits().readTimeout()),
-                current.fencing().get(policy.name()));
+                current.fencing().get(policy.name()),
+                (method, target) -> current.config().route(method, target).map(Route::policy));
         call.decision.policy(policy.name(), policy.backend().type(), call.exchange.scope())
                 .holder(call.req.headers().first(HOLDER).orElse(null));
         call.inFlight = metrics.inFlight(policy.name());

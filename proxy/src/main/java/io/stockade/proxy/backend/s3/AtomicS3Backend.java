@@ -361,42 +361,12 @@ final class AtomicS3Backend implements Backend, S3Class {
                 response -> relayed(exchange, response));
     }
 
-    /** The object a CopyObject or UploadPartCopy reads ({@code x-amz-copy-source}), and its version query. */
-    private record CopySource(String bucket, String key, List<Map.Entry<String, String>> query) {
-    }
-
-    /** The request's {@code x-amz-copy-source}; a malformed one is a {@link ClientError} (400). */
-    private static CopySource copySource(ServerRequest req) {
-        String source = req.headers().first(HeaderNames.create("x-amz-copy-source")).orElse("");
-        String decoded;
-        try {
-            decoded = SigV4.decode(source);
-        } catch (IllegalArgumentException e) {
-            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source has a bad escape");
-        }
-        String versionId = null;
-        int q = decoded.indexOf("?versionId=");
-        if (q >= 0) {
-            versionId = decoded.substring(q + "?versionId=".length());
-            decoded = decoded.substring(0, q);
-        }
-        if (decoded.startsWith("/")) {
-            decoded = decoded.substring(1);
-        }
-        int slash = decoded.indexOf('/');
-        if (slash <= 0 || slash == decoded.length() - 1) {
-            throw new ClientError(400, "InvalidArgument", "x-amz-copy-source must be bucket/key");
-        }
-        return new CopySource(decoded.substring(0, slash), decoded.substring(slash + 1), versionId == null
-                ? List.of() : List.of(Map.entry("versionId", versionId)));
-    }
-
     /**
      * UploadPartCopy: relayed (a part changes no object yet), unless its source is a tombstone, which the store would
      * copy as the part's bytes; a deleted source is 404 {@code NoSuchKey}, as S3 answers for a missing one.
      */
     private WriteResult uploadPartCopy(Exchange exchange, S3Front.Parsed p) {
-        CopySource src = copySource(exchange.request());
+        CopySource src = CopySource.of(exchange.request());
         try (UpstreamResponse r = upstream.send("HEAD", src.bucket(), src.key(), src.query(), List.of(), null)) {
             if (r.status() == 200 && r.first(S3Front.DELETED_META) != null) {
                 return answer(exchange, 404, "NoSuchKey", "The specified copy source does not exist.");
@@ -415,7 +385,7 @@ final class AtomicS3Backend implements Backend, S3Class {
     private WriteResult copyObject(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         ServerRequest req = exchange.request();
-        CopySource source = copySource(req);
+        CopySource source = CopySource.of(req);
         String srcBucket = source.bucket();
         String srcKey = source.key();
         List<Map.Entry<String, String>> srcQuery = source.query();
@@ -500,11 +470,17 @@ final class AtomicS3Backend implements Backend, S3Class {
         S3Xml.DeleteRequest request = p.deletes().request();
         StringBuilder xml = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\""
                 + S3Xml.NS + "\">");
+        WriteResult.NotApplied notApplied = null;
         for (String key : request.keys()) {
             WriteResult one = writes.write(exchange, s3.bucket(), key, token, rule, true,
                     ConditionalWrite.Remember.TOMBSTONE, etag -> tombstone(s3.bucket(), key, token, etag),
                     OneOfSeveral.INSTANCE);
             String error = DeleteResults.error(one, token, rule);
+            if (error != null && (notApplied == null
+                    || DeleteResults.weight(one) > DeleteResults.weight(notApplied.result()))) {
+                notApplied = new WriteResult.NotApplied(front.scopeOfKey(exchange.route(), s3.bucket(), key),
+                        DeleteResults.counted(one));
+            }
             if (error == null) {
                 if (!request.quiet()) {
                     xml.append("<Deleted><Key>").append(S3Xml.escape(key)).append("</Key></Deleted>");
@@ -516,7 +492,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         xml.append("</DeleteResult>");
         exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
         exchange.response().status(200).send(xml.toString().getBytes(StandardCharsets.UTF_8));
-        return new WriteResult.Answered(200);
+        return new WriteResult.Answered(200, notApplied);
     }
 
     /** A key's tombstone among several: its outcome goes into the DeleteObjects answer, never to the client alone. */

@@ -43,6 +43,29 @@ final class DeleteResults {
         };
     }
 
+    /**
+     * Which of the keys not deleted the request is counted and logged as (the heaviest, the first of equals): an
+     * unknown outcome, then a stale token (a writer that lost its lock), a jump past max-advance, a fence that could
+     * not be read, the proxy's refusal, the store's.
+     */
+    static int weight(WriteResult result) {
+        return switch (counted(result)) {
+            case WriteResult.Unknown unknown -> 5;
+            case WriteResult.Stale stale -> 4;
+            case WriteResult.TooFar tooFar -> 3;
+            case WriteResult.Unavailable unavailable -> 2;
+            case WriteResult.Refused refused -> 1;
+            case WriteResult.Answered answered -> 0;
+        };
+    }
+
+    /** What a key's result is counted as: the store's answer that does not say (a 500) is an unknown outcome. */
+    static WriteResult counted(WriteResult result) {
+        return result instanceof WriteResult.Answered answered
+                && StorageAnswer.of(answered.status()) == StorageAnswer.UNKNOWN
+                ? StorageAnswer.failed(answered.status(), "") : result;
+    }
+
     private static String entry(String code, String message) {
         return "<Code>" + code + "</Code><Message>" + S3Xml.escape(message) + "</Message>";
     }

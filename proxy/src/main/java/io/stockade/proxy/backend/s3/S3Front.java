@@ -274,17 +274,18 @@ final class S3Front {
         if (table != null) {
             return new Admitted(null, table);
         }
-        for (String carrier : tokenCarriers(exchange.route(), req)) {
-            if (verified != null && config.signedToken() && s3.operation().fenced()
-                    && exchange.fencing().enforced()
-                    && !verified.signedHeaders().contains(carrier.toLowerCase(Locale.ROOT))) {
-                // An unsigned token can be set by anyone holding the signed request or a presigned URL.
-                return Admitted.refused(403, "AccessDenied", "the " + carrier + " header is not "
-                        + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
-                        ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
-                        + "nobody who holds the signed request can change the token (policy option signed-token)",
-                        s3.resource());
-            }
+        Problem source = copySourceRefusal(exchange, s3);
+        if (source != null) {
+            return new Admitted(null, source);
+        }
+        String carrier = s3.operation().fenced() ? unsignedCarrier(exchange, verified) : null;
+        if (carrier != null && exchange.fencing().enforced()) {
+            // An unsigned token can be set by anyone holding the signed request or a presigned URL.
+            return Admitted.refused(403, "AccessDenied", "the " + carrier + " header is not "
+                    + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
+                    ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
+                    + "nobody who holds the signed request can change the token (policy option signed-token)",
+                    s3.resource());
         }
         // The client signed the upload ID it was given; the upstream gets its own (Multipart, UploadIds).
         Multipart.Admitted upload = multipart.admit(s3);
@@ -292,6 +293,39 @@ final class S3Front {
             return new Admitted(null, upload.refusal());
         }
         return new Admitted(new Parsed(upload.s3(), verified, upload.upload(), unsigned), null);
+    }
+
+    /**
+     * Why a copy's source may not be read, or null: a CopyObject or UploadPartCopy reads its source with the proxy's
+     * credentials, so the source is a resource of the request as much as its destination, and it must be served by
+     * the request's own policy (the policy a GET of it is routed to), whose clients, bucket and settings the request
+     * was admitted under. Another policy's object (its clients may be others), or an object no policy serves, is
+     * 403 {@code AccessDenied}, before anything moves.
+     */
+    private Problem copySourceRefusal(Exchange exchange, S3Request s3) {
+        ServerRequest req = exchange.request();
+        if (!req.headers().contains(HeaderNames.create("x-amz-copy-source"))) {
+            return null;
+        }
+        CopySource source;
+        try {
+            source = CopySource.of(req);
+        } catch (ClientError e) {
+            return S3Problems.of(e.status, e.code, e.getMessage(), s3.resource());
+        }
+        String hostBucket = config.virtualHost() == null ? null
+                : S3Request.hostBucket(req.headers().first(HeaderNames.HOST).orElse(""), config.virtualHost());
+        String policy = exchange.route().policy().name();
+        Optional<String> serves = source.target(hostBucket)
+                .flatMap(target -> exchange.routes().policy("GET", target)).map(io.stockade.policy.Policy::name);
+        if (serves.equals(Optional.of(policy))) {
+            return null;
+        }
+        return S3Problems.of(403, "AccessDenied", "the copy source " + source.bucket() + "/" + source.key() + " is "
+                + serves.map(other -> "served by policy '" + other + "'").orElse("served by no policy of this proxy")
+                + ", not by policy '" + policy + "', which serves this request: the proxy reads a copy's source with"
+                + " its own credentials, so a copy may read only what the request's policy serves. Read it through"
+                + " the policy that serves it (GET) and write it here (PUT)", s3.resource());
     }
 
     /**
@@ -503,6 +537,24 @@ final class S3Front {
     // ---- the token: the policy's header, or the user metadata the AWS CLI can send ----
 
     /**
+     * The header that carries this request's token outside its signature, when the policy asks for a signed token
+     * ({@code signed-token}, a signed request): refused in enforce mode ({@link #admit}), and in any other mode a
+     * token nobody can vouch for ({@link #token}: observe judges it as enforce would, and raises nothing with it).
+     * Null when every carrier is signed.
+     */
+    private String unsignedCarrier(Exchange exchange, ClientAuth.Verified verified) {
+        if (verified == null || !config.signedToken()) {
+            return null;
+        }
+        for (String carrier : tokenCarriers(exchange.route(), exchange.request())) {
+            if (!verified.signedHeaders().contains(carrier.toLowerCase(Locale.ROOT))) {
+                return carrier;
+            }
+        }
+        return null;
+    }
+
+    /**
      * The headers that carry a token in this request: the policy's token header, and with
      * {@code token-from-metadata} the user metadata {@value #TOKEN_META} (each must be signed).
      */
@@ -543,6 +595,12 @@ final class S3Front {
             }
             return fromField;
         }
+        String unsigned = unsignedCarrier(exchange, p.verified());
+        if (unsigned != null) {
+            // enforce refused it at admit; observe must not raise a fence with a token enforce would refuse
+            return new FencingToken.Malformed("the " + unsigned + " header is not covered by the request's "
+                    + "signature (policy option signed-token): anyone holding the signed request could have set it");
+        }
         if (!config.tokenFromMetadata() || header.equalsIgnoreCase(TOKEN_META)) {
             return FencingToken.parse(header, values);
         }
@@ -582,7 +640,9 @@ final class S3Front {
             return formUpload(exchange, p);
         }
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
-            return multipart.create(exchange, p, tokenOf(exchange, p));
+            // unfenced (observe, mode off, missing: allow): the upload names no token, whatever the request carried,
+            // as a PutObject forwarded as it is leaves none; a token nobody admitted must not become the object's
+            return multipart.create(exchange, p, OptionalLong.empty());
         }
         if (Multipart.listsUploads(p.s3())) {
             return multipart.listUploads(exchange, p);
@@ -723,12 +783,6 @@ final class S3Front {
     /** An S3 error the backend decided: nothing is sent here; the pipeline answers it through {@link #refuse}. */
     WriteResult answer(Exchange exchange, int status, String code, String message) {
         return new WriteResult.Refused(S3Problems.of(status, code, message, null));
-    }
-
-    /** The request's token, when it carries a valid one (for metadata on unfenced steps). */
-    OptionalLong tokenOf(Exchange exchange, Parsed p) {
-        return token(exchange, p) instanceof FencingToken.Present present ? OptionalLong.of(present.value())
-                : OptionalLong.empty();
     }
 
     static boolean isHead(ServerRequest req) {

@@ -111,7 +111,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
                 subresource, classified.hoisted(), classified.refusal());
     }
 
-    private static String hostBucket(String host, String virtualHost) {
+    static String hostBucket(String host, String virtualHost) {
         String name = host.toLowerCase(Locale.ROOT);
         int colon = name.lastIndexOf(':');
         if (colon > 0 && name.indexOf(']') < colon) {
