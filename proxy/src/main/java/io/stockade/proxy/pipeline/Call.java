@@ -30,7 +30,8 @@ import io.helidon.webserver.http.ServerResponse;
  * decision log).
  */
 final class Call implements AutoCloseable {
-    private static final Logger LOG = Logger.getLogger(Call.class.getName());
+    // the request path's one logger name, as operators configure it (the pipeline's parts log as one)
+    private static final Logger LOG = Logger.getLogger(FencePipeline.class.getName());
 
     final ServerRequest req;
     final ServerResponse res;

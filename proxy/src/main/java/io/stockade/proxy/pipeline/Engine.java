@@ -29,7 +29,8 @@ import io.helidon.webserver.http.ServerRequest;
  * decision ({@link #answer}).
  */
 final class Engine {
-    private static final Logger LOG = Logger.getLogger(Engine.class.getName());
+    // the request path's one logger name, as operators configure it (the pipeline's parts log as one)
+    private static final Logger LOG = Logger.getLogger(FencePipeline.class.getName());
     final FenceStore store;
     final ScopeGuard guard;
     final ProxyMetrics metrics;

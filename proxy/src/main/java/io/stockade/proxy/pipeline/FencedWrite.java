@@ -29,7 +29,8 @@ import io.stockade.proxy.verify.TokenVerifier;
  * the only rule: nothing here reads the policy's fencing.
  */
 final class FencedWrite {
-    private static final Logger LOG = Logger.getLogger(FencedWrite.class.getName());
+    // the request path's one logger name, as operators configure it (the pipeline's parts log as one)
+    private static final Logger LOG = Logger.getLogger(FencePipeline.class.getName());
     /** How long a write may wait for its scope before it is refused as busy. */
     static final Duration SCOPE_WAIT = Duration.ofSeconds(30);
 

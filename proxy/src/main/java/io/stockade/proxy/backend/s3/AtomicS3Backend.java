@@ -471,6 +471,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         StringBuilder xml = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\""
                 + S3Xml.NS + "\">");
         WriteResult.NotApplied notApplied = null;
+        boolean anyDeleted = false;
         for (String key : request.keys()) {
             WriteResult one = writes.write(exchange, s3.bucket(), key, token, rule, true,
                     ConditionalWrite.Remember.TOMBSTONE, etag -> tombstone(s3.bucket(), key, token, etag),
@@ -482,6 +483,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                         DeleteResults.counted(one));
             }
             if (error == null) {
+                anyDeleted = true;
                 if (!request.quiet()) {
                     xml.append("<Deleted><Key>").append(S3Xml.escape(key)).append("</Key></Deleted>");
                 }
@@ -492,7 +494,9 @@ final class AtomicS3Backend implements Backend, S3Class {
         xml.append("</DeleteResult>");
         exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
         exchange.response().status(200).send(xml.toString().getBytes(StandardCharsets.UTF_8));
-        return new WriteResult.Answered(200, notApplied);
+        // Counted as a key not deleted only when no key was: a request that deleted some keys wrote, and is counted
+        // accepted (its answer names the others); one that deleted none is the stale writer (or the refusal) it is.
+        return new WriteResult.Answered(200, anyDeleted ? null : notApplied);
     }
 
     /** A key's tombstone among several: its outcome goes into the DeleteObjects answer, never to the client alone. */
