@@ -67,6 +67,12 @@ class DocCommandsIT {
                 + "    # one statement", "a benchmark (figures need a quiet machine) naming builds of other commits");
         m.put("docs/benchmarks.md: PGBOUNCER=1 BASELINE_JAR=/tmp/pgb-base/proxy/target/stockade-proxy.jar"
                 + " bench/postgres-ab.sh", "a benchmark against a baseline jar built from another commit");
+        m.put("docs/benchmarks.md: bin/stockade build proxy                      # or JAR=path/to/stockade-proxy.jar"
+                + " for another build", "a benchmark (bench/sql.sh: figures need a quiet machine; it was smoke-run"
+                + " with DURATION=1s)");
+        m.put("docs/admin-api.md: curl -X POST -H \"Authorization: Bearer $ADMIN\" -d '{\"scope\":\"docs/a\","
+                + "\"token\":4,\"force\":true,", "needs a running proxy with an admin token and a forged scope;"
+                + " FenceResetIT makes the same call, with and without force, against a real proxy");
         m.put("docs/conformance-runs.md: scripts/conformance-long.sh                                  # every"
                 + " backend, 10 000 operations each", "10 000 operations per backend: about an hour;"
                 + " ConformanceBackendsIT runs the same scenarios a few cycles each");
