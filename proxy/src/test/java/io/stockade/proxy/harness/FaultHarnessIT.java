@@ -49,7 +49,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * run from the writers' history and direct reads of the storage's files: no stale write landed, every acknowledged
  * write in storage, every "not written" answer (403, 409, 502, 503) true.
  * <p>
- * CI runs each of the four topologies for {@code stockade.harness.seconds} (default 8 s of faults; the class
+ * CI runs each of the four topologies for {@code stockade.harness.seconds} (default 4 s of faults; the class
  * takes about 50 s); longer on demand: {@code scripts/fault-harness.sh 600}. Not yet in it: read-only filesystems
  * (JournalHealIT), bodies cut off on their way to the storage.
  */
@@ -196,7 +196,7 @@ class FaultHarnessIT {
 
     private static void run(ProxyFixture proxy, Path data, List<Fault> faults, Leases leases, Duration zombiePause)
             throws Exception {
-        long budget = Duration.ofSeconds(Long.getLong("stockade.harness.seconds", 8)).toNanos();
+        long budget = Duration.ofSeconds(Long.getLong("stockade.harness.seconds", 4)).toNanos();
         Run run = new Run(proxy, data, leases, zombiePause);
         run.start();
         long end = System.nanoTime() + budget;
