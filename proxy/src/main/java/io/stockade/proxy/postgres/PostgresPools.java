@@ -5,12 +5,15 @@ import java.io.InputStream;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.HexFormat;
 import java.util.logging.Logger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -128,7 +131,10 @@ public final class PostgresPools {
     }
 
     /**
-     * Creates or updates the fence table and functions ({@code migrate}), or checks that they exist.
+     * Creates or updates the fence table and functions ({@code migrate}), or checks that they exist. A database
+     * whose fence table already carries this build's schema (its comment names the schema file's SHA-256) and has
+     * every function is left as it is: the DDL, which takes a lock every other starting proxy waits on, runs once
+     * per schema change, not once per policy and start (seven policies on one database started in ~0.9 s of DDL).
      *
      * @throws IOException naming what is missing, or why the database could not be reached
      */
@@ -139,11 +145,16 @@ public final class PostgresPools {
                 try (InputStream in = PostgresPools.class.getResourceAsStream(SCHEMA_RESOURCE)) {
                     ddl = new String(in.readAllBytes(), StandardCharsets.UTF_8);
                 }
+                String marker = schemaMarker(ddl);
+                if (installed(c, marker)) {
+                    return;
+                }
                 c.setAutoCommit(false);
                 try (Statement s = c.createStatement()) {
                     // several proxies may start at once: CREATE OR REPLACE FUNCTION does not like company
                     s.execute("SELECT pg_advisory_xact_lock(" + MIGRATION_LOCK + ")");
                     s.execute(ddl);
+                    s.execute("COMMENT ON TABLE stockade_fences IS '" + marker + "'");
                     c.commit();
                 } catch (SQLException e) {
                     c.rollback();
@@ -153,29 +164,49 @@ public final class PostgresPools {
                 }
                 return;
             }
-            try (Statement s = c.createStatement();
-                 ResultSet r = s.executeQuery("SELECT to_regclass('stockade_fences') IS NOT NULL,"
-                         + " to_regprocedure('stockade_fence(text,bigint,boolean,bigint)') IS NOT NULL,"
-                         + " to_regprocedure('stockade_fence_observe(text,bigint,bigint,bigint)') IS NOT NULL,"
-                         + " to_regprocedure('stockade_advance(text,bigint,boolean)') IS NOT NULL,"
-                         + " to_regclass('stockade_floors') IS NOT NULL,"
-                         + " to_regprocedure('stockade_floor_of(text)') IS NOT NULL,"
-                         + " to_regprocedure('stockade_raise_floor(text,bigint)') IS NOT NULL")) {
-                r.next();
-                boolean all = true;
-                for (int i = 1; i <= 7; i++) {
-                    all &= r.getBoolean(i);
-                }
-                if (!all) {
-                    throw new IOException("the fence tables stockade_fences, stockade_floors or their functions are"
-                            + " missing (or date from an older Stockade) in " + url
-                            + " and the policy says 'migrate: false': apply proxy/src/main/resources/io/stockade/"
-                            + "proxy/postgres/" + SCHEMA_RESOURCE + " (psql -f) or set 'migrate: true'");
-                }
+            if (!installed(c, null)) {
+                throw new IOException("the fence tables stockade_fences, stockade_floors or their functions are"
+                        + " missing (or date from an older Stockade) in " + url
+                        + " and the policy says 'migrate: false': apply proxy/src/main/resources/io/stockade/"
+                        + "proxy/postgres/" + SCHEMA_RESOURCE + " (psql -f) or set 'migrate: true'");
             }
         } catch (SQLException e) {
             throw new IOException("cannot prepare the fence table in " + url + ": " + e.getMessage()
                     + " (SQLSTATE " + e.getSQLState() + ")" + cause(e), e);
+        }
+    }
+
+    /** What {@link #prepare} writes on the fence table once the schema is applied: the schema file's digest. */
+    static String schemaMarker(String ddl) {
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256")
+                    .digest(ddl.getBytes(StandardCharsets.UTF_8));
+            return "stockade-fences.sql sha256:" + HexFormat.of().formatHex(digest);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java platform has SHA-256", e);
+        }
+    }
+
+    /**
+     * Whether the fence tables and every function exist, and (with a {@code marker}) the fence table's comment is
+     * that marker: the schema of this build, applied.
+     */
+    private static boolean installed(Connection c, String marker) throws SQLException {
+        try (Statement s = c.createStatement();
+             ResultSet r = s.executeQuery("SELECT to_regclass('stockade_fences') IS NOT NULL,"
+                     + " to_regprocedure('stockade_fence(text,bigint,boolean,bigint)') IS NOT NULL,"
+                     + " to_regprocedure('stockade_fence_observe(text,bigint,bigint,bigint)') IS NOT NULL,"
+                     + " to_regprocedure('stockade_advance(text,bigint,boolean)') IS NOT NULL,"
+                     + " to_regclass('stockade_floors') IS NOT NULL,"
+                     + " to_regprocedure('stockade_floor_of(text)') IS NOT NULL,"
+                     + " to_regprocedure('stockade_raise_floor(text,bigint)') IS NOT NULL,"
+                     + " obj_description(to_regclass('stockade_fences'), 'pg_class')")) {
+            r.next();
+            boolean all = true;
+            for (int i = 1; i <= 7; i++) {
+                all &= r.getBoolean(i);
+            }
+            return all && (marker == null || marker.equals(r.getString(8)));
         }
     }
 

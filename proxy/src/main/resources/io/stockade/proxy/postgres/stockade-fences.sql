@@ -1,7 +1,8 @@
 -- Stockade's fence table and functions, for the postgres backend (fence: table) and the postgres fence store.
 -- The proxy runs this at start when 'migrate: true' (the default); with 'migrate: false' apply it yourself:
 --   psql -d yourdb -f stockade-fences.sql
--- Re-running it is harmless.
+-- Re-running it is harmless. Once applied, the proxy marks it in the comment of stockade_fences (this file's
+-- SHA-256) and does not run it again at start until the file changes or an object it checks is missing.
 
 CREATE TABLE IF NOT EXISTS stockade_fences (
     scope      text PRIMARY KEY,
