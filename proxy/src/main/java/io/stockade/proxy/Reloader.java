@@ -139,7 +139,7 @@ public final class Reloader implements PolicyReload, AutoCloseable {
         Map<String, Backend> opened = new LinkedHashMap<>();
         try {
             for (Policy policy : fresh.policies()) {
-                Backend backend = StockadeServer.openBackend(policy.name(), policy.backend());
+                Backend backend = StockadeServer.openBackend(policy);
                 opened.put(policy.name(), backend);
                 backend.checkAtStart(policy.name());
             }

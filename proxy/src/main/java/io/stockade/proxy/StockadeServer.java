@@ -19,7 +19,6 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import javax.net.ssl.SSLContext;
 
-import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ServerConfig;
 import io.stockade.policy.SqlConfig;
@@ -30,10 +29,9 @@ import io.stockade.proxy.admin.FenceOperations;
 import io.stockade.proxy.admin.FenceRouting;
 import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
-import io.stockade.proxy.backend.file.FileBackend;
-import io.stockade.proxy.backend.http.HttpBackend;
-import io.stockade.proxy.backend.postgres.PostgresBackend;
-import io.stockade.proxy.backend.s3.S3Backends;
+import io.stockade.proxy.backend.BackendType;
+import io.stockade.proxy.backend.FencePlace;
+import io.stockade.proxy.backend.registry.BackendTypes;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
@@ -52,7 +50,6 @@ import io.stockade.proxy.sql.SqlListener;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.cache.CachingFenceStore;
 import io.stockade.proxy.store.memory.MemoryFenceStore;
-import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.proxy.store.runs.SharedRuns;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
@@ -123,7 +120,7 @@ public final class StockadeServer implements AutoCloseable {
         SqlListener sql = null;
         try {
             for (Policy policy : config.policies()) {
-                Backend backend = openBackend(policy.name(), policy.backend());
+                Backend backend = openBackend(policy);
                 backends.put(policy.name(), backend);
                 backend.checkAtStart(policy.name());
             }
@@ -244,13 +241,8 @@ public final class StockadeServer implements AutoCloseable {
         }
         Map<String, List<Policy>> byPrefix = new LinkedHashMap<>();
         for (Policy p : policies) {
-            String prefix = switch (p.backend()) {
-                case BackendConfig.S3 s3 when s3.atomic() -> ""; // each object's metadata keeps its fence
-                case BackendConfig.S3 s3 -> p.scope().toString() + "/";
-                case BackendConfig.Postgres pg -> ""; // its database keeps the fence
-                case BackendConfig.Http http -> p.scope().literalPrefix();
-                case BackendConfig.File file -> p.scope().literalPrefix();
-            };
+            BackendType type = BackendTypes.of(p);
+            String prefix = type.fencePlace() instanceof FencePlace.ProxyStore ? type.scopes().sharePrefix() : "";
             if (!prefix.isEmpty()) {
                 byPrefix.computeIfAbsent(prefix, k -> new ArrayList<>()).add(p);
             }
@@ -274,11 +266,12 @@ public final class StockadeServer implements AutoCloseable {
         return () -> {
             Reloader.InForce now = reloader.inForce();
             return new FenceRouting(now.config().policies(), sql, sqlFence, storeConfig, () -> storeAdmin, policy -> {
-                if (now.backends().get(policy.name()) instanceof PostgresBackend backend
-                        && policy.backend() instanceof BackendConfig.Postgres pg) {
-                    return PostgresFenceStore.over(backend.pool(), pg.datasource().statementTimeout().plusSeconds(5));
+                Backend backend = now.backends().get(policy.name());
+                Optional<FenceAdmin> own = backend == null ? Optional.empty() : backend.ownFenceAdmin();
+                if (own.isPresent()) {
+                    return own.get();
                 }
-                throw new StoreUnavailableException("the postgres backend of policy '" + policy.name()
+                throw new StoreUnavailableException("the backend of policy '" + policy.name()
                         + "' is not open (a reload is replacing it); try again");
             });
         };
@@ -490,17 +483,9 @@ public final class StockadeServer implements AutoCloseable {
         res.send(body);
     }
 
-    /** Opens the backend of {@code policy}, logging a serialized policy's settle shorter than its timeout. */
-    static Backend openBackend(String policy, BackendConfig config) throws IOException {
-        if (config instanceof BackendConfig.Http http) {
-            http.settleAdvice().ifPresent(advice -> LOG.warning("policy '" + policy + "': " + advice));
-        }
-        return switch (config) {
-            case BackendConfig.Http http -> HttpBackend.open(http);
-            case BackendConfig.File file -> FileBackend.open(file);
-            case BackendConfig.Postgres postgres -> PostgresBackend.open(postgres);
-            case BackendConfig.S3 s3 -> S3Backends.open(s3);
-        };
+    /** Opens the backend of {@code policy} (its type logs what it should at start). */
+    static Backend openBackend(Policy policy) throws IOException {
+        return BackendTypes.of(policy).open();
     }
 
     /** Helidon's content encodings, but request bodies are never decoded: they reach the backend as sent. */

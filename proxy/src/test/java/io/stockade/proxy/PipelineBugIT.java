@@ -70,7 +70,7 @@ class PipelineBugIT {
                     backend: {type: file, root: %s}
                     limits: {max-concurrent-per-scope: 1}
                 """.formatted(dir.resolve("journal"), data), Path.of("bug.yaml"), Map.of());
-        Backend backend = StockadeServer.openBackend("files", config.policies().getFirst().backend());
+        Backend backend = StockadeServer.openBackend(config.policies().getFirst());
         ProxyMetrics metrics = new ProxyMetrics();
         FencePipeline pipeline = new FencePipeline(config, Map.of("files", backend), new BuggyStore(),
                 new ScopeGuard(), metrics, System::nanoTime, new TokenVerifiers(Clock.systemUTC()));

@@ -7,14 +7,16 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.StringJoiner;
 import java.util.function.Predicate;
-import java.util.regex.Pattern;
 
-import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Datasource;
 import io.stockade.policy.Policy;
 import io.stockade.policy.ScopeTemplate;
 import io.stockade.policy.SqlConfig;
 import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.backend.BackendType;
+import io.stockade.proxy.backend.FencePlace;
+import io.stockade.proxy.backend.ScopeShape;
+import io.stockade.proxy.backend.registry.BackendTypes;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.json.JsonWriter;
@@ -157,7 +159,7 @@ public final class FenceRouting {
      * A policy as routing sees it: its name, the scopes it can make (an HTTP policy's template; a SQL policy's
      * tables' templates), where its fence is, and the HTTP policy itself (null for a SQL policy).
      */
-    private record Fenced(String name, List<Shape> shapes, String template, Place place, Policy policy) {
+    private record Fenced(String name, List<ScopeShape> shapes, String template, Place place, Policy policy) {
         boolean matches(String scope) {
             return shapes.stream().anyMatch(s -> s.matches(scope));
         }
@@ -195,14 +197,16 @@ public final class FenceRouting {
         this.sqlFence = sql == null ? null : Objects.requireNonNull(sqlFence, "sqlFence");
         List<Fenced> all = new ArrayList<>();
         for (Policy p : policies) {
-            all.add(new Fenced(p.name(), List.of(shape(p)), template(p), placeOf(p), p));
+            BackendType type = BackendTypes.of(p);
+            ScopeShape shape = type.scopes();
+            all.add(new Fenced(p.name(), List.of(shape), shape.described(), placeOf(type.fencePlace()), p));
         }
         if (sql != null) {
             Place place = sqlFence.unreachable() == null ? new SqlTable()
                     : new Elsewhere(sqlFence.unreachable(), sqlFence.instead());
             for (SqlConfig.SqlPolicy p : sql.policies()) {
                 List<ScopeTemplate> templates = p.tables().stream().map(SqlConfig.FencedTable::scope).toList();
-                all.add(new Fenced(p.name(), templates.stream().map(t -> Shape.of(t.toString(), false)).toList(),
+                all.add(new Fenced(p.name(), templates.stream().map(ScopeShape::of).toList(),
                         String.join("', '", templates.stream().map(ScopeTemplate::toString).toList()), place, null));
             }
         }
@@ -365,85 +369,18 @@ public final class FenceRouting {
         };
     }
 
-    /** Where a policy keeps its fence: one case per backend type, so a new one must be placed here. */
-    private Place placeOf(Policy policy) {
-        return switch (policy.backend()) {
-            case BackendConfig.Postgres pg when pg.fence() == BackendConfig.FenceMode.COLUMN -> new Elsewhere(
-                    "keeps its fence in a token column of its own rows (postgres backend, fence: column): its "
-                            + "statements compare that column with the token, so the proxy has no table of tokens "
-                            + "to show, list, raise or retire, and no prefix floor applies to it",
-                    "To fence a writer out, raise the token column of the row itself in the database (e.g. UPDATE"
-                            + " ... SET token = GREATEST(token, N) WHERE ...), or use fence: table, whose fence "
-                            + "these operations reach");
-            case BackendConfig.Postgres pg -> sameAsStore(pg.datasource()) ? new Store()
-                    : new Database(pg.datasource().url(), Objects.requireNonNullElse(pg.datasource().user(), ""));
-            case BackendConfig.S3 s3 when s3.atomic() -> new Elsewhere(
-                    "keeps each object's token in the object's own metadata (s3 backend with conditional writes "
-                            + "and fence-scope: object, the atomic class): the store checks it in the conditional "
-                            + "write itself and the proxy keeps no fence for it, so there is nothing to show, list, "
-                            + "raise or retire here, and a prefix floor would have no place the writes read",
-                    "To fence a writer out of an object, write or delete the object through the proxy with a token "
-                            + "above the writer's (a delete leaves a tombstone that keeps it); an object's token is "
-                            + "its x-amz-meta-fencing-token at the store. For floors over a prefix use "
-                            + "fence-scope: prefix, whose fence the proxy's store keeps");
-            case BackendConfig.S3 s3 -> new Store();
-            case BackendConfig.Http http -> new Store();
-            case BackendConfig.File file -> new Store();
+    /** Where a policy keeps its fence, as its backend type says: the store's own database is the store. */
+    private Place placeOf(FencePlace place) {
+        return switch (place) {
+            case FencePlace.ProxyStore s -> new Store();
+            case FencePlace.Database d -> sameAsStore(d.datasource()) ? new Store()
+                    : new Database(d.datasource().url(), Objects.requireNonNullElse(d.datasource().user(), ""));
+            case FencePlace.Elsewhere e -> new Elsewhere(e.reason(), e.instead());
         };
     }
 
     private boolean sameAsStore(Datasource ds) {
         return storeConfig instanceof StoreConfig.Postgres pg && pg.datasource().url().equals(ds.url())
                 && Objects.equals(pg.datasource().user(), ds.user());
-    }
-
-    private static String template(Policy p) {
-        return p.backend() instanceof BackendConfig.S3 ? p.scope() + "/<bucket>/<key>" : p.scope().toString();
-    }
-
-    private static Shape shape(Policy p) {
-        return Shape.of(p.scope().toString(), p.backend() instanceof BackendConfig.S3);
-    }
-
-    /**
-     * The scopes a policy can make, from its scope template: literals with a wildcard for each variable (any text:
-     * a superset of what the path can bind). The s3 backend makes {@code <scope>}, {@code <scope>/<bucket>} and
-     * {@code <scope>/<bucket>/<key>} from its literal scope.
-     */
-    record Shape(List<String> literals, Pattern pattern) {
-        static Shape of(String template, boolean s3) {
-            if (s3) {
-                return new Shape(List.of(template, ""), Pattern.compile(Pattern.quote(template) + "(?:/.*)?",
-                        Pattern.DOTALL));
-            }
-            List<String> literals = new ArrayList<>();
-            StringBuilder regex = new StringBuilder();
-            int i = 0;
-            while (true) {
-                int open = template.indexOf('{', i);
-                String literal = template.substring(i, open < 0 ? template.length() : open);
-                literals.add(literal);
-                regex.append(Pattern.quote(literal));
-                if (open < 0) {
-                    break;
-                }
-                regex.append(".*");
-                i = template.indexOf('}', open) + 1; // the loader refused an unclosed '{'
-            }
-            return new Shape(List.copyOf(literals), Pattern.compile(regex.toString(), Pattern.DOTALL));
-        }
-
-        boolean matches(String scope) {
-            return pattern.matcher(scope).matches();
-        }
-
-        /** Whether some scope of this shape starts with {@code prefix}. */
-        boolean overlaps(String prefix) {
-            String first = literals.getFirst();
-            if (literals.size() == 1) {
-                return first.startsWith(prefix);
-            }
-            return first.startsWith(prefix) || prefix.startsWith(first);
-        }
     }
 }

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Optional;
 
 import io.stockade.policy.Route;
+import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.token.FencingToken;
 
@@ -94,6 +95,15 @@ public interface Backend extends AutoCloseable {
      * fence of its own or cannot tell without a write (the default).
      */
     default Optional<String> unreachable() {
+        return Optional.empty();
+    }
+
+    /**
+     * The fence-state operations (the admin API's show, list, raise, retire) on the fence this backend's storage
+     * keeps ({@link FencePlace.Database}), over the backend's own connections; empty for a backend whose fence the
+     * proxy's store keeps, or that keeps none the proxy can reach (the default).
+     */
+    default Optional<FenceAdmin> ownFenceAdmin() {
         return Optional.empty();
     }
 

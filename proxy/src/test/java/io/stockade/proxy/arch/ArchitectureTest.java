@@ -39,7 +39,11 @@ class ArchitectureTest {
 
     @Test
     void eachBackendIsAPackageOfItsOwn() {
-        slices().matching("io.stockade.proxy.backend.(*)..").should().notDependOnEachOther().check(classes);
+        // the registry (BackendTypes) maps each policy to its backend's type: it alone may name them all
+        slices().matching("io.stockade.proxy.backend.(*)..").should().notDependOnEachOther()
+                .ignoreDependency(JavaClass.Predicates.resideInAPackage("io.stockade.proxy.backend.registry.."),
+                        DescribedPredicate.alwaysTrue())
+                .check(classes);
     }
 
     @Test

@@ -29,11 +29,13 @@ import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.postgres.PostgresPools;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
+import io.stockade.proxy.store.postgres.PostgresFenceStore;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.helidon.http.HeaderNames;
@@ -116,6 +118,15 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             pool.close();
             throw e;
         }
+    }
+
+    /** With {@code fence: table}: the store's operations on this database's fence table, over this pool. */
+    @Override
+    public Optional<FenceAdmin> ownFenceAdmin() {
+        if (config.fence() != FenceMode.TABLE) {
+            return Optional.empty();
+        }
+        return Optional.of(PostgresFenceStore.over(pool, config.datasource().statementTimeout().plusSeconds(5)));
     }
 
     /**

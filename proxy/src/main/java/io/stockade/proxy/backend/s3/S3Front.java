@@ -158,20 +158,13 @@ final class S3Front {
 
     /** The fence scope of one key of a bucket. */
     String scopeOfKey(Route route, String bucket, String key) {
-        return route.policy().scope().toString() + "/" + bucket + "/" + scopeKey(key);
+        return S3Type.scope(route.policy().scope().toString(), bucket, scopeKey(key));
     }
 
     /** The fence scope of a request: the policy's prefix, the bucket, and the key's scope part (a form's key). */
     String scopeOf(Route route, Parsed p) {
-        String prefix = route.policy().scope().toString();
         String key = p.form() != null ? p.form().key() : p.s3().key();
-        if (p.s3().bucket() == null) {
-            return prefix;
-        }
-        if (key == null) {
-            return prefix + "/" + p.s3().bucket();
-        }
-        return prefix + "/" + p.s3().bucket() + "/" + scopeKey(key);
+        return S3Type.scope(route.policy().scope().toString(), p.s3().bucket(), key == null ? null : scopeKey(key));
     }
 
     /** The part of a key that names its scope: the key itself, or its first prefix-segments segments. */

@@ -8,7 +8,7 @@
  * every (method, target, query parameters, significant header) it forwards is a row, anything else is refused.
  * <p>
  * Two classes, each a small {@link io.stockade.proxy.backend.Backend} composed of the same parts
- * ({@link io.stockade.proxy.backend.s3.S3Backends#open} picks one):
+ * ({@link io.stockade.proxy.backend.s3.S3Type#open()} picks one):
  * {@link io.stockade.proxy.backend.s3.AtomicS3Backend} (<em>atomic</em>: one scope per object, the highest token in
  * the object's metadata, writes conditional on the ETag it was read from
  * ({@link io.stockade.proxy.backend.s3.ConditionalWrite}, with the per-endpoint locks and ETag cache of

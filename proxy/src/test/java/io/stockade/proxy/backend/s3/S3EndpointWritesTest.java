@@ -34,7 +34,7 @@ class S3EndpointWritesTest {
     @Test
     void aReloadKeepsTheSharedStateWhileTheEndpointIsWrittenThroughAndReleasesItWithTheLastBackend() {
         assertFalse(EndpointWrites.isOpen(ENDPOINT));
-        Backend before = S3Backends.open(atomic(100));
+        Backend before = S3Type.open(atomic(100));
         EtagCache cache;
         try (EndpointWrites.Lease look = EndpointWrites.open(URI.create("http://127.0.0.1:9/endpoint-writes-test/"),
                 0)) {
@@ -42,7 +42,7 @@ class S3EndpointWritesTest {
             cache.wrote("b/k", "\"e1\"", 7, false);
             assertTrue(cache.enabled());
             // the reload: the new policy (etag-cache: 0 now) opens before the replaced backend is closed
-            Backend after = S3Backends.open(atomic(0));
+            Backend after = S3Type.open(atomic(0));
             assertEquals(1, cache.size());
             before.close();
             assertTrue(EndpointWrites.isOpen(ENDPOINT));
