@@ -19,12 +19,13 @@ import java.util.Map;
 import java.util.Optional;
 
 import io.stockade.policy.AdminConfig;
-import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
+import io.stockade.proxy.backend.FencePlace;
+import io.stockade.proxy.backend.registry.BackendTypes;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
@@ -223,8 +224,8 @@ public final class FenceCommand {
         private final Map<String, PostgresFenceStore> open = new HashMap<>();
 
         FenceAdmin of(Policy policy) throws StoreUnavailableException {
-            if (!(policy.backend() instanceof BackendConfig.Postgres pg)) {
-                throw new IllegalStateException("policy " + policy.name() + " has no postgres backend");
+            if (!(BackendTypes.of(policy).fencePlace() instanceof FencePlace.Database pg)) {
+                throw new IllegalStateException("policy " + policy.name() + " keeps no fence in a database");
             }
             String key = pg.datasource().url() + "\n" + pg.datasource().user();
             PostgresFenceStore db = open.get(key);

@@ -11,8 +11,8 @@ import java.util.Optional;
 import java.util.StringJoiner;
 import java.util.logging.Logger;
 
-import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
+import io.stockade.proxy.backend.registry.BackendTypes;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.json.JsonWriter;
@@ -350,11 +350,9 @@ public final class FenceOperations {
                     + " or above (floors only rise)" + where(target));
         }
         for (Policy p : routing.policiesFor(policy, scope)) {
-            if (p.backend() instanceof BackendConfig.File) {
-                throw new Refused(ProblemType.NOT_SUPPORTED, "policy '" + p.name() + "' has a file backend, which"
-                        + " keeps each file's token beside it too (<root>/.stockade/tokens/<path>/.stockade-token)"
-                        + " and refuses a write below it: with the proxy stopped, remove that file's token sidecar,"
-                        + " then reset; nothing changed");
+            Optional<String> refusal = BackendTypes.of(p).resetRefusal();
+            if (refusal.isPresent()) {
+                throw new Refused(ProblemType.NOT_SUPPORTED, refusal.get());
             }
         }
         String grounds = leaseGrounds(policy, scope, current, force, reason);

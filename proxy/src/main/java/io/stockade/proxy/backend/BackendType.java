@@ -1,6 +1,7 @@
 package io.stockade.proxy.backend;
 
 import java.io.IOException;
+import java.util.Optional;
 
 /**
  * What one backend type says of a policy it serves, from the policy alone (before, and without, opening anything):
@@ -21,4 +22,13 @@ public interface BackendType {
 
     /** The scopes this policy's requests can name. */
     ScopeShape scopes();
+
+    /**
+     * Why a fence reset (lowering a scope's token, {@code fence reset}) cannot take effect for this policy through
+     * its {@link #fencePlace()} alone (the backend keeps the token somewhere else too), with what to do instead;
+     * empty when it can (the default).
+     */
+    default Optional<String> resetRefusal() {
+        return Optional.empty();
+    }
 }

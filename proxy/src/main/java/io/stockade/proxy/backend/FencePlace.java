@@ -12,8 +12,10 @@ public sealed interface FencePlace {
     /**
      * A database the backend writes to keeps the fence in its {@code stockade_fences} and {@code stockade_floors}
      * tables, read in each write's own transaction (the postgres backend, {@code fence: table}).
+     *
+     * @param migrate whether the proxy creates or updates those tables ({@code migrate: true}) or only checks them
      */
-    record Database(Datasource datasource) implements FencePlace {
+    record Database(Datasource datasource, boolean migrate) implements FencePlace {
     }
 
     /**

@@ -115,6 +115,34 @@ class FenceResetIT {
         }
     }
 
+    /**
+     * The file backend keeps each file's token beside it too and refuses a write below it whatever the store says:
+     * a reset of a file scope is refused (501) with what to do, and the fence and the file stay as they were.
+     */
+    @Test
+    void aFileScopeIsNotResetBecauseItsSidecarWouldStillRefuse() throws Exception {
+        String yaml = """
+                store: {type: memory, journal: "${JOURNAL}"}
+                admin: {token: "%s"}
+                policies:
+                  - name: files
+                    match: {path: "/files/{id}"}
+                    scope: files/{id}
+                    backend: {type: file, root: "${ROOT}"}
+                """.formatted(ADMIN);
+        try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), yaml,
+                Map.of("ROOT", dir.resolve("root").toString()))) {
+            assertEquals(201, Http.put(proxy.uri("/files/a"), "v9", Map.of("Fencing-Token", "9")).status());
+            Http.Response refused = reset(proxy, "{\"scope\":\"files/a\",\"token\":4,\"force\":true,"
+                    + "\"reason\":\"r\"}");
+            assertEquals(501, refused.status(), refused.body());
+            assertTrue(refused.body().contains("keeps each file's token beside it too"), refused.body());
+            assertEquals(9, proxy.server().store().get("files/a").orElseThrow().token(), "the fence moved");
+            assertEquals(409, Http.put(proxy.uri("/files/a"), "v5", Map.of("Fencing-Token", "5")).status());
+            assertEquals("v9", Files.readString(dir.resolve("root/files/a")));
+        }
+    }
+
     @Test
     void aPolicysVerifierDecides() throws Exception {
         try (Pg pg = Pg.create(LEASES); TestUpstream upstream = TestUpstream.start();

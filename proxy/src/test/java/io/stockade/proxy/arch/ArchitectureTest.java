@@ -1,5 +1,6 @@
 package io.stockade.proxy.arch;
 
+import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.Fencing;
 
@@ -107,6 +108,20 @@ class ArchitectureTest {
                 .orShould().callMethod(Policy.Fence.class, "firstTokenMax")
                 .orShould().callMethod(Policy.class, "fences", String.class)
                 .because("the plan is the only decider of what is fenced (Fencing reads the policy once, at load)")
+                .check(classes);
+    }
+
+    /**
+     * A backend states its own facts ({@code BackendType}: how to open it, where its fence is kept, its scopes): no
+     * class outside the backend packages names a backend's configuration record, so no switch on a policy's backend
+     * type grows outside them, and a new backend is its package plus one line in {@code backend.registry}.
+     */
+    @Test
+    void onlyTheBackendsNameTheirConfiguration() {
+        noClasses().that().resideOutsideOfPackage("io.stockade.proxy.backend..")
+                .should().dependOnClassesThat().belongToAnyOf(BackendConfig.Http.class, BackendConfig.File.class,
+                        BackendConfig.Postgres.class, BackendConfig.S3.class)
+                .because("each backend type answers for itself (BackendType), registered once (BackendTypes)")
                 .check(classes);
     }
 

@@ -1,6 +1,7 @@
 package io.stockade.proxy.backend.file;
 
 import java.io.IOException;
+import java.util.Optional;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
@@ -32,5 +33,13 @@ public final class FileType implements BackendType {
     @Override
     public ScopeShape scopes() {
         return ScopeShape.of(policy.scope());
+    }
+
+    /** Each file's token is kept beside it too, and a write below it is refused whatever the store says. */
+    @Override
+    public Optional<String> resetRefusal() {
+        return Optional.of("policy '" + policy.name() + "' has a file backend, which keeps each file's token beside"
+                + " it too (<root>/.stockade/tokens/<path>/.stockade-token) and refuses a write below it: with the"
+                + " proxy stopped, remove that file's token sidecar, then reset; nothing changed");
     }
 }

@@ -37,7 +37,7 @@ public final class PostgresType implements BackendType {
                             + " ... SET token = GREATEST(token, N) WHERE ...), or use fence: table, whose fence "
                             + "these operations reach");
         }
-        return new FencePlace.Database(config.datasource());
+        return new FencePlace.Database(config.datasource(), config.migrate());
     }
 
     @Override
