@@ -2,10 +2,8 @@ package io.stockade.client;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 
+import io.stockade.testing.JarRun;
 import io.stockade.testing.Jvm;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;
@@ -31,16 +29,8 @@ class OldJavaIT {
     @TempDir
     Path dir;
 
-    record Run(int code, String out, String err) {
-    }
-
-    private Run run(String java, String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(java, "-jar", JAR.toString()));
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile())
-                .redirectOutput(dir.resolve("out").toFile()).redirectError(dir.resolve("err").toFile()).start();
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), cmd + " did not end");
-        return new Run(p.exitValue(), Files.readString(dir.resolve("out")), Files.readString(dir.resolve("err")));
+    private JarRun run(String java, String... args) throws Exception {
+        return JarRun.run(dir, java, JAR, args);
     }
 
     @Test
@@ -49,8 +39,8 @@ class OldJavaIT {
         Path home = Jvm.olderThan21().orElseThrow();
         int major = Jvm.major(home);
         Path marker = dir.resolve("ran");
-        Run old = run(home.resolve("bin/java").toString(), "run", "--etcd", "http://127.0.0.1:1", "--name", "reports",
-                "--ttl", "15s", "--", "touch", marker.toString());
+        JarRun old = run(home.resolve("bin/java").toString(), "run", "--etcd", "http://127.0.0.1:1", "--name",
+                "reports", "--ttl", "15s", "--", "touch", marker.toString());
         assertEquals(127, old.code(), old.err());
         assertEquals("", old.out());
         assertTrue(old.err().startsWith("stockade: Stockade needs Java 21+: found " + major + " at "
@@ -63,10 +53,10 @@ class OldJavaIT {
 
     @Test
     void onJava21OrNewerTheSameJarRunsTheLeaseCommand() throws Exception {
-        Run help = run(Jvm.binary(), "run", "--help");
+        JarRun help = run(Jvm.binary(), "run", "--help");
         assertEquals(0, help.code(), help.err());
         assertTrue(help.out().contains("--etcd"), help.out());
-        Run bad = run(Jvm.binary(), "frobnicate");
+        JarRun bad = run(Jvm.binary(), "frobnicate");
         assertEquals(2, bad.code(), "the lease command's own exit codes come through: " + bad.err());
     }
 }

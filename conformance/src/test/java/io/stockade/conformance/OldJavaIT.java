@@ -2,10 +2,8 @@ package io.stockade.conformance;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 
+import io.stockade.testing.JarRun;
 import io.stockade.testing.Jvm;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;
@@ -29,29 +27,21 @@ class OldJavaIT {
     @TempDir
     Path dir;
 
-    record Run(int code, String out, String err) {
-    }
-
-    private Run run(String java, String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(java, "-jar", JAR.toString()));
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile())
-                .redirectOutput(dir.resolve("out").toFile()).redirectError(dir.resolve("err").toFile()).start();
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), cmd + " did not end");
-        return new Run(p.exitValue(), Files.readString(dir.resolve("out")), Files.readString(dir.resolve("err")));
+    private JarRun run(String java, String... args) throws Exception {
+        return JarRun.run(dir, java, JAR, args);
     }
 
     @Test
     void anOldJavaIsToldWhatItNeedsAndANewOneRunsTheSuite() throws Exception {
         assertTrue(Files.isRegularFile(JAR), "the jar is packaged before the integration tests: " + JAR);
         Path home = Jvm.olderThan21().orElseThrow();
-        Run old = run(home.resolve("bin/java").toString(), "--help");
+        JarRun old = run(home.resolve("bin/java").toString(), "--help");
         assertEquals(1, old.code(), old.err());
         assertTrue(old.err().startsWith("stockade: Stockade needs Java 21+: found " + Jvm.major(home) + " at "
                 + home.toRealPath()), old.err());
         assertTrue(old.err().contains("bin/stockade conformance"), old.err());
         assertFalse(old.err().contains("UnsupportedClassVersionError"), old.err());
-        Run help = run(Jvm.binary(), "--help");
+        JarRun help = run(Jvm.binary(), "--help");
         assertFalse(help.err().contains("needs Java"), help.err());
         assertTrue((help.out() + help.err()).contains("conformance"), help.out() + help.err());
     }

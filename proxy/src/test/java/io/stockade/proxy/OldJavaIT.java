@@ -2,9 +2,8 @@ package io.stockade.proxy;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 
+import io.stockade.testing.JarRun;
 import io.stockade.testing.Jvm;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;
@@ -29,16 +28,8 @@ class OldJavaIT {
     @TempDir
     Path dir;
 
-    record Run(int code, String out, String err) {
-    }
-
-    private Run run(String java, String... args) throws Exception {
-        List<String> cmd = new java.util.ArrayList<>(List.of(java, "-jar", JAR.toString()));
-        cmd.addAll(List.of(args));
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile())
-                .redirectOutput(dir.resolve("out").toFile()).redirectError(dir.resolve("err").toFile()).start();
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), cmd + " did not end");
-        return new Run(p.exitValue(), Files.readString(dir.resolve("out")), Files.readString(dir.resolve("err")));
+    private JarRun run(String java, String... args) throws Exception {
+        return JarRun.run(dir, java, JAR, args);
     }
 
     @Test
@@ -46,7 +37,7 @@ class OldJavaIT {
         assertTrue(Files.isRegularFile(JAR), "the jar is packaged before the integration tests: " + JAR);
         Path home = Jvm.olderThan21().orElseThrow();
         int major = Jvm.major(home);
-        Run old = run(home.resolve("bin/java").toString(), "--config", "whatever.yaml");
+        JarRun old = run(home.resolve("bin/java").toString(), "--config", "whatever.yaml");
         assertEquals(1, old.code(), old.err());
         assertEquals("", old.out());
         assertTrue(old.err().startsWith("stockade: Stockade needs Java 21+: found " + major + " at "
@@ -57,10 +48,10 @@ class OldJavaIT {
 
     @Test
     void onJava21OrNewerTheSameJarRunsTheProxysCommandLine() throws Exception {
-        Run help = run(Jvm.binary(), "--help");
+        JarRun help = run(Jvm.binary(), "--help");
         assertEquals(0, help.code(), help.err());
         assertTrue(help.out().startsWith("usage: stockade-proxy --config FILE"), help.out());
-        Run bad = run(Jvm.binary(), "--frobnicate");
+        JarRun bad = run(Jvm.binary(), "--frobnicate");
         assertEquals(Main.EXIT_USAGE, bad.code(), "Main's own exit codes come through: " + bad.err());
     }
 }
