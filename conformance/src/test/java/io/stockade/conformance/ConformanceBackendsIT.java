@@ -3,6 +3,7 @@ package io.stockade.conformance;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 
 import io.stockade.conformance.run.RunResult;
@@ -13,6 +14,7 @@ import org.junit.jupiter.api.parallel.Execution;
 import org.junit.jupiter.api.parallel.ExecutionMode;
 
 import static io.stockade.conformance.ConformanceCases.PG_USER;
+import static io.stockade.conformance.ConformanceCases.WITHOUT_STORE;
 import static io.stockade.conformance.ConformanceCases.assertEveryScenarioPassedAndEveryControlCaught;
 import static io.stockade.conformance.ConformanceCases.fileTarget;
 import static io.stockade.conformance.ConformanceCases.httpBackendOn;
@@ -43,9 +45,15 @@ class ConformanceBackendsIT {
     private static final String UPSERT_CONTROL = "INSERT INTO docs (id, body) VALUES (?, ?) "
             + "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body";
 
+    /**
+     * The file backend: every scenario but {@code pause}, which {@link #aLongerRunKeepsFaultingTheCurrentHolder} runs
+     * on the same target with the same assertions, for 12 s instead of one cycle (a second, one-cycle pause run here
+     * proved nothing that one does not).
+     */
     @Test
     void fileBackendPassesEveryScenarioAndItsControlFails(@TempDir Path dir) throws Exception {
-        Conformance.Result r = runConclusively(fileTarget(dir), dir.resolve("work"));
+        Conformance.Result r = runConclusively(fileTarget(dir), dir.resolve("work"), Arrays.stream(WITHOUT_STORE)
+                .filter(s -> s != Scenario.PAUSE).toArray(Scenario[]::new));
         assertEveryScenarioPassedAndEveryControlCaught(r);
         theHtmlReportDrawsTheRunInABrowser(r, dir);
     }
@@ -93,17 +101,31 @@ class ConformanceBackendsIT {
      * A longer run keeps injecting faults until its duration is spent, in the control and through the proxy: each
      * cycle faults the writer that holds the lease now. (The suite used to pick any writer with two acknowledged
      * writes, which after the first handoff could be the fenced ex-holder: it made no lease check, and the run
-     * ended after one or two cycles whatever the duration.)
+     * ended after one or two cycles whatever the duration.) It is also the file backend's {@code pause} case, with
+     * every assertion the other cases make (an inconclusive run is run again, the control must catch a stale write,
+     * the proxy must refuse the zombie's write with 409). A run with fewer than three faults whose skipped cycles
+     * say why (a holder that lost its 1 s lease before its next check: a starved machine, seen at load averages of
+     * 17 to 29 on 2026-12-06, in the code before this test took over the file backend's pause as well) is run again,
+     * at most three times; a run that ends early for no reason fails at once.
      */
     @Test
     void aLongerRunKeepsFaultingTheCurrentHolder(@TempDir Path dir) throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeFalse(scenarios(Scenario.PAUSE).isEmpty(), "pause was not asked for");
-        Conformance.Result r = Conformance.of(fileTarget(dir)).scenarios(Scenario.PAUSE)
-                .duration(Duration.ofSeconds(12)).workDir(dir.resolve("work")).run();
-        System.out.println(io.stockade.conformance.report.Reports.table(r.scenarios()));
-        System.out.println(io.stockade.conformance.report.Reports.details(r.scenarios()));
+        Conformance.Result r = null;
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            r = runConclusively(fileTarget(dir), dir.resolve("work-" + attempt), Duration.ofSeconds(12),
+                    Scenario.PAUSE);
+            ScenarioResult first = r.scenarios().getFirst();
+            boolean starved = first.proxied() != null && first.control() != null
+                    && List.of(first.control(), first.proxied()).stream().anyMatch(run -> run.faultsInjected() < 3
+                    && run.notes().stream().anyMatch(n -> n.contains("lost its lease before its next lease check")));
+            if (!starved || attempt == 3) {
+                break;
+            }
+            System.out.println("attempt " + attempt + ": fewer than 3 fault cycles, cycles skipped for lost leases,"
+                    + " run again: " + first.control().notes() + " " + first.proxied().notes());
+        }
+        assertEveryScenarioPassedAndEveryControlCaught(r);
         ScenarioResult s = r.scenarios().getFirst();
-        assertTrue(s.proxied().check().ok(), s.proxied().check().toString());
         for (RunResult run : List.of(s.control(), s.proxied())) {
             String which = run.control() ? "control" : "through the proxy";
             assertTrue(run.faultsInjected() >= 3, which + ": " + run.faultsInjected() + " fault cycles in 12 s, notes "

@@ -68,6 +68,12 @@ final class ConformanceCases {
 
     static Conformance.Result runConclusively(Target target, Path work, Scenario... applicable)
             throws Exception {
+        return runConclusively(target, work, Duration.ofSeconds(1), applicable);
+    }
+
+    /** As {@link #runConclusively(Target, Path, Scenario...)}, each run's fault budget {@code duration}. */
+    static Conformance.Result runConclusively(Target target, Path work, Duration duration, Scenario... applicable)
+            throws Exception {
         List<ScenarioResult> settled = new java.util.ArrayList<>();
         List<Scenario> todo = new java.util.ArrayList<>(scenarios(applicable.length == 0 ? WITHOUT_STORE
                 : applicable));
@@ -78,7 +84,7 @@ final class ConformanceCases {
         // the cause is written down in conformance/README.md.
         for (int attempt = 1; attempt <= MAX_ATTEMPTS && !todo.isEmpty(); attempt++) {
             Conformance.Result r = Conformance.of(target).scenarios(todo.toArray(Scenario[]::new))
-                    .duration(Duration.ofSeconds(1)).workDir(work.resolve("attempt-" + attempt)).run();
+                    .duration(duration).workDir(work.resolve("attempt-" + attempt)).run();
             for (ScenarioResult s : r.scenarios()) {
                 if (s.verdict() == Verdict.INCONCLUSIVE && attempt < MAX_ATTEMPTS) {
                     System.out.println("attempt " + attempt + ": " + s.scenario().id() + " inconclusive, run again"

@@ -183,11 +183,15 @@ class ConformanceLeasesAndStoresIT {
      * sessions expire by themselves at 2 × TTL and leave a 15 s lock-delay) through the client SDK's Consul provider
      * (token = the key's {@code ModifyIndex}), and the proxy verifies every token against it
      * ({@code fence.verify: {kind: consul}}). Consul's shortest session TTL is 10 s, so this run is the slow one:
-     * pause only.
+     * pause only. The stand-in caps each session's lock-delay at 1 s (the SDK asks for 15 s): the next holder takes
+     * the lock 1 s after the zombie's session was invalidated instead of 15 s, twice a run (control and proxied),
+     * and the zombie, still stopped, writes after that holder's writes all the same; what is asserted is the
+     * proxy's refusal of it, which does not depend on how long the lock stayed free.
      */
     @Test
     void fileBackendWithConsulLeasesPassesPause(@TempDir Path dir) throws Exception {
-        try (io.stockade.testing.ConsulStandIn consul = io.stockade.testing.ConsulStandIn.realTime()) {
+        try (io.stockade.testing.ConsulStandIn consul = io.stockade.testing.ConsulStandIn.realTime(
+                Duration.ofSeconds(1))) {
             Path root = dir.resolve("files");
             Path policy = policy(dir, memoryStore(dir), """
                       - name: files

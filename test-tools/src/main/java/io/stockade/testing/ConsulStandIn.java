@@ -68,6 +68,8 @@ public final class ConsulStandIn implements AutoCloseable {
     private long nanos;      // the stand-in's clock, moved by advance()
     /** {@link System#nanoTime()} at start, when the clock also runs by itself ({@link #realTime()}); else null. */
     private final Long realStart;
+    /** The longest lock-delay a session gets ({@link #realTime(Duration)}); else unbounded. */
+    private final long lockDelayCapNanos;
 
     private static final class Entry {
         long createIndex;
@@ -92,11 +94,26 @@ public final class ConsulStandIn implements AutoCloseable {
      * tests whose clients renew and pause as real processes (the conformance suite's writers).
      */
     public static ConsulStandIn realTime() throws IOException {
-        return new ConsulStandIn(System.nanoTime());
+        return new ConsulStandIn(System.nanoTime(), Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #realTime()}, with every session's lock-delay at most {@code lockDelayCap} (a session that asks for
+     * more, as the client SDK's 15 s, gets the cap; its {@code info} says so): for tests that wait for handoffs in
+     * real time and whose point is not the lock-delay (the conformance suite: the next holder's token must fence
+     * the zombie, whenever it took the lock).
+     */
+    public static ConsulStandIn realTime(Duration lockDelayCap) throws IOException {
+        return new ConsulStandIn(System.nanoTime(), lockDelayCap.toNanos());
     }
 
     private ConsulStandIn(Long realStart) throws IOException {
+        this(realStart, Long.MAX_VALUE);
+    }
+
+    private ConsulStandIn(Long realStart, long lockDelayCapNanos) throws IOException {
         this.realStart = realStart;
+        this.lockDelayCapNanos = lockDelayCapNanos;
         server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
         server.createContext("/", this::handle);
         server.start();
@@ -294,7 +311,8 @@ public final class ConsulStandIn implements AutoCloseable {
                     send(ex, 400, "Invalid Session TTL '" + spec.get("TTL") + "', must be between [10s=24h0m0s]");
                     return;
                 }
-                long delay = spec.get("LockDelay") instanceof String d ? nanos(d) : Duration.ofSeconds(15).toNanos();
+                long delay = Math.min(lockDelayCapNanos, spec.get("LockDelay") instanceof String d ? nanos(d)
+                        : Duration.ofSeconds(15).toNanos());
                 String behavior = spec.get("Behavior") instanceof String b ? b : "release";
                 if (!behavior.equals("release") && !behavior.equals("delete")) {
                     send(ex, 400, "Invalid Behavior setting '" + behavior + "'");
