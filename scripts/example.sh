@@ -27,6 +27,7 @@
 # Data: ./stockade-data/<example>/ (the journal, and s3proxy's and etcd's data), emptied at every start: each run
 # starts from a clean state of its own, so the printed session gives the same answers every time (a journal kept
 # from an earlier run would remember tokens that the new stores, in memory, do not: a first write answered 409).
+# STOCKADE_JAVA_OPTS: extra options for every JVM the example starts (bin/stockade's, and the small HTTP store's).
 # The postgres example recreates its database stockade_example too (a database named by PGDATABASE is kept, its
 # schema and seed rows loaded again); the sql example recreates its database always. Ports: STOCKADE_PORT (free
 # port by default), the stores' on free ports. The first line on standard output is "proxy: http://127.0.0.1:PORT".
@@ -81,7 +82,9 @@ await_line() {
 
 start_upstream() {  # ports...
   step "starting a small HTTP store on port(s) $*"
-  "$JAVA_HOME/bin/java" scripts/example-upstream.java "$@" > "$data/upstream.log" 2>&1 &
+  local opts
+  read -r -a opts <<<"${STOCKADE_JAVA_OPTS:-}"   # as bin/stockade's JVMs: split on white space, never globbed
+  "$JAVA_HOME/bin/java" "${opts[@]}" scripts/example-upstream.java "$@" > "$data/upstream.log" 2>&1 &
   pids+=($!)
   await_line "$data/upstream.log" "listening on http://127.0.0.1:${*: -1}" "$!"
 }

@@ -6,7 +6,7 @@
 #   scripts/s3proxy.sh [DIR]     data in DIR/data (default ./stockade-data/s3proxy), its log in DIR/s3proxy.log
 #
 # Environment: S3PROXY_PORT (9000), S3_ACCESS_KEY / S3_SECRET_KEY (minioadmin), S3PROXY_BUCKETS (buckets to create
-# at start, space-separated; default "reports").
+# at start, space-separated; default "reports"), STOCKADE_JAVA_OPTS (extra JVM options, as for bin/stockade).
 #
 # Why a launcher: s3proxy's Main sends its standard error to its own logger when it has no console (a service, a
 # pipe, a test); with a logger that writes to standard error (slf4j-jdk14 with the JDK's default console handler)
@@ -57,6 +57,7 @@ java.util.logging.FileHandler.append=true
 java.util.logging.FileHandler.formatter=java.util.logging.SimpleFormatter
 LOGGING
 jvm_options=()
+read -r -a jvm_options <<<"${STOCKADE_JAVA_OPTS:-}"   # extra JVM options, as bin/stockade's (split on white space)
 if [ "$(stockade_jdk_major "$JAVA_HOME")" -ge 24 ]; then
   jvm_options+=(--sun-misc-unsafe-memory-access=allow)   # Guava's warning on JDK 24+, noise
 fi

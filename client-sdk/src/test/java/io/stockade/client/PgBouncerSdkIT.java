@@ -52,14 +52,17 @@ class PgBouncerSdkIT {
              LeaseProvider a = Leases.newBuilder().holderIdentity("a").postgres(pool);
              LeaseProvider b = Leases.newBuilder().holderIdentity("b").postgres(pool)) {
             String held = "held-" + UUID.randomUUID();
-            try (Lease kept = a.acquire(held, Duration.ofSeconds(1), Duration.ofSeconds(5))) {
+            // a 3 s lease: renewed every 1 s, lost if no renewal succeeds for 2 s (the renew deadline). With 1 s the
+            // deadline was 667 ms, shorter than a renewal's wait for CPU on a loaded 2-core host while b's loop and
+            // PgBouncer take their turns: the lease was lost there (RENEW_DEADLINE), not through the pool
+            try (Lease kept = a.acquire(held, Duration.ofSeconds(3), Duration.ofSeconds(5))) {
                 // b takes and gives back another lease, over and over, on the same pool, for several renew intervals
                 String busy = "busy-" + UUID.randomUUID();
                 long last = 0;
                 long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
                 int cycles = 0;
                 while (System.nanoTime() < until) {
-                    try (Lease l = b.acquire(busy, Duration.ofSeconds(1), Duration.ofSeconds(5))) {
+                    try (Lease l = b.acquire(busy, Duration.ofSeconds(3), Duration.ofSeconds(5))) {
                         assertTrue(l.token() > last, "tokens increase: " + l.token() + " after " + last);
                         last = l.token();
                     }
@@ -133,7 +136,11 @@ class PgBouncerSdkIT {
         }
     }
 
-    /** {@code lease run --postgres}: each call on a new connection, named from the first execution by the URL. */
+    /**
+     * {@code lease run --postgres}: each call on a new connection, named from the first execution by the URL. A 3 s
+     * lease (renewed every 1 s, so once while the command sleeps), not 1 s: a child JVM's renew deadline of 667 ms
+     * is missed on a loaded host, as in the test above.
+     */
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void leaseRunThroughTransactionPooling() throws Exception {
@@ -141,7 +148,7 @@ class PgBouncerSdkIT {
             Path dir = Files.createTempDirectory("stockade-run-");
             for (int i = 0; i < 3; i++) {
                 Process p = Children.java("io.stockade.client.cli.LeaseCommand", "run", "--postgres",
-                                bouncer.url() + "&prepareThreshold=1", "--name", "job", "--ttl", "1s", "--",
+                                bouncer.url() + "&prepareThreshold=1", "--name", "job", "--ttl", "3s", "--",
                                 "sh", "-c", "echo \"$FENCING_TOKEN\" > token; sleep 1.5")
                         .directory(dir.toFile()).redirectErrorStream(true)
                         .redirectOutput(dir.resolve("run.log").toFile()).start();

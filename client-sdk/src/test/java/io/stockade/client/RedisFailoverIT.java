@@ -105,7 +105,10 @@ class RedisFailoverIT {
     /** Second by second: the primary acknowledges, dies unreplicated, the replica is promoted, a second holder. */
     private Lease[] failover(LeaseProvider onPrimary, LeaseProvider onReplica) throws Exception {
         link.dropToClient(true);                    // t0: the replica stops hearing the primary (it does not know)
-        Lease first = onPrimary.acquire(LOCK, Duration.ofSeconds(10), Duration.ofSeconds(2)); // t1: acknowledged
+        // t1: acknowledged. A 20 s lease: the first holder's next renewal (ttl/3 later) finds its primary gone and
+        // loses the lease, and the test's checks of "both hold it" must come before; with 10 s (renewed after 3.3 s)
+        // the failover's steps outlasted that on a loaded host (load average 30: CONNECTION_LOST, twice in five runs)
+        Lease first = onPrimary.acquire(LOCK, Duration.ofSeconds(20), Duration.ofSeconds(2));
         primary.kill();                             // t2: the primary dies before the lock reached the replica
         try (Jedis promoted = new Jedis(replica.url())) {
             assertNull(promoted.get(LOCK), "the replica never got the lock");
@@ -143,7 +146,7 @@ class RedisFailoverIT {
             // the first holder learns of it at its next renewal: its primary is gone
             CompletableFuture<LossReason> heard = new CompletableFuture<>();
             first.addListener((l, r) -> heard.complete(r));
-            assertEquals(LossReason.CONNECTION_LOST, heard.get(6, TimeUnit.SECONDS));
+            assertEquals(LossReason.CONNECTION_LOST, heard.get(12, TimeUnit.SECONDS)); // renewed 6.7 s after t1
             assertTrue(second.isValid());
         }
     }
