@@ -16,6 +16,9 @@
 #   PROXY_JAVA_OPTS="-XX:StartFlightRecording=..." bench/sql.sh
 #   DURATION=1s REPEATS=1 WARMUP=1s bench/sql.sh   # a smoke run: that the script works, no figures
 #   DEBUG=1 bench/sql.sh                            # also every pgbench's own output, on standard error
+#   PROFILE_SQL=1 bench/sql.sh                      # also where the fenced database spends it: the time of each
+#                                                   # fence function a call (track_functions) and the MultiXact
+#                                                   # SLRU's traffic (share locks of concurrent writers), at the end
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -123,6 +126,10 @@ run() { # $1 = straight|trigger|listener, $2 = writers, $3 = seconds -> "tps p50
   echo "$tps $p50 ${failed:-0} $(stockade_us_per_request $((after - before)) "$count")"
 }
 
+if [ -n "${PROFILE_SQL:-}" ]; then
+  psql -h 127.0.0.1 -U postgres -d postgres -qX -v ON_ERROR_STOP=1 >/dev/null \
+    -c "ALTER DATABASE $fenced_db SET track_functions = 'all'" -c "SELECT pg_stat_reset_slru(NULL)"
+fi
 echo "warming up ($WARMUP through the listener) ..." >&2
 run listener 8 "${WARMUP%s}" > /dev/null
 results="$work/results"
@@ -155,3 +162,12 @@ for w in $WRITERS; do
       median(c) }'
 done
 echo "(aim: listener/straight >= 0.80 at 8 and 32 writers; $fenced of $ROWS scopes hold token 7 in the fence table)"
+if [ -n "${PROFILE_SQL:-}" ]; then
+  echo
+  echo "Where the fenced database spent it (every trigger and listener run, warm-up included):"
+  psql -h 127.0.0.1 -U postgres -d $fenced_db -qX -P pager=off -c "SELECT schemaname || '.' || funcname AS function,
+      calls, round((self_time / nullif(calls, 0) * 1000)::numeric, 1) AS self_us_a_call,
+      round((total_time / nullif(calls, 0) * 1000)::numeric, 1) AS total_us_a_call
+    FROM pg_stat_user_functions ORDER BY total_time DESC" \
+    -c "SELECT name, blks_zeroed, blks_hit, blks_read, blks_written FROM pg_stat_slru WHERE name LIKE 'Multi%'"
+fi
