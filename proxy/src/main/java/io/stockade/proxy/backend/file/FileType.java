@@ -11,14 +11,7 @@ import io.stockade.proxy.backend.FencePlace;
 import io.stockade.proxy.backend.ScopeShape;
 
 /** The file backend: the proxy's store keeps its fence; its scopes are its policy's scope template. */
-public final class FileType implements BackendType {
-    private final Policy policy;
-    private final BackendConfig.File config;
-
-    public FileType(Policy policy, BackendConfig.File config) {
-        this.policy = policy;
-        this.config = config;
-    }
+public record FileType(Policy policy, BackendConfig.File config) implements BackendType {
 
     @Override
     public Backend open() throws IOException {

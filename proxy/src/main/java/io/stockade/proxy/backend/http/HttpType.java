@@ -11,15 +11,8 @@ import io.stockade.proxy.backend.FencePlace;
 import io.stockade.proxy.backend.ScopeShape;
 
 /** The http backend: the proxy's store keeps its fence; its scopes are its policy's scope template. */
-public final class HttpType implements BackendType {
+public record HttpType(Policy policy, BackendConfig.Http config) implements BackendType {
     private static final Logger LOG = Logger.getLogger(HttpType.class.getName());
-    private final Policy policy;
-    private final BackendConfig.Http config;
-
-    public HttpType(Policy policy, BackendConfig.Http config) {
-        this.policy = policy;
-        this.config = config;
-    }
 
     /** Opens the backend, logging a settle shorter than the timeout. */
     @Override

@@ -13,14 +13,7 @@ import io.stockade.proxy.backend.ScopeShape;
  * The postgres backend: with {@code fence: table} its database keeps the fence (in each write's transaction); with
  * {@code fence: column} the user's own rows do, where the proxy has nothing to show or raise.
  */
-public final class PostgresType implements BackendType {
-    private final Policy policy;
-    private final BackendConfig.Postgres config;
-
-    public PostgresType(Policy policy, BackendConfig.Postgres config) {
-        this.policy = policy;
-        this.config = config;
-    }
+public record PostgresType(Policy policy, BackendConfig.Postgres config) implements BackendType {
 
     @Override
     public Backend open() throws IOException {

@@ -16,15 +16,8 @@ import io.stockade.proxy.backend.ScopeShape;
  * {@code <scope>/<bucket>} and {@code <scope>/<bucket>/<key part>} ({@link #scope}), the one shape both the
  * requests ({@code S3Front}) and the admin routing ({@link #scopes()}) use.
  */
-public final class S3Type implements BackendType {
+public record S3Type(Policy policy, BackendConfig.S3 config) implements BackendType {
     private static final Logger LOG = Logger.getLogger(S3Type.class.getName());
-    private final Policy policy;
-    private final BackendConfig.S3 config;
-
-    public S3Type(Policy policy, BackendConfig.S3 config) {
-        this.policy = policy;
-        this.config = config;
-    }
 
     @Override
     public Backend open() {
