@@ -146,9 +146,11 @@ final class ZooKeeperLeaseService implements LeaseService {
         session.zk = new ZooKeeper(servers, requested, session, false, config);
         open.add(session);
         try {
-            if (!session.connected.await(Math.max(1, deadline - ticker.read()), TimeUnit.NANOSECONDS)) {
+            long budget = Math.max(1, deadline - ticker.read());
+            if (!session.connected.await(budget, TimeUnit.NANOSECONDS)) {
+                // the time it waited, not what is left of it afterwards (that printed "within -1318 ms")
                 throw new TimeoutException("no ZooKeeper server of " + servers + " answered within "
-                        + Duration.ofNanos(deadline - ticker.read() + 1).toMillis() + " ms");
+                        + Math.max(1, Duration.ofNanos(budget).toMillis()) + " ms");
             }
             int negotiated = session.zk.getSessionTimeout();
             if (negotiated < ttl.toMillis()) {
