@@ -134,8 +134,10 @@ class RedisLeaseIT {
     @Test
     void theWatchdogRenewsPastTheTtl() throws Exception {
         String name = name();
-        try (Lease lease = a.acquire(name, Duration.ofSeconds(1), Duration.ofSeconds(5))) {
-            Thread.sleep(2500); // 2.5 TTLs: the point is that time passes
+        // a 3 s lease, waited past: with 1 s the renew deadline (667 ms) was shorter than a renewal's wait for a core
+        // on a loaded 2-core host (the pattern that lost PgBouncerSdkIT's and KubernetesLeaseIT's leases)
+        try (Lease lease = a.acquire(name, Duration.ofSeconds(3), Duration.ofSeconds(5))) {
+            Thread.sleep(3500); // past the TTL, three renewals: the point is that time passes
             assertTrue(lease.isValid(), "renewed: " + lease.lossReason());
             lease.checkpoint(Duration.ofMillis(200));
             assertTrue(admin.pttl(name) > 0, "the key's ttl was extended");
