@@ -60,6 +60,14 @@ class FaultHarnessIT {
     private static final Duration SETTLE = Duration.ofSeconds(2);
     private static final List<String> SCOPES = List.of("r0", "r1", "r2");
     private static final int WRITERS = 4;
+    /** The http backend's timeout and settle in every topology. */
+    private static final String[] UPSTREAM_TIMES = {"timeout: " + TIMEOUT.toMillis() + "ms",
+        "settle: " + SETTLE.toMillis() + "ms"};
+
+    /** The one policy every topology serves, {@code /docs/{id}} over the storage at {@code storage}, on a store. */
+    private static String docsOver(String store, String storage) {
+        return TestPolicies.on(store).policy("docs", "/docs/{id}", "docs/{id}").http(storage, UPSTREAM_TIMES).yaml();
+    }
 
     @TempDir
     Path dir;
@@ -71,12 +79,11 @@ class FaultHarnessIT {
         try (ScratchFilesystem journalDisk = ScratchFilesystem.tmpfs(dir.resolve("journal-fs"), 256 * 1024);
              NetNs storageNet = NetNs.create()) {
             String storage = startRclone(storageNet);
-            String policy = TestPolicies.on("""
+            String policy = docsOver("""
                     store:
                       type: memory
                       journal: ${JOURNAL}
-                    """).policy("docs", "/docs/{id}", "docs/{id}").http(storage,
-                    "timeout: " + TIMEOUT.toMillis() + "ms", "settle: " + SETTLE.toMillis() + "ms").yaml();
+                    """, storage);
             try (ProxyFixture proxy = ProxyFixture.start(journalDisk.path().resolve("journal"), policy, Map.of())) {
                 run(proxy, data, List.of(cut("storage cut", storageNet), new Fault("journal disk full", run -> {
                     long before = run.storeUnavailable.sum();
@@ -103,14 +110,13 @@ class FaultHarnessIT {
         try (NetNs storageNet = NetNs.create(); NetNs storeNet = NetNs.create()) {
             String storage = startRclone(storageNet);
             String etcd = startEtcd(storeNet);
-            String policy = TestPolicies.on("""
+            String policy = docsOver("""
                     store:
                       type: etcd
                       endpoints: %s
                       prefix: /harness/
                       timeout: 1s
-                    """.formatted(etcd)).policy("docs", "/docs/{id}", "docs/{id}").http(storage,
-                    "timeout: " + TIMEOUT.toMillis() + "ms", "settle: " + SETTLE.toMillis() + "ms").yaml();
+                    """.formatted(etcd), storage);
             try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), policy, Map.of())) {
                 run(proxy, data, List.of(cut("storage cut", storageNet), cut("fence store cut", storeNet)));
             }
@@ -130,12 +136,11 @@ class FaultHarnessIT {
         try (NetNs storageNet = NetNs.create(); NetNs storeNet = NetNs.create();
              PgCluster pg = PgCluster.createIn(storeNet)) {
             String storage = startRclone(storageNet);
-            String policy = TestPolicies.on("""
+            String policy = docsOver("""
                     store:
                       type: postgres
                       datasource: {url: "%s", user: postgres, statement-timeout: 1s, connect-timeout: 1s}
-                    """.formatted(pg.url())).policy("docs", "/docs/{id}", "docs/{id}").http(storage,
-                    "timeout: " + TIMEOUT.toMillis() + "ms", "settle: " + SETTLE.toMillis() + "ms").yaml();
+                    """.formatted(pg.url()), storage);
             try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), policy, Map.of())) {
                 run(proxy, data, List.of(cut("storage cut", storageNet), cut("fence store cut", storeNet)));
             }
@@ -158,7 +163,7 @@ class FaultHarnessIT {
             String policy = TestPolicies.memoryStore().policy("docs", "/docs/{id}", "docs/{id}")
                     .fence("verify: {kind: etcd, endpoints: \"" + etcd + "\", prefix: locks/, timeout: 1s,"
                             + " cache: {enabled: false}}")
-                    .http(storage, "timeout: " + TIMEOUT.toMillis() + "ms", "settle: " + SETTLE.toMillis() + "ms")
+                    .http(storage, UPSTREAM_TIMES)
                     .yaml();
             try (ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), policy, Map.of());
                  Leases locks = Leases.etcd(etcd, "locks/", Duration.ofSeconds(2), Duration.ofSeconds(2))) {
