@@ -23,7 +23,10 @@ final class DatasourceReader {
                     Datasource.DEFAULT_STATEMENT_TIMEOUT);
             Optional<Duration> connectTimeout = ds.optional("connect-timeout", Values::duration,
                     Datasource.DEFAULT_CONNECT_TIMEOUT);
-            if (!Values.allPresent(url, user, password, passwordFile, poolSize, statementTimeout, connectTimeout)) {
+            Optional<Datasource.Statements> statements = ds.optional("statements",
+                    f -> Values.keyword(f, "statements", Vocabulary.STATEMENTS), Datasource.Statements.AUTO);
+            if (!Values.allPresent(url, user, password, passwordFile, poolSize, statementTimeout, connectTimeout,
+                    statements)) {
                 return Optional.empty();
             }
             if (password.get().isPresent() && passwordFile.get().isPresent()) {
@@ -35,7 +38,8 @@ final class DatasourceReader {
                 return Optional.empty();
             }
             return Optional.of(new Datasource(url.get(), user.get().orElse(null), password.get().orElse(null),
-                    passwordFile.get().orElse(null), poolSize.get(), statementTimeout.get(), connectTimeout.get()));
+                    passwordFile.get().orElse(null), poolSize.get(), statementTimeout.get(), connectTimeout.get(),
+                    statements.get()));
         });
     }
 

@@ -25,7 +25,8 @@ final class Vocabulary {
             "max-scope-memory", "heal-within");
     static final List<String> POSTGRES_STORE_KEYS = List.of("type", "datasource", "migrate", "cache");
     static final List<String> DATASOURCE_KEYS = List.of("url", "user", "password", "password-file", "pool-size",
-            "statement-timeout", "connect-timeout");
+            "statement-timeout", "connect-timeout", "statements");
+    static final Map<String, Datasource.Statements> STATEMENTS = keywords(Datasource.Statements.class);
     static final List<String> ETCD_STORE_KEYS = List.of("type", "endpoints", "prefix", "timeout", "username",
             "password", "password-file", "tls", "cache");
     static final List<String> TLS_KEYS = List.of("ca", "cert", "key");

@@ -14,14 +14,18 @@ import java.sql.SQLTransientConnectionException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.HexFormat;
+import java.util.Properties;
 import java.util.logging.Logger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import javax.sql.DataSource;
 
 import io.stockade.policy.Datasource;
+import io.stockade.policy.Datasource.Statements;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.util.DriverDataSource;
 
 /** Opens HikariCP pools over pgjdbc, and creates or checks Stockade's fence table and functions. */
 public final class PostgresPools {
@@ -64,15 +68,23 @@ public final class PostgresPools {
             throws IOException {
         HikariConfig c = new HikariConfig();
         c.setPoolName(poolName);
-        c.setJdbcUrl(unnamedStatements(ds.url()));
-        if (ds.user() != null) {
-            c.setUsername(ds.user());
+        String password = ds.password();
+        if (password == null && ds.passwordFile() != null) {
+            password = Files.readString(ds.passwordFile(), StandardCharsets.UTF_8).strip();
         }
-        if (ds.password() != null) {
-            c.setPassword(ds.password());
-        } else if (ds.passwordFile() != null) {
-            c.setPassword(Files.readString(ds.passwordFile(), StandardCharsets.UTF_8).strip());
+        Properties driver = new Properties();
+        if (socketTimeout) {
+            driver.setProperty("socketTimeout", Long.toString(ds.statementTimeout().toSeconds() + 5));
         }
+        driver.setProperty("connectTimeout", Long.toString(Math.max(1, ds.connectTimeout().toSeconds())));
+        driver.setProperty("tcpKeepAlive", "true");
+        driver.setProperty("ApplicationName", "stockade");
+        String url = ds.statements() == Statements.NAMED ? ds.url() : unnamedStatements(ds.url());
+        DataSource connections = new DriverDataSource(url, null, driver, ds.user(), password);
+        if (ds.statements() == Statements.AUTO) {
+            connections = new StatementsDataSource(connections, poolName, namedThreshold(ds.url()));
+        }
+        c.setDataSource(connections);
         c.setMaximumPoolSize(ds.poolSize());
         c.setMinimumIdle(Math.min(ds.poolSize(), 4));
         c.setConnectionTimeout(ds.connectTimeout().toMillis());
@@ -80,15 +92,39 @@ public final class PostgresPools {
         c.setAutoCommit(true);
         c.setConnectionInitSql("SET statement_timeout = " + ds.statementTimeout().toMillis()
                 + (initSql == null ? "" : "; " + initSql));
-        if (socketTimeout) {
-            c.addDataSourceProperty("socketTimeout", Long.toString(ds.statementTimeout().toSeconds() + 5));
-        }
-        c.addDataSourceProperty("connectTimeout", Long.toString(Math.max(1, ds.connectTimeout().toSeconds())));
-        c.addDataSourceProperty("tcpKeepAlive", "true");
-        c.addDataSourceProperty("ApplicationName", "stockade");
         // Start even if the database is down now (writes answer 503 until it is back); migrate() reports it.
         c.setInitializationFailTimeout(-1);
         return new HikariDataSource(c);
+    }
+
+    /**
+     * The {@code prepareThreshold} {@code url} gives (a connection found to reach PostgreSQL directly runs with it),
+     * else pgjdbc's default, 5.
+     */
+    static int namedThreshold(String url) {
+        int q = url.indexOf('?');
+        int threshold = 5;
+        if (q >= 0) {
+            for (String param : url.substring(q + 1).split("&", -1)) {
+                int eq = param.indexOf('=');
+                if (eq > 0 && decoded(param.substring(0, eq)).strip().equalsIgnoreCase("prepareThreshold")) {
+                    try {
+                        threshold = Integer.parseInt(decoded(param.substring(eq + 1)).strip());
+                    } catch (NumberFormatException e) {
+                        threshold = 5; // pgjdbc refuses the URL itself
+                    }
+                }
+            }
+        }
+        return threshold;
+    }
+
+    private static String decoded(String text) {
+        try {
+            return URLDecoder.decode(text, StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            return text; // kept as written: pgjdbc refuses it
+        }
     }
 
     /**
@@ -110,18 +146,14 @@ public final class PostgresPools {
         if (Boolean.getBoolean("org.postgresql.forceBinary")) {
             throw new IOException("the JVM runs with -Dorg.postgresql.forceBinary=true, which makes pgjdbc prepare"
                     + " every statement by name on the server: unsafe behind a pooler (PgBouncer) and refused;"
-                    + " remove the property");
+                    + " remove the property, or set the datasource's 'statements: named' if no transaction pooler"
+                    + " stands between the proxy and PostgreSQL");
         }
         int q = url.indexOf('?');
         StringBuilder out = new StringBuilder(q < 0 ? url : url.substring(0, q)).append('?');
         if (q >= 0) {
             for (String param : url.substring(q + 1).split("&", -1)) {
-                String name = param.contains("=") ? param.substring(0, param.indexOf('=')) : param;
-                try {
-                    name = URLDecoder.decode(name, StandardCharsets.UTF_8);
-                } catch (IllegalArgumentException e) {
-                    // kept as written: pgjdbc refuses it, and the parameter appended last wins anyway
-                }
+                String name = decoded(param.contains("=") ? param.substring(0, param.indexOf('=')) : param);
                 if (!param.isEmpty() && !name.strip().equalsIgnoreCase("prepareThreshold")) {
                     out.append(param).append('&');
                 }

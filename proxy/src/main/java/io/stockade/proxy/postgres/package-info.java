@@ -7,6 +7,8 @@
  * Plain JDBC over HikariCP, not Helidon DbClient: a fenced write sends its statements as one multi-statement in
  * an explicit transaction (see {@code backend.postgres}), which DbClient cannot express, and DbClient's rollback
  * after a failed statement throws. Pools are autocommit; the backend turns it off for each write and
- * back on before the connection returns.
+ * back on before the connection returns. Whether a connection keeps named server-side statements is the
+ * datasource's {@code statements}: with {@code auto}, {@code StatementsDataSource} asks each new connection's server
+ * where it arrived and names statements only where nothing stands between.
  */
 package io.stockade.proxy.postgres;

@@ -55,7 +55,7 @@ final class SqlFenceAccess implements FenceRouting.SqlFence, AutoCloseable {
         if (admin == null) {
             Datasource ds = config.admin();
             Datasource small = new Datasource(ds.url(), ds.user(), ds.password(), ds.passwordFile(),
-                    Math.min(2, ds.poolSize()), ds.statementTimeout(), ds.connectTimeout());
+                    Math.min(2, ds.poolSize()), ds.statementTimeout(), ds.connectTimeout(), ds.statements());
             try {
                 pool = PostgresPools.open(small, "stockade-sql-admin", true, "SET ROLE " + config.fenceRole()
                         + "; SET search_path = " + config.schema());

@@ -20,6 +20,16 @@ class PostgresPoolsTest {
                 PostgresPools.unnamedStatements("jdbc:postgresql://h/app?prepare%54hreshold=5"));
     }
 
+    /** The threshold a connection found direct runs with: the URL's, else pgjdbc's default. */
+    @Test
+    void aDirectConnectionRunsWithTheUrlsThresholdOrPgjdbcsDefault() {
+        assertEquals(5, PostgresPools.namedThreshold("jdbc:postgresql://h:5432/app"));
+        assertEquals(5, PostgresPools.namedThreshold("jdbc:postgresql://h:5432/app?ssl=true"));
+        assertEquals(1, PostgresPools.namedThreshold("jdbc:postgresql://h/app?user=u&prepareThreshold=1"));
+        assertEquals(0, PostgresPools.namedThreshold("jdbc:postgresql://h/app?prepare%54hreshold=0&ssl=true"));
+        assertEquals(5, PostgresPools.namedThreshold("jdbc:postgresql://h/app?prepareThreshold=many"));
+    }
+
     /** pgjdbc names every statement when the JVM forces binary transfer: refused at start, naming the property. */
     @Test
     void aJvmForcingBinaryTransferIsRefused() {

@@ -24,9 +24,9 @@
  *   autocommit: one implicit transaction, one round trip, no BEGIN or COMMIT ({@code OneStatement} says how and
  *   what differs: the fence is decided as the statement ends, so it suits statements that write only the rows they
  *   name by key). A server error is a rollback; no answer once it was sent is an unknown outcome (504).
- *   <p>Never an autocommit multi-statement, and statements never named on the server (the pool forces
- *   {@code prepareThreshold=0}); why, with the driver behaviour behind each: docs/pgbouncer.md, "The postgres
- *   backend's transaction". {@code PostgresAtomicWritesIT} runs every failing shape on one connection under
+ *   <p>Never an autocommit multi-statement, and statements named on the server only on a connection that
+ *   reaches PostgreSQL directly (the datasource's {@code statements}, {@code PostgresPools}); why, with the
+ *   driver behaviour behind each: docs/pgbouncer.md, "The postgres backend's transaction". {@code PostgresAtomicWritesIT} runs every failing shape on one connection under
  *   several driver settings and through PgBouncer.</li>
  *   <li><b>Column mode.</b> The user's statements compare their own token column with {@code :fencing_token}; a
  *   fenced statement that changed no row triggers the policy's {@code check} SELECT (in the same transaction): a
