@@ -111,6 +111,22 @@ class PolicyLoaderVerifyTest {
         assertFalse(pg.toString().contains("pw,"), pg.toString());
     }
 
+    /** A datasource's statements: auto unless said, the three words, anything else refused naming them and where. */
+    @Test
+    void aDatasourcesStatementsAreAutoUnlessSaidAndAnUnknownWordIsRefused() throws Exception {
+        String ds = "kind: postgres\ndatasource: {url: \"jdbc:postgresql://127.0.0.1:5432/test\"%s}";
+        assertEquals(Datasource.Statements.AUTO,
+                ((TokenVerification.Postgres) verify(ds.formatted(""), Map.of())).datasource().statements());
+        assertEquals(Datasource.Statements.UNNAMED, ((TokenVerification.Postgres) verify(
+                ds.formatted(", statements: unnamed"), Map.of())).datasource().statements());
+        assertEquals(Datasource.Statements.NAMED, ((TokenVerification.Postgres) verify(
+                ds.formatted(", statements: named"), Map.of())).datasource().statements());
+        PolicyException e = assertThrows(PolicyException.class,
+                () -> verify(ds.formatted(", statements: prepared"), Map.of()));
+        assertTrue(e.getMessage().contains("policies[0].fence.verify.datasource.statements")
+                && e.getMessage().contains("auto") && e.getMessage().contains("unnamed"), e.getMessage());
+    }
+
     @Test
     void kubernetesTakesANamespaceAndInClusterDefaults() throws Exception {
         TokenVerification.Kubernetes k8s = (TokenVerification.Kubernetes) verify("""
