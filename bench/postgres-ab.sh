@@ -8,6 +8,9 @@
 #   BASELINE_JAR=/elsewhere/proxy/target/stockade-proxy.jar bench/postgres-ab.sh   # DURATION=5s REPEATS=4 WRITERS=8
 #   PGBOUNCER=1 BASELINE_JAR=... bench/postgres-ab.sh
 #   AFTER_BACKEND="one-statement: true" BASELINE_JAR=... bench/postgres-ab.sh   # a backend key for JAR's proxy only
+#   AFTER_DATASOURCE="statements: named" BEFORE_DATASOURCE="statements: unnamed" BASELINE_JAR=$JAR ...
+#                                                   # datasource keys for each proxy (the same jar: one setting A/B)
+# pg_us/req: the CPU of every PostgreSQL process (the proxy's connections) a request, beside the proxy's own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -65,7 +68,7 @@ INI
   targets+=(pgbouncer)
 fi
 
-start() { # $1 = target, $2 = jar, $3 = JDBC URL, $4 = extra backend lines (JAR's proxy: AFTER_BACKEND)
+start() { # $1 = target, $2 = jar, $3 = JDBC URL, $4 = extra backend lines (JAR's proxy: AFTER_BACKEND), $5 = datasource keys
   port[$1]=$(stockade_free_port)
   cat > "$work/$1.yaml" <<YAML
 server: {host: 127.0.0.1, port: ${port[$1]}}
@@ -76,7 +79,7 @@ policies:
     scope: accounts/{id}
     backend:
       type: postgres
-      datasource: {url: "$3", user: postgres, pool-size: $POOL}
+      datasource: {url: "$3", user: postgres, pool-size: $POOL${5:+, $5}}
 ${4:+      $4}
       params:
         id: path
@@ -89,18 +92,21 @@ YAML
   pid[$1]=$!
   stockade_wait_port "${port[$1]}" "${pid[$1]}" "$work/$1.err"
 }
-start after "$jar" "jdbc:postgresql://127.0.0.1:5432/$db" "${AFTER_BACKEND:-}"
-start before "$baseline" "jdbc:postgresql://127.0.0.1:5432/$db"
+start after "$jar" "jdbc:postgresql://127.0.0.1:5432/$db" "${AFTER_BACKEND:-}" "${AFTER_DATASOURCE:-}"
+start before "$baseline" "jdbc:postgresql://127.0.0.1:5432/$db" "" "${BEFORE_DATASOURCE:-}"
 [ -n "${PGBOUNCER:-}" ] && start pgbouncer "$jar" "jdbc:postgresql://127.0.0.1:$bport/$db"
 
-run() { # $1 = target, $2 = duration -> "rps p50_ms non2xx cpu_us"
-  local before after line rps p50 non2xx requests
+run() { # $1 = target, $2 = duration -> "rps p50_ms non2xx cpu_us pg_us"
+  local before after pg_before pg_after line rps p50 non2xx requests
   before=$(stockade_cpu_ticks "${pid[$1]}")
+  pg_before=$(stockade_pg_cpu_ticks)
   line=$(wrk -t2 -c"$WRITERS" -d"$2" --timeout 10s -s bench/pg-put.lua "http://127.0.0.1:${port[$1]}" 2>&1 \
     | sed -n 's/^BENCH rps=\([^ ]*\) p50_ms=\([^ ]*\) p99_ms=[^ ]* non2xx=\([^ ]*\) requests=\([^ ]*\)$/\1 \2 \3 \4/p')
   after=$(stockade_cpu_ticks "${pid[$1]}")
+  pg_after=$(stockade_pg_cpu_ticks)
   read -r rps p50 non2xx requests <<< "$line"
-  echo "$rps $p50 $non2xx $(stockade_us_per_request $((after - before)) "$requests")"
+  echo "$rps $p50 $non2xx $(stockade_us_per_request $((after - before)) "$requests")" \
+    "$(stockade_us_per_request $((pg_after - pg_before)) "$requests")"
 }
 
 echo "warming up ..." >&2
@@ -114,11 +120,12 @@ done
 echo
 echo "postgres backend before/after, $(date -u +%Y-%m-%dT%H:%MZ), WRITERS=$WRITERS DURATION=$DURATION" \
   "REPEATS=$REPEATS POOL=$POOL, $(nproc) cores; after: $jar; before: $baseline"
-printf '%-10s %10s %10s %8s %8s %12s\n' target rps_median ratio p50_ms non2xx cpu_us/req
+printf '%-10s %10s %10s %8s %8s %12s %12s\n' target rps_median ratio p50_ms non2xx cpu_us/req pg_us/req
 base=$(awk '$1 == "before" { print $3 }' "$work/results" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
 for t in "${targets[@]}"; do
   awk -v t="$t" -v base="$base" '$1 == t' "$work/results" | awk -v base="$base" '
     function median(list,   a, k) { k = split(list, a, " "); asort(a); return a[int((k + 1) / 2)] }
-    { t = $1; p = p " " $3; l = l " " $4; e += $5; c = c " " $6 }
-    END { printf "%-10s %10.0f %10.2f %8.3f %8d %12s\n", t, median(p), median(p) / base, median(l), e, median(c) }'
+    { t = $1; p = p " " $3; l = l " " $4; e += $5; c = c " " $6; g = g " " $7 }
+    END { printf "%-10s %10.0f %10.2f %8.3f %8d %12s %12s\n", t, median(p), median(p) / base, median(l), e, median(c),
+      median(g) }'
 done

@@ -114,6 +114,15 @@ stockade_bench_cleanup() {
 # A process's CPU time so far, in clock ticks (user and system: /proc/PID/stat). $1 = PID.
 stockade_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# CPU ticks of every PostgreSQL server process so far, the children it reaped included (cutime, cstime).
+stockade_pg_cpu_ticks() {
+  local p sum=0
+  for p in $(pgrep -x postgres); do
+    sum=$((sum + $(awk '{print $14 + $15 + $16 + $17}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$sum"
+}
+
 # CPU ticks spent over some requests, in microseconds a request. $1 = ticks, $2 = requests.
 stockade_us_per_request() {
   awk -v d="$1" -v t="$(getconf CLK_TCK)" -v n="$2" 'BEGIN { printf "%.1f", d / t * 1e6 / (n > 0 ? n : 1) }'
