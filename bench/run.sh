@@ -10,8 +10,9 @@
 #   BASELINE_JAR=proxy/target/stockade-proxy.jar BASELINE_JAVA_OPTS= PROXY_JAVA_OPTS="-Dx=y" TARGETS="nginx memory \
 #     baseline" bench/run.sh           # a JVM option against the same jar without it (baseline: BASELINE_JAVA_OPTS,
 #                                      # default PROXY_JAVA_OPTS)
-#   TARGETS="nginx vertx memory steady" BACKENDS=no bench/run.sh   # against the JVM peer: Vert.x's reverse proxy
-#                                      # (bench/vertx-peer, built on first use), no fence, same upstream
+#   TARGETS="nginx vertx memory steady" BACKENDS=no bench/run.sh   # against the JVM peer alone: Vert.x's reverse
+#                                      # proxy (bench/vertx-peer, built on first use), no fence, same upstream; in the
+#                                      # default targets too
 #   WARMUP=30s bench/run.sh            # longer JIT warm-up per proxy (default 15s)
 #   SYSCALLS=1 bench/run.sh            # also count each proxy's system calls and context switches per request
 #                                      # (perf stat; steadier than rps on a shared host)
@@ -119,7 +120,7 @@ YAML
 # Per-request decision lines off (a log shipper's cost is not the proxy's); warnings still go to stderr.
 printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stockade.decision.level=OFF' > "$work/logging.properties"
 
-TARGETS=${TARGETS:-"direct nginx haproxy memory steady postgres etcd"}
+TARGETS=${TARGETS:-"direct nginx haproxy vertx memory steady postgres etcd"}
 uses() { # $1 = a proxy: is it measured? (steady measures the memory proxy, baseline-steady the baseline one)
   [[ " $TARGETS " == *" $1 "* || " $TARGETS " == *" $1-steady "* ]] || { [ "$1" = memory ] && [[ " $TARGETS " == *" steady "* ]]; }
 }
@@ -229,27 +230,27 @@ for c in $CONNECTIONS; do
         ratio(rps["haproxy"], rps["nginx"]), ratio(rps["nginx"], rps["direct"])
       if ("baseline" in rps) printf ", baseline/nginx rps %s, memory/baseline rps %s, baseline/nginx p99 %s",
         ratio(rps["baseline"], rps["nginx"]), ratio(rps["memory"], rps["baseline"]), ratio(p99["baseline"], p99["nginx"])
-      if ("vertx" in rps) printf ", memory/vertx rps %s (target >= 1.0), cpu/req %s (target <= 1.0); steady/vertx rps %s, cpu/req %s",
+      if ("vertx" in rps) printf ", memory/vertx rps %s (target >= 1.0), cpu/req %s (target <= 1.0); steady/vertx rps %s, cpu/req %s, p99 %s (target <= 1.0)",
         ratio(rps["memory"], rps["vertx"]), ratio(cpu["memory"], cpu["vertx"]), ratio(rps["steady"], rps["vertx"]),
-        ratio(cpu["steady"], cpu["vertx"])
+        ratio(cpu["steady"], cpu["vertx"]), ratio(p99["steady"], p99["vertx"])
       if ("postgres" in rps) printf ", postgres-store/memory rps %s", ratio(rps["postgres"], rps["memory"])
       if ("etcd" in rps) printf ", etcd-store/memory rps %s", ratio(rps["etcd"], rps["memory"])
       printf "\n"
     }'
 done
 
-# The chart: requests/s and CPU per request of each target, medians, one panel per connection count.
+# The chart: requests/s, CPU per request and p99 of each target, medians, a bar group per connection count.
 if [ -n "${CHART:-}" ]; then
   for c in $CONNECTIONS; do
     for target in $TARGETS; do
       awk -v c="$c" -v t="$target" '$1 == c && $3 == t' "$results" | sort -k4 -n | awk -v n="$REPEATS" 'NR == int((n + 1) / 2)' \
-        | awk '{ print $1 "-" $3, $4, ($8 == "-" ? 0 : $8) }'
+        | awk '{ print $1 "-" $3, $4, ($8 == "-" ? 0 : $8), $6 }'
     done
   done > "$work/chart.dat"
   gnuplot <<PLOT
-set terminal svg size 900,420 dynamic font "sans,11"
+set terminal svg size 900,720 dynamic font "sans,11"
 set output "$CHART"
-set title "Stockade bench $(date -u +%Y-%m-%d): pass-through, fencing on (connections-target)"
+set multiplot layout 2,1 title "Stockade bench $(date -u +%Y-%m-%d): pass-through, fencing on (connections-target)"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -262,6 +263,12 @@ set yrange [0:*]
 set y2range [0:*]
 set key top right
 plot "$work/chart.dat" using 2:xtic(1) title "requests/s" axes x1y1, "" using 3 title "CPU µs/request" axes x1y2
+unset y2label
+unset y2tics
+set ytics mirror
+set ylabel "p99 ms (median of repeats)"
+plot "$work/chart.dat" using 4:xtic(1) title "p99 latency" linecolor rgb "#c0504d"
+unset multiplot
 PLOT
   echo "chart: $CHART" >&2
 fi
