@@ -26,8 +26,9 @@
  *   name by key). A server error is a rollback; no answer once it was sent is an unknown outcome (504).
  *   <p>Never an autocommit multi-statement, and statements named on the server only on a connection that
  *   reaches PostgreSQL directly (the datasource's {@code statements}, {@code PostgresPools}); why, with the
- *   driver behaviour behind each: docs/pgbouncer.md, "The postgres backend's transaction". {@code PostgresAtomicWritesIT} runs every failing shape on one connection under
- *   several driver settings and through PgBouncer.</li>
+ *   driver behaviour behind each: docs/pgbouncer.md, "The postgres backend's transaction".
+ *   {@code PostgresAtomicWritesIT} runs every failing shape on one connection under several driver settings
+ *   (named and unnamed) and through PgBouncer.</li>
  *   <li><b>Column mode.</b> The user's statements compare their own token column with {@code :fencing_token}; a
  *   fenced statement that changed no row triggers the policy's {@code check} SELECT (in the same transaction): a
  *   higher token there is a 409 and everything is rolled back, otherwise the answer reports zero rows. With
