@@ -492,7 +492,9 @@ public final class UpstreamClient implements AutoCloseable {
         RequestOutput(Connection connection, HeadBuffer head, long length) {
             this.connection = connection;
             this.length = length;
-            this.buffer = head.size >= BUFFER ? head.bytes : Arrays.copyOf(head.bytes, BUFFER);
+            // room for the head and a declared body up to BUFFER (a 1 KiB PUT needs ~1.5 KiB, not 16)
+            int room = length >= 0 ? (int) Math.min(BUFFER, head.size + length) : BUFFER;
+            this.buffer = head.bytes.length >= room ? head.bytes : Arrays.copyOf(head.bytes, room);
             this.size = head.size;
         }
 
