@@ -36,14 +36,15 @@ import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.json.JsonWriter;
+import io.stockade.proxy.health.HealthEndpoints;
 import io.stockade.proxy.listener.HttpDate;
 import io.stockade.proxy.listener.ListenerLimits;
 import io.stockade.proxy.listener.ListenerTls;
+import io.stockade.proxy.listener.PassThroughEncoding;
 import io.stockade.proxy.listener.UnreadBody;
+import io.stockade.proxy.metrics.MetricsEndpoint;
 import io.stockade.proxy.metrics.ProxyMetrics;
 import io.stockade.proxy.pipeline.FencePipeline;
-import io.stockade.proxy.pipeline.Readiness;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.sql.SqlListener;
@@ -54,7 +55,7 @@ import io.stockade.proxy.store.runs.SharedRuns;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
 import io.helidon.common.tls.TlsClientAuth;
-import io.helidon.http.HeaderNames;
+import io.helidon.http.encoding.ContentEncodingContext;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerResponse;
@@ -194,7 +195,7 @@ public final class StockadeServer implements AutoCloseable {
                             .readTimeout(config.server().limits().readTimeout()))
                     // A proxy passes bodies on as they came: no decoding of Content-Encoding (and no 400 for
                     // encodings Helidon does not know, such as S3's aws-chunked).
-                    .contentEncoding(new PassThroughEncoding(io.helidon.http.encoding.ContentEncodingContext.create()))
+                    .contentEncoding(new PassThroughEncoding(ContentEncodingContext.create()))
                     .routing(routing -> routing(routing, pipeline, metrics, management == null ? admin : null,
                             management != null))
                     .update(b -> {
@@ -359,7 +360,7 @@ public final class StockadeServer implements AutoCloseable {
                         }
                     });
         } else {
-            routing.get(METRICS, (req, res) -> metrics(res, metrics));
+            routing.get(METRICS, (req, res) -> MetricsEndpoint.serve(res, metrics));
             if (admin != null) {
                 routing.any(admin);
             }
@@ -375,7 +376,7 @@ public final class StockadeServer implements AutoCloseable {
     static void managementRouting(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics,
                                   AdminEndpoint admin) {
         health(routing, pipeline);
-        routing.get(METRICS, (req, res) -> metrics(res, metrics));
+        routing.get(METRICS, (req, res) -> MetricsEndpoint.serve(res, metrics));
         if (admin != null) {
             routing.any(admin);
         }
@@ -390,24 +391,10 @@ public final class StockadeServer implements AutoCloseable {
         // first: no answer may leave an unread body on the connection, and Connection: close closes it
         routing.addFilter(new UnreadBody(pipeline.config().server().limits().readTimeout()));
         routing.addFilter(new HttpDate(Clock.systemUTC()));
-        routing.get(LIVE, (req, res) -> live(res, pipeline.readiness().unhealed()))
-                .get(READY, (req, res) -> ready(res, pipeline.readiness().check()))
-                .get(READY + "/{policy}", (req, res) -> policyReady(res, req.path().pathParameters().get("policy"),
-                        pipeline));
-    }
-
-    /**
-     * {@code /health/live}: 200 UP, or 503 DOWN with the reason while the fence store has failed and not healed
-     * within its time (the memory store's {@code heal-within}), so that the platform restarts the replica
-     * (docs/operations.md, "Faults and probes").
-     */
-    private static void live(ServerResponse res, Optional<String> unhealed) {
-        if (unhealed.isEmpty()) {
-            json(res, 200, "{\"status\":\"UP\"}");
-        } else {
-            json(res, 503, "{\"status\":\"DOWN\",\"down\":" + jsonList(List.of("fence store: " + unhealed.get()))
-                    + "}");
-        }
+        routing.get(LIVE, (req, res) -> HealthEndpoints.live(res, pipeline.readiness().unhealed()))
+                .get(READY, (req, res) -> HealthEndpoints.ready(res, pipeline.readiness().check()))
+                .get(READY + "/{policy}", (req, res) -> HealthEndpoints.policyReady(res,
+                        req.path().pathParameters().get("policy"), pipeline.readiness().check()));
     }
 
     private static void onManagementListener(ServerResponse res, String what) {
@@ -424,113 +411,9 @@ public final class StockadeServer implements AutoCloseable {
         }
     }
 
-    /**
-     * 200 UP, or 503 DOWN with what cannot be reached (a reason per component, as the log says it); and each
-     * policy's state: a policy whose own dependencies are down refuses its writes (503) while the replica stays
-     * ready for the others, unless it gates readiness ({@code readiness: gate}).
-     */
-    private static void ready(ServerResponse res, Readiness.Report report) {
-        StringBuilder body = new StringBuilder("{\"status\":\"").append(report.up() ? "UP" : "DOWN").append('"');
-        if (!report.up()) {
-            body.append(",\"down\":").append(jsonList(report.down()));
-        }
-        body.append(",\"policies\":{");
-        boolean first = true;
-        for (Map.Entry<String, List<String>> p : report.policies().entrySet()) {
-            body.append(first ? "" : ",").append(JsonWriter.quote(p.getKey())).append(":{\"status\":\"")
-                    .append(report.up(p.getKey()) ? "UP" : "DOWN").append('"');
-            if (!p.getValue().isEmpty()) {
-                body.append(",\"down\":").append(jsonList(p.getValue()));
-            }
-            body.append('}');
-            first = false;
-        }
-        json(res, report.up() ? 200 : 503, body.append("}}").toString());
-    }
-
-    /**
-     * {@code /health/ready/<policy>}: 200 while the policy can write (what its writes need: the fence store if they
-     * ask it, its verifier, its backend's database).
-     */
-    private static void policyReady(ServerResponse res, String policy, FencePipeline pipeline) {
-        Readiness.Report report = pipeline.readiness().check();
-        if (!report.policies().containsKey(policy)) {
-            Problem.of(ProblemType.NOT_FOUND, "no policy '" + policy + "'; the policies: "
-                    + String.join(", ", report.policies().keySet())).send(res);
-            return;
-        }
-        List<String> down = report.policies().get(policy);
-        json(res, down.isEmpty() ? 200 : 503, "{\"policy\":" + JsonWriter.quote(policy) + ",\"status\":\""
-                + (down.isEmpty() ? "UP\"" : "DOWN\",\"down\":" + jsonList(down)) + "}");
-    }
-
-    private static String jsonList(List<String> items) {
-        StringBuilder b = new StringBuilder("[");
-        for (int i = 0; i < items.size(); i++) {
-            b.append(i == 0 ? "" : ",").append(JsonWriter.quote(items.get(i)));
-        }
-        return b.append(']').toString();
-    }
-
-    private static void metrics(ServerResponse res, ProxyMetrics metrics) {
-        res.header(HeaderNames.CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
-        res.send(metrics.scrape());
-    }
-
-    private static void json(ServerResponse res, int status, String body) {
-        res.status(status);
-        res.header(HeaderNames.CONTENT_TYPE, "application/json");
-        res.send(body);
-    }
-
     /** Opens the backend of {@code policy} (its type logs what it should at start). */
     static Backend openBackend(Policy policy) throws IOException {
         return BackendTypes.of(policy).open();
-    }
-
-    /** Helidon's content encodings, but request bodies are never decoded: they reach the backend as sent. */
-    private record PassThroughEncoding(io.helidon.http.encoding.ContentEncodingContext delegate)
-            implements io.helidon.http.encoding.ContentEncodingContext {
-        @Override
-        public boolean contentEncodingEnabled() {
-            return delegate.contentEncodingEnabled();
-        }
-
-        @Override
-        public boolean contentDecodingEnabled() {
-            return true; // "enabled", with a decoder that passes every encoding through (Helidon refuses
-            // a Content-Encoding header outright when decoding is disabled)
-        }
-
-        @Override
-        public boolean contentEncodingSupported(String encodingId) {
-            return delegate.contentEncodingSupported(encodingId);
-        }
-
-        @Override
-        public boolean contentDecodingSupported(String encodingId) {
-            return true;
-        }
-
-        @Override
-        public io.helidon.http.encoding.ContentEncoder encoder(String encodingId) {
-            return delegate.encoder(encodingId);
-        }
-
-        @Override
-        public io.helidon.http.encoding.ContentDecoder decoder(String encodingId) {
-            return io.helidon.http.encoding.ContentDecoder.NO_OP;
-        }
-
-        @Override
-        public io.helidon.http.encoding.ContentEncoder encoder(io.helidon.http.Headers headers) {
-            return delegate.encoder(headers);
-        }
-
-        @Override
-        public io.helidon.http.encoding.ContentEncodingContextConfig prototype() {
-            return delegate.prototype();
-        }
     }
 
     /** The port actually bound (useful with port 0). */

@@ -8,6 +8,7 @@ import java.util.OptionalLong;
 import java.util.logging.LogRecord;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.Warnings;
 import io.stockade.testing.Http;
 

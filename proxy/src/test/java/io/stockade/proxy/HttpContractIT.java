@@ -6,6 +6,7 @@ import java.util.logging.LogRecord;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.testing.LogLines;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.proxy.testing.Warnings;
 import io.stockade.testing.Http;

@@ -9,6 +9,7 @@ import io.stockade.policy.PolicyException;
 import io.stockade.policy.PolicyLoader;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.FenceStores;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 

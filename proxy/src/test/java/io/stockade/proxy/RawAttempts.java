@@ -10,6 +10,7 @@ import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.testing.DifferentialOracle;
 import io.stockade.proxy.testing.MeaningGrammar;
 import io.stockade.proxy.testing.MeaningOracle;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.TargetGrammar;
 import io.stockade.testing.Http;
 

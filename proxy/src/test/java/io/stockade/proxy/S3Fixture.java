@@ -6,6 +6,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.function.Consumer;
 
+import io.stockade.proxy.testing.RawHttp;
+
 import org.gaul.s3proxy.AuthenticationType;
 import org.gaul.s3proxy.S3Proxy;
 import org.jclouds.ContextBuilder;

@@ -9,9 +9,9 @@ import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.FenceStores;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 

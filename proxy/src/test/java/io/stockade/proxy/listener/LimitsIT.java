@@ -20,9 +20,9 @@ import java.util.concurrent.Future;
 import java.util.stream.Stream;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.OpenSockets;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 

@@ -14,10 +14,10 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 

@@ -7,9 +7,9 @@ import java.nio.file.Path;
 import java.util.Map;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 

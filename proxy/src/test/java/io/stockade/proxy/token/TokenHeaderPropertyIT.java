@@ -7,8 +7,8 @@ import java.util.Map;
 import java.util.Set;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.TestPolicies;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.testing.Http;
 
 import net.jqwik.api.Arbitraries;

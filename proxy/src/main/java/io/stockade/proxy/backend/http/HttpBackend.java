@@ -1,20 +1,13 @@
 package io.stockade.proxy.backend.http;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import javax.net.ssl.SSLContext;
@@ -29,30 +22,26 @@ import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.StorageAnswer;
 import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.backend.http.Relay.PreconditionFailed;
+import io.stockade.proxy.backend.http.Relay.Sent;
 import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.StoreUnavailableException;
-import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.log.WarnLimiter;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.proxy.upstream.UpstreamClient;
-import io.stockade.proxy.upstream.UpstreamFailure;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
-import io.helidon.http.Header;
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
-import io.helidon.http.Method;
-import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
 
 /**
  * A plain HTTP upstream, reached through the proxy's own pooled keep-alive client ({@link UpstreamClient}).
- * Bodies stream both ways. The upstream request target is the route's canonical target
- * ({@code RequestTarget.upstreamTarget}) after the URL's base path, sent byte for byte: the resource the upstream
- * acts on is the one the scope was derived from.
+ * Bodies stream both ways ({@link Relay}; the headers that cross, {@link ForwardedHeaders}). The upstream request
+ * target is the route's canonical target ({@code RequestTarget.upstreamTarget}) after the URL's base path, sent
+ * byte for byte: the resource the upstream acts on is the one the scope was derived from.
  * <p>
  * Two classes, chosen by the policy's {@code conditional}:
  * <ul>
@@ -70,14 +59,9 @@ import io.helidon.webserver.http.ServerResponse;
  */
 public final class HttpBackend implements Backend {
     private static final Logger LOG = Logger.getLogger(HttpBackend.class.getName());
-    private static final HeaderName X_FORWARDED_FOR = HeaderNames.create("X-Forwarded-For");
-    private static final HeaderName FORWARDED = HeaderNames.create("Forwarded");
-    private static final HeaderName DESTINATION = HeaderNames.create("Destination");
     private static final HeaderName DEPTH = HeaderNames.create("Depth");
     private static final HeaderName OVERWRITE = HeaderNames.create("Overwrite");
 
-    /** The largest copy buffer of a request body (a small body gets one of its declared length). */
-    private static final int BODY_BUFFER = 64 * 1024;
     /** The methods every policy forwards as reads, without a token (unless it fences them). */
     private static final List<String> READS = List.of("GET", "HEAD");
 
@@ -88,8 +72,7 @@ public final class HttpBackend implements Backend {
     private final String basePath;
     /** The {@code Host} header of every upstream request. */
     private final String authority;
-    /** A request that may have reached the upstream got no answer: it may still land (forwards included). */
-    private final AtomicBoolean outcomesUnknown = new AtomicBoolean();
+    private final Relay relay;
     /** Upstream failures: one WARN line a second per policy, however many requests fail alike. */
     private final WarnLimiter warnings = new WarnLimiter(System::nanoTime, WarnLimiter.INTERVAL_NANOS);
 
@@ -100,6 +83,7 @@ public final class HttpBackend implements Backend {
         this.basePath = path == null || path.equals("/") ? "" : path.replaceAll("/+$", "");
         this.host = config.url().getHost();
         this.authority = client.authority(host.startsWith("[") ? host.substring(1, host.length() - 1) : host);
+        this.relay = new Relay(config, client, host, basePath);
     }
 
     /**
@@ -157,7 +141,7 @@ public final class HttpBackend implements Backend {
         if (refused.isPresent()) {
             return new Plan.Refuse(scope, refused.get());
         }
-        List<String> destination = req.headers().all(DESTINATION, List::of);
+        List<String> destination = req.headers().all(ForwardedHeaders.DESTINATION, List::of);
         if (Policy.DESTINATION_METHODS.contains(method)) {
             return twoResources(exchange, method, fenced, destination);
         }
@@ -264,7 +248,7 @@ public final class HttpBackend implements Backend {
 
     /** @param destination the upstream's URL of a COPY's or MOVE's destination, else null */
     private WriteResult forward(Exchange exchange, String destination) {
-        return switch (send(exchange, null, null, destination, false)) {
+        return switch (relay.send(exchange, null, null, destination, false)) {
             case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
             case Sent.Failed failed -> answerFailure(exchange, failed);
             case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
@@ -273,7 +257,7 @@ public final class HttpBackend implements Backend {
     }
 
     private WriteResult serializedWrite(Exchange exchange, String destination) {
-        return switch (send(exchange, null, null, destination, true)) {
+        return switch (relay.send(exchange, null, null, destination, true)) {
             case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
             case Sent.BodyFailed failed -> bodyFailed(exchange, failed);
             case Sent.StorageFailed failed -> StorageAnswer.failed(failed.status(), "");
@@ -306,7 +290,7 @@ public final class HttpBackend implements Backend {
                         return recheck(admission).orElseGet(() -> changed(admission));
                     }
                 }
-                Sent sent = send(exchange, admission, version, null, true);
+                Sent sent = relay.send(exchange, admission, version, null, true);
                 if (sent instanceof Sent.BodyFailed failed) {
                     return bodyFailed(exchange, failed);
                 }
@@ -319,7 +303,7 @@ public final class HttpBackend implements Backend {
                     return failed.reachedUpstream() ? new WriteResult.Unknown(failed.reason())
                             : answerFailure(exchange, failed);
                 }
-                // A 412 never gets here: send() throws PreconditionFailed for it, before relaying anything.
+                // A 412 never gets here: Relay.send throws PreconditionFailed for it, before relaying anything.
                 return new WriteResult.Answered(((Sent.Relayed) sent).status());
             } catch (PreconditionFailed e) {
                 Optional<WriteResult> stale = recheck(admission);
@@ -390,42 +374,6 @@ public final class HttpBackend implements Backend {
         }
     }
 
-    /** What became of sending a request upstream. */
-    private sealed interface Sent {
-        /** The upstream answered and the answer was relayed to the client. */
-        record Relayed(int status) implements Sent {
-        }
-
-        /**
-         * No answer.
-         *
-         * @param reachedUpstream whether the request may have reached the upstream (outcome unknown)
-         * @param timedOut        whether it failed by a timeout
-         */
-        record Failed(String reason, boolean reachedUpstream, boolean timedOut) implements Sent {
-        }
-
-        /**
-         * The client's body could not be read to its end (cut off by a bound, stalled, or the client went away).
-         * The upstream request was abandoned before its end (no last chunk, or fewer bytes than its
-         * {@code Content-Length}; the connection reset), so the upstream never saw a complete request. Whether it
-         * kept what it got is the upstream's business: one that writes as it reads (rclone's WebDAV server) keeps
-         * the partial body. So the outcome is known only when no byte of the request was sent.
-         *
-         * @param refused the bound that cut the body off, or null when the client's side failed
-         * @param reached whether any byte of the request was sent to the upstream
-         */
-        record BodyFailed(BodyBounds.BodyRefused refused, Throwable cause, boolean reached) implements Sent {
-        }
-
-        /**
-         * The upstream answered an admitted write with an error that does not say whether it applied it
-         * ({@link StorageAnswer#UNKNOWN}); the answer was not relayed.
-         */
-        record StorageFailed(int status) implements Sent {
-        }
-    }
-
     /**
      * The client's body failed. Once bytes of the request reached the upstream, the outcome is unknown (504, and a
      * serialized scope is quarantined): the upstream may have kept a partial body. Before that, nothing was
@@ -450,155 +398,9 @@ public final class HttpBackend implements Backend {
                 .header("Connection", "close"));
     }
 
-    /** The client's body could not be read: the upstream request is abandoned, never finished. */
-    private static final class ClientBodyFailed extends IOException {
-        ClientBodyFailed(Throwable cause) {
-            super("reading the client's body failed", cause);
-        }
-    }
-
-    private static final class PreconditionFailed extends RuntimeException {
-        PreconditionFailed() {
-            super(null, null, false, false);
-        }
-    }
-
-    /**
-     * Sends the request upstream and relays the answer.
-     *
-     * @param admission   the admitted token of a conditional write, else null
-     * @param condition   null for a plain forward, else the version the write is conditional on
-     * @param destination the upstream's URL of a COPY's or MOVE's destination (replacing the client's), else null
-     * @param admitted    whether the request is a write the fence admitted: its answer is read for what it says of
-     *                    the write ({@link StorageAnswer}) before it is relayed
-     */
-    private Sent send(Exchange exchange, Admission admission, String condition, String destination,
-                      boolean admitted) {
-        ServerRequest req = exchange.request();
-        ServerResponse res = exchange.response();
-        UpstreamClient.Request upstream;
-        try {
-            upstream = client.request(req.prologue().method().text(), host,
-                    exchange.route().target().upstreamTarget(basePath));
-            copyRequestHeaders(req, upstream, condition, destination);
-        } catch (IllegalArgumentException e) {
-            // A recorded version that is not a header value, or a request target the proxy cannot send: nothing
-            // left the proxy.
-            return new Sent.Failed("the upstream request could not be built: " + e.getMessage(), false, false);
-        }
-        try (UpstreamResponse response = request(exchange, upstream)) {
-            int status = response.status();
-            if (condition != null && status == Status.PRECONDITION_FAILED_412.code()) {
-                throw new PreconditionFailed();
-            }
-            if (admitted && StorageAnswer.of(status) == StorageAnswer.UNKNOWN) {
-                return new Sent.StorageFailed(status);
-            }
-            if (condition != null && status / 100 == 2) {
-                recordNewVersion(exchange, admission, response);
-            }
-            relay(req, response, res);
-            return new Sent.Relayed(status);
-        } catch (UpstreamClient.AbandonedBody e) {
-            return new Sent.BodyFailed(BodyBounds.BodyRefused.in(e), e.getCause(), e.requestSent());
-        } catch (UpstreamFailure e) {
-            if (e.requestSent()) {
-                outcomesUnknown.set(true);
-            }
-            if (res.isSent()) {
-                throw UpstreamResponse.brokeOff(e);
-            }
-            String reason = e.timedOut()
-                    ? "upstream " + e.upstream() + " did not answer within " + config.timeout().toMillis() + " ms"
-                    : e.requestSent() ? e.getMessage() : e.getMessage() + "; nothing was sent";
-            return new Sent.Failed(reason, e.requestSent(), e.timedOut());
-        } catch (IOException | UncheckedIOException e) {
-            if (res.isSent()) {
-                throw UpstreamResponse.brokeOff(e);
-            }
-            LOG.log(Level.WARNING, "relaying the upstream answer failed before it started", e);
-            return new Sent.Failed("relaying the upstream's answer failed: " + e.getMessage(), true, false);
-        }
-    }
-
-    /** Sends the request, with the client's body if it has one, and reads the answer's head. */
-    private UpstreamResponse request(Exchange exchange, UpstreamClient.Request upstream) throws UpstreamFailure {
-        ServerRequest req = exchange.request();
-        boolean chunked = req.headers().contains(HeaderNames.TRANSFER_ENCODING);
-        long length = chunked ? -1 : req.headers().contentLength().orElse(0);
-        if (length == 0) {
-            // No body; a PUT or POST still says so, as the client did.
-            if (req.headers().contentLength().isPresent()) {
-                upstream.header("Content-Length", "0");
-            }
-            return upstream.send(config.timeout());
-        }
-        return upstream.send(config.timeout(), length, out -> streamBody(exchange.body(), out, bufferSize(req)));
-    }
-
-    /**
-     * A {@code Location} that points into the upstream (its scheme, host and port, under the URL's path) as the
-     * path the client reaches it by through the proxy, as nginx's {@code proxy_redirect default} does: {@code
-     * http://127.0.0.1:18901/store/docs/a} behind {@code url: http://127.0.0.1:18901/store} becomes {@code
-     * /docs/a}. A path-absolute reference is resolved by the client against the proxy's own address, whatever
-     * name and port the client used. Any other value (elsewhere, relative, not a URI) is relayed as it is.
-     */
-    String proxiedLocation(String location) {
-        URI uri;
-        try {
-            uri = new URI(location);
-        } catch (URISyntaxException e) {
-            return location;
-        }
-        String scheme = config.url().getScheme();
-        if (!uri.isAbsolute() || uri.getRawAuthority() == null || !scheme.equalsIgnoreCase(uri.getScheme())
-                || uri.getHost() == null || !uri.getHost().equalsIgnoreCase(config.url().getHost())
-                || uri.getRawUserInfo() != null) {
-            return location;
-        }
-        int defaultPort = scheme.equalsIgnoreCase("https") ? 443 : 80;
-        int port = uri.getPort() < 0 ? defaultPort : uri.getPort();
-        int upstreamPort = config.url().getPort() < 0 ? defaultPort : config.url().getPort();
-        String path = uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath();
-        if (port != upstreamPort || !(path.equals(basePath) || path.startsWith(basePath + "/"))) {
-            return location;
-        }
-        String rest = path.substring(basePath.length());
-        if (rest.startsWith("//") || hasDotSegment(rest)) {
-            // "//host/x" would read as another host, "/../x" as another resource: relayed as the upstream sent it
-            return location;
-        }
-        return (rest.isEmpty() ? "/" : rest) + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery())
-                + (uri.getRawFragment() == null ? "" : "#" + uri.getRawFragment());
-    }
-
-    /** Whether a path has a "." or ".." segment, spelled plainly or percent-encoded. */
-    private static boolean hasDotSegment(String path) {
-        for (String segment : path.split("/", -1)) {
-            String s = segment.toLowerCase(Locale.ROOT).replace("%2e", ".");
-            if (s.equals(".") || s.equals("..")) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** After a successful conditional write: the new version is the base for the next writer of this token. */
-    private static void recordNewVersion(Exchange exchange, Admission admission, UpstreamResponse response) {
-        String version = Method.DELETE.equals(exchange.request().prologue().method())
-                ? FenceState.ABSENT
-                : response.first("ETag");
-        try {
-            admission.store().recordVersion(admission.scope(), admission.token(), version);
-        } catch (StoreUnavailableException e) {
-            // Not recording only costs the next writer a HEAD; the fence itself is already durable.
-            LOG.log(Level.WARNING, "could not record the new version of " + admission.scope(), e);
-        }
-    }
-
     @Override
     public boolean leftOutcomesUnknown() {
-        return outcomesUnknown.get();
+        return relay.leftOutcomesUnknown();
     }
 
     @Override
@@ -625,127 +427,6 @@ public final class HttpBackend implements Backend {
 
     private static WriteResult answer(Problem problem) {
         return new WriteResult.Refused(problem);
-    }
-
-    private void copyRequestHeaders(ServerRequest req, UpstreamClient.Request upstream, String condition,
-                                    String destination) {
-        Set<String> hop = HopByHop.of(req.headers());
-        for (Header header : req.headers()) {
-            if (HopByHop.skip(hop, header)) {
-                continue;
-            }
-            if (header.headerName().equals(DESTINATION)) {
-                continue; // plan() refused it on any other method; a COPY's or MOVE's is replaced below
-            }
-            if (condition != null && (header.headerName().equals(HeaderNames.IF_MATCH)
-                    || header.headerName().equals(HeaderNames.IF_NONE_MATCH))) {
-                continue; // the proxy's condition replaces the client's
-            }
-            String name = header.name();
-            for (String value : header.allValues()) {
-                upstream.header(name, value);
-            }
-        }
-        if (destination != null) {
-            upstream.header("Destination", destination);
-        }
-        if (condition != null) {
-            if (condition.equals(FenceState.ABSENT)) {
-                upstream.header("If-None-Match", "*");
-            } else {
-                upstream.header("If-Match", condition);
-            }
-        }
-        String peer = req.remotePeer().host();
-        String prior = req.headers().first(X_FORWARDED_FOR).orElse(null);
-        upstream.header("X-Forwarded-For", prior == null ? peer : prior + ", " + peer);
-        String clientHost = req.authority();
-        String proto = req.isSecure() ? "https" : "http";
-        if (clientHost != null) {
-            upstream.header("X-Forwarded-Host", clientHost);
-        }
-        upstream.header("X-Forwarded-Proto", proto);
-        String forwarded = "for=" + quoteForwarded(peer)
-                + (clientHost == null ? "" : ";host=" + quoteForwarded(clientHost)) + ";proto=" + proto;
-        upstream.header("Forwarded", req.headers().first(FORWARDED).map(f -> f + ", " + forwarded).orElse(forwarded));
-    }
-
-    private static String quoteForwarded(String value) {
-        // IPv6 addresses and host:port need quoting (RFC 7239 section 6).
-        if (value.contains(":")) {
-            return "\"" + (value.indexOf(':') != value.lastIndexOf(':') && !value.startsWith("[")
-                    ? "[" + value + "]" : value) + "\"";
-        }
-        return value;
-    }
-
-    /** The copy buffer of a body: its declared length when that is smaller than the usual 64 KiB. */
-    private static int bufferSize(ServerRequest req) {
-        if (req.headers().contains(HeaderNames.TRANSFER_ENCODING)) {
-            return BODY_BUFFER;
-        }
-        long declared = req.headers().contentLength().orElse(BODY_BUFFER);
-        return (int) Math.max(1, Math.min(declared, BODY_BUFFER));
-    }
-
-    /**
-     * Copies the client's body upstream. A failure to read the client's body is a {@link ClientBodyFailed}; the
-     * upstream client then abandons the request unfinished (no last chunk, or fewer bytes than its
-     * {@code Content-Length}), so the upstream never sees a complete, shorter request that it would apply.
-     */
-    private static void streamBody(InputStream in, OutputStream out, int bufferSize) throws IOException {
-        byte[] buffer = new byte[bufferSize];
-        while (true) {
-            int n;
-            try {
-                n = in.read(buffer);
-            } catch (IOException | RuntimeException e) {
-                throw new ClientBodyFailed(e);
-            }
-            if (n < 0) {
-                return;
-            }
-            out.write(buffer, 0, n);
-        }
-    }
-
-    /**
-     * Relays the answer. Its framing comes from the upstream client: an answer to HEAD, a 204 or a 304 has no body
-     * whatever its headers say (RFC 9110 section 6.4.1), and its {@code Content-Length}, if any, is passed on as
-     * the length of the representation.
-     */
-    private void relay(ServerRequest req, UpstreamResponse response, ServerResponse res) throws IOException {
-        int code = response.status();
-        res.status(Status.create(code, response.reason().isEmpty() ? String.valueOf(code) : response.reason()));
-        Set<String> hop = HopByHop.ofResponse(response);
-        for (int i = 0; i < response.headerCount(); i++) {
-            String name = response.name(i);
-            if (!hop.contains(name.toLowerCase(Locale.ROOT))) {
-                String value = name.equalsIgnoreCase("Location") ? proxiedLocation(response.value(i))
-                        : response.value(i);
-                res.header(HeaderNames.create(name), value);
-            }
-        }
-        if (response.emptyBody()) {
-            OptionalLong declared = response.contentLength();
-            boolean noBodyByDefinition = code == 204 || code == 304 || Method.HEAD.equals(req.prologue().method());
-            if (declared.isPresent() && code != 204) {
-                res.header(HeaderNames.CONTENT_LENGTH, Long.toString(declared.getAsLong()));
-            }
-            if (noBodyByDefinition) {
-                res.send();
-            } else {
-                res.contentLength(0);
-                res.send();
-            }
-            return;
-        }
-        OptionalLong length = response.contentLength();
-        if (length.isPresent() && response.first("Transfer-Encoding") == null) {
-            res.contentLength(length.getAsLong());
-        }
-        // the upstream answered with a status, so a body that breaks off leaves the write's outcome known
-        response.relayBody(res.outputStream());
     }
 
     @Override

@@ -18,7 +18,7 @@ import java.util.logging.Logger;
  * and nine more {@code futex} calls per write on this path (docs/benchmarks.md, "PostgreSQL backend").
  * One sweeper thread checking the transactions in flight every {@link #PERIOD} costs nothing per read. The bound
  * is per transaction instead of per read, so it allows for each statement's own {@code statement_timeout}
- * (the fence's own statements and the COMMIT count too: {@code PostgresBackend.limit}).
+ * (the fence's own statements and the COMMIT count too: {@code TransactionRunner.limit}).
  */
 final class TransactionWatchdog implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(TransactionWatchdog.class.getName());

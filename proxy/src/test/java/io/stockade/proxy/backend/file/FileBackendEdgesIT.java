@@ -9,8 +9,8 @@ import java.util.Map;
 import java.util.stream.Stream;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.TestPolicies;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.Test;

@@ -13,6 +13,8 @@ import java.util.stream.Stream;
 
 import io.stockade.policy.Policy;
 import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.testing.RawHttp;
+import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -258,7 +260,7 @@ class FileBackendTest {
         // The handler records a result after its answer is sent: take this one, or it may land after a clear().
         assertEquals(new WriteResult.Answered(201), server.results.poll(5, TimeUnit.SECONDS));
 
-        RawHttp.Response r = RawHttp.sendCutShort(server.port(), "/files/doc", 100_000, 1000, "Fencing-Token: 2");
+        Http.Response r = RawHttp.sendCutShort(server.port(), "/files/doc", 100_000, 1000, "Fencing-Token: 2");
         WriteResult result = server.results.poll(10, TimeUnit.SECONDS);
         // a refusal the pipeline answers and counts as one, never as an accepted write
         assertInstanceOf(WriteResult.Refused.class, result);

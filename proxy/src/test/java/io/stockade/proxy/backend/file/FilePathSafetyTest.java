@@ -7,6 +7,9 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
 
+import io.stockade.proxy.testing.RawHttp;
+import io.stockade.testing.Http;
+
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -57,7 +60,7 @@ class FilePathSafetyTest {
         for (String method : new String[]{"PUT", "GET", "HEAD", "DELETE"}) {
             for (boolean fenced : new boolean[]{false, true}) {
                 String[] raw = fenced ? new String[]{"Fencing-Token: 9"} : new String[0];
-                RawHttp.Response r = RawHttp.send(server.port(), method, rawPath,
+                Http.Response r = RawHttp.send(server.port(), method, rawPath,
                         method.equals("PUT") ? "pwned" : null, raw);
                 String what = method + (fenced ? " (fenced) " : " ") + rawPath;
                 assertEquals(400, r.status(), what + ": " + r.body());
@@ -181,19 +184,19 @@ class FilePathSafetyTest {
     @Test
     void symlinkStayingInsideTheRootIsOneFileWithOneSidecar() throws IOException {
         Files.createSymbolicLink(root.resolve("alias"), root.resolve("files"));
-        RawHttp.Response r = RawHttp.send(server.port(), "PUT", "/alias/doc", "via alias", "Fencing-Token: 5");
+        Http.Response r = RawHttp.send(server.port(), "PUT", "/alias/doc", "via alias", "Fencing-Token: 5");
         assertEquals(201, r.status(), r.body());
         assertEquals("via alias", Files.readString(root.resolve("files/doc")));
         assertTrue(Files.exists(root.resolve(".stockade/tokens/files/doc/.stockade-token")));
         // the other name sees the same fence
-        RawHttp.Response stale = RawHttp.send(server.port(), "PUT", "/files/doc", "zombie", "Fencing-Token: 4");
+        Http.Response stale = RawHttp.send(server.port(), "PUT", "/files/doc", "zombie", "Fencing-Token: 4");
         assertEquals(409, stale.status(), stale.body());
         assertEquals("via alias", Files.readString(root.resolve("files/doc")));
     }
 
     @Test
     void encodedButHarmlessNamesAreFine() throws IOException {
-        RawHttp.Response r = RawHttp.send(server.port(), "PUT", "/files/..x/%2e..y/a.b", "ok");
+        Http.Response r = RawHttp.send(server.port(), "PUT", "/files/..x/%2e..y/a.b", "ok");
         assertEquals(201, r.status(), r.body());
         assertEquals("ok", Files.readString(root.resolve("files/..x/...y/a.b")));
     }

@@ -7,8 +7,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.TestPolicies;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.ReceivedRequest;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;

@@ -9,9 +9,9 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.TestPolicies;
 import io.stockade.proxy.testing.FrontProxy;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterEach;

@@ -15,7 +15,7 @@ import java.util.OptionalLong;
 import java.util.concurrent.ThreadLocalRandom;
 
 import io.stockade.proxy.ProxyFixture;
-import io.stockade.proxy.RawHttp;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;
 

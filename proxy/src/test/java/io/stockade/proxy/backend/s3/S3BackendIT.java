@@ -11,8 +11,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.S3Fixture;
+import io.stockade.proxy.testing.RawHttp;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

@@ -10,9 +10,9 @@ import java.util.Map;
 
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.RawAttempts;
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.S3Fixture;
 import io.stockade.proxy.testing.DifferentialOracle;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.proxy.testing.TargetGrammar;
 import io.stockade.testing.Http;
 

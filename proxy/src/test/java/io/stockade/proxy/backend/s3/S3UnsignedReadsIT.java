@@ -3,8 +3,8 @@ package io.stockade.proxy.backend.s3;
 import java.nio.file.Path;
 import java.util.Map;
 
-import io.stockade.proxy.RawHttp;
 import io.stockade.proxy.S3Fixture;
+import io.stockade.proxy.testing.RawHttp;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterAll;
