@@ -9,6 +9,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
 /** Where a policy's requests go. Each backend type is one record. */
 public sealed interface BackendConfig {
 
@@ -29,7 +31,7 @@ public sealed interface BackendConfig {
      *                       presents to it, or {@code null} for the JVM's default authorities and no certificate
      */
     record Http(URI url, Conditional conditional, Duration connectTimeout, Duration timeout, Duration settle,
-                int maxConnections, ClientTls tls) implements BackendConfig {
+                int maxConnections, @Nullable ClientTls tls) implements BackendConfig {
         public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(2);
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
         public static final Duration DEFAULT_SETTLE = Duration.ofSeconds(60);
@@ -317,9 +319,9 @@ public sealed interface BackendConfig {
      *                          into one object ({@code k/} beside {@code k}); false refuses writes of such keys
      */
     record S3(URI endpoint, String region, String accessKey, String secretKey, boolean pathStyle,
-              boolean conditionalWrites, Auth auth, List<Credentials> clients, String virtualHost,
+              boolean conditionalWrites, Auth auth, List<Credentials> clients, @Nullable String virtualHost,
               FenceScope fenceScope, int prefixSegments, Duration timeout, int retries, int maxConnections,
-              ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads,
+              @Nullable ClientTls tls, boolean signedToken, boolean tokenFromMetadata, UnsignedReads unsignedReads,
               int etagCache, Set<String> bucketWrites, boolean distinctKeys)
             implements BackendConfig {
         /**

@@ -2,6 +2,8 @@ package io.stockade.policy;
 
 import java.nio.file.Path;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * TLS from the proxy to something it calls: an {@code https://} upstream of the http or s3 backend, the etcd store
  * or the etcd token verifier. PEM files, because that is what a private CA hands out and what etcd, PostgreSQL
@@ -14,7 +16,7 @@ import java.nio.file.Path;
  * @param cert the PEM certificate chain the proxy presents (mutual TLS), or {@code null}
  * @param key  the private key of {@code cert} (PEM, PKCS#8 {@code BEGIN PRIVATE KEY}, unencrypted), or {@code null}
  */
-public record ClientTls(Path ca, Path cert, Path key) {
+public record ClientTls(@Nullable Path ca, @Nullable Path cert, @Nullable Path key) {
     public ClientTls {
         if ((cert == null) != (key == null)) {
             throw new IllegalArgumentException("cert and key go together");

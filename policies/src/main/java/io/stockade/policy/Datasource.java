@@ -4,6 +4,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A PostgreSQL connection pool, as the {@code datasource} block of a postgres backend or store declares it.
  * The password is never part of {@link #toString()} (it would end up in logs).
@@ -18,8 +20,8 @@ import java.util.Objects;
  * @param connectTimeout   how long a request waits for a connection before it is refused (503)
  * @param statements       whether connections may keep named server-side statements
  */
-public record Datasource(String url, String user, String password, Path passwordFile, int poolSize,
-                         Duration statementTimeout, Duration connectTimeout, Statements statements) {
+public record Datasource(String url, @Nullable String user, @Nullable String password, @Nullable Path passwordFile,
+                         int poolSize, Duration statementTimeout, Duration connectTimeout, Statements statements) {
     public static final int DEFAULT_POOL_SIZE = 16;
     public static final Duration DEFAULT_STATEMENT_TIMEOUT = Duration.ofSeconds(10);
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(2);
@@ -44,8 +46,8 @@ public record Datasource(String url, String user, String password, Path password
     }
 
     /** A datasource whose connections decide their statements themselves ({@link Statements#AUTO}). */
-    public Datasource(String url, String user, String password, Path passwordFile, int poolSize,
-                      Duration statementTimeout, Duration connectTimeout) {
+    public Datasource(String url, @Nullable String user, @Nullable String password, @Nullable Path passwordFile,
+                      int poolSize, Duration statementTimeout, Duration connectTimeout) {
         this(url, user, password, passwordFile, poolSize, statementTimeout, connectTimeout, Statements.AUTO);
     }
 

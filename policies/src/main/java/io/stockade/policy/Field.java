@@ -103,7 +103,7 @@ final class Field {
         try {
             return Optional.of(env.apply(scalar.getValue()));
         } catch (IllegalArgumentException e) {
-            error(e.getMessage());
+            error(Values.message(e));
             return Optional.empty();
         }
     }

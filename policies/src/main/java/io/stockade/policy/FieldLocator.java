@@ -8,6 +8,7 @@ import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.jspecify.annotations.Nullable;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
@@ -61,7 +62,7 @@ public final class FieldLocator {
                 : Optional.of(new int[] {node.getStartMark().getLine() + 1, node.getStartMark().getColumn() + 1});
     }
 
-    private static Node child(Node node, String key) {
+    private static @Nullable Node child(@Nullable Node node, String key) {
         if (node instanceof MappingNode mapping) {
             for (NodeTuple t : mapping.getValue()) {
                 if (t.getKeyNode() instanceof ScalarNode k && k.getValue().equals(key)) {
@@ -72,7 +73,7 @@ public final class FieldLocator {
         return null;
     }
 
-    private static Node element(Node node, int index) {
+    private static @Nullable Node element(@Nullable Node node, int index) {
         if (node instanceof SequenceNode sequence) {
             return index < sequence.getValue().size() ? sequence.getValue().get(index) : null;
         }

@@ -9,6 +9,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A path template such as {@code /accounts/{id}/balance} or {@code /files/{path...}}.
  * <p>
@@ -157,7 +159,7 @@ public final class PathTemplate {
     /** The name of the greedy variable that ends this template ({@code path} of {@code /files/{path...}}), if any. */
     public Optional<String> greedyVariable() {
         Segment last = segments.isEmpty() ? null : segments.getLast();
-        return last != null && last.greedy ? Optional.of(last.variable) : Optional.empty();
+        return last != null && last.greedy ? Optional.ofNullable(last.variable) : Optional.empty();
     }
 
     /**
@@ -210,6 +212,6 @@ public final class PathTemplate {
         return text.hashCode();
     }
 
-    private record Segment(String literal, String variable, boolean greedy) {
+    private record Segment(@Nullable String literal, @Nullable String variable, boolean greedy) {
     }
 }

@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One fencing policy: which requests it takes, how their scope and token are found, what it enforces,
  * and where the writes go.
@@ -108,7 +110,7 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
      *                a {@code verify} (the lock service vouches for every first token)
      */
     public record Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode,
-                        long maxAdvance, TokenVerification verify, long firstTokenMax) {
+                        long maxAdvance, @Nullable TokenVerification verify, long firstTokenMax) {
         public static final String DEFAULT_HEADER = "Fencing-Token";
         public static final Set<String> DEFAULT_METHODS = Set.of("PUT", "POST", "PATCH", "DELETE");
         /** No limit on how far a token may jump. */
@@ -130,7 +132,7 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
 
         /** A fence whose first-token bound is the default one ({@link #defaultFirstTokenMax}). */
         public Fence(String header, Set<String> methods, MissingToken missing, EqualToken equal, Mode mode,
-                     long maxAdvance, TokenVerification verify) {
+                     long maxAdvance, @Nullable TokenVerification verify) {
             this(header, methods, missing, equal, mode, maxAdvance, verify, defaultFirstTokenMax(maxAdvance, verify));
         }
 
@@ -140,7 +142,7 @@ public record Policy(String name, Match match, ScopeTemplate scope, Fence fence,
          * highest token were 0, so a policy that bounds jumps bounds the first one too (and one that bounds no jump
          * leaves every scope open to one anyway).
          */
-        public static long defaultFirstTokenMax(long maxAdvance, TokenVerification verify) {
+        public static long defaultFirstTokenMax(long maxAdvance, @Nullable TokenVerification verify) {
             return verify != null ? UNLIMITED : maxAdvance;
         }
 

@@ -11,6 +11,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.Mark;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
@@ -121,7 +122,7 @@ public final class PolicyLoader {
             problems.add(position[0], position[1], "(yaml)", String.format(
                     "character U+%04X is not allowed in YAML", e.getCodePoint()));
         } catch (YAMLException e) {
-            problems.add(1, 1, "(yaml)", e.getMessage());
+            problems.add(1, 1, "(yaml)", Values.message(e));
         }
         return Optional.empty();
     }
@@ -254,7 +255,7 @@ public final class PolicyLoader {
      * What snakeyaml's most common problems mean to someone editing a policy file, with its words after them; null
      * when there is nothing to add.
      */
-    private static String inWords(String problem) {
+    private static @Nullable String inWords(@Nullable String problem) {
         if (problem == null) {
             return null;
         }

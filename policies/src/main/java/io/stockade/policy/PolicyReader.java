@@ -107,7 +107,7 @@ final class PolicyReader {
             try {
                 return Optional.of(PathTemplate.parse(text));
             } catch (IllegalArgumentException e) {
-                field.error(e.getMessage());
+                field.error(Values.message(e));
                 return Optional.empty();
             }
         });
@@ -118,7 +118,7 @@ final class PolicyReader {
             try {
                 return Optional.of(ScopeTemplate.parse(text, path.variables()));
             } catch (IllegalArgumentException e) {
-                field.error(e.getMessage());
+                field.error(Values.message(e));
                 return Optional.empty();
             }
         });

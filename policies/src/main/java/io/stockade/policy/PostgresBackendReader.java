@@ -259,7 +259,7 @@ final class PostgresBackendReader {
                 }
                 return Optional.of(parsed);
             } catch (IllegalArgumentException e) {
-                f.error(e.getMessage());
+                f.error(Values.message(e));
                 return Optional.empty();
             }
         }));

@@ -10,6 +10,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The one parsed, canonical form of a request target: everything Stockade derives from a request's path (the
  * policy match, the fence scope, the upstream request target, the file path, the S3 key) is derived from this,
@@ -68,9 +70,10 @@ public final class RequestTarget {
     private final List<String> segments;
     private final boolean trailingSlash;
     private final String path;
-    private final String query;
+    private final @Nullable String query;
 
-    private RequestTarget(String rawPath, List<String> segments, boolean trailingSlash, String path, String query) {
+    private RequestTarget(String rawPath, List<String> segments, boolean trailingSlash, String path,
+                          @Nullable String query) {
         this.rawPath = rawPath;
         this.segments = segments;
         this.trailingSlash = trailingSlash;
@@ -101,7 +104,7 @@ public final class RequestTarget {
      * @param rawQuery    the query after {@code ?} as sent, or null when the target has no {@code ?}
      * @param hasFragment whether the target had a {@code #fragment}
      */
-    public static Parsed parse(String rawPath, String rawQuery, boolean hasFragment) {
+    public static Parsed parse(@Nullable String rawPath, @Nullable String rawQuery, boolean hasFragment) {
         if (hasFragment) {
             return new Refused("the request target has a fragment ('#'); clients do not send one: percent-encode"
                     + " a literal '#' as %23");
@@ -194,7 +197,7 @@ public final class RequestTarget {
     }
 
     /** The query exactly as the client sent it, or null when the target had no {@code ?}. */
-    public String query() {
+    public @Nullable String query() {
         return query;
     }
 

@@ -4,6 +4,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Where the proxy listens.
  *
@@ -14,7 +16,7 @@ import java.util.Objects;
  * @param management the listener of the proxy's own endpoints ({@code /metrics}, {@code /admin}), or {@code null}
  *                   to serve them on this one
  */
-public record ServerConfig(String host, int port, Tls tls, Limits limits, Management management) {
+public record ServerConfig(String host, int port, @Nullable Tls tls, Limits limits, @Nullable Management management) {
     public static final String DEFAULT_HOST = "127.0.0.1";
     public static final int DEFAULT_PORT = 8080;
 
@@ -31,12 +33,12 @@ public record ServerConfig(String host, int port, Tls tls, Limits limits, Manage
     }
 
     /** A listener that serves the proxy's own endpoints beside the policies'. */
-    public ServerConfig(String host, int port, Tls tls, Limits limits) {
+    public ServerConfig(String host, int port, @Nullable Tls tls, Limits limits) {
         this(host, port, tls, limits, null);
     }
 
     /** A listener with the default limits. */
-    public ServerConfig(String host, int port, Tls tls) {
+    public ServerConfig(String host, int port, @Nullable Tls tls) {
         this(host, port, tls, Limits.defaults());
     }
 
@@ -51,7 +53,7 @@ public record ServerConfig(String host, int port, Tls tls, Limits limits, Manage
     }
 
     /** A copy with this management listener, or none. */
-    public ServerConfig withManagement(Management newManagement) {
+    public ServerConfig withManagement(@Nullable Management newManagement) {
         return new ServerConfig(host, port, tls, limits, newManagement);
     }
 
@@ -129,7 +131,8 @@ public record ServerConfig(String host, int port, Tls tls, Limits limits, Manage
      *                     null
      * @param clientAuth   whether clients must present a certificate
      */
-    public record Tls(Path keystore, String password, Path passwordFile, Path truststore, ClientAuth clientAuth) {
+    public record Tls(Path keystore, @Nullable String password, @Nullable Path passwordFile, @Nullable Path truststore,
+                      ClientAuth clientAuth) {
         public Tls {
             Objects.requireNonNull(keystore, "keystore");
             Objects.requireNonNull(clientAuth, "clientAuth");

@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The PostgreSQL listener ({@code sql}): where unmodified SQL clients connect, the one database it relays them to,
  * and the tables whose rows are fenced there. The fence itself lives in that database (a table, a check function
@@ -28,7 +30,8 @@ import java.util.Set;
  *                    admin API refuses the SQL policies' scopes and {@code stockade sql fence} is the way
  */
 public record SqlConfig(Listen listen, Database database, String fenceRole, String schema, Path secretFile,
-                        DirectClients direct, SessionTokens sessions, List<SqlPolicy> policies, Datasource admin) {
+                        DirectClients direct, SessionTokens sessions, List<SqlPolicy> policies,
+                        @Nullable Datasource admin) {
     public static final String DEFAULT_FENCE_ROLE = "stockade_fence";
     public static final String DEFAULT_SCHEMA = "stockade";
     /** The custom setting a session's token travels in. */
@@ -58,7 +61,7 @@ public record SqlConfig(Listen listen, Database database, String fenceRole, Stri
      * @param tls  TLS after a client's SSLRequest (then a client that does not ask for it is refused), or
      *             {@code null}: every SSLRequest is answered 'N'
      */
-    public record Listen(String host, int port, ServerConfig.Tls tls) {
+    public record Listen(String host, int port, ServerConfig.@Nullable Tls tls) {
         public static final int DEFAULT_PORT = 6432;
 
         public Listen {
@@ -76,7 +79,7 @@ public record SqlConfig(Listen listen, Database database, String fenceRole, Stri
      * @param tls  TLS to the server (SSLRequest, then the server's name and certificate checked), or {@code null}
      *             for plain TCP
      */
-    public record Database(String host, int port, String name, ClientTls tls) {
+    public record Database(String host, int port, String name, @Nullable ClientTls tls) {
         public Database {
             Objects.requireNonNull(host, "host");
             Objects.requireNonNull(name, "name");
@@ -117,7 +120,8 @@ public record SqlConfig(Listen listen, Database database, String fenceRole, Stri
      * @param readiness  whether the listener's health gates the replica's readiness
      */
     public record SqlPolicy(String name, List<FencedTable> tables, Policy.MissingToken missing,
-                            Policy.EqualToken equal, long maxAdvance, TokenVerification verify, String lock,
+                            Policy.EqualToken equal, long maxAdvance, @Nullable TokenVerification verify,
+                            @Nullable String lock,
                             Policy.Readiness readiness) {
         public SqlPolicy {
             Objects.requireNonNull(name, "name");

@@ -238,7 +238,7 @@ final class SqlReader {
             try {
                 return Optional.of(ScopeTemplate.parse(text, columns));
             } catch (IllegalArgumentException e) {
-                field.error(e.getMessage());
+                field.error(Values.message(e));
                 return Optional.empty();
             }
         });

@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * SQL text with {@code :name} placeholders, turned into JDBC text with {@code ?} and the names in order.
  * String literals ({@code '...'}, {@code E'...'}, {@code $tag$...$tag$}), quoted identifiers, comments and
@@ -77,6 +79,7 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
             char next = i + 1 < n ? sql.charAt(i + 1) : 0;
             boolean comment = (c == '-' && next == '-') || (c == '/' && next == '*');
             content |= !comment && !Character.isWhitespace(c) && c != ';';
+            String tag = c == '$' ? dollarTag(sql, i) : null; // a dollar-quoted string starts here
             if (c == '\'') {
                 boolean escapes = i > 0 && (sql.charAt(i - 1) == 'E' || sql.charAt(i - 1) == 'e')
                         && (i < 2 || (!Character.isLetterOrDigit(sql.charAt(i - 2)) && sql.charAt(i - 2) != '_'));
@@ -98,8 +101,7 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
                 int end = blockComment(sql, i);
                 out.append(sql, i, end);
                 i = end;
-            } else if (c == '$' && dollarTag(sql, i) != null) {
-                String tag = dollarTag(sql, i);
+            } else if (tag != null) {
                 int close = sql.indexOf(tag, i + tag.length());
                 if (close < 0) {
                     throw new IllegalArgumentException("unterminated " + tag + " quoted string");
@@ -179,7 +181,7 @@ public record SqlText(String sql, String jdbc, List<String> placeholders) {
     }
 
     /** The dollar-quote tag ({@code $$} or {@code $tag$}) starting at {@code i}, or null. */
-    private static String dollarTag(String sql, int i) {
+    private static @Nullable String dollarTag(String sql, int i) {
         if (i > 0 && (Character.isLetterOrDigit(sql.charAt(i - 1)) || sql.charAt(i - 1) == '_')) {
             return null; // part of an identifier such as a$b
         }

@@ -9,6 +9,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A loaded, validated policy file: where the server listens, where fence state lives, and the policies.
  * Immutable. Obtain one with {@link PolicyLoader}.
@@ -21,8 +23,8 @@ import java.util.Optional;
  * @param admin    the admin endpoints, or {@code null} when they are off
  * @param sql      the PostgreSQL listener and its fenced tables, or {@code null} when there is none
  */
-public record StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies,
-                             AdminConfig admin, SqlConfig sql) {
+public record StockadeConfig(@Nullable Path source, ServerConfig server, StoreConfig store, List<Policy> policies,
+                             @Nullable AdminConfig admin, @Nullable SqlConfig sql) {
 
     public StockadeConfig {
         Objects.requireNonNull(server, "server");
@@ -31,13 +33,13 @@ public record StockadeConfig(Path source, ServerConfig server, StoreConfig store
     }
 
     /** A configuration without a PostgreSQL listener. */
-    public StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies,
-                          AdminConfig admin) {
+    public StockadeConfig(@Nullable Path source, ServerConfig server, StoreConfig store, List<Policy> policies,
+                          @Nullable AdminConfig admin) {
         this(source, server, store, policies, admin, null);
     }
 
     /** A configuration without admin endpoints. */
-    public StockadeConfig(Path source, ServerConfig server, StoreConfig store, List<Policy> policies) {
+    public StockadeConfig(@Nullable Path source, ServerConfig server, StoreConfig store, List<Policy> policies) {
         this(source, server, store, policies, null);
     }
 

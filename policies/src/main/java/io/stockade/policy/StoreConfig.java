@@ -6,6 +6,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /** Where the highest token of each scope is kept. Each store type is one record here. */
 public sealed interface StoreConfig {
 
@@ -51,8 +53,9 @@ public sealed interface StoreConfig {
      * @param tls          client TLS, or {@code null} for none
      * @param cache        the token cache
      */
-    record Etcd(List<URI> endpoints, String prefix, Duration timeout, String username, String password,
-                Path passwordFile, ClientTls tls, Cache cache) implements StoreConfig {
+    record Etcd(List<URI> endpoints, String prefix, Duration timeout, @Nullable String username,
+                @Nullable String password, @Nullable Path passwordFile, @Nullable ClientTls tls, Cache cache)
+            implements StoreConfig {
         public static final String DEFAULT_PREFIX = "/stockade/fences/";
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
         /**

@@ -8,6 +8,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
+
 /** Reads the {@code store} block (one method and key list per store type) and the {@code admin} block. */
 final class StoreReader {
 
@@ -90,7 +92,8 @@ final class StoreReader {
     }
 
     /** How a client authenticates to etcd and protects the connection (the etcd store's and verifier's keys). */
-    record EtcdAccess(String username, String password, Path passwordFile, ClientTls tls) {
+    record EtcdAccess(@Nullable String username, @Nullable String password, @Nullable Path passwordFile,
+                      @Nullable ClientTls tls) {
     }
 
     /**

@@ -31,7 +31,7 @@ final class Suggestions {
             }
         }
         int allowed = best != null && best.length() > 4 ? 2 : 1;
-        return bestDistance <= allowed ? Optional.of(best) : Optional.empty();
+        return best != null && bestDistance <= allowed ? Optional.of(best) : Optional.empty();
     }
 
     /** Edit distance counting insertions, deletions, substitutions and swaps of adjacent characters. */

@@ -6,6 +6,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * How a policy checks that a token is genuine before it may raise the fence ({@code fence.verify}).
  * <p>
@@ -37,8 +39,9 @@ public sealed interface TokenVerification {
      * @param tls          client TLS, or {@code null} for none
      * @param cache        positive verdicts remembered per (scope, token)
      */
-    record Etcd(List<URI> endpoints, String prefix, Duration timeout, String username, String password,
-                Path passwordFile, ClientTls tls, Cache cache) implements TokenVerification {
+    record Etcd(List<URI> endpoints, String prefix, Duration timeout, @Nullable String username,
+                @Nullable String password, @Nullable Path passwordFile, @Nullable ClientTls tls, Cache cache)
+            implements TokenVerification {
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 
         public Etcd {
@@ -103,7 +106,7 @@ public sealed interface TokenVerification {
      *                  still taken as held: the API server's, the holder's and the proxy's clocks differ
      * @param cache     positive verdicts remembered per (scope, token)
      */
-    record Kubernetes(URI apiServer, String namespace, String prefix, Path tokenFile, ClientTls tls,
+    record Kubernetes(URI apiServer, String namespace, String prefix, Path tokenFile, @Nullable ClientTls tls,
                       Duration timeout, Duration clockSkew, Cache cache) implements TokenVerification {
         public static final URI DEFAULT_API_SERVER = URI.create("https://kubernetes.default.svc");
         public static final Path DEFAULT_TOKEN_FILE = Path.of("/var/run/secrets/kubernetes.io/serviceaccount/token");
@@ -136,8 +139,8 @@ public sealed interface TokenVerification {
      * @param tls          client TLS for a {@code rediss://} url, or {@code null} (the JVM's default authorities)
      * @param cache        positive verdicts remembered per (scope, token)
      */
-    record Redis(URI url, String prefix, Duration timeout, String username, String password, Path passwordFile,
-                 ClientTls tls, Cache cache) implements TokenVerification {
+    record Redis(URI url, String prefix, Duration timeout, @Nullable String username, @Nullable String password,
+                 @Nullable Path passwordFile, @Nullable ClientTls tls, Cache cache) implements TokenVerification {
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
         public static final int DEFAULT_PORT = 6379;
 
@@ -232,8 +235,8 @@ public sealed interface TokenVerification {
      * @param timeout   deadline of each lookup; past it the write is refused with 503
      * @param cache     positive verdicts remembered per (scope, token)
      */
-    record Consul(URI url, String prefix, String token, Path tokenFile, ClientTls tls, Duration timeout, Cache cache)
-            implements TokenVerification {
+    record Consul(URI url, String prefix, @Nullable String token, @Nullable Path tokenFile, @Nullable ClientTls tls,
+                  Duration timeout, Cache cache) implements TokenVerification {
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 
         public Consul {
@@ -279,8 +282,8 @@ public sealed interface TokenVerification {
      * @param timeout   deadline of each lookup (all of the SDK's attempts); past it the write is refused with 503
      * @param cache     positive verdicts remembered per (scope, token)
      */
-    record DynamoDb(String table, String prefix, String region, URI endpoint, String accessKey, String secretKey,
-                    Duration timeout, Cache cache) implements TokenVerification {
+    record DynamoDb(String table, String prefix, String region, @Nullable URI endpoint, @Nullable String accessKey,
+                    @Nullable String secretKey, Duration timeout, Cache cache) implements TokenVerification {
         public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(2);
 
         public DynamoDb {
@@ -295,8 +298,8 @@ public sealed interface TokenVerification {
         }
 
         /** Static credentials, an endpoint of one's own. */
-        public DynamoDb(String table, String prefix, URI endpoint, String accessKey, String secretKey,
-                        Duration timeout, Cache cache) {
+        public DynamoDb(String table, String prefix, @Nullable URI endpoint, @Nullable String accessKey,
+                        @Nullable String secretKey, Duration timeout, Cache cache) {
             this(table, prefix, "us-east-1", endpoint, accessKey, secretKey, timeout, cache);
         }
 
@@ -338,7 +341,7 @@ public sealed interface TokenVerification {
      * @param keyFile a file whose first line is the key, or {@code null}; read when the proxy starts, never by
      *                the policy loader
      */
-    record SharedKey(String id, String key, Path keyFile) {
+    record SharedKey(String id, @Nullable String key, @Nullable Path keyFile) {
         /** The shortest key accepted: 32 characters (e.g. {@code openssl rand -base64 32} gives 44). */
         public static final int MIN_LENGTH = 32;
 

@@ -32,6 +32,15 @@ final class Values {
     private Values() {
     }
 
+    /**
+     * An exception's message for a problem: the parsers here always give one; a library's exception without one
+     * is named by its class instead of "null".
+     */
+    static String message(Exception e) {
+        String message = e.getMessage();
+        return message != null ? message : e.getClass().getSimpleName();
+    }
+
     /** Whether every part was read; a part that was not has already been reported. */
     static boolean allPresent(Optional<?>... parts) {
         return Stream.of(parts).allMatch(Optional::isPresent);
@@ -236,9 +245,10 @@ final class Values {
             }
             return Optional.of(uri);
         } catch (URISyntaxException e) {
-            field.error(text.matches("[^/:]+:\\d+.*") || e.getMessage().contains("scheme name")
+            String message = message(e);
+            field.error(text.matches("[^/:]+:\\d+.*") || message.contains("scheme name")
                     ? "'" + text + "' has no scheme: write http://" + text + " (or https://)"
-                    : "not a valid URL: " + e.getMessage());
+                    : "not a valid URL: " + message);
             return Optional.empty();
         }
     }
