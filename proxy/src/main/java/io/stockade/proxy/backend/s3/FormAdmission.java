@@ -11,7 +11,6 @@ import java.util.Optional;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.backend.Exchange;
-import io.stockade.proxy.backend.s3.S3Admission.Result;
 import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.problem.ProblemType;
 
@@ -37,11 +36,11 @@ final class FormAdmission {
      * Reads a browser-form upload up to its file and judges it before any fence question: its signature over the
      * policy document, the policy's expiration and conditions, the key. The file is read by the write.
      */
-    Result admit(Exchange exchange, S3Request s3) {
+    AdmissionResult admit(Exchange exchange, S3Request s3) {
         ServerRequest req = exchange.request();
         for (Header header : req.headers()) {
             if (header.name().toLowerCase(Locale.ROOT).startsWith("x-amz-")) {
-                return new Result(null, S3Problems.of(ProblemType.REFUSED_HEADER, 400, "InvalidArgument", "a "
+                return new AdmissionResult(null, S3Problems.of(ProblemType.REFUSED_HEADER, 400, "InvalidArgument", "a "
                         + "browser-form upload's headers are covered by no signature (its policy signs its fields): "
                         + "the header " + header.name() + " is refused; give what it sets as a form field",
                         s3.resource()));
@@ -49,20 +48,20 @@ final class FormAdmission {
         }
         String boundary = PostForm.boundary(req.headers().first(HeaderNames.CONTENT_TYPE).orElse(null));
         if (boundary == null) {
-            return Result.refused(400, "MalformedPOSTRequest", "The body of your POST request is "
+            return AdmissionResult.refused(400, "MalformedPOSTRequest", "The body of your POST request is "
                     + "not well-formed multipart/form-data: no boundary in its Content-Type.", s3.resource());
         }
         PostForm form;
         try {
             form = PostForm.read(exchange.body(), boundary);
         } catch (PostForm.Malformed e) {
-            return Result.refused(400, e.code, e.getMessage(), s3.resource());
+            return AdmissionResult.refused(400, e.code, e.getMessage(), s3.resource());
         } catch (IOException e) {
             BodyBounds.BodyRefused bound = BodyBounds.BodyRefused.in(e);
             if (bound != null) {
-                return new Result(null, bound.problem()); // over a bound of the policy
+                return new AdmissionResult(null, bound.problem()); // over a bound of the policy
             }
-            return Result.refused(400, "IncompleteBody", "the form could not be read: "
+            return AdmissionResult.refused(400, "IncompleteBody", "the form could not be read: "
                     + e.getMessage(), s3.resource());
         }
         Map<String, String> fields = new LinkedHashMap<>();
@@ -70,11 +69,11 @@ final class FormAdmission {
             fields.putIfAbsent(f.name().toLowerCase(Locale.ROOT), f.value());
         }
         if (fields.containsKey(ObjectMeta.RECORD_META)) {
-            return new Result(null, S3Problems.of(S3Table.copiedRecord(), s3.resource()));
+            return new AdmissionResult(null, S3Problems.of(S3Table.copiedRecord(), s3.resource()));
         }
         String key = fields.get("key");
         if (key == null) {
-            return Result.refused(400, "InvalidArgument", "Bucket POST must contain a field named "
+            return AdmissionResult.refused(400, "InvalidArgument", "Bucket POST must contain a field named "
                     + "'key'.  If it is specified, please check the order of the fields.", s3.resource());
         }
         key = key.replace("${filename}", form.fileName());
@@ -116,10 +115,10 @@ final class FormAdmission {
                         + S3Tokens.TOKEN_FIELD + ", which its policy signs; the " + tokenHeader + " header of a form "
                         + "upload is covered by no signature (policy option signed-token)");
             }
-            return new Result(new AdmittedRequest(s3, null, null, false,
+            return new AdmissionResult(new AdmittedRequest(s3, null, null, false,
                     new AdmittedRequest.Form(form, key, min, max, Collections.unmodifiableMap(fields)), null), null);
         } catch (S3Refused e) {
-            return Result.refused(e.status, e.code, e.getMessage(), resource);
+            return AdmissionResult.refused(e.status, e.code, e.getMessage(), resource);
         }
     }
 }

@@ -51,24 +51,18 @@ final class S3Admission {
         }
     }
 
-    /** A request read and authenticated, or why it was refused. */
-    record Result(AdmittedRequest request, Problem refusal) {
-        static Result refused(int status, String code, String message, String resource) {
-            return new Result(null, S3Problems.of(status, code, message, resource));
-        }
-    }
-
     /** Reads the request as S3 and authenticates it, before any fence question: the plan's first step. */
-    Result admit(Exchange exchange) {
+    AdmissionResult admit(Exchange exchange) {
         ServerRequest req = exchange.request();
         S3Request s3;
         try {
             s3 = S3Request.of(req, exchange.route().target(), config.virtualHost());
         } catch (IllegalArgumentException e) {
-            return Result.refused(400, "InvalidURI", "Couldn't parse the specified URI: " + e.getMessage(), null);
+            return AdmissionResult.refused(400, "InvalidURI", "Couldn't parse the specified URI: " + e.getMessage(),
+                    null);
         }
         if (s3.keyProblem().isPresent()) {
-            return Result.refused(400, "KeyTooLongError", "Your key is too long: "
+            return AdmissionResult.refused(400, "KeyTooLongError", "Your key is too long: "
                     + s3.keyProblem().get(), null);
         }
         if (s3.operation() == S3Request.Operation.POST_OBJECT) {
@@ -80,18 +74,18 @@ final class S3Admission {
             // A browser's CORS preflight is never signed (S3 does not check a signature on OPTIONS) and changes
             // nothing: the store answers it from its CORS configuration when the policy forwards unsigned reads.
             if (!req.headers().contains(HeaderNames.ORIGIN)) {
-                return Result.refused(400, "BadRequest", "Insufficient information. Origin "
+                return AdmissionResult.refused(400, "BadRequest", "Insufficient information. Origin "
                         + "request header needed.", s3.resource());
             }
             if (auth != null && config.unsignedReads() != BackendConfig.UnsignedReads.FORWARD) {
-                return Result.refused(403, "AccessDenied", "CORS preflight requests are answered "
+                return AdmissionResult.refused(403, "AccessDenied", "CORS preflight requests are answered "
                         + "by the store only when the policy forwards unsigned reads (unsigned-reads: forward)",
                         s3.resource());
             }
             unsigned = auth != null;
         } else if (auth != null && unsignedRequest(req, s3)) {
             if (!s3.read() || config.unsignedReads() != BackendConfig.UnsignedReads.FORWARD) {
-                return Result.refused(403, "AccessDenied", "Anonymous access is refused: sign the "
+                return AdmissionResult.refused(403, "AccessDenied", "Anonymous access is refused: sign the "
                         + "request with SigV4" + (s3.read() ? " (this policy does not forward unsigned reads to the "
                         + "store: unsigned-reads: refuse)" : "; unsigned writes are never forwarded"),
                         s3.resource());
@@ -101,23 +95,23 @@ final class S3Admission {
             try {
                 verified = auth.verify(req, s3, Instant.now());
             } catch (S3Refused refused) {
-                return Result.refused(refused.status, refused.code, refused.getMessage(),
+                return AdmissionResult.refused(refused.status, refused.code, refused.getMessage(),
                         s3.resource());
             }
         }
         // Authenticated (or an unsigned read the policy forwards): now what the request means to the store.
         Problem table = tableRefusal(exchange, s3, verified);
         if (table != null) {
-            return new Result(null, table);
+            return new AdmissionResult(null, table);
         }
         Problem source = copySourceRefusal(exchange, s3);
         if (source != null) {
-            return new Result(null, source);
+            return new AdmissionResult(null, source);
         }
         String carrier = s3.operation().fenced() ? tokens.unsignedCarrier(exchange, verified) : null;
         if (carrier != null && exchange.fencing().enforced()) {
             // An unsigned token can be set by anyone holding the signed request or a presigned URL.
-            return Result.refused(403, "AccessDenied", "the " + carrier + " header is not "
+            return AdmissionResult.refused(403, "AccessDenied", "the " + carrier + " header is not "
                     + "covered by the request's signature: sign it (it must be in " + (s3.presigned()
                     ? "X-Amz-SignedHeaders of the presigned URL" : "SignedHeaders") + "), so that "
                     + "nobody who holds the signed request can change the token (policy option signed-token)",
@@ -126,9 +120,9 @@ final class S3Admission {
         // The client signed the upload ID it was given; the upstream gets its own (Multipart, UploadIds).
         Multipart.Admitted upload = multipart.admit(s3);
         if (upload.refusal() != null) {
-            return new Result(null, upload.refusal());
+            return new AdmissionResult(null, upload.refusal());
         }
-        return new Result(new AdmittedRequest(upload.s3(), verified, upload.upload(), unsigned), null);
+        return new AdmissionResult(new AdmittedRequest(upload.s3(), verified, upload.upload(), unsigned), null);
     }
 
     /**

@@ -117,7 +117,7 @@ final class S3Planner {
      * move a high-water mark), then one plan from the operation it names.
      */
     Plan plan(Exchange exchange) {
-        S3Admission.Result admitted = admission.admit(exchange);
+        AdmissionResult admitted = admission.admit(exchange);
         if (admitted.refusal() != null) {
             return new Plan.Refuse(exchange.scope(), admitted.refusal());
         }
