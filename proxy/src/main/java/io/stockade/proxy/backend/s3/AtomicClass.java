@@ -1,17 +1,10 @@
 package io.stockade.proxy.backend.s3;
 
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.Objects;
 import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
@@ -24,7 +17,6 @@ import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.ServerRequest;
 
 /**
  * The <em>atomic</em> S3 class: one scope per object, the highest token in the object's metadata
@@ -49,8 +41,6 @@ import io.helidon.webserver.http.ServerRequest;
  * atomic under concurrency (s3proxy 3.0.0) is then still safe with a single proxy replica.
  */
 final class AtomicClass implements S3Class {
-    private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
-            .withZone(ZoneOffset.UTC);
     /** Bodies up to this size are buffered so that a write that lost a race can be sent again. */
     private static final int REPLAY_BUFFER = ConditionalWrite.REPLAY_BUFFER;
 
@@ -63,6 +53,7 @@ final class AtomicClass implements S3Class {
     private final EndpointWrites.Lease shared;
     private final ConditionalWrite writes;
     private final Tombstones tombstones;
+    private final ConditionalCopy copies;
 
     AtomicClass(BackendConfig.S3 config, Upstream upstream, Relay relay, Multipart multipart, S3Failures failures,
                 KeyScopes scopes) {
@@ -74,6 +65,7 @@ final class AtomicClass implements S3Class {
         this.shared = EndpointWrites.open(config.endpoint(), config.etagCache());
         this.writes = new ConditionalWrite(upstream, config.retries(), shared, failures);
         this.tombstones = new Tombstones(upstream, writes, failures);
+        this.copies = new ConditionalCopy(upstream, writes);
     }
 
     @Override
@@ -126,7 +118,7 @@ final class AtomicClass implements S3Class {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
                         });
-                case COPY_OBJECT -> copyObject(exchange, p, token, rule);
+                case COPY_OBJECT -> copies.write(exchange, p, token, rule);
                 case COMPLETE_MULTIPART -> complete(exchange, p, token, rule);
                 // nothing visible yet: judged against the object, then relayed; the completion is conditional
                 case CREATE_MULTIPART -> writes.judged(exchange, s3.bucket(), s3.key(), token, rule,
@@ -357,84 +349,6 @@ final class AtomicClass implements S3Class {
     private static boolean isUploadPartCopy(Exchange exchange, AdmittedRequest p) {
         return p.s3().operation() == S3Request.Operation.UPLOAD_PART
                 && exchange.request().headers().contains(HeaderNames.create("x-amz-copy-source"));
-    }
-
-    private WriteResult copyObject(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
-        S3Request s3 = p.s3();
-        ServerRequest req = exchange.request();
-        CopySource source = CopySource.of(req);
-        String srcBucket = source.bucket();
-        String srcKey = source.key();
-        List<Map.Entry<String, String>> srcQuery = source.query();
-        List<Map.Entry<String, String>> srcConditions = new ArrayList<>();
-        for (String c : List.of("if-match", "if-none-match", "if-modified-since", "if-unmodified-since")) {
-            req.headers().first(HeaderNames.create("x-amz-copy-source-" + c))
-                    .ifPresent(v -> srcConditions.add(Map.entry(c, v)));
-        }
-        boolean replace = req.headers().first(HeaderNames.create("x-amz-metadata-directive"))
-                .map(v -> v.equalsIgnoreCase("REPLACE")).orElse(false);
-        List<Map.Entry<String, String>> clientHeaders = new ArrayList<>();
-        for (Map.Entry<String, String> h : Relay.forwardHeaders(exchange, p)) {
-            String n = h.getKey();
-            if (n.startsWith("x-amz-copy-source") || n.equals("x-amz-metadata-directive")
-                    || (!replace && (n.startsWith("x-amz-meta-") || n.equals("content-type")))) {
-                continue;
-            }
-            clientHeaders.add(h);
-        }
-        // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
-        // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
-        String[] lastEtag = new String[1];
-        return writes.write(exchange, s3.bucket(), s3.key(), token, rule,
-                true, ConditionalWrite.Remember.OBJECT, etag -> {
-            UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
-            int status = src.status();
-            if (status != 200 || (src.first(ObjectMeta.DELETED_META) != null)) {
-                try (src) {
-                    if (status == 200 || status == 404) {
-                        throw new ConditionalWrite.Answered(answer(exchange, 404, "NoSuchKey",
-                                "The specified copy source does not exist."));
-                    }
-                    int mapped = status == 304 || status == 412 ? 412 : status;
-                    throw new ConditionalWrite.Answered(answer(exchange, mapped, mapped == 412 ? "PreconditionFailed"
-                            : "CopySourceUnavailable", "the copy source answered " + status));
-                }
-            }
-            List<Map.Entry<String, String>> headers = new ArrayList<>(clientHeaders);
-            if (!replace) {
-                for (int i = 0; i < src.headerCount(); i++) {
-                    String n = src.name(i).toLowerCase(Locale.ROOT);
-                    if ((n.startsWith("x-amz-meta-") && !ObjectMeta.OWN_META.contains(n))
-                            || n.equals("content-type") || n.equals("cache-control") || n.equals("content-disposition")
-                            || n.equals("content-encoding") || n.equals("content-language") || n.equals("expires")) {
-                        headers.add(Map.entry(n, src.value(i)));
-                    }
-                }
-            }
-            headers.addAll(ObjectMeta.tokenRecord(token));
-            long length;
-            try {
-                length = src.contentLength().orElse(0);
-            } catch (io.stockade.proxy.upstream.UpstreamFailure e) {
-                src.close();
-                throw new UncheckedIOException(e.getMessage(), e);
-            }
-            InputStream in = src.body();
-            try {
-                return upstream.send("PUT", s3.bucket(), s3.key(), List.of(), conditional(headers, etag),
-                        length == 0 ? null : Upstream.Body.of(in, length));
-            } finally {
-                src.close();
-            }
-        }, response -> {
-            lastEtag[0] = Objects.requireNonNullElse(response.first("ETag"), "");
-            String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult xmlns=\"" + S3Xml.NS
-                    + "\"><LastModified>" + ISO.format(Instant.now()) + "</LastModified><ETag>"
-                    + S3Xml.escape(lastEtag[0]) + "</ETag></CopyObjectResult>";
-            exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
-            exchange.response().status(200).send(xml.getBytes(StandardCharsets.UTF_8));
-            return new WriteResult.Answered(200);
-        });
     }
 
     /**

@@ -11,7 +11,8 @@
  * ({@link io.stockade.proxy.backend.s3.S3Class}; {@link io.stockade.proxy.backend.s3.S3Type#open()} makes it):
  * {@link io.stockade.proxy.backend.s3.AtomicClass} (<em>atomic</em>: one scope per object, the highest token in
  * the object's metadata ({@link io.stockade.proxy.backend.s3.ObjectMeta}), writes conditional on the ETag it was
- * read from ({@link io.stockade.proxy.backend.s3.ConditionalWrite}, with the per-endpoint locks and ETag cache of
+ * read from ({@link io.stockade.proxy.backend.s3.ConditionalWrite}; a copy's:
+ * {@link io.stockade.proxy.backend.s3.ConditionalCopy}; with the per-endpoint locks and ETag cache of
  * {@link io.stockade.proxy.backend.s3.EndpointWrites}), deletes leave a tombstone) or
  * {@link io.stockade.proxy.backend.s3.SerializedClass} (<em>serialized</em>: a prefix scope or an upstream
  * without conditional writes; the engine's store and scope guard do the fencing). A request goes one way:

@@ -21,7 +21,7 @@ class S3OneWayTest {
     private static final String[] ADMISSION = {"S3Admission", "FormAdmission", "S3Tokens"};
     private static final String[] CLASSES = {"S3Class", "AtomicClass", "SerializedClass"};
     private static final String[] STORAGE = {"Relay", "Multipart", "Tombstones", "ConditionalWrite", "S3Failures",
-        "FormUploads", "Upstream", "Listings", "UploadIds", "EndpointWrites", "EtagCache", "Spool"};
+        "FormUploads", "Upstream", "Listings", "UploadIds", "EndpointWrites", "EtagCache", "Spool", "ConditionalCopy"};
 
     private static JavaClasses classes;
 
