@@ -2,6 +2,8 @@ package io.stockade.proxy;
 
 import java.net.URI;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.function.Consumer;
@@ -38,43 +40,8 @@ public final class S3Fixture implements AutoCloseable {
     public static final String APP_KEY = "app-key";
     public static final String APP_SECRET = "app-secret";
 
-    public static final String POLICY = """
-            server:
-              limits: {read-timeout: "${READ_TIMEOUT:-30s}"}
-            store: {type: memory, journal: "${JOURNAL}"}
-            policies:
-              - name: s3
-                match: {path: "/{path...}"}
-                scope: s3
-                fence:
-                  missing: "${MISSING_TOKEN:-reject}"
-                  mode: "${FENCE_MODE:-enforce}"
-                  equal: "${EQUAL_TOKEN:-accept}"
-                  max-advance: ${MAX_ADVANCE:-9223372036854775807}
-                limits:
-                  body-timeout: "${BODY_TIMEOUT:-5m}"
-                  max-scope-bytes: ${MAX_SCOPE_BYTES:-4096}
-                backend: &s3
-                  type: s3
-                  endpoint: http://127.0.0.1:${S3PORT}
-                  access-key: upstream-key
-                  secret-key: upstream-secret
-                  auth: ${AUTH:-sigv4}
-                  signed-token: ${SIGNED_TOKEN:-true}
-                  token-from-metadata: ${TOKEN_FROM_METADATA:-false}
-                  unsigned-reads: ${UNSIGNED_READS:-refuse}
-                  fence-scope: ${FENCE_SCOPE:-object}
-                  conditional-writes: ${CONDITIONAL_WRITES:-true}
-                  etag-cache: ${ETAG_CACHE:-0}
-                  timeout: ${S3_TIMEOUT:-10s}
-                  # s3-options
-                  clients:
-                    - {access-key: app-key, secret-key: app-secret}
-              - name: s3-root
-                match: {path: "/"}
-                scope: s3
-                backend: *s3
-            """;
+    /** The policy with the backend's options at their defaults ({@link #policy}). */
+    public static final String POLICY = policy(Map.of());
 
     public final S3Proxy s3proxy;
     public final BlobStoreContext blobs;
@@ -130,20 +97,42 @@ public final class S3Fixture implements AutoCloseable {
         return new S3Fixture(s3proxy, blobs, proxy);
     }
 
-    /** The policy, with the backend options {@code BUCKET_WRITES} and {@code DISTINCT_KEYS} when vars name them. */
+    /**
+     * The policy: {@code s3} (every path but the root) and {@code s3-root} (the root, ListBuckets) over the same s3
+     * backend at {@code ${S3PORT}}, each option a variable with its default; with the backend options
+     * {@code BUCKET_WRITES} and {@code DISTINCT_KEYS} when vars name them.
+     */
     public static String policy(Map<String, String> vars) {
-        StringBuilder options = new StringBuilder();
+        List<String> options = new ArrayList<>(List.of(
+                "access-key: " + UPSTREAM_KEY,
+                "secret-key: " + UPSTREAM_SECRET,
+                "auth: ${AUTH:-sigv4}",
+                "signed-token: ${SIGNED_TOKEN:-true}",
+                "token-from-metadata: ${TOKEN_FROM_METADATA:-false}",
+                "unsigned-reads: ${UNSIGNED_READS:-refuse}",
+                "fence-scope: ${FENCE_SCOPE:-object}",
+                "conditional-writes: ${CONDITIONAL_WRITES:-true}",
+                "etag-cache: ${ETAG_CACHE:-0}",
+                "timeout: ${S3_TIMEOUT:-10s}"));
         if (vars.containsKey("BUCKET_WRITES")) {
-            options.append("      bucket-writes: ").append(vars.get("BUCKET_WRITES")).append('\n');
+            options.add("bucket-writes: " + vars.get("BUCKET_WRITES"));
         }
         if (vars.containsKey("DISTINCT_KEYS")) {
-            options.append("      distinct-keys: ").append(vars.get("DISTINCT_KEYS")).append('\n');
+            options.add("distinct-keys: " + vars.get("DISTINCT_KEYS"));
         }
-        String policy = POLICY.replace("      # s3-options\n", options.toString());
-        if (policy.equals(POLICY) && !options.isEmpty()) {
-            throw new IllegalStateException("no place for the backend options in the policy");
-        }
-        return policy;
+        options.add("clients:\n  - {access-key: " + APP_KEY + ", secret-key: " + APP_SECRET + "}");
+        String endpoint = "endpoint: http://127.0.0.1:${S3PORT}";
+        String[] backend = options.toArray(String[]::new);
+        return TestPolicies.memoryStore()
+                .server("limits: {read-timeout: \"${READ_TIMEOUT:-30s}\"}")
+                .policy("s3", "/{path...}", "s3")
+                .fence("missing: \"${MISSING_TOKEN:-reject}\"", "mode: \"${FENCE_MODE:-enforce}\"",
+                        "equal: \"${EQUAL_TOKEN:-accept}\"", "max-advance: ${MAX_ADVANCE:-9223372036854775807}")
+                .limits("body-timeout: \"${BODY_TIMEOUT:-5m}\"", "max-scope-bytes: ${MAX_SCOPE_BYTES:-4096}")
+                .backend("s3", endpoint, backend)
+                .policy("s3-root", "/", "s3")
+                .backend("s3", endpoint, backend)
+                .yaml();
     }
 
     /** A request's override that sends {@code token} as the {@code Fencing-Token} header (the SDK signs it). */

@@ -28,11 +28,8 @@ import io.helidon.http.HeaderNames;
 final class ConditionalWrite {
     /** How long a write waits for the other writes of its object through this proxy. */
     static final Duration SCOPE_WAIT = Duration.ofSeconds(30);
-
-    /** What an upstream call that failed comes to (an unreachable upstream, an unknown outcome). */
-    interface Failures {
-        WriteResult failure(Exchange exchange, RuntimeException e, boolean mayHaveReached);
-    }
+    /** Bodies up to this size are buffered so that a write that lost a race can be sent again. */
+    static final int REPLAY_BUFFER = 1024 * 1024;
 
     private final Upstream upstream;
     private final int retries;
@@ -40,9 +37,10 @@ final class ConditionalWrite {
     private final EtagCache cache;
     /** Whether this policy's writes may skip the HEAD ({@code etag-cache} above 0). */
     private final boolean useCache;
-    private final Failures failures;
+    /** What an upstream call that failed comes to (an unreachable upstream, an unknown outcome). */
+    private final S3Failures failures;
 
-    ConditionalWrite(Upstream upstream, int retries, EndpointWrites.Lease shared, Failures failures) {
+    ConditionalWrite(Upstream upstream, int retries, EndpointWrites.Lease shared, S3Failures failures) {
         this.upstream = upstream;
         this.retries = retries;
         this.locks = shared.locks();
@@ -103,7 +101,7 @@ final class ConditionalWrite {
          */
         default WriteResult refused(Exchange exchange, UpstreamResponse response) {
             if (StorageAnswer.of(response.status()) == StorageAnswer.UNKNOWN) {
-                return StorageAnswer.failed(response.status(), S3Front.errorCode(response));
+                return StorageAnswer.failed(response.status(), S3Failures.errorCode(response));
             }
             return relayed(exchange, response);
         }
@@ -401,7 +399,7 @@ final class ConditionalWrite {
             // the higher of the record and the name earlier builds kept it under: an object written by an earlier
             // build (or an earlier replica in a rolling upgrade) keeps its fence; neither is ever lowered
             long token = -1;
-            for (String name : List.of(S3Front.RECORD_META, S3Front.TOKEN_META)) {
+            for (String name : List.of(ObjectMeta.RECORD_META, ObjectMeta.TOKEN_META)) {
                 Optional<String> stored = Optional.ofNullable(r.first(name));
                 if (stored.isPresent()) {
                     try {
@@ -412,10 +410,10 @@ final class ConditionalWrite {
                     }
                 }
             }
-            return new Head(true, etag, token, null, status, r.first(S3Front.DELETED_META) != null);
+            return new Head(true, etag, token, null, status, r.first(ObjectMeta.DELETED_META) != null);
         } catch (RuntimeException e) {
             return new Head(false, null, -1, "reading the object's fencing token (HEAD) failed: "
-                    + S3Front.root(e), 0);
+                    + S3Failures.root(e), 0);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.stockade.proxy.backend.s3;
 
+import java.io.IOException;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -10,12 +11,14 @@ import java.util.Optional;
 
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.WriteResult;
+import io.stockade.proxy.listener.BodyBounds;
 
 import io.helidon.http.HeaderNames;
 
 /**
- * What a browser-form upload (POST Object) comes to once its form was read and judged ({@code S3Front.admitForm}):
- * the key it may name, the headers its fields give the object, the answer S3 sends.
+ * What a browser-form upload (POST Object) comes to once its form was read and judged ({@link FormAdmission#admit}):
+ * the key it may name, its file read within its policy's bounds ({@link #spool}), the headers its fields give the
+ * object, the answer S3 sends.
  */
 final class FormUploads {
     private FormUploads() {
@@ -57,7 +60,7 @@ final class FormUploads {
     }
 
     /** The headers a form upload's fields give the object (its type, content headers, ACL, metadata). */
-    static List<Map.Entry<String, String>> headers(S3Front.Form form) {
+    static List<Map.Entry<String, String>> headers(AdmittedRequest.Form form) {
         List<Map.Entry<String, String>> out = new ArrayList<>();
         for (PostForm.Field f : form.form().fields()) {
             String name = f.name().toLowerCase(Locale.ROOT);
@@ -65,7 +68,7 @@ final class FormUploads {
                     || name.equals("content-encoding") || name.equals("expires")
                     || name.equals("x-amz-storage-class") || name.equals("x-amz-website-redirect-location")
                     || name.startsWith("x-amz-server-side-encryption")
-                    || (name.startsWith("x-amz-meta-") && !S3Front.OWN_META.contains(name))) {
+                    || (name.startsWith("x-amz-meta-") && !ObjectMeta.OWN_META.contains(name))) {
                 out.add(Map.entry(name, f.value()));
             } else if (name.equals("acl")) {
                 out.add(Map.entry("x-amz-acl", f.value()));
@@ -75,7 +78,7 @@ final class FormUploads {
     }
 
     /** What a successful form upload answers: a redirect, 200, 201 with XML, or 204 (S3's default). */
-    static WriteResult answer(Exchange exchange, S3Front.Form form, String bucket, String etag) {
+    static WriteResult answer(Exchange exchange, AdmittedRequest.Form form, String bucket, String etag) {
         var res = exchange.response();
         String quoted = etag == null ? "" : etag;
         String host = exchange.request().headers().first(HeaderNames.HOST).orElse("localhost");
@@ -115,4 +118,38 @@ final class FormUploads {
         }
     }
 
+    /** A form's file read, or the refusal of it. */
+    record Spooled(Spool file, WriteResult refused) {
+    }
+
+    /**
+     * Reads a form's file within its policy's content-length-range.
+     */
+    static Spooled spool(Exchange exchange, AdmittedRequest.Form form) {
+        long max = Math.min(form.maxLength(), MAX_FORM_FILE);
+        try {
+            Spool file = Spool.of(form.form().file(), max, ConditionalWrite.REPLAY_BUFFER);
+            if (file.length() < form.minLength()) {
+                file.close();
+                return new Spooled(null, S3Failures.answer(exchange, 400, "EntityTooSmall", "Your proposed upload is "
+                        + "smaller than the minimum allowed size (" + form.minLength() + " bytes, the policy's "
+                        + "content-length-range)"));
+            }
+            return new Spooled(file, null);
+        } catch (Spool.TooLarge e) {
+            return new Spooled(null, S3Failures.answer(exchange, 400, "EntityTooLarge", "Your proposed upload exceeds "
+                    + "the maximum allowed size (" + max + " bytes" + (max == MAX_FORM_FILE ? ", S3's limit for a POST "
+                    + "upload" : ", the policy's content-length-range") + ")"));
+        } catch (IOException e) {
+            BodyBounds.BodyRefused refused = BodyBounds.BodyRefused.in(e);
+            if (refused != null) {
+                return new Spooled(null, new WriteResult.Answered(refused.problem().status())); // the pipeline's
+            }
+            return new Spooled(null, S3Failures.answer(exchange, 400, "IncompleteBody", "the form's file could not be "
+                    + "read: " + e.getMessage()));
+        }
+    }
+
+    /** S3's largest POST upload: 5 GiB. */
+    static final long MAX_FORM_FILE = 5L * 1024 * 1024 * 1024;
 }

@@ -232,7 +232,7 @@ final class Listings {
             if (e.getCause() instanceof Unavailable unavailable) {
                 throw unavailable;
             }
-            throw new Unavailable("telling tombstones from objects failed: " + S3Front.root(e.getCause()));
+            throw new Unavailable("telling tombstones from objects failed: " + S3Failures.root(e.getCause()));
         }
     }
 }

@@ -48,11 +48,13 @@ final class Multipart {
     private static final List<String> FRAMING = List.of("content-length", "transfer-encoding", "connection",
             "keep-alive", "content-md5");
 
-    private final S3Front backend;
+    private final Upstream upstream;
+    private final S3Failures failures;
     private final UploadIds ids;
 
-    Multipart(S3Front backend, String upstreamSecret) {
-        this.backend = backend;
+    Multipart(Upstream upstream, S3Failures failures, String upstreamSecret) {
+        this.upstream = upstream;
+        this.failures = failures;
         this.ids = new UploadIds(upstreamSecret);
     }
 
@@ -106,11 +108,11 @@ final class Multipart {
      * CreateMultipartUpload, once its token (if any) is judged: sent upstream with the token in the upload's
      * metadata, answered with the store's answer carrying the proxy's ID for the upload.
      */
-    WriteResult create(Exchange exchange, S3Front.Parsed p, OptionalLong token) {
+    WriteResult create(Exchange exchange, AdmittedRequest p, OptionalLong token) {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
-        token.ifPresent(t -> headers.addAll(S3Front.tokenRecord(t)));
-        try (UpstreamResponse response = backend.send(exchange, p, "POST", s3.bucket(), s3.key(),
+        token.ifPresent(t -> headers.addAll(ObjectMeta.tokenRecord(t)));
+        try (UpstreamResponse response = p.send(upstream, "POST", s3.bucket(), s3.key(),
                 s3.upstreamQuery(), headers, null)) {
             if (response.status() != 200) {
                 Relay.relayResponse(response, exchange);
@@ -119,16 +121,16 @@ final class Multipart {
             String xml = new String(response.readAll(64 * 1024), StandardCharsets.UTF_8);
             Matcher id = UPLOAD_ID.matcher(xml);
             if (!id.find()) {
-                return backend.answer(exchange, 502, "InternalError", "the upstream's CreateMultipartUpload answer "
+                return S3Failures.answer(exchange, 502, "InternalError", "the upstream's CreateMultipartUpload answer "
                         + "has no UploadId");
             }
             String wrapped = ids.created(s3.bucket(), s3.key(), S3Xml.unescape(id.group(1)), token);
             return send(exchange, response, xml.substring(0, id.start(1)) + S3Xml.escape(wrapped)
                     + xml.substring(id.end(1)));
         } catch (IOException e) {
-            return backend.failure(exchange, new UncheckedIOException(e), true);
+            return failures.failure(exchange, new UncheckedIOException(e), true);
         } catch (RuntimeException e) {
-            return backend.failure(exchange, e, true);
+            return failures.failure(exchange, e, true);
         }
     }
 
@@ -137,9 +139,9 @@ final class Multipart {
      * upload's parts and aborts it, and nothing else. The markers ({@code UploadIdMarker}, {@code
      * NextUploadIdMarker}) stay the store's: they go back only as {@code upload-id-marker}, a position in the listing.
      */
-    WriteResult listUploads(Exchange exchange, S3Front.Parsed p) {
+    WriteResult listUploads(Exchange exchange, AdmittedRequest p) {
         S3Request s3 = p.s3();
-        try (UpstreamResponse response = backend.send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
+        try (UpstreamResponse response = p.send(upstream, "GET", s3.bucket(), null, s3.upstreamQuery(),
                 Relay.forwardHeaders(exchange, p), null)) {
             if (response.status() != 200) {
                 Relay.relayResponse(response, exchange);
@@ -148,9 +150,9 @@ final class Multipart {
             String xml = new String(response.readAll(MAX_LISTING), StandardCharsets.UTF_8);
             return send(exchange, response, listed(s3.bucket(), xml));
         } catch (IOException e) {
-            return backend.failure(exchange, new UncheckedIOException(e), true);
+            return failures.failure(exchange, new UncheckedIOException(e), true);
         } catch (RuntimeException e) {
-            return backend.failure(exchange, e, true);
+            return failures.failure(exchange, e, true);
         }
     }
 

@@ -1,25 +1,30 @@
 package io.stockade.proxy.backend.s3;
 
+import java.time.Duration;
+
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Keeper;
 import io.stockade.proxy.backend.WriteResult;
 
 /**
- * What differs between the two classes of S3 backend, asked by the {@link S3Front} they share: the serialized class
- * ({@link SerializedS3Backend}) and the atomic class ({@link AtomicS3Backend}).
+ * The class of an S3 backend, the strategy the one {@link S3Backend} holds: what differs between the serialized
+ * class ({@link SerializedClass}: the proxy's store keeps each fence) and the atomic class ({@link AtomicClass}: each
+ * object's metadata keeps its own). {@link S3Planner} asks it who keeps a write's fence and how an unfenced request
+ * goes to the store; it writes through {@link Relay} and never calls back into the plan.
  */
 interface S3Class {
     /** Who keeps the fence of a fenced write: the proxy's store (serialized), or the object's metadata (atomic). */
-    Keeper keeper(S3Front.Parsed p);
+    Keeper keeper(AdmittedRequest p);
 
     /** A request the plan forwards without a fence. */
-    WriteResult forward(Exchange exchange, S3Front.Parsed p);
+    WriteResult forward(Exchange exchange, AdmittedRequest p);
 
-    /**
-     * An unsigned read the store refused (403): whether the key is a tombstone that an anonymous client would be
-     * told is missing. A tombstone does not carry the deleted object's ACL, so the store refuses it to anonymous
-     * clients where S3 would say 404 for a deleted key, which it does when the client may list the bucket. Only
-     * the atomic class writes tombstones.
-     */
-    boolean deletedForAnonymous(String bucket, String key);
+    /** {@link io.stockade.proxy.backend.Backend#settle}: how long a write left unanswered may still land. */
+    Duration settle();
+
+    /** {@link io.stockade.proxy.backend.Backend#needsFenceStore}: whether the proxy's store keeps the fences. */
+    boolean needsFenceStore();
+
+    /** Releases what the class holds beside the backend's upstream. */
+    void close();
 }

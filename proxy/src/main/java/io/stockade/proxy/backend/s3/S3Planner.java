@@ -19,11 +19,12 @@ import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.token.FencingToken;
 
 /**
- * The S3 backend's plan, its one decision about a request once {@link S3Front} has read and authenticated it. S3
- * fences <em>operations</em>, not HTTP methods: every operation that changes an object is a fenced write of that
- * object's scope, whatever its method ({@link #fencing}); the policy's {@code fence.methods} has no say (an s3
- * policy that names them is refused at load). The plan is made from the policy's fencing read once at load
- * ({@link Fencing}), and nothing after it judges again.
+ * The S3 backend's plan, its one decision about a request once {@link S3Admission} has read and authenticated it;
+ * who keeps a fenced write's fence, and how an unfenced request is forwarded, it asks of the backend's class
+ * ({@link S3Class}). S3 fences <em>operations</em>, not HTTP methods: every operation that changes an object is a
+ * fenced write of that object's scope, whatever its method ({@link #fencing}); the policy's {@code fence.methods}
+ * has no say (an s3 policy that names them is refused at load). The plan is made from the policy's fencing read
+ * once at load ({@link Fencing}), and nothing after it judges again.
  * <table>
  *   <caption>what each operation is</caption>
  *   <tr><td>{@link Kind#READ}</td><td>forwarded: it changes nothing</td></tr>
@@ -96,13 +97,17 @@ final class S3Planner {
     }
 
     private final BackendConfig.S3 config;
-    private final S3Front front;
+    private final S3Admission admission;
+    private final S3Tokens tokens;
+    private final KeyScopes scopes;
     private final S3Class cls;
     private final boolean atomic;
 
-    S3Planner(BackendConfig.S3 config, S3Front front, S3Class cls) {
+    S3Planner(BackendConfig.S3 config, S3Admission admission, S3Tokens tokens, KeyScopes scopes, S3Class cls) {
         this.config = config;
-        this.front = front;
+        this.admission = admission;
+        this.tokens = tokens;
+        this.scopes = scopes;
         this.cls = cls;
         this.atomic = config.atomic();
     }
@@ -112,12 +117,12 @@ final class S3Planner {
      * move a high-water mark), then one plan from the operation it names.
      */
     Plan plan(Exchange exchange) {
-        S3Front.Admitted admitted = front.admit(exchange);
+        AdmissionResult admitted = admission.admit(exchange);
         if (admitted.refusal() != null) {
             return new Plan.Refuse(exchange.scope(), admitted.refusal());
         }
-        S3Front.Parsed p = admitted.parsed();
-        String scope = front.scopeOf(exchange.route(), p);
+        AdmittedRequest p = admitted.request();
+        String scope = scopes.scopeOf(exchange.route(), p);
         S3Request s3 = p.s3();
         Plan.Action forward = ex -> cls.forward(ex, p);
         return switch (fencing(s3.operation())) {
@@ -144,7 +149,7 @@ final class S3Planner {
     }
 
     /** A write of one object, fenced on its scope by the policy's rule. */
-    private Plan objectWrite(Exchange exchange, S3Front.Parsed p, String scope, Plan.Action forward) {
+    private Plan objectWrite(Exchange exchange, AdmittedRequest p, String scope, Plan.Action forward) {
         S3Request s3 = p.s3();
         if (s3.operation() == S3Request.Operation.OBJECT_SUBRESOURCE_WRITE && atomic) {
             return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
@@ -160,7 +165,7 @@ final class S3Planner {
                 return new Plan.Refuse(scope, folded.get());
             }
         }
-        Plan plan = exchange.fencing().plan(operationName(s3), List.of(scope), front.token(exchange, p),
+        Plan plan = exchange.fencing().plan(operationName(s3), List.of(scope), tokens.token(exchange, p),
                 cls.keeper(p), forward);
         if (plan instanceof Plan.Write && p.form() != null && !atomic) {
             // refused before the fence; unfenced (observe, off, missing: allow) it is forwarded as a PutObject
@@ -178,7 +183,7 @@ final class S3Planner {
      * only where the policy forwards them without a fence (no token and {@code missing: allow}, observe, off), never
      * fenced, so that no token puts bytes into, or completes, another holder's upload. It lists parts and aborts.
      */
-    private Plan uploadStep(Exchange exchange, S3Front.Parsed p, String scope, Plan.Action forward) {
+    private Plan uploadStep(Exchange exchange, AdmittedRequest p, String scope, Plan.Action forward) {
         S3Request s3 = p.s3();
         Plan plan = exchange.fencing().plan(operationName(s3), List.of(scope), uploadToken(exchange, p),
                 exchange.fencing().rule().continuing(), cls.keeper(p), forward);
@@ -204,8 +209,8 @@ final class S3Planner {
      * creation's metadata, so a step under another token would leave the object with a token the fence never
      * admitted for it.
      */
-    private FencingToken.Parsed uploadToken(Exchange exchange, S3Front.Parsed p) {
-        FencingToken.Parsed sent = front.token(exchange, p);
+    private FencingToken.Parsed uploadToken(Exchange exchange, AdmittedRequest p) {
+        FencingToken.Parsed sent = tokens.token(exchange, p);
         OptionalLong created = p.uploadToken();
         if (created.isEmpty()) {
             return sent;
@@ -227,7 +232,7 @@ final class S3Planner {
      * a DeleteObject could not name, or one the serialized class cannot tell from another scope's key, refuses the
      * whole request before anything moves.
      */
-    private Plan everyKey(Exchange exchange, S3Front.Parsed p, String bucketScope) {
+    private Plan everyKey(Exchange exchange, AdmittedRequest p, String bucketScope) {
         S3Request s3 = p.s3();
         byte[] body;
         S3Xml.DeleteRequest request;
@@ -239,7 +244,7 @@ final class S3Planner {
         } catch (RuntimeException e) {
             return new Plan.Refuse(bucketScope, bodyRefusal(e, s3));
         }
-        Set<String> scopes = new LinkedHashSet<>();
+        Set<String> keyScopes = new LinkedHashSet<>();
         List<String> keys = new ArrayList<>(request.keys().size());
         for (String key : request.keys()) {
             Optional<String> problem = FormUploads.keyProblem(s3.bucket(), key);
@@ -255,12 +260,12 @@ final class S3Planner {
                 return new Plan.Refuse(bucketScope, folded.get());
             }
             keys.add(key);
-            scopes.add(front.scopeOfKey(exchange.route(), s3.bucket(), key));
+            keyScopes.add(scopes.scopeOfKey(exchange.route(), s3.bucket(), key));
         }
-        S3Front.Parsed read = p.withDeletes(new S3Front.Deletes(body, new S3Xml.DeleteRequest(keys,
+        AdmittedRequest read = p.withDeletes(new AdmittedRequest.Deletes(body, new S3Xml.DeleteRequest(keys,
                 request.quiet())));
         Keeper keeper = cls.keeper(read);
-        return exchange.fencing().plan(operationName(s3), List.copyOf(scopes), front.token(exchange, read), keeper,
+        return exchange.fencing().plan(operationName(s3), List.copyOf(keyScopes), tokens.token(exchange, read), keeper,
                 ex -> cls.forward(ex, read));
     }
 
@@ -273,12 +278,12 @@ final class S3Planner {
         if (e instanceof ClientError client) {
             return S3Problems.of(client.status, client.code, client.getMessage(), s3.resource());
         }
-        PayloadReader.Rejected rejected = S3Front.cause(e, PayloadReader.Rejected.class);
+        PayloadReader.Rejected rejected = S3Failures.cause(e, PayloadReader.Rejected.class);
         if (rejected != null) {
             return S3Problems.of(rejected.status, rejected.code, rejected.getMessage(), s3.resource());
         }
         return S3Problems.of(ProblemType.INCOMPLETE_BODY, 400, "IncompleteBody", "the request body could not be "
-                + "read to its end (" + S3Front.root(e) + "); nothing was written", s3.resource());
+                + "read to its end (" + S3Failures.root(e) + "); nothing was written", s3.resource());
     }
 
     /**
@@ -290,7 +295,7 @@ final class S3Planner {
         if (atomic || config.distinctKeys() || key == null) {
             return Optional.empty();
         }
-        return front.foldedKey(key).map(fold -> S3Problems.of(ProblemType.BAD_PATH, 400, "InvalidArgument",
+        return scopes.foldedKey(key).map(fold -> S3Problems.of(ProblemType.BAD_PATH, 400, "InvalidArgument",
                 "the key '" + key + "' may be the same object as '" + fold + "' in the store (file-system stores, "
                         + "s3proxy's among them, fold them into one file), which is another scope of this policy; the"
                         + " serialized class refuses writes of such keys unless the policy says the store keeps them"

@@ -5,7 +5,7 @@ import io.stockade.proxy.problem.ProblemType;
 
 /**
  * The S3 errors the backend decides, as problems of the proxy's vocabulary ({@code docs/problems.md}) that keep S3's
- * own status, code and resource: an SDK switches on the code, so {@link S3Front#refuse} answers them as S3 XML.
+ * own status, code and resource: an SDK switches on the code, so {@link S3Refusals#refuse} answers them as S3 XML.
  */
 final class S3Problems {
     private S3Problems() {
@@ -18,7 +18,7 @@ final class S3Problems {
 
     /**
      * An S3 error the backend decides, as a problem of the proxy's vocabulary that keeps S3's own status and code
-     * (an SDK switches on the code): {@link S3Front#refuse} sends it as S3 XML.
+     * (an SDK switches on the code): {@link S3Refusals#refuse} sends it as S3 XML.
      */
     static Problem of(int status, String code, String message, String resource) {
         Problem problem = Problem.of(kindOf(status, code), message).with(STATUS, status).with(CODE, code);

@@ -57,13 +57,13 @@ final class S3Refusals {
             headers.put("Retry-After", problem.headers().getOrDefault("Retry-After", "1"));
         }
         String resource = problem.member(S3Problems.RESOURCE) instanceof String r ? r : resourceOf(exchange);
-        S3Xml.error(exchange.response(), S3Front.isHead(req), status, code, detail, resource, headers);
+        S3Xml.error(exchange.response(), Relay.isHead(req), status, code, detail, resource, headers);
     }
 
     /** What a client missing its token should do: the form field of a form upload, the metadata the CLI can send. */
     private String missingTokenDetail(Exchange exchange, String detail) {
         ServerRequest req = exchange.request();
-        String meta = S3Front.TOKEN_META;
+        String meta = ObjectMeta.TOKEN_META;
         boolean form = exchange.route().target() != null && resourceRequest(exchange)
                 .map(s3 -> s3.operation() == S3Request.Operation.POST_OBJECT).orElse(false);
         // a delete or a Complete carries no metadata: the header itself still counts (the CLI's hook sends it)
@@ -72,7 +72,7 @@ final class S3Refusals {
             default -> false;
         }).orElse(false);
         return form ? "a browser-form upload is fenced: send the token of your lock as the form field "
-                + S3Front.TOKEN_FIELD + ", with a condition for it in the signed policy document" : detail
+                + S3Tokens.TOKEN_FIELD + ", with a condition for it in the signed policy document" : detail
                 + (config.tokenFromMetadata() && carriesMetadata ? " (or as the object metadata fencing-token: "
                 + meta + ", e.g. aws s3 cp --metadata fencing-token=N)"
                 : config.tokenFromMetadata() ? "; this request carries no object metadata, so " + meta + " (the "

@@ -15,7 +15,7 @@ import io.stockade.proxy.problem.ProblemType;
 /**
  * The S3 backend's closed table: every (method, target, query parameters, significant header) the backend forwards
  * is a row naming the operation; the plan of each operation (a read forwarded, a fenced write of the key's scope, a
- * bucket write the policy opts into, an upload step relayed unfenced) is {@code S3Front.plan}'s. Anything that
+ * bucket write the policy opts into, an upload step relayed unfenced) is {@link S3Planner}'s. Anything that
  * matches no row is refused before the store sees it: a store reads a request by its own rules (s3proxy ignores
  * {@code ?retention} and runs a PutObject, takes {@code x-amz-copy-source} on any PUT as a CopyObject), so a request
  * the proxy has not classified is a write nobody checked.
@@ -396,10 +396,10 @@ final class S3Table {
                     return Optional.of(refusedHeader(name + " belongs to a bucket write, not to " + op));
                 }
             } else if (name.startsWith("x-amz-meta-")) {
-                if (name.equals(S3Front.DELETED_META)) {
+                if (name.equals(ObjectMeta.DELETED_META)) {
                     return Optional.of(refusedHeader(name + " is the proxy's own mark of a tombstone"));
                 }
-                if (name.equals(S3Front.RECORD_META)) {
+                if (name.equals(ObjectMeta.RECORD_META)) {
                     return Optional.of(copiedRecord());
                 }
                 if (!WITH_METADATA.contains(op)) {
@@ -419,7 +419,7 @@ final class S3Table {
      * through a proxy of an earlier build, which showed it) onto a new request. It is no token.
      */
     static Refusal copiedRecord() {
-        return new Refusal(ProblemType.REFUSED_HEADER, 400, "InvalidArgument", S3Front.RECORD_META + " is the "
+        return new Refusal(ProblemType.REFUSED_HEADER, 400, "InvalidArgument", ObjectMeta.RECORD_META + " is the "
                 + "fencing proxy's own record of an object's highest token, copied from an object's metadata (a tool "
                 + "that sends back the metadata it read, such as s3cmd modify or boto3's copy_object with "
                 + "head_object's Metadata, read it at the store or through an earlier build of the proxy); it is not"

@@ -14,7 +14,7 @@ import io.stockade.proxy.backend.ScopeShape;
  * The s3 backend, of the atomic class (conditional writes, a scope per object: each object's metadata keeps its
  * fence) or the serialized class (the proxy's store keeps it). Its scopes are {@code <scope>},
  * {@code <scope>/<bucket>} and {@code <scope>/<bucket>/<key part>} ({@link #scope}), the one shape both the
- * requests ({@code S3Front}) and the admin routing ({@link #scopes()}) use.
+ * requests ({@link KeyScopes}) and the admin routing ({@link #scopes()}) use.
  */
 public record S3Type(Policy policy, BackendConfig.S3 config) implements BackendType {
     private static final Logger LOG = Logger.getLogger(S3Type.class.getName());
@@ -26,7 +26,7 @@ public record S3Type(Policy policy, BackendConfig.S3 config) implements BackendT
 
     /** The backend for a policy: atomic (conditional writes, scope per object) or serialized. */
     static Backend open(BackendConfig.S3 config) {
-        Backend backend = config.atomic() ? new AtomicS3Backend(config) : new SerializedS3Backend(config);
+        Backend backend = new S3Backend(config);
         LOG.info("S3 backend " + config.endpoint() + ": " + (config.atomic() ? "atomic" : "serialized")
                 + " class (fence-scope " + config.fenceScope().name().toLowerCase(Locale.ROOT)
                 + ", conditional-writes " + config.conditionalWrites() + "), client auth "
@@ -43,7 +43,7 @@ public record S3Type(Policy policy, BackendConfig.S3 config) implements BackendT
                     + "list, raise or retire here, and a prefix floor would have no place the writes read",
                     "To fence a writer out of an object, write or delete the object through the proxy with a token "
                             + "above the writer's (a delete leaves a tombstone that keeps it); an object's token is "
-                            + "its " + S3Front.RECORD_META + " at the store. For floors over a prefix use "
+                            + "its " + ObjectMeta.RECORD_META + " at the store. For floors over a prefix use "
                             + "fence-scope: prefix, whose fence the proxy's store keeps");
         }
         return new FencePlace.ProxyStore();
@@ -60,7 +60,7 @@ public record S3Type(Policy policy, BackendConfig.S3 config) implements BackendT
      *
      * @param prefix the policy's scope (a literal)
      * @param bucket the bucket, or {@code null} (a request on the endpoint)
-     * @param keyPart the key's scope part ({@code S3Front.scopeKey}), or {@code null} (a request on the bucket)
+     * @param keyPart the key's scope part ({@link KeyScopes#scopeKey}), or {@code null} (a request on the bucket)
      */
     static String scope(String prefix, String bucket, String keyPart) {
         if (bucket == null) {

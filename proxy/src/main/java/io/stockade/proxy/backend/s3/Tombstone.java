@@ -7,7 +7,7 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * The bytes of a tombstone: the object a fenced delete leaves so that an older token cannot recreate the key.
  * <p>
- * Its metadata says what it is ({@value S3Front#DELETED_META}, the token in {@value S3Front#TOKEN_META}); its
+ * Its metadata says what it is ({@value ObjectMeta#DELETED_META}, the token in {@value ObjectMeta#TOKEN_META}); its
  * bytes are there to make its <em>ETag</em> unique. A fenced write is conditional on the ETag the proxy read
  * ({@code If-Match}), and S3 stores (AWS, MinIO, s3proxy) make the ETag of a plain PUT the MD5 of its bytes: were
  * every tombstone zero bytes long, every tombstone would have the same ETag, and a write judged against tombstone 10

@@ -18,36 +18,46 @@ import io.helidon.http.HeaderNames;
 /**
  * What the atomic class's tombstones change for the requests it forwards: a listing is answered without them
  * ({@link Listings}), a bucket only tombstones keep is not removed (DeleteBucket), and an anonymous read of one is
- * told the key is missing when S3 would say so. A tombstone itself is written by {@link AtomicS3Backend} (its bytes:
+ * told the key is missing when S3 would say so. A tombstone itself is written by {@link AtomicClass} (its bytes:
  * {@link Tombstone}).
  */
 final class Tombstones {
-    private final S3Front front;
     private final Upstream upstream;
     private final ConditionalWrite writes;
+    private final S3Failures failures;
 
-    Tombstones(S3Front front, ConditionalWrite writes) {
-        this.front = front;
-        this.upstream = front.upstream;
+    Tombstones(Upstream upstream, ConditionalWrite writes, S3Failures failures) {
+        this.upstream = upstream;
         this.writes = writes;
+        this.failures = failures;
     }
 
     /**
      * An unsigned read the store refused (403): whether the key is a tombstone that an anonymous client would be
-     * told is missing ({@link S3Class#deletedForAnonymous}).
+     * told is missing: the atomic class hands it to {@link Relay} with each read it forwards.
      */
     boolean deletedForAnonymous(String bucket, String key) {
         ConditionalWrite.Head head = writes.head(bucket, key);
-        return !head.failed() && head.tombstone() && front.anonymousMayList(bucket, key);
+        return !head.failed() && head.tombstone() && anonymousMayList(bucket, key);
+    }
+
+    /** Whether an anonymous client may list a bucket (S3 then answers 404 for a missing key, else 403). */
+    private boolean anonymousMayList(String bucket, String key) {
+        try (UpstreamResponse r = upstream.sendUnsigned("GET", bucket, null, List.of(Map.entry("list-type", "2"),
+                Map.entry("max-keys", "1"), Map.entry("prefix", key)), List.of(), null)) {
+            return r.status() == 200;
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     /** The most bytes of a listing the proxy reads to edit (a page of 1000 keys of 1024 bytes is ~1.5 MB). */
     private static final int MAX_LISTING = 32 * 1024 * 1024;
 
     /** A listing answered without its tombstones ({@link Listings}). */
-    WriteResult listing(Exchange exchange, S3Front.Parsed p) {
+    WriteResult listing(Exchange exchange, AdmittedRequest p) {
         S3Request s3 = p.s3();
-        try (UpstreamResponse response = front.send(exchange, p, "GET", s3.bucket(), null, s3.upstreamQuery(),
+        try (UpstreamResponse response = p.send(upstream, "GET", s3.bucket(), null, s3.upstreamQuery(),
                 Relay.forwardHeaders(exchange, p), null)) {
             if (response.status() != 200) {
                 return relayed(exchange, response);
@@ -75,11 +85,11 @@ final class Tombstones {
             res.send(filtered.xml().getBytes(StandardCharsets.UTF_8));
             return new WriteResult.Answered(200);
         } catch (IOException e) {
-            return front.failure(exchange, new UncheckedIOException(e), true);
+            return failures.failure(exchange, new UncheckedIOException(e), true);
         } catch (ClientError e) {
             return answer(exchange, e.status, e.code, e.getMessage());
         } catch (RuntimeException e) {
-            return front.failure(exchange, e, true);
+            return failures.failure(exchange, e, true);
         }
     }
 
@@ -92,7 +102,7 @@ final class Tombstones {
                         : List.of(Map.entry("versionId", versionId));
                 try (UpstreamResponse r = upstream.send("HEAD", bucket, key, query, List.of(), null)) {
                     return switch (r.status()) {
-                        case 200 -> r.first(S3Front.DELETED_META) != null;
+                        case 200 -> r.first(ObjectMeta.DELETED_META) != null;
                         case 404 -> true; // gone since it was listed: nothing to show
                         default -> throw new Listings.Unavailable("HEAD of '" + key + "' answered " + r.status());
                     };
@@ -171,9 +181,9 @@ final class Tombstones {
      * them; when the store refuses the bucket as not empty and only tombstones are left, the answer says so, with
      * how many and the highest token, and what to do (docs/s3.md).
      */
-    WriteResult deleteBucket(Exchange exchange, S3Front.Parsed p) {
+    WriteResult deleteBucket(Exchange exchange, AdmittedRequest p) {
         S3Request s3 = p.s3();
-        try (UpstreamResponse response = front.send(exchange, p, "DELETE", s3.bucket(), null, s3.upstreamQuery(),
+        try (UpstreamResponse response = p.send(upstream, "DELETE", s3.bucket(), null, s3.upstreamQuery(),
                 Relay.forwardHeaders(exchange, p), null)) {
             if (response.status() != 409) {
                 return relayed(exchange, response);
@@ -199,14 +209,14 @@ final class Tombstones {
             return answer(exchange, 503, "ServiceUnavailable", "the bucket is not empty and the proxy could not tell "
                     + "whether only tombstones are left: " + e.getMessage());
         } catch (IOException e) {
-            return front.failure(exchange, new UncheckedIOException(e), true);
+            return failures.failure(exchange, new UncheckedIOException(e), true);
         } catch (RuntimeException e) {
-            return front.failure(exchange, e, true);
+            return failures.failure(exchange, e, true);
         }
     }
 
     private WriteResult answer(Exchange exchange, int status, String code, String message) {
-        return front.answer(exchange, status, code, message);
+        return S3Failures.answer(exchange, status, code, message);
     }
 
     private static WriteResult relayed(Exchange exchange, UpstreamResponse response) {

@@ -7,19 +7,23 @@
  * refusal as an S3 XML error. What it forwards is a closed table ({@link io.stockade.proxy.backend.s3.S3Table}):
  * every (method, target, query parameters, significant header) it forwards is a row, anything else is refused.
  * <p>
- * Two classes, each a small {@link io.stockade.proxy.backend.Backend} composed of the same parts
- * ({@link io.stockade.proxy.backend.s3.S3Type#open()} picks one):
- * {@link io.stockade.proxy.backend.s3.AtomicS3Backend} (<em>atomic</em>: one scope per object, the highest token in
- * the object's metadata, writes conditional on the ETag it was read from
- * ({@link io.stockade.proxy.backend.s3.ConditionalWrite}, with the per-endpoint locks and ETag cache of
- * {@link io.stockade.proxy.backend.s3.EndpointWrites}), deletes leave a tombstone) and
- * {@link io.stockade.proxy.backend.s3.SerializedS3Backend} (<em>serialized</em>: a prefix scope or an upstream
- * without conditional writes; the engine's store and scope guard do the fencing). Both read, authenticate and plan
- * requests through {@link io.stockade.proxy.backend.s3.S3Front}, relay them with
- * {@link io.stockade.proxy.backend.s3.Relay}, answer refusals with {@link io.stockade.proxy.backend.s3.S3Refusals},
- * and answer what differs between them as the front's {@link io.stockade.proxy.backend.s3.S3Class}; the atomic
- * class's tombstones are hidden from listings and reads by {@link io.stockade.proxy.backend.s3.Tombstones}. See
- * docs/s3.md.
+ * One backend, {@link io.stockade.proxy.backend.s3.S3Backend}, holding its class as a strategy
+ * ({@link io.stockade.proxy.backend.s3.S3Class}; {@link io.stockade.proxy.backend.s3.S3Type#open()} makes it):
+ * {@link io.stockade.proxy.backend.s3.AtomicClass} (<em>atomic</em>: one scope per object, the highest token in
+ * the object's metadata ({@link io.stockade.proxy.backend.s3.ObjectMeta}), writes conditional on the ETag it was
+ * read from ({@link io.stockade.proxy.backend.s3.ConditionalWrite}; a copy's:
+ * {@link io.stockade.proxy.backend.s3.ConditionalCopy}; with the per-endpoint locks and ETag cache of
+ * {@link io.stockade.proxy.backend.s3.EndpointWrites}), deletes leave a tombstone) or
+ * {@link io.stockade.proxy.backend.s3.SerializedClass} (<em>serialized</em>: a prefix scope or an upstream
+ * without conditional writes; the engine's store and scope guard do the fencing). A request goes one way:
+ * {@link io.stockade.proxy.backend.s3.S3Admission} says what is accepted and why the rest is refused (browser forms:
+ * {@link io.stockade.proxy.backend.s3.FormAdmission}; the token's carriers:
+ * {@link io.stockade.proxy.backend.s3.S3Tokens}), {@link io.stockade.proxy.backend.s3.S3Planner} makes the fence plan
+ * of each operation (scopes: {@link io.stockade.proxy.backend.s3.KeyScopes}), asking the class who keeps the fence,
+ * and the class writes through {@link io.stockade.proxy.backend.s3.Relay} to the store, a failed call mapped by
+ * {@link io.stockade.proxy.backend.s3.S3Failures}; refusals are answered by
+ * {@link io.stockade.proxy.backend.s3.S3Refusals}. The atomic class's tombstones are hidden from listings and reads
+ * by {@link io.stockade.proxy.backend.s3.Tombstones}. See docs/s3.md.
  * <p>
  * What real tools need besides (S3 as real tools use it): {@link io.stockade.proxy.backend.s3.Listings} cuts tombstones
  * out of

@@ -1,20 +1,18 @@
 package io.stockade.proxy.backend.s3;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.EnumMap;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
+import io.stockade.proxy.backend.s3.S3Matrix.Fence;
+import io.stockade.proxy.backend.s3.S3Matrix.Setup;
+import io.stockade.proxy.backend.s3.S3Matrix.Store;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 import software.amazon.awssdk.core.sync.RequestBody;
@@ -23,7 +21,6 @@ import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.Permission;
-import software.amazon.awssdk.services.s3.model.S3Exception;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -41,63 +38,25 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class S3ClosedTableIT {
     private static final String BUCKET = "tbl";
     private static final String OTHER = "other";
+    private static final String STORES_AND_CLASSES = "io.stockade.proxy.backend.s3.S3Matrix#storesAndClasses";
 
-    /** s3proxy's stores: jclouds' transient (a map) and filesystem, and s3proxy's own filesystem-nio2. */
-    enum Store {
-        TRANSIENT("transient"), FILESYSTEM("filesystem"), FILESYSTEM_NIO2("filesystem-nio2");
-
-        final String provider;
-
-        Store(String provider) {
-            this.provider = provider;
-        }
-    }
-
-    enum Fence { ATOMIC, SERIALIZED }
-
-    /** One s3proxy, and a proxy of each class in front of it. */
-    private record Setup(S3Fixture fixture, ProxyFixture serialized, S3Client direct, S3Client atomicClient,
-                         S3Client serializedClient) {
-        int port(Fence fence) {
-            return (fence == Fence.ATOMIC ? fixture.proxy : serialized).server().port();
-        }
-
-        S3Client client(Fence fence) {
-            return fence == Fence.ATOMIC ? atomicClient : serializedClient;
-        }
-    }
-
-    private static final Map<Store, Setup> SETUPS = new EnumMap<>(Store.class);
-    private static Path dir;
+    private static S3Matrix matrix;
     /** A serialized proxy in front of the transient store whose policy opts into bucket writes and distinct keys. */
     private static ProxyFixture optedIn;
 
     @BeforeAll
     static void start() throws Exception {
-        dir = Files.createTempDirectory("stockade-s3-table");
-        for (Store store : Store.values()) {
-            Path root = store == Store.TRANSIENT ? null : Files.createDirectories(dir.resolve("blobs-" + store));
-            S3Fixture fixture = S3Fixture.start(dir.resolve("journal-" + store), Map.of(), store.provider, root);
-            ProxyFixture serialized = fixture.anotherProxy(dir.resolve("journal-serialized-" + store),
-                    Map.of("CONDITIONAL_WRITES", "false", "S3_TIMEOUT", "2s"));
-            S3Client direct = S3Fixture.clientWithRequiredChecksumsOnly(fixture.directUri(), S3Fixture.UPSTREAM_KEY,
-                    S3Fixture.UPSTREAM_SECRET);
-            direct.createBucket(b -> b.bucket(BUCKET));
-            direct.createBucket(b -> b.bucket(OTHER));
-            S3Client serializedClient = S3Fixture.client(serialized.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
-            SETUPS.put(store, new Setup(fixture, serialized, direct, fixture.client(), serializedClient));
-            awaitOpen(serializedClient);
-        }
+        matrix = S3Matrix.start("stockade-s3-table", BUCKET, OTHER);
     }
 
     /** The proxy whose policy opts in, started by the first test that needs it. */
     private static synchronized ProxyFixture optedIn() throws Exception {
         if (optedIn == null) {
-            optedIn = SETUPS.get(Store.TRANSIENT).fixture().anotherProxy(dir.resolve("journal-opted-in"),
+            optedIn = matrix.setup(Store.TRANSIENT).fixture().anotherProxy(matrix.dir().resolve("journal-opted-in"),
                     Map.of("CONDITIONAL_WRITES", "false", "S3_TIMEOUT", "2s", "BUCKET_WRITES",
                             "[create, delete, acl]", "DISTINCT_KEYS", "true"));
             try (S3Client client = S3Fixture.client(optedIn.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
-                awaitOpen(client);
+                S3Matrix.awaitOpen(client, BUCKET);
             }
         }
         return optedIn;
@@ -108,44 +67,9 @@ class S3ClosedTableIT {
         if (optedIn != null) {
             optedIn.close();
         }
-        for (Setup setup : SETUPS.values()) {
-            setup.serialized().close();
-            setup.fixture().close();
+        if (matrix != null) {
+            matrix.close();
         }
-    }
-
-    /** A serialized policy refuses writes for its timeout after it starts (a crashed run's write may still land). */
-    private static void awaitOpen(S3Client client) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            try {
-                client.putObject(b -> b.bucket(BUCKET).key("warm-up").overrideConfiguration(S3Fixture.token(1)),
-                        RequestBody.fromString("x"));
-                return;
-            } catch (S3Exception e) {
-                if (e.statusCode() != 503 || System.nanoTime() > deadline) {
-                    throw e;
-                }
-                Thread.sleep(100);
-            }
-        }
-    }
-
-    static java.util.stream.Stream<Arguments> storesAndClasses() {
-        return java.util.stream.Stream.of(Store.values()).flatMap(s -> java.util.stream.Stream.of(Fence.values())
-                .map(f -> Arguments.of(s, f)));
-    }
-
-    private static void put(Setup setup, Fence fence, String key, long token, String body) {
-        setup.client(fence).putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3Fixture.token(token)),
-                RequestBody.fromString(body));
-    }
-
-    /** The object as s3proxy holds it: its bytes and its token, read straight from the store. */
-    private static void assertStored(Setup setup, String key, String body, long token) {
-        assertEquals(body, setup.direct().getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String(), key);
-        HeadObjectResponse head = setup.direct().headObject(b -> b.bucket(BUCKET).key(key));
-        assertEquals(Long.toString(token), head.metadata().get("fencing-token"), key + ": " + head.metadata());
     }
 
     /** The object as s3proxy holds it, for a message. */
@@ -159,13 +83,6 @@ class S3ClosedTableIT {
         }
     }
 
-    /** The fence did not move: a write with a token below the stored one is still refused, the object as it was. */
-    private static void assertStillFenced(Setup setup, Fence fence, String key, String body, long token) {
-        S3Exception stale = assertThrows(S3Exception.class, () -> put(setup, fence, key, token - 1, "zombie"));
-        assertEquals(412, stale.statusCode(), stale.getMessage());
-        assertStored(setup, key, body, token);
-    }
-
     private static void assertS3Error(Http.Response r, int status, String code) {
         assertEquals(status, r.status(), r.toString());
         assertTrue(r.body().contains("<Code>" + code + "</Code>"), r.body());
@@ -177,18 +94,18 @@ class S3ClosedTableIT {
      * token, so that token 1 was accepted next.
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void anObjectSubResourceTheStoreIgnoresCannotReplaceAFencedObject(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         for (String sub : new String[] {"retention", "legal-hold", "restore"}) {
             String key = "sub/" + fence + "-" + sub;
-            put(setup, fence, key, 100, "fenced by 100");
+            setup.put(fence, key, 100, "fenced by 100");
             Http.Response r = new S3Fixture.Raw(sub.equals("restore") ? "POST" : "PUT", "/" + BUCKET + "/" + key)
                     .query(sub, "").header("content-type", "application/xml")
                     .body("<x>replaced without a token</x>").send(setup.port(fence));
             assertS3Error(r, 501, "NotImplemented");
             assertTrue(r.body().contains(sub), r.body());
-            assertStillFenced(setup, fence, key, "fenced by 100", 100);
+            setup.assertStillFenced(fence, key, "fenced by 100", 100);
         }
     }
 
@@ -198,12 +115,12 @@ class S3ClosedTableIT {
      * only.
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void aCopySourceOnAnythingButACopyIsRefused(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "acl-copy/" + fence;
-        put(setup, fence, key + "-src", 1, "the source's bytes");
-        put(setup, fence, key, 30, "fenced by 30");
+        setup.put(fence, key + "-src", 1, "the source's bytes");
+        setup.put(fence, key, 30, "fenced by 30");
         for (String sub : new String[] {"acl", "tagging"}) {
             Http.Response r = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key).query(sub, "")
                     .header("x-amz-copy-source", "/" + BUCKET + "/" + key + "-src")
@@ -218,7 +135,7 @@ class S3ClosedTableIT {
                 .header("x-amz-copy-source", "/" + BUCKET + "/" + key + "-src")
                 .header("Fencing-Token", "31").send(setup.port(fence));
         assertS3Error(delete, 400, "InvalidArgument");
-        assertStillFenced(setup, fence, key, "fenced by 30", 30);
+        setup.assertStillFenced(fence, key, "fenced by 30", 30);
     }
 
     /**
@@ -227,11 +144,11 @@ class S3ClosedTableIT {
      * metadata, so they are refused and the answer says to set them with the PutObject.
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void objectAclWritesAreFencedOrRefused(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "acl/" + fence;
-        put(setup, fence, key, 40, "fenced by 40");
+        setup.put(fence, key, 40, "fenced by 40");
         Http.Response stale = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key).query("acl", "")
                 .header("x-amz-acl", "public-read").header("Fencing-Token", "39").send(setup.port(fence));
         Http.Response tokenless = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key).query("acl", "")
@@ -251,7 +168,7 @@ class S3ClosedTableIT {
             assertEquals(200, holder.status(), holder.body());
             assertTrue(publicRead(setup, key), "the holder's ACL write went through");
         }
-        assertStillFenced(setup, fence, key, "fenced by 40", 40);
+        setup.assertStillFenced(fence, key, "fenced by 40", 40);
     }
 
     private static boolean publicRead(Setup setup, String key) {
@@ -268,9 +185,9 @@ class S3ClosedTableIT {
     @ParameterizedTest(name = "{0}")
     @EnumSource(Store.class)
     void aKeyTheStoreMayFoldIntoAnotherIsRefusedOnTheSerializedClass(Store store) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "fold/k";
-        put(setup, Fence.SERIALIZED, key, 10, "fenced by 10");
+        setup.put(Fence.SERIALIZED, key, 10, "fenced by 10");
         Http.Response marker = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key + "/").header("Fencing-Token", "1")
                 .body("").send(setup.port(Fence.SERIALIZED));
         Http.Response delete = new S3Fixture.Raw("DELETE", "/" + BUCKET + "/" + key + "/").header("Fencing-Token", "1")
@@ -282,7 +199,7 @@ class S3ClosedTableIT {
         assertS3Error(marker, 400, "InvalidArgument");
         assertTrue(marker.body().contains("distinct-keys"), both);
         assertS3Error(delete, 400, "InvalidArgument");
-        assertStillFenced(setup, Fence.SERIALIZED, key, "fenced by 10", 10);
+        setup.assertStillFenced(Fence.SERIALIZED, key, "fenced by 10", 10);
         // reading such a key is no write: forwarded
         Http.Response read = new S3Fixture.Raw("HEAD", "/" + BUCKET + "/" + key + "/")
                 .send(setup.port(Fence.SERIALIZED));
@@ -297,9 +214,9 @@ class S3ClosedTableIT {
     @ParameterizedTest(name = "{0}")
     @EnumSource(Store.class)
     void onTheAtomicClassAFoldedKeyMeetsTheTokenOfTheObjectItFoldsOnto(Store store) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "fold-atomic/k";
-        put(setup, Fence.ATOMIC, key, 10, "fenced by 10");
+        setup.put(Fence.ATOMIC, key, 10, "fenced by 10");
         Http.Response marker = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key + "/").header("Fencing-Token", "1")
                 .body("").send(setup.port(Fence.ATOMIC));
         Http.Response delete = new S3Fixture.Raw("DELETE", "/" + BUCKET + "/" + key + "/").header("Fencing-Token", "1")
@@ -307,7 +224,7 @@ class S3ClosedTableIT {
         String both = "PUT k/: " + marker.status() + ", DELETE k/: " + delete.status() + "; k in the store: "
                 + stored(setup, key);
         assertEquals("'fenced by 10', token 10", stored(setup, key).replaceAll(", ETag.*", ""), both);
-        assertStillFenced(setup, Fence.ATOMIC, key, "fenced by 10", 10);
+        setup.assertStillFenced(Fence.ATOMIC, key, "fenced by 10", 10);
     }
 
     /**
@@ -317,11 +234,11 @@ class S3ClosedTableIT {
      * presigned and header-signed requests alike.
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void anUnsignedAmzHeaderIsRefused(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "presigned/" + fence;
-        put(setup, fence, key, 50, "fenced by 50");
+        setup.put(fence, key, 50, "fenced by 50");
         setup.direct().putObject(b -> b.bucket(OTHER).key("ov50"), RequestBody.fromString("another bucket's bytes"));
         Http.Response presigned = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key).header("Fencing-Token", "60")
                 .presigned().unsignedHeader("x-amz-copy-source", "/" + OTHER + "/ov50").body("")
@@ -332,14 +249,14 @@ class S3ClosedTableIT {
                 .unsignedHeader("x-amz-meta-owner", "mallory").body("unsigned metadata").send(setup.port(fence));
         assertS3Error(signed, 403, "AccessDenied");
         assertTrue(signed.body().contains("x-amz-meta-owner"), signed.body());
-        assertStillFenced(setup, fence, key, "fenced by 50", 50);
+        setup.assertStillFenced(fence, key, "fenced by 50", 50);
     }
 
     /** Bucket writes (CreateBucket, DeleteBucket, PUT/DELETE of a bucket's sub-resources) need the policy's opt-in. */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void bucketWritesAreRefusedUnlessThePolicyNamesThem(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String created = ("new-" + fence).toLowerCase(java.util.Locale.ROOT);
         Http.Response create = new S3Fixture.Raw("PUT", "/" + created).header("Fencing-Token", "5")
                 .send(setup.port(fence));
@@ -371,7 +288,7 @@ class S3ClosedTableIT {
     /** The bucket writes a policy names are forwarded (unfenced); the others stay refused. */
     @Test
     void bucketWritesThePolicyNamesAreForwarded() throws Exception {
-        Setup setup = SETUPS.get(Store.TRANSIENT);
+        Setup setup = matrix.setup(Store.TRANSIENT);
         int port = optedIn().server().port();
         Http.Response create = new S3Fixture.Raw("PUT", "/opted-in").send(port);
         assertEquals(200, create.status(), create.toString());
@@ -392,7 +309,7 @@ class S3ClosedTableIT {
     /** With distinct-keys: true the serialized class fences k/ and k as the two objects the store keeps apart. */
     @Test
     void aPolicyForAStoreThatKeepsKeysApartWritesThemAsTwoScopes() throws Exception {
-        Setup setup = SETUPS.get(Store.TRANSIENT);
+        Setup setup = matrix.setup(Store.TRANSIENT);
         int port = optedIn().server().port();
         try (S3Client client = S3Fixture.client(optedIn().uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
             client.putObject(b -> b.bucket(BUCKET).key("apart/k").overrideConfiguration(S3Fixture.token(10)),
@@ -400,18 +317,18 @@ class S3ClosedTableIT {
             Http.Response marker = new S3Fixture.Raw("PUT", "/" + BUCKET + "/apart/k/").header("Fencing-Token", "1")
                     .body("").send(port);
             assertEquals(200, marker.status(), marker.toString());
-            assertStored(setup, "apart/k", "k by 10", 10);
-            assertStored(setup, "apart/k/", "", 1);
+            setup.assertStored("apart/k", "k by 10", 10);
+            setup.assertStored("apart/k/", "", 1);
         }
     }
 
     /** An unknown query parameter is refused on a read too, an unknown method or header on any request. */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void unknownParametersAndMethodsAreRefused(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "unknown/" + fence;
-        put(setup, fence, key, 70, "fenced by 70");
+        setup.put(fence, key, 70, "fenced by 70");
         assertS3Error(new S3Fixture.Raw("GET", "/" + BUCKET + "/" + key).query("foo", "1").send(setup.port(fence)),
                 400, "InvalidArgument");
         assertS3Error(new S3Fixture.Raw("GET", "/" + BUCKET).query("foo", "").send(setup.port(fence)),
@@ -428,7 +345,7 @@ class S3ClosedTableIT {
                 .header("x-amz-rename-source", "/" + BUCKET + "/elsewhere").body("renamed?").send(setup.port(fence));
         assertS3Error(header, 400, "InvalidArgument");
         assertTrue(header.body().contains("x-amz-rename-source"), header.body());
-        assertStillFenced(setup, fence, key, "fenced by 70", 70);
+        setup.assertStillFenced(fence, key, "fenced by 70", 70);
     }
 
     /**
@@ -438,9 +355,9 @@ class S3ClosedTableIT {
      * the token without {@code token-from-metadata}: refused, never forwarded unread.
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void parametersAPresignerHoistsAreTheHeadersTheyStandFor(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "hoisted/" + fence;
         String body = "presigned by the JS SDK";
         java.util.zip.CRC32 crc = new java.util.zip.CRC32();
@@ -451,22 +368,22 @@ class S3ClosedTableIT {
                 .query("x-amz-sdk-checksum-algorithm", "CRC32").query("x-amz-checksum-crc32", crc32)
                 .query("x-amz-meta-owner", "js").header("Fencing-Token", "7").body(body).send(setup.port(fence));
         assertEquals(200, r.status(), r.body());
-        assertStored(setup, key, body, 7);
+        setup.assertStored(key, body, 7);
         assertEquals("js", setup.direct().headObject(b -> b.bucket(BUCKET).key(key)).metadata().get("owner"));
         Http.Response token = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key).presigned()
                 .query("x-amz-meta-fencing-token", "8").body("token in the query").send(setup.port(fence));
         assertS3Error(token, 400, "InvalidArgument");
         assertTrue(token.body().contains("token-from-metadata"), token.body());
-        assertStillFenced(setup, fence, key, body, 7);
+        setup.assertStillFenced(fence, key, body, 7);
     }
 
     /** What the table forwards as reads: object sub-resource reads and bucket reads. */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void readsOfSubResourcesAreForwarded(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "reads/" + fence;
-        put(setup, fence, key, 3, "read me");
+        setup.put(fence, key, 3, "read me");
         Http.Response acl = new S3Fixture.Raw("GET", "/" + BUCKET + "/" + key).query("acl", "").send(setup.port(fence));
         assertEquals(200, acl.status(), acl.body());
         assertTrue(acl.body().contains("AccessControlPolicy"), acl.body());
@@ -484,11 +401,11 @@ class S3ClosedTableIT {
 
     @Test
     void theSdkStillWritesThroughTheTable() {
-        Setup setup = SETUPS.get(Store.FILESYSTEM);
+        Setup setup = matrix.setup(Store.FILESYSTEM);
         for (Fence fence : Fence.values()) {
             String key = "sdk/" + fence;
-            put(setup, fence, key, 2, "two");
-            assertStillFenced(setup, fence, key, "two", 2);
+            setup.put(fence, key, 2, "two");
+            setup.assertStillFenced(fence, key, "two", 2);
         }
     }
 }

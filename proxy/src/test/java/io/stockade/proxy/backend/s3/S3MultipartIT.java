@@ -1,33 +1,31 @@
 package io.stockade.proxy.backend.s3;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
+import io.stockade.proxy.backend.s3.S3Matrix.Fence;
+import io.stockade.proxy.backend.s3.S3Matrix.Setup;
+import io.stockade.proxy.backend.s3.S3Matrix.Store;
 import io.stockade.testing.Http;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.CompletedMultipartUpload;
 import software.amazon.awssdk.services.s3.model.CompletedPart;
-import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.MultipartUpload;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.Part;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 
+import static io.stockade.proxy.backend.s3.S3Matrix.bytes;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -45,53 +43,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class S3MultipartIT {
     private static final String BUCKET = "mpu";
     private static final int FIVE_MIB = 5 * 1024 * 1024;
+    private static final String STORES_AND_CLASSES = "io.stockade.proxy.backend.s3.S3Matrix#storesAndClasses";
 
-    /** s3proxy's stores: jclouds' transient (a map) and filesystem, and s3proxy's own filesystem-nio2. */
-    enum Store {
-        TRANSIENT("transient"), FILESYSTEM("filesystem"), FILESYSTEM_NIO2("filesystem-nio2");
-
-        final String provider;
-
-        Store(String provider) {
-            this.provider = provider;
-        }
-    }
-
-    enum Fence { ATOMIC, SERIALIZED }
-
-    /** One s3proxy, and a proxy of each class in front of it. */
-    private record Setup(S3Fixture fixture, ProxyFixture serialized, S3Client direct, S3Client atomicClient,
-                         S3Client serializedClient) {
-        int port(Fence fence) {
-            return (fence == Fence.ATOMIC ? fixture.proxy : serialized).server().port();
-        }
-
-        S3Client client(Fence fence) {
-            return fence == Fence.ATOMIC ? atomicClient : serializedClient;
-        }
-    }
-
-    private static final Map<Store, Setup> SETUPS = new EnumMap<>(Store.class);
-    private static Path dir;
+    private static S3Matrix matrix;
     /** An atomic proxy in front of the transient store whose policy lets writes without a token through. */
     private static ProxyFixture allowing;
 
     @BeforeAll
     static void start() throws Exception {
-        dir = Files.createTempDirectory("stockade-s3-mpu");
-        for (Store store : Store.values()) {
-            Path root = store == Store.TRANSIENT ? null : Files.createDirectories(dir.resolve("blobs-" + store));
-            S3Fixture fixture = S3Fixture.start(dir.resolve("journal-" + store), Map.of(), store.provider, root);
-            ProxyFixture serialized = fixture.anotherProxy(dir.resolve("journal-serialized-" + store),
-                    Map.of("CONDITIONAL_WRITES", "false", "S3_TIMEOUT", "2s"));
-            S3Client direct = S3Fixture.clientWithRequiredChecksumsOnly(fixture.directUri(), S3Fixture.UPSTREAM_KEY,
-                    S3Fixture.UPSTREAM_SECRET);
-            direct.createBucket(b -> b.bucket(BUCKET));
-            S3Client serializedClient = S3Fixture.client(serialized.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
-            SETUPS.put(store, new Setup(fixture, serialized, direct, fixture.client(), serializedClient));
-            awaitOpen(serializedClient);
-        }
-        allowing = SETUPS.get(Store.TRANSIENT).fixture().anotherProxy(dir.resolve("journal-allowing"),
+        matrix = S3Matrix.start("stockade-s3-mpu", BUCKET);
+        allowing = matrix.setup(Store.TRANSIENT).fixture().anotherProxy(matrix.dir().resolve("journal-allowing"),
                 Map.of("MISSING_TOKEN", "allow"));
     }
 
@@ -100,37 +61,9 @@ class S3MultipartIT {
         if (allowing != null) {
             allowing.close();
         }
-        for (Setup setup : SETUPS.values()) {
-            setup.serialized().close();
-            setup.fixture().close();
+        if (matrix != null) {
+            matrix.close();
         }
-    }
-
-    /** A serialized policy refuses writes for its timeout after it starts (a crashed run's write may still land). */
-    private static void awaitOpen(S3Client client) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            try {
-                client.putObject(b -> b.bucket(BUCKET).key("warm-up").overrideConfiguration(S3Fixture.token(1)),
-                        RequestBody.fromString("x"));
-                return;
-            } catch (S3Exception e) {
-                if (e.statusCode() != 503 || System.nanoTime() > deadline) {
-                    throw e;
-                }
-                Thread.sleep(100);
-            }
-        }
-    }
-
-    static java.util.stream.Stream<Arguments> storesAndClasses() {
-        return java.util.stream.Stream.of(Store.values()).flatMap(s -> java.util.stream.Stream.of(Fence.values())
-                .map(f -> Arguments.of(s, f)));
-    }
-
-    private static void put(Setup setup, Fence fence, String key, long token, String body) {
-        setup.client(fence).putObject(b -> b.bucket(BUCKET).key(key).overrideConfiguration(S3Fixture.token(token)),
-                RequestBody.fromString(body));
     }
 
     private static String create(S3Client client, String key, long token) {
@@ -154,28 +87,10 @@ class S3MultipartIT {
         return CompletedPart.builder().partNumber(number).eTag(etag).build();
     }
 
-    private static byte[] bytes(String text) {
-        return text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-    }
-
     /** The uploads of a key, as a listing names them (through the proxy, or straight from s3proxy). */
     private static List<String> listed(S3Client client, String key) {
         return client.listMultipartUploads(b -> b.bucket(BUCKET).prefix(key)).uploads().stream()
                 .filter(u -> u.key().equals(key)).map(MultipartUpload::uploadId).toList();
-    }
-
-    /** The object as s3proxy holds it: its bytes and its token, read straight from the store. */
-    private static void assertStored(Setup setup, String key, byte[] body, long token) {
-        assertArrayEquals(body, setup.direct().getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asByteArray(), key);
-        HeadObjectResponse head = setup.direct().headObject(b -> b.bucket(BUCKET).key(key));
-        assertEquals(Long.toString(token), head.metadata().get("fencing-token"), key + ": " + head.metadata());
-    }
-
-    /** The fence did not move: a write with a token below the stored one is still refused, the object as it was. */
-    private static void assertStillFenced(Setup setup, Fence fence, String key, byte[] body, long token) {
-        S3Exception stale = assertThrows(S3Exception.class, () -> put(setup, fence, key, token - 1, "zombie"));
-        assertEquals(412, stale.statusCode(), stale.getMessage());
-        assertStored(setup, key, body, token);
     }
 
     private static void assertRefused(S3Exception e, int status, String code) {
@@ -190,12 +105,12 @@ class S3MultipartIT {
      * the object read straight from s3proxy after the holder completes holds the holder's bytes only.
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void aZombieCannotPutAPartIntoAnotherHoldersUpload(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         S3Client client = setup.client(fence);
         String key = "inject/" + fence;
-        put(setup, fence, key, 9, "written by 9");
+        setup.put(fence, key, 9, "written by 9");
         byte[] holders = new byte[FIVE_MIB];
         new Random(17).nextBytes(holders);
         String upload = create(client, key, 10);
@@ -211,7 +126,7 @@ class S3MultipartIT {
         assertRefused(assertThrows(S3Exception.class, () -> client.uploadPart(b -> b.bucket(BUCKET).key(key)
                 .uploadId(listedId).partNumber(2).overrideConfiguration(S3Fixture.token(9)),
                 RequestBody.fromBytes(zombies))), 400, "InvalidRequest");
-        put(setup, fence, "inject/source-" + fence, 1, "the zombie's copied bytes");
+        setup.put(fence, "inject/source-" + fence, 1, "the zombie's copied bytes");
         assertRefused(assertThrows(S3Exception.class, () -> client.uploadPartCopy(b -> b.sourceBucket(BUCKET)
                 .sourceKey("inject/source-" + fence).destinationBucket(BUCKET).destinationKey(key)
                 .uploadId(listedId).partNumber(3))), 400, "InvalidRequest");
@@ -228,7 +143,7 @@ class S3MultipartIT {
         List<CompletedPart> parts = client.listParts(b -> b.bucket(BUCKET).key(key).uploadId(upload)).parts()
                 .stream().map(p -> completed(p.partNumber(), p.eTag())).toList();
         complete(client, key, upload, 10, parts);
-        assertStillFenced(setup, fence, key, holders, 10);
+        setup.assertStillFenced(fence, key, holders, 10);
     }
 
     /**
@@ -239,18 +154,18 @@ class S3MultipartIT {
      * out: such a request names no upload (404), and the object is as it was.
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void anUploadIdNamesAnUploadNeverAnObject(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         S3Client client = setup.client(fence);
         String victim = "victim/" + fence;
         byte[] body = bytes("fenced by 20");
-        put(setup, fence, victim, 20, "fenced by 20");
+        setup.put(fence, victim, 20, "fenced by 20");
         String other = "victim-other/" + fence;
 
         assertRefused(assertThrows(S3Exception.class, () -> client.abortMultipartUpload(b -> b.bucket(BUCKET)
                 .key(other).uploadId(victim))), 404, "NoSuchUpload");
-        assertStored(setup, victim, body, 20);
+        setup.assertStored(victim, body, 20);
         assertRefused(assertThrows(S3Exception.class, () -> part(client, other, victim, 1, bytes("part"))),
                 404, "NoSuchUpload");
         assertRefused(assertThrows(S3Exception.class, () -> complete(client, other, victim, 30,
@@ -258,7 +173,7 @@ class S3MultipartIT {
         assertRefused(assertThrows(S3Exception.class, () -> client.listParts(b -> b.bucket(BUCKET).key(other)
                 .uploadId(victim))), 404, "NoSuchUpload");
         assertThrows(NoSuchKeyException.class, () -> setup.direct().headObject(b -> b.bucket(BUCKET).key(other)));
-        assertStillFenced(setup, fence, victim, body, 20);
+        setup.assertStillFenced(fence, victim, body, 20);
     }
 
     /**
@@ -269,15 +184,15 @@ class S3MultipartIT {
      * latter through (s3proxy read straight: the object said 9).
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void anOldUploadCompletesOnlyWithItsOwnTokenAndNotAfterANewerWrite(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         S3Client client = setup.client(fence);
         String key = "resume/" + fence;
-        put(setup, fence, key, 9, "written by 9");
+        setup.put(fence, key, 9, "written by 9");
         String upload = create(client, key, 9);
         String first = part(client, key, upload, 1, bytes("the zombie's part"));
-        put(setup, fence, key, 10, "written by 10");
+        setup.put(fence, key, 10, "written by 10");
         // the zombie's parts are refused now: its upload's token is stale on the object
         assertRefused(assertThrows(S3Exception.class, () -> part(client, key, upload, 1,
                 bytes("the zombie's part, again"))), 412, "PreconditionFailed");
@@ -288,7 +203,7 @@ class S3MultipartIT {
         S3Exception newer = assertThrows(S3Exception.class, () -> complete(client, key, upload, 10, parts));
         assertRefused(newer, 400, "InvalidFencingToken");
         assertTrue(newer.getMessage().contains("created with fencing token 9"), newer.getMessage());
-        assertStillFenced(setup, fence, key, bytes("written by 10"), 10);
+        setup.assertStillFenced(fence, key, bytes("written by 10"), 10);
         assertFalse(first.isEmpty());
         // nor may the zombie abort it; the new holder cleans it up, with its own token, through a listed ID
         assertRefused(assertThrows(S3Exception.class, () -> client.abortMultipartUpload(b -> b.bucket(BUCKET)
@@ -305,9 +220,9 @@ class S3MultipartIT {
      * an upload by an ID that lists its parts and aborts it (how clients clean up), and completes nothing.
      */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void anHonestUploadCompletesAndAListedOneCanBeCleanedUp(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         S3Client client = setup.client(fence);
         String key = "honest/" + fence;
         String upload = create(client, key, 5);
@@ -321,7 +236,7 @@ class S3MultipartIT {
                 RequestBody.fromString("another token's part")));
         assertRefused(other, 400, "InvalidFencingToken");
         assertTrue(other.getMessage().contains("created with fencing token 5"), other.getMessage());
-        put(setup, fence, "honest/source-" + fence, 1, "copied tail");
+        setup.put(fence, "honest/source-" + fence, 1, "copied tail");
         String etag2 = client.uploadPartCopy(b -> b.sourceBucket(BUCKET).sourceKey("honest/source-" + fence)
                 .destinationBucket(BUCKET).destinationKey(key).uploadId(upload).partNumber(2)).copyPartResult().eTag();
         assertEquals(List.of(1, 2), client.listParts(b -> b.bucket(BUCKET).key(key).uploadId(upload)).parts()
@@ -330,7 +245,7 @@ class S3MultipartIT {
         byte[] whole = new byte[FIVE_MIB + "copied tail".length()];
         System.arraycopy(first, 0, whole, 0, FIVE_MIB);
         System.arraycopy(bytes("copied tail"), 0, whole, FIVE_MIB, "copied tail".length());
-        assertStored(setup, key, whole, 5);
+        setup.assertStored(key, whole, 5);
 
         // an upload left behind, found by a listing and cleaned up through the proxy
         String left = create(client, key, 5);
@@ -350,14 +265,14 @@ class S3MultipartIT {
         client.abortMultipartUpload(b -> b.bucket(BUCKET).key(key).uploadId(listedId)
                 .overrideConfiguration(S3Fixture.token(5)));
         assertEquals(List.of(), listed(setup.direct(), key));
-        assertStored(setup, key, whole, 5);
+        setup.assertStored(key, whole, 5);
     }
 
     /** An upload ID is bound to its object: another key's upload ID names nothing there. */
     @ParameterizedTest(name = "{0}, {1}")
-    @MethodSource("storesAndClasses")
+    @MethodSource(STORES_AND_CLASSES)
     void anUploadIdIsBoundToItsObject(Store store, Fence fence) throws Exception {
-        Setup setup = SETUPS.get(store);
+        Setup setup = matrix.setup(store);
         String key = "bound/" + fence;
         String upload = create(setup.client(fence), key + "-a", 3);
         Http.Response r = new S3Fixture.Raw("PUT", "/" + BUCKET + "/" + key + "-b").query("partNumber", "1")
@@ -370,7 +285,7 @@ class S3MultipartIT {
     /** A policy that lets writes without a token through (missing: allow) still completes its uploads. */
     @Test
     void anUploadWithoutATokenCompletesUnderMissingAllow() {
-        Setup setup = SETUPS.get(Store.TRANSIENT);
+        Setup setup = matrix.setup(Store.TRANSIENT);
         try (S3Client client = S3Fixture.client(allowing.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET)) {
             String key = "allowed/no-token";
             String upload = client.createMultipartUpload(b -> b.bucket(BUCKET).key(key)).uploadId();

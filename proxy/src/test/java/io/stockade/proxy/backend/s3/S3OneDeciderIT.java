@@ -5,7 +5,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
-import java.util.concurrent.TimeUnit;
 
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
@@ -62,7 +61,7 @@ class S3OneDeciderIT {
         direct.createBucket(b -> b.bucket(BUCKET));
         atomicClient = fixture.client();
         serializedClient = S3Fixture.client(serialized.uri(""), S3Fixture.APP_KEY, S3Fixture.APP_SECRET);
-        awaitOpen(serializedClient);
+        S3Matrix.awaitOpen(serializedClient, BUCKET); // its settle time after it starts
     }
 
     @AfterAll
@@ -72,23 +71,6 @@ class S3OneDeciderIT {
         }
         if (fixture != null) {
             fixture.close();
-        }
-    }
-
-    /** A serialized policy refuses writes for its settle time after it starts. */
-    private static void awaitOpen(S3Client client) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            try {
-                client.putObject(b -> b.bucket(BUCKET).key("warm-up").overrideConfiguration(S3Fixture.token(1)),
-                        RequestBody.fromString("x"));
-                return;
-            } catch (S3Exception e) {
-                if (e.statusCode() != 503 || System.nanoTime() > deadline) {
-                    throw e;
-                }
-                Thread.sleep(100);
-            }
         }
     }
 

@@ -50,7 +50,7 @@ class S3UploadIdsTest {
                   <Upload><Key>a%2Bb+%26</Key><UploadId>up2</UploadId></Upload>
                 </ListMultipartUploadsResult>
                 """;
-        String listed = new Multipart(null, "secret").listed("b", xml);
+        String listed = new Multipart(null, null, "secret").listed("b", xml);
         java.util.regex.Matcher m = java.util.regex.Pattern.compile("<UploadId>([^<]*)</UploadId>").matcher(listed);
         assertTrue(m.find(), listed);
         assertEquals(new UploadIds.Id("up&1", false, OptionalLong.empty()),

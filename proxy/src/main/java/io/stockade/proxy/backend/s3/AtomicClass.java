@@ -1,36 +1,26 @@
 package io.stockade.proxy.backend.s3;
 
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.Objects;
 import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
-import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
-import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.ServerRequest;
 
 /**
  * The <em>atomic</em> S3 class: one scope per object, the highest token in the object's metadata
- * ({@value S3Front#TOKEN_META}), every fenced write conditional on the version the token was read from.
+ * ({@value ObjectMeta#TOKEN_META}), every fenced write conditional on the version the token was read from.
  * <p>
  * A fenced write reads the object's token and ETag (HEAD), refuses a stale token, and writes with
  * {@code If-Match: <etag>} (or {@code If-None-Match: *} when there is no object) carrying the new token. If another
@@ -39,69 +29,53 @@ import io.helidon.webserver.http.ServerRequest;
  * a streamed body cannot be replayed, so the client is answered 503 {@code SlowDown} (SDKs retry it) unless a
  * higher token is now there (412 {@code PreconditionFailed}).
  * <p>
- * A delete writes a <em>tombstone</em>: a small object with the token and {@value S3Front#DELETED_META}, so a
+ * A delete writes a <em>tombstone</em>: a small object with the token and {@value ObjectMeta#DELETED_META}, so a
  * zombie cannot recreate the object with an older token; its bytes make its ETag unique ({@link Tombstone}).
  * Through the proxy a tombstone reads as 404 {@code NoSuchKey}, and listings leave it out ({@link Tombstones}).
  * <p>
- * The read-compare-write is {@link ConditionalWrite}'s; request reading, planning and relaying are the
- * {@link S3Front}'s, which this class composes like {@link SerializedS3Backend}.
+ * The read-compare-write is {@link ConditionalWrite}'s; admission and planning are {@link S3Admission}'s and
+ * {@link S3Planner}'s, which ask this class (the strategy {@link S3Backend} holds, as it may hold
+ * {@link SerializedClass}) who keeps a write's fence; relaying is {@link Relay}'s.
  * <p>
  * Within one proxy the writes of one object are also serialized: an upstream whose conditional writes are not
  * atomic under concurrency (s3proxy 3.0.0) is then still safe with a single proxy replica.
  */
-final class AtomicS3Backend implements Backend, S3Class {
+final class AtomicClass implements S3Class {
     /** Bodies up to this size are buffered so that a write that lost a race can be sent again. */
-    static final int REPLAY_BUFFER = 1024 * 1024;
-    private static final DateTimeFormatter ISO = DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
-            .withZone(ZoneOffset.UTC);
+    private static final int REPLAY_BUFFER = ConditionalWrite.REPLAY_BUFFER;
 
-    private final S3Front front;
     private final Upstream upstream;
-    /** This backend's hold on the locks and the ETag cache of its endpoint, released by {@link #close}. */
+    private final Relay relay;
+    private final Multipart multipart;
+    private final S3Failures failures;
+    private final KeyScopes scopes;
+    /** This class's hold on the locks and the ETag cache of its endpoint, released by {@link #close}. */
     private final EndpointWrites.Lease shared;
     private final ConditionalWrite writes;
     private final Tombstones tombstones;
-    private final S3Planner planner;
+    private final ConditionalCopy copies;
 
-    AtomicS3Backend(BackendConfig.S3 config) {
-        this.front = new S3Front(config, this);
-        this.planner = new S3Planner(config, front, this);
-        this.upstream = front.upstream;
+    AtomicClass(BackendConfig.S3 config, Upstream upstream, Relay relay, Multipart multipart, S3Failures failures,
+                KeyScopes scopes) {
+        this.upstream = upstream;
+        this.relay = relay;
+        this.multipart = multipart;
+        this.failures = failures;
+        this.scopes = scopes;
         this.shared = EndpointWrites.open(config.endpoint(), config.etagCache());
-        this.writes = new ConditionalWrite(upstream, config.retries(), shared, front::failure);
-        this.tombstones = new Tombstones(front, writes);
-    }
-
-    @Override
-    public Plan plan(Exchange exchange) {
-        return planner.plan(exchange);
-    }
-
-    /** S3 keys are exact bytes: {@code folder/} is a key of its own (a folder marker). */
-    @Override
-    public boolean takesTrailingSlash() {
-        return true;
-    }
-
-    @Override
-    public void refuse(Exchange exchange, Problem problem) {
-        front.refuse(exchange, problem);
-    }
-
-    @Override
-    public void checkAtStart(String policy) {
-        front.checkAtStart(policy);
+        this.writes = new ConditionalWrite(upstream, config.retries(), shared, failures);
+        this.tombstones = new Tombstones(upstream, writes, failures);
+        this.copies = new ConditionalCopy(upstream, writes);
     }
 
     @Override
     public void close() {
         shared.close();
-        front.close();
     }
 
     /** The storage keeps the fence: the object's token, every write conditional on the version it was read from. */
     @Override
-    public Keeper keeper(S3Front.Parsed p) {
+    public Keeper keeper(AdmittedRequest p) {
         return new Keeper.InStorage(new Keeper.StorageWrite() {
             @Override
             public WriteResult write(Exchange exchange, long token, Fencing.Rule rule) {
@@ -110,7 +84,7 @@ final class AtomicS3Backend implements Backend, S3Class {
 
             @Override
             public Keeper.Observed observe(Exchange exchange, long token, Fencing.Rule rule) {
-                return AtomicS3Backend.this.observe(exchange, p, token, rule);
+                return AtomicClass.this.observe(exchange, p, token, rule);
             }
         });
     }
@@ -130,7 +104,7 @@ final class AtomicS3Backend implements Backend, S3Class {
      * A fenced write, by the operation the plan found: one case per fenced operation, every other refused. Each
      * goes through {@link ConditionalWrite}, judged by the plan's rule on the object it writes.
      */
-    private WriteResult fencedWrite(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
+    private WriteResult fencedWrite(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         try {
             return switch (s3.operation()) {
@@ -144,11 +118,11 @@ final class AtomicS3Backend implements Backend, S3Class {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
                         });
-                case COPY_OBJECT -> copyObject(exchange, p, token, rule);
+                case COPY_OBJECT -> copies.write(exchange, p, token, rule);
                 case COMPLETE_MULTIPART -> complete(exchange, p, token, rule);
                 // nothing visible yet: judged against the object, then relayed; the completion is conditional
                 case CREATE_MULTIPART -> writes.judged(exchange, s3.bucket(), s3.key(), token, rule,
-                        () -> front.multipart.create(exchange, p, OptionalLong.of(token)));
+                        () -> multipart.create(exchange, p, OptionalLong.of(token)));
                 case UPLOAD_PART, ABORT_MULTIPART -> writes.judged(exchange, s3.bucket(), s3.key(), token, rule,
                         () -> forward(exchange, p));
                 case DELETE_OBJECTS -> deleteObjects(exchange, p, token, rule);
@@ -168,7 +142,7 @@ final class AtomicS3Backend implements Backend, S3Class {
      * forwarded as it is. Unlike the other backends, the token is not written into the object's metadata (that
      * takes the conditional write observe does not do); docs/s3.md says so.
      */
-    private Keeper.Observed observe(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
+    private Keeper.Observed observe(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         List<String> keys = p.deletes() != null ? p.deletes().request().keys()
                 : List.of(p.form() != null ? p.form().key() : s3.key());
@@ -190,13 +164,13 @@ final class AtomicS3Backend implements Backend, S3Class {
     // ---- forwards: listings without tombstones, a bucket that only tombstones keep, writes the cache forgets ----
 
     @Override
-    public WriteResult forward(Exchange exchange, S3Front.Parsed p) {
+    public WriteResult forward(Exchange exchange, AdmittedRequest p) {
         return switch (p.s3().operation()) {
             case LIST_OBJECTS, LIST_OBJECT_VERSIONS -> tombstones.listing(exchange, p);
             case DELETE_BUCKET -> tombstones.deleteBucket(exchange, p);
             case UPLOAD_PART -> {
                 if (!isUploadPartCopy(exchange, p)) {
-                    yield front.forwardAsIs(exchange, p);
+                    yield relay.forwardAsIs(exchange, p);
                 }
                 try {
                     yield uploadPartCopy(exchange, p);
@@ -208,7 +182,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                  OBJECT_READ, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, OBJECT_SUBRESOURCE_WRITE, CREATE_MULTIPART,
                  COMPLETE_MULTIPART, ABORT_MULTIPART, LIST_PARTS, PREFLIGHT ->
                     writes.cache().enabled() && changesObjects(p) ? forwardWrite(exchange, p)
-                            : front.forwardAsIs(exchange, p);
+                            : relay.forwardAsIs(exchange, p, tombstones::deletedForAnonymous);
         };
     }
 
@@ -218,11 +192,11 @@ final class AtomicS3Backend implements Backend, S3Class {
      * the cache could not tell from no change. So it holds the object's lock like a fenced write and forgets the
      * object when done; one that names its objects in its body (DeleteObjects) empties the cache.
      */
-    private WriteResult forwardWrite(Exchange exchange, S3Front.Parsed p) {
+    private WriteResult forwardWrite(Exchange exchange, AdmittedRequest p) {
         String key = p.form() != null ? p.form().key() : p.s3().key();
         if (key == null) {
             try {
-                return front.forwardAsIs(exchange, p);
+                return relay.forwardAsIs(exchange, p);
             } finally {
                 writes.cache().clear();
             }
@@ -234,7 +208,7 @@ final class AtomicS3Backend implements Backend, S3Class {
                         + ConditionalWrite.SCOPE_WAIT.toSeconds() + " s");
             }
             try {
-                return front.forwardAsIs(exchange, p);
+                return relay.forwardAsIs(exchange, p);
             } finally {
                 writes.cache().forget(object);
             }
@@ -245,7 +219,7 @@ final class AtomicS3Backend implements Backend, S3Class {
     }
 
     /** Whether a request may change an object's bytes or metadata (parts of a multipart upload do not, yet). */
-    private static boolean changesObjects(S3Front.Parsed p) {
+    private static boolean changesObjects(AdmittedRequest p) {
         return switch (p.s3().operation()) {
             case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, DELETE_OBJECTS, COMPLETE_MULTIPART, POST_OBJECT,
                  OBJECT_SUBRESOURCE_WRITE -> true;
@@ -255,15 +229,10 @@ final class AtomicS3Backend implements Backend, S3Class {
         };
     }
 
-    @Override
-    public boolean deletedForAnonymous(String bucket, String key) {
-        return tombstones.deletedForAnonymous(bucket, key);
-    }
-
-    private WriteResult putObject(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
+    private WriteResult putObject(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
-        headers.addAll(S3Front.tokenRecord(token));
+        headers.addAll(ObjectMeta.tokenRecord(token));
         // The body is opened only once the token and the client's conditions have passed: opening it asks a client
         // that sent Expect: 100-continue for it, and a refusal of a large body that is on its way closes the
         // connection under the client (SECURITY.md). So a refused write never has its body sent.
@@ -289,9 +258,9 @@ final class AtomicS3Backend implements Backend, S3Class {
      * read; then the file is read within the policy's content-length-range (kept in memory up to 1 MiB, else in a
      * temporary file, so that a lost race can be retried) and written as a conditional PUT, as PutObject.
      */
-    private WriteResult postObject(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
+    private WriteResult postObject(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
-        S3Front.Form form = p.form();
+        AdmittedRequest.Form form = p.form();
         ConditionalWrite.Head before = writes.head(s3.bucket(), form.key());
         if (before.failed()) {
             return new WriteResult.Unavailable(before.failure());
@@ -302,20 +271,20 @@ final class AtomicS3Backend implements Backend, S3Class {
         if (rule.tooFar(token, before.token())) {
             return new WriteResult.TooFar(before.token()); // nor here
         }
-        S3Front.Spooled spooled = front.spool(exchange, form);
+        FormUploads.Spooled spooled = FormUploads.spool(exchange, form);
         if (spooled.refused() != null) {
             return spooled.refused();
         }
         try (Spool file = spooled.file()) {
             List<Map.Entry<String, String>> headers = FormUploads.headers(form);
-            headers.addAll(S3Front.tokenRecord(token));
+            headers.addAll(ObjectMeta.tokenRecord(token));
             return writes.write(exchange, s3.bucket(), form.key(), token, rule,
                     true, ConditionalWrite.Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
                             file.body()),
                     response -> FormUploads.answer(exchange, form, s3.bucket(), response.first("ETag")));
         } catch (RuntimeException e) {
-            return front.failure(exchange, e, false);
+            return failures.failure(exchange, e, false);
         }
     }
 
@@ -340,7 +309,7 @@ final class AtomicS3Backend implements Backend, S3Class {
         }
     }
 
-    private WriteResult complete(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
+    private WriteResult complete(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         // the plan refused any other token (Multipart.tokenRefusal): the completed object holds the creation's
         Problem other = Multipart.completeRefusal(p.uploadToken(), token, null);
@@ -365,99 +334,21 @@ final class AtomicS3Backend implements Backend, S3Class {
      * UploadPartCopy: relayed (a part changes no object yet), unless its source is a tombstone, which the store would
      * copy as the part's bytes; a deleted source is 404 {@code NoSuchKey}, as S3 answers for a missing one.
      */
-    private WriteResult uploadPartCopy(Exchange exchange, S3Front.Parsed p) {
+    private WriteResult uploadPartCopy(Exchange exchange, AdmittedRequest p) {
         CopySource src = CopySource.of(exchange.request());
         try (UpstreamResponse r = upstream.send("HEAD", src.bucket(), src.key(), src.query(), List.of(), null)) {
-            if (r.status() == 200 && r.first(S3Front.DELETED_META) != null) {
+            if (r.status() == 200 && r.first(ObjectMeta.DELETED_META) != null) {
                 return answer(exchange, 404, "NoSuchKey", "The specified copy source does not exist.");
             }
         } catch (RuntimeException e) {
-            return front.failure(exchange, e, false);
+            return failures.failure(exchange, e, false);
         }
-        return front.relay(exchange, p, List.of());
+        return relay.relay(exchange, p, List.of());
     }
 
-    private static boolean isUploadPartCopy(Exchange exchange, S3Front.Parsed p) {
+    private static boolean isUploadPartCopy(Exchange exchange, AdmittedRequest p) {
         return p.s3().operation() == S3Request.Operation.UPLOAD_PART
                 && exchange.request().headers().contains(HeaderNames.create("x-amz-copy-source"));
-    }
-
-    private WriteResult copyObject(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
-        S3Request s3 = p.s3();
-        ServerRequest req = exchange.request();
-        CopySource source = CopySource.of(req);
-        String srcBucket = source.bucket();
-        String srcKey = source.key();
-        List<Map.Entry<String, String>> srcQuery = source.query();
-        List<Map.Entry<String, String>> srcConditions = new ArrayList<>();
-        for (String c : List.of("if-match", "if-none-match", "if-modified-since", "if-unmodified-since")) {
-            req.headers().first(HeaderNames.create("x-amz-copy-source-" + c))
-                    .ifPresent(v -> srcConditions.add(Map.entry(c, v)));
-        }
-        boolean replace = req.headers().first(HeaderNames.create("x-amz-metadata-directive"))
-                .map(v -> v.equalsIgnoreCase("REPLACE")).orElse(false);
-        List<Map.Entry<String, String>> clientHeaders = new ArrayList<>();
-        for (Map.Entry<String, String> h : Relay.forwardHeaders(exchange, p)) {
-            String n = h.getKey();
-            if (n.startsWith("x-amz-copy-source") || n.equals("x-amz-metadata-directive")
-                    || (!replace && (n.startsWith("x-amz-meta-") || n.equals("content-type")))) {
-                continue;
-            }
-            clientHeaders.add(h);
-        }
-        // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
-        // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
-        String[] lastEtag = new String[1];
-        return writes.write(exchange, s3.bucket(), s3.key(), token, rule,
-                true, ConditionalWrite.Remember.OBJECT, etag -> {
-            UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
-            int status = src.status();
-            if (status != 200 || (src.first(S3Front.DELETED_META) != null)) {
-                try (src) {
-                    if (status == 200 || status == 404) {
-                        throw new ConditionalWrite.Answered(answer(exchange, 404, "NoSuchKey",
-                                "The specified copy source does not exist."));
-                    }
-                    int mapped = status == 304 || status == 412 ? 412 : status;
-                    throw new ConditionalWrite.Answered(answer(exchange, mapped, mapped == 412 ? "PreconditionFailed"
-                            : "CopySourceUnavailable", "the copy source answered " + status));
-                }
-            }
-            List<Map.Entry<String, String>> headers = new ArrayList<>(clientHeaders);
-            if (!replace) {
-                for (int i = 0; i < src.headerCount(); i++) {
-                    String n = src.name(i).toLowerCase(Locale.ROOT);
-                    if ((n.startsWith("x-amz-meta-") && !S3Front.OWN_META.contains(n))
-                            || n.equals("content-type") || n.equals("cache-control") || n.equals("content-disposition")
-                            || n.equals("content-encoding") || n.equals("content-language") || n.equals("expires")) {
-                        headers.add(Map.entry(n, src.value(i)));
-                    }
-                }
-            }
-            headers.addAll(S3Front.tokenRecord(token));
-            long length;
-            try {
-                length = src.contentLength().orElse(0);
-            } catch (io.stockade.proxy.upstream.UpstreamFailure e) {
-                src.close();
-                throw new UncheckedIOException(e.getMessage(), e);
-            }
-            InputStream in = src.body();
-            try {
-                return upstream.send("PUT", s3.bucket(), s3.key(), List.of(), conditional(headers, etag),
-                        length == 0 ? null : Upstream.Body.of(in, length));
-            } finally {
-                src.close();
-            }
-        }, response -> {
-            lastEtag[0] = Objects.requireNonNullElse(response.first("ETag"), "");
-            String xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult xmlns=\"" + S3Xml.NS
-                    + "\"><LastModified>" + ISO.format(Instant.now()) + "</LastModified><ETag>"
-                    + S3Xml.escape(lastEtag[0]) + "</ETag></CopyObjectResult>";
-            exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");
-            exchange.response().status(200).send(xml.getBytes(StandardCharsets.UTF_8));
-            return new WriteResult.Answered(200);
-        });
     }
 
     /**
@@ -465,7 +356,7 @@ final class AtomicS3Backend implements Backend, S3Class {
      * tombstone judged by the plan's rule on that key ({@link ConditionalWrite}); each key's outcome is its entry in
      * the answer, as S3 answers DeleteObjects.
      */
-    private WriteResult deleteObjects(Exchange exchange, S3Front.Parsed p, long token, Fencing.Rule rule) {
+    private WriteResult deleteObjects(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         S3Xml.DeleteRequest request = p.deletes().request();
         StringBuilder xml = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\""
@@ -479,7 +370,7 @@ final class AtomicS3Backend implements Backend, S3Class {
             String error = DeleteResults.error(one, token, rule);
             if (error != null && (notApplied == null
                     || DeleteResults.weight(one) > DeleteResults.weight(notApplied.result()))) {
-                notApplied = new WriteResult.NotApplied(front.scopeOfKey(exchange.route(), s3.bucket(), key),
+                notApplied = new WriteResult.NotApplied(scopes.scopeOfKey(exchange.route(), s3.bucket(), key),
                         DeleteResults.counted(one));
             }
             if (error == null) {
@@ -517,15 +408,15 @@ final class AtomicS3Backend implements Backend, S3Class {
     private UpstreamResponse tombstone(String bucket, String key, long token, String etag) {
         List<Map.Entry<String, String>> headers = new ArrayList<>();
         headers.add(Map.entry("content-type", "application/x-stockade-tombstone"));
-        headers.addAll(S3Front.tokenRecord(token));
-        headers.add(Map.entry(S3Front.DELETED_META, "true"));
+        headers.addAll(ObjectMeta.tokenRecord(token));
+        headers.add(Map.entry(ObjectMeta.DELETED_META, "true"));
         return upstream.send("PUT", bucket, key, List.of(), conditional(headers, etag),
                 Upstream.Body.of(Tombstone.body()));
     }
 
-    /** An S3 error the backend decided: the pipeline answers it through {@link #refuse}. */
-    private WriteResult answer(Exchange exchange, int status, String code, String message) {
-        return front.answer(exchange, status, code, message);
+    /** An S3 error the backend decided: the pipeline answers it through {@link S3Refusals#refuse}. */
+    private static WriteResult answer(Exchange exchange, int status, String code, String message) {
+        return S3Failures.answer(exchange, status, code, message);
     }
 
     private static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers, String etag) {

@@ -6,33 +6,25 @@ import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.proxy.backend.Admission;
-import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Keeper;
-import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
-import io.stockade.proxy.problem.Problem;
 
 /**
  * The <em>serialized</em> S3 class (a prefix scope, or an upstream without conditional writes): the engine's store
  * keeps the high-water mark and the engine holds the scope while {@link #write} sends the request as it is, the
- * admitted token in the object's metadata. {@link AtomicS3Backend} is the <em>atomic</em> class. Both read,
- * authenticate, plan and relay requests through an {@link S3Front}.
+ * admitted token in the object's metadata. {@link AtomicClass} is the <em>atomic</em> class; {@link S3Backend}
+ * holds one of the two.
  */
-final class SerializedS3Backend implements Backend, S3Class {
+final class SerializedClass implements S3Class {
     private final BackendConfig.S3 config;
-    private final S3Front front;
-    private final S3Planner planner;
+    private final Relay relay;
+    private final Multipart multipart;
 
-    SerializedS3Backend(BackendConfig.S3 config) {
+    SerializedClass(BackendConfig.S3 config, Relay relay, Multipart multipart) {
         this.config = config;
-        this.front = new S3Front(config, this);
-        this.planner = new S3Planner(config, front, this);
-    }
-
-    @Override
-    public Plan plan(Exchange exchange) {
-        return planner.plan(exchange);
+        this.relay = relay;
+        this.multipart = multipart;
     }
 
     /**
@@ -41,11 +33,11 @@ final class SerializedS3Backend implements Backend, S3Class {
      * the completion, which is held).
      */
     @Override
-    public Keeper keeper(S3Front.Parsed p) {
+    public Keeper keeper(AdmittedRequest p) {
         return switch (p.s3().operation()) {
-            case UPLOAD_PART, ABORT_MULTIPART -> new Keeper.Step((exchange, admission) -> front.forwardAsIs(exchange,
+            case UPLOAD_PART, ABORT_MULTIPART -> new Keeper.Step((exchange, admission) -> relay.forwardAsIs(exchange,
                     p));
-            case DELETE_OBJECTS -> new Keeper.Serialized((exchange, admission) -> front.relayAdmitted(exchange, p,
+            case DELETE_OBJECTS -> new Keeper.Serialized((exchange, admission) -> relay.relayAdmitted(exchange, p,
                     List.of()));
             case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
                  POST_OBJECT, GET_OBJECT, HEAD_OBJECT, OBJECT_READ, PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT,
@@ -55,23 +47,17 @@ final class SerializedS3Backend implements Backend, S3Class {
     }
 
     @Override
-    public WriteResult forward(Exchange exchange, S3Front.Parsed p) {
-        return front.forwardAsIs(exchange, p);
+    public WriteResult forward(Exchange exchange, AdmittedRequest p) {
+        return relay.forwardAsIs(exchange, p);
     }
 
     /** A serialized write of one object: relayed as it is, with the admitted token in the object's metadata. */
-    private WriteResult write(Exchange exchange, S3Front.Parsed p, Admission admission) {
+    private WriteResult write(Exchange exchange, AdmittedRequest p, Admission admission) {
         // form uploads never get here: the plan refuses them on this class, before the fence
         if (p.s3().operation() == S3Request.Operation.CREATE_MULTIPART) {
-            return front.multipart.create(exchange, p, OptionalLong.of(admission.token()));
+            return multipart.create(exchange, p, OptionalLong.of(admission.token()));
         }
-        return front.relayAdmitted(exchange, p, S3Front.tokenRecord(admission.token()));
-    }
-
-    /** Only the atomic class writes tombstones. */
-    @Override
-    public boolean deletedForAnonymous(String bucket, String key) {
-        return false;
+        return relay.relayAdmitted(exchange, p, ObjectMeta.tokenRecord(admission.token()));
     }
 
     @Override
@@ -80,24 +66,15 @@ final class SerializedS3Backend implements Backend, S3Class {
         return config.timeout();
     }
 
-    /** S3 keys are exact bytes: {@code folder/} is a key of its own (a folder marker). */
+    /** The proxy's store keeps every fence of this class. */
     @Override
-    public boolean takesTrailingSlash() {
+    public boolean needsFenceStore() {
         return true;
     }
 
-    @Override
-    public void refuse(Exchange exchange, Problem problem) {
-        front.refuse(exchange, problem);
-    }
-
-    @Override
-    public void checkAtStart(String policy) {
-        front.checkAtStart(policy);
-    }
-
+    /** Nothing beside the backend's upstream. */
     @Override
     public void close() {
-        front.close();
+        // the upstream is the backend's, closed by it
     }
 }
