@@ -21,6 +21,8 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 import javax.sql.DataSource;
 
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+
 /**
  * Entry point: builds a {@link LeaseProvider} for one lock service.
  *
@@ -419,7 +421,7 @@ public final class Leases {
          * @throws IllegalArgumentException if the table name is not one DynamoDB allows, or the renewal fractions
          *                                  break the arithmetic
          */
-        public LeaseProvider dynamodb(software.amazon.awssdk.services.dynamodb.DynamoDbClient client, String table,
+        public LeaseProvider dynamodb(DynamoDbClient client, String table,
                                       String prefix) {
             Objects.requireNonNull(client, "client");
             Objects.requireNonNull(prefix, "prefix");

@@ -5,6 +5,8 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 
+import org.postgresql.jdbc.PgConnection;
+
 /**
  * PostgreSQL connections that are safe behind PgBouncer in transaction or statement pooling: pgjdbc sends every
  * statement, COMMIT and ROLLBACK as the unnamed statement (parsed again with each execution), never as a named
@@ -70,13 +72,13 @@ public final class PostgresPooling {
     public static Unnamed unnamed(Connection connection) throws SQLException {
         refuseForcedBinary();
         try {
-            if (!connection.isWrapperFor(org.postgresql.jdbc.PgConnection.class)) {
+            if (!connection.isWrapperFor(PgConnection.class)) {
                 return new Unnamed(null, 0, false);
             }
         } catch (LinkageError e) {  // pgjdbc is optional: another driver's connection
             return new Unnamed(null, 0, false);
         }
-        org.postgresql.jdbc.PgConnection pg = connection.unwrap(org.postgresql.jdbc.PgConnection.class);
+        PgConnection pg = connection.unwrap(PgConnection.class);
         Unnamed restore = new Unnamed(pg, pg.getPrepareThreshold(), pg.getForceBinary());
         pg.setPrepareThreshold(0);
         pg.setForceBinary(false);
@@ -93,11 +95,11 @@ public final class PostgresPooling {
 
     /** Restores a connection's {@code prepareThreshold} and binary-transfer setting. */
     public static final class Unnamed implements AutoCloseable {
-        private final org.postgresql.jdbc.PgConnection connection;
+        private final PgConnection connection;
         private final int threshold;
         private final boolean forceBinary;
 
-        private Unnamed(org.postgresql.jdbc.PgConnection connection, int threshold, boolean forceBinary) {
+        private Unnamed(PgConnection connection, int threshold, boolean forceBinary) {
             this.connection = connection;
             this.threshold = threshold;
             this.forceBinary = forceBinary;

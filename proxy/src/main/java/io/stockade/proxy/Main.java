@@ -15,6 +15,7 @@ import io.stockade.proxy.admin.FenceCommand;
 import io.stockade.proxy.log.JsonLineHandler;
 import io.stockade.proxy.sql.install.SqlCommand;
 
+import com.sun.management.HotSpotDiagnosticMXBean;
 import io.helidon.logging.common.LogConfig;
 
 /**
@@ -179,7 +180,7 @@ public final class Main {
     static boolean exitsOnOutOfMemory() {
         try {
             var diagnostics = ManagementFactory.getPlatformMXBean(
-                    com.sun.management.HotSpotDiagnosticMXBean.class);
+                    HotSpotDiagnosticMXBean.class);
             return diagnostics.getVMOption("ExitOnOutOfMemoryError").getValue().equals("true")
                     || diagnostics.getVMOption("CrashOnOutOfMemoryError").getValue().equals("true");
         } catch (RuntimeException e) {

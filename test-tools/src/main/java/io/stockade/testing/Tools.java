@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.extension.ConditionEvaluationResult;
 import org.junit.jupiter.api.extension.ExecutionCondition;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -105,7 +106,7 @@ public final class Tools {
                     throw new IllegalStateException(message + ": missing on a CI run (CI=true); ./test.sh installs"
                             + " it");
                 }
-                org.junit.jupiter.api.Assumptions.abort(message);
+                Assumptions.abort(message);
             }
         }
     }

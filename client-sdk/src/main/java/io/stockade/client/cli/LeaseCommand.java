@@ -27,6 +27,10 @@ import io.stockade.client.LeaseProvider;
 import io.stockade.client.Leases;
 import io.stockade.client.LossReason;
 
+import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.http.apache5.Apache5HttpClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+
 /**
  * {@code lease run}: holds a lease while a command runs, and stops the command the moment the lease is lost.
  *
@@ -222,15 +226,15 @@ public final class LeaseCommand {
      * A DynamoDB client with the AWS SDK's default region and credentials (as the {@code aws} command finds them)
      * over the Apache 5 HTTP client; left open until the process exits.
      */
-    private static software.amazon.awssdk.services.dynamodb.DynamoDbClient dynamoDb(String endpoint) {
-        var b = software.amazon.awssdk.services.dynamodb.DynamoDbClient.builder()
-                .httpClient(software.amazon.awssdk.http.apache5.Apache5HttpClient.builder().build());
+    private static DynamoDbClient dynamoDb(String endpoint) {
+        var b = DynamoDbClient.builder()
+                .httpClient(Apache5HttpClient.builder().build());
         if (endpoint != null) {
             b.endpointOverride(URI.create(endpoint));
         }
         try {
             return b.build();
-        } catch (software.amazon.awssdk.core.exception.SdkClientException e) {
+        } catch (SdkClientException e) {
             throw new IllegalStateException("DynamoDB: " + e.getMessage() + " (set AWS_REGION)", e);
         }
     }

@@ -30,6 +30,7 @@ import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.io.SecretFiles;
+import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
@@ -147,7 +148,7 @@ public final class FenceCommand {
             return 1;
         } catch (FenceOperations.Refused e) {
             err.println("{\"status\":" + e.status() + ",\"type\":\"" + e.type() + "\",\"detail\":"
-                    + io.stockade.proxy.json.JsonWriter.quote(e.getMessage()) + "}");
+                    + JsonWriter.quote(e.getMessage()) + "}");
             return e.status() == 400 ? 2 : 3;
         } catch (IOException e) {
             err.println("stockade fence: " + e.getMessage());
@@ -272,7 +273,7 @@ public final class FenceCommand {
             return 1;
         } catch (FenceOperations.Refused e) {
             err.println("{\"status\":" + e.status() + ",\"type\":\"" + e.type() + "\",\"detail\":"
-                    + io.stockade.proxy.json.JsonWriter.quote(e.getMessage()) + "}");
+                    + JsonWriter.quote(e.getMessage()) + "}");
             return e.status() == 400 ? 2 : 3;
         } catch (IllegalArgumentException e) {
             return usage(err, e.getMessage());

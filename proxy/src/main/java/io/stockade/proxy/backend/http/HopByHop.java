@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 
+import io.stockade.proxy.upstream.UpstreamResponse;
+
 import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Headers;
@@ -44,7 +46,7 @@ final class HopByHop {
     }
 
     /** The lower-case names of the headers of an upstream's answer that stay on that hop. */
-    static Set<String> ofResponse(io.stockade.proxy.upstream.UpstreamResponse response) {
+    static Set<String> ofResponse(UpstreamResponse response) {
         Set<String> names = FIXED;
         for (String value : response.all("Connection")) {
             for (String token : value.split(",", -1)) {

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.stockade.proxy.json.JsonReader;
+import io.stockade.proxy.json.JsonWriter;
 
 /**
  * A request body's JSON, read strictly with {@link JsonReader} ({@link JsonReader.Options#BODY}): objects become
@@ -41,7 +42,7 @@ final class JsonBody {
                         b.append(',');
                     }
                     first = false;
-                    b.append(io.stockade.proxy.json.JsonWriter.quote((String) e.getKey())).append(':');
+                    b.append(JsonWriter.quote((String) e.getKey())).append(':');
                     write(e.getValue(), b);
                 }
                 b.append('}');
@@ -56,7 +57,7 @@ final class JsonBody {
                 }
                 b.append(']');
             }
-            case String str -> b.append(io.stockade.proxy.json.JsonWriter.quote(str));
+            case String str -> b.append(JsonWriter.quote(str));
             // never written out plainly (1e2147483647 would not fit in memory); zeros past numeric's scale dropped;
             // a zero with an exponent is 0 (numeric's input refuses 0E+2147483646, an exponent past INT_MAX / 2)
             case BigDecimal d -> b.append(d.signum() == 0 && d.scale() < 0 ? "0"

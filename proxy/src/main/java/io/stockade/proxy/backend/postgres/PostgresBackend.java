@@ -18,6 +18,7 @@ import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.Keeper;
+import io.stockade.proxy.backend.Plan;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.backend.postgres.TransactionRunner.Call;
 import io.stockade.proxy.backend.postgres.TransactionRunner.Kind;
@@ -85,11 +86,11 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
      * connection is taken.
      */
     @Override
-    public io.stockade.proxy.backend.Plan plan(Exchange exchange) {
+    public Plan plan(Exchange exchange) {
         String method = exchange.request().prologue().method().text();
         String scope = exchange.scope();
         if (!plans.containsKey(method)) {
-            return new io.stockade.proxy.backend.Plan.Refuse(scope, Problem.of(ProblemType.METHOD_NOT_ALLOWED,
+            return new Plan.Refuse(scope, Problem.of(ProblemType.METHOD_NOT_ALLOWED,
                     "policy '" + exchange.route().policy().name() + "' declares no statements for " + method)
                     .header("Allow", String.join(", ", plans.keySet())));
         }
@@ -97,7 +98,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
             return exchange.fencing().plan(method, List.of(scope), Backend.headerToken(exchange),
                     new Keeper.InStorage(this), this::forward);
         }
-        return new io.stockade.proxy.backend.Plan.Forward(scope, io.stockade.proxy.backend.Plan.Unfenced.NOT_FENCED,
+        return new Plan.Forward(scope, Plan.Unfenced.NOT_FENCED,
                 this::forward);
     }
 

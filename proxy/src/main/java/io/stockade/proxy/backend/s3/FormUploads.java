@@ -9,6 +9,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
+import io.stockade.policy.RequestTarget;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.listener.BodyBounds;
@@ -40,8 +41,8 @@ final class FormUploads {
                     + S3Request.MAX_KEY_BYTES);
         }
         String raw = "/" + SigV4.encode(bucket, true) + "/" + SigV4.encode(key, false);
-        if (!(io.stockade.policy.RequestTarget.parse(raw, null, false)
-                instanceof io.stockade.policy.RequestTarget.Accepted accepted)) {
+        if (!(RequestTarget.parse(raw, null, false)
+                instanceof RequestTarget.Accepted accepted)) {
             return Optional.of("the key '" + key + "' is refused" + (key.indexOf('\\') >= 0 ? ": it holds a '\\',"
                     + " which stores and servers may take for a '/'" : " as an ambiguous path (empty, '.' or '..'"
                     + " segments, control characters)") + "; no operation through the proxy writes or deletes such"

@@ -22,6 +22,7 @@ import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
+import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 
@@ -300,7 +301,7 @@ final class Relay {
                             + response.reason()) + " without a body", null, Map.of());
             return;
         }
-        res.status(io.helidon.http.Status.create(code, response.reason().isEmpty() ? String.valueOf(code)
+        res.status(Status.create(code, response.reason().isEmpty() ? String.valueOf(code)
                 : response.reason()));
         for (int i = 0; i < response.headerCount(); i++) {
             String name = response.name(i);

@@ -181,7 +181,7 @@ final class Upstream {
     }
 
     /** A start-up check of the endpoint (see {@link UpstreamClient#probe}). */
-    Optional<io.stockade.proxy.upstream.UpstreamFailure> probe() {
+    Optional<UpstreamFailure> probe() {
         return client.probe(host);
     }
 
