@@ -10,10 +10,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.Route;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.store.cache.CachingFenceStore;

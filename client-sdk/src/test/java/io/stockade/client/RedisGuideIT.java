@@ -8,8 +8,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.TokenVerification;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.testing.RedisServer;
 import io.stockade.testing.RequiresTools;
 import io.stockade.testing.Tools;

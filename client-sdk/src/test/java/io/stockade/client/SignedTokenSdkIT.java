@@ -10,7 +10,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 
-import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.StockadeServer;
 
 import org.junit.jupiter.api.AfterEach;

@@ -10,8 +10,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.proxy.verify.TokenVerifier.Claim;
 import io.stockade.proxy.verify.TokenVerifier.Genuine;

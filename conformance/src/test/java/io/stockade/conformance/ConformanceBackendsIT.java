@@ -7,6 +7,7 @@ import java.util.Arrays;
 import java.util.List;
 
 import io.stockade.conformance.run.RunResult;
+import io.stockade.policy.yaml.PolicyLoader;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -234,7 +235,7 @@ class ConformanceBackendsIT {
             assertEquals(0, io.stockade.proxy.sql.install.SqlCommand.run(List.of("install", "--config",
                     config.toString(), "--user", PG_USER), System.out, System.err));
             try (io.stockade.proxy.StockadeServer proxy = io.stockade.proxy.StockadeServer.start(
-                    io.stockade.policy.PolicyLoader.load(config))) {
+                    PolicyLoader.load(config))) {
                 Path targetFile = dir.resolve("target.yaml");
                 Files.writeString(targetFile, """
                         name: sql

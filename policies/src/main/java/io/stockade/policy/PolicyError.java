@@ -5,7 +5,7 @@ import java.nio.file.Path;
 /**
  * One problem in a policy file.
  *
- * @param file    the file (or the source name given to {@link PolicyLoader#parse})
+ * @param file    the file (or the source name given to {@link io.stockade.policy.yaml.PolicyLoader#parse})
  * @param line    1-based line
  * @param column  1-based column
  * @param field   where in the document, e.g. {@code policies[0].backend.url}; {@code (root)} for the document

@@ -13,7 +13,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A loaded, validated policy file: where the server listens, where fence state lives, and the policies.
- * Immutable. Obtain one with {@link PolicyLoader}.
+ * Immutable. Obtain one with {@link io.stockade.policy.yaml.PolicyLoader}.
  *
  * @param source   the file it was read from (for messages), or {@code null} when built in code
  * @param server   listener settings

@@ -173,7 +173,7 @@ public sealed interface StoreConfig {
 
         @Override
         public String toString() {
-            return bytes > 0 ? Values.bytes(bytes) : percent + "%";
+            return bytes > 0 ? Sizes.text(bytes) : percent + "%";
         }
     }
 

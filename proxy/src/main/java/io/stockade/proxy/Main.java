@@ -7,10 +7,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 
-import io.stockade.policy.FieldLocator;
 import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.yaml.FieldLocator;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.admin.FenceCommand;
 import io.stockade.proxy.log.JsonLineHandler;
 import io.stockade.proxy.sql.install.SqlCommand;

@@ -15,9 +15,9 @@ import java.util.logging.Logger;
 
 import io.stockade.policy.Policy;
 import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.ServerConfig;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.admin.PolicyReload;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.pipeline.FencePipeline;

@@ -14,8 +14,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.ServerConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.testing.TestUpstream;
 import io.stockade.testing.Http;
 

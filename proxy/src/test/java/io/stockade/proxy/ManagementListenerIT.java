@@ -6,7 +6,7 @@ import java.nio.file.Path;
 import java.util.Map;
 
 import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.fence.FenceAdmin;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.testing.RawHttp;

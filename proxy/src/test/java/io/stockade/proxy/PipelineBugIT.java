@@ -10,8 +10,8 @@ import java.time.Clock;
 import java.util.Map;
 import java.util.Optional;
 
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.fence.Advance;
 import io.stockade.proxy.fence.FenceState;

@@ -6,7 +6,7 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.backend.postgres.PostgresBackend;
 import io.stockade.testing.Http;
 import io.stockade.testing.Pg;

@@ -7,8 +7,8 @@ import java.time.Duration;
 import java.util.Map;
 
 import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.testing.Http;
 

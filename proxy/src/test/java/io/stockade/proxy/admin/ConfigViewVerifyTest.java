@@ -3,8 +3,8 @@ package io.stockade.proxy.admin;
 import java.nio.file.Path;
 import java.util.Map;
 
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 
 import org.junit.jupiter.api.Test;
 

@@ -13,9 +13,9 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
 import io.stockade.policy.Policy;
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.policy.StoreConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;

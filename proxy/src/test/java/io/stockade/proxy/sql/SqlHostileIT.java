@@ -15,7 +15,7 @@ import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 
-import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.StockadeServer;
 import io.stockade.testing.PgBouncer;
 import io.stockade.testing.RequiresTools;

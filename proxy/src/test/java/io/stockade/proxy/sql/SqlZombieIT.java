@@ -19,7 +19,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.StockadeServer;
 import io.stockade.testing.Jvm;
 import io.stockade.testing.RequiresTools;

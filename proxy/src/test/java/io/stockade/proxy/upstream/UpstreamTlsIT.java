@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
-import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
 import io.stockade.proxy.StockadeServer;

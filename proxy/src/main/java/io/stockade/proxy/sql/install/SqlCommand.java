@@ -14,9 +14,9 @@ import java.util.List;
 import java.util.Properties;
 
 import io.stockade.policy.PolicyException;
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.SqlConfig;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.admin.FenceCommand;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
 

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Map;
 
 import io.stockade.policy.Policy;
-import io.stockade.policy.PolicyLoader;
+import io.stockade.policy.yaml.PolicyLoader;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

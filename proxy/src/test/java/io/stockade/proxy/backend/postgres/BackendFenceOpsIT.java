@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.StockadeServer;
 import io.stockade.proxy.admin.FenceCommand;
@@ -267,7 +268,7 @@ class BackendFenceOpsIT {
     void afterAReloadTheOperationsReachTheBackendNowInForce() throws Exception {
         Path config = config();
         try (Pg moved = Pg.create("CREATE TABLE docs (id text PRIMARY KEY, content text)");
-             StockadeServer server = StockadeServer.start(io.stockade.policy.PolicyLoader.load(config).withPort(0))) {
+             StockadeServer server = StockadeServer.start(PolicyLoader.load(config).withPort(0))) {
             java.net.URI base = java.net.URI.create("http://127.0.0.1:" + server.port());
             Files.writeString(config, Files.readString(config).replace(backendDb.url(), moved.url()));
             Http.Response reload = Http.send("POST", base.resolve("/admin/policies/reload"),

@@ -7,8 +7,8 @@ import java.util.List;
 import java.util.Map;
 
 import io.stockade.policy.Policy;
-import io.stockade.policy.PolicyLoader;
 import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.testing.Pg;
 

@@ -1,9 +1,12 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.TokenVerification;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -18,8 +21,9 @@ class PolicySchemaTest {
 
     @BeforeAll
     static void loadSchema() throws IOException {
-        try (InputStream in = PolicySchemaTest.class.getResourceAsStream("stockade-policy.schema.json")) {
-            assertNotNull(in, "stockade-policy.schema.json is not on the class path next to PolicyLoader");
+        try (InputStream in = PolicySchemaTest.class.getResourceAsStream(
+                "/io/stockade/policy/stockade-policy.schema.json")) {
+            assertNotNull(in, "stockade-policy.schema.json is not on the class path in io/stockade/policy");
             schema = new Yaml().load(in); // JSON is YAML
         }
     }

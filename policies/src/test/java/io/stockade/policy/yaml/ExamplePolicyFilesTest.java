@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.io.IOException;
 import java.net.URI;
@@ -9,6 +9,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Policy;
+import io.stockade.policy.ServerConfig;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.StoreConfig;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

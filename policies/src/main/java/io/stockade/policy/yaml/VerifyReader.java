@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.net.URI;
 import java.nio.file.Path;
@@ -9,6 +9,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
+
+import io.stockade.policy.ClientTls;
+import io.stockade.policy.Datasource;
+import io.stockade.policy.TokenVerification;
 
 /** Reads a {@code fence.verify} block: one method and key list per verifier kind. */
 final class VerifyReader {

@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -11,6 +11,14 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import io.stockade.policy.ClientTls;
+import io.stockade.policy.Datasource;
+import io.stockade.policy.Policy;
+import io.stockade.policy.ScopeTemplate;
+import io.stockade.policy.ServerConfig;
+import io.stockade.policy.SqlConfig;
+import io.stockade.policy.TokenVerification;
 
 /**
  * Reads the {@code sql} section: the PostgreSQL listener, its database and its fenced tables. Names that reach SQL

@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.util.Arrays;
 import java.util.Collections;
@@ -8,6 +8,12 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.Datasource;
+import io.stockade.policy.Policy;
+import io.stockade.policy.ServerConfig;
+import io.stockade.policy.SqlConfig;
 
 /**
  * Every key and keyword of the policy file format in one place. The JSON schema test checks

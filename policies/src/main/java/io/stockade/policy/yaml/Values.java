@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -11,6 +11,8 @@ import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+
+import io.stockade.policy.Sizes;
 
 /**
  * Conversions of scalar fields to typed values. Each reports a bad value at its position, naming what is
@@ -156,13 +158,7 @@ final class Values {
 
     /** A size as a policy file would write it: {@code 16KiB}, {@code 300}. */
     static String bytes(long bytes) {
-        for (String[] unit : new String[][] {{"GiB", "30"}, {"MiB", "20"}, {"KiB", "10"}}) {
-            long scale = 1L << Integer.parseInt(unit[1]);
-            if (bytes % scale == 0) {
-                return bytes / scale + unit[0];
-            }
-        }
-        return Long.toString(bytes);
+        return Sizes.text(bytes);
     }
 
     /** A positive duration of at most {@link #MAX_DURATION}: a whole number with suffix ms, s, m or h. */

@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -10,6 +10,12 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.PathTemplate;
+import io.stockade.policy.Policy;
+import io.stockade.policy.ScopeTemplate;
+import io.stockade.policy.TokenVerification;
 
 /**
  * Reads the {@code policies} list: each policy, and the rules between policies (unique names; no two policies

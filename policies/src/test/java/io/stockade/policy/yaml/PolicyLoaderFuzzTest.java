@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -6,6 +6,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.regex.Pattern;
+
+import io.stockade.policy.PolicyException;
 
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;

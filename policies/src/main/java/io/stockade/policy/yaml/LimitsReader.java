@@ -1,7 +1,10 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.time.Duration;
 import java.util.Optional;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.ServerConfig;
 
 /**
  * Reads the two {@code limits} blocks: the listener's ({@code server.limits}), which bound what the HTTP server

@@ -1,10 +1,16 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.policy.ClientTls;
+import io.stockade.policy.Datasource;
+import io.stockade.policy.PolicyError;
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.TokenVerification;
 
 import org.junit.jupiter.api.Test;
 

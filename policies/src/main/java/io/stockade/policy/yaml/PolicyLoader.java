@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.io.IOException;
 import java.io.StringReader;
@@ -10,6 +10,15 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+
+import io.stockade.policy.AdminConfig;
+import io.stockade.policy.Policy;
+import io.stockade.policy.PolicyError;
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.ServerConfig;
+import io.stockade.policy.SqlConfig;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.StoreConfig;
 
 import org.jspecify.annotations.Nullable;
 import org.yaml.snakeyaml.Yaml;

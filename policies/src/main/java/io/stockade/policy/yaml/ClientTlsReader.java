@@ -1,8 +1,10 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
+
+import io.stockade.policy.ClientTls;
 
 /**
  * Reads a {@code tls: {ca, cert, key}} block (the etcd store and verifier, the http and s3 backends). Each file must

@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.net.URI;
 import java.nio.file.Path;
@@ -7,6 +7,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+
+import io.stockade.policy.AdminConfig;
+import io.stockade.policy.ClientTls;
+import io.stockade.policy.Datasource;
+import io.stockade.policy.StoreConfig;
 
 import org.jspecify.annotations.Nullable;
 

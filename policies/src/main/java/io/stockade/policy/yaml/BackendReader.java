@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.net.URI;
 import java.time.Duration;
@@ -7,6 +7,12 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+
+import io.stockade.policy.BackendConfig;
+import io.stockade.policy.ClientTls;
+import io.stockade.policy.PathTemplate;
+import io.stockade.policy.Policy;
+import io.stockade.policy.ScopeTemplate;
 
 /** Reads a policy's {@code backend} block. */
 final class BackendReader {

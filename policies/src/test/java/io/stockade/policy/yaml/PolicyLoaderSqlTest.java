@@ -1,8 +1,14 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+
+import io.stockade.policy.Policy;
+import io.stockade.policy.PolicyException;
+import io.stockade.policy.SqlConfig;
+import io.stockade.policy.StockadeConfig;
+import io.stockade.policy.TokenVerification;
 
 import org.junit.jupiter.api.Test;
 

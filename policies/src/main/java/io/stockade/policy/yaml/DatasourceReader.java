@@ -1,8 +1,10 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Optional;
+
+import io.stockade.policy.Datasource;
 
 /** Reads a {@code datasource} block (postgres backend and store). */
 final class DatasourceReader {

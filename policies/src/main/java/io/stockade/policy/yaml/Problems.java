@@ -1,9 +1,12 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+
+import io.stockade.policy.PolicyError;
+import io.stockade.policy.PolicyException;
 
 import org.yaml.snakeyaml.error.Mark;
 

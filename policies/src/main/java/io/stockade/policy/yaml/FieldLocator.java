@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.io.IOException;
 import java.io.StringReader;

@@ -1,4 +1,4 @@
-package io.stockade.policy;
+package io.stockade.policy.yaml;
 
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -11,11 +11,16 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.regex.Pattern;
 
+import io.stockade.policy.BackendConfig;
 import io.stockade.policy.BackendConfig.FenceMode;
 import io.stockade.policy.BackendConfig.ParamSource;
 import io.stockade.policy.BackendConfig.ParamType;
 import io.stockade.policy.BackendConfig.SqlParam;
 import io.stockade.policy.BackendConfig.Statement;
+import io.stockade.policy.Datasource;
+import io.stockade.policy.PathTemplate;
+import io.stockade.policy.Policy;
+import io.stockade.policy.SqlText;
 
 /**
  * Reads a postgres {@code backend} block and checks its statements against its parameters: every
