@@ -351,7 +351,7 @@ final class FaultCycle {
         List<RunningWriter> held = new ArrayList<>();
         synchronized (writers.lock()) {
             for (RunningWriter w : writers.all()) {
-                if (w != v && !w.exited && w.process != null && w.process.isAlive()) {
+                if (w != v && !w.exited && w.host != null && w.host.isAlive()) {
                     held.add(w);
                 }
             }

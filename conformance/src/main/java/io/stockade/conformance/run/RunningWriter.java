@@ -1,6 +1,5 @@
 package io.stockade.conformance.run;
 
-import java.io.PrintWriter;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -15,8 +14,8 @@ final class RunningWriter {
     final String name;
     /** The writer's own fault proxy, in front of the endpoint. */
     final FaultProxy faults;
-    Process process;
-    PrintWriter stdin;
+    /** Where it runs (null until started). */
+    WriterHost host;
     String session;
     long token;
     /** True from LEASE until the writer reports FENCED or LOST for that session (or exits). */

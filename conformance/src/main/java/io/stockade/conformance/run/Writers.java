@@ -1,16 +1,13 @@
 package io.stockade.conformance.run;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -22,12 +19,13 @@ import io.stockade.conformance.check.History.Op;
 import io.stockade.conformance.fault.FaultProxy;
 import io.stockade.conformance.writer.SigV4;
 import io.stockade.conformance.writer.SqlWrite;
-import io.stockade.conformance.writer.WriterMain;
+import io.stockade.conformance.writer.WriterLoop;
 
 /**
- * The writers of one run: each started as a {@link WriterMain} process behind a {@link FaultProxy} of its own, its
- * report lines read into the history and into its {@link RunningWriter}; SIGSTOP and SIGCONT through one
- * {@link Signals} shell; stopped at the end. One lock guards every writer's state: {@link #await} waits on it.
+ * The writers of one run: each a {@link WriterLoop} behind a {@link FaultProxy} of its own, run where
+ * {@link #ownProcesses} says (an OS process, or a thread of this JVM: {@link WriterHost}); its report lines read into
+ * the history and into its {@link RunningWriter}; SIGSTOP and SIGCONT to processes through one {@link Signals}
+ * shell; stopped at the end. One lock guards every writer's state: {@link #await} waits on it.
  */
 final class Writers {
     private final Scenario scenario;
@@ -38,6 +36,7 @@ final class Writers {
     private final List<String> notes;
     private final Object lock = new Object();
     private final List<RunningWriter> all = new ArrayList<>();
+    private final boolean processes;
     private int grants;
     private Signals signals;
 
@@ -49,6 +48,23 @@ final class Writers {
         this.options = options;
         this.history = history;
         this.notes = notes;
+        this.processes = ownProcesses(scenario, options.leaseSpec());
+    }
+
+    /**
+     * Whether the writers of a run must be OS processes: when the scenario signals them (SIGSTOP of the faulted
+     * holder in {@code pause}, {@code proxy-restart} and {@code store-stop}; of the other writers around the delayed
+     * write in {@code delay}: a real process pause, wherever the writer is in its loop, that no thread of a shared
+     * JVM gives), or when the lease provider is a user's class (written for one writer per JVM, it may keep state in
+     * statics). The others ({@code timeout}, {@code lost-response}: faults on the writer's connection only) run
+     * their writers as threads of this JVM; the same loop, the same clock.
+     */
+    static boolean ownProcesses(Scenario scenario, String leaseSpec) {
+        boolean signalled = switch (scenario) {
+            case PAUSE, PROXY_RESTART, STORE_STOP, DELAY -> true;
+            case TIMEOUT, LOST_RESPONSE -> false;
+        };
+        return signalled || (leaseSpec != null && leaseSpec.startsWith("class:"));
     }
 
     /** The lock every writer's state changes under (the notes list too, where a pump adds to it). */
@@ -68,14 +84,23 @@ final class Writers {
         }
     }
 
-    /** Opens the signalling shell (before the writers start). */
+    /** Whether the writers are OS processes (else threads of this JVM, which cannot be signalled). */
+    boolean processes() {
+        return processes;
+    }
+
+    /** Opens the signalling shell, if the writers are processes (before they start). */
     void openSignals() throws IOException {
-        signals = Signals.start();
+        if (processes) {
+            signals = Signals.start();
+        }
     }
 
     /** Closes the signalling shell (after the writers stopped). */
     void closeSignals() {
-        signals.close();
+        if (signals != null) {
+            signals.close();
+        }
     }
 
     /** Starts writer {@code name} behind a fault proxy of its own, taking leases from {@code leaseSpec}. */
@@ -89,57 +114,42 @@ final class Writers {
         Target.Sql sql = endpoint.sql();
         long timeoutMs = scenario == Scenario.TIMEOUT ? Math.max(200, options.ttl().toMillis() / 2)
                 : 10_000 + options.lateBy().toMillis();
-        List<String> cmd = new ArrayList<>(List.of(java(), "-Xshare:auto", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), WriterMain.class.getName(),
+        List<String> args = new ArrayList<>(List.of(
                 "--name", w.name, "--lease", leaseSpec, "--header", options.header(),
                 "--work-ms", "100", "--pace-ms", "20", "--timeout-ms", Long.toString(timeoutMs),
                 "--retries", "3", "--retry-backoff-ms", "200",
                 "--max-ms", Long.toString(options.duration().toMillis() + 10 * 60_000L)));
         if (sql != null) {   // a SQL client of the listener (or, in the control, of the database), through the faults
-            cmd.addAll(List.of("--jdbc", sql.url().replaceFirst("^jdbc:postgresql://[^/]+/",
+            args.addAll(List.of("--jdbc", sql.url().replaceFirst("^jdbc:postgresql://[^/]+/",
                     "jdbc:postgresql://127.0.0.1:" + w.faults.port() + "/"), "--sql", sql.statement()));
             if (sql.user() != null) {
-                cmd.addAll(List.of("--user", sql.user()));
+                args.addAll(List.of("--user", sql.user()));
             }
             for (int i = 0; i < sql.params().size(); i++) {
-                cmd.addAll(List.of("--param-" + (i + 1), Template.expand(sql.params().get(i), key)));
+                args.addAll(List.of("--param-" + (i + 1), Template.expand(sql.params().get(i), key)));
             }
         } else {
-            cmd.addAll(List.of("--url", "http://127.0.0.1:" + w.faults.port() + endpoint.path(key),
+            args.addAll(List.of("--url", "http://127.0.0.1:" + w.faults.port() + endpoint.path(key),
                     "--method", endpoint.method(), "--body", Template.expand(options.request().body(), key)));
         }
         if (options.request().contentType() != null) {
-            cmd.addAll(List.of("--content-type", options.request().contentType()));
+            args.addAll(List.of("--content-type", options.request().contentType()));
         }
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
-        pb.environment().remove(SigV4.ENV);
-        pb.environment().remove(SqlWrite.PASSWORD_ENV);
-        if (sql != null && sql.password() != null) {   // by environment, never on the command line
-            pb.environment().put(SqlWrite.PASSWORD_ENV, sql.password());
+        Map<String, String> env = new HashMap<>();   // secrets by environment, never on the command line
+        if (sql != null && sql.password() != null) {
+            env.put(SqlWrite.PASSWORD_ENV, sql.password());
         }
-        if (endpoint.signer() != null) {   // the credentials go by environment, never on the command line
-            pb.environment().put(SigV4.ENV, endpoint.signer().spec());
+        if (endpoint.signer() != null) {
+            env.put(SigV4.ENV, endpoint.signer().spec());
         }
-        w.process = pb.start();
-        w.stdin = new PrintWriter(w.process.getOutputStream(), true, StandardCharsets.UTF_8);
-        Thread.ofPlatform().daemon().name("writer-" + w.name).start(() -> pump(w));
-    }
-
-    private void pump(RunningWriter w) {
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(w.process.getInputStream(),
-                StandardCharsets.UTF_8))) {
-            String line;
-            while ((line = in.readLine()) != null) {
-                event(w, line);
-            }
-        } catch (IOException ignored) {
-            // the writer is gone
-        } finally {
+        Runnable exited = () -> {
             synchronized (lock) {
                 w.exited = true;
                 lock.notifyAll();
             }
-        }
+        };
+        w.host = processes ? WriterHost.process(w.name, args, env, line -> event(w, line), exited)
+                : WriterHost.thread(w.name, args, env, line -> event(w, line), exited);
     }
 
     private void event(RunningWriter w, String line) {
@@ -195,8 +205,11 @@ final class Writers {
 
     /** {@code kill -<sig>} to writer {@code w}; a failed kill is noted. */
     void signal(String sig, RunningWriter w) throws IOException {
-        if (!signals.send(sig, w.process.pid())) {
-            notes.add("kill -" + sig + " " + w.process.pid() + " failed");
+        if (!processes) {
+            throw new IllegalStateException("the writers of " + scenario.id() + " run in this JVM: no kill -" + sig);
+        }
+        if (!signals.send(sig, w.host.pid())) {
+            notes.add("kill -" + sig + " " + w.host.pid() + " failed");
         }
     }
 
@@ -211,17 +224,22 @@ final class Writers {
         }
     }
 
-    /** Resumes every live writer, asks each to stop after its current write, and kills one that does not. */
-    void stop() throws InterruptedException, IOException {
-        List<RunningWriter> alive = all.stream().filter(w -> w.process != null && w.process.isAlive()).toList();
-        resumeAll(alive);
+    /**
+     * Resumes every live writer (processes), asks each to stop after its current write, and kills one that does
+     * not.
+     */
+    void stop() throws InterruptedException {
+        List<RunningWriter> alive = all.stream().filter(w -> w.host != null && w.host.isAlive()).toList();
+        if (processes) {
+            resumeAll(alive);
+        }
         for (RunningWriter w : alive) {
-            w.stdin.println("stop");
+            w.host.stop();
         }
         for (RunningWriter w : all) {
-            if (w.process != null && !w.process.waitFor(15, TimeUnit.SECONDS)) {
+            if (w.host != null && !w.host.waitFor(15, TimeUnit.SECONDS)) {
                 notes.add(w.name + " did not stop: killed");
-                w.process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+                w.host.kill();
             }
         }
     }
@@ -239,10 +257,5 @@ final class Writers {
             }
             return true;
         }
-    }
-
-    private static String java() {
-        return ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     }
 }
