@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutionException;
 
 import io.stockade.conformance.report.Reports;
 import io.stockade.conformance.report.RunInfo;
+import io.stockade.conformance.run.Endpoint;
 import io.stockade.conformance.run.ProxyProcess;
 import io.stockade.conformance.run.RunResult;
 import io.stockade.conformance.run.ScenarioRunner;
@@ -165,14 +166,14 @@ public final class Conformance {
             // before the first run through the proxy, and before a store-stop control stops the store under it.
             launched = target.launch() == null ? null : new ProxyProcess(target.launch(), work.resolve("proxy.log"));
             CompletableFuture<URI> proxyStart = startProxy(launched);
-            ScenarioRunner.Endpoint controlEndpoint = null;
+            Endpoint controlEndpoint = null;
             if (target.control() != null) {
                 controlEndpoint = controlEndpoint(servers);
             }
             if (controlEndpoint == null) {
                 awaitProxy(proxyStart, launched);
             }
-            ScenarioRunner.Endpoint proxied = null;
+            Endpoint proxied = null;
             for (Scenario s : scenarios) {
                 String notApplicable = notApplicable(s, launched != null, store != null);
                 if (notApplicable != null) {
@@ -202,7 +203,7 @@ public final class Conformance {
                     }
                 }
                 if (proxied == null && target.sql() != null) {
-                    proxied = ScenarioRunner.sql(target.sql());
+                    proxied = Endpoint.sql(target.sql());
                     stockade = target.metricsUrl() == null ? new String[] {"unknown (no sql.metrics: the proxy's "
                             + "/metrics address)", "unknown"} : RunInfo.proxyBuild(URI.create(target.metricsUrl()));
                 } else if (proxied == null) {
@@ -284,29 +285,29 @@ public final class Conformance {
     }
 
     /** The control's way into the storage; the servers the suite starts for it are added to {@code servers}. */
-    private ScenarioRunner.Endpoint controlEndpoint(List<AutoCloseable> servers) {
+    private Endpoint controlEndpoint(List<AutoCloseable> servers) {
         Map<String, String> c = target.control();
         if (target.sql() != null) {   // the same SQL writers, straight on the database, on a table without the fence
             Target.Sql sql = target.sql();
-            return ScenarioRunner.sql(sql.on(c.get("jdbc"), c.get("user"), c.get("password"),
+            return Endpoint.sql(sql.on(c.get("jdbc"), c.get("user"), c.get("password"),
                     c.getOrDefault("sql", sql.statement())));
         }
         if (c.containsKey("directory")) {
             PlainHttpStore controlStore = PlainHttpStore.start(Path.of(c.get("directory")));
             servers.add(controlStore);
-            return ScenarioRunner.fixed(controlStore.baseUri(), "/" + c.getOrDefault("file", "{key}"));
+            return Endpoint.fixed(controlStore.baseUri(), "/" + c.getOrDefault("file", "{key}"));
         } else if (c.containsKey("jdbc")) {
             JdbcHttpStore controlShim = JdbcHttpStore.start(c.get("jdbc"), c.get("user"), c.get("password"),
                     c.get("sql"));
             servers.add(controlShim);
-            return ScenarioRunner.fixed(controlShim.baseUri(), "/" + c.getOrDefault("param",
+            return Endpoint.fixed(controlShim.baseUri(), "/" + c.getOrDefault("param",
                     target.read().getOrDefault("param", "{key}")));
         } else if (c.containsKey("s3")) {   // path style, signed with the bucket's own key
-            return ScenarioRunner.fixed(URI.create(c.get("s3")),
+            return Endpoint.fixed(URI.create(c.get("s3")),
                     "/" + c.get("bucket") + "/" + c.getOrDefault("key", "{key}"),
                     new SigV4(c.get("access-key"), c.get("secret-key"), c.getOrDefault("region", "us-east-1")));
         }
-        return ScenarioRunner.fixed(URI.create(c.get("url")), c.getOrDefault("path", "/{key}"), null,
+        return Endpoint.fixed(URI.create(c.get("url")), c.getOrDefault("path", "/{key}"), null,
                 c.getOrDefault("method", target.request().method()).toUpperCase(Locale.ROOT));
     }
 
@@ -399,10 +400,10 @@ public final class Conformance {
                 work, store, target.request());
     }
 
-    private ScenarioRunner.Endpoint proxyEndpoint(URI base, ProxyProcess launched) {
+    private Endpoint proxyEndpoint(URI base, ProxyProcess launched) {
         InetSocketAddress[] current = {new InetSocketAddress(base.getHost(), base.getPort())};
         String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/$", "");
-        return new ScenarioRunner.Endpoint() {
+        return new Endpoint() {
             @Override
             public InetSocketAddress address() {
                 return current[0];
@@ -424,7 +425,7 @@ public final class Conformance {
             }
 
             @Override
-            public ScenarioRunner.Restarter restarter() {
+            public Endpoint.Restarter restarter() {
                 if (launched == null) {
                     return null;
                 }
@@ -445,7 +446,7 @@ public final class Conformance {
                         }
                     }
                     current[0] = new InetSocketAddress(u.getHost(), u.getPort());
-                    return new ScenarioRunner.Restarted(current[0], doubt, failedStarts);
+                    return new Endpoint.Restarted(current[0], doubt, failedStarts);
                 };
             }
         };
