@@ -222,7 +222,7 @@ for c in $CONNECTIONS; do
   awk -v c="$c" '$1 == c' "$results" | awk -v c="$c" '
     { rps[$3] = rps[$3] " " $4; p99[$3] = p99[$3] " " $6; cpu[$3] = cpu[$3] " " $8 }
     function median(list,   a, k) { k = split(list, a, " "); asort(a); return a[int((k + 1) / 2)] }
-    function ratio(x, y,   a, b) { a = median(x); b = median(y); return b > 0 ? sprintf("%.2f", a / b) : "n/a" }
+    function ratio(x, y,   a, b) { if (x == "" || y == "") return "n/a"; a = median(x); b = median(y); return b > 0 ? sprintf("%.2f", a / b) : "n/a" }
     END {
       printf "ratios at %s connections: memory/nginx rps %s (target >= 0.80), cpu/req %s (target <= 1.5), p99 %s (target <= 1.5); steady/nginx rps %s, cpu/req %s, p99 %s; haproxy/nginx rps %s; nginx/direct rps %s",
         c, ratio(rps["memory"], rps["nginx"]), ratio(cpu["memory"], cpu["nginx"]), ratio(p99["memory"], p99["nginx"]),

@@ -3,6 +3,7 @@ package io.stockade.conformance;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.stockade.conformance.check.History;
 import io.stockade.conformance.run.RunResult;
 
 /**
@@ -28,7 +29,7 @@ public record ScenarioResult(Scenario scenario, String backend, RunResult proxie
             v = Verdict.FAIL;
             reasons.add(proxied.check().details().size() + " violation(s) through the proxy");
             long acked = proxied.history().ops().stream()
-                    .filter(o -> o.outcome() == io.stockade.conformance.check.History.Outcome.OK).count();
+                    .filter(o -> o.outcome() == History.Outcome.OK).count();
             if (acked > 0 && proxied.history().reads().stream().allMatch(r -> r.value() == null)) {
                 reasons.add("no direct read found any value although " + acked + " write(s) were acknowledged: "
                         + "does 'read' point where the route writes (the same table, key or path, with {id} or "

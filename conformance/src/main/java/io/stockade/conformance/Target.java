@@ -19,9 +19,11 @@ import io.stockade.conformance.storage.S3Reader;
 import io.stockade.conformance.storage.StorageReader;
 import io.stockade.conformance.writer.SigV4;
 
+import com.fasterxml.jackson.core.JsonPointer;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
+import org.yaml.snakeyaml.error.YAMLException;
 
 /**
  * What the suite tests: a proxy, and the storage behind it read back directly. See {@code conformance/README.md}
@@ -421,7 +423,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     private static Object yaml(String yaml, String source) {
         try {
             return new Yaml(new SafeConstructor(new LoaderOptions())).load(yaml);
-        } catch (org.yaml.snakeyaml.error.YAMLException e) {
+        } catch (YAMLException e) {
             throw new IllegalArgumentException(source + ": not valid YAML (a template with braces in a {...} mapping "
                     + "needs quotes: path: '/jobs/{id}'): " + e.getMessage(), e);
         }
@@ -478,7 +480,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         }
         if (m.containsKey("json")) {
             try {
-                com.fasterxml.jackson.core.JsonPointer.compile(m.get("json"));
+                JsonPointer.compile(m.get("json"));
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException(source + ": " + prefix + ".json '" + m.get("json") + "' is not a "
                         + "JSON Pointer (e.g. /value, /job/value): " + e.getMessage(), e);

@@ -16,7 +16,8 @@ public final class Launch {
     }
 
     public static void main(String[] args) throws Throwable {
-        String message = io.stockade.client.launch.Launch.check(System.getProperty("java.specification.version"),
+        String version = System.getProperty("java.specification.version");
+        String message = io.stockade.client.launch.Launch.check(version, // inline name: this class is Launch too
                 System.getProperty("java.home"));
         if (message != null) {
             System.err.println(message.replace("bin/stockade lease", "bin/stockade conformance"));

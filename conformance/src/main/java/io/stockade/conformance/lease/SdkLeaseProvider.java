@@ -9,6 +9,10 @@ import java.util.function.Function;
 
 import io.stockade.client.Leases;
 
+import software.amazon.awssdk.http.apache5.Apache5HttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+
 /**
  * Leases from a real lock service through the client SDK's providers ({@code io.stockade.client}): etcd (token =
  * the lock key's create revision), PostgreSQL (token = the {@code stockade_leases} row's counter) or Redis (token =
@@ -32,14 +36,15 @@ public final class SdkLeaseProvider implements LeaseProvider {
     /** How long one {@link #tryAcquire} waits in the lock service's queue before it reports "held". */
     private static final Duration WAIT = Duration.ofMillis(300);
 
-    private final Function<Leases.Builder, io.stockade.client.LeaseProvider> backend;
+    // inline name: the SDK's LeaseProvider and Lease beside the suite's own of the same names
+    private final Function<Leases.Builder, io.stockade.client.LeaseProvider> backend; // inline name: as above
     private final String lockName;
     private final Duration ttl;
     private final String describe;
-    private io.stockade.client.LeaseProvider sdk;
+    private io.stockade.client.LeaseProvider sdk; // inline name: as above
 
-    private SdkLeaseProvider(Function<Leases.Builder, io.stockade.client.LeaseProvider> backend, String lockName,
-                             Duration ttl, String describe) {
+    private SdkLeaseProvider(Function<Leases.Builder, io.stockade.client.LeaseProvider> backend, // inline name: ditto
+                             String lockName, Duration ttl, String describe) {
         this.backend = backend;
         this.lockName = lockName;
         this.ttl = ttl;
@@ -85,10 +90,10 @@ public final class SdkLeaseProvider implements LeaseProvider {
      * A DynamoDB client in {@code region} (at {@code endpoint} when given), the credentials from the AWS SDK's
      * default chain: the environment the suite was started in (never the command line), a profile, a role.
      */
-    private static software.amazon.awssdk.services.dynamodb.DynamoDbClient dynamoDb(String region, String endpoint) {
-        var b = software.amazon.awssdk.services.dynamodb.DynamoDbClient.builder()
-                .region(software.amazon.awssdk.regions.Region.of(region))
-                .httpClient(software.amazon.awssdk.http.apache5.Apache5HttpClient.builder().build());
+    private static DynamoDbClient dynamoDb(String region, String endpoint) {
+        var b = DynamoDbClient.builder()
+                .region(Region.of(region))
+                .httpClient(Apache5HttpClient.builder().build());
         if (endpoint != null) {
             b.endpointOverride(URI.create(endpoint));
         }
@@ -124,7 +129,7 @@ public final class SdkLeaseProvider implements LeaseProvider {
         }
     }
 
-    private record SdkLease(io.stockade.client.Lease lease) implements Lease {
+    private record SdkLease(io.stockade.client.Lease lease) implements Lease { // inline name: the SDK's Lease
         @Override
         public long token() {
             return lease.token();

@@ -280,10 +280,10 @@ public final class Reports {
      * properties carry the summary line, the date and the Stockade version and commit.
      */
     public static String junitXml(String target, RunInfo info, List<ScenarioResult> results) {
-        long failures = results.stream().filter(r -> r.verdict() == io.stockade.conformance.Verdict.FAIL).count();
-        long errors = results.stream().filter(r -> r.verdict() == io.stockade.conformance.Verdict.INCONCLUSIVE)
+        long failures = results.stream().filter(r -> r.verdict() == Verdict.FAIL).count();
+        long errors = results.stream().filter(r -> r.verdict() == Verdict.INCONCLUSIVE)
                 .count();
-        long skipped = results.stream().filter(r -> r.verdict() == io.stockade.conformance.Verdict.SKIPPED).count();
+        long skipped = results.stream().filter(r -> r.verdict() == Verdict.SKIPPED).count();
         double time = results.stream().mapToDouble(ScenarioResult::seconds).sum();
         StringBuilder b = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         b.append(String.format(Locale.ROOT,

@@ -14,7 +14,14 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 
@@ -107,12 +114,12 @@ public final class ProxyMetrics {
 
     public ProxyMetrics() {
         // the JVM and the process: memory and collections, threads, classes, CPU, uptime, file descriptors
-        new io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics().bindTo(registry);
-        new io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics().bindTo(registry);
-        new io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics().bindTo(registry);
-        new io.micrometer.core.instrument.binder.system.ProcessorMetrics().bindTo(registry);
-        new io.micrometer.core.instrument.binder.system.UptimeMetrics().bindTo(registry);
-        new io.micrometer.core.instrument.binder.system.FileDescriptorMetrics().bindTo(registry);
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ClassLoaderMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        new UptimeMetrics().bindTo(registry);
+        new FileDescriptorMetrics().bindTo(registry);
         String[] build = buildInfo();
         Gauge.builder("stockade.build.info", () -> 1).description("The proxy's version and the commit it was built"
                 + " from (1)").tag("version", build[0]).tag("commit", build[1]).register(registry);
@@ -248,7 +255,7 @@ public final class ProxyMetrics {
     }
 
     /** The registry, for meters other components register (a cache, a store). */
-    public io.micrometer.core.instrument.MeterRegistry registry() {
+    public MeterRegistry registry() {
         return registry;
     }
 

@@ -31,6 +31,7 @@ import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KV;
 import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.Txn;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.op.Cmp;
@@ -396,7 +397,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
         return List.copyOf(out);
     }
 
-    private TxnResponse commit(io.etcd.jetcd.Txn txn) throws StoreUnavailableException {
+    private TxnResponse commit(Txn txn) throws StoreUnavailableException {
         if (closed) {
             throw new StoreUnavailableException("fence store closed");
         }
