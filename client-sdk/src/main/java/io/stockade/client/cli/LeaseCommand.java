@@ -27,6 +27,7 @@ import io.stockade.client.LeaseProvider;
 import io.stockade.client.Leases;
 import io.stockade.client.LossReason;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
@@ -226,7 +227,7 @@ public final class LeaseCommand {
      * A DynamoDB client with the AWS SDK's default region and credentials (as the {@code aws} command finds them)
      * over the Apache 5 HTTP client; left open until the process exits.
      */
-    private static DynamoDbClient dynamoDb(String endpoint) {
+    private static DynamoDbClient dynamoDb(@Nullable String endpoint) {
         var b = DynamoDbClient.builder()
                 .httpClient(Apache5HttpClient.builder().build());
         if (endpoint != null) {
@@ -240,12 +241,12 @@ public final class LeaseCommand {
     }
 
     /** The ACL token from {@code CONSUL_HTTP_TOKEN}, as the {@code consul} command reads it; empty is none. */
-    static String consulToken(String env) {
+    static @Nullable String consulToken(@Nullable String env) {
         return env == null || env.isBlank() ? null : env.strip();
     }
 
     /** The Redis provider; the password from {@code REDISCLI_AUTH} when the URL has none. */
-    static LeaseProvider redis(Leases.Builder builder, String url, String envPassword) {
+    static LeaseProvider redis(Leases.Builder builder, String url, @Nullable String envPassword) {
         URI uri = URI.create(url);
         String info = uri.getUserInfo();
         boolean hasPassword = info != null && (info.indexOf(':') < 0 ? !info.isEmpty()
@@ -345,6 +346,9 @@ public final class LeaseCommand {
             + " --consul, --dynamodb";
 
     /** The parsed command line. */
+    // parse() sets service, target, name and ttl or throws, and a service's own prefix for that service (the other
+    // services' prefixes stay null and are not read): NullAway cannot see that they are set outside a constructor
+    @SuppressWarnings("NullAway.Init")
     static final class Options {
         String service;
         String target;
@@ -352,13 +356,13 @@ public final class LeaseCommand {
         Duration ttl;
         Duration grace = Duration.ofSeconds(10);
         Duration wait = Duration.ZERO;
-        String identity;
+        @Nullable String identity;
         int replicas;
         Duration replicasTimeout = Duration.ofMillis(500);
         String zookeeperPrefix;
         String consulPrefix;
         String dynamodbPrefix;
-        String dynamodbEndpoint;
+        @Nullable String dynamodbEndpoint;
         List<String> command = List.of();
 
         static Options parse(String[] args) {
