@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -179,11 +180,12 @@ public final class LeaseCommand {
                 case "redis" -> redis(builder, o.target, System.getenv("REDISCLI_AUTH"));
                 case "zookeeper" -> {
                     quietZooKeeper();
-                    yield builder.zookeeper(o.target, o.zookeeperPrefix);
+                    yield builder.zookeeper(o.target, Objects.requireNonNull(o.zookeeperPrefix));
                 }
-                case "consul" -> builder.consul(URI.create(o.target), o.consulPrefix,
+                case "consul" -> builder.consul(URI.create(o.target), Objects.requireNonNull(o.consulPrefix),
                         consulToken(System.getenv("CONSUL_HTTP_TOKEN")));
-                case "dynamodb" -> builder.dynamodb(dynamoDb(o.dynamodbEndpoint), o.target, o.dynamodbPrefix);
+                case "dynamodb" -> builder.dynamodb(dynamoDb(o.dynamodbEndpoint), o.target,
+                        Objects.requireNonNull(o.dynamodbPrefix));
                 default -> builder.kubernetesInCluster(o.target.equals("-") ? null : o.target);
             };
         } catch (RuntimeException e) {
@@ -346,22 +348,20 @@ public final class LeaseCommand {
             + " --consul, --dynamodb";
 
     /** The parsed command line. */
-    // parse() sets service, target, name and ttl or throws, and a service's own prefix for that service (the other
-    // services' prefixes stay null and are not read): NullAway cannot see that they are set outside a constructor
-    @SuppressWarnings("NullAway.Init")
     static final class Options {
-        String service;
-        String target;
-        String name;
-        Duration ttl;
+        // parse() sets these four or throws: NullAway cannot see a field set outside a constructor
+        @SuppressWarnings("NullAway.Init") String service;
+        @SuppressWarnings("NullAway.Init") String target;
+        @SuppressWarnings("NullAway.Init") String name;
+        @SuppressWarnings("NullAway.Init") Duration ttl;
         Duration grace = Duration.ofSeconds(10);
         Duration wait = Duration.ZERO;
         @Nullable String identity;
         int replicas;
         Duration replicasTimeout = Duration.ofMillis(500);
-        String zookeeperPrefix;
-        String consulPrefix;
-        String dynamodbPrefix;
+        @Nullable String zookeeperPrefix;   // parse() sets each for its own service
+        @Nullable String consulPrefix;
+        @Nullable String dynamodbPrefix;
         @Nullable String dynamodbEndpoint;
         List<String> command = List.of();
 
