@@ -13,6 +13,8 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Consul's session + KV lock over its HTTP API (java.net.http; no Consul library).
  *
@@ -47,11 +49,11 @@ final class ConsulLeaseService implements LeaseService {
 
     private final String base;
     private final String prefix;
-    private final String aclToken;
+    private final @Nullable String aclToken;
     private final HttpClient http;
     private final Ticker ticker;
 
-    ConsulLeaseService(URI url, String prefix, String aclToken, HttpClient http, Ticker ticker) {
+    ConsulLeaseService(URI url, String prefix, @Nullable String aclToken, HttpClient http, Ticker ticker) {
         String scheme = url.getScheme();
         if (scheme == null || !scheme.matches("(?i)https?") || url.getHost() == null) {
             throw new IllegalArgumentException("expected the Consul HTTP API as http://host:8500 or https://…, got '"
@@ -167,7 +169,7 @@ final class ConsulLeaseService implements LeaseService {
 
     /** The key's entry read with {@code ?consistent}, or null when there is no such key. */
     @SuppressWarnings("unchecked")
-    private Map<String, Object> entry(String key, Duration timeout) throws Exception {
+    private @Nullable Map<String, Object> entry(String key, Duration timeout) throws Exception {
         HttpResponse<String> r = send("GET", kv(key) + "?consistent", null, timeout);
         if (r.statusCode() == 404) {
             return null;
@@ -201,7 +203,8 @@ final class ConsulLeaseService implements LeaseService {
         return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
     }
 
-    private HttpResponse<String> send(String method, String uri, String body, Duration timeout) throws Exception {
+    private HttpResponse<String> send(String method, String uri, @Nullable String body, Duration timeout)
+            throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(uri))
                 .timeout(Duration.ofNanos(Math.max(TimeUnit.MILLISECONDS.toNanos(1), timeout.toNanos())))
                 .header("Accept", "application/json")

@@ -4,11 +4,13 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
@@ -142,8 +144,9 @@ final class DynamoDbLeaseService implements LeaseService {
                 if (sightings.size() >= MAX_SIGHTINGS && !sightings.containsKey(key)) {
                     sightings.clear();
                 }
-                Sighting seen = sightings.compute(key, (k, old) -> old != null && old.rvn().equals(rvn) ? old
-                        : new Sighting(rvn, now));
+                String current = Objects.requireNonNull(rvn); // the item is there: it has an rvn
+                Sighting seen = sightings.compute(key, (k, old) -> old != null && old.rvn().equals(current) ? old
+                        : new Sighting(current, now));
                 long lease = TimeUnit.MILLISECONDS.toNanos(number(item, LEASE_DURATION));
                 free = now - seen.firstSeen() >= lease;
                 why = "held by '" + string(item, OWNER) + "' (lease " + number(item, LEASE_DURATION) + "ms, not seen"
@@ -177,7 +180,7 @@ final class DynamoDbLeaseService implements LeaseService {
     }
 
     /** The taking write: absent ({@code seen} null) or still at the rvn read. */
-    private UpdateItemRequest take(String key, String holder, Duration ttl, String mine, String seen) {
+    private UpdateItemRequest take(String key, String holder, Duration ttl, String mine, @Nullable String seen) {
         Map<String, String> names = new HashMap<>(Map.of("#o", OWNER, "#r", RVN, "#l", LEASE_DURATION,
                 "#x", RELEASED, "#t", TOKEN));
         Map<String, AttributeValue> values = new HashMap<>(Map.of(":o", AttributeValue.fromS(holder),

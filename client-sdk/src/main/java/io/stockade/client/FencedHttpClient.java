@@ -17,6 +17,8 @@ import java.util.concurrent.Executor;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * An {@link HttpClient} that adds the lease's token as {@code Fencing-Token} to every request and refuses to send
  * once the lease is lost or has less than the budget left (the point of no return). Use it wherever an
@@ -41,12 +43,12 @@ public final class FencedHttpClient extends HttpClient {
     private final Duration budget;
     private final String header;
     /** The scope signatures are made for, or {@code null}: unsigned. */
-    private final String scope;
-    private final TokenSigner signer;
+    private final @Nullable String scope;
+    private final @Nullable TokenSigner signer;
     private final Set<CompletableFuture<?>> inFlight = ConcurrentHashMap.newKeySet();
 
-    private FencedHttpClient(HttpClient delegate, Lease lease, Duration budget, String header, String scope,
-                             TokenSigner signer) {
+    private FencedHttpClient(HttpClient delegate, Lease lease, Duration budget, String header,
+                             @Nullable String scope, @Nullable TokenSigner signer) {
         this.delegate = delegate;
         this.lease = lease;
         this.budget = budget;
@@ -162,7 +164,7 @@ public final class FencedHttpClient extends HttpClient {
                         && !name.equalsIgnoreCase(signatureHeader))
                 .header(header, Long.toString(lease.token()));
         if (signer != null) {
-            b.header(signatureHeader, signer.sign(scope, lease));
+            b.header(signatureHeader, signer.sign(Objects.requireNonNull(scope), lease)); // set with the signer
         }
         return b.build();
     }

@@ -3,6 +3,7 @@ package io.stockade.client;
 import java.time.Duration;
 import java.util.Objects;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.core.interceptor.Context;
 import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
@@ -29,10 +30,11 @@ public final class FencingInterceptor implements ExecutionInterceptor {
     private final Lease lease;
     private final Duration budget;
     private final String header;
-    private final String scope;
-    private final TokenSigner signer;
+    private final @Nullable String scope;
+    private final @Nullable TokenSigner signer;
 
-    private FencingInterceptor(Lease lease, Duration budget, String header, String scope, TokenSigner signer) {
+    private FencingInterceptor(Lease lease, Duration budget, String header, @Nullable String scope,
+                               @Nullable TokenSigner signer) {
         this.lease = lease;
         this.budget = budget;
         this.header = header;
@@ -102,7 +104,7 @@ public final class FencingInterceptor implements ExecutionInterceptor {
         SdkHttpRequest.Builder b = context.httpRequest().toBuilder()
                 .putHeader(header, Long.toString(lease.token()));
         if (signer != null) {
-            b.putHeader(signer.header(), signer.sign(scope, lease));
+            b.putHeader(signer.header(), signer.sign(Objects.requireNonNull(scope), lease)); // set with the signer
         }
         return b.build();
     }

@@ -5,6 +5,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.jspecify.annotations.Nullable;
+
 /** Just enough JSON for Kubernetes Lease objects: objects, arrays, strings, integers, booleans, null. */
 final class Json {
 
@@ -15,7 +17,7 @@ final class Json {
         this.s = s;
     }
 
-    static Object parse(String text) {
+    static @Nullable Object parse(String text) {
         Json p = new Json(text);
         Object v = p.value();
         p.ws();
@@ -90,7 +92,7 @@ final class Json {
         }
     }
 
-    private Object value() {
+    private @Nullable Object value() {
         ws();
         if (i >= s.length()) {
             throw error("unexpected end");

@@ -12,9 +12,12 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * Kubernetes {@code coordination.k8s.io/v1} Lease over the REST API (java.net.http; no client library).
@@ -46,18 +49,19 @@ final class KubernetesLeaseService implements LeaseService {
     }
 
     /** What this process last saw of a Lease, and when (ticker). */
-    private record Observed(String resourceVersion, long at) {
+    private record Observed(@Nullable String resourceVersion, long at) {
     }
 
     private final URI collection;
     private final String namespace;
-    private final String bearer;
+    private final @Nullable String bearer;
     private final HttpClient http;
     private final Ticker ticker;
     private final Map<String, Observed> observed = new ConcurrentHashMap<>();
     private final Map<String, Long> highestSeen = new ConcurrentHashMap<>();
 
-    KubernetesLeaseService(URI apiServer, String namespace, String bearer, HttpClient http, Ticker ticker) {
+    KubernetesLeaseService(URI apiServer, String namespace, @Nullable String bearer, HttpClient http,
+                           Ticker ticker) {
         String base = apiServer.toString().replaceAll("/+$", "");
         this.collection = URI.create(base + "/apis/coordination.k8s.io/v1/namespaces/"
                 + URLEncoder.encode(namespace, StandardCharsets.UTF_8) + "/leases");
@@ -86,7 +90,7 @@ final class KubernetesLeaseService implements LeaseService {
     }
 
     @SuppressWarnings("unchecked")
-    private Grant tryAcquire(String name, String holder, Duration ttl) throws Exception {
+    private @Nullable Grant tryAcquire(String name, String holder, Duration ttl) throws Exception {
         HttpResponse<String> got = send("GET", item(name), null, Duration.ofSeconds(10));
         long now = ticker.read();
         String when = MICRO_TIME.format(Instant.now());
@@ -107,14 +111,14 @@ final class KubernetesLeaseService implements LeaseService {
         }
         expect(got, 200);
         Map<String, Object> lease = Json.object(got.body());
-        Map<String, Object> meta = (Map<String, Object>) lease.get("metadata");
+        Map<String, Object> meta = (Map<String, Object>) Objects.requireNonNull(lease.get("metadata"), "metadata");
         Map<String, Object> spec = (Map<String, Object>) lease.getOrDefault("spec", new LinkedHashMap<>());
         String rv = (String) meta.get("resourceVersion");
         String current = (String) spec.get("holderIdentity");
         long transitions = spec.get("leaseTransitions") instanceof Number n ? n.longValue() : 0;
         highestSeen.merge(name, transitions, Math::max);
         Observed seen = observed.get(name);
-        if (seen == null || !seen.resourceVersion().equals(rv)) {
+        if (seen == null || !Objects.equals(seen.resourceVersion(), rv)) {
             seen = new Observed(rv, now);
             observed.put(name, seen);
         }
@@ -153,7 +157,7 @@ final class KubernetesLeaseService implements LeaseService {
         return switch (r.statusCode()) {
             case 200 -> {
                 Map<String, Object> now = Json.object(r.body());
-                Map<String, Object> s = (Map<String, Object>) now.get("spec");
+                Map<String, Object> s = (Map<String, Object>) Objects.requireNonNull(now.get("spec"), "spec");
                 if (!holder.equals(s.get("holderIdentity"))
                         || !(s.get("leaseTransitions") instanceof Number n && n.longValue() == grant.token())) {
                     yield Renewal.REFUSED;
@@ -202,7 +206,8 @@ final class KubernetesLeaseService implements LeaseService {
         return URI.create(collection + "/" + URLEncoder.encode(name, StandardCharsets.UTF_8));
     }
 
-    private HttpResponse<String> send(String method, URI uri, String body, Duration timeout) throws Exception {
+    private HttpResponse<String> send(String method, URI uri, @Nullable String body, Duration timeout)
+            throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(uri)
                 .timeout(Duration.ofNanos(Math.max(TimeUnit.MILLISECONDS.toNanos(1), timeout.toNanos())))
                 .header("Accept", "application/json")

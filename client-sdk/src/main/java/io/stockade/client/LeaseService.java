@@ -16,9 +16,12 @@ interface LeaseService extends AutoCloseable {
      *
      * @param token   the fencing token
      * @param sentAt  ticker reading taken just before the granting request was sent (validity starts here)
-     * @param handle  what the service needs to renew and release it
+     * @param handle  what the service needs to renew and release it ({@link #NO_HANDLE} when it needs
+     *                nothing)
      */
     record Grant(long token, long sentAt, Object handle) {
+        /** The handle of a service that needs none (PostgreSQL's: a renewal names the lease, holder and token). */
+        static final Object NO_HANDLE = new Object();
     }
 
     /** The answer to a renewal. */

@@ -21,6 +21,7 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 import javax.sql.DataSource;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 
 /**
@@ -92,7 +93,7 @@ public final class Leases {
 
     /** Options shared by every provider, fixed when a provider is built. */
     record Settings(String holder, double renewFraction, double renewDeadlineFraction, Ticker ticker,
-                    Integer exitStatus, IntConsumer exiter) {
+                    @Nullable Integer exitStatus, IntConsumer exiter) {
 
         static Duration scale(Duration d, double fraction) {
             return Duration.ofNanos((long) (d.toNanos() * fraction));
@@ -123,16 +124,16 @@ public final class Leases {
      */
     public static final class Builder {
 
-        private String holder;
+        private @Nullable String holder;
         private double renewFraction = 1.0 / 3;
         private double renewDeadlineFraction = 2.0 / 3;
         private Ticker ticker = Ticker.system();
-        private Integer exitStatus;
+        private @Nullable Integer exitStatus;
         private IntConsumer exiter = status -> Runtime.getRuntime().halt(status);
-        private RedisLeaseService.Replicas redisReplicas;
-        private SSLContext redisTls;
-        private String redisUser;
-        private String redisPassword;
+        private RedisLeaseService.@Nullable Replicas redisReplicas;
+        private @Nullable SSLContext redisTls;
+        private @Nullable String redisUser;
+        private @Nullable String redisPassword;
 
         private Builder() {
         }
@@ -261,7 +262,7 @@ public final class Leases {
          * @param password the password
          * @return this builder
          */
-        public Builder redisCredentials(String user, String password) {
+        public Builder redisCredentials(@Nullable String user, String password) {
             this.redisUser = user;
             this.redisPassword = Objects.requireNonNull(password, "password");
             return this;
@@ -389,12 +390,12 @@ public final class Leases {
          * @throws IllegalArgumentException if the URL is not http(s), the prefix starts with '/', or the renewal
          *                                  fractions break the arithmetic
          */
-        public LeaseProvider consul(URI url, String prefix, String aclToken) {
+        public LeaseProvider consul(URI url, String prefix, @Nullable String aclToken) {
             return consul(url, prefix, aclToken, HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5))
                     .version(HttpClient.Version.HTTP_1_1).build());
         }
 
-        LeaseProvider consul(URI url, String prefix, String aclToken, HttpClient http) {
+        LeaseProvider consul(URI url, String prefix, @Nullable String aclToken, HttpClient http) {
             Objects.requireNonNull(url, "url");
             Objects.requireNonNull(prefix, "prefix");
             Settings s = settings();
@@ -439,7 +440,7 @@ public final class Leases {
          * @param bearerToken a service-account token, or null for none
          * @return the provider
          */
-        public LeaseProvider kubernetes(URI apiServer, String namespace, String bearerToken) {
+        public LeaseProvider kubernetes(URI apiServer, String namespace, @Nullable String bearerToken) {
             return kubernetes(apiServer, namespace, bearerToken,
                     HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build());
         }
@@ -453,7 +454,7 @@ public final class Leases {
          * @return the provider
          * @throws IllegalStateException if not running in a pod
          */
-        public LeaseProvider kubernetesInCluster(String namespace) {
+        public LeaseProvider kubernetesInCluster(@Nullable String namespace) {
             Path sa = Path.of("/var/run/secrets/kubernetes.io/serviceaccount");
             String host = System.getenv("KUBERNETES_SERVICE_HOST");
             String port = System.getenv("KUBERNETES_SERVICE_PORT");
@@ -483,7 +484,7 @@ public final class Leases {
             }
         }
 
-        LeaseProvider kubernetes(URI apiServer, String namespace, String bearerToken, HttpClient http) {
+        LeaseProvider kubernetes(URI apiServer, String namespace, @Nullable String bearerToken, HttpClient http) {
             Objects.requireNonNull(apiServer, "apiServer");
             Objects.requireNonNull(namespace, "namespace");
             Settings s = settings();

@@ -78,7 +78,7 @@ final class PostgresLeaseService implements LeaseService {
                 ps.setQueryTimeout(seconds(timeout));
                 try (ResultSet rs = ps.executeQuery()) {
                     if (rs.next()) {
-                        return new Grant(rs.getLong(1), sent, null);
+                        return new Grant(rs.getLong(1), sent, Grant.NO_HANDLE);
                     }
                 }
             }

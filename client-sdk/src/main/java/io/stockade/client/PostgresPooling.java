@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 
+import org.jspecify.annotations.Nullable;
 import org.postgresql.jdbc.PgConnection;
 
 /**
@@ -95,11 +96,11 @@ public final class PostgresPooling {
 
     /** Restores a connection's {@code prepareThreshold} and binary-transfer setting. */
     public static final class Unnamed implements AutoCloseable {
-        private final PgConnection connection;
+        private final @Nullable PgConnection connection;
         private final int threshold;
         private final boolean forceBinary;
 
-        private Unnamed(PgConnection connection, int threshold, boolean forceBinary) {
+        private Unnamed(@Nullable PgConnection connection, int threshold, boolean forceBinary) {
             this.connection = connection;
             this.threshold = threshold;
             this.forceBinary = forceBinary;

@@ -26,6 +26,7 @@ import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLParameters;
 
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
+import org.jspecify.annotations.Nullable;
 import redis.clients.jedis.ClientSetInfoConfig;
 import redis.clients.jedis.Connection;
 import redis.clients.jedis.DefaultJedisClientConfig;
@@ -119,7 +120,8 @@ final class RedisLeaseService implements LeaseService {
      * @param password the password, or null for none
      * @param ssl      the TLS context (trust, client certificate), or null for the JVM's default
      */
-    record Target(String host, int port, int database, boolean tls, String user, String password, SSLContext ssl) {
+    record Target(String host, int port, int database, boolean tls, @Nullable String user, @Nullable String password,
+                  @Nullable SSLContext ssl) {
 
         /**
          * Parses {@code redis://[[user]:password@]host[:port][/db]} or {@code rediss://…} (TLS). As with
@@ -128,7 +130,7 @@ final class RedisLeaseService implements LeaseService {
          *
          * @throws IllegalArgumentException naming what is wrong with the URL
          */
-        static Target parse(String url, String user, String password, SSLContext ssl) {
+        static Target parse(String url, @Nullable String user, @Nullable String password, @Nullable SSLContext ssl) {
             URI uri;
             try {
                 uri = new URI(Objects.requireNonNull(url, "url"));
@@ -275,7 +277,7 @@ final class RedisLeaseService implements LeaseService {
     }
 
     private final Target target;
-    private final Replicas replicas;
+    private final @Nullable Replicas replicas;
     private final Ticker ticker;
     /**
      * Runs each call, so that the caller gets its answer within the call's budget whatever the socket does: a
@@ -287,9 +289,9 @@ final class RedisLeaseService implements LeaseService {
         t.setDaemon(true);
         return t;
     });
-    private Nodes nodes; // guarded by this; connected at first use
+    private @Nullable Nodes nodes; // guarded by this; connected at first use
 
-    RedisLeaseService(Target target, Replicas replicas, Ticker ticker) {
+    RedisLeaseService(Target target, @Nullable Replicas replicas, Ticker ticker) {
         this.target = target;
         this.replicas = replicas;
         this.ticker = ticker;

@@ -10,6 +10,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.IntConsumer;
 
+import org.jspecify.annotations.Nullable;
+
 /** The one {@link Lease} implementation: local validity on the ticker, a watchdog step, listeners. */
 final class WatchedLease implements Lease {
 
@@ -22,7 +24,7 @@ final class WatchedLease implements Lease {
     private final Ticker ticker;
     private final long ttlNanos;
     private final long renewDeadlineNanos;
-    private final IntConsumer onLossExit;   // null: do not stop the process
+    private final @Nullable IntConsumer onLossExit;   // null: do not stop the process
     private final int exitStatus;
 
     private volatile long validUntil;
@@ -36,13 +38,13 @@ final class WatchedLease implements Lease {
      * now waits for the renewal in flight, which is bounded by the renew deadline; no step starts after a close.
      */
     private final Object serviceCalls = new Object();
-    private LossReason lost;                      // guarded by lock
+    private @Nullable LossReason lost;                      // guarded by lock
     private final List<LeaseListener> listeners = new ArrayList<>(); // guarded by lock
     private final AtomicBoolean released = new AtomicBoolean();
-    private volatile ScheduledFuture<?> watchdog;
+    private volatile @Nullable ScheduledFuture<?> watchdog;
 
     WatchedLease(String name, String holder, LeaseService service, LeaseService.Grant grant, Ticker ticker,
-                 Duration ttl, Duration renewDeadline, IntConsumer onLossExit, int exitStatus) {
+                 Duration ttl, Duration renewDeadline, @Nullable IntConsumer onLossExit, int exitStatus) {
         this.name = name;
         this.holder = holder;
         this.service = service;
@@ -203,7 +205,7 @@ final class WatchedLease implements Lease {
     }
 
     /** The loss, noticing an expiry on the way. */
-    private LossReason currentLoss() {
+    private @Nullable LossReason currentLoss() {
         LossReason reason;
         synchronized (lock) {
             reason = lost;

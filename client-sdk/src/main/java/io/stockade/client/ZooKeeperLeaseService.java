@@ -23,6 +23,7 @@ import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.ZKClientConfig;
 import org.apache.zookeeper.common.PathUtils;
 import org.apache.zookeeper.data.Stat;
+import org.jspecify.annotations.Nullable;
 
 /**
  * ZooKeeper: Curator's {@code InterProcessMutex} recipe on the plain ZooKeeper client, one session per lease whose
@@ -271,11 +272,14 @@ final class ZooKeeperLeaseService implements LeaseService {
     /** One ZooKeeper session and what its watcher learned. */
     static final class Session implements Watcher {
         final CountDownLatch connected = new CountDownLatch(1);
+        // set by connect() as soon as the client exists: the client takes this Session as its watcher, so the
+        // Session is made first; nothing reads zk before connect() returns the Session
+        @SuppressWarnings("NullAway.Init")
         volatile ZooKeeper zk;
         private final Object lock = new Object();
-        private LossReason loss;                          // guarded by lock
-        private String lossDetail;                        // guarded by lock
-        private BiConsumer<LossReason, String> onLoss;    // guarded by lock
+        private @Nullable LossReason loss;                          // guarded by lock
+        private @Nullable String lossDetail;                        // guarded by lock
+        private @Nullable BiConsumer<LossReason, String> onLoss;    // guarded by lock
 
         @Override
         public void process(WatchedEvent event) {
@@ -332,7 +336,7 @@ final class ZooKeeperLeaseService implements LeaseService {
         }
 
         /** Off the ZooKeeper event thread: the loss releases the lease, which talks to ZooKeeper. */
-        private static void report(BiConsumer<LossReason, String> sink, LossReason reason, String detail) {
+        private static void report(BiConsumer<LossReason, String> sink, LossReason reason, @Nullable String detail) {
             Thread.ofPlatform().daemon().name("stockade-zookeeper-loss").start(() -> sink.accept(reason, detail));
         }
 

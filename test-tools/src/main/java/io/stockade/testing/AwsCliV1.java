@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The AWS CLI version 1 (the Python package {@code awscli} 1.x: {@code pip install awscli}, Ubuntu 22.04's and
  * Debian 11's {@code awscli}), which loads its plugins differently from v2 (Debian 12's {@code /usr/bin/aws}).
@@ -23,19 +25,20 @@ public final class AwsCliV1 {
     public static final String INSTALL = "./test.sh installs it: python3 -m venv .tools/awscli-v1 && "
             + ".tools/awscli-v1/bin/pip install " + RELEASE;
 
-    private static volatile Optional<Path> found;
+    /** What the first {@link #binary()} found (null: nothing), once {@link #searched}. */
+    private static volatile @Nullable Path found;
+    private static volatile boolean searched;
 
     private AwsCliV1() {
     }
 
     /** The {@code aws} executable of an AWS CLI v1, if the machine has one. */
     public static Optional<Path> binary() {
-        Optional<Path> f = found;
-        if (f == null) {
-            f = search();
-            found = f;
+        if (!searched) {
+            found = search().orElse(null);
+            searched = true;
         }
-        return f;
+        return Optional.ofNullable(found);
     }
 
     /** Whether the machine has one. */

@@ -4,6 +4,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The AWS SDK for JavaScript v3 as users run it: the npm packages {@code @aws-sdk/client-s3},
  * {@code @aws-sdk/lib-storage} and {@code @aws-sdk/s3-request-presigner}, which {@code ./test.sh} installs into
@@ -25,7 +27,7 @@ public final class AwsSdkJs {
      * The {@code node_modules} directory holding the three packages: {@code -Dstockade.aws-sdk-js}, else
      * {@code .tools/aws-sdk-js/node_modules} in this or a parent directory; null when there is none.
      */
-    public static Path nodeModules() {
+    public static @Nullable Path nodeModules() {
         String configured = System.getProperty("stockade.aws-sdk-js");
         if (configured != null && !configured.isBlank()) {
             return complete(Path.of(configured)) ? Path.of(configured).toAbsolutePath() : null;
@@ -45,7 +47,7 @@ public final class AwsSdkJs {
     }
 
     /** The machine's Node.js, or null. */
-    public static Path node() {
+    public static @Nullable Path node() {
         for (String candidate : List.of("/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs")) {
             if (Files.isExecutable(Path.of(candidate))) {
                 return Path.of(candidate);

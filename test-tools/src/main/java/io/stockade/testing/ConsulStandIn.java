@@ -24,6 +24,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An in-process stand-in for a Consul server's HTTP API, the part a lock needs, following Consul's documentation
@@ -55,7 +56,7 @@ public final class ConsulStandIn implements AutoCloseable {
     /** Every request, as {@code METHOD /path?query token=<X-Consul-Token>}. */
     public final List<String> requests = new CopyOnWriteArrayList<>();
     /** When set, requests must carry it in {@code X-Consul-Token}. */
-    public volatile String requireToken;
+    public volatile @Nullable String requireToken;
     /** When not 0, every request gets this status (a cluster without a leader answers 500). */
     public volatile int failWith;
 
@@ -67,7 +68,7 @@ public final class ConsulStandIn implements AutoCloseable {
     private long index = 12; // a cluster that has done a few writes already
     private long nanos;      // the stand-in's clock, moved by advance()
     /** {@link System#nanoTime()} at start, when the clock also runs by itself ({@link #realTime()}); else null. */
-    private final Long realStart;
+    private final @Nullable Long realStart;
     /** The longest lock-delay a session gets ({@link #realTime(Duration)}); else unbounded. */
     private final long lockDelayCapNanos;
 
@@ -77,7 +78,7 @@ public final class ConsulStandIn implements AutoCloseable {
         long lockIndex;
         long flags;
         byte[] value = new byte[0];
-        String session;
+        @Nullable String session;
     }
 
     @SuppressWarnings("ArrayRecordComponent") // held by id in a map: never compared, hashed or printed
@@ -107,11 +108,11 @@ public final class ConsulStandIn implements AutoCloseable {
         return new ConsulStandIn(System.nanoTime(), lockDelayCap.toNanos());
     }
 
-    private ConsulStandIn(Long realStart) throws IOException {
+    private ConsulStandIn(@Nullable Long realStart) throws IOException {
         this(realStart, Long.MAX_VALUE);
     }
 
-    private ConsulStandIn(Long realStart, long lockDelayCapNanos) throws IOException {
+    private ConsulStandIn(@Nullable Long realStart, long lockDelayCapNanos) throws IOException {
         this.realStart = realStart;
         this.lockDelayCapNanos = lockDelayCapNanos;
         server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);

@@ -10,8 +10,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
@@ -58,7 +60,7 @@ public final class Dynalite implements AutoCloseable {
      * dynalite's {@code cli.js}: {@code -Dstockade.dynalite}, else {@code .tools/dynalite} in this or a
      * parent directory.
      */
-    static Path cli() {
+    static @Nullable Path cli() {
         String configured = System.getProperty("stockade.dynalite");
         if (configured != null && !configured.isBlank()) {
             return Path.of(configured);
@@ -78,7 +80,7 @@ public final class Dynalite implements AutoCloseable {
         return cli != null && Files.isRegularFile(cli) && node() != null;
     }
 
-    private static String node() {
+    private static @Nullable String node() {
         for (String candidate : List.of("/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs")) {
             if (Files.isExecutable(Path.of(candidate))) {
                 return candidate;
@@ -105,7 +107,7 @@ public final class Dynalite implements AutoCloseable {
             });
             """;
     /** {@link #TOLERATE_ABORTED_REQUESTS}'s file, once written ({@link #preload()}). */
-    private static Path preload;
+    private static @Nullable Path preload;
 
     /**
      * Starts dynalite on a free loopback port and waits until it answers. A port taken between choosing and binding
@@ -122,7 +124,8 @@ public final class Dynalite implements AutoCloseable {
             Process p = null;
             try {
                 log = Files.createTempFile("stockade-dynalite-", ".log");
-                p = new ProcessBuilder(node(), "--require", preload().toString(), cli().toString(), "--host",
+                p = new ProcessBuilder(node(), "--require", preload().toString(),
+                        Objects.requireNonNull(cli(), "available() said").toString(), "--host",
                         "127.0.0.1", "--port",
                         Integer.toString(port), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
                         .redirectErrorStream(true).redirectOutput(log.toFile()).start();

@@ -14,9 +14,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import javax.net.ssl.SSLSocket;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * Real etcd members (Debian's {@code etcd-server}, {@code /usr/bin/etcd}) on free loopback ports with temporary data
@@ -34,10 +37,10 @@ public final class EtcdServer implements AutoCloseable {
         final int peerPort;
         final Path dataDir;
         final Path log;
-        final TestPki.Leaf tls;
-        Process process;
+        final TestPki.@Nullable Leaf tls;
+        @Nullable Process process;
 
-        Member(String name, Path base, TestPki.Leaf tls) {
+        Member(String name, Path base, TestPki.@Nullable Leaf tls) {
             this.tls = tls;
             this.name = name;
             this.clientPort = FreePorts.next();
@@ -92,7 +95,7 @@ public final class EtcdServer implements AutoCloseable {
         return cluster(1, cert, clientCertAuth);
     }
 
-    private static EtcdServer cluster(int size, TestPki.Leaf tls, boolean clientCertAuth) {
+    private static EtcdServer cluster(int size, TestPki.@Nullable Leaf tls, boolean clientCertAuth) {
         try {
             Path base = Files.createTempDirectory("stockade-etcd-");
             List<Member> members = new ArrayList<>();
@@ -168,7 +171,7 @@ public final class EtcdServer implements AutoCloseable {
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
         long deadline = System.nanoTime() + READY.toNanos();
         while (System.nanoTime() < deadline) {
-            if (!m.process.isAlive()) {
+            if (!Objects.requireNonNull(m.process, "started").isAlive()) {
                 throw new IllegalStateException("etcd " + m.name + " exited: " + tail(m));
             }
             try {
@@ -204,8 +207,8 @@ public final class EtcdServer implements AutoCloseable {
      */
     @SuppressWarnings("AddressSelection") // a literal IPv4 address resolves to itself alone, as the server listens
     private static boolean healthyOverTls(Member m) throws IOException {
-        try (SSLSocket socket = (SSLSocket) TestPki.sslContext(m.tls).getSocketFactory()
-                .createSocket()) {
+        try (SSLSocket socket = (SSLSocket) TestPki.sslContext(Objects.requireNonNull(m.tls, "a TLS member"))
+                .getSocketFactory().createSocket()) {
             socket.connect(new InetSocketAddress("127.0.0.1", m.clientPort), 1000);
             socket.setSoTimeout(1000);
             socket.getOutputStream().write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"

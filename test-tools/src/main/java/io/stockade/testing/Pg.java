@@ -12,6 +12,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ThreadLocalRandom;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A schema of its own in the shared test PostgreSQL (127.0.0.1:5432, database {@code test}, trust auth), so tests
  * never see each other's tables. {@link #url()} puts the schema first on the search path; {@link #close()} drops it.
@@ -69,7 +71,7 @@ public final class Pg implements AutoCloseable {
     }
 
     /** One kept connection for {@link #execute} and {@link #column} (a new one per query cost ~50 ms each). */
-    private Connection kept;
+    private @Nullable Connection kept;
 
     private interface Work<T> {
         T run(Connection c) throws SQLException;
@@ -110,9 +112,8 @@ public final class Pg implements AutoCloseable {
     public void execute(String sql) throws SQLException {
         onKept(c -> {
             try (Statement s = c.createStatement()) {
-                s.execute(sql);
+                return s.execute(sql); // onKept's value, not used
             }
-            return null;
         });
     }
 

@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A private PostgreSQL 15 cluster for fault tests: {@code initdb} in a temp dir owned by the
  * {@code postgres} user, {@code pg_ctl start} on a free loopback port, trust auth. {@link #stopImmediate()} and
@@ -84,7 +86,7 @@ public final class PgCluster implements AutoCloseable {
         return create(cert, clientCertRequired);
     }
 
-    private static PgCluster create(TestPki.Leaf tls, boolean clientCertRequired) throws IOException {
+    private static PgCluster create(TestPki.@Nullable Leaf tls, boolean clientCertRequired) throws IOException {
         Path dir = Files.createTempDirectory("stockade-pg-");
         run(List.of("chown", "postgres:postgres", dir.toString()));
         PgCluster c = new PgCluster(dir, FreePorts.next());

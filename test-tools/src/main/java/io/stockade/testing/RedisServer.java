@@ -9,8 +9,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * A real {@code redis-server} (Debian's package, built with TLS) on a free loopback port with a temporary
@@ -43,8 +46,9 @@ public final class RedisServer implements AutoCloseable {
      *                     {@link #startCluster} splits them
      * @param extra        more {@code --name value} arguments
      */
-    public record Options(boolean aof, String password, String aclUser, String aclPassword, String aclRules,
-                          TestPki.Leaf tls, boolean clientCerts, boolean cluster, List<String> extra) {
+    public record Options(boolean aof, @Nullable String password, @Nullable String aclUser,
+                          @Nullable String aclPassword, @Nullable String aclRules, TestPki.@Nullable Leaf tls,
+                          boolean clientCerts, boolean cluster, List<String> extra) {
         public Options aof(boolean on) {
             return new Options(on, password, aclUser, aclPassword, aclRules, tls, clientCerts, cluster, extra);
         }
@@ -79,7 +83,7 @@ public final class RedisServer implements AutoCloseable {
     /** The cluster bus port (cluster mode), kept across restarts as the port is. */
     private final int clusterPort;
     private final boolean allSlots;
-    private Process process;
+    private @Nullable Process process;
 
     private RedisServer(Options options, Path dir, int port, boolean allSlots) {
         this.options = options;
@@ -175,7 +179,7 @@ public final class RedisServer implements AutoCloseable {
      * A replica of the server reached at {@code 127.0.0.1:port} (a primary, or a {@link TcpRelay} in front of one),
      * started and waiting until it has synced.
      */
-    public static RedisServer replicaOf(int port, String masterauth, Options options) {
+    public static RedisServer replicaOf(int port, @Nullable String masterauth, Options options) {
         List<String> more = new ArrayList<>(List.of("--replicaof", "127.0.0.1", Integer.toString(port)));
         if (masterauth != null) {
             more.addAll(List.of("--masterauth", masterauth));
@@ -289,7 +293,7 @@ public final class RedisServer implements AutoCloseable {
     }
 
     public long pid() {
-        return process.pid();
+        return Objects.requireNonNull(process, "started").pid();
     }
 
     public Path dir() {

@@ -11,7 +11,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * A real filesystem a test makes for itself, as root, and removes at {@link #close}: a small {@code tmpfs} that a
@@ -22,11 +25,11 @@ import java.util.concurrent.TimeUnit;
  */
 public final class ScratchFilesystem implements AutoCloseable {
     private final Path mountPoint;
-    private final Path image;
-    private String loop;
+    private final @Nullable Path image;
+    private @Nullable String loop;
     private final List<Path> fillers = new ArrayList<>();
 
-    private ScratchFilesystem(Path mountPoint, Path image) {
+    private ScratchFilesystem(Path mountPoint, @Nullable Path image) {
         this.mountPoint = mountPoint;
         this.image = image;
     }
@@ -77,7 +80,7 @@ public final class ScratchFilesystem implements AutoCloseable {
     }
 
     private void mountImage() throws IOException {
-        loop = run("losetup", "--find", "--show", image.toString()).strip();
+        loop = run("losetup", "--find", "--show", Objects.requireNonNull(image, "an ext4 image").toString()).strip();
         run("mount", "-t", "ext4", "-o", "errors=remount-ro", loop, mountPoint.toString());
     }
 
@@ -134,9 +137,10 @@ public final class ScratchFilesystem implements AutoCloseable {
     public void remount() {
         try {
             run("umount", mountPoint.toString());
-            run("losetup", "-d", loop);
+            run("losetup", "-d", Objects.requireNonNull(loop, "an ext4 image"));
             loop = null;
-            runAllowing(1, "e2fsck", "-fy", image.toString()); // 1: errors corrected (the triggered one)
+            Path checked = Objects.requireNonNull(image, "an ext4 image");
+            runAllowing(1, "e2fsck", "-fy", checked.toString()); // 1: errors corrected (the triggered one)
             mountImage();
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -3,6 +3,8 @@ package io.stockade.testing;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The SQL clients the PostgreSQL listener's tests drive as users run them: {@code psql} (Debian
  * {@code postgresql-client}), psycopg2 (Debian {@code python3-psycopg2}, run by {@code /usr/bin/python3}) and
@@ -18,12 +20,12 @@ public final class SqlClients {
     }
 
     /** {@code psql}, or null. */
-    public static Path psql() {
+    public static @Nullable Path psql() {
         return Tools.binary("psql").orElse(null);
     }
 
     /** The {@code node_modules} directory holding {@code pg} ({@code .tools/node-pg} here or above), or null. */
-    public static Path nodeModules() {
+    public static @Nullable Path nodeModules() {
         for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
             Path modules = dir.resolve(".tools/node-pg/node_modules");
             if (Files.isRegularFile(modules.resolve("pg/package.json"))) {

@@ -13,12 +13,15 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * A TCP relay on a loopback port in front of {@code 127.0.0.1:target}, whose two directions can be cut on purpose:
@@ -46,7 +49,7 @@ public final class TcpRelay implements AutoCloseable {
     private volatile CountDownLatch gate = new CountDownLatch(0);
     private final Semaphore held = new Semaphore(0);
     /** The cut {@link #freeze()} made, or null; new connections join it while {@link #freezeNew} is on. */
-    private volatile CountDownLatch freeze;
+    private volatile @Nullable CountDownLatch freeze;
     private volatile boolean freezeNew;
     private final List<Pair> pairs = new CopyOnWriteArrayList<>();
     private final AtomicInteger ended = new AtomicInteger();
@@ -56,9 +59,9 @@ public final class TcpRelay implements AutoCloseable {
     private static final class Pair {
         final Socket client;
         final Socket target;
-        volatile CountDownLatch cut;
+        volatile @Nullable CountDownLatch cut;
 
-        Pair(Socket client, Socket target, CountDownLatch cut) {
+        Pair(Socket client, Socket target, @Nullable CountDownLatch cut) {
             this.client = client;
             this.target = target;
             this.cut = cut;
@@ -192,7 +195,7 @@ public final class TcpRelay implements AutoCloseable {
 
     /** How many chunks starting with {@code prefix} were relayed since {@link #count} was called for it. */
     public int counted(String prefix) {
-        return counted.get(prefix).get();
+        return Objects.requireNonNull(counted.get(prefix), "count(prefix) first").get();
     }
 
     private void countIfAsked(byte[] buffer, int n) {

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -27,6 +28,7 @@ import io.stockade.client.LeaseProvider;
 import io.stockade.client.Leases;
 import io.stockade.client.LossReason;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
@@ -178,11 +180,12 @@ public final class LeaseCommand {
                 case "redis" -> redis(builder, o.target, System.getenv("REDISCLI_AUTH"));
                 case "zookeeper" -> {
                     quietZooKeeper();
-                    yield builder.zookeeper(o.target, o.zookeeperPrefix);
+                    yield builder.zookeeper(o.target, Objects.requireNonNull(o.zookeeperPrefix));
                 }
-                case "consul" -> builder.consul(URI.create(o.target), o.consulPrefix,
+                case "consul" -> builder.consul(URI.create(o.target), Objects.requireNonNull(o.consulPrefix),
                         consulToken(System.getenv("CONSUL_HTTP_TOKEN")));
-                case "dynamodb" -> builder.dynamodb(dynamoDb(o.dynamodbEndpoint), o.target, o.dynamodbPrefix);
+                case "dynamodb" -> builder.dynamodb(dynamoDb(o.dynamodbEndpoint), o.target,
+                        Objects.requireNonNull(o.dynamodbPrefix));
                 default -> builder.kubernetesInCluster(o.target.equals("-") ? null : o.target);
             };
         } catch (RuntimeException e) {
@@ -226,7 +229,7 @@ public final class LeaseCommand {
      * A DynamoDB client with the AWS SDK's default region and credentials (as the {@code aws} command finds them)
      * over the Apache 5 HTTP client; left open until the process exits.
      */
-    private static DynamoDbClient dynamoDb(String endpoint) {
+    private static DynamoDbClient dynamoDb(@Nullable String endpoint) {
         var b = DynamoDbClient.builder()
                 .httpClient(Apache5HttpClient.builder().build());
         if (endpoint != null) {
@@ -240,12 +243,12 @@ public final class LeaseCommand {
     }
 
     /** The ACL token from {@code CONSUL_HTTP_TOKEN}, as the {@code consul} command reads it; empty is none. */
-    static String consulToken(String env) {
+    static @Nullable String consulToken(@Nullable String env) {
         return env == null || env.isBlank() ? null : env.strip();
     }
 
     /** The Redis provider; the password from {@code REDISCLI_AUTH} when the URL has none. */
-    static LeaseProvider redis(Leases.Builder builder, String url, String envPassword) {
+    static LeaseProvider redis(Leases.Builder builder, String url, @Nullable String envPassword) {
         URI uri = URI.create(url);
         String info = uri.getUserInfo();
         boolean hasPassword = info != null && (info.indexOf(':') < 0 ? !info.isEmpty()
@@ -346,19 +349,20 @@ public final class LeaseCommand {
 
     /** The parsed command line. */
     static final class Options {
-        String service;
-        String target;
-        String name;
-        Duration ttl;
+        // parse() sets these four or throws: NullAway cannot see a field set outside a constructor
+        @SuppressWarnings("NullAway.Init") String service;
+        @SuppressWarnings("NullAway.Init") String target;
+        @SuppressWarnings("NullAway.Init") String name;
+        @SuppressWarnings("NullAway.Init") Duration ttl;
         Duration grace = Duration.ofSeconds(10);
         Duration wait = Duration.ZERO;
-        String identity;
+        @Nullable String identity;
         int replicas;
         Duration replicasTimeout = Duration.ofMillis(500);
-        String zookeeperPrefix;
-        String consulPrefix;
-        String dynamodbPrefix;
-        String dynamodbEndpoint;
+        @Nullable String zookeeperPrefix;   // parse() sets each for its own service
+        @Nullable String consulPrefix;
+        @Nullable String dynamodbPrefix;
+        @Nullable String dynamodbEndpoint;
         List<String> command = List.of();
 
         static Options parse(String[] args) {

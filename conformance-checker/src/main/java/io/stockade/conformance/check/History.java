@@ -8,6 +8,8 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A thread-safe record of client-side fenced writes, for {@link HistoryChecker}. Each writer calls
  * {@link #invoke(String, long, String)} just before sending and completes the returned {@link Op} when the answer
@@ -50,16 +52,17 @@ public final class History {
         private final History history;
         private final long id;
         private final String scope;
-        private final String holder;
+        private final @Nullable String holder;
         private final long token;
         private final String value;
         private final long start;
         private Outcome outcome = Outcome.PENDING;
         private long end = Long.MAX_VALUE;
         private int status;
-        private String why;
+        private @Nullable String why;
 
-        private Op(History history, long id, String scope, String holder, long token, String value, long start) {
+        private Op(History history, long id, String scope, @Nullable String holder, long token, String value,
+                   long start) {
             this.history = history;
             this.id = id;
             this.scope = scope;
@@ -114,7 +117,7 @@ public final class History {
             return finish(Outcome.UNKNOWN, status, "status " + status, history.clock.getAsLong());
         }
 
-        private synchronized Op finish(Outcome outcome, int status, String why, long at) {
+        private synchronized Op finish(Outcome outcome, int status, @Nullable String why, long at) {
             if (this.outcome != Outcome.PENDING) {
                 throw new IllegalStateException("already completed: " + this);
             }
@@ -138,7 +141,7 @@ public final class History {
         }
 
         /** The lease session that wrote, or null when the history does not say. */
-        public String holder() {
+        public @Nullable String holder() {
             return holder;
         }
 
@@ -170,7 +173,7 @@ public final class History {
         }
 
         /** Why the outcome is unknown, or null. */
-        public synchronized String why() {
+        public synchronized @Nullable String why() {
             return why;
         }
 
@@ -209,7 +212,7 @@ public final class History {
      * @param endNanos   clock reading when its answer arrived
      * @param value      the value found, or null when the resource was absent
      */
-    public record Read(String scope, long startNanos, long endNanos, String value) {
+    public record Read(String scope, long startNanos, long endNanos, @Nullable String value) {
         public Read {
             Objects.requireNonNull(scope, "scope");
             if (endNanos < startNanos) {
@@ -248,7 +251,7 @@ public final class History {
      * Records the invocation of a write by {@code holder} (a lease session; may be null) at clock reading
      * {@code atNanos}: for histories recorded elsewhere, e.g. by writer processes.
      */
-    public Op invokeAt(String scope, String holder, long token, String value, long atNanos) {
+    public Op invokeAt(String scope, @Nullable String holder, long token, String value, long atNanos) {
         Objects.requireNonNull(scope, "scope");
         Objects.requireNonNull(value, "value");
         if (token < 0) {

@@ -14,6 +14,8 @@ import java.util.Set;
 import io.stockade.conformance.check.History.Op;
 import io.stockade.conformance.check.History.Outcome;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Checks a {@link History} of fenced writes against the contract (DESIGN.md, "The contract"), per scope. A pending
  * operation counts as {@link Outcome#UNKNOWN} that never ended. "A before B" means A ended before B was invoked.
@@ -146,8 +148,8 @@ public final class HistoryChecker {
      *                           null when the storage cannot report it; a scope missing from the map is treated the
      *                           same way
      */
-    public static Result check(History history, Map<String, String> finalValueByScope,
-                               Map<String, List<String>> appliedOrderByScope) {
+    public static Result check(History history, @Nullable Map<String, String> finalValueByScope,
+                               @Nullable Map<String, List<String>> appliedOrderByScope) {
         List<Op> all = history.ops();
         long origin = history.origin();
         Set<String> scopes = new LinkedHashSet<>(history.scopes());
@@ -167,8 +169,9 @@ public final class HistoryChecker {
             List<History.Read> reads = history.reads().stream().filter(r -> r.scope().equals(scope)).toList();
             ScopeCheck c = new ScopeCheck(scope, byScope.getOrDefault(scope, List.of()), reads, origin);
             boolean hasFinal = finalValueByScope != null && finalValueByScope.containsKey(scope);
+            String finalValue = finalValueByScope != null && hasFinal ? finalValueByScope.get(scope) : null;
             List<String> applied = appliedOrderByScope == null ? null : appliedOrderByScope.get(scope);
-            c.run(hasFinal, hasFinal ? finalValueByScope.get(scope) : null, applied);
+            c.run(hasFinal, finalValue, applied);
             out.addAll(c.violations());
         }
         return new Result(out, all.size(), scopes.size(), history.summary());
@@ -192,7 +195,7 @@ public final class HistoryChecker {
             this.origin = origin;
         }
 
-        void run(boolean hasFinal, String finalValue, List<String> applied) {
+        void run(boolean hasFinal, @Nullable String finalValue, @Nullable List<String> applied) {
             for (Op op : ops) {
                 Op previous = byValue.get(op.value());
                 if (previous == null) {
@@ -229,7 +232,8 @@ public final class HistoryChecker {
         }
 
         /** Rules a and b. */
-        private void staleAcks(List<String> applied, Map<String, Integer> firstIdx, Map<String, Integer> lastIdx) {
+        private void staleAcks(@Nullable List<String> applied, Map<String, Integer> firstIdx,
+                               Map<String, Integer> lastIdx) {
             List<Op> okByEnd = ops.stream().filter(o -> outcome(o) == Outcome.OK)
                     .sorted(Comparator.comparingLong(Op::endNanos)).toList();
             int done = 0;         // okByEnd[0..done) ended before the current op was invoked
@@ -265,7 +269,7 @@ public final class HistoryChecker {
         }
 
         /** Rule c (final value) and the final half of rule e. */
-        private void finalState(String finalValue, List<String> applied) {
+        private void finalState(@Nullable String finalValue, @Nullable List<String> applied) {
             Op maxOk = ops.stream().filter(o -> outcome(o) == Outcome.OK)
                     .max(Comparator.comparingLong(Op::token)).orElse(null);
             Op fin = finalValue == null ? null : byValue.get(finalValue);
@@ -285,7 +289,9 @@ public final class HistoryChecker {
             if (maxOk == null) {
                 return;
             }
-            if (fin != null && attempts.get(finalValue).stream().allMatch(o -> outcome(o) != Outcome.UNKNOWN)) {
+            // fin is the op of finalValue: every op's value has its attempts
+            if (fin != null && Objects.requireNonNull(attempts.get(finalValue)).stream()
+                    .allMatch(o -> outcome(o) != Outcome.UNKNOWN)) {
                 long lastEnd = attempts.get(finalValue).stream().mapToLong(Op::endNanos).max().orElseThrow();
                 ops.stream().filter(o -> outcome(o) == Outcome.OK && o.startNanos() > lastEnd
                                 && o.token() >= fin.token() && !o.value().equals(finalValue))
@@ -383,7 +389,7 @@ public final class HistoryChecker {
                 }
                 firstOf.putIfAbsent(op.holder(), op);
                 Op owner = tokenOwner.putIfAbsent(op.token(), op);
-                if (owner != null && !owner.holder().equals(op.holder())) {
+                if (owner != null && !op.holder().equals(owner.holder())) {   // an owner has a holder too
                     report("TOKEN_SHARED", "token " + op.token() + " used by holders " + owner.holder() + " and "
                             + op.holder(), owner, op);
                     tokenOwner.put(op.token(), op);   // report each new pair once
@@ -408,7 +414,7 @@ public final class HistoryChecker {
             };
         }
 
-        private Op[] opsOf(String... values) {
+        private Op[] opsOf(@Nullable String... values) {
             return Arrays.stream(values).filter(Objects::nonNull).map(byValue::get)
                     .filter(Objects::nonNull).distinct().toArray(Op[]::new);
         }
