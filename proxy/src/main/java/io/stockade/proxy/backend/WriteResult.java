@@ -2,6 +2,8 @@ package io.stockade.proxy.backend;
 
 import io.stockade.proxy.problem.Problem;
 
+import org.jspecify.annotations.Nullable;
+
 /** What a request sent to the storage (a fenced write, or a forward) came to. */
 public sealed interface WriteResult {
 
@@ -23,7 +25,7 @@ public sealed interface WriteResult {
      * @param notApplied a part of the write the answer reports as not applied (an S3 DeleteObjects answers 200 with
      *                   an entry per key), which the request is counted and logged as; null when there is none
      */
-    record Answered(int status, NotApplied notApplied) implements WriteResult {
+    record Answered(int status, @Nullable NotApplied notApplied) implements WriteResult {
         /** An answer that reports no part of the write as not applied. */
         public Answered(int status) {
             this(status, null);

@@ -11,6 +11,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.Objects;
 import java.util.UUID;
 
 /** The fsync steps that make a rename or a new directory survive a power loss (POSIX semantics). */
@@ -35,7 +36,7 @@ final class Durable {
         Path p = dir;
         while (!Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
             missing.push(p);
-            p = p.getParent();
+            p = parent(p);
         }
         if (!Files.isDirectory(p)) {
             throw new NotADirectoryException(p);
@@ -50,13 +51,21 @@ final class Durable {
                 }
                 continue; // someone else created it (and made it durable)
             }
-            syncDirectory(d.getParent());
+            syncDirectory(parent(d));
         }
+    }
+
+    /**
+     * The directory holding {@code file}. Every path here is absolute and under the root (or the root's own
+     * ancestors, which exist), so it has a parent; no parent throws as dereferencing it always did.
+     */
+    static Path parent(Path file) {
+        return Objects.requireNonNull(file.getParent(), "a path under the root has a parent");
     }
 
     /** Writes a small file atomically and durably: temp file, fsync, rename over the target, fsync directory. */
     static void replaceSmallFile(Path target, byte[] content) throws IOException {
-        Path dir = target.getParent();
+        Path dir = parent(target);
         Path tmp = dir.resolve(SafePath.RESERVED_PREFIX + "-tmp-" + UUID.randomUUID());
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {

@@ -44,6 +44,7 @@ import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A local directory served over HTTP: {@code GET}, {@code HEAD}, {@code PUT} and {@code DELETE} of whole files.
@@ -259,7 +260,7 @@ public final class FileBackend implements Backend {
     /** The token of a fenced write and whether the policy accepts a token equal to the highest. */
     private record Fence(long token, boolean acceptEqual) {
         boolean staleAgainst(Sidecar sidecar) {
-            return sidecar != null && FenceRule.stale(token, sidecar.token(), acceptEqual);
+            return FenceRule.stale(token, sidecar.token(), acceptEqual);
         }
     }
 
@@ -358,7 +359,7 @@ public final class FileBackend implements Backend {
         }
     }
 
-    private WriteResult put(Exchange exchange, SafePath.Located target, Fence fence)
+    private WriteResult put(Exchange exchange, SafePath.Located target, @Nullable Fence fence)
             throws Refusal {
         ServerResponse res = exchange.response();
         Path file = target.file();
@@ -370,11 +371,11 @@ public final class FileBackend implements Backend {
             if (fence != null) {
                 // Cheap early check, so a stale writer's gigabyte is not uploaded for nothing.
                 Sidecar sidecar = Sidecar.read(sidecarFile);
-                if (fence.staleAgainst(sidecar)) {
+                if (sidecar != null && fence.staleAgainst(sidecar)) {
                     return new WriteResult.Stale(sidecar.token());
                 }
             }
-            Durable.createDirectories(file.getParent());
+            Durable.createDirectories(Durable.parent(file));
         } catch (Durable.NotADirectoryException e) {
             throw notAFile(file);
         } catch (IOException e) {
@@ -409,7 +410,7 @@ public final class FileBackend implements Backend {
             }
             if (fence != null) {
                 Sidecar sidecar = Sidecar.read(sidecarFile);
-                if (fence.staleAgainst(sidecar)) {
+                if (sidecar != null && fence.staleAgainst(sidecar)) {
                     deleteQuietly(tmp);
                     return new WriteResult.Stale(sidecar.token());
                 }
@@ -420,7 +421,7 @@ public final class FileBackend implements Backend {
                 new Sidecar(fence.token(), false).write(sidecarFile);
             }
             Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE);
-            Durable.syncDirectory(file.getParent());
+            Durable.syncDirectory(Durable.parent(file));
             status = existed ? 204 : 201;
         } catch (IOException e) {
             deleteQuietly(tmp);
@@ -433,7 +434,7 @@ public final class FileBackend implements Backend {
         return new WriteResult.Answered(status);
     }
 
-    private WriteResult delete(ServerResponse res, SafePath.Located target, Fence fence) throws Refusal {
+    private WriteResult delete(ServerResponse res, SafePath.Located target, @Nullable Fence fence) throws Refusal {
         Path file = target.file();
         boolean existed;
         ReentrantLock lock = lockFor(target);
@@ -445,7 +446,7 @@ public final class FileBackend implements Backend {
             if (fence != null) {
                 Path sidecarFile = Sidecar.location(tokens, target.relative());
                 Sidecar sidecar = Sidecar.read(sidecarFile);
-                if (fence.staleAgainst(sidecar)) {
+                if (sidecar != null && fence.staleAgainst(sidecar)) {
                     return new WriteResult.Stale(sidecar.token());
                 }
                 // The tombstone goes first and stays even if there is no file: a delete does not erase the fence.
@@ -453,7 +454,7 @@ public final class FileBackend implements Backend {
             }
             existed = Files.deleteIfExists(file); // removes a link itself, never its target
             if (existed) {
-                Durable.syncDirectory(file.getParent());
+                Durable.syncDirectory(Durable.parent(file));
             }
         } catch (IOException e) {
             throw new Refusal(storageError("deleting " + relative(file), e));
@@ -509,7 +510,7 @@ public final class FileBackend implements Backend {
         return locks[Math.floorMod(target.relative().hashCode(), STRIPES)];
     }
 
-    private static BasicFileAttributes attributes(Path file) throws IOException {
+    private static @Nullable BasicFileAttributes attributes(Path file) throws IOException {
         try {
             return Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
         } catch (NoSuchFileException e) {
@@ -530,7 +531,7 @@ public final class FileBackend implements Backend {
                 + Long.toHexString(nanos) + "\"";
     }
 
-    private static boolean matches(String ifNoneMatch, String etag) {
+    private static boolean matches(@Nullable String ifNoneMatch, String etag) {
         if (ifNoneMatch == null) {
             return false;
         }

@@ -119,10 +119,10 @@ final class SafePath {
             throw new BadPathException("the target is a symbolic link");
         }
         // The deepest ancestor that exists (a dangling symlink counts as existing, and fails below).
-        Path ancestor = target.getParent();
+        Path ancestor = Durable.parent(target);
         int missing = 1;
         while (!ancestor.equals(realRoot) && !Files.exists(ancestor, LinkOption.NOFOLLOW_LINKS)) {
-            ancestor = ancestor.getParent();
+            ancestor = Durable.parent(ancestor);
             missing++;
         }
         Path real;

@@ -9,6 +9,8 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The token of the last fenced write of one file, kept beside the data so the fence survives the loss of the
  * proxy's journal.
@@ -37,7 +39,7 @@ record Sidecar(long token, boolean deleted) {
      * @return the sidecar, or {@code null} if no fenced write ever reached the file
      * @throws IOException if it cannot be read or is corrupt (the caller fails closed)
      */
-    static Sidecar read(Path location) throws IOException {
+    static @Nullable Sidecar read(Path location) throws IOException {
         byte[] bytes;
         try (InputStream in = Files.newInputStream(location, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
             bytes = in.readNBytes(MAX_SIZE + 1);
@@ -72,7 +74,7 @@ record Sidecar(long token, boolean deleted) {
 
     /** Replaces the sidecar atomically and durably, creating its directories. */
     void write(Path location) throws IOException {
-        Durable.createDirectories(location.getParent());
+        Durable.createDirectories(Durable.parent(location));
         Durable.replaceSmallFile(location,
                 ("token=" + token + "\ndeleted=" + deleted + "\n").getBytes(StandardCharsets.UTF_8));
     }

@@ -48,5 +48,10 @@
  * 404 {@code not-found}; other methods 405 with {@code Allow}; a directory where a file is named (or a file where
  * a directory is needed) 409 {@code not-a-file}; a cut-short body 400 {@code incomplete-body}; disk errors 503
  * {@code storage-error} with the system's reason (logged, no stack trace or server path to the client).
+ * <p>
+ * Null-marked: a type here is non-null unless it says {@code @Nullable} (NullAway checks it in the build).
  */
+@NullMarked
 package io.stockade.proxy.backend.file;
+
+import org.jspecify.annotations.NullMarked;

@@ -14,6 +14,7 @@ import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Which headers cross the proxy, each way: the client's on the upstream request (with the proxy's condition, a
@@ -45,7 +46,8 @@ final class ForwardedHeaders {
      * @param condition   null for a plain forward, else the version the write is conditional on
      * @param destination the upstream's URL of a COPY's or MOVE's destination, else null
      */
-    void toUpstream(ServerRequest req, UpstreamClient.Request upstream, String condition, String destination) {
+    void toUpstream(ServerRequest req, UpstreamClient.Request upstream, @Nullable String condition,
+            @Nullable String destination) {
         Set<String> hop = HopByHop.of(req.headers());
         for (Header header : req.headers()) {
             if (HopByHop.skip(hop, header)) {

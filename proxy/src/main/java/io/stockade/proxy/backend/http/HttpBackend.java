@@ -36,6 +36,7 @@ import io.stockade.proxy.upstream.UpstreamResponse;
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A plain HTTP upstream, reached through the proxy's own pooled keep-alive client ({@link UpstreamClient}).
@@ -247,7 +248,7 @@ public final class HttpBackend implements Backend {
     }
 
     /** @param destination the upstream's URL of a COPY's or MOVE's destination, else null */
-    private WriteResult forward(Exchange exchange, String destination) {
+    private WriteResult forward(Exchange exchange, @Nullable String destination) {
         return switch (relay.send(exchange, null, null, destination, false)) {
             case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
             case Sent.Failed failed -> answerFailure(exchange, failed);
@@ -256,7 +257,7 @@ public final class HttpBackend implements Backend {
         };
     }
 
-    private WriteResult serializedWrite(Exchange exchange, String destination) {
+    private WriteResult serializedWrite(Exchange exchange, @Nullable String destination) {
         return switch (relay.send(exchange, null, null, destination, true)) {
             case Sent.Relayed relayed -> new WriteResult.Answered(relayed.status());
             case Sent.BodyFailed failed -> bodyFailed(exchange, failed);

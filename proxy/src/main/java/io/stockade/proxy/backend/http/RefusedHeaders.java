@@ -11,6 +11,7 @@ import io.stockade.proxy.problem.ProblemType;
 
 import io.helidon.http.Header;
 import io.helidon.http.Headers;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the http backend refuses (400 {@code refused-header}) rather than relays: the headers and the query
@@ -42,7 +43,7 @@ final class RefusedHeaders {
     }
 
     /** The refusal of a request that carries one of them, or empty. */
-    static Optional<Problem> refusal(Headers headers, String rawQuery) {
+    static Optional<Problem> refusal(Headers headers, @Nullable String rawQuery) {
         for (Header header : headers) {
             String name = header.headerName().lowerCase();
             if (METHOD_OVERRIDES.contains(name)) {

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
@@ -25,6 +26,7 @@ import io.helidon.http.Method;
 import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One request of the http backend sent upstream and its answer relayed: the client's body streamed up (abandoned
@@ -84,7 +86,8 @@ final class Relay {
          * @param refused the bound that cut the body off, or null when the client's side failed
          * @param reached whether any byte of the request was sent to the upstream
          */
-        record BodyFailed(BodyBounds.BodyRefused refused, Throwable cause, boolean reached) implements Sent {
+        record BodyFailed(BodyBounds.@Nullable BodyRefused refused, @Nullable Throwable cause, boolean reached)
+                implements Sent {
         }
 
         /**
@@ -118,7 +121,8 @@ final class Relay {
      * @param admitted    whether the request is a write the fence admitted: its answer is read for what it says of
      *                    the write ({@link StorageAnswer}) before it is relayed
      */
-    Sent send(Exchange exchange, Admission admission, String condition, String destination, boolean admitted) {
+    Sent send(Exchange exchange, @Nullable Admission admission, @Nullable String condition,
+            @Nullable String destination, boolean admitted) {
         ServerRequest req = exchange.request();
         ServerResponse res = exchange.response();
         UpstreamClient.Request upstream;
@@ -140,7 +144,8 @@ final class Relay {
                 return new Sent.StorageFailed(status);
             }
             if (condition != null && status / 100 == 2) {
-                recordNewVersion(exchange, admission, response);
+                // a condition is sent only for an admitted write (HttpBackend.conditionalWrite): admission is set
+                recordNewVersion(exchange, Objects.requireNonNull(admission), response);
             }
             relay(req, response, res);
             return new Sent.Relayed(status);
@@ -155,7 +160,7 @@ final class Relay {
             }
             String reason = e.timedOut()
                     ? "upstream " + e.upstream() + " did not answer within " + config.timeout().toMillis() + " ms"
-                    : e.requestSent() ? e.getMessage() : e.getMessage() + "; nothing was sent";
+                    : e.requestSent() ? message(e) : message(e) + "; nothing was sent";
             return new Sent.Failed(reason, e.requestSent(), e.timedOut());
         } catch (IOException | UncheckedIOException e) {
             if (res.isSent()) {
@@ -179,6 +184,11 @@ final class Relay {
             return upstream.send(config.timeout());
         }
         return upstream.send(config.timeout(), length, out -> streamBody(exchange.body(), out, bufferSize(req)));
+    }
+
+    /** The failure's reason: UpstreamFailure is always made with one; the fallback is never seen. */
+    private static String message(UpstreamFailure e) {
+        return Objects.requireNonNullElse(e.getMessage(), "the upstream request failed");
     }
 
     /** After a successful conditional write: the new version is the base for the next writer of this token. */
