@@ -2,6 +2,8 @@ package io.stockade.proxy.json;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The little JSON writing the proxy does by hand (problem bodies, log lines, the admin API's answers): string
  * literals escaped by Jackson's {@link JsonStringEncoder}, and scalar values.
@@ -13,7 +15,7 @@ public final class JsonWriter {
     }
 
     /** A JSON string literal ({@code null} for null). */
-    public static String quote(String s) {
+    public static String quote(@Nullable String s) {
         if (s == null) {
             return "null";
         }

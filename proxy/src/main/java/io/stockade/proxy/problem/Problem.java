@@ -10,6 +10,8 @@ import io.stockade.proxy.json.JsonWriter;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerResponse;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * An RFC 9457 problem answer ({@code application/problem+json}). Every refusal the proxy makes is one of these,
  * with a {@code type} a client can switch on and a {@code detail} a human can act on.
@@ -78,7 +80,7 @@ public final class Problem {
     }
 
     /** A member added with {@link #with}, or null. */
-    public Object member(String name) {
+    public @Nullable Object member(String name) {
         return extensions.get(name);
     }
 

@@ -13,6 +13,8 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A {@link FenceStore} in front of another that remembers the highest token it has seen per scope (bounded, least
  * recently used evicted) and refuses a token below it — or equal to it where equal tokens are refused — without
@@ -36,7 +38,7 @@ public final class CachingFenceStore implements FenceStore {
         this.store = store;
         this.highest = Caffeine.newBuilder()
                 .maximumSize(maxScopes)
-                .removalListener((String k, Long v, RemovalCause cause) -> {
+                .removalListener((@Nullable String k, @Nullable Long v, RemovalCause cause) -> {
                     if (cause.wasEvicted()) {
                         evictions.increment();
                     }
