@@ -16,7 +16,6 @@ import io.stockade.proxy.tls.ClientTlsFiles;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
-
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,7 +1,6 @@
 package io.stockade.proxy.json;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
-
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -26,7 +26,6 @@ import io.stockade.policy.Datasource.Statements;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.util.DriverDataSource;
-
 import org.jspecify.annotations.Nullable;
 
 /** Opens HikariCP pools over pgjdbc, and creates or checks Stockade's fence table and functions. */

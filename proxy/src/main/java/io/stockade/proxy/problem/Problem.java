@@ -9,7 +9,6 @@ import io.stockade.proxy.json.JsonWriter;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerResponse;
-
 import org.jspecify.annotations.Nullable;
 
 /**

@@ -1,7 +1,6 @@
 package io.stockade.proxy.problem;
 
 import io.helidon.http.Status;
-
 import org.jspecify.annotations.Nullable;
 
 /**

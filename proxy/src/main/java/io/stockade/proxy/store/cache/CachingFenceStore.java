@@ -12,7 +12,6 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
-
 import org.jspecify.annotations.Nullable;
 
 /**

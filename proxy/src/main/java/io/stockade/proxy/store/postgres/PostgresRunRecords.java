@@ -13,7 +13,6 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.postgres.PostgresPools;
 
 import com.zaxxer.hikari.HikariDataSource;
-
 import org.jspecify.annotations.Nullable;
 
 /**
