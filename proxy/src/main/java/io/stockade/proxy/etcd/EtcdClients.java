@@ -16,6 +16,7 @@ import io.stockade.proxy.tls.ClientTlsFiles;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Builds the jetcd client of the etcd store and of the etcd verifier from a policy's connection options.
@@ -55,8 +56,9 @@ public final class EtcdClients {
      * @param what         the policy field these options come from, to start messages with (e.g. {@code "store"})
      * @throws IOException when a TLS file or the password file cannot be read or is not what it should be
      */
-    public static Client open(List<URI> endpoints, Duration timeout, ClientTls tls, String username, String password,
-                              Path passwordFile, String what) throws IOException {
+    public static Client open(List<URI> endpoints, Duration timeout, @Nullable ClientTls tls,
+                              @Nullable String username, @Nullable String password, @Nullable Path passwordFile,
+                              String what) throws IOException {
         ClientBuilder b = Client.builder()
                 .endpoints(endpoints.toArray(URI[]::new))
                 .connectTimeout(timeout)
@@ -113,7 +115,7 @@ public final class EtcdClients {
     }
 
     /** gRPC appends netty's channel pipeline to some messages on further lines; an answer carries one line. */
-    private static String firstLine(String message) {
+    private static String firstLine(@Nullable String message) {
         return message == null ? "" : message.lines().findFirst().orElse("");
     }
 

@@ -5,6 +5,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Serializes writes per scope and remembers quarantined scopes. This is the engine's half of the
  * <em>serialized</em> class: a scope is held from the fence check until the upstream has answered, so two
@@ -36,7 +38,7 @@ public final class ScopeGuard {
      * @return the held scope (close it to release), or {@code null} if the wait timed out
      * @throws InterruptedException if interrupted while waiting
      */
-    public Held acquire(String scope, long timeoutNanos) throws InterruptedException {
+    public @Nullable Held acquire(String scope, long timeoutNanos) throws InterruptedException {
         Entry entry = locks.compute(scope, (k, e) -> {
             Entry result = e == null ? new Entry() : e;
             result.users++;

@@ -14,6 +14,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The proxy's one JSON reader, on Jackson's streaming parser ({@code jackson-core}): every JSON the proxy reads —
@@ -57,8 +58,8 @@ public final class JsonReader {
     private JsonReader() {
     }
 
-    /** Any JSON value, read with {@link Options#PLAIN}. */
-    public static Object read(String text) {
+    /** Any JSON value ({@code null} for JSON's {@code null}), read with {@link Options#PLAIN}. */
+    public static @Nullable Object read(String text) {
         return read(text, Options.PLAIN);
     }
 
@@ -72,8 +73,8 @@ public final class JsonReader {
         return (Map<String, Object>) v;
     }
 
-    /** Any JSON value. */
-    public static Object read(String text, Options options) {
+    /** Any JSON value ({@code null} for JSON's {@code null} where the options keep no other mark for it). */
+    public static @Nullable Object read(String text, Options options) {
         try (JsonParser p = FACTORY.createParser(text)) {
             JsonToken first = p.nextToken();
             if (first == null) {
@@ -99,7 +100,7 @@ public final class JsonReader {
         return at == null || at.getCharOffset() < 0 ? 0 : at.getCharOffset() + 1;
     }
 
-    private static Object value(JsonParser p, JsonToken t, Options o) throws IOException {
+    private static @Nullable Object value(JsonParser p, JsonToken t, Options o) throws IOException {
         return switch (t) {
             case START_OBJECT -> {
                 Map<String, Object> m = new LinkedHashMap<>();

@@ -1,6 +1,7 @@
 package io.stockade.proxy.json;
 
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The little JSON writing the proxy does by hand (problem bodies, log lines, the admin API's answers): string
@@ -13,7 +14,7 @@ public final class JsonWriter {
     }
 
     /** A JSON string literal ({@code null} for null). */
-    public static String quote(String s) {
+    public static String quote(@Nullable String s) {
         if (s == null) {
             return "null";
         }

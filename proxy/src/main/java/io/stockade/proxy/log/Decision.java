@@ -2,6 +2,8 @@ package io.stockade.proxy.log;
 
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What the proxy decided about one request, filled in stage by stage as the request goes down the pipeline, and
  * written once at the end as a metric and a log line. Confined to the request's thread.
@@ -15,12 +17,12 @@ public final class Decision {
     final String path;
     String policy = NONE;
     String backend = NONE;
-    String scope;
-    Long token;
-    Long highest;
-    String holder;
-    Outcome outcome;
-    String reason;
+    @Nullable String scope;
+    @Nullable Long token;
+    @Nullable Long highest;
+    @Nullable String holder;
+    @Nullable Outcome outcome;
+    @Nullable String reason;
     int status;
 
     public Decision(long startNanos, String method, String path) {
@@ -77,7 +79,8 @@ public final class Decision {
         return backend;
     }
 
-    public Outcome outcome() {
+    /** The outcome, or null while none is set. */
+    public @Nullable Outcome outcome() {
         return outcome;
     }
 }

@@ -10,6 +10,8 @@ import java.util.logging.Logger;
 import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One JSON line per decision (logger {@code stockade.decision}), and an audit line for every refusal and every
  * admin action (logger {@code stockade.audit}). Lines are written by {@link JsonLineHandler} to standard output,
@@ -94,7 +96,7 @@ public final class DecisionLog {
         b.append(fraction);
     }
 
-    private static String holder(String holder) {
+    private static @Nullable String holder(@Nullable String holder) {
         if (holder == null) {
             return null;
         }

@@ -26,6 +26,7 @@ import io.stockade.policy.Datasource.Statements;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.util.DriverDataSource;
+import org.jspecify.annotations.Nullable;
 
 /** Opens HikariCP pools over pgjdbc, and creates or checks Stockade's fence table and functions. */
 public final class PostgresPools {
@@ -64,7 +65,7 @@ public final class PostgresPools {
      * A pool for {@code ds} whose every new connection also runs {@code initSql} (after its
      * {@code statement_timeout}), e.g. a {@code SET ROLE}; a connection on which it fails is not handed out.
      */
-    public static HikariDataSource open(Datasource ds, String poolName, boolean socketTimeout, String initSql)
+    public static HikariDataSource open(Datasource ds, String poolName, boolean socketTimeout, @Nullable String initSql)
             throws IOException {
         HikariConfig c = new HikariConfig();
         c.setPoolName(poolName);
@@ -223,7 +224,7 @@ public final class PostgresPools {
      * Whether the fence tables and every function exist, and (with a {@code marker}) the fence table's comment is
      * that marker: the schema of this build, applied.
      */
-    private static boolean installed(Connection c, String marker) throws SQLException {
+    private static boolean installed(Connection c, @Nullable String marker) throws SQLException {
         try (Statement s = c.createStatement();
              ResultSet r = s.executeQuery("SELECT to_regclass('stockade_fences') IS NOT NULL,"
                      + " to_regprocedure('stockade_fence(text,bigint,boolean,bigint)') IS NOT NULL,"

@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
 
+import org.jspecify.annotations.Nullable;
 import org.postgresql.PGConnection;
 import org.postgresql.core.BaseConnection;
 import org.postgresql.util.HostSpec;
@@ -76,7 +77,7 @@ final class StatementsDataSource implements DataSource {
      * The server's address and port as {@code host:port} when the server reports the very address and port the
      * driver connected to, else {@code null}.
      */
-    static String directlyAt(Connection c) throws SQLException {
+    static @Nullable String directlyAt(Connection c) throws SQLException {
         HostSpec target = c.unwrap(BaseConnection.class).getQueryExecutor().getHostSpec();
         String address;
         int port;

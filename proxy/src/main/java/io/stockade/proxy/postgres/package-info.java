@@ -10,5 +10,9 @@
  * back on before the connection returns. Whether a connection keeps named server-side statements is the
  * datasource's {@code statements}: with {@code auto}, {@code StatementsDataSource} asks each new connection's server
  * where it arrived and names statements only where nothing stands between.
+ * Null-marked: a type here is non-null unless it says {@code @Nullable} (NullAway checks it in the build).
  */
+@NullMarked
 package io.stockade.proxy.postgres;
+
+import org.jspecify.annotations.NullMarked;

@@ -9,6 +9,7 @@ import io.stockade.proxy.json.JsonWriter;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An RFC 9457 problem answer ({@code application/problem+json}). Every refusal the proxy makes is one of these,
@@ -78,7 +79,7 @@ public final class Problem {
     }
 
     /** A member added with {@link #with}, or null. */
-    public Object member(String name) {
+    public @Nullable Object member(String name) {
         return extensions.get(name);
     }
 

@@ -1,6 +1,7 @@
 package io.stockade.proxy.problem;
 
 import io.helidon.http.Status;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Statuses with their reason phrases. Helidon's {@link Status#create(int)} knows most codes, but gives the codes it
@@ -18,7 +19,7 @@ public final class Statuses {
     }
 
     /** The reason phrase of a code Helidon 4.5 does not know, or null. */
-    static String missingPhrase(int code) {
+    static @Nullable String missingPhrase(int code) {
         return switch (code) {
             case 102 -> "Processing";
             case 103 -> "Early Hints";

@@ -20,6 +20,7 @@ import java.security.spec.PKCS8EncodedKeySpec;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.Objects;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.net.ssl.KeyManagerFactory;
@@ -27,6 +28,8 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 
 import io.stockade.policy.ClientTls;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The PEM files of a policy's {@code tls: {ca, cert, key}}, read and checked once when a client is opened (an
@@ -38,7 +41,7 @@ import io.stockade.policy.ClientTls;
  * @param chain the certificate chain the proxy presents; empty for none
  * @param key   the private key of {@code chain}, or {@code null}
  */
-public record ClientTlsFiles(List<X509Certificate> ca, List<X509Certificate> chain, PrivateKey key) {
+public record ClientTlsFiles(List<X509Certificate> ca, List<X509Certificate> chain, @Nullable PrivateKey key) {
     private static final Pattern PEM_KEY = Pattern.compile(
             "-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----([A-Za-z0-9+/=\\s]*)-----END \\1-----");
 
@@ -60,7 +63,8 @@ public record ClientTlsFiles(List<X509Certificate> ca, List<X509Certificate> cha
         PrivateKey key = null;
         if (tls.cert() != null) {
             chain = certificates(tls.cert(), what + ".cert");
-            key = privateKey(tls.key(), what + ".key");
+            // ClientTls refuses a cert without a key
+            key = privateKey(Objects.requireNonNull(tls.key(), "key"), what + ".key");
             if (!matches(key, chain.getFirst().getPublicKey())) {
                 throw new IOException(what + ".key: " + tls.key() + " is not the private key of the certificate in "
                         + tls.cert() + " (" + chain.getFirst().getSubjectX500Principal() + ")");

@@ -4,6 +4,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Is this token genuine? Asked by the pipeline between parsing a token and letting it advance the fence, for
  * policies with {@code fence.verify}. The fence trusts the number a writer sends; a verifier asks the party that
@@ -95,7 +97,7 @@ public interface TokenVerifier extends AutoCloseable {
      *                  a forger could learn from and send back
      * @param logDetail more for the operator's log only (e.g. the token the holder really has), or {@code null}
      */
-    record Refused(String reason, String logDetail) implements Verdict {
+    record Refused(String reason, @Nullable String logDetail) implements Verdict {
         public Refused {
             Objects.requireNonNull(reason, "reason");
         }

@@ -5,5 +5,9 @@
  * revision), {@code postgres} (the SDK's lease table), {@code kubernetes} (a held Lease's
  * {@code leaseTransitions}), {@code redis} (the token in the value of the lock key); {@code cache} remembers
  * positive verdicts of the lock-service kinds.
+ * Null-marked: a type here is non-null unless it says {@code @Nullable} (NullAway checks it in the build).
  */
+@NullMarked
 package io.stockade.proxy.verify;
+
+import org.jspecify.annotations.NullMarked;

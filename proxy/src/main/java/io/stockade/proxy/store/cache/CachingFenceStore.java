@@ -12,6 +12,7 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A {@link FenceStore} in front of another that remembers the highest token it has seen per scope (bounded, least
@@ -36,7 +37,7 @@ public final class CachingFenceStore implements FenceStore {
         this.store = store;
         this.highest = Caffeine.newBuilder()
                 .maximumSize(maxScopes)
-                .removalListener((String k, Long v, RemovalCause cause) -> {
+                .removalListener((@Nullable String k, @Nullable Long v, RemovalCause cause) -> {
                     if (cause.wasEvicted()) {
                         evictions.increment();
                     }

@@ -22,6 +22,7 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.postgres.PostgresPools;
 
 import com.zaxxer.hikari.HikariDataSource;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code postgres} fence store: the high-water marks in {@code stockade_fences}, shared by every proxy replica
@@ -68,9 +69,9 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     /** Whether {@link #close} closes the pool (not when the pool is a postgres backend's). */
     private final boolean ownsPool;
     /** A bound on each read from the server, for a pool opened without one (the backend's); null: the pool's. */
-    private final Duration networkTimeout;
+    private final @Nullable Duration networkTimeout;
 
-    private PostgresFenceStore(HikariDataSource pool, boolean ownsPool, Duration networkTimeout) {
+    private PostgresFenceStore(HikariDataSource pool, boolean ownsPool, @Nullable Duration networkTimeout) {
         this.pool = pool;
         this.ownsPool = ownsPool;
         this.networkTimeout = networkTimeout;

@@ -13,6 +13,7 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.postgres.PostgresPools;
 
 import com.zaxxer.hikari.HikariDataSource;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The registry of runs in {@code stockade_runs} ({@code stockade-fences.sql}): a row per run ({@code beat} rises at
@@ -74,7 +75,7 @@ final class PostgresRunRecords implements RunRecords {
         update(REMOVE_IF, "removing a dead run's record", run, version);
     }
 
-    private void update(String sql, String what, String run, Long number) throws StoreUnavailableException {
+    private void update(String sql, String what, String run, @Nullable Long number) throws StoreUnavailableException {
         try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
             ps.setString(1, run);
             if (number != null) {

@@ -24,5 +24,9 @@
  *   with a non-atomic backend a write admitted earlier can land after a later holder's write (the check-to-write
  *   transit window). See the guarantee matrix in the README.</li>
  * </ul>
+ * Null-marked: a type here is non-null unless it says {@code @Nullable} (NullAway checks it in the build).
  */
+@NullMarked
 package io.stockade.proxy.store.postgres;
+
+import org.jspecify.annotations.NullMarked;

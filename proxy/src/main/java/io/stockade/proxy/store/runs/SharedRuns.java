@@ -15,6 +15,8 @@ import java.util.logging.Logger;
 import io.stockade.proxy.fence.RunRecords;
 import io.stockade.proxy.fence.StoreUnavailableException;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Whether a start on a shared fence store (etcd, PostgreSQL) must settle: the memory store's record of a clean stop
  * ({@code CleanShutdown}), for stores that many replicas share. A serialized policy stays closed for its
@@ -56,7 +58,7 @@ public final class SharedRuns implements AutoCloseable {
     private volatile Runnable open = () -> { };
     private volatile boolean registered;
     /** Why the last attempt to register failed (the store's own words), or null. */
-    private volatile String notRegisteredBecause;
+    private volatile @Nullable String notRegisteredBecause;
     /** Whether the failure to register was logged (once, not every beat). */
     private boolean toldUnregistered;
 

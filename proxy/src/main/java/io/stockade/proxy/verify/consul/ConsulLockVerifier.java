@@ -19,6 +19,8 @@ import io.stockade.proxy.json.JsonReader;
 import io.stockade.proxy.tls.ClientTlsFiles;
 import io.stockade.proxy.verify.TokenVerifier;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A token is genuine when it is the {@code ModifyIndex} of the Consul KV key {@code prefix + scope} and a session
  * holds that key ({@code Session} set): the holder acquires the key with
@@ -38,8 +40,8 @@ public final class ConsulLockVerifier implements TokenVerifier {
     private final HttpClient http;
     private final String kv;
     private final String prefix;
-    private final String token;
-    private final Path tokenFile;
+    private final @Nullable String token;
+    private final @Nullable Path tokenFile;
     private final Duration timeout;
     private volatile boolean closed;
 
@@ -141,7 +143,7 @@ public final class ConsulLockVerifier implements TokenVerifier {
         }
     }
 
-    private static Verdict judge(Object body, String key, long token, String where, long sent) {
+    private static Verdict judge(@Nullable Object body, String key, long token, String where, long sent) {
         if (!(body instanceof List<?> entries) || entries.size() != 1 || !(entries.getFirst() instanceof Map<?, ?> e)) {
             throw new IllegalArgumentException("expected a list of one KV entry");
         }

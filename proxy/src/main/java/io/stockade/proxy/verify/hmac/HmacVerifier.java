@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
@@ -57,13 +58,15 @@ public final class HmacVerifier implements TokenVerifier {
     public static HmacVerifier open(TokenVerification.Hmac config, Clock clock) throws IOException {
         Map<String, byte[]> keys = new HashMap<>();
         for (TokenVerification.SharedKey k : config.shared()) {
-            String text = k.key();
+            String text;
             if (k.keyFile() != null) {
                 text = SecretFiles.firstLine(k.keyFile());
                 if (text.length() < TokenVerification.SharedKey.MIN_LENGTH) {
                     throw new IOException(k.keyFile() + ": key '" + k.id() + "' must have at least "
                             + TokenVerification.SharedKey.MIN_LENGTH + " characters on its first line");
                 }
+            } else {
+                text = Objects.requireNonNull(k.key(), "key"); // SharedKey: exactly one of key and keyFile
             }
             keys.put(k.id(), text.getBytes(StandardCharsets.UTF_8));
         }

@@ -3,6 +3,7 @@ package io.stockade.proxy.verify.redis;
 import java.io.IOException;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Set;
 import java.util.function.Supplier;
 import javax.net.ssl.SSLContext;
@@ -14,6 +15,7 @@ import io.stockade.proxy.io.SecretFiles;
 import io.stockade.proxy.tls.ClientTlsFiles;
 
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
+import org.jspecify.annotations.Nullable;
 import redis.clients.jedis.ClientSetInfoConfig;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
@@ -46,7 +48,7 @@ final class RedisConnections implements AutoCloseable {
      *                   acquisition, so the {@code PTTL} is that holder's); {@code -1} for a key without an
      *                   expiry or a {@code PTTL} the ACL refused; {@code 0} when the key changed in between
      */
-    record Lookup(String value, long pttlMillis) {
+    record Lookup(@Nullable String value, long pttlMillis) {
     }
 
     /** Reads one string key; throws {@link JedisException} on anything but an answer. */
@@ -60,7 +62,7 @@ final class RedisConnections implements AutoCloseable {
     private final HostAndPort node;
     private final JedisClientConfig config;
     private final Duration timeout;
-    private volatile Reader reader;
+    private volatile @Nullable Reader reader;
     private volatile boolean closed;
 
     private RedisConnections(HostAndPort node, JedisClientConfig config, Duration timeout) {
@@ -117,10 +119,12 @@ final class RedisConnections implements AutoCloseable {
             if (closed) {
                 throw new JedisException("verifier closed");
             }
-            if (reader == null) {
-                reader = standalone();
+            Reader now = reader;
+            if (now == null) {
+                now = standalone();
+                reader = now;
             }
-            return reader;
+            return now;
         }
     }
 
@@ -153,7 +157,8 @@ final class RedisConnections implements AutoCloseable {
                     before.close();
                 }
             }
-            return reader;
+            // seen came from reader(), and only close() (refused above, under this lock) clears the field
+            return Objects.requireNonNull(reader, "reader");
         }
     }
 
@@ -185,7 +190,7 @@ final class RedisConnections implements AutoCloseable {
     }
 
     /** The lookup of {@code value} read before a {@code PTTL} and {@code again} after it (see {@link Lookup}). */
-    private static Lookup lookup(String value, Long pttl, String again) {
+    private static Lookup lookup(@Nullable String value, @Nullable Long pttl, @Nullable String again) {
         if (value == null) {
             return new Lookup(null, 0);
         }
@@ -197,7 +202,7 @@ final class RedisConnections implements AutoCloseable {
     }
 
     /** The {@code PTTL} answer, {@code null} when the server refused it (NOPERM: an ACL of {@code +get} only). */
-    private static Long pttl(Supplier<Long> read) {
+    private static @Nullable Long pttl(Supplier<Long> read) {
         try {
             return read.get();
         } catch (JedisAccessControlException e) {
@@ -213,8 +218,9 @@ final class RedisConnections implements AutoCloseable {
     @Override
     public synchronized void close() {
         closed = true;
-        if (reader != null) {
-            reader.close();
+        Reader r = reader;
+        if (r != null) {
+            r.close();
             reader = null;
         }
     }

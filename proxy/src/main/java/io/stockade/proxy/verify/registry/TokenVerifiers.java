@@ -22,6 +22,8 @@ import io.stockade.proxy.verify.postgres.PostgresLeaseVerifier;
 import io.stockade.proxy.verify.redis.RedisLockVerifier;
 import io.stockade.proxy.verify.zookeeper.ZooKeeperLockVerifier;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The open verifiers, one per distinct {@code fence.verify} block: policies with equal blocks share one (and its
  * cache), and a reload keeps the verifiers whose block did not change. One line per verifier kind in
@@ -66,7 +68,7 @@ public final class TokenVerifiers implements AutoCloseable {
     }
 
     /** The verifier of a policy, or {@code null} when it takes every token as sent. */
-    public TokenVerifier of(Policy policy) {
+    public @Nullable TokenVerifier of(Policy policy) {
         TokenVerification config = policy.fence().verify();
         if (config == null) {
             return null;
