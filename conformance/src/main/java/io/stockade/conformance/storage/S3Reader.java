@@ -19,6 +19,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.S3Exception;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads an object straight from the bucket with the real AWS SDK v2 (GetObject with the bucket's own credentials),
@@ -59,7 +60,7 @@ public final class S3Reader implements StorageReader {
     }
 
     @Override
-    public String read(String key) throws IOException {
+    public @Nullable String read(String key) throws IOException {
         String objectKey = Template.expand(keyTemplate, key);
         try {
             ResponseBytes<GetObjectResponse> r = s3.getObjectAsBytes(b -> b.bucket(bucket).key(objectKey));
