@@ -9,10 +9,10 @@ import java.util.function.Function;
 
 import io.stockade.client.Leases;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Leases from a real lock service through the client SDK's providers ({@code io.stockade.client}): etcd (token =

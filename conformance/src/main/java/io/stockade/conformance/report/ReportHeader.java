@@ -6,6 +6,7 @@ import java.util.Map;
 
 import io.stockade.conformance.ScenarioResult;
 import io.stockade.conformance.run.RunResult;
+
 import org.jspecify.annotations.Nullable;
 
 /**

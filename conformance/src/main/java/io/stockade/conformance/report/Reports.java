@@ -15,6 +15,7 @@ import io.stockade.conformance.Verdict;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.conformance.run.RunResult;
+
 import org.jspecify.annotations.Nullable;
 
 /** The console table, the JSON report (with every history) and JUnit XML. */

@@ -10,6 +10,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import io.stockade.conformance.writer.RawHttp;
+
 import org.jspecify.annotations.Nullable;
 
 /**

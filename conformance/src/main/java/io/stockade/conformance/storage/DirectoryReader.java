@@ -7,6 +7,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 
 import io.stockade.conformance.Template;
+
 import org.jspecify.annotations.Nullable;
 
 /** Reads {@code root/file} (with {@code {key}} replaced) from a directory, e.g. the file backend's root. */

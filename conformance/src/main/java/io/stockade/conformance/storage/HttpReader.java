@@ -6,6 +6,7 @@ import java.time.Duration;
 
 import io.stockade.conformance.Template;
 import io.stockade.conformance.writer.RawHttp;
+
 import org.jspecify.annotations.Nullable;
 
 /** GETs {@code url + path} (with {@code {key}} replaced) from the storage's own HTTP endpoint. */

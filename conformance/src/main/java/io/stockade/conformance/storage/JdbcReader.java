@@ -9,6 +9,7 @@ import java.sql.SQLException;
 
 import io.stockade.client.PostgresPooling;
 import io.stockade.conformance.Template;
+
 import org.jspecify.annotations.Nullable;
 
 /**

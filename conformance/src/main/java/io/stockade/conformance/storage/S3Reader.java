@@ -7,6 +7,7 @@ import java.time.Duration;
 
 import io.stockade.conformance.Template;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.ResponseBytes;
@@ -19,7 +20,6 @@ import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.S3Exception;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Reads an object straight from the bucket with the real AWS SDK v2 (GetObject with the bucket's own credentials),

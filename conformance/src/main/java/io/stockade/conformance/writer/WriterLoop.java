@@ -20,6 +20,7 @@ import io.stockade.conformance.Template;
 import io.stockade.conformance.lease.Lease;
 import io.stockade.conformance.lease.LeaseProvider;
 import io.stockade.conformance.lease.LeaseProviders;
+
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -98,7 +99,8 @@ public final class WriterLoop {
         statement = a.get("sql");
         params = new ArrayList<>();
         for (int i = 1; a.containsKey("param-" + i); i++) {
-            params.add(Template.parse(Objects.requireNonNull(a.get("param-" + i)), "--param-" + i, Template.BODY, Set.of()));
+            params.add(Template.parse(Objects.requireNonNull(a.get("param-" + i)), "--param-" + i, Template.BODY,
+                    Set.of()));
         }
         url = jdbc != null ? URI.create(jdbc.substring("jdbc:".length())) : URI.create(require(a, "url"));
         header = a.getOrDefault("header", "Fencing-Token");
