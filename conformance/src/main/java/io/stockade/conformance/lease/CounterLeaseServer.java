@@ -15,6 +15,7 @@ import java.util.concurrent.Executors;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The suite's built-in lock service: one lease with a TTL and a token counter that only rises, over HTTP on
@@ -33,7 +34,7 @@ public final class CounterLeaseServer implements AutoCloseable {
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final long ttlNanos;
     private long counter;
-    private String holder;
+    private @Nullable String holder;   // null: the lease is free
     private long token;
     private long expires;
     private int grants;

@@ -9,6 +9,7 @@ import java.util.function.Function;
 
 import io.stockade.client.Leases;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
@@ -41,7 +42,7 @@ public final class SdkLeaseProvider implements LeaseProvider {
     private final String lockName;
     private final Duration ttl;
     private final String describe;
-    private io.stockade.client.LeaseProvider sdk; // inline name: as above
+    private io.stockade.client.@Nullable LeaseProvider sdk; // inline name: as above
 
     private SdkLeaseProvider(Function<Leases.Builder, io.stockade.client.LeaseProvider> backend, // inline name: ditto
                              String lockName, Duration ttl, String describe) {
@@ -90,7 +91,7 @@ public final class SdkLeaseProvider implements LeaseProvider {
      * A DynamoDB client in {@code region} (at {@code endpoint} when given), the credentials from the AWS SDK's
      * default chain: the environment the suite was started in (never the command line), a profile, a role.
      */
-    private static DynamoDbClient dynamoDb(String region, String endpoint) {
+    private static DynamoDbClient dynamoDb(String region, @Nullable String endpoint) {
         var b = DynamoDbClient.builder()
                 .region(Region.of(region))
                 .httpClient(Apache5HttpClient.builder().build());

@@ -7,6 +7,7 @@ import java.util.Locale;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import org.jspecify.annotations.Nullable;
 
 /** The report's JSON, written with Jackson's streaming generator behind a small fluent API. */
 final class Json {
@@ -49,7 +50,7 @@ final class Json {
         return write(gen -> gen.writeFieldName(name));
     }
 
-    Json str(String s) {
+    Json str(@Nullable String s) {
         return write(gen -> {
             if (s == null) {
                 gen.writeNull();

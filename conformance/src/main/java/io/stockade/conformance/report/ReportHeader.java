@@ -7,6 +7,8 @@ import java.util.Map;
 import io.stockade.conformance.ScenarioResult;
 import io.stockade.conformance.run.RunResult;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The top of the HTML report, written on the server side (readable without the page's script, and by a test that
  * only greps the file): the summary line, the run's facts and a table of counts per scenario and run.
@@ -25,7 +27,7 @@ final class ReportHeader {
     private ReportHeader() {
     }
 
-    static String html(String target, RunInfo info, List<ScenarioResult> results) {
+    static String html(String target, @Nullable RunInfo info, List<ScenarioResult> results) {
         StringBuilder b = new StringBuilder();
         b.append("<p id=\"summary\" class=\"summary ").append(Reports.overall(results)).append("\">")
                 .append(Reports.xml(Reports.summary(target, info, results))).append("</p>\n");

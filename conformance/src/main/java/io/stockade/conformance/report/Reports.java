@@ -16,6 +16,8 @@ import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.conformance.run.RunResult;
 
+import org.jspecify.annotations.Nullable;
+
 /** The console table, the JSON report (with every history) and JUnit XML. */
 public final class Reports {
 
@@ -114,7 +116,7 @@ public final class Reports {
      * Stockade build, the date and the wall time. E.g. {@code PASS: 2 of 2 scenarios passed against postgres
      * (PASS 2) — Stockade 0.1.0 (commit 1a2b…), 2026-12-02T05:00:00Z, 41 s}.
      */
-    public static String summary(String target, RunInfo info, List<ScenarioResult> results) {
+    public static String summary(String target, @Nullable RunInfo info, List<ScenarioResult> results) {
         long ran = results.stream().filter(r -> r.verdict() != Verdict.SKIPPED).count();
         long passed = results.stream().filter(r -> r.verdict() == Verdict.PASS).count();
         StringBuilder per = new StringBuilder();
@@ -166,7 +168,7 @@ public final class Reports {
      * target, proxy, storage, control, request, lease provider and TTL, durations; null: left out), and per scenario
      * the verdict, the reasons, both runs with their counts, violations and histories.
      */
-    public static String json(String target, RunInfo info, List<ScenarioResult> results) {
+    public static String json(String target, @Nullable RunInfo info, List<ScenarioResult> results) {
         Json j = new Json();
         j.open('{').field("target").str(target).field("summary").str(summary(target, info, results))
                 .field("verdict").str(overall(results).name());
@@ -256,7 +258,7 @@ public final class Reports {
     }
 
     /** As {@link #html(String, List)}, with the summary, the run's facts and a table of counts on top. */
-    public static String html(String target, RunInfo info, List<ScenarioResult> results) {
+    public static String html(String target, @Nullable RunInfo info, List<ScenarioResult> results) {
         String template;
         try (InputStream in = Reports.class.getResourceAsStream("report.html")) {
             template = new String(Objects.requireNonNull(in, "report.html").readAllBytes(),
@@ -279,7 +281,7 @@ public final class Reports {
      * JUnit XML: one test case per scenario, failed or skipped unless it passed; with {@code info}, the suite's
      * properties carry the summary line, the date and the Stockade version and commit.
      */
-    public static String junitXml(String target, RunInfo info, List<ScenarioResult> results) {
+    public static String junitXml(String target, @Nullable RunInfo info, List<ScenarioResult> results) {
         long failures = results.stream().filter(r -> r.verdict() == Verdict.FAIL).count();
         long errors = results.stream().filter(r -> r.verdict() == Verdict.INCONCLUSIVE)
                 .count();

@@ -11,6 +11,8 @@ import java.util.regex.Pattern;
 
 import io.stockade.conformance.writer.RawHttp;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What a report needs besides the verdicts, so a team can file it: when, against what (the target, the proxy, the
  * storage read back, the control, the request written), with which build of Stockade and of the suite, the lease
@@ -81,7 +83,7 @@ public record RunInfo(Instant started, double seconds, String target, String pro
     }
 
     /** A lease provider spec for a report: a password in a URL ({@code redis://:pw@host}) is hidden. */
-    public static String hideSecrets(String spec) {
+    public static @Nullable String hideSecrets(@Nullable String spec) {
         return spec == null ? null : spec.replaceAll("(?<=://)[^@/]*@", "…@");
     }
 }

@@ -8,11 +8,13 @@ import java.nio.file.Path;
 
 import io.stockade.conformance.Template;
 
+import org.jspecify.annotations.Nullable;
+
 /** Reads {@code root/file} (with {@code {key}} replaced) from a directory, e.g. the file backend's root. */
 public record DirectoryReader(Path root, String file) implements StorageReader {
 
     @Override
-    public String read(String key) throws IOException {
+    public @Nullable String read(String key) throws IOException {
         try {
             return Files.readString(root.resolve(Template.expand(file, key)), StandardCharsets.UTF_8);
         } catch (NoSuchFileException e) {

@@ -10,6 +10,8 @@ import java.sql.SQLException;
 import io.stockade.client.PostgresPooling;
 import io.stockade.conformance.Template;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Runs a query with one parameter ({@code ?}: the key, or what the {@code param} template makes of it, e.g.
  * {@code {id}}) and takes the first column of the first row as the value (no row: absent). E.g.
@@ -18,18 +20,19 @@ import io.stockade.conformance.Template;
 public final class JdbcReader implements StorageReader {
 
     private final String url;
-    private final String user;
-    private final String password;
+    private final @Nullable String user;
+    private final @Nullable String password;
     private final String sql;
     private final String param;
-    private Connection connection;
+    private @Nullable Connection connection;
 
-    public JdbcReader(String url, String user, String password, String sql) {
+    public JdbcReader(String url, @Nullable String user, @Nullable String password, String sql) {
         this(url, user, password, sql, "{key}");
     }
 
     /** {@code param}: the parameter's template, {@code {key}} or {@code {id}} (with text around it if need be). */
-    public JdbcReader(String url, String user, String password, String sql, String param) {
+    public JdbcReader(String url, @Nullable String user, @Nullable String password, String sql,
+                      String param) {
         this.url = PostgresPooling.url(url);  // unnamed statements only: safe behind PgBouncer
         this.user = user;
         this.password = password;
@@ -38,7 +41,7 @@ public final class JdbcReader implements StorageReader {
     }
 
     @Override
-    public synchronized String read(String key) throws IOException {
+    public synchronized @Nullable String read(String key) throws IOException {
         try {
             if (connection == null || connection.isClosed()) {
                 connection = DriverManager.getConnection(url, user, password);

@@ -10,6 +10,7 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.filter.FilteringParserDelegate;
 import com.fasterxml.jackson.core.filter.JsonPointerBasedFilter;
 import com.fasterxml.jackson.core.filter.TokenFilter;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The value inside a JSON document the storage holds (an HTTP upstream that keeps the body it was sent, a
@@ -33,7 +34,7 @@ public final class JsonValueReader implements StorageReader {
     }
 
     @Override
-    public String read(String key) throws IOException {
+    public @Nullable String read(String key) throws IOException {
         String doc = inner.read(key);
         if (doc == null) {
             return null;

@@ -7,6 +7,7 @@ import java.time.Duration;
 
 import io.stockade.conformance.Template;
 
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.ResponseBytes;
@@ -59,7 +60,7 @@ public final class S3Reader implements StorageReader {
     }
 
     @Override
-    public String read(String key) throws IOException {
+    public @Nullable String read(String key) throws IOException {
         String objectKey = Template.expand(keyTemplate, key);
         try {
             ResponseBytes<GetObjectResponse> r = s3.getObjectAsBytes(b -> b.bucket(bucket).key(objectKey));

@@ -2,6 +2,8 @@ package io.stockade.conformance.storage;
 
 import java.io.IOException;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Reads a resource straight from the storage, never through the proxy: the suite only believes what the storage
  * itself holds.
@@ -9,7 +11,7 @@ import java.io.IOException;
 public interface StorageReader extends AutoCloseable {
 
     /** The value stored under {@code key}, or null when the resource is absent. */
-    String read(String key) throws IOException;
+    @Nullable String read(String key) throws IOException;
 
     /** What is read, for reports, e.g. {@code directory /srv/data}. */
     String describe();

@@ -12,6 +12,8 @@ import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A minimal HTTP/1.1 client: one request per connection ({@code Connection: close}), no pooling, no hidden retries,
  * so every write the suite records is exactly one request on the wire, and a fault on one connection hits one write.
@@ -33,7 +35,8 @@ public final class RawHttp {
      * @param timeout connect timeout and read timeout (each)
      * @throws IOException on any failure, including a timeout: the outcome is then unknown
      */
-    public static Response send(URI uri, String method, String body, Map<String, String> headers, Duration timeout)
+    public static Response send(URI uri, String method, @Nullable String body, @Nullable Map<String, String> headers,
+                                Duration timeout)
             throws IOException {
         int port = uri.getPort() < 0 ? 80 : uri.getPort();
         String target = uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath();
@@ -119,7 +122,7 @@ public final class RawHttp {
         return new Response(code, body.toString(StandardCharsets.UTF_8));
     }
 
-    private static String line(InputStream in) throws IOException {
+    private static @Nullable String line(InputStream in) throws IOException {
         StringBuilder b = new StringBuilder();
         int c;
         while ((c = in.read()) >= 0) {

@@ -15,6 +15,8 @@ import java.util.TreeMap;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * AWS Signature Version 4 for one S3 request with its whole payload in hand (a signed {@code x-amz-content-sha256},
  * no chunking), so a writer can PUT to an S3 endpoint — the proxy's S3 backend with {@code auth: sigv4}, or the
@@ -44,7 +46,7 @@ public record SigV4(String accessKey, String secretKey, String region) {
     }
 
     /** The inverse of {@link #spec()}; null for null or empty. */
-    public static SigV4 parse(String spec) {
+    public static @Nullable SigV4 parse(@Nullable String spec) {
         if (spec == null || spec.isEmpty()) {
             return null;
         }

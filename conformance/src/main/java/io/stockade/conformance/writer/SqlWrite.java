@@ -9,6 +9,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One write of a SQL target: a connection of its own (no pool, no hidden retry), the token in its startup options
  * ({@code options=-c stockade.fencing_token=N}, as an unmodified client passes it to the PostgreSQL listener), one
@@ -34,8 +36,8 @@ public final class SqlWrite {
      * @return the status the history records
      * @throws IOException the outcome is unknown (the connection broke or timed out)
      */
-    public static int send(String url, String user, String password, String statement, List<String> params,
-                           long token, Duration timeout) throws IOException {
+    public static int send(String url, @Nullable String user, @Nullable String password, String statement,
+                           List<String> params, long token, Duration timeout) throws IOException {
         int seconds = (int) Math.max(1, (timeout.toMillis() + 999) / 1000);
         String full = url + (url.contains("?") ? "&" : "?") + "options=-c%20stockade.fencing_token=" + token
                 + "&stringtype=unspecified&connectTimeout=" + seconds + "&socketTimeout=" + seconds;

@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
@@ -19,6 +20,8 @@ import io.stockade.conformance.Template;
 import io.stockade.conformance.lease.Lease;
 import io.stockade.conformance.lease.LeaseProvider;
 import io.stockade.conformance.lease.LeaseProviders;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * One writer's loop. It takes the lease, then, while its lease looks valid, checks it, does some "work" (the window
@@ -60,15 +63,15 @@ public final class WriterLoop {
     private final URI url;
     private final String header;
     /** Set when the endpoint is S3 with SigV4 (environment {@link SigV4#ENV}): every PUT is signed. */
-    private final SigV4 signer;
+    private final @Nullable SigV4 signer;
     private final String method;
     private final Template body;
-    private final String contentType;
+    private final @Nullable String contentType;
     /** A SQL target's write (null: HTTP): the JDBC URL, user, password, statement and parameter templates. */
-    private final String jdbc;
-    private final String user;
-    private final String password;
-    private final String statement;
+    private final @Nullable String jdbc;
+    private final @Nullable String user;
+    private final @Nullable String password;
+    private final @Nullable String statement;
     private final List<Template> params;
     private final long work;
     private final long pace;
@@ -96,7 +99,8 @@ public final class WriterLoop {
         statement = a.get("sql");
         params = new ArrayList<>();
         for (int i = 1; a.containsKey("param-" + i); i++) {
-            params.add(Template.parse(a.get("param-" + i), "--param-" + i, Template.BODY, Set.of()));
+            params.add(Template.parse(Objects.requireNonNull(a.get("param-" + i)), "--param-" + i, Template.BODY,
+                    Set.of()));
         }
         url = jdbc != null ? URI.create(jdbc.substring("jdbc:".length())) : URI.create(require(a, "url"));
         header = a.getOrDefault("header", "Fencing-Token");
@@ -206,8 +210,9 @@ public final class WriterLoop {
     /** One SQL statement on a connection of its own, the token in its startup options; the status it maps to. */
     private int sqlWrite(long token, String value) throws IOException {
         Map<String, String> vars = Map.of("value", value, "token", Long.toString(token));
-        return SqlWrite.send(jdbc, user, password, statement, params.stream().map(p -> p.render(vars)).toList(),
-                token, timeout);
+        // only for a SQL target (jdbc set); the suite's Writers pass --sql with every --jdbc
+        return SqlWrite.send(Objects.requireNonNull(jdbc), user, password, Objects.requireNonNull(statement),
+                params.stream().map(p -> p.render(vars)).toList(), token, timeout);
     }
 
     private static boolean renew(Lease lease) {
