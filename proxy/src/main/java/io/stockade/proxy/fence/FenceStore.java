@@ -2,6 +2,8 @@ package io.stockade.proxy.fence;
 
 import java.util.Optional;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Keeps the highest token accepted for each scope. The one rule every store honours: a scope's highest token
  * never goes down, through any call, restart or crash.
@@ -30,7 +32,7 @@ public interface FenceStore extends AutoCloseable {
      *
      * @return whether it was recorded; {@code false} means a higher token was accepted meanwhile
      */
-    boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException;
+    boolean recordVersion(String scope, long token, @Nullable String version) throws StoreUnavailableException;
 
     /**
      * Why this store failed and has not healed within the time it is given (the memory store's journal after an

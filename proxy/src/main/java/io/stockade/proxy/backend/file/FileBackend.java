@@ -205,7 +205,8 @@ public final class FileBackend implements Backend {
         try {
             target = SafePath.locate(root, SafePath.check(exchange.route().target().segments(), maxPathBytes));
         } catch (SafePath.TooLongException e) {
-            return new Plan.Refuse(scope, Problem.of(ProblemType.PATH_TOO_LONG, e.getMessage()));
+            return new Plan.Refuse(scope, Problem.of(ProblemType.PATH_TOO_LONG,
+                    Objects.requireNonNullElse(e.getMessage(), "the path is too long")));
         } catch (SafePath.BadPathException e) {
             return new Plan.Refuse(scope, badPath(e));
         } catch (IOException e) {
@@ -275,7 +276,7 @@ public final class FileBackend implements Backend {
     }
 
     private static Problem badPath(SafePath.BadPathException e) {
-        return Problem.of(ProblemType.BAD_PATH, e.getMessage());
+        return Problem.of(ProblemType.BAD_PATH, Objects.requireNonNullElse(e.getMessage(), "a bad path"));
     }
 
     private void read(ServerRequest req, ServerResponse res, Path file, boolean head) throws Refusal {

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
@@ -343,7 +344,8 @@ public final class HttpBackend implements Backend {
             admission.store().recordVersion(admission.scope(), admission.token(), null);
             return Optional.empty();
         } catch (StoreUnavailableException e) {
-            return Optional.of(answer(Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage())
+            return Optional.of(answer(Problem.of(ProblemType.STORE_UNAVAILABLE,
+                    Objects.requireNonNullElse(e.getMessage(), "the fence store is unavailable"))
                     .with("scope", admission.scope())));
         }
     }

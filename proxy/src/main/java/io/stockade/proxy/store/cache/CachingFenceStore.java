@@ -77,7 +77,7 @@ public final class CachingFenceStore implements FenceStore {
     }
 
     @Override
-    public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
+    public boolean recordVersion(String scope, long token, @Nullable String version) throws StoreUnavailableException {
         return store.recordVersion(scope, token, version);
     }
 

@@ -40,6 +40,7 @@ import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.DeleteOption;
 import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Fence state in etcd, shared by every proxy replica with the same endpoints and prefix.
@@ -186,7 +187,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
     }
 
     @Override
-    public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
+    public boolean recordVersion(String scope, long token, @Nullable String version) throws StoreUnavailableException {
         Objects.requireNonNull(scope, "scope");
         ByteSequence key = scopeKey(scope);
         Known k = Objects.requireNonNullElse(known.getIfPresent(scope), Known.ABSENT);

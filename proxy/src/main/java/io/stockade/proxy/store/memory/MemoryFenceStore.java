@@ -24,6 +24,8 @@ import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.ScopeLimitException;
 import io.stockade.proxy.fence.StoreUnavailableException;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Fence state in a {@link ConcurrentHashMap}, made durable by a group-committed, fsync'd {@link Journal}.
  * <p>
@@ -253,7 +255,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     }
 
     @Override
-    public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
+    public boolean recordVersion(String scope, long token, @Nullable String version) throws StoreUnavailableException {
         Objects.requireNonNull(scope, "scope");
         ensureOpen();
         Entry current = current(scope);

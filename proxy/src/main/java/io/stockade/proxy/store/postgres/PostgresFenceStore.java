@@ -151,7 +151,7 @@ public final class PostgresFenceStore implements FenceStore, FenceAdmin {
     }
 
     @Override
-    public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
+    public boolean recordVersion(String scope, long token, @Nullable String version) throws StoreUnavailableException {
         try (Connection c = connection(); PreparedStatement ps = c.prepareStatement(RECORD)) {
             ps.setString(1, version);
             ps.setString(2, scope);

@@ -7,6 +7,8 @@ import io.stockade.proxy.fence.FenceState;
 import io.stockade.proxy.fence.FenceStore;
 import io.stockade.proxy.fence.StoreUnavailableException;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A shared store that admits no token before this run is recorded in it ({@link SharedRuns}): a run that crashed
  * unrecorded would leave writes in flight that no later start waits for. Reads and version records pass.
@@ -43,7 +45,7 @@ public final class RegisteredStore implements FenceStore {
     }
 
     @Override
-    public boolean recordVersion(String scope, long token, String version) throws StoreUnavailableException {
+    public boolean recordVersion(String scope, long token, @Nullable String version) throws StoreUnavailableException {
         return delegate.recordVersion(scope, token, version);
     }
 
