@@ -35,8 +35,9 @@ public record Datasource(String url, @Nullable String user, @Nullable String pas
     public enum Statements {
         /**
          * Named on a connection that reaches PostgreSQL itself: the server reports the address and port the driver
-         * connected to (a pooler or proxy in between reports others); unnamed on any other, and where the check
-         * fails.
+         * connected to (a pooler or proxy in between reports others); unnamed on any other, and where the driver's
+         * host name no longer resolves to compare. A connection on which the question itself fails is closed (the
+         * pool opens another).
          */
         AUTO,
         /** Named on every connection (pgjdbc's {@code prepareThreshold}, 5 unless the URL gives another). */
