@@ -9,6 +9,8 @@ import java.util.Set;
 
 import io.stockade.policy.ServerConfig;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What the JVM must be for the proxy to start, decided before anything opens. Two kinds, as Elasticsearch splits its
  * bootstrap checks:
@@ -34,7 +36,7 @@ final class BootstrapChecks {
      * @param refusal  why the proxy must not start (exit 1), or null
      * @param warnings what a proxy on loopback only may start with, said on standard error
      */
-    record Outcome(String refusal, List<String> warnings) {
+    record Outcome(@Nullable String refusal, List<String> warnings) {
         Outcome {
             warnings = List.copyOf(warnings);
         }

@@ -6,6 +6,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Objects;
 
 import io.stockade.policy.PolicyException;
 import io.stockade.policy.StockadeConfig;
@@ -164,7 +165,8 @@ public final class Main {
         }
         if (server.sql() != null) {
             out.println("Stockade SQL listener on postgresql://" + literal(server.sql().host()) + ":"
-                    + server.sql().port() + " (database " + loaded.sql().database().name() + ")");
+                    + server.sql().port() + " (database " + Objects.requireNonNull(loaded.sql(),
+                    "the SQL listener runs for the file's sql section").database().name() + ")");
         }
         out.println("Stockade listening on " + server.scheme() + "://" + literal(server.host()) + ":" + server.port());
         out.flush();

@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -59,6 +60,7 @@ import io.helidon.http.encoding.ContentEncodingContext;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A running proxy: the fence store, one backend per policy, the pipeline, and the HTTP listener.
@@ -88,13 +90,13 @@ public final class StockadeServer implements AutoCloseable {
     private final WebServer server;
     private final AutoCloseable listenerLimits;
     /** The memory store's journal directory, where a clean stop is recorded; null for the shared stores. */
-    private final Path journal;
+    private final @Nullable Path journal;
 
     /** The PostgreSQL listener ({@code sql}), or {@code null}. */
-    private SqlListener sql;
+    private @Nullable SqlListener sql;
 
     private StockadeServer(FenceStore store, ProxyMetrics metrics, FencePipeline pipeline, Reloader reloader,
-                           WebServer server, AutoCloseable listenerLimits, Path journal) {
+                           WebServer server, AutoCloseable listenerLimits, @Nullable Path journal) {
         this.journal = journal;
         this.store = store;
         this.metrics = metrics;
@@ -212,10 +214,13 @@ public final class StockadeServer implements AutoCloseable {
                 // Helidon logs the failure and goes on without a listener (port -1): taken between the check above
                 // and its own bind.
                 server.stop();
-                boolean data = server.port() < 0;
-                throw new ListenFailure(data ? config.server().host() : management.host(),
-                        data ? config.server().port() : management.port(), "the listener did not start",
-                        data ? DATA_SETTING : MANAGEMENT_SETTING);
+                if (server.port() < 0) {
+                    throw new ListenFailure(config.server().host(), config.server().port(),
+                            "the listener did not start", DATA_SETTING);
+                }
+                ServerConfig.Management failed = Objects.requireNonNull(management, "checked in the condition above");
+                throw new ListenFailure(failed.host(), failed.port(), "the listener did not start",
+                        MANAGEMENT_SETTING);
             }
             StockadeServer started = new StockadeServer(store, metrics, pipeline, reloader, server, listenerLimits,
                     journal);
@@ -262,7 +267,8 @@ public final class StockadeServer implements AutoCloseable {
      * a reload: the one the proxy started with).
      */
     static Supplier<FenceRouting> fenceRouting(StoreConfig storeConfig, FenceStore store, Reloader reloader,
-                                               SqlConfig sql, FenceRouting.SqlFence sqlFence) {
+                                               @Nullable SqlConfig sql,
+                                               FenceRouting.@Nullable SqlFence sqlFence) {
         FenceAdmin storeAdmin = FenceStores.admin(store).orElse(null);
         return () -> {
             Reloader.InForce now = reloader.inForce();
@@ -301,7 +307,8 @@ public final class StockadeServer implements AutoCloseable {
             List<String> problems = new ArrayList<>();
             for (int i = 0; i < policies.size(); i++) {
                 Policy policy = policies.get(i);
-                for (String problem : backends.get(policy.name()).definitionErrors()) {
+                Backend backend = Objects.requireNonNull(backends.get(policy.name()), "start opens one per policy");
+                for (String problem : backend.definitionErrors()) {
                     int colon = problem.indexOf(": ");
                     problems.add("policies[" + i + "].backend." + problem.substring(0, colon) + ": policy '"
                             + policy.name() + "' (" + policy.match().path() + "): " + problem.substring(colon + 2));
@@ -338,7 +345,7 @@ public final class StockadeServer implements AutoCloseable {
                     : message.contains("permission") ? "permission denied (ports below 1024 need privileges)"
                     : message.contains("assign") ? "the host is not an address of this machine" : message, setting);
         } catch (IOException | IllegalArgumentException e) {
-            throw new ListenFailure(host, port, e.getMessage(), setting);
+            throw new ListenFailure(host, port, String.valueOf(e.getMessage()), setting);
         }
     }
 
@@ -347,7 +354,7 @@ public final class StockadeServer implements AutoCloseable {
      * when configured), then every other request through the pipeline.
      */
     static void routing(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics,
-                        AdminEndpoint admin, boolean managementListener) {
+                        @Nullable AdminEndpoint admin, boolean managementListener) {
         health(routing, pipeline);
         if (managementListener) {
             // served on the management listener only; never a policy's either (as without one)
@@ -374,7 +381,7 @@ public final class StockadeServer implements AutoCloseable {
      * admin API; nothing else, and never the pipeline (no write is relayed from it).
      */
     static void managementRouting(HttpRouting.Builder routing, FencePipeline pipeline, ProxyMetrics metrics,
-                                  AdminEndpoint admin) {
+                                  @Nullable AdminEndpoint admin) {
         health(routing, pipeline);
         routing.get(METRICS, (req, res) -> MetricsEndpoint.serve(res, metrics));
         if (admin != null) {
@@ -452,7 +459,7 @@ public final class StockadeServer implements AutoCloseable {
     }
 
     /** The PostgreSQL listener ({@code sql} in the policy file), or {@code null} when there is none. */
-    public SqlListener sql() {
+    public @Nullable SqlListener sql() {
         return sql;
     }
 
@@ -470,7 +477,7 @@ public final class StockadeServer implements AutoCloseable {
     }
 
     /** The backend of a policy (tests use it to take a backend's storage away). */
-    public Backend backend(String policy) {
+    public @Nullable Backend backend(String policy) {
         return reloader.backends().get(policy);
     }
 

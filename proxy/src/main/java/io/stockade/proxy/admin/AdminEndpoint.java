@@ -12,6 +12,7 @@ import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.StringJoiner;
 import java.util.TreeSet;
@@ -30,6 +31,7 @@ import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.Handler;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The admin endpoints under {@value #BASE}: fence-state operations over HTTP, JSON in and out, RFC 9457 problems
@@ -220,8 +222,9 @@ public final class AdminEndpoint implements Handler {
             DecisionLog.admin(call, who, Integer.toString(e.status()), e.getMessage());
             Problem.of(e.kind(), e.getMessage()).send(res);
         } catch (StoreUnavailableException e) {
-            DecisionLog.admin(call, who, "503", e.getMessage());
-            Problem.of(ProblemType.STORE_UNAVAILABLE, e.getMessage()).retryAfter(1).send(res);
+            String detail = Objects.requireNonNullElse(e.getMessage(), "the fence store is unavailable");
+            DecisionLog.admin(call, who, "503", detail);
+            Problem.of(ProblemType.STORE_UNAVAILABLE, detail).retryAfter(1).send(res);
         } catch (IOException | RuntimeException e) {
             DecisionLog.admin(call, who, "400", String.valueOf(e));
             Problem.of(ProblemType.BAD_REQUEST, String.valueOf(e.getMessage())).send(res);
@@ -288,7 +291,7 @@ public final class AdminEndpoint implements Handler {
     }
 
     /** A text field, or null when absent; anything else is refused. */
-    private static String text(Map<String, Object> body, String field) throws FenceOperations.Refused {
+    private static @Nullable String text(Map<String, Object> body, String field) throws FenceOperations.Refused {
         Object v = body.get(field);
         if (v == null || v instanceof String) {
             return (String) v;
@@ -354,7 +357,7 @@ public final class AdminEndpoint implements Handler {
         return "/" + String.join("/", segments);
     }
 
-    private static String rawQuery(ServerRequest req) {
+    private static @Nullable String rawQuery(ServerRequest req) {
         String raw = req.query().rawValue();
         return raw == null || raw.isEmpty() ? null : raw;
     }

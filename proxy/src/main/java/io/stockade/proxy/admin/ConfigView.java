@@ -9,6 +9,8 @@ import java.util.Set;
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.json.JsonWriter;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The policies in force as JSON, for {@code GET /admin/policies}: every record of the model rendered by its
  * components, with secrets redacted. A component is a secret when its name says so (password, token, secret,
@@ -27,7 +29,7 @@ final class ConfigView {
         return b.toString();
     }
 
-    private static void write(StringBuilder b, Object value, String name) {
+    private static void write(StringBuilder b, @Nullable Object value, @Nullable String name) {
         if (value == null) {
             b.append("null");
         } else if (name != null && secret(name) && !(value instanceof Boolean) && !(value instanceof Number)) {

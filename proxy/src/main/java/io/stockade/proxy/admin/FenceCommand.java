@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 import io.stockade.policy.AdminConfig;
@@ -35,6 +36,8 @@ import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.store.FenceStores;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code stockade-proxy fence --config FILE <operation> ...}: the fence-state operations run directly on the fence
@@ -184,13 +187,13 @@ public final class FenceCommand {
      */
     private static final class Store implements AutoCloseable {
         private final StoreConfig config;
-        private FenceStore store;
+        private @Nullable FenceStore store; // opened by admin(), when an operation first reaches the store
 
         Store(StoreConfig config) {
             this.config = config;
         }
 
-        FenceAdmin admin() throws StoreUnavailableException {
+        @Nullable FenceAdmin admin() throws StoreUnavailableException {
             if (store == null) {
                 try {
                     store = FenceStores.open(config);
@@ -280,8 +283,8 @@ public final class FenceCommand {
         }
     }
 
-    private static int operate(FenceOperations ops, String policy, String op, List<String> p, InputStream in,
-                               PrintStream out, PrintStream err) throws StoreUnavailableException,
+    private static int operate(FenceOperations ops, @Nullable String policy, String op, List<String> p,
+                               InputStream in, PrintStream out, PrintStream err) throws StoreUnavailableException,
             FenceOperations.Refused, IOException {
         switch (op) {
             case "show" -> out.println(ops.show(policy, single(p, "show SCOPE")));
@@ -358,7 +361,8 @@ public final class FenceCommand {
             throw new FenceOperations.Refused(ProblemType.UNAUTHORIZED, "reset needs the admin token, and the policy"
                     + " file has no admin section to compare it with (docs/admin-api.md)");
         }
-        String expected = admin.token() != null ? admin.token() : SecretFiles.firstLine(admin.tokenFile());
+        String expected = admin.token() != null ? admin.token() : SecretFiles.firstLine(Objects.requireNonNull(
+                admin.tokenFile(), "an admin section has a token or a token file (AdminConfig)"));
         Optional<String> file = option(p, "--admin-token-file");
         String given = file.isPresent() ? SecretFiles.firstLine(Path.of(file.get()))
                 : System.getenv("STOCKADE_ADMIN_TOKEN");
@@ -401,7 +405,7 @@ public final class FenceCommand {
         return Optional.of(p.get(i + 1));
     }
 
-    private static int usage(PrintStream err, String message) {
+    private static int usage(PrintStream err, @Nullable String message) {
         err.println("stockade fence: " + message);
         err.print(USAGE);
         return 2;

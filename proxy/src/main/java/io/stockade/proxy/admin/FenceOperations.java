@@ -7,6 +7,7 @@ import java.io.Writer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.StringJoiner;
 import java.util.logging.Logger;
@@ -19,6 +20,8 @@ import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The fence-state operations, shared by the {@code fence} command and the admin endpoints: each takes plain
@@ -48,6 +51,12 @@ public final class FenceOperations {
             this.kind = kind;
         }
 
+        /** The refusal's message: every refusal is made with one. */
+        @Override
+        public String getMessage() {
+            return Objects.requireNonNull(super.getMessage(), "a refusal is made with its message");
+        }
+
         public int status() {
             return kind.status();
         }
@@ -72,7 +81,7 @@ public final class FenceOperations {
          * or null when the policy has no verifier that can tell (none; or hmac, which judges a signature that a
          * reset does not have).
          */
-        TokenVerifier.Verdict holder(Policy policy, String scope, long token);
+        TokenVerifier.@Nullable Verdict holder(Policy policy, String scope, long token);
 
         /**
          * What the policies' verifiers say: each asked about the token as a write of it would ask (a claim
@@ -116,8 +125,8 @@ public final class FenceOperations {
      *
      * @param policy the policy whose fence to read, or {@code null}: the one the scope templates lead to
      */
-    public String show(String policy, String scope) throws StoreUnavailableException, Refused {
-        requireText(scope, "scope");
+    public String show(@Nullable String policy, @Nullable String scope) throws StoreUnavailableException, Refused {
+        scope = requireText(scope, "scope");
         FenceRouting.Target target = routing.forScope(policy, scope);
         FenceAdmin admin = target.admin();
         Optional<FenceAdmin.ScopeEntry> entry = admin.scope(scope);
@@ -138,7 +147,8 @@ public final class FenceOperations {
      * Scopes starting with {@code prefix}: in the named policy's fence, else in the store and every postgres
      * backend's database that may hold such scopes (the store's first; most recently active first within one).
      */
-    public String list(String policy, String prefix, int limit) throws StoreUnavailableException, Refused {
+    public String list(@Nullable String policy, @Nullable String prefix, int limit)
+            throws StoreUnavailableException, Refused {
         if (limit < 1 || limit > MAX_LIST) {
             throw new Refused(ProblemType.BAD_REQUEST, "limit must be 1.." + MAX_LIST + ", was " + limit);
         }
@@ -163,7 +173,7 @@ public final class FenceOperations {
     }
 
     /** The prefix floors of the named policy's fence, else of the store and every postgres backend's database. */
-    public String floors(String policy) throws StoreUnavailableException, Refused {
+    public String floors(@Nullable String policy) throws StoreUnavailableException, Refused {
         StringJoiner j = new StringJoiner(",", "[", "]");
         for (FenceRouting.Target target : routing.every(policy, null)) {
             for (FenceAdmin.Floor f : target.admin().floors()) {
@@ -178,7 +188,7 @@ public final class FenceOperations {
      * Writes every floor, then every scope, one JSON line each, of the named policy's fence, else of the store and
      * of every postgres backend's database; each line says whose it is. Answers the number of lines.
      */
-    public long export(String policy, Writer out) throws StoreUnavailableException, IOException, Refused {
+    public long export(@Nullable String policy, Writer out) throws StoreUnavailableException, IOException, Refused {
         List<FenceRouting.Target> targets = routing.every(policy, null);
         long[] n = {0};
         for (FenceRouting.Target target : targets) {
@@ -271,8 +281,9 @@ public final class FenceOperations {
     }
 
     /** Raises one scope to at least {@code token}, in the fence that keeps it. */
-    public String raiseScope(String policy, String scope, long token) throws StoreUnavailableException, Refused {
-        requireText(scope, "scope");
+    public String raiseScope(@Nullable String policy, @Nullable String scope, long token)
+            throws StoreUnavailableException, Refused {
+        scope = requireText(scope, "scope");
         checkToken(token);
         FenceRouting.Target target = routing.forScope(policy, scope);
         long after = target.admin().raise(scope, token);
@@ -284,7 +295,8 @@ public final class FenceOperations {
      * Raises the floor of a prefix to at least {@code token}, in the fence that keeps the scopes under it; applies
      * to scopes that do not exist yet too.
      */
-    public String raiseFloor(String policy, String prefix, long token) throws StoreUnavailableException, Refused {
+    public String raiseFloor(@Nullable String policy, @Nullable String prefix, long token)
+            throws StoreUnavailableException, Refused {
         if (prefix == null) {
             throw new Refused(ProblemType.BAD_REQUEST, "prefix is required (\"\" covers every scope)");
         }
@@ -296,8 +308,8 @@ public final class FenceOperations {
     }
 
     /** Retires a scope that a floor at or above its token covers; refuses (409) any other. */
-    public String retire(String policy, String scope) throws StoreUnavailableException, Refused {
-        requireText(scope, "scope");
+    public String retire(@Nullable String policy, @Nullable String scope) throws StoreUnavailableException, Refused {
+        scope = requireText(scope, "scope");
         FenceRouting.Target target = routing.forScope(policy, scope);
         return switch (target.admin().retire(scope)) {
             case RETIRED -> "{\"scope\":" + JsonWriter.quote(scope) + ",\"retired\":true" + target.json() + "}";
@@ -327,9 +339,10 @@ public final class FenceOperations {
      * is a compare-and-set on the token the checks saw ({@code scope-changed} when a write raised it meanwhile), and
      * is logged (WARNING, with its grounds) besides the admin API's own line.
      */
-    public String reset(String policy, String scope, long token, boolean force, String reason)
+    public String reset(@Nullable String policy, @Nullable String scope, long token, boolean force,
+                        @Nullable String reason)
             throws StoreUnavailableException, Refused {
-        requireText(scope, "scope");
+        scope = requireText(scope, "scope");
         checkToken(token);
         FenceRouting.Target target = routing.forScope(policy, scope);
         FenceAdmin admin = target.admin();
@@ -369,7 +382,8 @@ public final class FenceOperations {
     }
 
     /** Why no holder's lease on the scope is valid, as {@link #reset} establishes it; else the refusal. */
-    private String leaseGrounds(String policy, String scope, long current, boolean force, String reason)
+    private String leaseGrounds(@Nullable String policy, String scope, long current, boolean force,
+                                @Nullable String reason)
             throws Refused {
         List<Policy> judged = routing.policiesFor(policy, scope);
         List<String> cannotTell = new ArrayList<>();
@@ -422,7 +436,7 @@ public final class FenceOperations {
         return j.toString();
     }
 
-    static long token(Object value, String where) throws Refused {
+    static long token(@Nullable Object value, String where) throws Refused {
         if (value instanceof Long l && l >= 0) {
             return l;
         }
@@ -435,9 +449,11 @@ public final class FenceOperations {
         }
     }
 
-    private static void requireText(String value, String what) throws Refused {
+    /** {@code value}, refused when it is null or empty. */
+    private static String requireText(@Nullable String value, String what) throws Refused {
         if (value == null || value.isEmpty()) {
             throw new Refused(ProblemType.BAD_REQUEST, what + " is required");
         }
+        return value;
     }
 }

@@ -22,6 +22,8 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.json.JsonWriter;
 import io.stockade.proxy.problem.ProblemType;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Where the fence of a scope is kept, for the fence-state operations: each call acts on the fence that the writes
  * of the scope are checked against, or is refused with the reason.
@@ -71,7 +73,7 @@ public final class FenceRouting {
          * @return the store's operations, or {@code null} when its type has none
          * @throws StoreUnavailableException when it cannot be opened or reached now
          */
-        FenceAdmin open() throws StoreUnavailableException;
+        @Nullable FenceAdmin open() throws StoreUnavailableException;
     }
 
     /** The fence-state operations on the SQL listener's fence table ({@code sql.admin-datasource}). */
@@ -80,7 +82,7 @@ public final class FenceRouting {
          * Why the proxy cannot reach the fence table, as a sentence on what keeps it out (the admin API: no
          * {@code sql.admin-datasource}; the offline command: not its job), or {@code null} when it can.
          */
-        String unreachable();
+        @Nullable String unreachable();
 
         /** What to do instead, when {@link #unreachable()}. */
         String instead();
@@ -118,7 +120,7 @@ public final class FenceRouting {
      * @param admin  its operations
      * @param policy the policy whose backend keeps it, or {@code null} for the proxy's store
      */
-    public record Target(FenceAdmin admin, String policy, Keeper keeper) {
+    public record Target(FenceAdmin admin, @Nullable String policy, Keeper keeper) {
         /**
          * How answers and export lines name the keeper: {@code ,"keeper":"store"}, or {@code "backend"} or
          * {@code "sql"} with the policy.
@@ -145,7 +147,7 @@ public final class FenceRouting {
         }
 
         /** The keeper a {@code "keeper"} value names, or {@code null}. */
-        static Keeper of(Object json) {
+        static @Nullable Keeper of(@Nullable Object json) {
             for (Keeper k : values()) {
                 if (k.json.equals(json)) {
                     return k;
@@ -159,7 +161,8 @@ public final class FenceRouting {
      * A policy as routing sees it: its name, the scopes it can make (an HTTP policy's template; a SQL policy's
      * tables' templates), where its fence is, and the HTTP policy itself (null for a SQL policy).
      */
-    private record Fenced(String name, List<ScopeShape> shapes, String template, Place place, Policy policy) {
+    private record Fenced(String name, List<ScopeShape> shapes, String template, Place place,
+                          @Nullable Policy policy) {
         boolean matches(String scope) {
             return shapes.stream().anyMatch(s -> s.matches(scope));
         }
@@ -173,7 +176,7 @@ public final class FenceRouting {
     private final StoreAdmin store;
     private final StoreConfig storeConfig;
     private final Databases databases;
-    private final SqlFence sqlFence;
+    private final @Nullable SqlFence sqlFence;
 
     /**
      * @param policies    the policies in force
@@ -189,7 +192,8 @@ public final class FenceRouting {
      * @param sql      the file's {@code sql} section, or {@code null}
      * @param sqlFence the operations on its fence table (with {@code sql}), reachable or saying why not
      */
-    public FenceRouting(List<Policy> policies, SqlConfig sql, SqlFence sqlFence, StoreConfig storeConfig,
+    public FenceRouting(List<Policy> policies, @Nullable SqlConfig sql, @Nullable SqlFence sqlFence,
+                        StoreConfig storeConfig,
                         StoreAdmin store, Databases databases) {
         this.storeConfig = Objects.requireNonNull(storeConfig, "storeConfig");
         this.store = Objects.requireNonNull(store, "store");
@@ -202,8 +206,9 @@ public final class FenceRouting {
             all.add(new Fenced(p.name(), List.of(shape), shape.described(), placeOf(type.fencePlace()), p));
         }
         if (sql != null) {
-            Place place = sqlFence.unreachable() == null ? new SqlTable()
-                    : new Elsewhere(sqlFence.unreachable(), sqlFence.instead());
+            SqlFence fence = Objects.requireNonNull(sqlFence, "sqlFence"); // required above when sql is given
+            String unreachable = fence.unreachable();
+            Place place = unreachable == null ? new SqlTable() : new Elsewhere(unreachable, fence.instead());
             for (SqlConfig.SqlPolicy p : sql.policies()) {
                 List<ScopeTemplate> templates = p.tables().stream().map(SqlConfig.FencedTable::scope).toList();
                 all.add(new Fenced(p.name(), templates.stream().map(ScopeShape::of).toList(),
@@ -214,7 +219,8 @@ public final class FenceRouting {
     }
 
     /** The fence of {@code scope}: the named policy's, or the one its scope templates lead to. */
-    public Target forScope(String policy, String scope) throws FenceOperations.Refused, StoreUnavailableException {
+    public Target forScope(@Nullable String policy, String scope)
+            throws FenceOperations.Refused, StoreUnavailableException {
         return route(policy, "scope '" + scope + "'", "make", p -> p.matches(scope));
     }
 
@@ -222,7 +228,7 @@ public final class FenceRouting {
      * The policies whose writes the fence of {@code scope} judges: the named one, or every policy whose scope
      * template can make the scope (none: a scope no policy makes now).
      */
-    public List<Policy> policiesFor(String policy, String scope) throws FenceOperations.Refused {
+    public List<Policy> policiesFor(@Nullable String policy, String scope) throws FenceOperations.Refused {
         if (policy != null) {
             Policy named = policy(policy).policy();
             return named == null ? List.of() : List.of(named); // a SQL policy has no HTTP policy behind it
@@ -231,7 +237,8 @@ public final class FenceRouting {
     }
 
     /** Where a floor on {@code prefix} goes: the named policy's fence, or the one the templates lead to. */
-    public Target forPrefix(String policy, String prefix) throws FenceOperations.Refused, StoreUnavailableException {
+    public Target forPrefix(@Nullable String policy, String prefix)
+            throws FenceOperations.Refused, StoreUnavailableException {
         return route(policy, "prefix '" + prefix + "'", "make a scope starting with", p -> p.overlaps(prefix));
     }
 
@@ -239,7 +246,8 @@ public final class FenceRouting {
      * The fence an import line names: its policy's ({@code policy}: no template check, an export names the first
      * policy of a database for every scope in it), the store ({@code keeper: store}), else by the templates.
      */
-    Target forLine(String policy, boolean store, String scope, String prefix) throws FenceOperations.Refused,
+    Target forLine(@Nullable String policy, boolean store, @Nullable String scope, @Nullable String prefix)
+            throws FenceOperations.Refused,
             StoreUnavailableException {
         if (policy != null) {
             return target(policy(policy));
@@ -247,7 +255,8 @@ public final class FenceRouting {
         if (store) {
             return storeTarget();
         }
-        return scope != null ? forScope(null, scope) : forPrefix(null, prefix);
+        return scope != null ? forScope(null, scope)
+                : forPrefix(null, Objects.requireNonNull(prefix, "a line names a scope or a prefix"));
     }
 
     /**
@@ -256,7 +265,7 @@ public final class FenceRouting {
      *
      * @param prefix the listing's prefix, or {@code null} for every scope (floors, export)
      */
-    public List<Target> every(String policy, String prefix) throws FenceOperations.Refused,
+    public List<Target> every(@Nullable String policy, @Nullable String prefix) throws FenceOperations.Refused,
             StoreUnavailableException {
         if (policy != null) {
             if (prefix == null) {
@@ -287,7 +296,7 @@ public final class FenceRouting {
      * The policies a listing of {@code prefix} without a policy cannot cover (their fence is elsewhere), with the
      * reason: for an honest answer.
      */
-    public Map<String, String> notCovered(String prefix) {
+    public Map<String, String> notCovered(@Nullable String prefix) {
         Map<String, String> out = new LinkedHashMap<>();
         for (Fenced p : fenced) {
             if (p.place() instanceof Elsewhere e && (prefix == null || p.overlaps(prefix))) {
@@ -297,7 +306,7 @@ public final class FenceRouting {
         return out;
     }
 
-    private Target route(String policy, String subject, String verb, Predicate<Fenced> fits)
+    private Target route(@Nullable String policy, String subject, String verb, Predicate<Fenced> fits)
             throws FenceOperations.Refused, StoreUnavailableException {
         if (policy != null) {
             Fenced p = policy(policy);
@@ -330,8 +339,10 @@ public final class FenceRouting {
     private Target target(Fenced p) throws FenceOperations.Refused, StoreUnavailableException {
         return switch (p.place()) {
             case Store s -> storeTarget();
-            case Database d -> new Target(databases.of(p.policy()), p.name(), Keeper.BACKEND);
-            case SqlTable t -> new Target(sqlFence.open(), p.name(), Keeper.SQL);
+            case Database d -> new Target(databases.of(Objects.requireNonNull(p.policy(),
+                    "a database place is an HTTP policy's (placeOf)")), p.name(), Keeper.BACKEND);
+            case SqlTable t -> new Target(Objects.requireNonNull(sqlFence, "a SQL table place needs the SQL fence")
+                    .open(), p.name(), Keeper.SQL);
             case Elsewhere e -> throw new FenceOperations.Refused(ProblemType.NOT_SUPPORTED, "policy '" + p.name()
                     + "' " + e.reason() + ". " + e.instead());
         };

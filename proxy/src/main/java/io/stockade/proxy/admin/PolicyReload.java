@@ -1,5 +1,7 @@
 package io.stockade.proxy.admin;
 
+import java.util.Objects;
+
 import io.stockade.policy.StockadeConfig;
 import io.stockade.proxy.problem.ProblemType;
 
@@ -34,6 +36,12 @@ public interface PolicyReload {
         public Refused(ProblemType kind, String message) {
             super(message);
             this.kind = kind;
+        }
+
+        /** Why the reload was refused: every refusal is made with its reason. */
+        @Override
+        public String getMessage() {
+            return Objects.requireNonNull(super.getMessage(), "a refusal is made with its reason");
         }
 
         public int status() {

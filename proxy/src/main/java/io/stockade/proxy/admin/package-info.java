@@ -4,5 +4,9 @@
  * token took, refused while a lease on it may be valid), the {@code fence} command
  * ({@link io.stockade.proxy.admin.FenceCommand}) and the authenticated admin endpoints
  * ({@link io.stockade.proxy.admin.AdminEndpoint}). Depends on {@code fence}, {@code store} and {@code http}.
+ * Null-marked: a type here is non-null unless it says {@code @Nullable} (NullAway checks it in the build).
  */
+@NullMarked
 package io.stockade.proxy.admin;
+
+import org.jspecify.annotations.NullMarked;

@@ -16,6 +16,7 @@ import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 
 import io.helidon.http.RequestException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The per-policy bounds on one request's body: how many bytes, and by when the last of them must have arrived.
@@ -60,7 +61,7 @@ public final class BodyBounds {
     private volatile long deadline = Long.MAX_VALUE;
     private final long readTimeoutNanos;
     private final LongSupplier nanoTime;
-    private volatile BodyRefused refused;
+    private volatile @Nullable BodyRefused refused;
 
     /**
      * @param maxBytes         the largest body accepted
@@ -88,7 +89,7 @@ public final class BodyBounds {
     }
 
     /** The body refusal that happened, or null. */
-    public BodyRefused refused() {
+    public @Nullable BodyRefused refused() {
         return refused;
     }
 
@@ -108,9 +109,9 @@ public final class BodyBounds {
         private final InputStream in;
         private long count;
         /** Guarded by {@code this}: the thread blocked in a read, when it started, and whether it was cut off. */
-        private Thread reader;
+        private @Nullable Thread reader;
         private long readSince;
-        private BodyRefused cutOff;
+        private @Nullable BodyRefused cutOff;
 
         Bounded(InputStream in) {
             this.in = in;
@@ -255,7 +256,7 @@ public final class BodyBounds {
         private final transient Problem problem;
         private final String reason;
 
-        private BodyRefused(Problem problem, String reason, Throwable cause) {
+        private BodyRefused(Problem problem, String reason, @Nullable Throwable cause) {
             super(problem.detail(), cause);
             this.problem = problem;
             this.reason = reason;
@@ -280,7 +281,7 @@ public final class BodyBounds {
                     .header("Connection", "close"), why, e);
         }
 
-        static BodyRefused timedOut(String why, Throwable cause) {
+        static BodyRefused timedOut(String why, @Nullable Throwable cause) {
             return new BodyRefused(Problem.of(ProblemType.BODY_TIMEOUT, why + NOTHING_WRITTEN)
                     .header("Connection", "close"), why, cause);
         }
@@ -299,7 +300,7 @@ public final class BodyBounds {
         }
 
         /** The refusal in {@code e}'s cause chain, or null. */
-        public static BodyRefused in(Throwable e) {
+        public static @Nullable BodyRefused in(Throwable e) {
             for (Throwable t = e; t != null; t = t.getCause()) {
                 if (t instanceof BodyRefused refused) {
                     return refused;

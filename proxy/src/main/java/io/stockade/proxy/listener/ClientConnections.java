@@ -13,6 +13,7 @@ import io.helidon.common.buffers.DataReader;
 import io.helidon.common.buffers.DataWriter;
 import io.helidon.common.socket.HelidonSocket;
 import io.helidon.common.socket.PeerInfo;
+import io.helidon.http.RequestException;
 import io.helidon.webserver.CloseConnectionException;
 import io.helidon.webserver.ConnectionContext;
 import io.helidon.webserver.ListenerContext;
@@ -23,6 +24,7 @@ import io.helidon.webserver.http1.Http1Config;
 import io.helidon.webserver.http1.Http1ConnectionSelector;
 import io.helidon.webserver.spi.ServerConnection;
 import io.helidon.webserver.spi.ServerConnectionSelector;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The listener's one connection selector: Helidon's HTTP/1.1 connection, reading the client's bytes through
@@ -85,7 +87,7 @@ public final class ClientConnections implements ServerConnectionSelector {
     private static final class Framed implements ConnectionContext {
         private final ConnectionContext ctx;
         private final DataReader raw;
-        private final HelidonSocket socket;
+        private final @Nullable HelidonSocket socket;
         private final DataReader framed;
         private final RequestFraming framing;
         private final ListenerLog log;
@@ -99,7 +101,7 @@ public final class ClientConnections implements ServerConnectionSelector {
             this.framed = DataReader.create(this::next);
         }
 
-        private static HelidonSocket socketOf(ConnectionContext ctx) {
+        private static @Nullable HelidonSocket socketOf(ConnectionContext ctx) {
             try {
                 return ctx.serverSocket();
             } catch (UnsupportedOperationException e) {
@@ -111,7 +113,7 @@ public final class ClientConnections implements ServerConnectionSelector {
          * The next bytes from the client, null at the end of the stream. Straight from the socket, which hands out a
          * fresh array per read (the connection's own reader would copy it once more), once the reader holds nothing.
          */
-        private byte[] read() {
+        private byte @Nullable [] read() {
             if (socket == null || raw.available() > 0) {
                 try {
                     raw.ensureAvailable();
@@ -128,10 +130,11 @@ public final class ClientConnections implements ServerConnectionSelector {
         }
 
         /** The next bytes for Helidon's parser; null at the end of the stream (the client closed). */
-        private byte[] next() {
+        private byte @Nullable [] next() {
             while (true) {
-                if (framing.failure() != null) {
-                    throw framing.failure();
+                RequestException failure = framing.failure();
+                if (failure != null) {
+                    throw failure;
                 }
                 byte[] in = read();
                 if (in == null) {

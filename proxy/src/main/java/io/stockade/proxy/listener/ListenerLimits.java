@@ -25,6 +25,7 @@ import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.http.DirectHandlers;
 import io.helidon.webserver.http1.Http1Config;
 import io.helidon.webserver.http1.Http1ConnectionListener;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the HTTP listener enforces on every connection before any policy is known ({@code server.limits}): the
@@ -113,7 +114,7 @@ public final class ListenerLimits {
     }
 
     /** The problem for a refusal by the listener: status as Helidon chose it, but 431 for too many header bytes. */
-    static Problem problemFor(int status, String message) {
+    static Problem problemFor(int status, @Nullable String message) {
         return problemFor(status, message, "");
     }
 
@@ -124,7 +125,7 @@ public final class ListenerLimits {
      *                        HTTP/1.0 request, else for a version it does not take the whole request line and a
      *                        {@code /} (so {@code PRI * HTTP/2.0/} for an HTTP/2 preface after a first request)
      */
-    static Problem problemFor(int status, String message, String protocolVersion) {
+    static Problem problemFor(int status, @Nullable String message, String protocolVersion) {
         String detail = message == null || message.isBlank() ? "the request could not be read" : ownWords(message);
         if (status == 400 && HEADER_SIZE_EXCEEDED.equals(message)) {
             return Problem.of(ProblemType.HEADERS_TOO_LARGE, "the request's header lines are larger than the"
@@ -175,7 +176,7 @@ public final class ListenerLimits {
             Pattern.compile("(?:^| )HTTP/([0-9](?:\\.[0-9])?)/?$");
 
     /** The version of a request line in another HTTP version than 1.1 (e.g. {@code 1.0}, {@code 2.0}), or null. */
-    static String otherVersion(String protocolVersion) {
+    static @Nullable String otherVersion(@Nullable String protocolVersion) {
         if (protocolVersion == null) {
             return null;
         }

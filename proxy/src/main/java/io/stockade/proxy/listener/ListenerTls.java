@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.util.Objects;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
@@ -56,6 +57,7 @@ public final class ListenerTls {
         if (tls.password() != null) {
             return tls.password().toCharArray();
         }
-        return SecretFiles.firstLine(tls.passwordFile()).toCharArray();
+        return SecretFiles.firstLine(Objects.requireNonNull(tls.passwordFile(),
+                "the policy loader takes exactly one of password and password-file")).toCharArray();
     }
 }

@@ -5,10 +5,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 
 import io.helidon.http.DirectHandler;
 import io.helidon.http.RequestException;
 import io.helidon.http.Status;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What one client connection sends, as Helidon's HTTP/1.1 parser gets to read it: the bytes pass through unchanged,
@@ -93,7 +95,7 @@ final class RequestFraming {
 
     private State state = State.START;
     private boolean http2;
-    private RequestException failure;
+    private @Nullable RequestException failure;
     /** START: the first bytes, while they may still be the HTTP/2 preface. */
     private byte[] held = EMPTY;
 
@@ -104,9 +106,9 @@ final class RequestFraming {
 
     // the message whose head is being read
     private boolean requestLine;
-    private List<String> transferEncodings;
+    private @Nullable List<String> transferEncodings;
     private int contentLengths;
-    private String contentLength;
+    private @Nullable String contentLength;
 
     /** LENGTH_BODY: bytes left; CHUNK_DATA: bytes of the chunk left. */
     private long remaining;
@@ -115,9 +117,9 @@ final class RequestFraming {
     private long trailerBytes;
 
     // one call of process: the input, where the bytes passed as they are start, what replaced others
-    private byte[] in;
+    private byte @Nullable [] in;
     private int plainFrom;
-    private Out out;
+    private @Nullable Out out;
     /** CHUNK_SIZE, TRAILERS: where the current line starts in the input, -1 when it started in an earlier call. */
     private int lineStart;
     /** Where the current message starts in the input (-1: in an earlier call), the output and plain run before it. */
@@ -144,7 +146,7 @@ final class RequestFraming {
     }
 
     /** The refusal of a malformed body, once one was found; to be thrown by every later read. */
-    RequestException failure() {
+    @Nullable RequestException failure() {
         return failure;
     }
 
@@ -383,11 +385,12 @@ final class RequestFraming {
             return;
         }
         if (contentLengths > 0) {
-            if (contentLengths != 1 || !digits(contentLength) || contentLength.length() > 18) {
+            String length = Objects.requireNonNull(contentLength, "set with each Content-Length line counted");
+            if (contentLengths != 1 || !digits(length) || length.length() > 18) {
                 passThrough(); // refused by Helidon
                 return;
             }
-            remaining = Long.parseLong(contentLength);
+            remaining = Long.parseLong(length);
             if (remaining > 0) {
                 state = State.LENGTH_BODY;
                 return;
@@ -467,7 +470,7 @@ final class RequestFraming {
      *
      * @return null when valid, else what is wrong
      */
-    static String extensions(byte[] s, int p, int end) {
+    static @Nullable String extensions(byte[] s, int p, int end) {
         while (true) {
             p = skipBws(s, p, end);
             if (p == end) {
@@ -573,7 +576,7 @@ final class RequestFraming {
     }
 
     /** Checks {@code field-name ":" OWS field-value OWS}; returns null when valid, else what is wrong. */
-    static String fieldLine(byte[] s, int end) {
+    static @Nullable String fieldLine(byte[] s, int end) {
         int p = 0;
         while (p < end && tchar(s[p])) {
             p++;
@@ -613,7 +616,7 @@ final class RequestFraming {
     /** Replaces the input's bytes {@code [from, to)} (nothing of which was passed on yet) with {@code with}. */
     private void replace(int from, int to, byte[] with) {
         Out o = out();
-        o.write(in, plainFrom, from - plainFrom);
+        o.write(input(), plainFrom, from - plainFrom);
         o.write(with, 0, with.length);
         plainFrom = to;
     }
@@ -624,9 +627,14 @@ final class RequestFraming {
 
     private Out out() {
         if (out == null) {
-            out = new Out(in.length + 64);
+            out = new Out(input().length + 64);
         }
         return out;
+    }
+
+    /** The input of the current call of {@code process}. */
+    private byte[] input() {
+        return Objects.requireNonNull(in, "set for the length of one call of process");
     }
 
     private boolean append(byte c) {

@@ -15,6 +15,7 @@ import io.helidon.webserver.http.FilterChain;
 import io.helidon.webserver.http.RoutingRequest;
 import io.helidon.webserver.http.RoutingResponse;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * No request body is ever read as a request: an answer sent before its request's body was read either drains the
@@ -97,7 +98,7 @@ public final class UnreadBody implements Filter {
     private static final class Decision {
         Plan plan = Plan.NONE;
         boolean decided;
-        InputStream body;
+        @Nullable InputStream body;
     }
 
     @Override
@@ -184,7 +185,7 @@ public final class UnreadBody implements Filter {
      *
      * @return whether the body ended within the bounds
      */
-    static boolean drain(InputStream body, long maxBytes, long nanos, long readNanos) {
+    static boolean drain(@Nullable InputStream body, long maxBytes, long nanos, long readNanos) {
         if (body == null) {
             return false;
         }

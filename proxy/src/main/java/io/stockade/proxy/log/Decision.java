@@ -54,13 +54,14 @@ public final class Decision {
         return this;
     }
 
-    public Decision holder(String holder) {
+    /** The {@code Fencing-Holder} header, or null when the request has none. */
+    public Decision holder(@Nullable String holder) {
         this.holder = holder;
         return this;
     }
 
-    /** The outcome, and for a refusal (or an observed would-be refusal) why. */
-    public Decision outcome(Outcome outcome, String reason) {
+    /** The outcome, and for a refusal (or an observed would-be refusal) why; null when there is nothing to say. */
+    public Decision outcome(Outcome outcome, @Nullable String reason) {
         this.outcome = outcome;
         this.reason = reason;
         return this;

@@ -3,6 +3,7 @@ package io.stockade.proxy.pipeline;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
@@ -22,6 +23,7 @@ import io.stockade.proxy.problem.Problem;
 import io.helidon.webserver.CloseConnectionException;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One request on its way through the pipeline: what the stages found so far, how a refusal is answered (in the
@@ -38,10 +40,13 @@ final class Call implements AutoCloseable {
     final String method;
     final String rawPath;
     final Decision decision;
-    RequestTarget target;
-    Backend backend;
-    Exchange exchange;
-    AtomicInteger inFlight;
+    // Set stage by stage (FencePipeline.receive and match): null until then, and still null in refuse and close
+    // for a request refused before it got so far. The stages after match read them through target(), backend()
+    // and exchange().
+    @Nullable RequestTarget target;
+    @Nullable Backend backend;
+    @Nullable Exchange exchange;
+    @Nullable AtomicInteger inFlight;
     final List<Limits.Permit> permits = new ArrayList<>(1);
     private final ProxyMetrics metrics;
     private final LongSupplier nanoTime;
@@ -58,12 +63,27 @@ final class Call implements AutoCloseable {
         this.decision = new Decision(nanoTime.getAsLong(), method, rawPath);
     }
 
+    /** The canonical target, once {@code receive} parsed it. */
+    RequestTarget target() {
+        return Objects.requireNonNull(target, "set by receive before any later stage");
+    }
+
+    /** The matched policy's backend, once {@code match} found it. */
+    Backend backend() {
+        return Objects.requireNonNull(backend, "set by match before any later stage");
+    }
+
+    /** The exchange, once {@code match} built it. */
+    Exchange exchange() {
+        return Objects.requireNonNull(exchange, "set by match before any later stage");
+    }
+
     Policy policy() {
-        return exchange.route().policy();
+        return exchange().route().policy();
     }
 
     String scope() {
-        return exchange.scope();
+        return exchange().scope();
     }
 
     /**
@@ -109,18 +129,23 @@ final class Call implements AutoCloseable {
             inFlight.decrementAndGet();
         }
         // limits: a body cut off while it streamed (too large, too slow, malformed) was abandoned by the backend
-        if (exchange != null && exchange.bounds().refused() != null) {
-            bodyRefused(decision, backend, exchange);
+        if (exchange != null) {
+            BodyBounds.BodyRefused refused = exchange.bounds().refused();
+            if (refused != null) {
+                bodyRefused(decision, backend(), exchange, refused); // match set the backend with the exchange
+            }
         }
         // metrics + log: once per request. No outcome means an exception is on its way to the server's error
         // handler (a 500): count it as such rather than hide it behind another.
-        boolean escaped = decision.outcome() == null;
-        if (escaped) {
-            decision.outcome(Outcome.ERROR, "an exception escaped the pipeline; see the log");
+        Outcome outcome = decision.outcome();
+        boolean escaped = outcome == null;
+        if (outcome == null) {
+            outcome = Outcome.ERROR;
+            decision.outcome(outcome, "an exception escaped the pipeline; see the log");
         }
         int status = brokeOff ? 0 : escaped && !res.isSent() ? 500 : res.status().code();
         decision.status(status);
-        metrics.decision(decision.policy(), decision.backend(), decision.outcome());
+        metrics.decision(decision.policy(), decision.backend(), outcome);
         if (status == 502 || status == 504) {
             metrics.upstreamError(decision.policy(), status == 504 ? "timeout" : "unreachable");
         }
@@ -131,11 +156,11 @@ final class Call implements AutoCloseable {
  * A body that went over a bound while it streamed: the backend abandoned the write (nothing was committed); the
  * client gets the bound's answer unless the backend's answer has already started.
  */
-private static void bodyRefused(Decision decision, Backend backend, Exchange exchange) {
+private static void bodyRefused(Decision decision, Backend backend, Exchange exchange,
+                                BodyBounds.BodyRefused refused) {
     if (decision.outcome() == Outcome.UNKNOWN_OUTCOME) {
         return; // bytes of it had reached the storage: answered as unknown, which the bound does not undo
     }
-    BodyBounds.BodyRefused refused = exchange.bounds().refused();
     Problem problem = refused.problem().with("policy", exchange.route().policy().name())
             .with("scope", exchange.scope());
     decision.outcome(bodyOutcome(problem.status()), problem.detail());

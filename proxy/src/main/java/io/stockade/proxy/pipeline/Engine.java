@@ -1,6 +1,7 @@
 package io.stockade.proxy.pipeline;
 
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -76,7 +77,7 @@ final class Engine {
      */
     boolean verified(Call call, String scope, TokenVerifier verifier, long token) {
         Policy policy = call.policy();
-        switch (verdict(call.exchange, scope, verifier, token)) {
+        switch (verdict(call.exchange(), scope, verifier, token)) {
             case TokenVerifier.Genuine genuine -> {
                 return true;
             }
@@ -132,7 +133,7 @@ final class Engine {
             case WriteResult.Answered ok when ok.notApplied() != null -> {
                 // answered (an S3 DeleteObjects' 200, an entry per key), a part of it not applied: counted and
                 // logged as that part came to, on its scope, so that a stale key is seen as the stale writer it is
-                call.exchange = call.exchange.withScope(ok.notApplied().scope());
+                call.exchange = call.exchange().withScope(ok.notApplied().scope());
                 call.decision.scope(ok.notApplied().scope());
                 answer(call, token, ok.notApplied().result(), answered);
             }
@@ -145,7 +146,7 @@ final class Engine {
             }
             case WriteResult.TooFar tooFar -> {
                 call.decision.highest(tooFar.highest());
-                call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, call.exchange.fencing().rule(), scope, token,
+                call.refuse(Outcome.TOO_FAR, Refusals.tooFar(policy, call.exchange().fencing().rule(), scope, token,
                         tooFar.highest()));
             }
             case WriteResult.Unavailable unavailable -> {
@@ -159,7 +160,7 @@ final class Engine {
                 warn(policy, "unknown", "the outcome of " + (token < 0 ? call.method + " " + call.rawPath
                         : "the write of token " + token) + " to scope '" + scope + "' is unknown: " + unknown.reason());
                 call.refuse(Outcome.UNKNOWN_OUTCOME, Refusals.unknownOutcome(policy, scope, token, unknown.reason(),
-                        guard.quarantineRemaining(scope) > 0 ? call.backend.settle().toSeconds() : 0));
+                        guard.quarantineRemaining(scope) > 0 ? call.backend().settle().toSeconds() : 0));
             }
         }
     }
@@ -169,9 +170,10 @@ final class Engine {
      * without a token) stands unless the backend refused it or it failed.
      */
     void forward(Call call, Plan.Action action) {
-        WriteResult result = inBackend(call, () -> action.run(call.exchange));
+        WriteResult result = inBackend(call, () -> action.run(call.exchange()));
         if (!(result instanceof WriteResult.Answered)) {
-            answer(call, -1, result, call.decision.outcome());
+            answer(call, -1, result, Objects.requireNonNull(call.decision.outcome(),
+                    "every caller sets the outcome before it forwards"));
         }
     }
 }

@@ -3,10 +3,12 @@ package io.stockade.proxy.pipeline;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 
 import io.stockade.policy.Policy;
@@ -31,6 +33,7 @@ import io.helidon.webserver.CloseConnectionException;
 import io.helidon.webserver.http.Handler;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The request path of the proxy, one stage after another, listed in order in {@link #handle}:
@@ -252,23 +255,27 @@ public final class FencePipeline implements Handler {
     /** match: the one policy for the method and the path, and its backend. */
     private boolean match(Call call) {
         Active current = active;
-        Optional<Route> matched = current.config().route(call.method, call.target);
+        Optional<Route> matched = current.config().route(call.method, call.target());
         if (matched.isEmpty()) {
             call.refuse(Outcome.NO_POLICY, Refusals.noPolicy(call.method, call.rawPath));
             return false;
         }
         Route route = matched.get();
         Policy policy = route.policy();
-        call.backend = current.backends().get(policy.name());
-        call.exchange = new Exchange(call.req, call.res, route, route.scope(),
+        Backend backend = Objects.requireNonNull(current.backends().get(policy.name()),
+                "the backends hold one per policy (StockadeServer and Reloader open them so)");
+        call.backend = backend;
+        Exchange exchange = new Exchange(call.req, call.res, route, route.scope(),
                 limits.bodyBounds(policy, current.config().server().limits().readTimeout()),
-                current.fencing().get(policy.name()),
+                Objects.requireNonNull(current.fencing().get(policy.name()), "Active.of reads one for every policy"),
                 (method, target) -> current.config().route(method, target).map(Route::policy));
-        call.decision.policy(policy.name(), policy.backend().type(), call.exchange.scope())
+        call.exchange = exchange;
+        call.decision.policy(policy.name(), policy.backend().type(), exchange.scope())
                 .holder(call.req.headers().first(HOLDER).orElse(null));
-        call.inFlight = metrics.inFlight(policy.name());
-        call.inFlight.incrementAndGet();
-        if (call.target.trailingSlash() && !call.backend.takesTrailingSlash()) {
+        AtomicInteger inFlight = metrics.inFlight(policy.name());
+        call.inFlight = inFlight;
+        inFlight.incrementAndGet();
+        if (call.target().trailingSlash() && !backend.takesTrailingSlash()) {
             call.refuse(Outcome.BAD_REQUEST, Refusals.trailingSlash(call.rawPath));
             return false;
         }
@@ -290,9 +297,9 @@ public final class FencePipeline implements Handler {
      * scope longer than the policy's {@code max-scope-bytes} is refused here (414), before any store sees it.
      */
     private Plan plan(Call call) {
-        Plan plan = call.backend.plan(call.exchange);
-        if (!plan.scope().equals(call.exchange.scope())) {
-            call.exchange = call.exchange.withScope(plan.scope());
+        Plan plan = call.backend().plan(call.exchange());
+        if (!plan.scope().equals(call.exchange().scope())) {
+            call.exchange = call.exchange().withScope(plan.scope());
             call.decision.scope(plan.scope());
         }
         List<String> scopes = switch (plan) {
@@ -305,9 +312,9 @@ public final class FencePipeline implements Handler {
         for (String scope : scopes) {
             int bytes = Limits.utf8Length(scope);
             if (bytes > max) {
-                call.exchange = call.exchange.withScope(Limits.shortened(scope));
-                call.decision.scope(call.exchange.scope());
-                return new Plan.Refuse(call.exchange.scope(), Limits.scopeTooLong(call.policy(), bytes));
+                call.exchange = call.exchange().withScope(Limits.shortened(scope));
+                call.decision.scope(call.exchange().scope());
+                return new Plan.Refuse(call.exchange().scope(), Limits.scopeTooLong(call.policy(), bytes));
             }
         }
         return plan;
@@ -369,7 +376,7 @@ public final class FencePipeline implements Handler {
     }
 
     /** The raw query, or null when the target has none. */
-    private static String rawQuery(ServerRequest req) {
+    private static @Nullable String rawQuery(ServerRequest req) {
         String raw = req.query().rawValue();
         return raw == null || raw.isEmpty() ? null : raw;
     }

@@ -22,6 +22,8 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.metrics.ProxyMetrics.Outcome;
 import io.stockade.proxy.verify.TokenVerifier;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * fence + write, the heart of the proxy: a {@link Plan.Write} carried out. Who keeps the fence decides the path:
  * the storage itself (it checks the token in the same step as the write), or the fence store (the token is admitted
@@ -68,7 +70,7 @@ final class FencedWrite {
      * is), then the storage judges it by the plan's rule on each scope, in the same step as the write.
      */
     private void fencedInTheStorage(Call call, Plan.Write write, Keeper.StorageWrite storage,
-                                    TokenVerifier verifier) {
+                                    @Nullable TokenVerifier verifier) {
         long token = write.token();
         if (verifier != null) {
             for (String scope : write.scopes()) {
@@ -77,7 +79,7 @@ final class FencedWrite {
                 }
             }
         }
-        WriteResult result = engine.inBackend(call, () -> storage.write(call.exchange, token, write.rule()));
+        WriteResult result = engine.inBackend(call, () -> storage.write(call.exchange(), token, write.rule()));
         engine.answer(call, token, result, Outcome.ACCEPTED);
     }
 
@@ -88,7 +90,7 @@ final class FencedWrite {
      * outcome is unknown quarantining its scopes.
      */
     private void admittedByTheStore(Call call, Plan.Write plan, Keeper.StoreWrite write, boolean serialized,
-                            TokenVerifier verifier) {
+                            @Nullable TokenVerifier verifier) {
         Policy policy = call.policy();
         String name = policy.name();
         String scope = call.scope();
@@ -121,27 +123,27 @@ final class FencedWrite {
                 engine.metrics.handoff(name, token - previous.token());
             }
             Admission admission = new Admission(scope, token, previous, engine.store, plan.rule());
-            WriteResult result = engine.inBackend(call, () -> write.write(call.exchange, admission));
+            WriteResult result = engine.inBackend(call, () -> write.write(call.exchange(), admission));
             if (result instanceof WriteResult.Stale stale) {
                 // The storage knew a higher token than the store (e.g. the file backend's sidecar after a lost
                 // journal): lift the store to it, so later stale writers are refused before the backend.
                 engine.store.advance(scope, stale.highest(), true);
             }
             if (result instanceof WriteResult.Unknown unknown && unknown.mayLandLater() && serialized
-                    && !call.backend.settle().isZero()) {
-                plan.scopes().forEach(s -> engine.guard.quarantine(s, call.backend.settle().toNanos()));
+                    && !call.backend().settle().isZero()) {
+                plan.scopes().forEach(s -> engine.guard.quarantine(s, call.backend().settle().toNanos()));
             }
             engine.answer(call, token, result, Outcome.ACCEPTED);
         } catch (ScopeLimitException e) {
-            engine.warn(policy, "scope-limit", e.getMessage());
-            call.refuse(Outcome.SCOPE_LIMIT, Refusals.scopeLimit(scope, e.getMessage()));
+            engine.warn(policy, "scope-limit", String.valueOf(e.getMessage()));
+            call.refuse(Outcome.SCOPE_LIMIT, Refusals.scopeLimit(scope, String.valueOf(e.getMessage())));
         } catch (StoreUnavailableException e) {
             // One line with the cause, at most one a second per policy (every request fails alike while the
             // store is down); the stack only at FINE.
             engine.warn(policy, "store", "fence store unavailable for scope '" + scope + "': " + e.getMessage());
             LOG.log(Level.FINE, "fence store unavailable for scope " + scope, e);
             engine.metrics.storeError(name);
-            call.refuse(Outcome.UNAVAILABLE, Refusals.storeUnavailable(scope, e.getMessage()));
+            call.refuse(Outcome.UNAVAILABLE, Refusals.storeUnavailable(scope, String.valueOf(e.getMessage())));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             call.refuse(Outcome.UNAVAILABLE, Refusals.shuttingDown(scope));
@@ -183,10 +185,10 @@ final class FencedWrite {
                 return false;
             }
         }
-        long settling = afterStart.closedFor(call.backend);
+        long settling = afterStart.closedFor(call.backend());
         if (settling > 0) {
             call.refuse(Outcome.QUARANTINED, Refusals.settlingAfterStart(call.policy(), call.scope(), settling,
-                    call.backend.settle().toSeconds(), afterStart.upSeconds()));
+                    call.backend().settle().toSeconds(), afterStart.upSeconds()));
             return false;
         }
         return true;
@@ -198,7 +200,8 @@ final class FencedWrite {
      * it was. A concurrent raise only makes a jump smaller, so judging against this read is never more lenient than
      * judging atomically. False when refused (answered).
      */
-    private boolean judged(Call call, Plan.Write plan, TokenVerifier verifier) throws StoreUnavailableException {
+    private boolean judged(Call call, Plan.Write plan, @Nullable TokenVerifier verifier)
+            throws StoreUnavailableException {
         Fencing.Rule rule = plan.rule();
         long token = plan.token();
         if (!rule.mayBeTooFar(token) && verifier == null && plan.scopes().size() == 1) {
@@ -228,7 +231,7 @@ final class FencedWrite {
      * Admits the token on every scope, durably, in the plan's order: the first scope's state before, or null when a
      * scope refused it as stale (answered; only a raise between {@link #judged} and here gets there).
      */
-    private FenceState admit(Call call, Plan.Write plan) throws StoreUnavailableException {
+    private @Nullable FenceState admit(Call call, Plan.Write plan) throws StoreUnavailableException {
         long token = plan.token();
         FenceState previous = null;
         for (String s : plan.scopes()) {

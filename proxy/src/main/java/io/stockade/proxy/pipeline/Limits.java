@@ -14,6 +14,7 @@ import io.stockade.proxy.problem.ProblemType;
 import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A policy's limits ({@code policies[i].limits}), checked by the pipeline once the policy is known and before the
@@ -85,7 +86,7 @@ final class Limits {
      *
      * @return the place, to be closed when the request is done (on every path), or null when the scope is full
      */
-    Permit enter(Policy policy, String scope) {
+    @Nullable Permit enter(Policy policy, String scope) {
         int max = policy.limits().maxConcurrentPerScope();
         if (max == Policy.Limits.UNLIMITED_COUNT) {
             return Permit.NONE;
@@ -165,12 +166,12 @@ final class Limits {
 
     /** A place among a scope's requests in flight; closing it twice gives it back once. */
     static final class Permit implements AutoCloseable {
-        static final Permit NONE = new Permit(null, null);
-        private final Limits owner;
+        static final Permit NONE = new Permit(null, ""); // no owner: closing it gives nothing back
+        private final @Nullable Limits owner;
         private final String key;
         private boolean closed;
 
-        private Permit(Limits owner, String key) {
+        private Permit(@Nullable Limits owner, String key) {
             this.owner = owner;
             this.key = key;
         }

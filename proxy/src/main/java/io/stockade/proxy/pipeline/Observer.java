@@ -48,7 +48,7 @@ final class Observer {
         }
         call.decision.token(token);
         Policy policy = call.policy();
-        Exchange exchange = call.exchange;
+        Exchange exchange = call.exchange();
         Fencing.Rule rule = plan.rule();
         TokenVerifier verifier = engine.verifiers.of(policy);
         if (verifier != null) {
@@ -76,16 +76,17 @@ final class Observer {
                 return observedBox[0].result();
             });
             Keeper.Observed observed = observedBox[0];
+            Outcome outcome = observed.wouldReject() ? Outcome.WOULD_REJECT : Outcome.OBSERVED;
             if (observed.wouldReject()) {
                 call.decision.highest(observed.highest());
-                call.decision.outcome(Outcome.WOULD_REJECT, (rule.tooFar(token, observed.highest())
+                call.decision.outcome(outcome, (rule.tooFar(token, observed.highest())
                         ? "too-far: token " + token + " jumps more than " + rule.maxAdvance() + " over the highest "
                         : "stale: token " + token + " is not above the highest ") + observed.highest());
             } else {
-                call.decision.outcome(Outcome.OBSERVED, null);
+                call.decision.outcome(outcome, null);
             }
             if (!(observed.result() instanceof WriteResult.Answered)) {
-                engine.answer(call, token, observed.result(), call.decision.outcome());
+                engine.answer(call, token, observed.result(), outcome);
             }
             return;
         }
@@ -112,7 +113,7 @@ final class Observer {
             }
         } catch (StoreUnavailableException e) { // a ScopeLimitException too: the store holds as many as it may
             observed(call, plan, e instanceof ScopeLimitException ? Outcome.SCOPE_LIMIT : Outcome.UNAVAILABLE,
-                    e.getMessage());
+                    String.valueOf(e.getMessage()));
             return;
         }
         call.decision.outcome(Outcome.OBSERVED, null);

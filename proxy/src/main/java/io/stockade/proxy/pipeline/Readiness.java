@@ -22,6 +22,8 @@ import io.stockade.proxy.fence.StoreUnavailableException;
 import io.stockade.proxy.verify.TokenVerifier;
 import io.stockade.proxy.verify.registry.TokenVerifiers;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * {@code /health/ready}: whether the proxy can decide fences now. It is DOWN while the fence store (when a policy's
  * writes ask it), a policy's token verifier or a self-fencing backend's database cannot be reached (writes would
@@ -100,7 +102,8 @@ public final class Readiness {
     private final TokenVerifiers verifiers;
     private final LongSupplier nanoTime;
     private final ReentrantLock checking = new ReentrantLock();
-    private volatile Report last;
+    /** The last check's report; null until the first. */
+    private volatile @Nullable Report last;
     private volatile long checkedAt;
 
     Readiness(Supplier<StockadeConfig> config, Supplier<Map<String, Backend>> backends, FenceStore store,

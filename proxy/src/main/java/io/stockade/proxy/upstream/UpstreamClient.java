@@ -20,11 +20,14 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocket;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The proxy's HTTP/1.1 client for its upstreams (the http backend, the s3 backend's store).
@@ -65,13 +68,15 @@ import javax.net.ssl.SSLSocket;
 public final class UpstreamClient implements AutoCloseable {
     private final boolean tls;
     private final int port;
-    private final SSLContext sslContext;
+    /** Null only for a plain-http client. */
+    private final @Nullable SSLContext sslContext;
     private final int connectTimeoutMillis;
     private final int maxIdle;
     private final Map<String, Pool> pools = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    private UpstreamClient(boolean tls, int port, SSLContext sslContext, Duration connectTimeout, int maxIdle) {
+    private UpstreamClient(boolean tls, int port, @Nullable SSLContext sslContext, Duration connectTimeout,
+                           int maxIdle) {
         this.tls = tls;
         this.port = port;
         this.sslContext = sslContext;
@@ -85,7 +90,8 @@ public final class UpstreamClient implements AutoCloseable {
      * @param sslContext whom to trust and which certificate to present over https, or null for the JDK's default
      * @param maxIdle    the most idle keep-alive connections kept per host
      */
-    public static UpstreamClient create(URI url, SSLContext sslContext, Duration connectTimeout, int maxIdle) {
+    public static UpstreamClient create(URI url, @Nullable SSLContext sslContext, Duration connectTimeout,
+                                        int maxIdle) {
         String scheme = url.getScheme().toLowerCase(Locale.ROOT);
         boolean tls = scheme.equals("https");
         if (!tls && !scheme.equals("http")) {
@@ -192,7 +198,8 @@ public final class UpstreamClient implements AutoCloseable {
             throw new UpstreamFailure("connecting failed: " + e.getMessage(), false, false, e);
         }
         try {
-            SSLSocket ssl = (SSLSocket) sslContext.getSocketFactory().createSocket(channel.socket(), literal, port,
+            SSLSocket ssl = (SSLSocket) Objects.requireNonNull(sslContext, "create gives an https client one")
+                    .getSocketFactory().createSocket(channel.socket(), literal, port,
                     true);
             SSLParameters params = ssl.getSSLParameters();
             params.setEndpointIdentificationAlgorithm("HTTPS");
@@ -206,7 +213,7 @@ public final class UpstreamClient implements AutoCloseable {
         }
     }
 
-    private static void closeQuietly(SocketChannel channel) {
+    private static void closeQuietly(@Nullable SocketChannel channel) {
         if (channel != null) {
             try {
                 channel.close();
@@ -310,7 +317,7 @@ public final class UpstreamClient implements AutoCloseable {
          * @param body   writes the body; if it throws, the request is abandoned unfinished (the connection closed
          *               before the body's end) and its exception is rethrown as it is
          */
-        public UpstreamResponse send(Duration readTimeout, long length, Body body) throws UpstreamFailure {
+        public UpstreamResponse send(Duration readTimeout, long length, @Nullable Body body) throws UpstreamFailure {
             if (body != null && length >= 0) {
                 head.ascii("Content-Length: ").ascii(Long.toString(length)).crlf();
             } else if (body != null) {
@@ -324,7 +331,7 @@ public final class UpstreamClient implements AutoCloseable {
             }
         }
 
-        private UpstreamResponse exchange(Duration readTimeout, long length, Body body)
+        private UpstreamResponse exchange(Duration readTimeout, long length, @Nullable Body body)
                 throws UpstreamFailure {
             Connection connection = client.connection(host);
             boolean done = false;
@@ -381,8 +388,8 @@ public final class UpstreamClient implements AutoCloseable {
      * taken as the outcome, on a connection never used again; anything else (no answer, a success before the body's
      * end) is not, and null is returned.
      */
-    private static UpstreamResponse earlyAnswer(UpstreamClient client, Connection connection, boolean headRequest,
-                                                Duration readTimeout) {
+    private static @Nullable UpstreamResponse earlyAnswer(UpstreamClient client, Connection connection,
+                                                          boolean headRequest, Duration readTimeout) {
         try {
             connection.timeout(readTimeout.compareTo(EARLY_ANSWER) < 0 ? readTimeout : EARLY_ANSWER);
             UpstreamResponse early = UpstreamResponse.read(client, connection, headRequest);
@@ -485,7 +492,7 @@ public final class UpstreamClient implements AutoCloseable {
         private byte[] buffer;
         private int size;
         private long written;
-        UpstreamFailure failure;
+        @Nullable UpstreamFailure failure;
         /** Whether any byte of the request was written to the connection (it may have reached the upstream). */
         boolean sent;
 

@@ -1,6 +1,9 @@
 package io.stockade.proxy.upstream;
 
 import java.io.IOException;
+import java.util.Objects;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * An upstream request that got no answer. Its message names the upstream ({@code upstream 127.0.0.1:9000: refused
@@ -10,14 +13,14 @@ import java.io.IOException;
 public class UpstreamFailure extends IOException {
     private final boolean requestSent;
     private final boolean timedOut;
-    private volatile String upstream;
+    private volatile @Nullable String upstream;
 
     /**
      * @param requestSent whether any byte of the request may have reached the upstream (if not, the request cannot
      *                    land later: connecting or the TLS handshake failed)
      * @param timedOut    whether it failed by a timeout waiting for the upstream
      */
-    public UpstreamFailure(String message, boolean requestSent, boolean timedOut, Throwable cause) {
+    public UpstreamFailure(String message, boolean requestSent, boolean timedOut, @Nullable Throwable cause) {
         super(message, cause);
         this.requestSent = requestSent;
         this.timedOut = timedOut;
@@ -32,13 +35,13 @@ public class UpstreamFailure extends IOException {
     }
 
     /** The upstream that failed ({@code host:port}), or null when not known. */
-    public String upstream() {
+    public @Nullable String upstream() {
         return upstream;
     }
 
     @Override
     public String getMessage() {
-        String message = super.getMessage();
+        String message = Objects.requireNonNull(super.getMessage(), "an upstream failure is made with its message");
         return upstream == null ? message : "upstream " + upstream + ": " + message;
     }
 

@@ -15,6 +15,7 @@ import java.util.logging.Logger;
 import io.stockade.proxy.io.BulkInputStream;
 
 import io.helidon.webserver.CloseConnectionException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An upstream's answer: the status line and headers read, the body framed (RFC 9112 section 6.3) and read
@@ -184,7 +185,7 @@ public final class UpstreamResponse implements AutoCloseable {
     }
 
     /** The first value of a header (the name compared without case), or null. */
-    public String first(String name) {
+    public @Nullable String first(String name) {
         for (int i = 0; i < names.size(); i++) {
             if (names.get(i).equalsIgnoreCase(name)) {
                 return values.get(i);
@@ -329,7 +330,7 @@ public final class UpstreamResponse implements AutoCloseable {
      *
      * @param max the most bytes the line may have
      */
-    static String readLine(UpstreamClient.Connection c, int max) throws IOException {
+    static @Nullable String readLine(UpstreamClient.Connection c, int max) throws IOException {
         StringBuilder line = null;
         while (true) {
             for (int i = c.position; i < c.limit; i++) {

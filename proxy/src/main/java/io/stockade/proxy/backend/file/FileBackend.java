@@ -29,6 +29,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.stockade.policy.BackendConfig;
+import io.stockade.policy.RequestTarget;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.backend.Keeper;
@@ -203,7 +204,9 @@ public final class FileBackend implements Backend {
         }
         SafePath.Located target;
         try {
-            target = SafePath.locate(root, SafePath.check(exchange.route().target().segments(), maxPathBytes));
+            RequestTarget requested = Objects.requireNonNull(exchange.route().target(),
+                    "a planned request's route has a target (only a refusal's has none)");
+            target = SafePath.locate(root, SafePath.check(requested.segments(), maxPathBytes));
         } catch (SafePath.TooLongException e) {
             return new Plan.Refuse(scope, Problem.of(ProblemType.PATH_TOO_LONG,
                     Objects.requireNonNullElse(e.getMessage(), "the path is too long")));

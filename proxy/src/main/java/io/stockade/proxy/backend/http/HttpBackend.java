@@ -15,6 +15,7 @@ import javax.net.ssl.SSLContext;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Policy;
+import io.stockade.policy.RequestTarget;
 import io.stockade.proxy.backend.Admission;
 import io.stockade.proxy.backend.Backend;
 import io.stockade.proxy.backend.Exchange;
@@ -139,7 +140,7 @@ public final class HttpBackend implements Backend {
                     + " upstream (name it in match.methods, or in fence.methods to fence it)")
                     .header("Allow", allowed));
         }
-        Optional<Problem> refused = RefusedHeaders.refusal(req.headers(), exchange.route().target().query());
+        Optional<Problem> refused = RefusedHeaders.refusal(req.headers(), target(exchange).query());
         if (refused.isPresent()) {
             return new Plan.Refuse(scope, refused.get());
         }
@@ -183,7 +184,7 @@ public final class HttpBackend implements Backend {
             }
             case Destination.Found f -> found = f;
         }
-        if (found.target().segments().equals(exchange.route().target().segments())) {
+        if (found.target().segments().equals(target(exchange).segments())) {
             // RFC 4918 answers 403; nginx's dav module deletes the file, fails the copy and answers 500
             return new Plan.Refuse(scope, Problem.of(ProblemType.BAD_DESTINATION, "the Destination is the request's"
                     + " own resource: a " + method + " onto itself is refused (WebDAV servers differ on it, and one "
@@ -203,6 +204,11 @@ public final class HttpBackend implements Backend {
         return exchange.fencing().plan(method, scopes, Backend.headerToken(exchange),
                 new Keeper.Serialized((ex, admission) -> serializedWrite(ex, upstreamDestination)),
                 ex -> forward(ex, upstreamDestination));
+    }
+
+    /** The request's canonical target: every route but a refusal's has one, and a refusal is never planned. */
+    static RequestTarget target(Exchange exchange) {
+        return Objects.requireNonNull(exchange.route().target(), "a planned request's route has a target");
     }
 
     /**
@@ -359,7 +365,7 @@ public final class HttpBackend implements Backend {
     }
 
     private Optional<String> headVersion(Exchange exchange) {
-        String target = exchange.route().target().upstreamTarget(basePath);
+        String target = target(exchange).upstreamTarget(basePath);
         try (UpstreamResponse response = client.request("HEAD", host, target).send(config.timeout())) {
             int status = response.status();
             if (status == 404 || status == 410) {
@@ -422,7 +428,7 @@ public final class HttpBackend implements Backend {
         long leftOut = warnings.admit(policy);
         if (leftOut >= 0) {
             LOG.warning("policy '" + policy + "': " + exchange.request().prologue().method().text() + " "
-                    + exchange.route().target().rawPath() + ": " + failed.reason() + WarnLimiter.leftOut(leftOut));
+                    + target(exchange).rawPath() + ": " + failed.reason() + WarnLimiter.leftOut(leftOut));
         }
         return answer(Problem.of(failed.timedOut() ? ProblemType.UPSTREAM_TIMEOUT
                 : ProblemType.UPSTREAM_UNREACHABLE, failed.reason()));

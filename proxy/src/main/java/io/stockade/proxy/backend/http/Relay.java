@@ -128,7 +128,7 @@ final class Relay {
         UpstreamClient.Request upstream;
         try {
             upstream = client.request(req.prologue().method().text(), host,
-                    exchange.route().target().upstreamTarget(basePath));
+                    HttpBackend.target(exchange).upstreamTarget(basePath));
             headers.toUpstream(req, upstream, condition, destination);
         } catch (IllegalArgumentException e) {
             // A recorded version that is not a header value, or a request target the proxy cannot send: nothing
