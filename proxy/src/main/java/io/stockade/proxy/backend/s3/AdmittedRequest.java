@@ -6,6 +6,8 @@ import java.util.OptionalLong;
 
 import io.stockade.proxy.upstream.UpstreamResponse;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The request read as S3 and authenticated, once, by {@link S3Admission#admit} for the plan ({@link S3Planner});
  * the plan's actions act on it.
@@ -18,9 +20,10 @@ import io.stockade.proxy.upstream.UpstreamResponse;
  * @param form        a browser-form upload, read up to its file; null for any other request
  * @param deletes     a DeleteObjects' body, read and parsed by the plan; null for any other request
  */
-record AdmittedRequest(S3Request s3, ClientAuth.Verified verified, UploadIds.Id upload, boolean unsigned, Form form,
-                       Deletes deletes) {
-    AdmittedRequest(S3Request s3, ClientAuth.Verified verified, UploadIds.Id upload, boolean unsigned) {
+record AdmittedRequest(S3Request s3, ClientAuth.@Nullable Verified verified, UploadIds.@Nullable Id upload,
+                       boolean unsigned, @Nullable Form form, @Nullable Deletes deletes) {
+    AdmittedRequest(S3Request s3, ClientAuth.@Nullable Verified verified, UploadIds.@Nullable Id upload,
+                    boolean unsigned) {
         this(s3, verified, upload, unsigned, null, null);
     }
 
@@ -38,9 +41,9 @@ record AdmittedRequest(S3Request s3, ClientAuth.Verified verified, UploadIds.Id 
      * Sends a request upstream on the client's behalf: signed by the proxy, or, for an unsigned read the policy
      * forwards, unsigned (the proxy's credentials never answer for an anonymous client).
      */
-    UpstreamResponse send(Upstream upstream, String method, String bucket, String key,
+    UpstreamResponse send(Upstream upstream, String method, @Nullable String bucket, @Nullable String key,
                           List<Map.Entry<String, String>> query, List<Map.Entry<String, String>> headers,
-                          Upstream.Body body) {
+                          Upstream.@Nullable Body body) {
         return unsigned ? upstream.sendUnsigned(method, bucket, key, query, headers, body)
                 : upstream.send(method, bucket, key, query, headers, body);
     }

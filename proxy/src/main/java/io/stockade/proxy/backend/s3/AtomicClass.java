@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
@@ -17,6 +18,7 @@ import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.HeaderNames;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The <em>atomic</em> S3 class: one scope per object, the highest token in the object's metadata
@@ -107,24 +109,24 @@ final class AtomicClass implements S3Class {
     private WriteResult fencedWrite(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
         try {
-            return switch (s3.operation()) {
+            return switch (s3.admittedOperation()) {
                 case PUT_OBJECT -> putObject(exchange, p, token, rule);
                 case DELETE_OBJECT -> ConditionalWrite.clientConditions(exchange) ? answer(exchange, 501,
                         "NotImplemented", "a DeleteObject with If-Match or If-None-Match is not supported through the"
                         + " fencing proxy")
-                        : writes.write(exchange, s3.bucket(), s3.key(), token, rule,
+                        : writes.write(exchange, s3.namedBucket(), s3.namedKey(), token, rule,
                                 true, ConditionalWrite.Remember.TOMBSTONE,
-                        etag -> tombstone(s3.bucket(), s3.key(), token, etag), response -> {
+                        etag -> tombstone(s3.namedBucket(), s3.namedKey(), token, etag), response -> {
                             exchange.response().status(204).send();
                             return new WriteResult.Answered(204);
                         });
                 case COPY_OBJECT -> copies.write(exchange, p, token, rule);
                 case COMPLETE_MULTIPART -> complete(exchange, p, token, rule);
                 // nothing visible yet: judged against the object, then relayed; the completion is conditional
-                case CREATE_MULTIPART -> writes.judged(exchange, s3.bucket(), s3.key(), token, rule,
+                case CREATE_MULTIPART -> writes.judged(exchange, s3.namedBucket(), s3.namedKey(), token, rule,
                         () -> multipart.create(exchange, p, OptionalLong.of(token)));
-                case UPLOAD_PART, ABORT_MULTIPART -> writes.judged(exchange, s3.bucket(), s3.key(), token, rule,
-                        () -> forward(exchange, p));
+                case UPLOAD_PART, ABORT_MULTIPART -> writes.judged(exchange, s3.namedBucket(), s3.namedKey(), token,
+                        rule, () -> forward(exchange, p));
                 case DELETE_OBJECTS -> deleteObjects(exchange, p, token, rule);
                 case POST_OBJECT -> postObject(exchange, p, token, rule);
                 case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
@@ -150,7 +152,7 @@ final class AtomicClass implements S3Class {
         long stored = -1;
         boolean wouldReject = false;
         for (String key : keys) {
-            stored = writes.head(s3.bucket(), key).token();
+            stored = writes.head(s3.namedBucket(), key).token();
             if (ConditionalWrite.stale(stored, token, rule.acceptEqual()) || rule.tooFar(token, stored)) {
                 wouldReject = true;
                 break;
@@ -165,7 +167,7 @@ final class AtomicClass implements S3Class {
 
     @Override
     public WriteResult forward(Exchange exchange, AdmittedRequest p) {
-        return switch (p.s3().operation()) {
+        return switch (p.s3().admittedOperation()) {
             case LIST_OBJECTS, LIST_OBJECT_VERSIONS -> tombstones.listing(exchange, p);
             case DELETE_BUCKET -> tombstones.deleteBucket(exchange, p);
             case UPLOAD_PART -> {
@@ -220,7 +222,7 @@ final class AtomicClass implements S3Class {
 
     /** Whether a request may change an object's bytes or metadata (parts of a multipart upload do not, yet). */
     private static boolean changesObjects(AdmittedRequest p) {
-        return switch (p.s3().operation()) {
+        return switch (p.s3().admittedOperation()) {
             case PUT_OBJECT, COPY_OBJECT, DELETE_OBJECT, DELETE_OBJECTS, COMPLETE_MULTIPART, POST_OBJECT,
                  OBJECT_SUBRESOURCE_WRITE -> true;
             case LIST_BUCKETS, BUCKET_READ, LIST_OBJECTS, LIST_OBJECT_VERSIONS, BUCKET_WRITE, DELETE_BUCKET,
@@ -239,7 +241,7 @@ final class AtomicClass implements S3Class {
         boolean replayable = declaredLength(exchange) <= REPLAY_BUFFER;
         Upstream.Body[] body = new Upstream.Body[1];
         boolean[] opened = new boolean[1];
-        return writes.write(exchange, s3.bucket(), s3.key(), token, rule,
+        return writes.write(exchange, s3.namedBucket(), s3.namedKey(), token, rule,
                 replayable, ConditionalWrite.Remember.OBJECT,
                 etag -> {
                     if (!opened[0]) {
@@ -260,10 +262,11 @@ final class AtomicClass implements S3Class {
      */
     private WriteResult postObject(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
-        AdmittedRequest.Form form = p.form();
-        ConditionalWrite.Head before = writes.head(s3.bucket(), form.key());
-        if (before.failed()) {
-            return new WriteResult.Unavailable(before.failure());
+        AdmittedRequest.Form form = Objects.requireNonNull(p.form(), "a POST Object is admitted as a form");
+        ConditionalWrite.Head before = writes.head(s3.namedBucket(), form.key());
+        String failure = before.failure();
+        if (failure != null) { // before.failed()
+            return new WriteResult.Unavailable(failure);
         }
         if (ConditionalWrite.stale(before.token(), token, rule.acceptEqual())) {
             return new WriteResult.Stale(before.token()); // the file is never read
@@ -275,14 +278,14 @@ final class AtomicClass implements S3Class {
         if (spooled.refused() != null) {
             return spooled.refused();
         }
-        try (Spool file = spooled.file()) {
+        try (Spool file = Objects.requireNonNull(spooled.file(), "not refused: the file was read")) {
             List<Map.Entry<String, String>> headers = FormUploads.headers(form);
             headers.addAll(ObjectMeta.tokenRecord(token));
-            return writes.write(exchange, s3.bucket(), form.key(), token, rule,
+            return writes.write(exchange, s3.namedBucket(), form.key(), token, rule,
                     true, ConditionalWrite.Remember.OBJECT,
                     etag -> upstream.send("PUT", s3.bucket(), form.key(), List.of(), conditional(headers, etag),
                             file.body()),
-                    response -> FormUploads.answer(exchange, form, s3.bucket(), response.first("ETag")));
+                    response -> FormUploads.answer(exchange, form, s3.namedBucket(), response.first("ETag")));
         } catch (RuntimeException e) {
             return failures.failure(exchange, e, false);
         }
@@ -323,7 +326,7 @@ final class AtomicClass implements S3Class {
             return answer(exchange, 400, "MalformedXML", e.getMessage());
         }
         List<Map.Entry<String, String>> headers = Relay.forwardHeaders(exchange, p);
-        return writes.write(exchange, s3.bucket(), s3.key(), token, rule,
+        return writes.write(exchange, s3.namedBucket(), s3.namedKey(), token, rule,
                 true, ConditionalWrite.Remember.NOTHING,
                 etag -> upstream.send("POST", s3.bucket(), s3.key(), s3.upstreamQuery(), conditional(headers, etag),
                         Upstream.Body.of(body)),
@@ -358,14 +361,14 @@ final class AtomicClass implements S3Class {
      */
     private WriteResult deleteObjects(Exchange exchange, AdmittedRequest p, long token, Fencing.Rule rule) {
         S3Request s3 = p.s3();
-        S3Xml.DeleteRequest request = p.deletes().request();
+        S3Xml.DeleteRequest request = Objects.requireNonNull(p.deletes(), "the plan read the body").request();
         StringBuilder xml = new StringBuilder("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns=\""
                 + S3Xml.NS + "\">");
         WriteResult.NotApplied notApplied = null;
         boolean anyDeleted = false;
         for (String key : request.keys()) {
-            WriteResult one = writes.write(exchange, s3.bucket(), key, token, rule, true,
-                    ConditionalWrite.Remember.TOMBSTONE, etag -> tombstone(s3.bucket(), key, token, etag),
+            WriteResult one = writes.write(exchange, s3.namedBucket(), key, token, rule, true,
+                    ConditionalWrite.Remember.TOMBSTONE, etag -> tombstone(s3.namedBucket(), key, token, etag),
                     OneOfSeveral.INSTANCE);
             String error = DeleteResults.error(one, token, rule);
             if (error != null && (notApplied == null
@@ -405,7 +408,7 @@ final class AtomicClass implements S3Class {
         }
     }
 
-    private UpstreamResponse tombstone(String bucket, String key, long token, String etag) {
+    private UpstreamResponse tombstone(String bucket, String key, long token, @Nullable String etag) {
         List<Map.Entry<String, String>> headers = new ArrayList<>();
         headers.add(Map.entry("content-type", "application/x-stockade-tombstone"));
         headers.addAll(ObjectMeta.tokenRecord(token));
@@ -419,7 +422,8 @@ final class AtomicClass implements S3Class {
         return S3Failures.answer(exchange, status, code, message);
     }
 
-    private static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers, String etag) {
+    private static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers,
+                                                               @Nullable String etag) {
         return ConditionalWrite.conditional(headers, etag);
     }
 

@@ -11,6 +11,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Function;
@@ -23,6 +24,7 @@ import io.stockade.policy.BackendConfig;
 import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Checks a client's SigV4 signature (Authorization header or presigned URL) against the access keys the policy
@@ -105,7 +107,8 @@ final class ClientAuth {
             throw new S3Refused(403, "RequestTimeTooSkewed",
                     "The difference between the request time and the current time is too large.");
         }
-        return check(req, s3, credential, signedHeaders, signature, amzDate, payload, s3.query());
+        return check(req, s3, credential, signedHeaders, signature,
+                Objects.requireNonNull(amzDate, "parseDate refused a request without a date"), payload, s3.query());
     }
 
     private Verified presigned(ServerRequest req, S3Request s3, Instant now) throws S3Refused {
@@ -157,7 +160,8 @@ final class ClientAuth {
     }
 
     private Verified check(ServerRequest req, S3Request s3, String credential, String signedHeaders,
-                           String signature, String amzDate, String payload, List<Map.Entry<String, String>> query)
+                           @Nullable String signature, String amzDate, String payload,
+                           List<Map.Entry<String, String>> query)
             throws S3Refused {
         // limit 0 drops trailing empty strings: a trailing '/' is not a sixth part
         String[] scopeParts = credential.split("/", 0);
@@ -196,7 +200,9 @@ final class ClientAuth {
             throw new S3Refused(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the"
                     + " signature you provided. Check your key and signing method.");
         }
-        return new Verified(accessKey, key, amzDate, scope, signature, payload, Set.copyOf(headers.keySet()));
+        return new Verified(accessKey, key, amzDate, scope,
+                Objects.requireNonNull(signature, "SigV4.same matched it, so it is there"), payload,
+                Set.copyOf(headers.keySet()));
     }
 
     /**
@@ -286,7 +292,7 @@ final class ClientAuth {
         return all;
     }
 
-    private static Instant parseDate(String amzDate) throws S3Refused {
+    private static Instant parseDate(@Nullable String amzDate) throws S3Refused {
         if (amzDate == null) {
             throw new S3Refused(403, "AccessDenied", "the request has no x-amz-date");
         }

@@ -65,7 +65,7 @@ final class ConditionalCopy {
         // The copy is a read of the source and a conditional PUT of the destination through the proxy: S3's
         // conditional writes are documented for PutObject, not reliably for CopyObject at every store.
         String[] lastEtag = new String[1];
-        return writes.write(exchange, s3.bucket(), s3.key(), token, rule,
+        return writes.write(exchange, s3.namedBucket(), s3.namedKey(), token, rule,
                 true, ConditionalWrite.Remember.OBJECT, etag -> {
             UpstreamResponse src = upstream.send("GET", srcBucket, srcKey, srcQuery, srcConditions, null);
             int status = src.status();

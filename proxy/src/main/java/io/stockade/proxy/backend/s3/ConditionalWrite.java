@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 import io.stockade.proxy.backend.Exchange;
@@ -18,6 +19,7 @@ import io.stockade.proxy.fence.ScopeGuard;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.HeaderNames;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The atomic class's conditional write of one object: read its token and ETag (HEAD, or this proxy's own last write
@@ -65,8 +67,9 @@ final class ConditionalWrite {
      * @param exists    whether an object (a tombstone included) is stored under the key
      * @param tombstone whether that object is a tombstone (a deleted object's token)
      */
-    record Head(boolean exists, String etag, long token, String failure, int status, boolean tombstone) {
-        Head(boolean exists, String etag, long token, String failure, int status) {
+    record Head(boolean exists, @Nullable String etag, long token, @Nullable String failure, int status,
+                boolean tombstone) {
+        Head(boolean exists, @Nullable String etag, long token, @Nullable String failure, int status) {
             this(exists, etag, token, failure, status, false);
         }
 
@@ -77,7 +80,7 @@ final class ConditionalWrite {
 
     /** One attempt of a conditional write: sends it conditional on {@code etag} (null: must not exist). */
     interface Attempt {
-        UpstreamResponse send(String etag) throws Answered;
+        UpstreamResponse send(@Nullable String etag) throws Answered;
     }
 
     /** An attempt ended without a write (e.g. a copy whose source is missing): what the client is answered. */
@@ -156,6 +159,7 @@ final class ConditionalWrite {
                 if (!fromCache) {
                     head = head(bucket, key);
                 }
+                Objects.requireNonNull(head, "read just now, or remembered (fromCache: it was not null)");
                 WriteResult refused = judge(exchange, head, token, rule);
                 if (refused != null) {
                     return refused;
@@ -198,7 +202,7 @@ final class ConditionalWrite {
      * The write judged against the object's state (read, or remembered): null when it may be sent, else what the
      * client is answered.
      */
-    private static WriteResult judge(Exchange exchange, Head head, long token, Fencing.Rule rule) {
+    private static @Nullable WriteResult judge(Exchange exchange, Head head, long token, Fencing.Rule rule) {
         WriteResult refused = judgeToken(head, token, rule);
         if (refused != null) {
             return refused;
@@ -209,12 +213,13 @@ final class ConditionalWrite {
     }
 
     /** The token judged against the object's state by the plan's rule: null when it passes, else the refusal. */
-    private static WriteResult judgeToken(Head head, long token, Fencing.Rule rule) {
-        if (head.failed()) {
+    private static @Nullable WriteResult judgeToken(Head head, long token, Fencing.Rule rule) {
+        String failure = head.failure();
+        if (failure != null) { // head.failed()
             if (head.status() == 403) {
-                return answer(403, "AccessDenied", head.failure());
+                return answer(403, "AccessDenied", failure);
             }
-            return new WriteResult.Unavailable(head.failure());
+            return new WriteResult.Unavailable(failure);
         }
         if (stale(head.token(), token, rule.acceptEqual())) {
             return new WriteResult.Stale(head.token());
@@ -245,8 +250,8 @@ final class ConditionalWrite {
      * One conditional write on {@code head}: what the client is answered, or null when the store refused the
      * condition (another write won the race, or the remembered ETag was out of date).
      */
-    private WriteResult attempt(Exchange exchange, String object, long token, Head head, Remember remember,
-                                Attempt attempt, Success success) {
+    private @Nullable WriteResult attempt(Exchange exchange, String object, long token, Head head,
+                                          Remember remember, Attempt attempt, Success success) {
         UpstreamResponse response;
         try {
             response = attempt.send(head.exists() ? head.etag() : null);
@@ -274,7 +279,7 @@ final class ConditionalWrite {
      * The object as this proxy last wrote it, when that lets this write through (not stale, not too far); else null
      * and the object is read from the store: a refusal is never made on a remembered state.
      */
-    private Head rememberedHead(String object, long token, Fencing.Rule rule) {
+    private @Nullable Head rememberedHead(String object, long token, Fencing.Rule rule) {
         EtagCache.Known known = cache.get(object);
         if (known == null || stale(known.token(), token, rule.acceptEqual()) || rule.tooFar(token, known.token())) {
             return null;
@@ -296,7 +301,7 @@ final class ConditionalWrite {
      *
      * @return null when the write may go on, else what the client was answered
      */
-    private static WriteResult clientPreconditions(Head head, Exchange exchange) {
+    private static @Nullable WriteResult clientPreconditions(Head head, Exchange exchange) {
         var headers = exchange.request().headers();
         List<String> ifMatch = headers.all(HeaderNames.IF_MATCH, List::of);
         List<String> ifNoneMatch = headers.all(HeaderNames.IF_NONE_MATCH, List::of);
@@ -318,7 +323,7 @@ final class ConditionalWrite {
     }
 
     /** Whether an entity-tag list ({@code *}, or ETags with or without quotes) names the object's ETag. */
-    static boolean matches(List<String> values, String etag) {
+    static boolean matches(List<String> values, @Nullable String etag) {
         String have = bareEtag(etag);
         for (String value : values) {
             for (String part : value.split(",", -1)) {
@@ -331,7 +336,7 @@ final class ConditionalWrite {
         return false;
     }
 
-    private static String bareEtag(String etag) {
+    private static String bareEtag(@Nullable String etag) {
         if (etag == null) {
             return "";
         }
@@ -374,7 +379,8 @@ final class ConditionalWrite {
         return FenceRule.stale(token, stored, acceptEqual);
     }
 
-    static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers, String etag) {
+    static List<Map.Entry<String, String>> conditional(List<Map.Entry<String, String>> headers,
+                                                       @Nullable String etag) {
         List<Map.Entry<String, String>> out = new ArrayList<>(headers.size() + 1);
         for (Map.Entry<String, String> h : headers) {
             if (!h.getKey().equals("if-match") && !h.getKey().equals("if-none-match")) {

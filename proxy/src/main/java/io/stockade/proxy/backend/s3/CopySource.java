@@ -8,6 +8,7 @@ import io.stockade.policy.RequestTarget;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The object a CopyObject or UploadPartCopy reads ({@code x-amz-copy-source}), and its version query.
@@ -49,7 +50,7 @@ record CopySource(String bucket, String key, List<Map.Entry<String, String>> que
      * request names its bucket in its host ({@code hostBucket}, virtual-host style) and the source is in that bucket;
      * empty when no target of the proxy names it (another bucket under virtual-host style, a key the proxy refuses).
      */
-    Optional<RequestTarget> target(String hostBucket) {
+    Optional<RequestTarget> target(@Nullable String hostBucket) {
         StringBuilder path = new StringBuilder();
         if (hostBucket == null) {
             path.append('/').append(RequestTarget.encodeSegment(bucket));

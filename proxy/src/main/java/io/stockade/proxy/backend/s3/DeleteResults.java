@@ -4,6 +4,8 @@ import io.stockade.proxy.backend.Fencing;
 import io.stockade.proxy.backend.StorageAnswer;
 import io.stockade.proxy.backend.WriteResult;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One key's entry in a DeleteObjects answer ({@code <Error><Key>..</Key><Code>..</Code><Message>..</Message>}): what
  * the conditional write of its tombstone came to, in the S3 code a refusal of a DeleteObject of that key gets. Each
@@ -17,7 +19,7 @@ final class DeleteResults {
      * The {@code <Code>} and {@code <Message>} of a key that was not deleted (or whose outcome is unknown), or null
      * when its tombstone was written.
      */
-    static String error(WriteResult result, long token, Fencing.Rule rule) {
+    static @Nullable String error(WriteResult result, long token, Fencing.Rule rule) {
         return switch (result) {
             case WriteResult.Answered answered -> switch (StorageAnswer.of(answered.status())) {
                 case WRITTEN -> null;

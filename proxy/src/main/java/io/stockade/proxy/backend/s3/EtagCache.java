@@ -3,6 +3,8 @@ package io.stockade.proxy.backend.s3;
 import java.util.Iterator;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What this proxy last wrote to each object, the atomic class's {@code etag-cache}: the token it wrote and the ETag
  * the store answered. With it, the next write of the object is sent {@code If-Match: <that ETag>} without a HEAD
@@ -54,12 +56,12 @@ final class EtagCache {
         return capacity > 0;
     }
 
-    Known get(String object) {
+    @Nullable Known get(String object) {
         return capacity == 0 ? null : entries.get(object);
     }
 
     /** Records a conditional write the store accepted; forgets the object when the answer carried no ETag. */
-    void wrote(String object, String etag, long token, boolean tombstone) {
+    void wrote(String object, @Nullable String etag, long token, boolean tombstone) {
         if (capacity == 0) {
             return;
         }

@@ -17,6 +17,7 @@ import io.stockade.proxy.problem.ProblemType;
 import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The admission of a browser-form upload (POST Object, {@link PostForm}): read up to its file and judged before any
@@ -25,9 +26,9 @@ import io.helidon.webserver.http.ServerRequest;
 final class FormAdmission {
     private final BackendConfig.S3 config;
     /** The clients' signatures, or null with {@code auth: none}. */
-    private final ClientAuth auth;
+    private final @Nullable ClientAuth auth;
+    FormAdmission(BackendConfig.S3 config, @Nullable ClientAuth auth) {
 
-    FormAdmission(BackendConfig.S3 config, ClientAuth auth) {
         this.config = config;
         this.auth = auth;
     }
@@ -103,7 +104,7 @@ final class FormAdmission {
                 min = policy.minLength();
                 max = policy.maxLength();
             }
-            Optional<String> keyProblem = FormUploads.keyProblem(s3.bucket(), key);
+            Optional<String> keyProblem = FormUploads.keyProblem(s3.namedBucket(), key);
             if (keyProblem.isPresent()) {
                 throw new S3Refused(400, key.getBytes(StandardCharsets.UTF_8).length
                         > S3Request.MAX_KEY_BYTES ? "KeyTooLongError" : "InvalidArgument", keyProblem.get());

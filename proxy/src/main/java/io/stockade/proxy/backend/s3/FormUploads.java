@@ -15,6 +15,7 @@ import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.listener.BodyBounds;
 
 import io.helidon.http.HeaderNames;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a browser-form upload (POST Object) comes to once its form was read and judged ({@link FormAdmission#admit}):
@@ -79,7 +80,7 @@ final class FormUploads {
     }
 
     /** What a successful form upload answers: a redirect, 200, 201 with XML, or 204 (S3's default). */
-    static WriteResult answer(Exchange exchange, AdmittedRequest.Form form, String bucket, String etag) {
+    static WriteResult answer(Exchange exchange, AdmittedRequest.Form form, String bucket, @Nullable String etag) {
         var res = exchange.response();
         String quoted = etag == null ? "" : etag;
         String host = exchange.request().headers().first(HeaderNames.HOST).orElse("localhost");
@@ -120,7 +121,7 @@ final class FormUploads {
     }
 
     /** A form's file read, or the refusal of it. */
-    record Spooled(Spool file, WriteResult refused) {
+    record Spooled(@Nullable Spool file, @Nullable WriteResult refused) {
     }
 
     /**

@@ -7,6 +7,8 @@ import java.util.Optional;
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.Route;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The fence scopes of an s3 policy's keys ({@link S3Type#scope}): a key's scope part by the policy's
  * {@code fence-scope} and {@code prefix-segments}, and the spellings a file-system store may fold a key into.
@@ -19,7 +21,7 @@ final class KeyScopes {
     }
 
     /** The fence scope of one key of a bucket. */
-    String scopeOfKey(Route route, String bucket, String key) {
+    String scopeOfKey(Route route, @Nullable String bucket, String key) {
         return S3Type.scope(route.policy().scope().toString(), bucket, scopeKey(key));
     }
 
@@ -50,7 +52,7 @@ final class KeyScopes {
      * file (or directory) {@code k}, and a backslash is a separator on Windows. Keys that fold within their own
      * scope ({@code team/dir/} under a prefix scope {@code team/}) are no problem.
      */
-    Optional<String> foldedKey(String key) {
+    Optional<String> foldedKey(@Nullable String key) {
         if (key == null) {
             return Optional.empty();
         }

@@ -2,6 +2,7 @@ package io.stockade.proxy.backend.s3;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -10,6 +11,8 @@ import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * Listings without tombstones.
@@ -64,7 +67,7 @@ final class Listings {
          * @param versionId the version, or null for the current one
          * @throws Unavailable when the store did not say
          */
-        boolean tombstone(String key, String versionId);
+        boolean tombstone(String key, @Nullable String versionId);
 
         /**
          * Whether anything but tombstones lives under a prefix.
@@ -171,7 +174,7 @@ final class Listings {
     }
 
     /** A page of a ListObjectsV2 answer: its entries, and the token of the next page (null when none). */
-    record Page(List<Entry> entries, String next) {
+    record Page(List<Entry> entries, @Nullable String next) {
     }
 
     static Page page(String xml) {
@@ -232,7 +235,8 @@ final class Listings {
             if (e.getCause() instanceof Unavailable unavailable) {
                 throw unavailable;
             }
-            throw new Unavailable("telling tombstones from objects failed: " + S3Failures.root(e.getCause()));
+            throw new Unavailable("telling tombstones from objects failed: "
+                    + S3Failures.root(Objects.requireNonNull(e.getCause(), "a task that threw has its cause")));
         }
     }
 }

@@ -17,6 +17,7 @@ import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.HeaderNames;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Multipart uploads through the proxy, for both classes of the S3 backend: which upload a step may name, and what
@@ -59,7 +60,7 @@ final class Multipart {
     }
 
     /** A request read with its upload ID: the request as the store must get it, and the upload, or a refusal. */
-    record Admitted(S3Request s3, UploadIds.Id upload, Problem refusal) {
+    record Admitted(@Nullable S3Request s3, UploadIds.@Nullable Id upload, @Nullable Problem refusal) {
     }
 
     /**
@@ -73,7 +74,7 @@ final class Multipart {
         }
         UploadIds.Id id;
         try {
-            id = ids.read(s3.bucket(), s3.key(), sent.get());
+            id = ids.read(s3.namedBucket(), s3.namedKey(), sent.get()); // only object rows take an uploadId
         } catch (UploadIds.Unknown e) {
             return new Admitted(null, null, S3Problems.of(404, "NoSuchUpload", "The specified multipart "
                     + "upload does not exist: " + e.getMessage() + ". Name an upload by the UploadId its "
@@ -84,7 +85,7 @@ final class Multipart {
     }
 
     /** Why a CompleteMultipartUpload with {@code token} may not end an upload created with {@code created}. */
-    static Problem completeRefusal(OptionalLong created, long token, String resource) {
+    static @Nullable Problem completeRefusal(OptionalLong created, long token, @Nullable String resource) {
         if (created.isEmpty()) {
             return S3Problems.of(400, "InvalidRequest", "this upload was created without a fencing token, so "
                     + "its object would carry none; create the upload through the proxy with the token you complete "
@@ -124,7 +125,7 @@ final class Multipart {
                 return S3Failures.answer(exchange, 502, "InternalError", "the upstream's CreateMultipartUpload answer "
                         + "has no UploadId");
             }
-            String wrapped = ids.created(s3.bucket(), s3.key(), S3Xml.unescape(id.group(1)), token);
+            String wrapped = ids.created(s3.namedBucket(), s3.namedKey(), S3Xml.unescape(id.group(1)), token);
             return send(exchange, response, xml.substring(0, id.start(1)) + S3Xml.escape(wrapped)
                     + xml.substring(id.end(1)));
         } catch (IOException e) {
@@ -148,7 +149,7 @@ final class Multipart {
                 return new WriteResult.Answered(response.status());
             }
             String xml = new String(response.readAll(MAX_LISTING), StandardCharsets.UTF_8);
-            return send(exchange, response, listed(s3.bucket(), xml));
+            return send(exchange, response, listed(s3.namedBucket(), xml));
         } catch (IOException e) {
             return failures.failure(exchange, new UncheckedIOException(e), true);
         } catch (RuntimeException e) {

@@ -10,11 +10,14 @@ import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 import java.util.zip.Checksum;
 
 import io.stockade.proxy.io.BulkInputStream;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The body of a client request as the bytes the object will hold, checked while it streams.
@@ -40,25 +43,31 @@ final class PayloadReader extends BulkInputStream {
             this.status = status;
             this.code = code;
         }
+
+        /** The message it was made with: never null. */
+        @Override
+        public String getMessage() {
+            return Objects.requireNonNull(super.getMessage(), "made with a message");
+        }
     }
 
     private final InputStream in;
     private final boolean chunked;
     private final boolean signedChunks;
-    private final ClientAuth.Verified auth;
-    private final MessageDigest wholeHash;
-    private final String expectedWholeHash;
-    private final String trailerName;
-    private final Checksum crc;
-    private final MessageDigest digest;
-    private final MessageDigest chunkHash;
-    private String previousSignature;
+    private final ClientAuth.@Nullable Verified auth;
+    private final @Nullable MessageDigest wholeHash;
+    private final @Nullable String expectedWholeHash;
+    private final @Nullable String trailerName;
+    private final @Nullable Checksum crc;
+    private final @Nullable MessageDigest digest;
+    private final @Nullable MessageDigest chunkHash;
+    private @Nullable String previousSignature;
     private long remainingInChunk;
-    private String chunkSignature;
+    private @Nullable String chunkSignature;
     private boolean done;
 
-    private PayloadReader(InputStream in, String contentSha256, ClientAuth.Verified auth, String trailer)
-            throws Rejected {
+    private PayloadReader(InputStream in, @Nullable String contentSha256, ClientAuth.@Nullable Verified auth,
+                          @Nullable String trailer) throws Rejected {
         this.in = in;
         this.auth = auth;
         String mode = contentSha256 == null ? SigV4.UNSIGNED_PAYLOAD : contentSha256;
@@ -108,12 +117,12 @@ final class PayloadReader extends BulkInputStream {
      * @param auth          the checked signature, or null with {@code auth: none}
      * @param trailer       the {@code x-amz-trailer} header, or null
      */
-    static PayloadReader of(InputStream in, String contentSha256, ClientAuth.Verified auth, String trailer)
-            throws Rejected {
+    static PayloadReader of(InputStream in, @Nullable String contentSha256, ClientAuth.@Nullable Verified auth,
+                            @Nullable String trailer) throws Rejected {
         return new PayloadReader(in, contentSha256, auth, trailer);
     }
 
-    static boolean isChunked(String contentSha256) {
+    static boolean isChunked(@Nullable String contentSha256) {
         return contentSha256 != null && contentSha256.startsWith("STREAMING-");
     }
 
@@ -213,6 +222,7 @@ final class PayloadReader extends BulkInputStream {
         if (chunkHash == null || previousSignature == null) {
             return;
         }
+        ClientAuth.Verified auth = Objects.requireNonNull(this.auth, "chunkHash is made only with auth");
         String stringToSign = "AWS4-HMAC-SHA256-PAYLOAD\n" + auth.amzDate() + "\n" + auth.scope() + "\n"
                 + previousSignature + "\n" + SigV4.EMPTY_SHA256 + "\n" + dataHash;
         String expected = SigV4.signature(auth.signingKey(), stringToSign);
@@ -245,6 +255,7 @@ final class PayloadReader extends BulkInputStream {
             }
         }
         if (trailerSignature != null && chunkHash != null && previousSignature != null) {
+            ClientAuth.Verified auth = Objects.requireNonNull(this.auth, "chunkHash is made only with auth");
             String stringToSign = "AWS4-HMAC-SHA256-TRAILER\n" + auth.amzDate() + "\n" + auth.scope() + "\n"
                     + previousSignature + "\n" + SigV4.sha256Hex(signedPart.toString());
             if (!SigV4.same(SigV4.signature(auth.signingKey(), stringToSign), trailerSignature)) {
@@ -262,7 +273,7 @@ final class PayloadReader extends BulkInputStream {
                 long v = crc.getValue();
                 actual = new byte[]{(byte) (v >>> 24), (byte) (v >>> 16), (byte) (v >>> 8), (byte) v};
             } else {
-                actual = digest.digest();
+                actual = Objects.requireNonNull(digest, "crc or digest, and crc is null").digest();
             }
             if (!Base64.getEncoder().encodeToString(actual).equals(sent)) {
                 throw new Rejected(400, "BadDigest", "The " + trailerName.substring("x-amz-checksum-".length())
@@ -272,7 +283,7 @@ final class PayloadReader extends BulkInputStream {
     }
 
     /** A CRLF-terminated line, without the CRLF; null at end of stream. */
-    private String line() throws IOException {
+    private @Nullable String line() throws IOException {
         ByteArrayOutputStream b = new ByteArrayOutputStream(64);
         int c;
         while ((c = in.read()) >= 0) {

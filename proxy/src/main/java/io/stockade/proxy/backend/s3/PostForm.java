@@ -7,9 +7,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.Optional;
 
 import io.stockade.proxy.io.BulkInputStream;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * A browser-form upload (S3's POST Object) read as {@code multipart/form-data}: the fields that precede the file,
@@ -34,14 +37,20 @@ final class PostForm {
             super(message, null, false, false);
             this.code = code;
         }
+
+        /** The message it was made with: never null. */
+        @Override
+        public String getMessage() {
+            return Objects.requireNonNull(super.getMessage(), "made with a message");
+        }
     }
 
     private final List<Field> fields;
     private final String fileName;
-    private final String fileContentType;
+    private final @Nullable String fileContentType;
     private final InputStream file;
 
-    private PostForm(List<Field> fields, String fileName, String fileContentType, InputStream file) {
+    private PostForm(List<Field> fields, String fileName, @Nullable String fileContentType, InputStream file) {
         this.fields = List.copyOf(fields);
         this.fileName = fileName;
         this.fileContentType = fileContentType;
@@ -49,7 +58,7 @@ final class PostForm {
     }
 
     /** The boundary of a {@code multipart/form-data} Content-Type, or null when it is not one. */
-    static String boundary(String contentType) {
+    static @Nullable String boundary(@Nullable String contentType) {
         if (contentType == null) {
             return null;
         }
@@ -143,7 +152,7 @@ final class PostForm {
     }
 
     /** A parameter of a Content-Disposition value ({@code name="key"}), unquoted; null when absent. */
-    static String parameter(String disposition, String name) {
+    static @Nullable String parameter(String disposition, String name) {
         int at = 0;
         while (at < disposition.length()) {
             int semi = disposition.indexOf(';', at);
@@ -202,7 +211,7 @@ final class PostForm {
     }
 
     /** The file part's own Content-Type, or null. */
-    String fileContentType() {
+    @Nullable String fileContentType() {
         return fileContentType;
     }
 
@@ -259,7 +268,7 @@ final class PostForm {
         }
 
         /** A line without its CRLF; null at the end of the body. */
-        String line() throws IOException, Malformed {
+        @Nullable String line() throws IOException, Malformed {
             ByteArrayOutputStream b = new ByteArrayOutputStream();
             for (int c = read(); ; c = read()) {
                 if (c < 0) {

@@ -12,6 +12,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The policy document of a browser-form upload (S3's POST Object): its expiration and conditions, judged against
  * the form's fields as S3 judges them.
@@ -176,7 +178,8 @@ final class PostPolicy {
             this.text = text;
         }
 
-        Object document() {
+        /** The document's value; null for the JSON {@code null}. */
+        @Nullable Object document() {
             Object value = value();
             space();
             if (at != text.length()) {
@@ -185,7 +188,7 @@ final class PostPolicy {
             return value;
         }
 
-        private Object value() {
+        private @Nullable Object value() {
             space();
             if (at >= text.length()) {
                 throw new IllegalArgumentException("unexpected end");
@@ -313,7 +316,7 @@ final class PostPolicy {
         }
 
         /** A condition as S3 quotes it in its answers. */
-        static String write(Object value) {
+        static String write(@Nullable Object value) {
             if (value instanceof String s) {
                 return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
             }

@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.function.BiPredicate;
@@ -25,6 +26,7 @@ import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The relay between the client and the store: a request the fence admitted, or forwards unfenced, sent to the store
@@ -128,9 +130,9 @@ final class Relay {
      * Sends a request upstream on the client's behalf: signed by the proxy, or, for an unsigned read the policy
      * forwards, unsigned (the proxy's credentials never answer for an anonymous client).
      */
-    UpstreamResponse send(Exchange exchange, AdmittedRequest p, String method, String bucket, String key,
-                          List<Map.Entry<String, String>> query, List<Map.Entry<String, String>> headers,
-                          Upstream.Body body) {
+    UpstreamResponse send(Exchange exchange, AdmittedRequest p, String method, @Nullable String bucket,
+                          @Nullable String key, List<Map.Entry<String, String>> query,
+                          List<Map.Entry<String, String>> headers, Upstream.@Nullable Body body) {
         return p.unsigned() ? upstream.sendUnsigned(method, bucket, key, query, headers, body)
                 : upstream.send(method, bucket, key, query, headers, body);
     }
@@ -141,19 +143,19 @@ final class Relay {
      * PutObject, as the other unfenced writes are forwarded.
      */
     WriteResult formUpload(Exchange exchange, AdmittedRequest p) {
-        AdmittedRequest.Form form = p.form();
+        AdmittedRequest.Form form = Objects.requireNonNull(p.form(), "a form upload is admitted as a form");
         FormUploads.Spooled spooled = FormUploads.spool(exchange, form);
         if (spooled.refused() != null) {
             return spooled.refused();
         }
-        try (Spool file = spooled.file()) {
+        try (Spool file = Objects.requireNonNull(spooled.file(), "not refused: the file was read")) {
             try (UpstreamResponse response = upstream.send("PUT", p.s3().bucket(), form.key(), List.of(),
                     FormUploads.headers(form), file.body())) {
                 if (response.status() / 100 != 2) {
                     Relay.relayResponse(response, exchange);
                     return new WriteResult.Answered(response.status());
                 }
-                return FormUploads.answer(exchange, form, p.s3().bucket(), response.first("ETag"));
+                return FormUploads.answer(exchange, form, p.s3().namedBucket(), response.first("ETag"));
             }
         } catch (RuntimeException e) {
             return failures.failure(exchange, e, true);
@@ -209,7 +211,7 @@ final class Relay {
      * ({@link Exchange#body()}: {@code max-body-bytes} counts the bytes as sent, aws-chunked framing included);
      * null when there is none.
      */
-    static Upstream.Body clientBody(Exchange exchange, ClientAuth.Verified verified) {
+    static Upstream.@Nullable Body clientBody(Exchange exchange, ClientAuth.@Nullable Verified verified) {
         ServerRequest req = exchange.request();
         String sha = req.headers().first(HeaderNames.create("x-amz-content-sha256")).orElse(null);
         boolean chunked = PayloadReader.isChunked(sha);
@@ -245,7 +247,7 @@ final class Relay {
     }
 
     /** Reads a small client body whole (XML bodies), refusing one larger than {@code max}. */
-    static byte[] smallBody(Exchange exchange, ClientAuth.Verified verified, int max) {
+    static byte[] smallBody(Exchange exchange, ClientAuth.@Nullable Verified verified, int max) {
         Upstream.Body body = clientBody(exchange, verified);
         if (body == null) {
             return new byte[0];

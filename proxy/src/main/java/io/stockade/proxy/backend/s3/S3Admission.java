@@ -4,6 +4,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
@@ -18,6 +19,7 @@ import io.stockade.proxy.problem.ProblemType;
 import io.helidon.http.Header;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What S3 requests are accepted, and why the others are refused, before any fence question (a forged request can
@@ -33,7 +35,7 @@ final class S3Admission {
 
     private final BackendConfig.S3 config;
     /** The clients' signatures, or null with {@code auth: none}. */
-    private final ClientAuth auth;
+    private final @Nullable ClientAuth auth;
     private final FormAdmission forms;
     private final S3Tokens tokens;
     private final Multipart multipart;
@@ -108,7 +110,7 @@ final class S3Admission {
         if (source != null) {
             return new AdmissionResult(null, source);
         }
-        String carrier = s3.operation().fenced() ? tokens.unsignedCarrier(exchange, verified) : null;
+        String carrier = s3.admittedOperation().fenced() ? tokens.unsignedCarrier(exchange, verified) : null;
         if (carrier != null && exchange.fencing().enforced()) {
             // An unsigned token can be set by anyone holding the signed request or a presigned URL.
             return AdmissionResult.refused(403, "AccessDenied", "the " + carrier + " header is not "
@@ -122,7 +124,8 @@ final class S3Admission {
         if (upload.refusal() != null) {
             return new AdmissionResult(null, upload.refusal());
         }
-        return new AdmissionResult(new AdmittedRequest(upload.s3(), verified, upload.upload(), unsigned), null);
+        return new AdmissionResult(new AdmittedRequest(Objects.requireNonNull(upload.s3(), "no refusal: admitted"),
+                verified, upload.upload(), unsigned), null);
     }
 
     /**
@@ -132,7 +135,7 @@ final class S3Admission {
      * was admitted under. Another policy's object (its clients may be others), or an object no policy serves, is
      * 403 {@code AccessDenied}, before anything moves.
      */
-    private Problem copySourceRefusal(Exchange exchange, S3Request s3) {
+    private @Nullable Problem copySourceRefusal(Exchange exchange, S3Request s3) {
         ServerRequest req = exchange.request();
         if (!req.headers().contains(HeaderNames.create("x-amz-copy-source"))) {
             return null;
@@ -163,7 +166,7 @@ final class S3Admission {
      * {@code x-amz-*} header its signature does not cover (AWS: 403 "There were headers present in the request which
      * were not signed") or the table does not know for the operation, a token in the query the policy does not read.
      */
-    private Problem tableRefusal(Exchange exchange, S3Request s3, ClientAuth.Verified verified) {
+    private @Nullable Problem tableRefusal(Exchange exchange, S3Request s3, ClientAuth.@Nullable Verified verified) {
         if (s3.refusal() != null) {
             return S3Problems.of(s3.refusal(), s3.resource());
         }
@@ -192,12 +195,12 @@ final class S3Admission {
         }
         boolean copy = names.contains("x-amz-copy-source");
         List<Map.Entry<String, String>> hoisted = s3.hoisted();
-        if (config.tokenFromMetadata() && s3.operation().fenced()) {
+        if (config.tokenFromMetadata() && s3.admittedOperation().fenced()) {
             // the token, wherever the write is fenced (never relayed)
             names.remove(TOKEN_META);
             hoisted = hoisted.stream().filter(h -> !h.getKey().equals(TOKEN_META)).toList();
         }
-        Optional<S3Table.Refusal> header = S3Table.headers(s3.operation(), names, hoisted, copy);
+        Optional<S3Table.Refusal> header = S3Table.headers(s3.admittedOperation(), names, hoisted, copy);
         if (header.isPresent()) {
             return S3Problems.of(header.get(), s3.resource());
         }

@@ -3,6 +3,7 @@ package io.stockade.proxy.backend.s3;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -14,6 +15,7 @@ import io.stockade.proxy.upstream.UpstreamFailure;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.webserver.CloseConnectionException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a failed call to the store comes to ({@link #failure}: a refused body, an unreachable upstream, an unknown
@@ -61,7 +63,8 @@ final class S3Failures {
         String reason = failed != null && failed.timedOut()
                 ? "upstream " + failed.upstream() + " did not answer within " + timeout.toMillis() + " ms"
                 : failed != null && !failed.requestSent() ? failed.getMessage() + "; nothing was sent"
-                : failed != null ? failed.getMessage() : "the upstream failed: " + root(e);
+                : failed != null ? Objects.requireNonNull(failed.getMessage(), "an UpstreamFailure has its message")
+                : "the upstream failed: " + root(e);
         // The pipeline logs the result in one line; the stack only here, at FINE.
         LOG.log(Level.FINE, reason, e);
         if (notSent) {
@@ -91,7 +94,7 @@ final class S3Failures {
         return new WriteResult.Refused(S3Problems.of(status, code, message, null));
     }
 
-    static <T extends Throwable> T cause(Throwable e, Class<T> type) {
+    static <T extends Throwable> @Nullable T cause(Throwable e, Class<T> type) {
         for (Throwable t = e; t != null; t = t.getCause()) {
             if (type.isInstance(t)) {
                 return type.cast(t);

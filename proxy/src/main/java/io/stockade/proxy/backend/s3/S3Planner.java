@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
@@ -17,6 +18,8 @@ import io.stockade.proxy.listener.BodyBounds;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 import io.stockade.proxy.token.FencingToken;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The S3 backend's plan, its one decision about a request once {@link S3Admission} has read and authenticated it;
@@ -71,7 +74,7 @@ final class S3Planner {
 
     /** The S3 name of the operation a request is, for messages ("PutObject is fenced by policy ..."). */
     static String operationName(S3Request s3) {
-        return switch (s3.operation()) {
+        return switch (s3.admittedOperation()) {
             case LIST_BUCKETS -> "ListBuckets";
             case BUCKET_READ -> "a read of the bucket";
             case LIST_OBJECTS -> "ListObjects";
@@ -121,11 +124,11 @@ final class S3Planner {
         if (admitted.refusal() != null) {
             return new Plan.Refuse(exchange.scope(), admitted.refusal());
         }
-        AdmittedRequest p = admitted.request();
+        AdmittedRequest p = Objects.requireNonNull(admitted.request(), "no refusal: the request was admitted");
         String scope = scopes.scopeOf(exchange.route(), p);
         S3Request s3 = p.s3();
         Plan.Action forward = ex -> cls.forward(ex, p);
-        return switch (fencing(s3.operation())) {
+        return switch (fencing(s3.admittedOperation())) {
             case READ -> new Plan.Forward(scope, Plan.Unfenced.READ, forward);
             case BUCKET_WRITE -> bucketWrite(scope, s3, forward);
             case OBJECT_WRITE -> objectWrite(exchange, p, scope, forward);
@@ -136,7 +139,7 @@ final class S3Planner {
 
     /** A bucket-level write: forwarded when the policy names it ({@code bucket-writes}), else 501. */
     private Plan bucketWrite(String scope, S3Request s3, Plan.Action forward) {
-        String bucketWrite = s3.bucketWrite();
+        String bucketWrite = Objects.requireNonNull(s3.bucketWrite(), "planned as a bucket write: it is one");
         if (config.bucketWrites().contains(bucketWrite)) {
             return new Plan.Forward(scope, Plan.Unfenced.NOT_FENCED, forward);
         }
@@ -155,7 +158,8 @@ final class S3Planner {
             return new Plan.Refuse(scope, S3Problems.of(ProblemType.NOT_SUPPORTED, 501, "NotImplemented", "a "
                     + s3.method() + " of the object's " + s3.subresource() + " cannot be made conditional on the "
                     + "token the atomic class keeps in the object's metadata, so it is not forwarded; set "
-                    + (s3.subresource().equals("acl") ? "the ACL (x-amz-acl, x-amz-grant-*)"
+                    + (Objects.requireNonNull(s3.subresource(), "the sub-resource names the operation").equals("acl")
+                    ? "the ACL (x-amz-acl, x-amz-grant-*)"
                     : "the tags (x-amz-tagging)")
                     + " with the PutObject or CopyObject that writes the object, under its token", s3.resource()));
         }
@@ -247,7 +251,7 @@ final class S3Planner {
         Set<String> keyScopes = new LinkedHashSet<>();
         List<String> keys = new ArrayList<>(request.keys().size());
         for (String key : request.keys()) {
-            Optional<String> problem = FormUploads.keyProblem(s3.bucket(), key);
+            Optional<String> problem = FormUploads.keyProblem(s3.namedBucket(), key);
             if (problem.isPresent()) {
                 // the key a DeleteObject of its path could not name is not deleted either (x/../victim, a\b)
                 return new Plan.Refuse(bucketScope, S3Problems.of(ProblemType.BAD_PATH, 400, key.getBytes(
@@ -291,7 +295,7 @@ final class S3Planner {
      * separator on Windows): refused by the serialized class unless the policy says the store keeps them apart
      * ({@code distinct-keys: true}); the atomic class's conditional writes name the object itself.
      */
-    private Optional<Problem> foldedKey(String key, String resource) {
+    private Optional<Problem> foldedKey(@Nullable String key, String resource) {
         if (atomic || config.distinctKeys() || key == null) {
             return Optional.empty();
         }

@@ -3,6 +3,8 @@ package io.stockade.proxy.backend.s3;
 import io.stockade.proxy.problem.Problem;
 import io.stockade.proxy.problem.ProblemType;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The S3 errors the backend decides, as problems of the proxy's vocabulary ({@code docs/problems.md}) that keep S3's
  * own status, code and resource: an SDK switches on the code, so {@link S3Refusals#refuse} answers them as S3 XML.
@@ -20,18 +22,18 @@ final class S3Problems {
      * An S3 error the backend decides, as a problem of the proxy's vocabulary that keeps S3's own status and code
      * (an SDK switches on the code): {@link S3Refusals#refuse} sends it as S3 XML.
      */
-    static Problem of(int status, String code, String message, String resource) {
+    static Problem of(int status, String code, String message, @Nullable String resource) {
         Problem problem = Problem.of(kindOf(status, code), message).with(STATUS, status).with(CODE, code);
         return resource == null ? problem : problem.with(RESOURCE, resource);
     }
 
     /** A refusal of the closed table, as the S3 error it is answered with. */
-    static Problem of(S3Table.Refusal refusal, String resource) {
+    static Problem of(S3Table.Refusal refusal, @Nullable String resource) {
         return of(refusal.kind(), refusal.status(), refusal.code(), refusal.message(), resource);
     }
 
     /** An S3 error of a given kind (its status and code alone would map to another). */
-    static Problem of(ProblemType kind, int status, String code, String message, String resource) {
+    static Problem of(ProblemType kind, int status, String code, String message, @Nullable String resource) {
         Problem problem = Problem.of(kind, message).with(STATUS, status).with(CODE, code);
         return resource == null ? problem : problem.with(RESOURCE, resource);
     }

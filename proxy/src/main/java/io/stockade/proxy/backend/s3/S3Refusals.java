@@ -2,6 +2,7 @@ package io.stockade.proxy.backend.s3;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 import io.stockade.policy.BackendConfig;
@@ -10,6 +11,7 @@ import io.stockade.proxy.problem.Problem;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /** The S3 backend's refusals answered as S3 XML errors, whoever decided them (the backend or the engine). */
 final class S3Refusals {
@@ -31,7 +33,8 @@ final class S3Refusals {
         String code;
         String detail = problem.detail();
         if (problem.member(S3Problems.CODE) instanceof String s3Code) {
-            status = (Integer) problem.member(S3Problems.STATUS);
+            status = (Integer) Objects.requireNonNull(problem.member(S3Problems.STATUS),
+                    "S3Problems.of sets the status with the code");
             code = s3Code;
         } else {
             status = problem.status();
@@ -67,7 +70,7 @@ final class S3Refusals {
         boolean form = exchange.route().target() != null && resourceRequest(exchange)
                 .map(s3 -> s3.operation() == S3Request.Operation.POST_OBJECT).orElse(false);
         // a delete or a Complete carries no metadata: the header itself still counts (the CLI's hook sends it)
-        boolean carriesMetadata = resourceRequest(exchange).map(s3 -> switch (s3.operation()) {
+        boolean carriesMetadata = resourceRequest(exchange).map(s3 -> switch (s3.admittedOperation()) {
             case PUT_OBJECT, COPY_OBJECT, CREATE_MULTIPART -> true;
             default -> false;
         }).orElse(false);
@@ -94,7 +97,7 @@ final class S3Refusals {
     }
 
     /** The resource an error names: /bucket/key, or the raw path of a target that did not parse. */
-    private String resourceOf(Exchange exchange) {
+    private @Nullable String resourceOf(Exchange exchange) {
         if (exchange.route().target() == null) {
             return exchange.request().path().rawPath();
         }

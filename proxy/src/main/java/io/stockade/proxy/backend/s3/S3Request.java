@@ -5,12 +5,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 import io.stockade.policy.RequestTarget;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One client request read as S3: the bucket and key (path-style {@code /bucket/key}, or virtual-host-style
@@ -27,9 +29,9 @@ import io.helidon.webserver.http.ServerRequest;
  * @param hoisted     the {@code x-amz-*} headers a presigner moved into the query (lower-case names)
  * @param refusal     null, or why the table refuses the request (answered once the request is authenticated)
  */
-record S3Request(String method, String bucket, String key, String decodedPath,
-                 List<Map.Entry<String, String>> query, Operation operation, String subresource,
-                 List<Map.Entry<String, String>> hoisted, S3Table.Refusal refusal) {
+record S3Request(String method, @Nullable String bucket, @Nullable String key, String decodedPath,
+                 List<Map.Entry<String, String>> query, @Nullable Operation operation, @Nullable String subresource,
+                 List<Map.Entry<String, String>> hoisted, S3Table.@Nullable Refusal refusal) {
 
     /** The most bytes of UTF-8 an S3 key may have. */
     static final int MAX_KEY_BYTES = 1024;
@@ -78,7 +80,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
      * @param virtualHost the host under which buckets are addressed as sub-domains, or null
      * @throws IllegalArgumentException when the path or query has a malformed escape
      */
-    static S3Request of(ServerRequest req, RequestTarget target, String virtualHost) {
+    static S3Request of(ServerRequest req, RequestTarget target, @Nullable String virtualHost) {
         String method = req.prologue().method().text();
         // The bucket and key come from the target's one canonical form, like the scope: never from the raw path.
         String decodedPath = "/" + String.join("/", target.segments())
@@ -111,7 +113,24 @@ record S3Request(String method, String bucket, String key, String decodedPath,
                 subresource, classified.hoisted(), classified.refusal());
     }
 
-    static String hostBucket(String host, String virtualHost) {
+    /**
+     * The operation of a request the closed table admitted ({@code refusal} null, so its row names one): never null.
+     */
+    Operation admittedOperation() {
+        return Objects.requireNonNull(operation, "the table admitted the request: its row names the operation");
+    }
+
+    /** The bucket of a request the table admitted on a bucket or an object (every operation but ListBuckets). */
+    String namedBucket() {
+        return Objects.requireNonNull(bucket, "the table admitted the request on a bucket or an object");
+    }
+
+    /** The key of a request the table admitted on an object. */
+    String namedKey() {
+        return Objects.requireNonNull(key, "the table admitted the request on an object");
+    }
+
+    static @Nullable String hostBucket(String host, String virtualHost) {
         String name = host.toLowerCase(Locale.ROOT);
         int colon = name.lastIndexOf(':');
         if (colon > 0 && name.indexOf(']') < colon) {
@@ -164,7 +183,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
      * The name of the bucket write this is ({@code bucket-writes}: {@code create}, {@code delete} or the
      * sub-resource), or null when it is none.
      */
-    String bucketWrite() {
+    @Nullable String bucketWrite() {
         return operation == Operation.DELETE_BUCKET ? "delete" : operation != Operation.BUCKET_WRITE ? null
                 : subresource == null ? "create" : subresource;
     }
@@ -183,7 +202,7 @@ record S3Request(String method, String bucket, String key, String decodedPath,
         return "/" + (bucket == null ? "" : bucket) + (key == null ? "" : "/" + key);
     }
 
-    static List<Map.Entry<String, String>> parseQuery(String raw) {
+    static List<Map.Entry<String, String>> parseQuery(@Nullable String raw) {
         List<Map.Entry<String, String>> out = new ArrayList<>();
         if (raw == null || raw.isEmpty()) {
             return out;

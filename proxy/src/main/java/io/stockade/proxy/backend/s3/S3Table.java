@@ -12,6 +12,8 @@ import java.util.TreeSet;
 import io.stockade.proxy.backend.s3.S3Request.Operation;
 import io.stockade.proxy.problem.ProblemType;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The S3 backend's closed table: every (method, target, query parameters, significant header) the backend forwards
  * is a row naming the operation; the plan of each operation (a read forwarded, a fenced write of the key's scope, a
@@ -61,10 +63,10 @@ final class S3Table {
      * @param operation the operation
      * @param refused   null, or why the proxy does not forward it (501 NotImplemented)
      */
-    record Row(String method, Target target, Set<String> required, Set<String> optional, Operation operation,
-               String refused) {
+    record Row(String method, Target target, Set<String> required, Set<String> optional,
+               @Nullable Operation operation, @Nullable String refused) {
         /** The sub-resource that names the row, or null (a plain bucket or object request). */
-        String subresource() {
+        @Nullable String subresource() {
             return required.stream().filter(r -> !r.equals("uploadId") && !r.equals("partNumber")
                     && !r.equals("list-type")).findFirst().orElse(null);
         }
@@ -208,8 +210,8 @@ final class S3Table {
      *                names, as the JS SDK v3's {@code getSignedUrl} writes them): the headers they stand for
      * @param refusal null, or why it is refused
      */
-    record Classified(Row row, List<Map.Entry<String, String>> hoisted, Refusal refusal) {
-        Operation operation() {
+    record Classified(@Nullable Row row, List<Map.Entry<String, String>> hoisted, @Nullable Refusal refusal) {
+        @Nullable Operation operation() {
             return row == null ? null : row.operation();
         }
     }
@@ -223,7 +225,7 @@ final class S3Table {
      * @param copy        whether the request carries {@code x-amz-copy-source}
      */
     static Classified classify(String method, Target target, List<Map.Entry<String, String>> query,
-                               String contentType, boolean copy) {
+                               @Nullable String contentType, boolean copy) {
         if (!METHODS.contains(method)) {
             return refusal(new Refusal(ProblemType.METHOD_NOT_ALLOWED, 405, "MethodNotAllowed", "The specified "
                     + "method is not allowed against this resource: '" + method + "' (S3 methods are GET, HEAD, PUT,"

@@ -11,6 +11,7 @@ import io.stockade.proxy.token.FencingToken;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerRequest;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where an S3 request's token is: the policy's header, or the user metadata the AWS CLI can send
@@ -35,7 +36,7 @@ final class S3Tokens {
      * other mode a token nobody can vouch for ({@link #token}: observe judges it as enforce would, and raises nothing
      * with it). Null when every carrier is signed.
      */
-    String unsignedCarrier(Exchange exchange, ClientAuth.Verified verified) {
+    @Nullable String unsignedCarrier(Exchange exchange, ClientAuth.@Nullable Verified verified) {
         if (verified == null || !config.signedToken()) {
             return null;
         }

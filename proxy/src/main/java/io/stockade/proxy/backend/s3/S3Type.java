@@ -10,6 +10,8 @@ import io.stockade.proxy.backend.BackendType;
 import io.stockade.proxy.backend.FencePlace;
 import io.stockade.proxy.backend.ScopeShape;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The s3 backend, of the atomic class (conditional writes, a scope per object: each object's metadata keeps its
  * fence) or the serialized class (the proxy's store keeps it). Its scopes are {@code <scope>},
@@ -62,7 +64,7 @@ public record S3Type(Policy policy, BackendConfig.S3 config) implements BackendT
      * @param bucket the bucket, or {@code null} (a request on the endpoint)
      * @param keyPart the key's scope part ({@link KeyScopes#scopeKey}), or {@code null} (a request on the bucket)
      */
-    static String scope(String prefix, String bucket, String keyPart) {
+    static String scope(String prefix, @Nullable String bucket, @Nullable String keyPart) {
         if (bucket == null) {
             return prefix;
         }

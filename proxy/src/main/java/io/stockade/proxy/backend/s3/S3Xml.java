@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 import javax.xml.XMLConstants;
 import javax.xml.parsers.DocumentBuilder;
@@ -14,6 +15,7 @@ import io.stockade.proxy.problem.Statuses;
 
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
 import org.w3c.dom.Node;
@@ -27,8 +29,8 @@ final class S3Xml {
     }
 
     /** Sends an S3 error ({@code <Error><Code>..}); a HEAD answer carries no body, as S3's own. */
-    static void error(ServerResponse res, boolean head, int status, String code, String message, String resource,
-                      Map<String, String> headers) {
+    static void error(ServerResponse res, boolean head, int status, String code, String message,
+                      @Nullable String resource, Map<String, String> headers) {
         res.status(Statuses.of(status));
         headers.forEach(res::header);
         String requestId = UUID.randomUUID().toString();
@@ -107,6 +109,12 @@ final class S3Xml {
         Malformed(String message) {
             super(message, null, false, false);
         }
+
+        /** The message it was made with: never null. */
+        @Override
+        public String getMessage() {
+            return Objects.requireNonNull(super.getMessage(), "made with a message");
+        }
     }
 
     /** A DeleteObjects request: the keys, and whether only errors are answered. */
@@ -163,7 +171,7 @@ final class S3Xml {
         }
     }
 
-    private static String child(Element parent, String name) {
+    private static @Nullable String child(Element parent, String name) {
         for (Node n = parent.getFirstChild(); n != null; n = n.getNextSibling()) {
             if (n instanceof Element e && e.getLocalName().equals(name)) {
                 return e.getTextContent();

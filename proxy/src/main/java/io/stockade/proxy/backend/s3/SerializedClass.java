@@ -34,7 +34,7 @@ final class SerializedClass implements S3Class {
      */
     @Override
     public Keeper keeper(AdmittedRequest p) {
-        return switch (p.s3().operation()) {
+        return switch (p.s3().admittedOperation()) {
             case UPLOAD_PART, ABORT_MULTIPART -> new Keeper.Step((exchange, admission) -> relay.forwardAsIs(exchange,
                     p));
             case DELETE_OBJECTS -> new Keeper.Serialized((exchange, admission) -> relay.relayAdmitted(exchange, p,

@@ -13,6 +13,8 @@ import java.util.SortedMap;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * AWS Signature Version 4, the parts S3 needs: canonical requests, signing keys and signatures. The same code
  * checks what clients send (headers and presigned URLs) and signs what the proxy sends upstream, so the two can
@@ -165,7 +167,7 @@ final class SigV4 {
     }
 
     /** Constant-time comparison of two signatures. */
-    static boolean same(String a, String b) {
+    static boolean same(@Nullable String a, @Nullable String b) {
         return a != null && b != null
                 && MessageDigest.isEqual(a.getBytes(StandardCharsets.US_ASCII), b.getBytes(StandardCharsets.US_ASCII));
     }

@@ -6,6 +6,9 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Objects;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * A body whose length is not known until its end (a browser form's file part), kept so that it can be sent with a
@@ -13,6 +16,8 @@ import java.nio.file.Path;
  * that {@link #close} deletes.
  */
 final class Spool implements AutoCloseable {
+    private static final String IN_MEMORY = "the bytes are in memory while no file is open";
+
     /** The body is longer than allowed; nothing of it is kept. */
     static final class TooLarge extends Exception {
         TooLarge() {
@@ -20,11 +25,13 @@ final class Spool implements AutoCloseable {
         }
     }
 
-    private final byte[] memory;
-    private final Path file;
+    /** The bytes when kept in memory, else null (and {@link #file} holds them). */
+    private final byte @Nullable [] memory;
+    /** The file holding the bytes, or null when they are kept in memory. */
+    private final @Nullable Path file;
     private final long length;
 
-    private Spool(byte[] memory, Path file, long length) {
+    private Spool(byte @Nullable [] memory, @Nullable Path file, long length) {
         this.memory = memory;
         this.file = file;
         this.length = length;
@@ -38,6 +45,7 @@ final class Spool implements AutoCloseable {
      * @throws TooLarge when {@code in} holds more than {@code max} bytes
      */
     static Spool of(InputStream in, long max, int inMemory) throws IOException, TooLarge {
+        // the bytes read so far while no file is open (out is null); null once they went to the file
         ByteArrayOutputStream head = new ByteArrayOutputStream();
         byte[] buffer = new byte[64 * 1024];
         long total = 0;
@@ -49,7 +57,7 @@ final class Spool implements AutoCloseable {
                 if (total > max) {
                     throw new TooLarge();
                 }
-                if (out == null && head.size() + n > inMemory) {
+                if (out == null && Objects.requireNonNull(head, IN_MEMORY).size() + n > inMemory) {
                     file = Files.createTempFile("stockade-post-", ".part");
                     out = Files.newOutputStream(file);
                     head.writeTo(out);
@@ -58,14 +66,15 @@ final class Spool implements AutoCloseable {
                 if (out != null) {
                     out.write(buffer, 0, n);
                 } else {
-                    head.write(buffer, 0, n);
+                    Objects.requireNonNull(head, IN_MEMORY).write(buffer, 0, n);
                 }
             }
             if (out != null) {
                 out.close();
                 out = null;
             }
-            Spool spool = new Spool(file == null ? head.toByteArray() : null, file, total);
+            Spool spool = new Spool(file == null ? Objects.requireNonNull(head, IN_MEMORY).toByteArray() : null, file,
+                    total);
             file = null;
             return spool;
         } finally {
@@ -95,7 +104,7 @@ final class Spool implements AutoCloseable {
 
             @Override
             public void writeTo(OutputStream out) throws IOException {
-                try (InputStream in = Files.newInputStream(file)) {
+                try (InputStream in = Files.newInputStream(Objects.requireNonNull(file, "no memory: a file"))) {
                     in.transferTo(out);
                 }
             }

@@ -14,6 +14,7 @@ import io.stockade.proxy.backend.WriteResult;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
 import io.helidon.http.HeaderNames;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the atomic class's tombstones change for the requests it forwards: a listing is answered without them
@@ -68,7 +69,7 @@ final class Tombstones {
             boolean urlEncoded = s3.param("encoding-type").map("url"::equalsIgnoreCase).orElse(false);
             Listings.Filtered filtered;
             try {
-                filtered = Listings.filter(xml, kind, urlEncoded, probe(s3.bucket()));
+                filtered = Listings.filter(xml, kind, urlEncoded, probe(s3.namedBucket()));
             } catch (Listings.Unavailable e) {
                 return answer(exchange, 503, "ServiceUnavailable", "the listing could not be answered without its "
                         + "tombstones: " + e.getMessage());
@@ -97,7 +98,7 @@ final class Tombstones {
     private Listings.Probe probe(String bucket) {
         return new Listings.Probe() {
             @Override
-            public boolean tombstone(String key, String versionId) {
+            public boolean tombstone(String key, @Nullable String versionId) {
                 List<Map.Entry<String, String>> query = versionId == null ? List.of()
                         : List.of(Map.entry("versionId", versionId));
                 try (UpstreamResponse r = upstream.send("HEAD", bucket, key, query, List.of(), null)) {
@@ -153,8 +154,9 @@ final class Tombstones {
                     return Optional.empty();
                 }
                 ConditionalWrite.Head head = writes.head(bucket, entry.key());
-                if (head.failed()) {
-                    throw new Listings.Unavailable(head.failure());
+                String failure = head.failure();
+                if (failure != null) { // head.failed()
+                    throw new Listings.Unavailable(failure);
                 }
                 if (head.exists() && !head.tombstone()) {
                     return Optional.empty();
@@ -191,7 +193,7 @@ final class Tombstones {
             byte[] body = response.readAll(64 * 1024);
             String xml = new String(body, StandardCharsets.UTF_8);
             Optional<long[]> tombstones = xml.contains("BucketNotEmpty")
-                    ? onlyTombstones(s3.bucket(), "", BUCKET_PAGES) : Optional.empty();
+                    ? onlyTombstones(s3.namedBucket(), "", BUCKET_PAGES) : Optional.empty();
             if (tombstones.isEmpty()) {
                 exchange.response().status(409);
                 exchange.response().header(HeaderNames.CONTENT_TYPE, "application/xml");

@@ -20,6 +20,8 @@ import io.stockade.proxy.upstream.UpstreamClient;
 import io.stockade.proxy.upstream.UpstreamFailure;
 import io.stockade.proxy.upstream.UpstreamResponse;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The proxy's own S3 client: signs each request with SigV4 and the proxy's credentials ({@code UNSIGNED-PAYLOAD},
  * so bodies stream without being read twice) and sends it through the proxy's pooled keep-alive
@@ -105,8 +107,9 @@ final class Upstream {
      * @throws UncheckedIOException with an {@link UpstreamFailure} as its cause when no answer came; a body that
      *                              could not be read is an {@link UpstreamClient.AbandonedBody} whose cause says why
      */
-    UpstreamResponse send(String method, String bucket, String key, List<Map.Entry<String, String>> query,
-                          List<Map.Entry<String, String>> headers, Body body) {
+    UpstreamResponse send(String method, @Nullable String bucket, @Nullable String key,
+                          List<Map.Entry<String, String>> query, List<Map.Entry<String, String>> headers,
+                          @Nullable Body body) {
         return send(method, bucket, key, query, headers, body, true);
     }
 
@@ -115,13 +118,15 @@ final class Upstream {
      * unsigned read a policy forwards ({@code unsigned-reads: forward}), which the store then judges as the
      * anonymous request it is. Otherwise as {@link #send(String, String, String, List, List, Body)}.
      */
-    UpstreamResponse sendUnsigned(String method, String bucket, String key, List<Map.Entry<String, String>> query,
-                                  List<Map.Entry<String, String>> headers, Body body) {
+    UpstreamResponse sendUnsigned(String method, @Nullable String bucket, @Nullable String key,
+                                  List<Map.Entry<String, String>> query, List<Map.Entry<String, String>> headers,
+                                  @Nullable Body body) {
         return send(method, bucket, key, query, headers, body, false);
     }
 
-    private UpstreamResponse send(String method, String bucket, String key, List<Map.Entry<String, String>> query,
-                                  List<Map.Entry<String, String>> headers, Body body, boolean sign) {
+    private UpstreamResponse send(String method, @Nullable String bucket, @Nullable String key,
+                                  List<Map.Entry<String, String>> query, List<Map.Entry<String, String>> headers,
+                                  @Nullable Body body, boolean sign) {
         String targetHost = config.pathStyle() || bucket == null ? host : bucket + "." + host;
         String decodedPath = basePath.isEmpty() ? "" : SigV4.decode(basePath);
         if (config.pathStyle()) {

@@ -35,5 +35,9 @@
  * <p>
  * Depends only on {@code io.stockade.proxy.backend}, {@code fence.ScopeGuard}, {@code http.Problem},
  * {@code token.FencingToken}, {@code upstream} (the proxy's own HTTP client) and the policy model.
+ * Null-marked: a type here is non-null unless it says {@code @Nullable} (NullAway checks it in the build).
  */
+@NullMarked
 package io.stockade.proxy.backend.s3;
+
+import org.jspecify.annotations.NullMarked;
