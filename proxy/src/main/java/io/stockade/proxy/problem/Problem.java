@@ -41,7 +41,7 @@ public final class Problem {
     }
 
     /** Adds a member (a string, a number, a boolean or null). */
-    public Problem with(String name, Object value) {
+    public Problem with(String name, @Nullable Object value) {
         extensions.put(name, value);
         return this;
     }

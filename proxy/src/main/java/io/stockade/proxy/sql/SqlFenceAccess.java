@@ -1,6 +1,7 @@
 package io.stockade.proxy.sql;
 
 import java.io.IOException;
+import java.util.Objects;
 
 import io.stockade.policy.Datasource;
 import io.stockade.policy.SqlConfig;
@@ -11,6 +12,7 @@ import io.stockade.proxy.postgres.PostgresPools;
 import io.stockade.proxy.store.postgres.PostgresFenceStore;
 
 import com.zaxxer.hikari.HikariDataSource;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The admin API's way into the SQL listener's fence table ({@code /admin/fences} on the {@code sql} policies'
@@ -24,8 +26,9 @@ import com.zaxxer.hikari.HikariDataSource;
  */
 final class SqlFenceAccess implements FenceRouting.SqlFence, AutoCloseable {
     private final SqlConfig config;
-    private HikariDataSource pool;
-    private FenceAdmin admin;
+    /** Opened by the first {@link #open}; null until then. */
+    private @Nullable HikariDataSource pool;
+    private @Nullable FenceAdmin admin;
     private boolean closed;
 
     SqlFenceAccess(SqlConfig config) {
@@ -33,7 +36,7 @@ final class SqlFenceAccess implements FenceRouting.SqlFence, AutoCloseable {
     }
 
     @Override
-    public String unreachable() {
+    public @Nullable String unreachable() {
         return config.admin() != null ? null : "keeps its fence in the SQL listener's database (" + config.schema()
                 + ".stockade_fences in database '" + config.database().name() + "'), which the proxy reaches only"
                 + " with a login of its own: the fence role '" + config.fenceRole() + "' cannot log in, and"
@@ -53,7 +56,8 @@ final class SqlFenceAccess implements FenceRouting.SqlFence, AutoCloseable {
             throw new StoreUnavailableException("the SQL listener is closed");
         }
         if (admin == null) {
-            Datasource ds = config.admin();
+            // FenceRouting opens the SQL fence table only when unreachable() is null: sql.admin-datasource is set
+            Datasource ds = Objects.requireNonNull(config.admin(), "open() without sql.admin-datasource");
             Datasource small = new Datasource(ds.url(), ds.user(), ds.password(), ds.passwordFile(),
                     Math.min(2, ds.poolSize()), ds.statementTimeout(), ds.connectTimeout(), ds.statements());
             try {

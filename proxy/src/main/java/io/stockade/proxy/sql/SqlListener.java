@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -41,6 +42,7 @@ import io.stockade.proxy.verify.registry.TokenVerifiers;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The PostgreSQL listener ({@code sql} in the policy file): a port of its own where unmodified SQL clients connect;
@@ -80,8 +82,8 @@ public final class SqlListener implements AutoCloseable {
      * @param registry  where the transactions and sessions are counted
      * @param readiness where its policies' health is reported ({@code /health/ready})
      */
-    public static SqlListener start(SqlConfig config, MeterRegistry registry, Consumer<Readiness.Part> readiness)
-            throws IOException {
+    public static @Nullable SqlListener start(@Nullable SqlConfig config, MeterRegistry registry,
+                                              Consumer<Readiness.Part> readiness) throws IOException {
         if (config == null) {
             return null;
         }
@@ -114,7 +116,8 @@ public final class SqlListener implements AutoCloseable {
             List<TokenGate.Check> checks = new ArrayList<>();
             for (SqlConfig.SqlPolicy p : config.policies()) {
                 if (p.verify() != null) {
-                    checks.add(new TokenGate.Check(p.name(), p.lock(), verifiers.open(p.verify(),
+                    checks.add(new TokenGate.Check(p.name(), Objects.requireNonNull(p.lock(), "the loader requires lock"
+                            + " with verify"), verifiers.open(p.verify(),
                             "sql.policies '" + p.name() + "' fence.verify")));
                 }
             }
@@ -265,7 +268,7 @@ public final class SqlListener implements AutoCloseable {
         }
 
         @Override
-        public void transaction(Map<String, String> session, String outcome, Long token,
+        public void transaction(Map<String, String> session, String outcome, @Nullable Long token,
                                 Map<Character, String> error) {
             counter(outcome).increment();
             if (!DECISIONS.isLoggable(Level.INFO)) {

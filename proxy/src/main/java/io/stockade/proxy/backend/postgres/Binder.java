@@ -7,6 +7,7 @@ import java.sql.Types;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 
 import io.stockade.policy.BackendConfig;
@@ -16,6 +17,7 @@ import io.stockade.policy.BackendConfig.SqlParam;
 import io.stockade.policy.BackendConfig.Statement;
 import io.stockade.proxy.backend.Exchange;
 
+import org.jspecify.annotations.Nullable;
 import org.postgresql.util.PGobject;
 
 /**
@@ -25,18 +27,27 @@ import org.postgresql.util.PGobject;
 final class Binder {
     private final Map<String, SqlParam> params;
     private final Exchange exchange;
-    private final String body;
-    private final Long token;
-    private final Map<String, Object> values = new HashMap<>();
-    private Map<?, ?> json;
+    private final @Nullable String body;
+    private final @Nullable Long token;
+    private final Map<String, @Nullable Object> values = new HashMap<>();
+    /** The JSON body, parsed when a parameter first reads it; null until then. */
+    private @Nullable Map<?, ?> json;
 
     /** A parameter the request does not give, or gives with the wrong type: 400. */
     static final class BadParameter extends Exception {
         private final String parameter;
+        private final String message;
 
         BadParameter(String parameter, String message) {
             super(message);
             this.parameter = parameter;
+            this.message = message;
+        }
+
+        /** The message it was made with (never null). */
+        @Override
+        public String getMessage() {
+            return message;
         }
 
         String parameter() {
@@ -48,7 +59,8 @@ final class Binder {
      * @param body  the request body's bytes, or null when no parameter reads it
      * @param token the fencing token, or null (unfenced runs bind {@code :fencing_token} as NULL)
      */
-    Binder(Map<String, SqlParam> params, Set<String> used, Exchange exchange, byte[] body, Long token)
+    Binder(Map<String, SqlParam> params, Set<String> used, Exchange exchange, byte @Nullable [] body,
+           @Nullable Long token)
             throws BadParameter {
         this.params = params;
         this.exchange = exchange;
@@ -80,14 +92,18 @@ final class Binder {
                     }
                 }
                 case BackendConfig.Postgres.SCOPE -> ps.setString(index, exchange.scope());
-                default -> set(ps, index, params.get(name).type(), values.get(name));
+                default -> {
+                    SqlParam p = Objects.requireNonNull(params.get(name), "the loader refuses a placeholder that"
+                            + " is neither declared in params nor provided");
+                    set(ps, index, p.type(), values.get(name));
+                }
             }
             index++;
         }
         return index;
     }
 
-    private static void set(PreparedStatement ps, int index, ParamType type, Object v) throws SQLException {
+    private static void set(PreparedStatement ps, int index, ParamType type, @Nullable Object v) throws SQLException {
         if (v == null) {
             ps.setNull(index, Types.OTHER);
             return;
@@ -112,7 +128,7 @@ final class Binder {
         return o;
     }
 
-    private Object read(SqlParam p) throws BadParameter {
+    private @Nullable Object read(SqlParam p) throws BadParameter {
         String where = switch (p.source()) {
             case PATH -> "path variable '" + p.field() + "'";
             case QUERY -> "query parameter '" + p.field() + "'";
@@ -145,7 +161,7 @@ final class Binder {
      * A query parameter's value, decoded strictly from its raw spelling; null when absent. Given twice it is
      * refused: which of the two would bind is a guess.
      */
-    private String queryValue(SqlParam p, String where) throws BadParameter {
+    private @Nullable String queryValue(SqlParam p, String where) throws BadParameter {
         var query = exchange.request().query();
         if (!query.contains(p.field())) {
             return null;
@@ -181,7 +197,7 @@ final class Binder {
         return json;
     }
 
-    private static Object text(SqlParam p, String where, String text) throws BadParameter {
+    private static @Nullable Object text(SqlParam p, String where, @Nullable String text) throws BadParameter {
         if (text == null) {
             if (p.nullable()) {
                 return null;
@@ -208,7 +224,7 @@ final class Binder {
         return exact(p, where, value);
     }
 
-    private static Object json(SqlParam p, String where, Object v) throws BadParameter {
+    private static @Nullable Object json(SqlParam p, String where, Object v) throws BadParameter {
         if (v == JsonBody.NULL) {
             if (p.nullable()) {
                 return null;
@@ -260,7 +276,8 @@ final class Binder {
     }
 
     /** @param why what the parser said, or null */
-    private static BadParameter mistyped(SqlParam p, String where, String got, String why) {
+    private static BadParameter mistyped(SqlParam p, String where, String got,
+                                          @Nullable String why) {
         String expected = switch (p.type()) {
             case STRING -> "a string";
             case INTEGER -> "a whole number";

@@ -16,6 +16,8 @@ import java.util.Optional;
 import io.stockade.policy.BackendConfig.Digits;
 import io.stockade.proxy.json.JsonWriter;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What PostgreSQL stores exactly as a client sent it, and why a value would not be: every value a parameter binds
  * is checked here before anything runs, so that it is stored as sent or refused (400), never changed on the way.
@@ -62,7 +64,7 @@ final class Exact {
      * Why {@code d} cannot be bound exactly: more digits than PostgreSQL's {@code numeric} holds, or than the
      * parameter's {@code numeric(precision, scale)}; null when it can.
      */
-    static String number(BigDecimal d, Optional<Digits> digits) {
+    static @Nullable String number(BigDecimal d, Optional<Digits> digits) {
         long before = integerDigits(d);
         if (digits.isPresent()) {
             Digits n = digits.get();
@@ -153,7 +155,7 @@ final class Exact {
     }
 
     /** Why {@code s} cannot be stored as text exactly: a U+0000 or a lone surrogate in it; null when it can. */
-    static String text(String s) {
+    static @Nullable String text(String s) {
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             if (c == '\u0000') {
@@ -176,7 +178,7 @@ final class Exact {
      * {@link #text} refuses, or a number that {@link #number} refuses (jsonb keeps numbers as numeric); null when it
      * can. {@code at} is the value's JSON path for the message, e.g. {@code $} or {@code $.memo}.
      */
-    static String json(Object v, String at) {
+    static @Nullable String json(Object v, String at) {
         switch (v) {
             case Map<?, ?> m -> {
                 for (Map.Entry<?, ?> e : m.entrySet()) {
@@ -219,7 +221,7 @@ final class Exact {
     /**
      * Bytes as UTF-8 text, or null when they are not valid UTF-8 (a surrogate encoded in UTF-8 included).
      */
-    static String utf8(byte[] bytes) {
+    static @Nullable String utf8(byte[] bytes) {
         CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT)
                 .onUnmappableCharacter(CodingErrorAction.REPORT);
@@ -235,7 +237,7 @@ final class Exact {
      * A raw query value percent-decoded ({@code +} is a space, as in a form) into UTF-8 text; null when an escape
      * is malformed or the bytes are not valid UTF-8 (a lenient decoder would put U+FFFD in their place).
      */
-    static String queryValue(String raw) {
+    static @Nullable String queryValue(String raw) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream(raw.length());
         for (int i = 0; i < raw.length(); i++) {
             char c = raw.charAt(i);

@@ -79,7 +79,8 @@ final class Failures {
         }
         if (state.equals(STALE) || state.equals(TOO_FAR)) {
             try {
-                long highest = Long.parseLong(server.getDetail());
+                // the refusal's detail is the highest token; no server message: unreadable as well
+                long highest = Long.parseLong(server == null ? "" : server.getDetail());
                 return state.equals(STALE) ? new WriteResult.Stale(highest) : new WriteResult.TooFar(highest);
             } catch (RuntimeException unreadable) {
                 return new WriteResult.Unavailable("refused token, highest unreadable: " + e.getMessage());

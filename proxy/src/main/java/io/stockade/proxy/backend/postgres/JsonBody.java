@@ -3,6 +3,7 @@ package io.stockade.proxy.backend.postgres;
 import java.math.BigDecimal;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 import io.stockade.proxy.json.JsonReader;
 import io.stockade.proxy.json.JsonWriter;
@@ -22,7 +23,8 @@ final class JsonBody {
 
     /** @throws IllegalArgumentException with the position of the first error */
     static Object parse(String text) {
-        return JsonReader.read(text, JsonReader.Options.BODY);
+        return Objects.requireNonNull(JsonReader.read(text, JsonReader.Options.BODY),
+                "with Options.BODY a JSON null is JsonReader.NULL, never Java null");
     }
 
     /** The JSON text of a parsed value. */

@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 import io.stockade.policy.BackendConfig;
@@ -36,6 +37,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.helidon.http.HeaderNames;
 import io.helidon.http.Status;
 import io.helidon.webserver.http.ServerResponse;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code postgres} backend: each method of a policy runs the policy's named statements, in one transaction
@@ -129,7 +131,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     }
 
     /** What a run came to, and for observe the highest token before (null for a new scope). */
-    private record Outcome(WriteResult result, Long before) {
+    private record Outcome(WriteResult result, @Nullable Long before) {
         Outcome(WriteResult result) {
             this(result, null);
         }
@@ -141,19 +143,21 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
      */
     private Outcome run(Exchange exchange, long token, Fencing.Rule rule, Kind kind) {
         String method = exchange.request().prologue().method().text().toUpperCase(Locale.ROOT);
-        Statements plan = plans.get(method); // plan() refused a method without statements
+        Statements plan = Objects.requireNonNull(plans.get(method), "plan() refused a method without statements");
         Bound bound = bind(exchange, plan, kind, token);
         if (bound.refused() != null) {
             return bound.refused();
         }
         boolean fencedColumn = kind == Kind.FENCED && config.fence() == FenceMode.COLUMN;
-        boolean single = kind == Kind.FENCED && plan.single() != null;
+        String one = kind == Kind.FENCED ? plan.single() : null;
+        boolean single = one != null;
         String sql = switch (kind) {
-            case FENCED -> single ? plan.single() : config.fence() == FenceMode.TABLE ? plan.fenced() : plan.plain();
+            case FENCED -> one != null ? one : config.fence() == FenceMode.TABLE ? plan.fenced() : plan.plain();
             case OBSERVED -> plan.observed();
             case PLAIN -> plan.plain();
         };
-        Call call = new Call(exchange, plan, bound.binder(), sql, kind, fencedColumn, single, token, rule);
+        Binder binder = Objects.requireNonNull(bound.binder(), "a Bound that refused nothing has its binder");
+        Call call = new Call(exchange, plan, binder, sql, kind, fencedColumn, single, token, rule);
         return switch (runner.run(call)) {
             case Ran.Committed done -> new Outcome(answer(exchange.response(), method, done.results(),
                     config.emptyGet()), done.before());
@@ -161,8 +165,8 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         };
     }
 
-    /** The parameters of a write, bound; or the answer that refused them (nothing ran). */
-    private record Bound(Binder binder, Outcome refused) {
+    /** The parameters of a write, bound; or the answer that refused them (nothing ran): one of the two is null. */
+    private record Bound(@Nullable Binder binder, @Nullable Outcome refused) {
     }
 
     /** Reads the body when a parameter comes from it, and binds every parameter the plan uses. */
@@ -237,7 +241,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
      * backend's {@code body-limit}. Read within the policy's bounds ({@link Exchange#body()}), before any statement
      * runs.
      */
-    private byte[] readBody(Exchange exchange) {
+    private byte @Nullable [] readBody(Exchange exchange) {
         if (!exchange.request().content().hasEntity()) {
             return new byte[0];
         }

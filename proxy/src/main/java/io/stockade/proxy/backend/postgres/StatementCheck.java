@@ -84,7 +84,7 @@ final class StatementCheck {
         } catch (Unanswered | SQLException e) {
             // the start goes on (writes answer 503 until the database answers); the operator is told what went
             // unchecked, since a mistake in a statement now shows at its first write instead of at load
-            SQLException cause = e instanceof SQLException sql ? sql : (SQLException) e.getCause();
+            SQLException cause = e instanceof SQLException sql ? sql : ((Unanswered) e).sqlCause();
             LOG.log(Level.WARNING, "the statements for " + config.datasource().url()
                     + " were not checked at load, the database did not answer ("
                     + PostgresPools.why(cause) + "): a mistake in one shows at its first write (a reload checks"
@@ -96,8 +96,16 @@ final class StatementCheck {
 
     /** Thrown out of the loop when the database stops answering: nothing more can be said at load. */
     private static final class Unanswered extends Exception {
+        private final SQLException cause;
+
         Unanswered(SQLException cause) {
             super(cause);
+            this.cause = cause;
+        }
+
+        /** The cause it was made with (its {@code getCause()}). */
+        SQLException sqlCause() {
+            return cause;
         }
     }
 

@@ -8,6 +8,8 @@ import io.stockade.policy.BackendConfig;
 import io.stockade.policy.BackendConfig.ParamSource;
 import io.stockade.policy.BackendConfig.Statement;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The statements of one method, joined into one multi-statement (sent in one go, inside the write's transaction).
  *
@@ -19,13 +21,15 @@ import io.stockade.policy.BackendConfig.Statement;
  * @param readsBody whether a parameter comes from the body
  * @param used      the parameters the statements (and the policy's {@code check}) use
  */
-record Statements(List<Statement> statements, String plain, String fenced, String observed, String single,
+record Statements(List<Statement> statements, String plain, String fenced, String observed,
+                  @Nullable String single,
                   boolean readsBody, Set<String> used) {
     private static final String FENCE_CALL = "SELECT stockade_fence(?, ?, ?, ?);\n";
     private static final String OBSERVE_CALL = "SELECT stockade_fence_observe(?, ?, ?, ?);\n";
 
     /** The plan of {@code statements} under {@code config}; {@code check} is the policy's check, or null. */
-    static Statements of(BackendConfig.Postgres config, List<Statement> statements, Statements check) {
+    static Statements of(BackendConfig.Postgres config, List<Statement> statements,
+                         @Nullable Statements check) {
         // "\n;" ends a statement whose last line is a -- comment
         String joined = String.join("\n;\n", statements.stream().map(s -> s.sql().jdbc()).toList());
         if (config.commit() == BackendConfig.Commit.PIPELINED) {

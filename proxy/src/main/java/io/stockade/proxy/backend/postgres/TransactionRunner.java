@@ -7,6 +7,7 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -21,6 +22,7 @@ import io.stockade.proxy.fence.FenceRule;
 import io.stockade.proxy.postgres.PostgresPools;
 
 import com.zaxxer.hikari.HikariDataSource;
+import org.jspecify.annotations.Nullable;
 import org.postgresql.core.BaseConnection;
 import org.postgresql.core.TransactionState;
 import org.postgresql.util.PSQLException;
@@ -38,9 +40,9 @@ final class TransactionRunner implements AutoCloseable {
     private final HikariDataSource pool;
     private final TransactionWatchdog watchdog = new TransactionWatchdog("stockade-postgres-watchdog");
     /** Column mode: the policy's {@code check} SELECT; null without one. */
-    private final Statements check;
+    private final @Nullable Statements check;
 
-    TransactionRunner(BackendConfig.Postgres config, HikariDataSource pool, Statements check) {
+    TransactionRunner(BackendConfig.Postgres config, HikariDataSource pool, @Nullable Statements check) {
         this.config = config;
         this.pool = pool;
         this.check = check;
@@ -110,7 +112,7 @@ final class TransactionRunner implements AutoCloseable {
      * scope); or ended without results to answer: rolled back for a refused token, or failed (the failure's answer).
      */
     sealed interface Ran {
-        record Committed(List<Result> results, Long before) implements Ran {
+        record Committed(List<Result> results, @Nullable Long before) implements Ran {
         }
 
         record Ended(WriteResult result) implements Ran {
@@ -119,15 +121,18 @@ final class TransactionRunner implements AutoCloseable {
 
     /** A transaction that failed, and how far it got. */
     private static final class Failed extends Exception {
+        private final SQLException cause;
         private final Reached reached;
 
         Failed(SQLException cause, Reached reached) {
             super(cause);
+            this.cause = cause;
             this.reached = reached;
         }
 
+        /** The cause it was made with (its {@code getCause()}). */
         SQLException cause() {
-            return (SQLException) getCause();
+            return cause;
         }
 
         Reached reached() {
@@ -289,7 +294,7 @@ final class TransactionRunner implements AutoCloseable {
      * the policy's {@code check} tells which; a higher token (or an equal one the policy refuses) rolls back.
      * Null when the write stands.
      */
-    private Ran.Ended recheck(Connection c, Call call, List<Result> results) throws SQLException {
+    private Ran.@Nullable Ended recheck(Connection c, Call call, List<Result> results) throws SQLException {
         if (!call.fencedColumn()
                 || results.stream().noneMatch(r -> r.affected() == 0 && !Rows.isQuery(r.statement()))) {
             return null;
@@ -375,7 +380,7 @@ final class TransactionRunner implements AutoCloseable {
      * that appears after the read does not matter: the refusal is right as of the read, and nothing was written.
      * Only a token above the bound is read for; null when the write may go on.
      */
-    private static Ran.Ended firstTokenTooFar(Connection c, Call call) throws SQLException {
+    private static Ran.@Nullable Ended firstTokenTooFar(Connection c, Call call) throws SQLException {
         if (call.kind() != Kind.FENCED || call.fencedColumn() || call.token() <= call.rule().firstTokenMax()) {
             return null;
         }
@@ -388,7 +393,9 @@ final class TransactionRunner implements AutoCloseable {
     }
 
     /** Column mode: the token of the row a write targets, or null when there is no such row. */
-    private Long checkToken(Connection c, Binder binder) throws SQLException {
+    private @Nullable Long checkToken(Connection c, Binder binder) throws SQLException {
+        Statements check = Objects.requireNonNull(this.check, "fence: column, the only mode that reads it, needs"
+                + " check (the loader refuses it without)");
         try (PreparedStatement ps = c.prepareStatement(check.plain())) {
             binder.bind(ps, 1, check.statements().getFirst());
             try (ResultSet r = ps.executeQuery()) {

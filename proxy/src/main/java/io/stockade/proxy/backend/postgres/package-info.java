@@ -59,5 +59,9 @@
  *   statements alone with {@code :fencing_token} NULL. Column mode refuses observe and off at load: its fence is in
  *   the statements themselves.</li>
  * </ul>
+ * Null-marked: a type here is non-null unless it says {@code @Nullable} (NullAway checks it in the build).
  */
+@NullMarked
 package io.stockade.proxy.backend.postgres;
+
+import org.jspecify.annotations.NullMarked;

@@ -12,6 +12,8 @@ import java.util.Objects;
 import io.stockade.policy.Policy;
 import io.stockade.policy.SqlConfig;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The SQL that puts Stockade's fence into a database and takes it out again ({@code stockade sql install} and
  * {@code uninstall}): the fence role and schema, the fence table (the postgres store's {@code stockade_fences} and
@@ -61,7 +63,7 @@ public final class FenceSql {
      * @param secret the first line of {@code sql.secret-file}, or {@code null} for a printed script (the key is then
      *               left out: {@code <redacted>})
      */
-    public String install(String secret) throws IOException {
+    public String install(@Nullable String secret) throws IOException {
         String schema = config.schema();
         String role = config.fenceRole();
         StringBuilder sql = new StringBuilder(16_384);
@@ -170,7 +172,7 @@ public final class FenceSql {
     }
 
     /** The row of the listener's key, as HMAC-SHA256's inner and outer padded keys (no pgcrypto needed). */
-    private static String secretRow(String secret) {
+    private static String secretRow(@Nullable String secret) {
         if (secret == null) {
             return "-- the key's row is left out of a printed script: install writes it from sql.secret-file\n";
         }
@@ -290,7 +292,7 @@ public final class FenceSql {
      * Drops Stockade's triggers from every table the configuration does not name (all of them when
      * {@code keep} is null): what an earlier install with another policy file left.
      */
-    private String dropTriggers(List<String> keep) {
+    private String dropTriggers(@Nullable List<String> keep) {
         String kept = keep == null || keep.isEmpty() ? "" : " AND c.oid NOT IN (SELECT p.relid FROM unnest(ARRAY["
                 + String.join(", ", keep.stream().map(t -> "'" + t + "'::regclass").toList())
                 + "]) AS k(t), pg_partition_tree(k.t) p)";

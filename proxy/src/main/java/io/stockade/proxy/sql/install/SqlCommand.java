@@ -22,6 +22,7 @@ import io.stockade.proxy.store.postgres.PostgresFenceStore;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code stockade sql install|uninstall --config FILE [--url JDBC_URL] [--user NAME] [--password-file FILE]
@@ -152,7 +153,8 @@ public final class SqlCommand {
     }
 
     /** The fence-state operations on the database's fence table, as the fence role. */
-    private static int fence(SqlConfig sql, StockadeConfig loaded, String url, String user, Path passwordFile,
+    private static int fence(SqlConfig sql, StockadeConfig loaded, String url, String user,
+                             @Nullable Path passwordFile,
                              List<String> operation, PrintStream out, PrintStream err) {
         HikariConfig c = new HikariConfig();
         c.setPoolName("stockade-sql-fence");

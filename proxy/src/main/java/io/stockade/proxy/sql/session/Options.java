@@ -30,14 +30,16 @@ final class Options {
             } else if (w.startsWith("--") && w.length() > 2) {
                 setting = w.substring(2);
             }
-            int eq = setting == null ? -1 : setting.indexOf('=');
+            if (setting == null) {
+                out.add(new String[] {null, w});
+                continue;
+            }
+            int eq = setting.indexOf('=');
             if (eq > 0) {
                 out.add(new String[] {setting.substring(0, eq).toLowerCase(Locale.ROOT).replace('-', '_'),
                         setting.substring(eq + 1)});
-            } else if (setting != null) {
-                out.add(new String[] {setting.toLowerCase(Locale.ROOT).replace('-', '_'), ""});
             } else {
-                out.add(new String[] {null, w});
+                out.add(new String[] {setting.toLowerCase(Locale.ROOT).replace('-', '_'), ""});
             }
         }
         return out;

@@ -9,6 +9,8 @@ import java.util.function.LongSupplier;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What the listener sets {@code stockade.fencing_token} to once it verified a token: the token and a proof only the
  * listener and the database's fence role can make, {@code <token>;<binding>:<hex HMAC-SHA256(key,
@@ -29,8 +31,11 @@ public final class Proofs {
         this.millis = millis;
     }
 
-    /** A session's token, for the server session {@code session} ({@code <pid>:<start µs>}). */
-    public String session(long token, String session) {
+    /**
+     * A session's token, for the server session {@code session} ({@code <pid>:<start µs>}); null when the session
+     * query answered none (the proof then names no server session, and the database refuses it).
+     */
+    public String session(long token, @Nullable String session) {
         return signed(token + ";s:" + session);
     }
 

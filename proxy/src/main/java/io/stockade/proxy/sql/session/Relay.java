@@ -5,6 +5,7 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -13,6 +14,8 @@ import io.stockade.proxy.sql.statement.Statements;
 import io.stockade.proxy.sql.wire.Body;
 import io.stockade.proxy.sql.wire.MessageReader;
 import io.stockade.proxy.sql.wire.Messages;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The relay of an authenticated session: client messages to the server on the session's thread, server messages to
@@ -40,7 +43,8 @@ final class Relay {
 
     private final SessionContext ctx;
     private final Map<String, String> description;
-    private final String sessionId;
+    /** The server session ({@code pid:start}), or null when the session query answered none. */
+    private final @Nullable String sessionId;
     private final MessageReader clientReader;
     private final OutputStream cout;
     private final MessageReader serverReader;
@@ -56,7 +60,7 @@ final class Relay {
     /** The token in force as far as the listener knows, and how each transaction ended. */
     private final Transactions transactions;
 
-    Relay(SessionContext ctx, Map<String, String> description, String sessionId, Long sessionToken,
+    Relay(SessionContext ctx, Map<String, String> description, @Nullable String sessionId, @Nullable Long sessionToken,
           MessageReader clientReader, OutputStream cout, MessageReader serverReader, OutputStream sout) {
         this.ctx = ctx;
         this.description = description;
@@ -147,7 +151,7 @@ final class Relay {
     private void query(String sql) throws IOException {
         Statements.Classified c = ctx.statements().classify(sql, false);
         if (c.refused()) {
-            raise(c.code(), "stockade: " + c.refusal());
+            raise(Objects.requireNonNull(c.code(), "a refused Classified has its code"), "stockade: " + c.refusal());
             return;
         }
         StringBuilder out = new StringBuilder(sql.length() + 128);
@@ -173,7 +177,8 @@ final class Relay {
         byte[] rest = in.rest();
         Statements.Classified c = ctx.statements().classify(sql, true);
         if (c.refused()) {
-            refuseExtended(c.code(), "stockade: " + c.refusal());
+            refuseExtended(Objects.requireNonNull(c.code(), "a refused Classified has its code"), "stockade: "
+                    + c.refusal());
             return;
         }
         setters.remove(name);
@@ -238,7 +243,7 @@ final class Relay {
     }
 
     /** A token statement of a simple query as it goes to the server, or {@code null} when it was refused. */
-    private String apply(Statements.Setter s, String token) throws IOException {
+    private @Nullable String apply(Statements.Setter s, @Nullable String token) throws IOException {
         return switch (s.action()) {
             case SHOW -> "SHOW stockade.fencing_token";
             case RESET, RESET_ALL, DISCARD_ALL -> reset(s);
@@ -254,7 +259,7 @@ final class Relay {
     }
 
     /** A Parse's literal token statement, judged; {@code null} when refused (in the extended protocol). */
-    private String judged(Statements.Setter s, String token) throws IOException {
+    private @Nullable String judged(Statements.Setter s, @Nullable String token) throws IOException {
         if (s.action() == Statements.Action.SHOW) {
             return "SHOW stockade.fencing_token";
         }
@@ -270,7 +275,7 @@ final class Relay {
     }
 
     /** A bound parameter's token, judged: the value to bind, or {@code null} when refused. */
-    private String judgedValue(Statements.Setter s, String token) throws IOException {
+    private @Nullable String judgedValue(Statements.Setter s, String token) throws IOException {
         Verdict v = ctx.gate().judge(token, s.local(), sessionId);
         if (v instanceof Verdict.Refused r) {
             refuseExtended(r.code(), r.message());

@@ -14,10 +14,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import javax.net.ssl.SNIHostName;
+import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocket;
 
@@ -25,6 +27,8 @@ import io.stockade.policy.SqlConfig;
 import io.stockade.proxy.sql.wire.Body;
 import io.stockade.proxy.sql.wire.MessageReader;
 import io.stockade.proxy.sql.wire.Messages;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * One client session and its one server session: the startup (TLS on both legs, the startup parameters checked,
@@ -41,7 +45,8 @@ public final class Session implements Runnable {
 
     private final SessionContext ctx;
     private Socket client;
-    private Socket server;
+    /** Connected by {@link #serve}; null until then. */
+    private @Nullable Socket server;
     private final Map<String, String> description = new LinkedHashMap<>();
 
     public Session(SessionContext ctx, Socket client) {
@@ -119,7 +124,7 @@ public final class Session implements Runnable {
     }
 
     /** The startup packet's parameters, after TLS and cancel requests; {@code null} when the session ends. */
-    private byte[] startupPacket() throws IOException {
+    private byte @Nullable [] startupPacket() throws IOException {
         boolean tls = false;
         while (true) {
             InputStream raw = client.getInputStream();
@@ -176,7 +181,7 @@ public final class Session implements Runnable {
      *
      * @return the token's text, or {@code null}
      */
-    String checkStartup(Map<String, String> params) throws Refusal {
+    @Nullable String checkStartup(Map<String, String> params) throws Refusal {
         String user = params.get("user");
         if (user == null || user.isEmpty()) {
             throw new Refusal("28000", "stockade: no user in the startup packet");
@@ -191,7 +196,8 @@ public final class Session implements Runnable {
         }
         String token = null;
         for (String name : List.copyOf(params.keySet())) {
-            String value = params.get(name);
+            // a key of params (only this key is removed or replaced in the loop); a startup value is never null
+            String value = Objects.requireNonNull(params.get(name), "a startup parameter's value");
             if (name.equals("options")) {
                 List<String[]> settings = Options.parse(value);
                 List<String[]> kept = new ArrayList<>();
@@ -227,7 +233,7 @@ public final class Session implements Runnable {
         return s.length() > 40 ? s.substring(0, 40) + "..." : s;
     }
 
-    private static String value(String earlier, String token) throws Refusal {
+    private static String value(@Nullable String earlier, String token) throws Refusal {
         if (earlier != null) {
             throw new Refusal(Relay.REFUSED, "stockade: " + SqlConfig.TOKEN_SETTING + " is given twice at startup");
         }
@@ -281,7 +287,9 @@ public final class Session implements Runnable {
     }
 
     private Socket serverSideTls(Socket plain) throws IOException {
-        SSLSocket tls = (SSLSocket) ctx.clientTls().getSocketFactory().createSocket(plain, null, true);
+        // startupPacket() answers an SSLRequest with 'S' only when clientTls is set
+        SSLContext clientTls = Objects.requireNonNull(ctx.clientTls(), "client TLS without sql.listen.tls");
+        SSLSocket tls = (SSLSocket) clientTls.getSocketFactory().createSocket(plain, null, true);
         tls.setUseClientMode(false);
         switch (ctx.clientAuth()) {
             case REQUIRED -> tls.setNeedClientAuth(true);
@@ -364,7 +372,8 @@ public final class Session implements Runnable {
     }
 
     /** Runs the listener's own query and reads its answer to the ReadyForQuery; the first column of the first row. */
-    private static String internalQuery(MessageReader reader, OutputStream out, String sql) throws IOException {
+    private static @Nullable String internalQuery(MessageReader reader, OutputStream out, String sql)
+            throws IOException {
         Body.write(out, Messages.QUERY, Messages.query(sql));
         out.flush();
         String value = null;
@@ -406,7 +415,7 @@ public final class Session implements Runnable {
         out.flush();
     }
 
-    private static void close(Socket socket) {
+    private static void close(@Nullable Socket socket) {
         if (socket != null) {
             try {
                 socket.close();
@@ -420,10 +429,18 @@ public final class Session implements Runnable {
     static final class Refusal extends Exception {
         private static final long serialVersionUID = 1L;
         final String code;
+        private final String message;
 
         Refusal(String code, String message) {
             super(message);
             this.code = code;
+            this.message = message;
+        }
+
+        /** The message it was made with (never null). */
+        @Override
+        public String getMessage() {
+            return message;
         }
     }
 }

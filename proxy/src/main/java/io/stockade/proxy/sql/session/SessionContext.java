@@ -8,6 +8,8 @@ import javax.net.ssl.SSLContext;
 import io.stockade.policy.SqlConfig;
 import io.stockade.proxy.sql.statement.Statements;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What every session of one listener shares.
  *
@@ -20,8 +22,9 @@ import io.stockade.proxy.sql.statement.Statements;
  * @param outcomes   where transactions are counted and logged
  * @param connect    how long connecting to the database may take
  */
-public record SessionContext(SqlConfig config, SSLContext clientTls, ClientAuth clientAuth, SSLContext serverTls,
-                             Statements statements, TokenGate gate, Outcomes outcomes, Duration connect) {
+public record SessionContext(SqlConfig config, @Nullable SSLContext clientTls, ClientAuth clientAuth,
+                             @Nullable SSLContext serverTls, Statements statements, TokenGate gate,
+                             Outcomes outcomes, Duration connect) {
     public SessionContext {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(statements, "statements");
@@ -44,7 +47,8 @@ public record SessionContext(SqlConfig config, SSLContext clientTls, ClientAuth 
          * @param token    the token in force, or {@code null}
          * @param error    the fields of the error that decided it ('C' code, 'M' message, 'D' detail), or empty
          */
-        void transaction(Map<String, String> session, String outcome, Long token, Map<Character, String> error);
+        void transaction(Map<String, String> session, String outcome, @Nullable Long token,
+                         Map<Character, String> error);
 
         /** A session began (+1) or ended (-1). */
         void sessions(int delta);

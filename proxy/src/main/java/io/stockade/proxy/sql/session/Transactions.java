@@ -3,6 +3,8 @@ package io.stockade.proxy.sql.session;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What the listener knows of the token in force on its server session, and of how each transaction ended, from the
  * messages it relayed. A token statement the client sent is a mark, tied to the ReadyForQuery that ends the message
@@ -26,7 +28,7 @@ final class Transactions {
     /** A token statement: a session's token set or reset, a transaction's set, or every setting reset. */
     enum Kind { SESSION, LOCAL, RESET_ALL }
 
-    private record Mark(long ordinal, Kind kind, Long token) {
+    private record Mark(long ordinal, Kind kind, @Nullable Long token) {
     }
 
     /**
@@ -36,27 +38,27 @@ final class Transactions {
      * @param token   the token in force as far as the listener knows, or {@code null}
      * @param error   the fence's error fields, or empty
      */
-    record Ended(String outcome, Long token, Map<Character, String> error) {
+    record Ended(String outcome, @Nullable Long token, Map<Character, String> error) {
     }
 
     private final ConcurrentLinkedQueue<Mark> marks = new ConcurrentLinkedQueue<>();
-    private Long committed;
+    private @Nullable Long committed;
     private boolean pendingSet;
-    private Long pending;
-    private Long local;
-    private Map<Character, String> fenceError;
+    private @Nullable Long pending;
+    private @Nullable Long local;
+    private @Nullable Map<Character, String> fenceError;
     private boolean errorAfterTag;
-    private String lastTag;
+    private @Nullable String lastTag;
     private char status = 'I';
     private long readies;
 
     /** @param sessionToken the session's token set at startup, or {@code null} */
-    Transactions(Long sessionToken) {
+    Transactions(@Nullable Long sessionToken) {
         this.committed = sessionToken;
     }
 
     /** A token statement relayed, to take effect with the ReadyForQuery numbered {@code ordinal}. */
-    void mark(long ordinal, Kind kind, Long token) {
+    void mark(long ordinal, Kind kind, @Nullable Long token) {
         marks.add(new Mark(ordinal, kind, token));
     }
 
@@ -80,7 +82,7 @@ final class Transactions {
      *
      * @return the transaction it ended, when it ended one that carried a token or met the fence, else {@code null}
      */
-    synchronized Ended ready(char transactionStatus) {
+    synchronized @Nullable Ended ready(char transactionStatus) {
         readies++;
         status = transactionStatus;
         for (Mark m = marks.peek(); m != null && m.ordinal() <= readies; m = marks.peek()) {
@@ -130,7 +132,7 @@ final class Transactions {
      * @param asked the ReadyForQuery answers the client's messages called for
      * @return the transaction it cut short, when one carried a token, else {@code null}
      */
-    synchronized Ended lost(long asked) {
+    synchronized @Nullable Ended lost(long asked) {
         Long token = inForce();
         for (Mark m : marks) {
             token = m.kind() == Kind.RESET_ALL ? token : m.token(); // sent, never answered
@@ -144,7 +146,7 @@ final class Transactions {
         return status == 'I' ? null : new Ended("rolled_back", token, Map.of());
     }
 
-    private Long inForce() {
+    private @Nullable Long inForce() {
         if (local != null) {
             return local;
         }

@@ -8,6 +8,8 @@ import java.util.Set;
 import io.stockade.proxy.sql.statement.Lexer.Kind;
 import io.stockade.proxy.sql.statement.Lexer.Token;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What the listener lets through, statement by statement, without parsing SQL: a narrow recogniser for exactly the
  * statements that set, reset or show {@code stockade.fencing_token}, and a refusal for every other statement that
@@ -59,8 +61,8 @@ public final class Statements {
      * @param token     the literal token, or {@code null}
      * @param parameter the 0-based parameter the token comes in ({@code $1} is 0), or -1
      */
-    public record Setter(int start, int end, Action action, boolean local, boolean function, String token,
-                         int parameter) {
+    public record Setter(int start, int end, Action action, boolean local, boolean function,
+                         @Nullable String token, int parameter) {
     }
 
     /**
@@ -68,9 +70,9 @@ public final class Statements {
      *
      * @param setters the token statements in it, in order
      * @param refusal why it is refused, or {@code null}
-     * @param code    the SQLSTATE of the refusal
+     * @param code    the SQLSTATE of the refusal, or {@code null}
      */
-    public record Classified(List<Setter> setters, String refusal, String code) {
+    public record Classified(List<Setter> setters, @Nullable String refusal, @Nullable String code) {
         public Classified {
             setters = List.copyOf(setters);
         }
@@ -115,7 +117,7 @@ public final class Statements {
     }
 
     /** Why a statement that is not a token statement is refused, or {@code null}. */
-    private String refusal(List<Token> t) {
+    private @Nullable String refusal(List<Token> t) {
         for (int i = 0; i < t.size(); i++) {
             Token k = t.get(i);
             String lower = k.value().toLowerCase(Locale.ROOT).strip();
@@ -157,7 +159,7 @@ public final class Statements {
     }
 
     /** The (possibly qualified) name at {@code i}, lower case, or {@code null}. */
-    private static String tableAt(List<Token> t, int i) {
+    private static @Nullable String tableAt(List<Token> t, int i) {
         Token k = t.get(i);
         if (k.kind() != Kind.WORD && k.kind() != Kind.QUOTED) {
             return null;
@@ -171,7 +173,7 @@ public final class Statements {
     }
 
     /** The statement as a token statement, or {@code null} when it is not one of the shapes. */
-    private static Setter setter(Lexer.Statement s) {
+    private static @Nullable Setter setter(Lexer.Statement s) {
         List<Token> t = s.tokens();
         int i = 0;
         if (t.isEmpty()) {
@@ -208,7 +210,7 @@ public final class Statements {
     }
 
     /** {@code SELECT [pg_catalog.]set_config('stockade.fencing_token', value, bool)}. */
-    private static Setter setConfig(Lexer.Statement s) {
+    private static @Nullable Setter setConfig(Lexer.Statement s) {
         List<Token> t = s.tokens();
         int i = 0;
         if (!t.get(i++).is("select")) {
@@ -246,7 +248,7 @@ public final class Statements {
         return new Setter(s.start(), s.end(), Action.SET, local, true, token, parameter);
     }
 
-    private static Boolean bool(Token t) {
+    private static @Nullable Boolean bool(Token t) {
         String v = t.value().toLowerCase(Locale.ROOT);
         if (t.kind() == Kind.WORD || t.kind() == Kind.STRING) {
             if (v.equals("true") || (v.equals("t") && t.kind() == Kind.STRING)) {
