@@ -265,7 +265,7 @@ public final class History {
     }
 
     /** Records a direct read of the storage. */
-    public Read read(String scope, long startNanos, long endNanos, String value) {
+    public Read read(String scope, long startNanos, long endNanos, @Nullable String value) {
         Read r = new Read(scope, startNanos, endNanos, value);
         synchronized (reads) {
             reads.add(r);

@@ -8,6 +8,8 @@ import io.stockade.conformance.Target;
 import io.stockade.conformance.Template;
 import io.stockade.conformance.writer.SigV4;
 
+import org.jspecify.annotations.Nullable;
+
 /** Where the writers send their writes: the proxy, or the storage itself for the control. */
 public interface Endpoint {
     /** The current {@code host:port} (changes when a launched proxy restarts). */
@@ -22,12 +24,12 @@ public interface Endpoint {
     }
 
     /** How writers sign their PUTs (an S3 endpoint with SigV4), or null for unsigned requests. */
-    default SigV4 signer() {
+    default @Nullable SigV4 signer() {
         return null;
     }
 
     /** kill -9 and restart; null when the suite does not own the proxy. */
-    default Restarter restarter() {
+    default @Nullable Restarter restarter() {
         return null;
     }
 
@@ -35,7 +37,7 @@ public interface Endpoint {
      * The SQL writes of a SQL target (each writer connects to {@link #address()} through its fault proxy and
      * runs the statement), or null: the writers send HTTP requests to {@link #path}.
      */
-    default Target.Sql sql() {
+    default Target.@Nullable Sql sql() {
         return null;
     }
 
@@ -52,8 +54,8 @@ public interface Endpoint {
      *                not take effect)
      * @param notes   what happened on the way (failed start attempts), for the report
      */
-    record Restarted(InetSocketAddress address, String doubt, List<String> notes) {
-        public Restarted(InetSocketAddress address, String doubt) {
+    record Restarted(InetSocketAddress address, @Nullable String doubt, List<String> notes) {
+        public Restarted(InetSocketAddress address, @Nullable String doubt) {
             this(address, doubt, List.of());
         }
     }
@@ -86,12 +88,12 @@ public interface Endpoint {
     }
 
     /** A fixed endpoint whose writes are signed by {@code signer} (null: unsigned). */
-    static Endpoint fixed(URI base, String pathTemplate, SigV4 signer) {
+    static Endpoint fixed(URI base, String pathTemplate, @Nullable SigV4 signer) {
         return fixed(base, pathTemplate, signer, "PUT");
     }
 
     /** A fixed endpoint written with {@code method}, signed by {@code signer} (null: unsigned). */
-    static Endpoint fixed(URI base, String pathTemplate, SigV4 signer, String method) {
+    static Endpoint fixed(URI base, String pathTemplate, @Nullable SigV4 signer, String method) {
         InetSocketAddress addr = new InetSocketAddress(base.getHost(), base.getPort() < 0 ? 80 : base.getPort());
         String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/$", "");
         return new Endpoint() {
@@ -111,7 +113,7 @@ public interface Endpoint {
             }
 
             @Override
-            public SigV4 signer() {
+            public @Nullable SigV4 signer() {
                 return signer;
             }
         };

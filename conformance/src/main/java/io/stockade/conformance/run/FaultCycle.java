@@ -8,12 +8,15 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.stockade.conformance.Scenario;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.storage.StorageReader;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The fault cycles of one run. A cycle: wait until the writer holding the lease now has two acknowledged writes,
@@ -128,7 +131,7 @@ final class FaultCycle {
         long token;
         long checks;
         synchronized (writers.lock()) {
-            session = v.session;
+            session = Objects.requireNonNull(v.session, "the victim was picked with a session, never cleared");
             token = v.token;
             checks = v.checks;
         }
@@ -180,7 +183,8 @@ final class FaultCycle {
                     writers.all().forEach(w -> before.put(w.name, w.currentAcks()));
                 }
                 if (!writers.await(wait, () -> writers.all().stream().anyMatch(w -> w != v && w.session != null
-                        && w.acks.getOrDefault(w.session, 0) > before.get(w.name)))) {
+                        && w.acks.getOrDefault(w.session, 0)
+                        > Objects.requireNonNull(before.get(w.name), "every writer counted before the restart")))) {
                     notes.add("cycle " + n + ": no write was acknowledged after the restart");
                 }
             }
@@ -220,7 +224,7 @@ final class FaultCycle {
      *
      * @return the fault's start, or null when the victim made no lease check in time (the cycle is skipped)
      */
-    private Armed faultAfterNextCheck(int n, RunningWriter v, String session, long checks) throws IOException,
+    private @Nullable Armed faultAfterNextCheck(int n, RunningWriter v, String session, long checks) throws IOException,
             InterruptedException {
         long checksBefore = checks;
         for (int attempt = 1; ; attempt++) {

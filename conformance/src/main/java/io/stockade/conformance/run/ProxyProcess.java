@@ -13,6 +13,8 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * A proxy the suite launches itself (target {@code proxy.launch}), so it can {@code kill -9} and restart it. The
  * command must run the proxy in the foreground and print {@code Stockade listening on http://HOST:PORT}. A wrapper
@@ -33,9 +35,9 @@ public final class ProxyProcess implements AutoCloseable {
 
     private final List<String> command;
     private final Path log;
-    private Process process;
-    private URI uri;
-    private URI management;
+    private @Nullable Process process;   // set by start()
+    private @Nullable URI uri;           // set by start() once the proxy is ready
+    private @Nullable URI management;    // set by start() when the proxy printed a management listener
 
     public ProxyProcess(List<String> command, Path log) {
         this.command = List.copyOf(command);
@@ -80,7 +82,7 @@ public final class ProxyProcess implements AutoCloseable {
      * proxy is down (every process of the tree exited, and its address refuses connections), else what is still
      * there (a proxy that detached from the tree, say): then the kill -9 did not take effect.
      */
-    public synchronized String kill9() throws InterruptedException {
+    public synchronized @Nullable String kill9() throws InterruptedException {
         if (process == null) {
             return null;
         }
@@ -105,7 +107,7 @@ public final class ProxyProcess implements AutoCloseable {
      * The address (as a client reaches it) in the first readiness line of {@code log}; null if there is none. The
      * tests' launcher (test-tools' {@code ChildProxy}) parses the same line, and a test checks both read alike.
      */
-    static URI readiness(String log) {
+    static @Nullable URI readiness(String log) {
         Matcher m = READY.matcher(log);
         return m.find() ? URI.create("http://" + reachable(m.group(1)) + ":" + m.group(2)) : null;
     }
@@ -130,7 +132,7 @@ public final class ProxyProcess implements AutoCloseable {
     }
 
     /** The management listener's address ({@code /metrics}), when the proxy printed one; else null. */
-    public synchronized URI management() {
+    public synchronized @Nullable URI management() {
         return management;
     }
 

@@ -6,6 +6,8 @@ import io.stockade.conformance.Scenario;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.check.HistoryChecker;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One run of one scenario, through the proxy or as the control.
  *
@@ -25,7 +27,7 @@ import io.stockade.conformance.check.HistoryChecker;
  *                        proxy still up after its kill -9): each one makes the verdict INCONCLUSIVE
  * @param faultWindows    when each fault was injected and healed, on the history's clock (for the HTML report)
  */
-public record RunResult(Scenario scenario, boolean control, String key, History history, String finalValue,
+public record RunResult(Scenario scenario, boolean control, String key, History history, @Nullable String finalValue,
                         HistoryChecker.Result check, int handoffs, int faultsInjected, int faultsEffective,
                         int exposedOps, List<String> notes, List<String> doubts, List<FaultWindow> faultWindows) {
 
@@ -40,7 +42,7 @@ public record RunResult(Scenario scenario, boolean control, String key, History 
     }
 
     /** A run with its doubts, without fault windows. */
-    public RunResult(Scenario scenario, boolean control, String key, History history, String finalValue,
+    public RunResult(Scenario scenario, boolean control, String key, History history, @Nullable String finalValue,
                      HistoryChecker.Result check, int handoffs, int faultsInjected, int faultsEffective,
                      int exposedOps, List<String> notes, List<String> doubts) {
         this(scenario, control, key, history, finalValue, check, handoffs, faultsInjected, faultsEffective,
@@ -48,7 +50,7 @@ public record RunResult(Scenario scenario, boolean control, String key, History 
     }
 
     /** A run without doubts. */
-    public RunResult(Scenario scenario, boolean control, String key, History history, String finalValue,
+    public RunResult(Scenario scenario, boolean control, String key, History history, @Nullable String finalValue,
                      HistoryChecker.Result check, int handoffs, int faultsInjected, int faultsEffective,
                      int exposedOps, List<String> notes) {
         this(scenario, control, key, history, finalValue, check, handoffs, faultsInjected, faultsEffective,

@@ -6,6 +6,8 @@ import java.util.Map;
 import io.stockade.conformance.check.History.Op;
 import io.stockade.conformance.fault.FaultProxy;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One writer of a run and what it reported so far. Its fields change under {@link Writers#lock()} (the pump that
  * reads the writer's lines), and are read under it by the fault cycle.
@@ -15,8 +17,8 @@ final class RunningWriter {
     /** The writer's own fault proxy, in front of the endpoint. */
     final FaultProxy faults;
     /** Where it runs (null until started). */
-    WriterHost host;
-    String session;
+    @Nullable WriterHost host;   // set by Writers when it starts the writer
+    @Nullable String session;    // the current lease session; null before the first lease
     long token;
     /** True from LEASE until the writer reports FENCED or LOST for that session (or exits). */
     boolean holding;

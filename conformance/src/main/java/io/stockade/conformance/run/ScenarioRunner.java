@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 import io.stockade.conformance.Scenario;
 import io.stockade.conformance.Target;
@@ -17,6 +18,8 @@ import io.stockade.conformance.check.HistoryChecker;
 import io.stockade.conformance.fault.FaultProxy;
 import io.stockade.conformance.lease.CounterLeaseServer;
 import io.stockade.conformance.storage.StorageReader;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * Runs one scenario once: starts the lease counter, the {@link Writers} (one {@link FaultProxy} each in front of the
@@ -152,7 +155,7 @@ public final class ScenarioRunner {
      *
      * @throws java.io.UncheckedIOException naming the reader and the last failure
      */
-    private String finalRead() throws InterruptedException {
+    private @Nullable String finalRead() throws InterruptedException {
         IOException last = null;
         for (int attempt = 0; attempt < 3; attempt++) {
             try {
@@ -163,7 +166,7 @@ public final class ScenarioRunner {
             }
         }
         throw new UncheckedIOException("the final read of the storage (" + reader.describe() + ") failed: "
-                + last.getMessage(), last);
+                + Objects.requireNonNull(last, "each of the three attempts failed").getMessage(), last);
     }
 
     /** Could {@code o} have landed after a higher token was acknowledged? (An unknown outcome may land any time.) */

@@ -13,8 +13,11 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The proxy's fence store, launched by the suite (target {@code store.launch}) so the {@code store-stop} scenario
@@ -33,7 +36,7 @@ public final class StoreProcess implements AutoCloseable {
     private final List<String> command;
     private final InetSocketAddress ready;
     private final Path log;
-    private Process process;
+    private @Nullable Process process;   // set by start()
 
     public StoreProcess(List<String> command, String ready, Path log) {
         this.command = List.copyOf(command);
@@ -168,7 +171,7 @@ public final class StoreProcess implements AutoCloseable {
     }
 
     public synchronized long pid() {
-        return process.pid();
+        return Objects.requireNonNull(process, "pid() is asked after start()").pid();
     }
 
     public Path log() {

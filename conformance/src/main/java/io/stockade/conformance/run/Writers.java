@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
@@ -20,6 +21,8 @@ import io.stockade.conformance.fault.FaultProxy;
 import io.stockade.conformance.writer.SigV4;
 import io.stockade.conformance.writer.SqlWrite;
 import io.stockade.conformance.writer.WriterLoop;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The writers of one run: each a {@link WriterLoop} behind a {@link FaultProxy} of its own, run where
@@ -38,7 +41,7 @@ final class Writers {
     private final List<RunningWriter> all = new ArrayList<>();
     private final boolean processes;
     private int grants;
-    private Signals signals;
+    private @Nullable Signals signals;   // set by openSignals() when the writers are processes
 
     Writers(Scenario scenario, String key, Endpoint endpoint, ScenarioRunner.Options options, History history,
             List<String> notes) {
@@ -181,15 +184,17 @@ final class Writers {
                         w.ops.put(f[1], history.invokeAt(key, f[2], Long.parseLong(f[3]), f[4], w.lastInvokeNanos));
                     }
                     case "DONE" -> {
-                        Op op = w.ops.get(f[1]).completeAt(Integer.parseInt(f[2]), Long.parseLong(f[3]));
+                        Op op = Objects.requireNonNull(w.ops.get(f[1]), "DONE follows its INVOKE")
+                                .completeAt(Integer.parseInt(f[2]), Long.parseLong(f[3]));
                         if (op.outcome() == History.Outcome.OK) {
                             w.acks.merge(op.holder(), 1, Integer::sum);
                         }
                         w.completions++;
                     }
                     case "UNKNOWN" -> {
-                        w.ops.get(f[1]).unknownAt(f.length > 3 ? String.join(" ",
-                                Arrays.copyOfRange(f, 3, f.length)) : "unknown", Long.parseLong(f[2]));
+                        Objects.requireNonNull(w.ops.get(f[1]), "UNKNOWN follows its INVOKE")
+                                .unknownAt(f.length > 3 ? String.join(" ", Arrays.copyOfRange(f, 3, f.length))
+                                        : "unknown", Long.parseLong(f[2]));
                         w.completions++;
                     }
                     default -> {
@@ -208,8 +213,10 @@ final class Writers {
         if (!processes) {
             throw new IllegalStateException("the writers of " + scenario.id() + " run in this JVM: no kill -" + sig);
         }
-        if (!signals.send(sig, w.host.pid())) {
-            notes.add("kill -" + sig + " " + w.host.pid() + " failed");
+        Signals opened = Objects.requireNonNull(signals, "openSignals() ran before the writers (processes) started");
+        WriterHost host = Objects.requireNonNull(w.host, "a writer is signalled once started");
+        if (!opened.send(sig, host.pid())) {
+            notes.add("kill -" + sig + " " + host.pid() + " failed");
         }
     }
 
@@ -234,7 +241,7 @@ final class Writers {
             resumeAll(alive);
         }
         for (RunningWriter w : alive) {
-            w.host.stop();
+            Objects.requireNonNull(w.host, "alive writers have a host").stop();
         }
         for (RunningWriter w : all) {
             if (w.host != null && !w.host.waitFor(15, TimeUnit.SECONDS)) {

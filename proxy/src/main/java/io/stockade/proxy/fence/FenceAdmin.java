@@ -4,6 +4,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.function.Consumer;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Operations on fence state for people and tools (the {@code fence} command, the admin endpoints), next to the
  * request path's {@link FenceStore}. A store that offers them implements both interfaces.
@@ -29,7 +31,7 @@ public interface FenceAdmin {
      * @param activity an ordering key for "most recently active": higher is more recent; 0 when the store cannot
      *                 tell (see {@link #listsByActivity})
      */
-    record ScopeEntry(String scope, long token, String version, long activity) {
+    record ScopeEntry(String scope, long token, @Nullable String version, long activity) {
     }
 
     /** A prefix floor. */

@@ -71,7 +71,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
     private static final FenceState NEVER_SEEN = new FenceState(-1, null);
 
     /** What this replica last saw of a scope; {@code rev} 0 = absent. */
-    private record Known(long token, String version, long rev) {
+    private record Known(long token, @Nullable String version, long rev) {
         static final Known ABSENT = new Known(-1, null, 0);
     }
 
@@ -463,7 +463,7 @@ public final class EtcdFenceStore implements FenceStore, FenceAdmin {
     }
 
     /** 20 zero-padded digits (byte order = numeric order), then "\n" and the version when known. */
-    static ByteSequence encode(long token, String version) {
+    static ByteSequence encode(long token, @Nullable String version) {
         String t = String.format("%020d", token);
         return bytes(version == null ? t : t + "\n" + version);
     }

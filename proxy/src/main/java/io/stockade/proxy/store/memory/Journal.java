@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -24,6 +25,8 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 import io.stockade.proxy.fence.StoreUnavailableException;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * An append-only, fsync'd, segmented journal with group commit.
@@ -86,12 +89,13 @@ final class Journal implements AutoCloseable {
 
     /** Thrown from inside {@link #append} (often within a map's compute): unchecked, converted by the caller. */
     static final class Unavailable extends RuntimeException {
-        Unavailable(String message, Throwable cause) {
+        Unavailable(String message, @Nullable Throwable cause) {
             super(message, cause, false, false);
         }
 
         StoreUnavailableException toChecked() {
-            return new StoreUnavailableException(getMessage(), getCause());
+            return new StoreUnavailableException(Objects.requireNonNull(getMessage(), "an Unavailable has a message"),
+                    getCause());
         }
     }
 
@@ -112,7 +116,7 @@ final class Journal implements AutoCloseable {
     private ArrayList<byte[]> queue = new ArrayList<>();  // guarded by queueLock
     private long lastLsn;                                 // guarded by queueLock
     private boolean closing;                              // guarded by queueLock
-    private volatile Throwable failure;                   // written under queueLock
+    private volatile @Nullable Throwable failure;         // written under queueLock; null while the journal works
 
     private final ReentrantLock durableLock = new ReentrantLock();
     private final Condition durableChanged = durableLock.newCondition();
@@ -120,15 +124,18 @@ final class Journal implements AutoCloseable {
     private volatile boolean writerDone;
 
     private final Thread writer;
+    @SuppressWarnings("NullAway.Init")  // set by start(), before the writer thread (its only reader) starts
     private SnapshotSource snapshotSource;
+    @SuppressWarnings("NullAway.Init")  // set by start(), before the writer thread (its only reader) starts
     private Coverage coverage;
     /** When the journal failed ({@link System#nanoTime}); meaningful while {@link #failure} is set. */
     private volatile long failedAt;
     /** Why the last heal failed, or null. */
-    private volatile String healError;
+    private volatile @Nullable String healError;
     private volatile long heals;
 
     // Writer thread only (and open() before the writer starts).
+    @SuppressWarnings("NullAway.Init")  // set by recover(), which open() calls before it returns the journal
     private FileChannel active;
     private long activeSeq;
     private long activeSize;
@@ -575,7 +582,7 @@ final class Journal implements AutoCloseable {
     }
 
     /** Why the journal is failed now and since when, or null while it works. */
-    Failed failed() {
+    @Nullable Failed failed() {
         Throwable f = failure;
         if (f == null) {
             return null;

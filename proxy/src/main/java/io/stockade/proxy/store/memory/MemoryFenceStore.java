@@ -61,7 +61,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
      *
      * @param lsn the journal LSN of the record that established this state (0 when replayed: already durable)
      */
-    private record Entry(long token, String version, long lsn) {
+    private record Entry(long token, @Nullable String version, long lsn) {
         FenceState state() {
             return new FenceState(token, version);
         }
@@ -69,9 +69,11 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
 
     /** The result of a compute, carried out of the lambda: {@link #lsn} is what the caller waits to be durable. */
     private static final class Outcome {
-        Entry before;
+        /** The scope's state the change saw; null: none. */
+        @Nullable Entry before;
         boolean ok;
-        Retired retired;
+        /** What {@link #retire} answers; not found unless the change saw a state. */
+        Retired retired = Retired.NOT_FOUND;
         long lsn;
     }
 
@@ -112,7 +114,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
     private final Journal journal;
     private volatile boolean closed;
     /** Test seam: runs inside the per-scope critical section, right after a raise queued its record. */
-    Consumer<String> afterQueueingRaise;
+    @Nullable Consumer<String> afterQueueingRaise;
 
     /**
      * What a scope in the concurrent map costs beyond its characters (the String, its byte array's header, the map
@@ -239,7 +241,8 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         if (o.ok) {
             return new Advance.Accepted(o.before == null ? NEVER_SEEN : o.before.state());
         }
-        return new Advance.Stale(o.before.token());
+        // Not ok: the change saw a state (it accepts a scope without one), at least as high as token.
+        return new Advance.Stale(Objects.requireNonNull(o.before, "a stale token met a state").token());
     }
 
     @Override
@@ -271,6 +274,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         byte[] record = RecordCodec.encode(scope, token, version);
         Outcome o = new Outcome();
         updateDurably(scope, true, o, (k, e) -> {
+            Objects.requireNonNull(e, "with ifPresent, update() applies a change only to a state");
             o.before = e;
             if (e.token() != token) {
                 o.lsn = e.lsn();
@@ -287,7 +291,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         return o.ok;
     }
 
-    private static FloorEntry floorOf(Map<String, FloorEntry> floors, String scope) {
+    private static @Nullable FloorEntry floorOf(Map<String, FloorEntry> floors, String scope) {
         FloorEntry best = null;
         for (Map.Entry<String, FloorEntry> f : floors.entrySet()) {
             if (scope.startsWith(f.getKey()) && (best == null || f.getValue().token() > best.token())) {
@@ -408,8 +412,8 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         ensureOpen();
         byte[] record = RecordCodec.encodeRetire(scope);
         Outcome o = new Outcome();
-        o.retired = Retired.NOT_FOUND;
         updateDurably(scope, true, o, (k, e) -> {
+            Objects.requireNonNull(e, "with ifPresent, update() applies a change only to a state");
             FloorEntry floor = floorOf(floorView, scope);
             if (floor == null || floor.token() < e.token()) {
                 o.retired = Retired.NOT_COVERED;
@@ -434,6 +438,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         byte[] record = RecordCodec.encodeReset(scope, token);
         Outcome o = new Outcome();
         updateDurably(scope, true, o, (k, e) -> {
+            Objects.requireNonNull(e, "with ifPresent, update() applies a change only to a state");
             o.before = e;
             if (e.token() != expected) {
                 o.lsn = e.lsn();
@@ -595,7 +600,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
 
     /** The visible state of a scope: what was changed since open, else what the replay left; null: none. */
     @SuppressWarnings("ReferenceEquality") // RETIRED is a sentinel: identity, an equal Entry is not it
-    private Entry current(String scope) {
+    private @Nullable Entry current(String scope) {
         Entry e = states.get(scope);
         if (e != null) {
             return e == RETIRED ? null : e;
@@ -603,7 +608,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
         return replayedEntry(scope);
     }
 
-    private Entry replayedEntry(String scope) {
+    private @Nullable Entry replayedEntry(String scope) {
         if (replayed.size() == 0) {
             return null;
         }
@@ -637,7 +642,7 @@ public final class MemoryFenceStore implements FenceStore, FenceAdmin {
 
     /** A change of one scope: gets its visible state (null: none), returns the new one (null: removed). */
     private interface Change {
-        Entry apply(String scope, Entry current);
+        @Nullable Entry apply(String scope, @Nullable Entry current);
     }
 
     /**

@@ -6,6 +6,8 @@ import java.util.zip.CRC32C;
 
 import io.stockade.proxy.fence.FenceState;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The journal's record format. Every record is
  * <pre>
@@ -39,7 +41,7 @@ final class RecordCodec {
     }
 
     /** Encodes a whole state record, header included. */
-    static byte[] encode(String scope, long token, String version) {
+    static byte[] encode(String scope, long token, @Nullable String version) {
         return encode(TYPE_STATE, scope, token, version);
     }
 
@@ -58,7 +60,7 @@ final class RecordCodec {
         return encode(TYPE_RESET, scope, token, null);
     }
 
-    private static byte[] encode(byte type, String scope, long token, String version) {
+    private static byte[] encode(byte type, String scope, long token, @Nullable String version) {
         byte[] s = utf8(scope, "scope");
         byte[] v = version == null ? null : utf8(version, "version");
         int payload = MIN_PAYLOAD + s.length + (v == null ? 0 : v.length);
@@ -98,7 +100,7 @@ final class RecordCodec {
      * that replaying millions of records makes no string per record.
      */
     interface Sink {
-        void record(byte type, byte[] a, int scopeOffset, int scopeLength, long token, String version);
+        void record(byte type, byte[] a, int scopeOffset, int scopeLength, long token, @Nullable String version);
     }
 
     /**
@@ -128,7 +130,7 @@ final class RecordCodec {
         }
         int verLen = intAt(a, p);
         p += 4;
-        String version;
+        @Nullable String version;
         if (verLen == -1) {
             version = null;
         } else if (verLen < 0 || verLen != end - p) {

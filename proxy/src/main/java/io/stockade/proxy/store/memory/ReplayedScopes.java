@@ -2,7 +2,10 @@ package io.stockade.proxy.store.memory;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.function.LongConsumer;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The scopes a journal replay found, in a compact table that is built once (single-threaded, while the journal
@@ -50,7 +53,7 @@ final class ReplayedScopes {
      * {@link #REF_BITS} bits of key reference; 0 for an empty slot), at {@code 2 * slot + 1} the token.
      */
     private long[] table;
-    private String[] versions;
+    private @Nullable String[] versions;
     private int capacity;
     /** Slots in use (scopes removed during the replay included). */
     private int used;
@@ -107,7 +110,7 @@ final class ReplayedScopes {
      * A state record: the scope's bytes are {@code len} bytes of {@code a} from {@code off} (copied when the scope
      * is new). Keeps the highest token; for an equal token the later record.
      */
-    void put(byte[] a, int off, int len, long token, String version) {
+    void put(byte[] a, int off, int len, long token, @Nullable String version) {
         checkBuilding();
         stage(a, off, len, token, version, false);
     }
@@ -121,27 +124,30 @@ final class ReplayedScopes {
     // Records are applied in batches, in their order: the slots a batch will probe are loaded first, all at once,
     // so that their cache misses overlap instead of following one another (the probe is the replay's cost).
     private static final int BATCH = 32;
-    private byte[] staged = new byte[BATCH * 64];
+    /** The batch's scope bytes; null once {@link #freeze} ended the replay (no record is staged after it). */
+    private byte @Nullable [] staged = new byte[BATCH * 64];
     private int stagedBytes;
     private int batch;
     private final int[] batchOffset = new int[BATCH];
     private final int[] batchLength = new int[BATCH];
     private final int[] batchHash = new int[BATCH];
     private final long[] batchToken = new long[BATCH];
-    private final String[] batchVersion = new String[BATCH];
+    private final @Nullable String[] batchVersion = new String[BATCH];
     private final boolean[] batchRetire = new boolean[BATCH];
     /** Where the batch's early loads go, so that they are not optimized away. */
     @SuppressWarnings("UnusedVariable") // written, never read, on purpose: the store keeps the loads alive
     private long touched;
 
-    private void stage(byte[] a, int off, int len, long token, String version, boolean retire) {
-        if (stagedBytes + len > staged.length) {
+    private void stage(byte[] a, int off, int len, long token, @Nullable String version, boolean retire) {
+        byte[] buf = Objects.requireNonNull(staged, "staged is freed by freeze(), and checkBuilding() ran");
+        if (stagedBytes + len > buf.length) {
             flush();
-            if (len > staged.length) {
-                staged = new byte[len];
+            if (len > buf.length) {
+                buf = new byte[len];
+                staged = buf;
             }
         }
-        System.arraycopy(a, off, staged, stagedBytes, len);
+        System.arraycopy(a, off, buf, stagedBytes, len);
         batchOffset[batch] = stagedBytes;
         batchLength[batch] = len;
         batchHash[batch] = hash28(a, off, len);
@@ -155,6 +161,7 @@ final class ReplayedScopes {
     }
 
     private void flush() {
+        byte[] buf = Objects.requireNonNull(staged, "staged is freed by freeze(), after its last flush()");
         long sum = 0;
         for (int i = 0; i < batch; i++) {
             sum += table[2 * home(batchHash[i])];
@@ -162,9 +169,9 @@ final class ReplayedScopes {
         touched += sum;
         for (int i = 0; i < batch; i++) {
             if (batchRetire[i]) {
-                applyRetire(staged, batchOffset[i], batchLength[i], batchHash[i]);
+                applyRetire(buf, batchOffset[i], batchLength[i], batchHash[i]);
             } else {
-                applyPut(staged, batchOffset[i], batchLength[i], batchHash[i], batchToken[i], batchVersion[i]);
+                applyPut(buf, batchOffset[i], batchLength[i], batchHash[i], batchToken[i], batchVersion[i]);
             }
             batchVersion[i] = null;
         }
@@ -173,7 +180,7 @@ final class ReplayedScopes {
     }
 
     @SuppressWarnings("ReferenceEquality") // identity meant: the very same version String needs no store
-    private void applyPut(byte[] a, int off, int len, int h, long token, String version) {
+    private void applyPut(byte[] a, int off, int len, int h, long token, @Nullable String version) {
         int slot = find(a, off, len, h);
         if (slot >= 0) {
             long current = table[2 * slot + 1];
@@ -230,7 +237,7 @@ final class ReplayedScopes {
     private void rehash(int newCapacity) {
         growth.accept(footprint() + (long) newCapacity * (2 * Long.BYTES + 8));
         long[] oldTable = table;
-        String[] oldVersions = versions;
+        @Nullable String[] oldVersions = versions;
         allocate(newCapacity);
         used = 0;
         for (int i = 0; i < oldVersions.length; i++) {
@@ -298,13 +305,13 @@ final class ReplayedScopes {
         return table[2 * slot + 1];
     }
 
-    String versionAt(int slot) {
+    @Nullable String versionAt(int slot) {
         return versions[slot];
     }
 
     /** What {@link #forEach} passes. */
     interface Visitor {
-        void scope(String scope, long token, String version);
+        void scope(String scope, long token, @Nullable String version);
     }
 
     /** Every scope the replay left, in no particular order. */

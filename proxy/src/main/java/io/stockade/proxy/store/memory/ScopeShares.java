@@ -5,6 +5,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Each policy's share of the memory store's scope bound, so that no client of one policy can fill the store for the
  * others (issue 46, item 5). A share is the scopes that start with a policy's literal scope prefix (the longest
@@ -87,7 +89,7 @@ final class ScopeShares {
     }
 
     /** Why a new scope of {@code cost} bytes may not be added, or null when its share has room. */
-    String refusal(String scope, long cost) {
+    @Nullable String refusal(String scope, long cost) {
         int i = indexOf(scope);
         if (i < 0) {
             return null;

@@ -14,6 +14,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
+import org.jspecify.annotations.Nullable;
+
 /** Segment files of a journal directory: names, listing, replay. */
 final class Segments {
 
@@ -131,7 +133,7 @@ final class Segments {
      * @param torn     why the record at {@code validEnd} is not valid (only in the last segment, with nothing valid
      *                 after it), or null when the whole file is valid
      */
-    record Replayed(long validEnd, long size, String torn) {
+    record Replayed(long validEnd, long size, @Nullable String torn) {
         /**
          * Logs the torn tail found when the journal opens, saying only what the replay knows: a record is
          * acknowledged only once an fsync of it succeeded, but whether this one was, the bytes cannot tell (a crash
@@ -149,7 +151,7 @@ final class Segments {
     }
 
     /** Why the record at {@code pos} is not valid, or {@code null} when it is. */
-    private static String check(Window w, long pos) throws IOException {
+    private static @Nullable String check(Window w, long pos) throws IOException {
         if (!w.ensure(pos, RecordCodec.HEADER_BYTES)) {
             return "incomplete header";
         }

@@ -31,5 +31,9 @@
  *   <li><b>One owner.</b> A {@code journal.lock} file lock keeps a second process (or a second store in this
  *   process) from opening the same directory.</li>
  * </ul>
+ * Null-marked: a type here is non-null unless it says {@code @Nullable} (NullAway checks it in the build).
  */
+@NullMarked
 package io.stockade.proxy.store.memory;
+
+import org.jspecify.annotations.NullMarked;

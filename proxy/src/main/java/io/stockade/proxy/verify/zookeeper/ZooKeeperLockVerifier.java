@@ -18,6 +18,7 @@ import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.client.ZKClientConfig;
 import org.apache.zookeeper.common.PathUtils;
 import org.apache.zookeeper.data.Stat;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A token is genuine when it is the creation zxid ({@code czxid}) of the node that holds the ZooKeeper lock
@@ -54,7 +55,7 @@ public final class ZooKeeperLockVerifier implements TokenVerifier {
     private final String prefix;
     private final long timeoutNanos;
     private final Object lock = new Object();
-    private ZooKeeper zk; // guarded by lock
+    private @Nullable ZooKeeper zk; // guarded by lock; null until the first lookup, after expiry and close
     private volatile boolean closed;
 
     private ZooKeeperLockVerifier(TokenVerification.ZooKeeper config) {
@@ -171,8 +172,8 @@ public final class ZooKeeperLockVerifier implements TokenVerifier {
         }
     }
 
-    /** The holder's child as Curator's lock recipe sorts them (by what follows the last {@code lock-}). */
-    static String first(List<String> names) {
+    /** The holder's child as Curator's lock recipe sorts them (by what follows the last {@code lock-}); null: none. */
+    static @Nullable String first(List<String> names) {
         String first = null;
         String firstKey = null;
         for (String name : names) {
@@ -191,7 +192,7 @@ public final class ZooKeeperLockVerifier implements TokenVerifier {
         return index < 0 ? name : name.substring(index + LOCK_NAME.length());
     }
 
-    private static <T> void complete(CompletableFuture<T> future, int rc, String path, T value) {
+    private static <T> void complete(CompletableFuture<T> future, int rc, String path, @Nullable T value) {
         if (rc == KeeperException.Code.OK.intValue()) {
             future.complete(value);
         } else {
@@ -237,7 +238,7 @@ public final class ZooKeeperLockVerifier implements TokenVerifier {
     private void forget(ZooKeeper expired) {
         synchronized (lock) {
             if (zk == expired) {
-                closeQuietly(zk);
+                closeQuietly(expired);
                 zk = null;
             }
         }
@@ -253,7 +254,7 @@ public final class ZooKeeperLockVerifier implements TokenVerifier {
         }
     }
 
-    private static String describe(KeeperException e) {
+    private static @Nullable String describe(KeeperException e) {
         return switch (e.code()) {
             case CONNECTIONLOSS -> "connection lost (no server reachable, or it went away mid-lookup)";
             case SESSIONEXPIRED -> "the verifier's session expired (a new one is opened at the next lookup)";
