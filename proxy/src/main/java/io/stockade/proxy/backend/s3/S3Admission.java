@@ -58,7 +58,8 @@ final class S3Admission {
         ServerRequest req = exchange.request();
         S3Request s3;
         try {
-            s3 = S3Request.of(req, exchange.route().target(), config.virtualHost());
+            s3 = S3Request.of(req, Objects.requireNonNull(exchange.route().target(),
+                    "the pipeline plans only a route whose path parsed"), config.virtualHost());
         } catch (IllegalArgumentException e) {
             return AdmissionResult.refused(400, "InvalidURI", "Couldn't parse the specified URI: " + e.getMessage(),
                     null);

@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.Optional;
 
 import io.stockade.policy.BackendConfig;
+import io.stockade.policy.RequestTarget;
 import io.stockade.proxy.backend.Exchange;
 import io.stockade.proxy.problem.Problem;
 
@@ -89,8 +90,12 @@ final class S3Refusals {
 
     /** The request read as S3 again (its head only), for an error's resource; empty when it cannot be. */
     private Optional<S3Request> resourceRequest(Exchange exchange) {
+        RequestTarget target = exchange.route().target();
+        if (target == null) {
+            return Optional.empty(); // a path that did not parse
+        }
         try {
-            return Optional.of(S3Request.of(exchange.request(), exchange.route().target(), config.virtualHost()));
+            return Optional.of(S3Request.of(exchange.request(), target, config.virtualHost()));
         } catch (IllegalArgumentException e) {
             return Optional.empty();
         }
