@@ -5,6 +5,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.jspecify.annotations.Nullable;
+
 /** The messages the listener builds or reads the fields of (PostgreSQL protocol 3.0). */
 public final class Messages {
     /** Client messages. */
@@ -47,8 +49,11 @@ public final class Messages {
     private Messages() {
     }
 
-    /** An ErrorResponse (severity ERROR, or FATAL when the session ends) with Stockade's SQLSTATE. */
-    public static byte[] error(boolean fatal, String code, String message, String hint) {
+    /**
+     * An ErrorResponse (severity ERROR, or FATAL when the session ends) with Stockade's SQLSTATE; {@code hint} null:
+     * none.
+     */
+    public static byte[] error(boolean fatal, String code, String message, @Nullable String hint) {
         Body.Builder b = new Body.Builder()
                 .int8('S').string(fatal ? "FATAL" : "ERROR")
                 .int8('V').string(fatal ? "FATAL" : "ERROR")
