@@ -37,7 +37,7 @@ public final class ChildProxy implements AutoCloseable {
     /** The proxy's main class. */
     public static final String DEFAULT_MAIN = "io.stockade.proxy.Main";
     /** How long {@link #start(Path, List)} waits for the readiness line. */
-    public static final Duration READY_TIMEOUT = Duration.ofSeconds(20);
+    public static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
 
     /** The readiness line; a host may be an IPv6 literal in brackets. */
     private static final Pattern READY =

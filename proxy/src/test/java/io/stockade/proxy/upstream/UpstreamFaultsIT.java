@@ -40,7 +40,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * a complete answer (it was a 500 before this test).
  */
 class UpstreamFaultsIT {
-    static final String POLICY = TestPolicies.docsOverHttp("timeout: 500ms", "settle: 5s");
+    /**
+     * The timeout is the time the upstream has to read the write and break: at 500 ms, a CI run at load 26 saw the
+     * proxy give up (504, rightly) before WireMock had read the write, so nothing had reached it. TOO_SLOW answers
+     * well past it.
+     */
+    static final String POLICY = TestPolicies.docsOverHttp("timeout: 2s", "settle: 5s");
 
     @TempDir
     static Path dir;
@@ -77,7 +82,7 @@ class UpstreamFaultsIT {
     void aWriteThatMayHaveLandedIsAnsweredAsSuchSentOnceAndQuarantinesTheScope(Breakage how) throws Exception {
         String path = "/docs/" + how.name().toLowerCase(java.util.Locale.ROOT);
         upstream.stubFor(put(urlPathEqualTo(path)).willReturn(how == Breakage.TOO_SLOW
-                ? aResponse().withStatus(204).withFixedDelay(1500)
+                ? aResponse().withStatus(204).withFixedDelay(5000)
                 : aResponse().withFault(Fault.valueOf(how.name()))));
 
         Optional<Http.Response> answer = send(path, "v7", 7);
