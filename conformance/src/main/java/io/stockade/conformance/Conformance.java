@@ -14,6 +14,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -29,6 +30,8 @@ import io.stockade.conformance.storage.JdbcHttpStore;
 import io.stockade.conformance.storage.PlainHttpStore;
 import io.stockade.conformance.storage.StorageReader;
 import io.stockade.conformance.writer.SigV4;
+
+import org.jspecify.annotations.Nullable;
 
 /**
  * The conformance suite as a library: the command line ({@link Main}) and users' own JUnit tests call it.
@@ -54,7 +57,7 @@ public final class Conformance {
     private boolean explicitScenarios;
     private Duration duration = Duration.ofSeconds(5);
     private Duration readEvery = Duration.ofMillis(10);
-    private Path workDir;
+    private @Nullable Path workDir;   // null: a temp directory
     private PrintStream log = System.err;
     private boolean proxyAnnounced;
 
@@ -103,7 +106,7 @@ public final class Conformance {
      *
      * @param info the run's facts for the report (date, builds, storage, lease, durations); null when unknown
      */
-    public record Result(Target target, List<ScenarioResult> scenarios, RunInfo info) {
+    public record Result(Target target, List<ScenarioResult> scenarios, @Nullable RunInfo info) {
         /** Results without the run's facts. */
         public Result(Target target, List<ScenarioResult> scenarios) {
             this(target, scenarios, null);
@@ -168,7 +171,7 @@ public final class Conformance {
             CompletableFuture<URI> proxyStart = startProxy(launched);
             Endpoint controlEndpoint = null;
             if (target.control() != null) {
-                controlEndpoint = controlEndpoint(servers);
+                controlEndpoint = controlEndpoint(target.control(), servers);
             }
             if (controlEndpoint == null) {
                 awaitProxy(proxyStart, launched);
@@ -249,7 +252,8 @@ public final class Conformance {
         String[] suite = RunInfo.suiteBuild();
         RunInfo info = new RunInfo(started, (System.nanoTime() - startNanos) / 1e9, target.name(), proxyAt,
                 stockade[0], stockade[1], suite[0], suite[1], writeDescription(), storage, controlDescription(),
-                RunInfo.hideSecrets(target.leaseProvider()), target.ttl(), target.writers(), duration);
+                Objects.requireNonNull(RunInfo.hideSecrets(target.leaseProvider()), "a spec hides to a spec"),
+                target.ttl(), target.writers(), duration);
         return new Result(target, List.copyOf(results), info);
     }
 
@@ -257,7 +261,7 @@ public final class Conformance {
      * Starts a launched proxy in the background ({@code launched} not null), or the address of a running one: the
      * target's {@code proxy.url}, or its listener's for a SQL target.
      */
-    private CompletableFuture<URI> startProxy(ProxyProcess launched) {
+    private CompletableFuture<URI> startProxy(@Nullable ProxyProcess launched) {
         if (launched == null) {
             return CompletableFuture.completedFuture(URI.create(target.sql() != null
                     ? target.sql().url().substring("jdbc:".length()) : target.proxyUrl()));
@@ -284,12 +288,16 @@ public final class Conformance {
                 + q.contentType()) + " body " + q.body() + ", token in " + target.header();
     }
 
-    /** The control's way into the storage; the servers the suite starts for it are added to {@code servers}. */
-    private Endpoint controlEndpoint(List<AutoCloseable> servers) {
-        Map<String, String> c = target.control();
-        if (target.sql() != null) {   // the same SQL writers, straight on the database, on a table without the fence
-            Target.Sql sql = target.sql();
-            return Endpoint.sql(sql.on(c.get("jdbc"), c.get("user"), c.get("password"),
+    /**
+     * The control's way into the storage ({@code c}: the target's control); the servers the suite starts for it are
+     * added to {@code servers}.
+     */
+    private Endpoint controlEndpoint(Map<String, String> c, List<AutoCloseable> servers) {
+        Target.Sql sql = target.sql();
+        if (sql != null) {   // the same SQL writers, straight on the database, on a table without the fence
+            return Endpoint.sql(sql.on(
+                    Objects.requireNonNull(c.get("jdbc"), "Target.parse checked: a sql control has jdbc"),
+                    c.get("user"), c.get("password"),
                     c.getOrDefault("sql", sql.statement())));
         }
         if (c.containsKey("directory")) {
@@ -298,14 +306,16 @@ public final class Conformance {
             return Endpoint.fixed(controlStore.baseUri(), "/" + c.getOrDefault("file", "{key}"));
         } else if (c.containsKey("jdbc")) {
             JdbcHttpStore controlShim = JdbcHttpStore.start(c.get("jdbc"), c.get("user"), c.get("password"),
-                    c.get("sql"));
+                    Objects.requireNonNull(c.get("sql"), "Target.parse checked: control.jdbc needs control.sql"));
             servers.add(controlShim);
             return Endpoint.fixed(controlShim.baseUri(), "/" + c.getOrDefault("param",
                     target.read().getOrDefault("param", "{key}")));
         } else if (c.containsKey("s3")) {   // path style, signed with the bucket's own key
             return Endpoint.fixed(URI.create(c.get("s3")),
                     "/" + c.get("bucket") + "/" + c.getOrDefault("key", "{key}"),
-                    new SigV4(c.get("access-key"), c.get("secret-key"), c.getOrDefault("region", "us-east-1")));
+                    new SigV4(Objects.requireNonNull(c.get("access-key"), "Target.parse checked: s3 has access-key"),
+                            Objects.requireNonNull(c.get("secret-key"), "Target.parse checked: s3 has secret-key"),
+                            c.getOrDefault("region", "us-east-1")));
         }
         return Endpoint.fixed(URI.create(c.get("url")), c.getOrDefault("path", "/{key}"), null,
                 c.getOrDefault("method", target.request().method()).toUpperCase(Locale.ROOT));
@@ -318,7 +328,8 @@ public final class Conformance {
             return "none";
         }
         if (target.sql() != null) {
-            return "SQL straight to " + hidePassword(c.get("jdbc")) + ": " + c.getOrDefault("sql",
+            return "SQL straight to " + hidePassword(Objects.requireNonNull(c.get("jdbc"),
+                    "Target.parse checked: a sql control has jdbc")) + ": " + c.getOrDefault("sql",
                     target.sql().statement()) + " (read back with " + c.getOrDefault("read-sql",
                     target.read().get("sql")) + ")";
         }
@@ -342,7 +353,7 @@ public final class Conformance {
     }
 
     /** The launched proxy's address once it is ready (or the target's {@code proxy.url}). */
-    private URI awaitProxy(CompletableFuture<URI> start, ProxyProcess launched) throws Exception {
+    private URI awaitProxy(CompletableFuture<URI> start, @Nullable ProxyProcess launched) throws Exception {
         try {
             URI base = start.get();
             if (launched != null && !proxyAnnounced) {
@@ -359,7 +370,7 @@ public final class Conformance {
     }
 
     /** Why a scenario cannot run on this target, or null. */
-    private static String notApplicable(Scenario s, boolean proxyLaunched, boolean storeLaunched) {
+    private static @Nullable String notApplicable(Scenario s, boolean proxyLaunched, boolean storeLaunched) {
         return s == Scenario.PROXY_RESTART && !proxyLaunched
                 ? "the proxy is not launched by the suite (target proxy.launch)"
                 : s == Scenario.STORE_STOP && (!storeLaunched || !proxyLaunched)
@@ -373,7 +384,7 @@ public final class Conformance {
      * ({@link Scenario#faultsOnlyTheConnection()}). A {@code class:} provider is used as named: the suite cannot
      * tell whether it renews by itself.
      */
-    static String counterInstead(Scenario s, String provider) {
+    static @Nullable String counterInstead(Scenario s, String provider) {
         if (!s.faultsOnlyTheConnection() || provider.equals("counter") || provider.startsWith("class:")) {
             return null;
         }
@@ -383,7 +394,7 @@ public final class Conformance {
                 + " proxy-restart and store-stop run with the lease named";
     }
 
-    private ScenarioRunner.Options options(Path work, StoreProcess store, Scenario scenario) {
+    private ScenarioRunner.Options options(Path work, @Nullable StoreProcess store, Scenario scenario) {
         String p = counterInstead(scenario, target.leaseProvider()) != null ? "counter" : target.leaseProvider();
         String spec;
         if (p.equals("counter")) {
@@ -400,7 +411,7 @@ public final class Conformance {
                 work, store, target.request());
     }
 
-    private Endpoint proxyEndpoint(URI base, ProxyProcess launched) {
+    private Endpoint proxyEndpoint(URI base, @Nullable ProxyProcess launched) {
         InetSocketAddress[] current = {new InetSocketAddress(base.getHost(), base.getPort())};
         String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/$", "");
         return new Endpoint() {
@@ -411,7 +422,8 @@ public final class Conformance {
 
             @Override
             public String path(String key) {
-                return prefix + Template.expand(target.proxyPath(), key);
+                return prefix + Template.expand(Objects.requireNonNull(target.proxyPath(),
+                        "Target.parse gives an HTTP target a proxy.path"), key);
             }
 
             @Override
@@ -420,12 +432,12 @@ public final class Conformance {
             }
 
             @Override
-            public SigV4 signer() {
+            public @Nullable SigV4 signer() {
                 return target.proxySigner();
             }
 
             @Override
-            public Endpoint.Restarter restarter() {
+            public Endpoint.@Nullable Restarter restarter() {
                 if (launched == null) {
                     return null;
                 }

@@ -6,6 +6,8 @@ import java.util.List;
 import io.stockade.conformance.check.History;
 import io.stockade.conformance.run.RunResult;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One scenario against one target: the run through the proxy, its paired control, and the verdict.
  *
@@ -17,11 +19,11 @@ import io.stockade.conformance.run.RunResult;
  * @param reasons  why (every reason that made it fail or inconclusive)
  * @param seconds  wall time of both runs
  */
-public record ScenarioResult(Scenario scenario, String backend, RunResult proxied, RunResult control,
-                             Verdict verdict, List<String> reasons, double seconds) {
+public record ScenarioResult(Scenario scenario, String backend, @Nullable RunResult proxied,
+                             @Nullable RunResult control, Verdict verdict, List<String> reasons, double seconds) {
 
     /** Decides the verdict of a proxied run and its control. */
-    static ScenarioResult judge(Scenario scenario, String backend, RunResult proxied, RunResult control,
+    static ScenarioResult judge(Scenario scenario, String backend, RunResult proxied, @Nullable RunResult control,
                                 double seconds) {
         List<String> reasons = new ArrayList<>();
         Verdict v;

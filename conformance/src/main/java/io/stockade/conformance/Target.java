@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 
 import io.stockade.conformance.storage.DirectoryReader;
@@ -20,6 +21,7 @@ import io.stockade.conformance.storage.StorageReader;
 import io.stockade.conformance.writer.SigV4;
 
 import com.fasterxml.jackson.core.JsonPointer;
+import org.jspecify.annotations.Nullable;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
@@ -33,7 +35,7 @@ import org.yaml.snakeyaml.error.YAMLException;
  *
  * @param name        the label in reports (the "backend" column)
  * @param proxyUrl    {@code http://host:port} of a running proxy; null when {@code launch} is given
- * @param proxyPath   the request path written through the proxy, with {@code {key}}
+ * @param proxyPath   the request path written through the proxy, with {@code {key}}; null for a SQL target
  * @param header      the fencing header
  * @param launch      the command that starts the proxy (it must print {@code Stockade listening on http://H:P}),
  *                    or null; needed by {@link Scenario#PROXY_RESTART}
@@ -61,10 +63,10 @@ import org.yaml.snakeyaml.error.YAMLException;
  * @param sql         a SQL target's writes ({@code sql} in place of {@code proxy}: SQL clients of the PostgreSQL
  *                    listener), or null for an HTTP target
  */
-public record Target(String name, String proxyUrl, String proxyPath, String header, List<String> launch,
-                     SigV4 proxySigner, Map<String, String> read, Map<String, String> control, Store store,
-                     Duration ttl, int writers, String leaseProvider, Request request, String metricsUrl,
-                     Sql sql) {
+public record Target(String name, @Nullable String proxyUrl, @Nullable String proxyPath, String header,
+                     @Nullable List<String> launch, @Nullable SigV4 proxySigner, Map<String, String> read,
+                     @Nullable Map<String, String> control, @Nullable Store store, Duration ttl, int writers,
+                     String leaseProvider, Request request, @Nullable String metricsUrl, @Nullable Sql sql) {
 
     /**
      * The writes of a SQL target: each is one statement on a connection of its own to the PostgreSQL listener, the
@@ -80,9 +82,11 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
      * @param params    the parameters' templates, in order: {@code {value}}, {@code {token}}, {@code {key}},
      *                  {@code {id}} (bound as text of unspecified type: the server infers the column's type)
      */
-    public record Sql(String url, String user, String password, String statement, List<String> params) {
+    public record Sql(String url, @Nullable String user, @Nullable String password, String statement,
+                      List<String> params) {
         /** The same writes with another statement, URL and credentials (the control's). */
-        public Sql on(String otherUrl, String otherUser, String otherPassword, String otherStatement) {
+        public Sql on(String otherUrl, @Nullable String otherUser, @Nullable String otherPassword,
+                      String otherStatement) {
             return new Sql(otherUrl, otherUser, otherPassword, otherStatement, params);
         }
     }
@@ -95,7 +99,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
      *                    default {@code {value}}
      * @param contentType the {@code Content-Type} sent, or null (default: none, as before)
      */
-    public record Request(String method, String body, String contentType) {
+    public record Request(String method, String body, @Nullable String contentType) {
         /** A plain-text PUT of the value with no Content-Type: what the suite always sent before. */
         public static final Request DEFAULT = new Request("PUT", "{value}", null);
     }
@@ -121,13 +125,13 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         }
         known(source, "", (Map<String, Object>) root, Set.of("name", "proxy", "sql", "read", "control", "store",
                 "lease", "writers"));
-        Map<String, Object> sqlRaw = section(source, root, "sql", false);
+        Map<String, Object> sqlRaw = section(source, root, "sql");
         if (sqlRaw != null && root.get("proxy") != null) {
             throw new IllegalArgumentException(source + ": a target has 'proxy' (HTTP writes) or 'sql' (SQL clients "
                     + "of the PostgreSQL listener), not both");
         }
         Sql sql = sqlRaw == null ? null : sql(source, sqlRaw);
-        Map<String, Object> proxy = sql != null ? Map.of() : section(source, root, "proxy", true);
+        Map<String, Object> proxy = sql != null ? Map.of() : requiredSection(source, root, "proxy");
         known(source, "proxy.", proxy, Set.of("url", "path", "header", "launch", "access-key", "secret-key",
                 "region", "method", "body", "content-type", "metrics"));
         Request request = request(source, proxy);
@@ -136,10 +140,10 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
             if (proxy.get("access-key") == null || proxy.get("secret-key") == null) {
                 throw new IllegalArgumentException(source + ": proxy.access-key and proxy.secret-key go together");
             }
-            signer = new SigV4(str(proxy.get("access-key")), str(proxy.get("secret-key")),
-                    str(proxy.getOrDefault("region", "us-east-1")));
+            signer = new SigV4(String.valueOf(proxy.get("access-key")), String.valueOf(proxy.get("secret-key")),
+                    strOr(source, "proxy.", proxy, "region", "us-east-1"));
         }
-        Map<String, Object> storeRaw = section(source, root, "store", false);
+        Map<String, Object> storeRaw = section(source, root, "store");
         Store store = null;
         if (storeRaw != null) {
             known(source, "store.", storeRaw, Set.of("launch", "ready"));
@@ -147,22 +151,21 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                 throw new IllegalArgumentException(source + ": store needs 'launch' ([program, arg, ...]) and "
                         + "'ready' (host:port open when the store is up)");
             }
-            store = new Store(sl.stream().map(String::valueOf).toList(), str(storeRaw.get("ready")));
+            store = new Store(sl.stream().map(String::valueOf).toList(), String.valueOf(storeRaw.get("ready")));
         }
-        Map<String, String> read = strings(source, "read", section(source, root, "read", true), READ_KEYS);
-        Map<String, Object> controlRaw = section(source, root, "control", false);
+        Map<String, String> read = strings(source, "read", requiredSection(source, root, "read"), READ_KEYS);
+        Map<String, Object> controlRaw = section(source, root, "control");
         Map<String, String> control = controlRaw == null ? null
                 : strings(source, "control", controlRaw, CONTROL_KEYS);
         templates(source, "read", read);
         if (control != null) {
             templates(source, "control", control);
         }
-        Map<String, Object> lease = section(source, root, "lease", false);
-        if (lease != null) {
-            known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis", "zookeeper",
-                    "dynamodb", "dynamodb-region", "dynamodb-endpoint", "consul"));
-        }
-        String provider = lease == null ? "counter" : str(lease.getOrDefault("provider", "counter"));
+        Map<String, Object> leaseRaw = section(source, root, "lease");
+        Map<String, Object> lease = leaseRaw == null ? Map.of() : leaseRaw;   // no section: the defaults
+        known(source, "lease.", lease, Set.of("ttl", "provider", "etcd", "jdbc", "redis", "zookeeper",
+                "dynamodb", "dynamodb-region", "dynamodb-endpoint", "consul"));
+        String provider = strOr(source, "lease.", lease, "provider", "counter");
         if (provider.equals("dynamodb")) {
             String table = str(lease.get("dynamodb"));
             String region = str(lease.get("dynamodb-region"));
@@ -208,16 +211,17 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         if (url == null && launch == null && sql == null) {
             throw new IllegalArgumentException(source + ": proxy needs 'url' or 'launch'");
         }
-        String path = sql != null ? null : str(proxy.getOrDefault("path", "/{key}"));
+        String path = sql != null ? null : strOr(source, "proxy.", proxy, "path", "/{key}");
         if (path != null) {
             Template.parse(path, source + ": proxy.path", Template.KEY, Template.KEY);
         }
-        Target t = new Target(str(root.get("name")) == null ? "target" : str(root.get("name")),
-                url == null ? null : trimSlash(url), path, str(proxy.getOrDefault("header", "Fencing-Token")),
+        String name = str(root.get("name"));
+        Target t = new Target(name == null ? "target" : name,
+                url == null ? null : trimSlash(url), path, strOr(source, "proxy.", proxy, "header", "Fencing-Token"),
                 launch, signer, read, control, store,
-                duration(lease == null ? "1s" : str(lease.getOrDefault("ttl", "1s"))),
-                root.get("writers") == null ? 2 : Integer.parseInt(str(root.get("writers"))), provider, request,
-                sql != null ? str(sqlRaw.get("metrics")) : str(proxy.get("metrics")), sql);
+                duration(strOr(source, "lease.", lease, "ttl", "1s")),
+                root.get("writers") == null ? 2 : Integer.parseInt(String.valueOf(root.get("writers"))), provider,
+                request, sqlRaw != null ? str(sqlRaw.get("metrics")) : str(proxy.get("metrics")), sql);
         try (StorageReader r = t.reader()) {   // validates the read section
             r.describe();
         } catch (IllegalArgumentException e) {
@@ -283,9 +287,13 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         if (sql == null || control == null) {
             return reader();
         }
-        StorageReader r = new JdbcReader(control.get("jdbc"), control.getOrDefault("user", read.get("user")),
+        StorageReader r = new JdbcReader(
+                Objects.requireNonNull(control.get("jdbc"), "parse checked: a sql target's control has jdbc"),
+                control.getOrDefault("user", read.get("user")),
                 control.containsKey("user") ? control.get("password") : read.get("password"),
-                control.getOrDefault("read-sql", read.get("sql")), read.getOrDefault("param", "{key}"));
+                Objects.requireNonNull(control.getOrDefault("read-sql", read.get("sql")),
+                        "parse checked: a sql target has read.jdbc, which needs read.sql"),
+                read.getOrDefault("param", "{key}"));
         return read.containsKey("json") ? new JsonValueReader(r, read.get("json")) : r;
     }
 
@@ -327,7 +335,8 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
     }
 
     /** A SQL target reads its database back with a query, and its control writes the database straight. */
-    private static void checkSqlReadAndControl(String source, Map<String, String> read, Map<String, String> control) {
+    private static void checkSqlReadAndControl(String source, Map<String, String> read,
+                                               @Nullable Map<String, String> control) {
         if (!read.containsKey("jdbc")) {
             throw new IllegalArgumentException(source + ": a sql target reads the database back: read.jdbc and "
                     + "read.sql (a query with one ?)");
@@ -394,17 +403,45 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
         return s.endsWith("/") ? s.substring(0, s.length() - 1) : s;
     }
 
-    private static String str(Object o) {
+    /** The text of a YAML value, null for none. */
+    private static @Nullable String str(@Nullable Object o) {
         return o == null ? null : String.valueOf(o);
     }
 
+    /**
+     * The text of {@code m}'s {@code key}, {@code absent} when the key is not there; a key given no value
+     * ({@code key: ~} or nothing after the colon) is an error naming it.
+     */
+    private static String strOr(String source, String prefix, Map<String, Object> m, String key, String absent) {
+        if (!m.containsKey(key)) {
+            return absent;
+        }
+        return String.valueOf(requireValue(source, prefix, key, m.get(key)));
+    }
+
+    /** {@code v}, or an error naming the key that was given no value ({@code key: ~}). */
+    private static <T> T requireValue(String source, String prefix, Object key, @Nullable T v) {
+        if (v == null) {
+            throw new IllegalArgumentException(source + ": " + prefix + key + " has no value (~ or nothing after "
+                    + "the colon): give one or leave the key out");
+        }
+        return v;
+    }
+
+    /** The mapping at {@code key}, which must be there (with a value). */
+    private static Map<String, Object> requiredSection(String source, Map<?, ?> root, String key) {
+        Map<String, Object> m = section(source, root, key);
+        if (m == null) {
+            throw new IllegalArgumentException(source + ": '" + key + "' is required");
+        }
+        return m;
+    }
+
+    /** The mapping at {@code key}, or null when it is absent (or has no value). */
     @SuppressWarnings("unchecked")
-    private static Map<String, Object> section(String source, Map<?, ?> root, String key, boolean required) {
+    private static @Nullable Map<String, Object> section(String source, Map<?, ?> root, String key) {
         Object v = root.get(key);
         if (v == null) {
-            if (required) {
-                throw new IllegalArgumentException(source + ": '" + key + "' is required");
-            }
             return null;
         }
         if (!(v instanceof Map<?, ?> m)) {
@@ -452,12 +489,12 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
 
     /** {@code proxy.method}, {@code proxy.body}, {@code proxy.content-type}, checked. */
     private static Request request(String source, Map<String, Object> proxy) {
-        String method = str(proxy.getOrDefault("method", "PUT")).toUpperCase(Locale.ROOT);
+        String method = strOr(source, "proxy.", proxy, "method", "PUT").toUpperCase(Locale.ROOT);
         if (!METHODS.contains(method)) {
             throw new IllegalArgumentException(source + ": proxy.method '" + proxy.get("method") + "' is not a write "
                     + "with a body; valid: " + METHODS.stream().sorted().toList());
         }
-        String body = str(proxy.getOrDefault("body", "{value}"));
+        String body = strOr(source, "proxy.", proxy, "body", "{value}");
         Template.parse(body, source + ": proxy.body", Template.BODY, Set.of("value"));
         String type = str(proxy.get("content-type"));
         if (type != null && (type.isBlank() || type.chars().anyMatch(c -> c < 0x20 || c == 0x7f))) {
@@ -504,7 +541,7 @@ public record Target(String name, String proxyUrl, String proxyPath, String head
                                                Set<String> keys) {
         known(source, prefix + ".", m, keys);
         LinkedHashMap<String, String> out = new LinkedHashMap<>();
-        m.forEach((k, v) -> out.put(k, str(v)));
+        m.forEach((k, v) -> out.put(k, String.valueOf(requireValue(source, prefix + ".", k, v))));
         return Map.copyOf(out);
     }
 

@@ -42,6 +42,21 @@ class TargetTest {
     }
 
     @Test
+    void aKeyGivenNoValueIsNamedNotANullPointer() {
+        // header: ~ (or "header:" and nothing) once made a target whose writers failed with a NullPointerException
+        for (String[] c : new String[][] {
+                {"proxy: {url: x, header: ~}\nread: {directory: /d}\n", "t.yaml: proxy.header has no value"},
+                {"proxy:\n  url: x\n  header:\nread: {directory: /d}\n", "t.yaml: proxy.header has no value"},
+                {"proxy: {url: x}\nread: {directory: /d, file: ~}\n", "t.yaml: read.file has no value"},
+                {"proxy: {url: x}\nread: {directory: /d}\nlease: {ttl: ~}\n", "t.yaml: lease.ttl has no value"}}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Target.parse(c[0],
+                    "t.yaml"), c[0]);
+            assertTrue(e.getMessage().startsWith(c[1]), e.getMessage());
+        }
+        assertEquals("Fencing-Token", Target.parse("proxy: {url: x}\nread: {directory: /d}\n", "t.yaml").header());
+    }
+
+    @Test
     void aSqlTargetWritesThroughTheListenerAndItsControlReadsItsOwnTable() throws Exception {
         Target t = Target.parse("""
                 name: sql

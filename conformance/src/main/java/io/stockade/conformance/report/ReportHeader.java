@@ -58,7 +58,7 @@ final class ReportHeader {
         return b.append("</table>\n").toString();
     }
 
-    private static void runRow(StringBuilder b, ScenarioResult r, String which, RunResult run) {
+    private static void runRow(StringBuilder b, ScenarioResult r, String which, @Nullable RunResult run) {
         if (run == null && which.equals("control")) {
             return;
         }

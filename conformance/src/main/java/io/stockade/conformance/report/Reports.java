@@ -201,7 +201,7 @@ public final class Reports {
         return j.close(']').close('}').toString();
     }
 
-    private static void run(Json j, RunResult r) {
+    private static void run(Json j, @Nullable RunResult r) {
         if (r == null) {
             j.raw("null");
             return;

@@ -36,11 +36,11 @@ public final class ScenarioRunner {
      *                  spec in which {@code {lock}} is replaced by the run's lock name
      * @param store     the fence store the suite launched (for {@link Scenario#STORE_STOP}), or null
      */
-    public record Options(Duration duration, Duration ttl, int writers, String leaseSpec, String header,
-                          Duration readEvery, Path workDir, StoreProcess store, Target.Request request) {
+    public record Options(Duration duration, Duration ttl, int writers, @Nullable String leaseSpec, String header,
+                          Duration readEvery, Path workDir, @Nullable StoreProcess store, Target.Request request) {
         /** Options with the default request (a plain-text PUT of the value). */
-        public Options(Duration duration, Duration ttl, int writers, String leaseSpec, String header,
-                       Duration readEvery, Path workDir, StoreProcess store) {
+        public Options(Duration duration, Duration ttl, int writers, @Nullable String leaseSpec, String header,
+                       Duration readEvery, Path workDir, @Nullable StoreProcess store) {
             this(duration, ttl, writers, leaseSpec, header, readEvery, workDir, store, Target.Request.DEFAULT);
         }
 
@@ -71,7 +71,7 @@ public final class ScenarioRunner {
     }
 
     /** Adds a note for the report before the run (null: none); returns this runner. */
-    public ScenarioRunner note(String note) {
+    public ScenarioRunner note(@Nullable String note) {
         if (note != null) {
             notes.add(note);
         }
@@ -80,9 +80,10 @@ public final class ScenarioRunner {
 
     public RunResult run() throws Exception {
         long end = System.nanoTime() + options.duration.toNanos();
-        CounterLeaseServer leases = options.leaseSpec == null ? CounterLeaseServer.start(options.ttl, 1) : null;
+        String spec = options.leaseSpec;
+        CounterLeaseServer leases = spec == null ? CounterLeaseServer.start(options.ttl, 1) : null;
         String leaseSpec = leases != null ? leases.spec()
-                : options.leaseSpec.replace("{lock}", key);   // one lock per run: the run's key
+                : Objects.requireNonNull(spec, "no counter server: a spec").replace("{lock}", key);   // a lock per run
         Writers writers = new Writers(scenario, key, endpoint, options, history, notes);
         FaultCycle cycles = new FaultCycle(scenario, key, endpoint, reader, options, writers, history, notes, doubts);
         Thread sampler = null;

@@ -62,7 +62,7 @@ final class Writers {
      * statics). The others ({@code timeout}, {@code lost-response}: faults on the writer's connection only) run
      * their writers as threads of this JVM; the same loop, the same clock.
      */
-    static boolean ownProcesses(Scenario scenario, String leaseSpec) {
+    static boolean ownProcesses(Scenario scenario, @Nullable String leaseSpec) {
         boolean signalled = switch (scenario) {
             case PAUSE, PROXY_RESTART, STORE_STOP, DELAY -> true;
             case TIMEOUT, LOST_RESPONSE -> false;

@@ -17,6 +17,7 @@ import io.stockade.client.PostgresPooling;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The paired control's way into a SQL database: a plain HTTP shim with no fencing at all. {@code PUT /<key>} runs
@@ -31,11 +32,12 @@ public final class JdbcHttpStore implements AutoCloseable {
     private final HttpServer server;
     private final ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
     private final String url;
-    private final String user;
-    private final String password;
+    private final @Nullable String user;
+    private final @Nullable String password;
     private final String sql;
 
-    private JdbcHttpStore(String url, String user, String password, String sql) throws IOException {
+    private JdbcHttpStore(String url, @Nullable String user, @Nullable String password, String sql)
+            throws IOException {
         this.url = PostgresPooling.url(url);  // unnamed statements only: safe behind PgBouncer
         this.user = user;
         this.password = password;
@@ -51,7 +53,7 @@ public final class JdbcHttpStore implements AutoCloseable {
      * the key, then the body, e.g. {@code insert into docs (id, body) values (?, ?) on conflict (id) do update set
      * body = excluded.body}.
      */
-    public static JdbcHttpStore start(String url, String user, String password, String sql) {
+    public static JdbcHttpStore start(String url, @Nullable String user, @Nullable String password, String sql) {
         try {
             return new JdbcHttpStore(url, user, password, sql);
         } catch (IOException e) {
