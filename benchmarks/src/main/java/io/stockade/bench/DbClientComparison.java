@@ -10,6 +10,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
@@ -89,13 +90,13 @@ public final class DbClientComparison {
                     if (r % 2 == 1) {
                         Collections.reverse(order);
                     }
-                    for (String way : order) {
-                        double rate = run(ways.get(way), writers, each);
-                        rates.get(way).add(rate);
+                    for (String way : order) { // order holds ways' keys, rates has a list for each
+                        double rate = run(Objects.requireNonNull(ways.get(way)), writers, each);
+                        Objects.requireNonNull(rates.get(way)).add(rate);
                         System.out.printf("%-15s run %d: %8.0f writes/s%n", way, r + 1, rate);
                     }
                 }
-                double base = median(rates.get("jdbc-separate"));
+                double base = median(Objects.requireNonNull(rates.get("jdbc-separate")));
                 System.out.printf("%nwriters=%d, %ds x %d each, medians:%n", writers, each.toSeconds(), repeats);
                 for (Map.Entry<String, List<Double>> e : rates.entrySet()) {
                     double m = median(e.getValue());

@@ -47,13 +47,14 @@ import org.openjdk.jmh.annotations.Warmup;
 public class HotPathBenchmarks {
     private static final int SCOPES = 10_000;
 
-    private Path dir;
-    private MemoryFenceStore memory;
+    // JMH calls setUp (@Setup) before any benchmark method: it sets each of these
+    @SuppressWarnings("NullAway.Init") private Path dir;
+    @SuppressWarnings("NullAway.Init") private MemoryFenceStore memory;
     /** The same scopes, reopened: they come from the journal replay (ReplayedScopes), unchanged since open. */
-    private MemoryFenceStore replayed;
-    private CachingFenceStore cached;
-    private String[] scopes;
-    private StockadeConfig routes;
+    @SuppressWarnings("NullAway.Init") private MemoryFenceStore replayed;
+    @SuppressWarnings("NullAway.Init") private CachingFenceStore cached;
+    @SuppressWarnings("NullAway.Init") private String[] scopes;
+    @SuppressWarnings("NullAway.Init") private StockadeConfig routes;
     private int i;
 
     @Setup(Level.Trial)
