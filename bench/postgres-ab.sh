@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Before/after for the postgres backend, in one run: two proxies from two builds (JAR and BASELINE_JAR) on the same
-# policy and database, each running  PUT /accounts/acc<id>/balance  (Fencing-Token 7, fence: table) as one UPDATE
-# fenced in its transaction; wrk (bench/pg-put.lua) alternates between them REPEATS times. With PGBOUNCER=1 a third
-# target: JAR's proxy through Debian's PgBouncer in transaction pooling (pool of POOL server connections).
+# policy, each on its own database of the same tables, running  PUT /accounts/acc<id>/balance  (Fencing-Token 7,
+# fence: table) as one UPDATE fenced in its transaction; wrk (bench/pg-put.lua) alternates between them REPEATS
+# times. With PGBOUNCER=1 a third target: JAR's proxy through Debian's PgBouncer in transaction pooling (pool of POOL
+# server connections).
 # Needs PostgreSQL at 127.0.0.1:5432 (trust auth).
 #
 #   BASELINE_JAR=/elsewhere/proxy/target/stockade-proxy.jar bench/postgres-ab.sh   # DURATION=5s REPEATS=4 WRITERS=8
@@ -27,15 +28,19 @@ jar=${JAR:-proxy/target/stockade-proxy.jar}
 baseline=${BASELINE_JAR:?BASELINE_JAR names the proxy jar of the build to compare with}
 [ -f "$jar" ] || mvn -B -q -DskipTests package -pl policies,proxy -am
 
+# Each build's proxy writes its own database, alike: a build applies its own fence functions (stockade-fences.sql)
+# at start, and two builds on one database would run whichever started last.
 db=stockade_bench
-psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1 \
-  || psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $db"
-psql -h 127.0.0.1 -U postgres -d $db -q <<SQL
+for d in $db ${db}_before; do
+  psql -h 127.0.0.1 -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$d'" | grep -q 1 \
+    || psql -h 127.0.0.1 -U postgres -qc "CREATE DATABASE $d"
+  psql -h 127.0.0.1 -U postgres -d $d -q <<SQL
 DROP TABLE IF EXISTS accounts;
 DROP TABLE IF EXISTS stockade_fences;
 CREATE TABLE accounts (id text PRIMARY KEY, balance bigint NOT NULL);
 INSERT INTO accounts SELECT 'acc' || i, 0 FROM generate_series(0, $ROWS - 1) i;
 SQL
+done
 
 stockade_bench_workdir stockade-pgab
 printf '%s\n' 'handlers=java.util.logging.ConsoleHandler' '.level=WARNING' 'stockade.decision.level=OFF' \
@@ -93,7 +98,7 @@ YAML
   stockade_wait_port "${port[$1]}" "${pid[$1]}" "$work/$1.err"
 }
 start after "$jar" "jdbc:postgresql://127.0.0.1:5432/$db" "${AFTER_BACKEND:-}" "${AFTER_DATASOURCE:-}"
-start before "$baseline" "jdbc:postgresql://127.0.0.1:5432/$db" "" "${BEFORE_DATASOURCE:-}"
+start before "$baseline" "jdbc:postgresql://127.0.0.1:5432/${db}_before" "" "${BEFORE_DATASOURCE:-}"
 [ -n "${PGBOUNCER:-}" ] && start pgbouncer "$jar" "jdbc:postgresql://127.0.0.1:$bport/$db"
 
 run() { # $1 = target, $2 = duration -> "rps p50_ms non2xx cpu_us pg_us"

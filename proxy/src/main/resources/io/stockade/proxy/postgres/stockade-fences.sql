@@ -44,7 +44,10 @@ BEGIN
 END
 $raise_floor$;
 
--- The backend's fence: bumps the scope's row with a conditional upsert, first in the write's transaction.
+-- The backend's fence, first in the write's transaction: locks the scope's row (FOR NO KEY UPDATE, the lock an
+-- UPDATE takes, held until the transaction ends: writers of one scope run one after the other) and decides on the
+-- token it holds. A higher token rewrites the row; an equal one the policy accepts leaves it as it is (no new row
+-- version: the steady holder's write costs PostgreSQL no second row write); a scope with no row gets one.
 -- A stale token raises SQLSTATE SF409 with the highest token as DETAIL, and a token jumping more than
 -- p_max_advance over the highest raises SF422 (the policy's fence.max-advance); either rolls the whole
 -- transaction back. A covering prefix floor (stockade_floors) refuses a token below it (or equal, unless
@@ -56,24 +59,33 @@ DECLARE
     highest bigint;
     floor_token bigint;
 BEGIN
-    -- Waits out a floor being raised (stockade_raise_floor); the floors are then read in a later statement, with
-    -- a snapshot taken after the lock: a committed floor is seen.
-    LOCK TABLE stockade_fences IN ROW EXCLUSIVE MODE;
-    floor_token := stockade_floor_of(p_scope);
+    -- The row lock's statement takes ROW SHARE on the table, so a floor being raised (stockade_raise_floor) is
+    -- waited out; the floors are then read in a later statement, whose snapshot (taken after the lock) sees it.
+    -- A row locked by another transaction is waited for, and its latest committed token is the one read.
+    SELECT f.token INTO highest FROM stockade_fences f WHERE f.scope = p_scope FOR NO KEY UPDATE;
+    -- stockade_floor_of's query, written out: PL/pgSQL keeps the plan of its own statements for the session, where
+    -- PostgreSQL (before 18) plans a SQL function's query again in every transaction that calls it
+    SELECT coalesce(max(fl.token), -1) INTO floor_token FROM stockade_floors fl WHERE starts_with(p_scope, fl.prefix);
     IF p_token < floor_token OR (p_token = floor_token AND NOT p_accept_equal) THEN
-        SELECT GREATEST(f.token, floor_token) INTO highest FROM stockade_fences f WHERE f.scope = p_scope;
         RAISE EXCEPTION USING ERRCODE = 'SF409', MESSAGE = 'stockade: stale fencing token',
-            DETAIL = coalesce(highest, floor_token)::text;
+            DETAIL = GREATEST(highest, floor_token)::text;  -- GREATEST ignores a NULL highest
     END IF;
-    INSERT INTO stockade_fences AS f (scope, token, updated_at) VALUES (p_scope, p_token, now())
-    ON CONFLICT (scope) DO UPDATE SET token = EXCLUDED.token, version = NULL, updated_at = now()
-        WHERE (f.token < EXCLUDED.token AND EXCLUDED.token - f.token <= p_max_advance)
-           OR (p_accept_equal AND f.token = EXCLUDED.token);
-    IF FOUND THEN
+    IF highest IS NULL THEN
+        INSERT INTO stockade_fences (scope, token, updated_at) VALUES (p_scope, p_token, now())
+        ON CONFLICT (scope) DO NOTHING;
+        IF FOUND THEN
+            RETURN p_token;
+        END IF;
+        -- another transaction inserted the scope's row first: wait for it, decide on its token
+        SELECT f.token INTO highest FROM stockade_fences f WHERE f.scope = p_scope FOR NO KEY UPDATE;
+    END IF;
+    IF p_token = highest AND p_accept_equal THEN
         RETURN p_token;
     END IF;
-    -- The conflicting row is locked by now; this read (a new snapshot) sees its latest committed token.
-    SELECT token INTO highest FROM stockade_fences WHERE scope = p_scope;
+    IF p_token > highest AND p_token - highest <= p_max_advance THEN
+        UPDATE stockade_fences f SET token = p_token, version = NULL, updated_at = now() WHERE f.scope = p_scope;
+        RETURN p_token;
+    END IF;
     IF p_token > highest THEN
         RAISE EXCEPTION USING ERRCODE = 'SF422', MESSAGE = 'stockade: token jumps too far', DETAIL = highest::text;
     END IF;
@@ -95,7 +107,8 @@ DECLARE
 BEGIN
     SELECT token INTO own FROM stockade_fences WHERE scope = p_scope FOR UPDATE;
     before := own;
-    floor_token := stockade_floor_of(p_scope);
+    -- stockade_floor_of's query, written out (a plan kept for the session: see stockade_fence)
+    SELECT coalesce(max(fl.token), -1) INTO floor_token FROM stockade_floors fl WHERE starts_with(p_scope, fl.prefix);
     IF floor_token >= 0 THEN
         before := GREATEST(before, floor_token);  -- GREATEST ignores a NULL before
     END IF;
@@ -135,7 +148,8 @@ BEGIN
     -- The row lock's statement takes ROW SHARE on the table, so a floor being raised (stockade_raise_floor) is
     -- waited out; the floors are read in a later statement, whose snapshot sees it.
     SELECT f.token, f.version INTO cur_token, cur_version FROM stockade_fences f WHERE f.scope = p_scope FOR UPDATE;
-    floor_token := stockade_floor_of(p_scope);
+    -- stockade_floor_of's query, written out (a plan kept for the session: see stockade_fence)
+    SELECT coalesce(max(fl.token), -1) INTO floor_token FROM stockade_floors fl WHERE starts_with(p_scope, fl.prefix);
     IF p_token < floor_token OR (p_token = floor_token AND NOT p_accept_equal) THEN
         accepted := false; token := GREATEST(cur_token, floor_token); version := NULL;
         RETURN;
