@@ -12,12 +12,13 @@
  *   them, so this is one round trip (unless pgjdbc puts Syncs between the statements, see below: inside the
  *   transaction that costs round trips, not atomicity). COMMIT (one more round trip) is sent only when every
  *   statement succeeded and the token was not refused; any failure rolls back, and the connection goes back to
- *   the pool rolled back and in autocommit (one that cannot be made so is evicted). The fence is decided first, under the
- *   scope row's lock held to the end of the transaction (a higher token rewrites the row, an accepted equal one
- *   leaves it as it is; see {@code stockade-fences.sql}); a stale token raises SQLSTATE {@code SF409} carrying the
- *   highest token, which rolls back everything. {@code commit: pipelined} (table mode) appends COMMIT to the
- *   multi-statement instead: the server commits only if nothing before it failed, so the rule is the same and the
- *   write takes one round trip; the price is that a connection lost during it leaves the outcome unknown (504).
+ *   the pool rolled back and in autocommit (one that cannot be made so is evicted). The fence is decided first,
+ *   under the scope row's lock held to the end of the transaction (a higher token rewrites the row, an accepted
+ *   equal one leaves it as it is; see {@code stockade-fences.sql}); a stale token raises SQLSTATE {@code SF409}
+ *   carrying the highest token, which rolls back everything. {@code commit: pipelined} (table mode) appends COMMIT
+ *   to the multi-statement instead: the server commits only if nothing before it failed, so the rule is the same
+ *   and the write takes one round trip; the price is that a connection lost during it leaves the outcome unknown
+ *   (504).
  *   Which statement failed is told apart by the transaction's state afterwards (still open and aborted: the
  *   COMMIT was skipped, the answer is definite).
  *   <p><b>One statement</b> ({@code one-statement: true}, opt-in, table mode): a fenced method of one
