@@ -393,6 +393,41 @@ class SqlClientsIT {
         assertEquals(51L, db.fence("jobs/700"));
     }
 
+    /**
+     * node-postgres sends a parameterised query as one Parse, whatever it holds: two token statements in it, the
+     * first taking its token from $1, are refused whole (the listener used to judge only the first, and its null
+     * literal ended the session with a NullPointerException); the session goes on and nothing moved.
+     */
+    @Test
+    void aPreparedStatementOfTwoTokenStatementsIsRefusedAndTheSessionGoesOn() throws Exception {
+        Long fence = db.fence("jobs/700"); // null: no row yet (the tests run in any order)
+        Path script = dir.resolve("two-setters.js");
+        Files.writeString(script, """
+                const { Client } = require('pg');
+                (async () => {
+                  const client = new Client({ connectionString: process.argv[2] });
+                  await client.connect();
+                  try {
+                    await client.query('BEGIN');
+                    await client.query("SELECT set_config('stockade.fencing_token', $1, true);"
+                        + " SET LOCAL stockade.fencing_token = 99", ['98']);
+                    console.log('relayed');
+                  } catch (e) {
+                    console.log('refused ' + e.code + ' ' + e.message);
+                    await client.query('ROLLBACK');
+                  }
+                  const r = await client.query('SELECT 1 AS one');
+                  console.log('then ' + r.rows[0].one);
+                  await client.end();
+                })();
+                """);
+        Run node = run(List.of("/usr/bin/node", script.toString(), "postgresql://" + db.app + "@127.0.0.1:" + port
+                + "/" + db.name), null, Map.of("NODE_PATH", SqlClients.nodeModules().toString()));
+        assertEquals("refused SF405 stockade: a prepared statement holds one command, and this one holds 2"
+                + " statements setting stockade.fencing_token: send each in its own\nthen 1\n", node.out(), node.err());
+        assertEquals(fence, db.fence("jobs/700"), "the fence moved");
+    }
+
     @Test
     void pgBouncerInFrontOfTheListenerAndBehindItWithSetLocal() throws Exception {
         try (PgBouncer front = PgBouncer.forward("127.0.0.1", port, db.name, "transaction", 2, List.of(db.app))) {

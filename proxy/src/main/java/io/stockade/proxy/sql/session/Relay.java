@@ -182,6 +182,12 @@ final class Relay {
             return;
         }
         setters.remove(name);
+        if (c.setters().size() > 1) {
+            // PostgreSQL prepares one command a Parse; judging only the first would relay the others unjudged
+            refuseExtended(Statements.REFUSED, "stockade: a prepared statement holds one command, and this one holds "
+                    + c.setters().size() + " statements setting stockade.fencing_token: send each in its own");
+            return;
+        }
         if (c.setters().size() == 1 && c.setters().getFirst().parameter() >= 0) {
             setters.put(name, c.setters().getFirst());
         } else if (!c.setters().isEmpty()) {
@@ -248,7 +254,8 @@ final class Relay {
             case SHOW -> "SHOW stockade.fencing_token";
             case RESET, RESET_ALL, DISCARD_ALL -> reset(s);
             case SET -> {
-                Verdict v = ctx.gate().judge(token, s.local(), sessionId);
+                Verdict v = ctx.gate().judge(Objects.requireNonNull(token, "a SET of a simple query has its literal"
+                        + " (classify refuses $n there)"), s.local(), sessionId);
                 if (v instanceof Verdict.Refused r) {
                     raise(r.code(), r.message());
                     yield null;
@@ -266,7 +273,8 @@ final class Relay {
         if (s.action() != Statements.Action.SET) {
             return reset(s);
         }
-        Verdict v = ctx.gate().judge(token, s.local(), sessionId);
+        Verdict v = ctx.gate().judge(Objects.requireNonNull(token, "parse() judges here only a literal token ($n"
+                + " waits for the Bind)"), s.local(), sessionId);
         if (v instanceof Verdict.Refused r) {
             refuseExtended(r.code(), r.message());
             return null;

@@ -1,7 +1,6 @@
 package io.stockade.proxy.sql.session;
 
 import java.util.List;
-import java.util.Objects;
 
 import io.stockade.proxy.sql.statement.Statements;
 import io.stockade.proxy.verify.TokenVerifier;
@@ -36,19 +35,17 @@ public final class TokenGate {
     /**
      * Judges {@code text} as a token.
      *
-     * @param text    the token's text; null only from a Parse of several token statements whose first takes its
-     *                token from {@code $n} (Relay#judged), which fails below unless refused as a session's token
+     * @param text    the token's text
      * @param session the server session ({@code pid:start}) a session's token is bound to (null when the session
      *                query answered none); ignored when local
      */
-    Verdict judge(@Nullable String text, boolean local, @Nullable String session) {
+    Verdict judge(String text, boolean local, @Nullable String session) {
         if (!local && !sessionTokens) {
             return new Verdict.Refused(Statements.REFUSED, "stockade: a session's fencing token (startup options,"
                     + " SET, set_config(..., false)) is refused here (sql.session-tokens: refuse): a transaction"
                     + " pooler shares this session among clients; SET LOCAL stockade.fencing_token in each"
                     + " transaction");
         }
-        Objects.requireNonNull(text, "a token statement without its literal (a Parse of several, the first with $n)");
         if (!Statements.validToken(text)) {
             return new Verdict.Refused(Statements.MALFORMED, "stockade: malformed fencing token '"
                     + (text.length() > 40 ? text.substring(0, 40) + "..." : text) + "': decimal digits"
