@@ -70,15 +70,17 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'SF409', MESSAGE = 'stockade: stale fencing token',
             DETAIL = GREATEST(highest, floor_token)::text;  -- GREATEST ignores a NULL highest
     END IF;
-    IF highest IS NULL THEN
+    -- A new scope: insert its row. When another transaction inserted it first (the insert waited for it), decide on
+    -- its token under the row's lock; when that row is gone again by then (an operator's retire under a floor this
+    -- token passed), insert once more.
+    WHILE highest IS NULL LOOP
         INSERT INTO stockade_fences (scope, token, updated_at) VALUES (p_scope, p_token, now())
         ON CONFLICT (scope) DO NOTHING;
         IF FOUND THEN
             RETURN p_token;
         END IF;
-        -- another transaction inserted the scope's row first: wait for it, decide on its token
         SELECT f.token INTO highest FROM stockade_fences f WHERE f.scope = p_scope FOR NO KEY UPDATE;
-    END IF;
+    END LOOP;
     IF p_token = highest AND p_accept_equal THEN
         RETURN p_token;
     END IF;
@@ -154,7 +156,9 @@ BEGIN
         accepted := false; token := GREATEST(cur_token, floor_token); version := NULL;
         RETURN;
     END IF;
-    IF cur_token IS NULL THEN
+    -- a new scope, as in stockade_fence: insert, or decide on the row another transaction inserted first (insert
+    -- again if it is gone by then)
+    WHILE cur_token IS NULL LOOP
         INSERT INTO stockade_fences (scope, token, updated_at) VALUES (p_scope, p_token, now())
         ON CONFLICT (scope) DO NOTHING;
         IF FOUND THEN
@@ -163,7 +167,7 @@ BEGIN
         END IF;
         SELECT f.token, f.version INTO cur_token, cur_version FROM stockade_fences f
             WHERE f.scope = p_scope FOR UPDATE;
-    END IF;
+    END LOOP;
     IF p_token > cur_token THEN
         UPDATE stockade_fences f SET token = p_token, version = NULL, updated_at = now() WHERE f.scope = p_scope;
         accepted := true; token := cur_token; version := cur_version;

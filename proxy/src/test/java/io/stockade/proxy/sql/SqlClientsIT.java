@@ -33,6 +33,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -395,8 +396,9 @@ class SqlClientsIT {
 
     /**
      * node-postgres sends a parameterised query as one Parse, whatever it holds: two token statements in it, the
-     * first taking its token from $1, are refused whole (the listener used to judge only the first, and its null
-     * literal ended the session with a NullPointerException); the session goes on and nothing moved.
+     * first taking its token from $1 or both literal, are refused whole (the listener used to judge only the first
+     * and relay the rest unjudged, and a first with $1 ended the session with a NullPointerException); the
+     * session goes on, the UPDATE of the second did not run and the fence did not move.
      */
     @Test
     void aPreparedStatementOfTwoTokenStatementsIsRefusedAndTheSessionGoesOn() throws Exception {
@@ -407,14 +409,19 @@ class SqlClientsIT {
                 (async () => {
                   const client = new Client({ connectionString: process.argv[2] });
                   await client.connect();
-                  try {
-                    await client.query('BEGIN');
-                    await client.query("SELECT set_config('stockade.fencing_token', $1, true);"
-                        + " SET LOCAL stockade.fencing_token = 99", ['98']);
-                    console.log('relayed');
-                  } catch (e) {
-                    console.log('refused ' + e.code + ' ' + e.message);
-                    await client.query('ROLLBACK');
+                  for (const [sql, values] of [
+                      ["SELECT set_config('stockade.fencing_token', $1, true); SET LOCAL stockade.fencing_token = 99",
+                       ['98']],
+                      ["SELECT set_config('stockade.fencing_token', '98', true); SET LOCAL stockade.fencing_token = 99;"
+                       + " UPDATE jobs SET state = 'x' WHERE id = $1", [700]]]) {
+                    try {
+                      await client.query('BEGIN');
+                      await client.query(sql, values);
+                      console.log('relayed');
+                    } catch (e) {
+                      console.log('refused ' + e.code + ' ' + e.message);
+                      await client.query('ROLLBACK');
+                    }
                   }
                   const r = await client.query('SELECT 1 AS one');
                   console.log('then ' + r.rows[0].one);
@@ -423,9 +430,11 @@ class SqlClientsIT {
                 """);
         Run node = run(List.of("/usr/bin/node", script.toString(), "postgresql://" + db.app + "@127.0.0.1:" + port
                 + "/" + db.name), null, Map.of("NODE_PATH", SqlClients.nodeModules().toString()));
-        assertEquals("refused SF405 stockade: a prepared statement holds one command, and this one holds 2"
-                + " statements setting stockade.fencing_token: send each in its own\nthen 1\n", node.out(), node.err());
+        String refused = "refused SF405 stockade: a prepared statement holds one command, and this one holds 2"
+                + " statements setting stockade.fencing_token: send each in its own\n";
+        assertEquals(refused + refused + "then 1\n", node.out(), node.err());
         assertEquals(fence, db.fence("jobs/700"), "the fence moved");
+        assertFalse(rows("SELECT state FROM jobs WHERE id = 700").contains("x"), "the refused UPDATE ran");
     }
 
     @Test

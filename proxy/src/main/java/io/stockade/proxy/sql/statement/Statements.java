@@ -209,6 +209,16 @@ public final class Statements {
         return setConfig(s);
     }
 
+    /** The 0-based index of a {@code $n} PostgreSQL can bind ({@code $1} to {@code $65535}), or -1. */
+    private static int parameterIndex(String param) {
+        String digits = param.substring(1);
+        if (!digits.matches("[1-9][0-9]{0,4}")) {
+            return -1;
+        }
+        int n = Integer.parseInt(digits);
+        return n <= 65535 ? n - 1 : -1;
+    }
+
     /** {@code SELECT [pg_catalog.]set_config('stockade.fencing_token', value, bool)}. */
     private static @Nullable Setter setConfig(Lexer.Statement s) {
         List<Token> t = s.tokens();
@@ -231,7 +241,10 @@ public final class Statements {
         if (v.kind() == Kind.STRING || v.kind() == Kind.NUMBER) {
             token = v.value();
         } else if (v.kind() == Kind.PARAM) {
-            parameter = Integer.parseInt(v.value().substring(1)) - 1;
+            parameter = parameterIndex(v.value());
+            if (parameter < 0) {
+                return null; // $0, or past PostgreSQL's 65535: no token statement (refused for naming the setting)
+            }
             if (i + 1 < t.size() && t.get(i).punct("::") && t.get(i + 1).is("text")) {
                 i += 2;
             }

@@ -83,4 +83,24 @@ class StatementsTest {
         assertTrue(Statements.validToken("9223372036854775807"));
         assertTrue(Statements.validToken("0"));
     }
+
+    /**
+     * A parameter PostgreSQL cannot bind ($0, past $65535) is no token statement: refused for naming the setting,
+     * in a simple query and a Parse alike (it reached the relay as a token statement without a token, and ended
+     * the client's session with a NullPointerException; $2147483648 threw in classify).
+     */
+    @Test
+    void aParameterPostgresCannotBindIsRefused() {
+        for (String param : List.of("$0", "$00", "$65536", "$2147483648", "$99999999999")) {
+            String sql = "SELECT set_config('stockade.fencing_token', " + param + ", true)";
+            for (boolean parameters : List.of(false, true)) {
+                Statements.Classified c = statements.classify(sql, parameters);
+                assertEquals(Statements.REFUSED, c.code(), sql);
+                assertTrue(c.setters().isEmpty(), sql);
+            }
+        }
+        Statements.Classified last = statements.classify(
+                "SELECT set_config('stockade.fencing_token', $65535, true)", true);
+        assertEquals(65534, last.setters().getFirst().parameter());
+    }
 }
