@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 import io.stockade.proxy.sql.statement.Lexer.Kind;
 import io.stockade.proxy.sql.statement.Lexer.Token;
@@ -209,10 +210,13 @@ public final class Statements {
         return setConfig(s);
     }
 
+    /** The digits of a {@code $n} PostgreSQL can bind (65535 at most, checked after). */
+    private static final Pattern BINDABLE = Pattern.compile("[1-9][0-9]{0,4}");
+
     /** The 0-based index of a {@code $n} PostgreSQL can bind ({@code $1} to {@code $65535}), or -1. */
     private static int parameterIndex(String param) {
         String digits = param.substring(1);
-        if (!digits.matches("[1-9][0-9]{0,4}")) {
+        if (!BINDABLE.matcher(digits).matches()) {
             return -1;
         }
         int n = Integer.parseInt(digits);
