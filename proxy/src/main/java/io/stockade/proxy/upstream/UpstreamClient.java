@@ -335,7 +335,6 @@ public final class UpstreamClient implements AutoCloseable {
                 throws UpstreamFailure {
             Connection connection = client.connection(host);
             boolean done = false;
-            SendWatchdog.watch(connection);
             try {
                 connection.timeout(readTimeout);
                 RequestOutput out = new RequestOutput(connection, head, length);
@@ -367,12 +366,10 @@ public final class UpstreamClient implements AutoCloseable {
                     done = true;
                     return early;
                 }
-                SendWatchdog.unwatch(connection);
                 UpstreamResponse response = UpstreamResponse.read(client, connection, headRequest);
                 done = true;
                 return response;
             } finally {
-                SendWatchdog.unwatch(connection);
                 if (!done) {
                     connection.abort(); // nothing of an unfinished request may be delivered after the answer
                 }
@@ -606,6 +603,11 @@ public final class UpstreamClient implements AutoCloseable {
         final InputStream in;
         /** Bytes read from the socket and not yet used: the next answer's start, or the body's. */
         final byte[] buffer = new byte[16 * 1024];
+        /**
+         * The liveness check's one byte, direct: a heap buffer would make the channel borrow and copy through a
+         * temporary direct one on every check.
+         */
+        private final ByteBuffer probe = ByteBuffer.allocateDirect(1);
         int position;
         int limit;
         /** How long one write may block (the request's timeout); {@link SendWatchdog} aborts it past that. */
@@ -622,6 +624,7 @@ public final class UpstreamClient implements AutoCloseable {
             this.socket = socket;
             this.out = socket.getOutputStream();
             this.in = socket.getInputStream();
+            SendWatchdog.watch(this);
         }
 
         void timeout(Duration timeout) throws UpstreamFailure {
@@ -645,7 +648,8 @@ public final class UpstreamClient implements AutoCloseable {
             try {
                 channel.configureBlocking(false);
                 try {
-                    return channel.read(ByteBuffer.allocate(1)) == 0;
+                    probe.clear();
+                    return channel.read(probe) == 0;
                 } finally {
                     channel.configureBlocking(true);
                 }
@@ -688,6 +692,7 @@ public final class UpstreamClient implements AutoCloseable {
 
         /** A graceful close: what was sent is delivered, then FIN (a connection whose exchanges all ended). */
         void close() {
+            SendWatchdog.unwatch(this);
             try {
                 socket.close();
             } catch (IOException ignored) {
@@ -703,6 +708,7 @@ public final class UpstreamClient implements AutoCloseable {
          * first write a close_notify alert, and could wait for a write in progress.
          */
         void abort() {
+            SendWatchdog.unwatch(this);
             try {
                 channel.setOption(StandardSocketOptions.SO_LINGER, 0);
             } catch (IOException | RuntimeException e) {
