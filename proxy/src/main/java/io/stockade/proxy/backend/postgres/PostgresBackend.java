@@ -12,6 +12,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.BackendConfig.FenceMode;
@@ -245,8 +246,16 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         if (!exchange.request().content().hasEntity()) {
             return new byte[0];
         }
+        // One byte over the limit tells "at the limit" from "over it". A declared length sizes the read: readNBytes
+        // allocates its first buffer for what it is asked (16 KiB at most), which a small JSON body would zero and
+        // throw away on every write.
+        long most = Math.min(Integer.MAX_VALUE - 8, config.bodyLimit() + 1);
+        OptionalLong declared = exchange.request().headers().contentLength();
+        if (declared.isPresent() && declared.getAsLong() >= 0 && declared.getAsLong() < most) {
+            most = declared.getAsLong() + 1;
+        }
         try (InputStream in = exchange.body()) {
-            byte[] bytes = in.readNBytes((int) Math.min(Integer.MAX_VALUE - 8, config.bodyLimit() + 1));
+            byte[] bytes = in.readNBytes((int) most);
             if (bytes.length > config.bodyLimit()) {
                 return null;
             }
