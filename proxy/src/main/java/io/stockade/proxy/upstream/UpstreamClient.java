@@ -163,6 +163,10 @@ public final class UpstreamClient implements AutoCloseable {
     void release(Connection connection) {
         if (closed || !pools.computeIfAbsent(connection.host, h -> new Pool()).offer(connection, maxIdle)) {
             connection.close();
+        } else if (closed) {
+            // close() ran between the check and the offer, and may have emptied the pools before it: nothing would
+            // take the connection again (and the send watchdog would keep it for ever)
+            pools.values().forEach(Pool::closeAll);
         }
     }
 
@@ -604,10 +608,12 @@ public final class UpstreamClient implements AutoCloseable {
         /** Bytes read from the socket and not yet used: the next answer's start, or the body's. */
         final byte[] buffer = new byte[16 * 1024];
         /**
-         * The liveness check's one byte, direct: a heap buffer would make the channel borrow and copy through a
-         * temporary direct one on every check.
+         * The liveness check's one byte, direct (a heap buffer would make the channel borrow and copy through a
+         * temporary direct one on every check); made at the first check, so a connection used once (an upstream
+         * that answers {@code Connection: close}) allocates none. Only the thread that took the connection from the
+         * pool uses it.
          */
-        private final ByteBuffer probe = ByteBuffer.allocateDirect(1);
+        private @Nullable ByteBuffer probe;
         int position;
         int limit;
         /** How long one write may block (the request's timeout); {@link SendWatchdog} aborts it past that. */
@@ -648,8 +654,13 @@ public final class UpstreamClient implements AutoCloseable {
             try {
                 channel.configureBlocking(false);
                 try {
-                    probe.clear();
-                    return channel.read(probe) == 0;
+                    ByteBuffer one = probe;
+                    if (one == null) {
+                        one = ByteBuffer.allocateDirect(1);
+                        probe = one;
+                    }
+                    one.clear();
+                    return channel.read(one) == 0;
                 } finally {
                     channel.configureBlocking(true);
                 }
