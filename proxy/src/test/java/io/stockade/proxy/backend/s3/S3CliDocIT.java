@@ -2,15 +2,16 @@ package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.AwsCliV1;
 import io.stockade.testing.RequiresTools;
+import io.stockade.testing.ToolRun;
 import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
@@ -106,23 +107,10 @@ class S3CliDocIT {
         return text.replace("/opt/stockade", ROOT.toString());
     }
 
-    record Result(int code, String out, String err) {
-        @Override
-        public String toString() {
-            return "exit " + code + "\n--- stdout\n" + out + "\n--- stderr\n" + err;
-        }
-    }
-
-    private static Result aws(String aws, Path config, String pythonPath, long token, String... args)
+    private static ToolRun aws(String aws, Path config, String pythonPath, long token, String... args)
             throws Exception {
         List<String> command = new ArrayList<>(List.of(aws, "--endpoint-url", fixture.proxyUri().toString()));
         command.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(command).directory(work.toFile());
-        Path out = Files.createTempFile(work, "out", ".txt");
-        Path err = Files.createTempFile(work, "err", ".txt");
-        pb.redirectOutput(out.toFile()).redirectError(err.toFile());
-        Map<String, String> env = pb.environment();
-        env.keySet().removeIf(k -> k.startsWith("AWS_") || k.equals("FENCING_TOKEN") || k.equals("PYTHONPATH"));
         Map<String, String> set = new HashMap<>();
         set.put("AWS_CONFIG_FILE", config.toString());
         set.put("AWS_SHARED_CREDENTIALS_FILE", work.resolve("no-credentials").toString());
@@ -134,13 +122,9 @@ class S3CliDocIT {
         if (pythonPath != null) {
             set.put("PYTHONPATH", pythonPath);
         }
-        env.putAll(set);
-        Process p = pb.start();
-        if (!p.waitFor(120, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(command + " did not finish in 120 s");
-        }
-        return new Result(p.exitValue(), Files.readString(out), Files.readString(err));
+        return ToolRun.run(command, work, work,
+                k -> k.startsWith("AWS_") || k.equals("FENCING_TOKEN") || k.equals("PYTHONPATH"), set,
+                Duration.ofSeconds(120));
     }
 
     /** The doc's block in a config file of its own, after the profile the test needs (region, path style). */
@@ -155,14 +139,14 @@ class S3CliDocIT {
         Path v7 = Files.writeString(work.resolve(file + "-7.csv"), "written under token 7\n");
         Path v6 = Files.writeString(work.resolve(file + "-6.csv"), "written under token 6\n");
         String target = "s3://" + BUCKET + "/" + key;
-        Result ok = aws(aws, config, pythonPath, 7, "s3", "cp", v7.toString(), target);
+        ToolRun ok = aws(aws, config, pythonPath, 7, "s3", "cp", v7.toString(), target);
         assertEquals(0, ok.code(), ok.toString());
         assertFalse(ok.err().contains("Traceback"), ok.toString());
         assertEquals("7", direct.headObject(b -> b.bucket(BUCKET).key(key)).metadata().get("fencing-token"));
         assertEquals("written under token 7\n",
                 direct.getObjectAsBytes(b -> b.bucket(BUCKET).key(key)).asUtf8String());
 
-        Result stale = aws(aws, config, pythonPath, 6, "s3", "cp", v6.toString(), target);
+        ToolRun stale = aws(aws, config, pythonPath, 6, "s3", "cp", v6.toString(), target);
         assertNotEquals(0, stale.code(), stale.toString());
         assertTrue(stale.err().contains("PreconditionFailed") && stale.err().contains("token 6 is below the highest"
                 + " token 7"), stale.toString());

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -14,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.RequiresTools;
+import io.stockade.testing.ToolRun;
 import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
@@ -54,7 +56,7 @@ class S3CliIT {
     private static final String BUCKET = "cli";
     /** The shipped hook, relative to the proxy module (the tests' working directory). */
     private static final Path HOOK_DIR = Path.of("..", "client-sdk", "python").toAbsolutePath().normalize();
-    private static final long TIMEOUT_SECONDS = 120;
+    private static final Duration TIMEOUT = Duration.ofSeconds(120);
     @TempDir
     static Path journal;
     @TempDir
@@ -98,35 +100,17 @@ class S3CliIT {
         return null;
     }
 
-    record Result(int code, String out, String err) {
-        @Override
-        public String toString() {
-            return "exit " + code + "\n--- stdout\n" + out + "\n--- stderr\n" + err;
-        }
-    }
-
-    private static Result run(List<String> command, Map<String, String> env, Path dir) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile());
-        Path out = Files.createTempFile(work, "out", ".txt");
-        Path err = Files.createTempFile(work, "err", ".txt");
-        pb.redirectOutput(out.toFile()).redirectError(err.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("AWS_") || k.equals("FENCING_TOKEN"));
-        pb.environment().putAll(env);
-        Process p = pb.start();
-        if (!p.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(command + " did not finish in " + TIMEOUT_SECONDS + " s");
-        }
-        return new Result(p.exitValue(), Files.readString(out), Files.readString(err));
+    private static ToolRun run(List<String> command, Map<String, String> env, Path dir) throws Exception {
+        return ToolRun.run(command, dir, work, k -> k.startsWith("AWS_") || k.equals("FENCING_TOKEN"), env, TIMEOUT);
     }
 
     /** The AWS CLI through the proxy, as the application's key; {@code token} is $FENCING_TOKEN (null: unset). */
-    private static Result aws(Path config, Long token, String... args) throws Exception {
+    private static ToolRun aws(Path config, Long token, String... args) throws Exception {
         return aws(fixture.proxyUri(), config, token, args);
     }
 
     /** The AWS CLI through the proxy at {@code endpoint}. */
-    private static Result aws(java.net.URI endpoint, Path config, Long token, String... args) throws Exception {
+    private static ToolRun aws(java.net.URI endpoint, Path config, Long token, String... args) throws Exception {
         Map<String, String> env = new HashMap<>();
         env.put("AWS_CONFIG_FILE", config.toString());
         env.put("AWS_SHARED_CREDENTIALS_FILE", work.resolve("no-credentials").toString());
@@ -143,12 +127,12 @@ class S3CliIT {
         return run(command, env, work);
     }
 
-    private static Result ok(Result r) {
+    private static ToolRun ok(ToolRun r) {
         assertEquals(0, r.code(), r.toString());
         return r;
     }
 
-    private static Result failed(Result r, String expected) {
+    private static ToolRun failed(ToolRun r, String expected) {
         assertNotEquals(0, r.code(), r.toString());
         assertTrue(r.err().contains(expected), "expected '" + expected + "' in\n" + r);
         return r;
@@ -194,7 +178,7 @@ class S3CliIT {
         assertEquals("7", storedToken(BUCKET, "meta/report.txt"));
 
         // no token at all: refused, and the answer says how to send one
-        Result missing = failed(aws(plainConfig, null, "s3", "cp", zombie.toString(),
+        ToolRun missing = failed(aws(plainConfig, null, "s3", "cp", zombie.toString(),
                 "s3://" + BUCKET + "/meta/other.txt"), "MissingFencingToken");
         assertTrue(missing.err().contains("--metadata fencing-token"), missing.toString());
         assertThrows(NoSuchKeyException.class, () -> stored(BUCKET, "meta/other.txt"));
@@ -351,7 +335,7 @@ class S3CliIT {
             sdk.putObject(b -> b.bucket("cli-rb").key(k).overrideConfiguration(S3Fixture.token(3)),
                     RequestBody.fromString(k));
         }
-        Result rb = failed(aws(pluginConfig, 4L, "s3", "rb", "--force", "s3://cli-rb"), "BucketNotEmpty");
+        ToolRun rb = failed(aws(pluginConfig, 4L, "s3", "rb", "--force", "s3://cli-rb"), "BucketNotEmpty");
         assertTrue(rb.err().contains("3 tombstones") && rb.err().contains("highest 4"), rb.toString());
         assertTrue(rb.out().contains("delete: s3://cli-rb/x/1"), rb.toString());
         // every object was deleted through the proxy (tombstones with the job's token), the bucket stays
@@ -390,7 +374,7 @@ class S3CliIT {
         env.put("HOME", work.toString());
         env.put("AWS_CONFIG_FILE", work.resolve("none").toString());
         env.put("AWS_SHARED_CREDENTIALS_FILE", work.resolve("none").toString());
-        Result r = ok(run(List.of(python, py.toString(), fixture.proxyUri().toString(), S3Fixture.APP_KEY,
+        ToolRun r = ok(run(List.of(python, py.toString(), fixture.proxyUri().toString(), S3Fixture.APP_KEY,
                 S3Fixture.APP_SECRET), env, work));
         assertEquals(List.of(
                 "{\"token\": \"30\", \"status\": 204, \"code\": null}",
@@ -461,7 +445,7 @@ class S3CliIT {
         env.put("HOME", work.toString());
         env.put("AWS_CONFIG_FILE", work.resolve("none").toString());
         env.put("AWS_SHARED_CREDENTIALS_FILE", work.resolve("none").toString());
-        Result r = ok(run(List.of(python, py.toString(), fixture.proxyUri().toString(), S3Fixture.APP_KEY,
+        ToolRun r = ok(run(List.of(python, py.toString(), fixture.proxyUri().toString(), S3Fixture.APP_KEY,
                 S3Fixture.APP_SECRET), env, work));
         List<String> lines = r.out().lines().toList();
         assertEquals(List.of(

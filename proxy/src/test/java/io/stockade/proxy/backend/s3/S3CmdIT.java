@@ -2,13 +2,14 @@ package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.RequiresTools;
+import io.stockade.testing.ToolRun;
 import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
@@ -41,7 +42,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @RequiresTools(Tools.Tool.S3CMD)
 class S3CmdIT {
     private static final String BUCKET = "s3cmd";
-    private static final long TIMEOUT_SECONDS = 120;
+    private static final Duration TIMEOUT = Duration.ofSeconds(120);
     @TempDir
     static Path journal;
     @TempDir
@@ -79,37 +80,20 @@ class S3CmdIT {
                 """.formatted(S3Fixture.APP_KEY, S3Fixture.APP_SECRET, port, port));
     }
 
-    record Result(int code, String out, String err) {
-        @Override
-        public String toString() {
-            return "exit " + code + "\n--- stdout\n" + out + "\n--- stderr\n" + err;
-        }
-    }
-
     /** s3cmd with the proxy's configuration. */
-    static Result s3cmd(Path cfg, String... args) throws Exception {
+    static ToolRun s3cmd(Path cfg, String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of("/usr/bin/s3cmd", "-c", cfg.toString()));
         command.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(command).directory(work.toFile());
-        Path out = Files.createTempFile(work, "out", ".txt");
-        Path err = Files.createTempFile(work, "err", ".txt");
-        pb.redirectOutput(out.toFile()).redirectError(err.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("AWS_") || k.startsWith("S3CMD"));
-        pb.environment().put("HOME", work.toString());
-        Process p = pb.start();
-        if (!p.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(command + " did not finish in " + TIMEOUT_SECONDS + " s");
-        }
-        return new Result(p.exitValue(), Files.readString(out), Files.readString(err));
+        return ToolRun.run(command, work, work, k -> k.startsWith("AWS_") || k.startsWith("S3CMD"),
+                Map.of("HOME", work.toString()), TIMEOUT);
     }
 
-    static Result ok(Result r) {
+    static ToolRun ok(ToolRun r) {
         assertEquals(0, r.code(), r.toString());
         return r;
     }
 
-    static Result failed(Result r, String expected) {
+    static ToolRun failed(ToolRun r, String expected) {
         assertNotEquals(0, r.code(), r.toString());
         assertTrue((r.out() + r.err()).contains(expected), "expected '" + expected + "' in\n" + r);
         return r;

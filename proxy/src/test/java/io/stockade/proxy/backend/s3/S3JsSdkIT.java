@@ -3,19 +3,20 @@ package io.stockade.proxy.backend.s3;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32;
 
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.AwsSdkJs;
 import io.stockade.testing.RequiresTools;
+import io.stockade.testing.ToolRun;
 import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
@@ -46,7 +47,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @RequiresTools(Tools.Tool.AWS_SDK_JS)
 class S3JsSdkIT {
     private static final String BUCKET = "jssdk";
-    private static final long TIMEOUT_SECONDS = 90;
+    private static final Duration TIMEOUT = Duration.ofSeconds(90);
     @TempDir
     static Path journal;
     @TempDir
@@ -128,41 +129,19 @@ class S3JsSdkIT {
         }
     }
 
-    record Result(int code, String out, String err) {
-        List<String> lines() {
-            return out.lines().toList();
-        }
-
-        @Override
-        public String toString() {
-            return "exit " + code + "\n--- stdout\n" + out + "\n--- stderr\n" + err;
-        }
-    }
-
     /** Runs {@code body} after the prelude with Node.js, in the work directory. */
-    private static Result node(String name, String body) throws Exception {
+    private static ToolRun node(String name, String body) throws Exception {
         Path script = Files.writeString(work.resolve(name + ".cjs"), PRELUDE + "(async () => {\n" + body
                 + "\n})().catch((e) => { console.error(e); process.exit(2); });\n");
         List<String> command = new ArrayList<>(List.of(AwsSdkJs.node().toString(), script.toString(),
                 fixture.proxyUri().toString(), plain.uri("").toString(), S3Fixture.APP_KEY, S3Fixture.APP_SECRET));
-        ProcessBuilder pb = new ProcessBuilder(command).directory(work.toFile());
-        Path out = Files.createTempFile(work, "out", ".txt");
-        Path err = Files.createTempFile(work, "err", ".txt");
-        pb.redirectOutput(out.toFile()).redirectError(err.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("AWS_") || k.startsWith("NODE_"));
         Map<String, String> env = new HashMap<>();
         env.put("NODE_PATH", AwsSdkJs.nodeModules().toString());
         env.put("HOME", work.toString());
         env.put("AWS_CONFIG_FILE", work.resolve("none").toString());
         env.put("AWS_SHARED_CREDENTIALS_FILE", work.resolve("none").toString());
         env.put("AWS_EC2_METADATA_DISABLED", "true");
-        pb.environment().putAll(env);
-        Process p = pb.start();
-        if (!p.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(name + " did not finish in " + TIMEOUT_SECONDS + " s");
-        }
-        Result r = new Result(p.exitValue(), Files.readString(out), Files.readString(err));
+        ToolRun r = ToolRun.run(command, work, work, k -> k.startsWith("AWS_") || k.startsWith("NODE_"), env, TIMEOUT);
         assertEquals(0, r.code(), r.toString());
         return r;
     }
@@ -209,7 +188,7 @@ class S3JsSdkIT {
         byte[] a = file("put-a.bin", 200_000, 1);
         file("put-b.bin", 150_000, 2);
         byte[] c = file("put-c.bin", 90_000, 3);
-        Result r = node("put", """
+        ToolRun r = node("put", """
                 const B = "jssdk";
                 const put = (s3, Key, Body, Metadata) => s3.send(new PutObjectCommand({ Bucket: B, Key, Body,
                     Metadata }));
@@ -268,7 +247,7 @@ class S3JsSdkIT {
                     Key: "mpu/big", Body, Metadata } }).done();
                 const ops = () => out({ ops: wire.map((w) => w.op.replace("Command", "")) });
                 """;
-        Result first = node("mpu-1", upload + """
+        ToolRun first = node("mpu-1", upload + """
                 await attempt("upload20", () => upload(client(20), fs.createReadStream("mpu-20.bin")));
                 ops();
                 await attempt("upload19", () => upload(client(19), fs.createReadStream("mpu-19.bin")));
@@ -281,7 +260,7 @@ class S3JsSdkIT {
                 "{\"ops\":[\"CreateMultipartUpload\"]}"), first.lines(), first.toString());
         assertStored("mpu/big", u20, 20);
 
-        Result zombie = node("mpu-2", upload + """
+        ToolRun zombie = node("mpu-2", upload + """
                 // the zombie's upload is created under 21 (the highest); before its Complete goes out, the next
                 // holder writes the object with 22
                 const z = client(21);
@@ -302,7 +281,7 @@ class S3JsSdkIT {
         assertEquals("written by 22 while the zombie stalled", text("mpu/big"));
         assertEquals("22", stored("mpu/big").metadata().get("fencing-token"));
 
-        Result meta = node("mpu-3", upload + """
+        ToolRun meta = node("mpu-3", upload + """
                 await attempt("meta21", () => upload(client(), fs.createReadStream("mpu-19.bin"),
                     { "fencing-token": "21" }));
                 await attempt("meta23", () => upload(client(), fs.createReadStream("mpu-23.bin"),
@@ -326,7 +305,7 @@ class S3JsSdkIT {
                 const result = (r) => out({ deleted: (r?.Deleted ?? []).map((d) => d.Key).sort(),
                     errors: (r?.Errors ?? []).map((e) => e.Key + " " + e.Code).sort() });
                 """;
-        Result stale = node("del-1", delete + """
+        ToolRun stale = node("del-1", delete + """
                 for (const k of ["del/a", "del/b", "del/c"]) {
                     await client(30).send(new PutObjectCommand({ Bucket: "jssdk", Key: k, Body: k + " from 30" }));
                 }
@@ -343,7 +322,7 @@ class S3JsSdkIT {
             assertEquals("30", stored(k).metadata().get("fencing-token"), k);
         }
 
-        Result holder = node("del-2", delete + """
+        ToolRun holder = node("del-2", delete + """
                 result(await attempt("delete30", () => del(client(30), ["del/a", "del/b"])));
                 await attempt("put29", () => client(29).send(new PutObjectCommand({ Bucket: "jssdk", Key: "del/a",
                     Body: "recreated by 29" })));
@@ -389,7 +368,7 @@ class S3JsSdkIT {
         file("url-other.bin", 80_000, 39);
         // the command given the body's CRC32: with none, the presigner signs the empty body's (AAAAAA==, below),
         // which AWS S3 holds against the body uploaded (s3proxy does not check it)
-        Result first = node("url-1", PRESIGN + "const crc = \"" + crc32(u40) + "\";\n" + """
+        ToolRun first = node("url-1", PRESIGN + "const crc = \"" + crc32(u40) + "\";\n" + """
                 const url = await presign(client(), "url/k", "40", crc);
                 out(query(url));
                 await send("url40", url, fs.readFileSync("url-40.bin"));
@@ -400,7 +379,7 @@ class S3JsSdkIT {
                 "{\"step\":\"url40\",\"status\":200,\"code\":null}"), first.lines(), first.toString());
         assertStored("url/k", u40, 40);
 
-        Result refused = node("url-2", PRESIGN + """
+        ToolRun refused = node("url-2", PRESIGN + """
                 const stale = await presign(client(), "url/k", "39");
                 out(query(stale));
                 await send("url39", stale, fs.readFileSync("url-other.bin"));
@@ -422,7 +401,7 @@ class S3JsSdkIT {
         assertStored("url/k", u40, 40);
 
         // nothing moved the object's token past 40: a URL signed for 41 (by a client that adds no checksum) lands
-        Result next = node("url-3", PRESIGN + """
+        ToolRun next = node("url-3", PRESIGN + """
                 const s3 = new S3Client({ endpoint, region: "us-east-1", forcePathStyle: true,
                     credentials: { accessKeyId, secretAccessKey }, requestChecksumCalculation: "WHEN_REQUIRED" });
                 const url = await presign(s3, "url/k", "41");

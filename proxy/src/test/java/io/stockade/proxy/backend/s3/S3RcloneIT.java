@@ -2,13 +2,14 @@ package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.RequiresTools;
+import io.stockade.testing.ToolRun;
 import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
@@ -34,7 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @RequiresTools(Tools.Tool.RCLONE)
 class S3RcloneIT {
-    private static final long TIMEOUT_SECONDS = 120;
+    private static final Duration TIMEOUT = Duration.ofSeconds(120);
     @TempDir
     static Path journal;
     @TempDir
@@ -66,43 +67,26 @@ class S3RcloneIT {
         }
     }
 
-    record Result(int code, String out, String err) {
-        @Override
-        public String toString() {
-            return "exit " + code + "\n--- stdout\n" + out + "\n--- stderr\n" + err;
-        }
-    }
-
     /** rclone with the remote {@code stk:} pointing at the fixture's proxy; never more than one try per call. */
-    private static Result rclone(S3Fixture fixture, String... args) throws Exception {
+    private static ToolRun rclone(S3Fixture fixture, String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of(rclone, "--retries", "1", "--low-level-retries", "1"));
         command.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(command).directory(work.toFile());
-        Path out = Files.createTempFile(work, "out", ".txt");
-        Path err = Files.createTempFile(work, "err", ".txt");
-        pb.redirectOutput(out.toFile()).redirectError(err.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("AWS_") || k.startsWith("RCLONE_"));
-        pb.environment().putAll(Map.of("RCLONE_CONFIG", work.resolve("rclone.conf").toString(),
+        return ToolRun.run(command, work, work, k -> k.startsWith("AWS_") || k.startsWith("RCLONE_"),
+                Map.of("RCLONE_CONFIG", work.resolve("rclone.conf").toString(),
                 "RCLONE_CONFIG_STK_TYPE", "s3", "RCLONE_CONFIG_STK_PROVIDER", "Other",
                 "RCLONE_CONFIG_STK_ACCESS_KEY_ID", S3Fixture.APP_KEY,
                 "RCLONE_CONFIG_STK_SECRET_ACCESS_KEY", S3Fixture.APP_SECRET,
                 "RCLONE_CONFIG_STK_ENDPOINT", fixture.proxyUri().toString(),
                 "RCLONE_CONFIG_STK_FORCE_PATH_STYLE", "true", "RCLONE_CONFIG_STK_REGION", "us-east-1",
-                "RCLONE_CONFIG_STK_NO_CHECK_BUCKET", "true", "HOME", work.toString()));
-        Process p = pb.start();
-        if (!p.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(command + " did not finish in " + TIMEOUT_SECONDS + " s");
-        }
-        return new Result(p.exitValue(), Files.readString(out), Files.readString(err));
+                "RCLONE_CONFIG_STK_NO_CHECK_BUCKET", "true", "HOME", work.toString()), TIMEOUT);
     }
 
-    private static Result ok(Result r) {
+    private static ToolRun ok(ToolRun r) {
         assertEquals(0, r.code(), r.toString());
         return r;
     }
 
-    private static Result failed(Result r, String expected) {
+    private static ToolRun failed(ToolRun r, String expected) {
         assertNotEquals(0, r.code(), r.toString());
         assertTrue(r.err().contains(expected), "expected '" + expected + "' in\n" + r);
         return r;

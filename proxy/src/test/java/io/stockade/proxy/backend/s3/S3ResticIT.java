@@ -2,14 +2,15 @@ package io.stockade.proxy.backend.s3;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import io.stockade.proxy.ProxyFixture;
 import io.stockade.proxy.S3Fixture;
 import io.stockade.testing.RequiresTools;
+import io.stockade.testing.ToolRun;
 import io.stockade.testing.Tools;
 
 import org.junit.jupiter.api.AfterAll;
@@ -35,7 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @RequiresTools(Tools.Tool.RESTIC)
 class S3ResticIT {
-    private static final long TIMEOUT_SECONDS = 120;
+    private static final Duration TIMEOUT = Duration.ofSeconds(120);
     /** The S3 fixture's policy shape, with the bucket "restic" given its own pair of policies in observe mode. */
     private static final String POLICY = """
             store: {type: memory, journal: "${JOURNAL}"}
@@ -98,34 +99,17 @@ class S3ResticIT {
         }
     }
 
-    record Result(int code, String out, String err) {
-        @Override
-        public String toString() {
-            return "exit " + code + "\n--- stdout\n" + out + "\n--- stderr\n" + err;
-        }
-    }
-
     /** restic with the repository {@code s3:<proxy>/<bucket>/repo}, as the application's key. */
-    private static Result restic(java.net.URI proxy, String bucket, String... args) throws Exception {
+    private static ToolRun restic(java.net.URI proxy, String bucket, String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of("/usr/bin/restic", "--no-cache"));
         command.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(command).directory(work.toFile());
-        Path out = Files.createTempFile(work, "out", ".txt");
-        Path err = Files.createTempFile(work, "err", ".txt");
-        pb.redirectOutput(out.toFile()).redirectError(err.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("AWS_") || k.startsWith("RESTIC_"));
-        pb.environment().putAll(Map.of("AWS_ACCESS_KEY_ID", S3Fixture.APP_KEY, "AWS_SECRET_ACCESS_KEY",
-                S3Fixture.APP_SECRET, "RESTIC_PASSWORD", "correct horse", "RESTIC_REPOSITORY", "s3:" + proxy
-                        + "/" + bucket + "/repo", "HOME", work.toString()));
-        Process p = pb.start();
-        if (!p.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(command + " did not finish in " + TIMEOUT_SECONDS + " s");
-        }
-        return new Result(p.exitValue(), Files.readString(out), Files.readString(err));
+        return ToolRun.run(command, work, work, k -> k.startsWith("AWS_") || k.startsWith("RESTIC_"),
+                Map.of("AWS_ACCESS_KEY_ID", S3Fixture.APP_KEY, "AWS_SECRET_ACCESS_KEY", S3Fixture.APP_SECRET,
+                        "RESTIC_PASSWORD", "correct horse", "RESTIC_REPOSITORY", "s3:" + proxy + "/" + bucket + "/repo",
+                        "HOME", work.toString()), TIMEOUT);
     }
 
-    private static Result ok(Result r) {
+    private static ToolRun ok(ToolRun r) {
         assertEquals(0, r.code(), r.toString());
         return r;
     }
@@ -136,7 +120,7 @@ class S3ResticIT {
 
     @Test
     void underAnEnforcingPolicyResticIsRefusedBeforeItWritesAnything() throws Exception {
-        Result r = restic(fixture.proxyUri(), "vault", "init");
+        ToolRun r = restic(fixture.proxyUri(), "vault", "init");
         assertNotEquals(0, r.code(), r.toString());
         assertTrue(r.err().contains("is fenced by policy 's3': send the token of your lock"), r.toString());
         assertEquals(List.of(), stored("vault"));
