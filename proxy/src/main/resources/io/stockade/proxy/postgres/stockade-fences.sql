@@ -20,6 +20,20 @@ CREATE TABLE IF NOT EXISTS stockade_floors (
     token  bigint NOT NULL
 );
 
+-- One row every floor raise rewrites (stockade_raise_floor). A decision made under REPEATABLE READ or SERIALIZABLE
+-- (the SQL listener's triggers: a client picks its own isolation) reads the floors with its transaction's snapshot,
+-- which may be older than a raise that committed before the decision; it locks this row first (FOR SHARE), and
+-- PostgreSQL fails such a transaction (40001, could not serialize) when the row was rewritten after its snapshot.
+CREATE TABLE IF NOT EXISTS stockade_floor_epoch (
+    one    boolean PRIMARY KEY DEFAULT true CHECK (one),
+    raises bigint NOT NULL DEFAULT 0
+);
+-- (its one row written from a DO block: a driver that parses every statement of this file before running the first,
+-- as pgjdbc does with prepareThreshold=-1, would find no table yet for a plain INSERT)
+DO $epoch$ BEGIN
+    INSERT INTO stockade_floor_epoch DEFAULT VALUES ON CONFLICT DO NOTHING;
+END $epoch$;
+
 -- The highest floor covering a scope, or -1. A prefix is compared as a plain string (starts_with), so '%' and '_'
 -- in it are not wildcards.
 CREATE OR REPLACE FUNCTION stockade_floor_of(p_scope text)
@@ -40,6 +54,7 @@ BEGIN
     INSERT INTO stockade_floors AS fl (prefix, token) VALUES (p_prefix, p_token)
     ON CONFLICT (prefix) DO UPDATE SET token = GREATEST(fl.token, EXCLUDED.token)
     RETURNING fl.token INTO result;
+    UPDATE stockade_floor_epoch SET raises = raises + 1;
     RETURN result;
 END
 $raise_floor$;

@@ -112,6 +112,11 @@ DECLARE
 BEGIN
     -- waits out a floor being raised (stockade_raise_floor locks the table EXCLUSIVE while it writes one)
     LOCK TABLE @schema@.stockade_fences IN ROW EXCLUSIVE MODE;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        -- this transaction reads with a snapshot taken at its first statement, which may predate a floor raised
+        -- since: locking the row every raise rewrites fails it (40001) when one committed after that snapshot
+        PERFORM 1 FROM @schema@.stockade_floor_epoch FOR SHARE;
+    END IF;
     SELECT coalesce(max(fl.token), -1) INTO floor_token FROM @schema@.stockade_floors fl
         WHERE starts_with(p_scope, fl.prefix);
     SELECT f.token, f.txid INTO cur, cur_tx FROM @schema@.stockade_fences f WHERE f.scope = p_scope;

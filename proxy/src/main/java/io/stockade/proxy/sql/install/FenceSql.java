@@ -208,12 +208,11 @@ public final class FenceSql {
         String args = "'" + q + "', " + (policy.missing() == Policy.MissingToken.ALLOW) + ", "
                 + (config.direct() == SqlConfig.DirectClients.TRUST);
         String check = ", t, " + (policy.equal() == Policy.EqualToken.ACCEPT) + ", " + policy.maxAdvance() + ")";
-        StringBuilder changed = new StringBuilder();
-        for (String column : table.columns()) {
-            changed.append(changed.isEmpty() ? "" : " OR ").append("NEW.").append(column)
-                    .append(" IS DISTINCT FROM OLD.").append(column);
-        }
-        String scopeChanged = changed.isEmpty() ? "false" : changed.toString();
+        // The scope is the columns' text, not their values: numeric 1.0 and 1.00 are equal and two scopes, so an
+        // UPDATE is checked on its new scope whenever the text differs (a row moved to a scope no check ever saw
+        // would be open to any token)
+        String scopeChanged = table.columns().isEmpty() ? "false"
+                : "(" + scopeExpression(table, "NEW.") + ") IS DISTINCT FROM (" + scopeExpression(table, "OLD.") + ")";
         return "-- " + q + " (policy " + policy.name() + "): scope " + table.scope() + "\n"
                 + "CREATE OR REPLACE FUNCTION " + schema + "." + name + "() RETURNS trigger LANGUAGE plpgsql"
                 + " SECURITY DEFINER\n" + PINNED + " AS $fence$\n"
@@ -228,13 +227,30 @@ public final class FenceSql {
                 + "    RETURN NULL;\nEND\n$fence$;\n"
                 + "-- TRUNCATE removes every row: each scope it removes is checked, on the table truncated (a\n"
                 + "-- partition's own rows when the trigger fires for a partition)\n"
+                + "-- partition's own rows when the trigger fires for a partition). It must see every row: at READ\n"
+                + "-- COMMITTED its read comes after TRUNCATE's lock, where no row can be missing (a snapshot older\n"
+                + "-- than the lock would miss rows TRUNCATE removes all the same), and no row-level security may\n"
+                + "-- hide one from the fence role (with row_security off, a policy that would is an error)\n"
                 + "CREATE OR REPLACE FUNCTION " + schema + "." + name + "_truncate() RETURNS trigger LANGUAGE"
-                + " plpgsql SECURITY DEFINER\n" + PINNED + " AS $fence$\n"
+                + " plpgsql SECURITY DEFINER\n" + PINNED + " SET row_security = off AS $fence$\n"
                 + "DECLARE\n    t bigint := " + schema + ".token_of(" + args + ");\n    s text;\nBEGIN\n"
                 + "    IF t IS NULL THEN\n        RETURN NULL;\n    END IF;\n"
-                + "    FOR s IN EXECUTE format('SELECT DISTINCT " + scopeExpression(table, "r.").replace("'", "''")
+                + "    IF current_setting('transaction_isolation') <> 'read committed' THEN\n"
+                + "        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',\n"
+                + "            MESSAGE = format('stockade: TRUNCATE of %s at %s is refused: it removes rows committed"
+                + " after this transaction''s snapshot, which the fence check cannot see', '" + q
+                + "', upper(current_setting('transaction_isolation'))),\n"
+                + "            HINT = 'TRUNCATE at READ COMMITTED, or DELETE the rows';\n    END IF;\n"
+                + "    BEGIN\n"
+                + "        FOR s IN EXECUTE format('SELECT DISTINCT " + scopeExpression(table, "r.").replace("'", "''")
                 + " FROM ONLY %s r', TG_RELID::regclass) LOOP\n"
-                + "        PERFORM " + schema + ".admit('" + q + "', s" + check + ";\n    END LOOP;\n"
+                + "            PERFORM " + schema + ".admit('" + q + "', s" + check + ";\n        END LOOP;\n"
+                + "    EXCEPTION WHEN insufficient_privilege THEN\n"
+                + "        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format('stockade:"
+                + " TRUNCATE of %s is refused: %s, so the fence check cannot see every row it removes', '" + q
+                + "', SQLERRM),\n"
+                + "            HINT = 'give the fence role BYPASSRLS, or DELETE the rows';\n"
+                + "    END;\n"
                 + "    RETURN NULL;\nEND\n$fence$;\n";
     }
 

@@ -1,0 +1,207 @@
+package io.stockade.proxy.sql;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+
+import io.stockade.policy.yaml.PolicyLoader;
+import io.stockade.proxy.StockadeServer;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The database's fence against a stale client that picks its own isolation, row-level security or a key's other
+ * spelling (a hostile review of the listener, 2026-12-06): each test's write landed before the fix its comment names,
+ * and each checks what reached the table and that the fence did not move.
+ */
+class SqlHostileMoreIT {
+    @TempDir
+    static Path dir;
+    static SqlDatabase db;
+    static StockadeServer proxy;
+    static int port;
+
+    @BeforeAll
+    static void start() throws Exception {
+        db = SqlDatabase.create(dir);
+        db.execute("CREATE TABLE queue (id int PRIMARY KEY, v text); CREATE TABLE tenants (id int PRIMARY KEY,"
+                + " v text); CREATE TABLE floored (id int PRIMARY KEY, v text);"
+                + " CREATE TABLE prices (k numeric PRIMARY KEY, v text);"
+                + " GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON queue, tenants, floored, prices TO "
+                + db.app + ";"
+                // row-level security, as a multi-tenant application uses it (docs/sql.md keeps the client's own role
+                // for it): the application's role sees and writes every row, no policy names anyone else
+                + " ALTER TABLE tenants ENABLE ROW LEVEL SECURITY;"
+                + " CREATE POLICY app_rows ON tenants TO " + db.app + " USING (true) WITH CHECK (true)");
+        Path config = db.policyFile("hostile-more.yaml", 5432, "");
+        String logs = "        - {table: logs, scope: \"logs/{id}\"}\n";
+        Files.writeString(config, Files.readString(config).replace(logs, logs
+                + "        - {table: queue, scope: \"queue/{id}\"}\n"
+                + "        - {table: tenants, scope: \"tenants/{id}\"}\n"
+                + "        - {table: floored, scope: \"floored/{id}\"}\n"
+                + "        - {table: prices, scope: \"prices/{k}\"}\n"));
+        String[] install = SqlDatabase.command("install", "--config", config.toString());
+        assertEquals("0", install[0], install[2]);
+        proxy = StockadeServer.start(PolicyLoader.load(config));
+        port = proxy.sql().port();
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        if (proxy != null) {
+            proxy.close();
+        }
+        if (db != null) {
+            db.close();
+        }
+    }
+
+    static Connection jdbc(Long token, String more) throws SQLException {
+        return DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + port + "/" + db.name + "?user=" + db.app
+                + (token == null ? "" : "&options=-c%20stockade.fencing_token=" + token) + more);
+    }
+
+    static List<String> rows(String sql) throws SQLException {
+        return db.column(sql);
+    }
+
+    /**
+     * TRUNCATE is not MVCC-safe: it removes every row of the table, also rows committed after the truncating
+     * transaction's snapshot, and under REPEATABLE READ the BEFORE TRUNCATE trigger read the scopes to check with
+     * that snapshot. A zombie (token 5) that read before the new holder (token 6) inserted its row, and truncated
+     * after, never had the holder's scope checked: the holder's row was gone, the fence still said 6. Now a TRUNCATE
+     * of a fenced table with a token is refused at any isolation but READ COMMITTED (0A000, with the reason).
+     */
+    @Test
+    void aRepeatableReadTruncateRemovesANewerHoldersRowUnchecked() throws Exception {
+        SQLException refused = null;
+        try (Connection zombie = jdbc(5L, ""); Statement z = zombie.createStatement()) {
+            zombie.setAutoCommit(false);
+            zombie.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+            z.executeQuery("SELECT count(*) FROM queue").close(); // the snapshot: the table is empty
+            try (Connection holder = jdbc(6L, ""); Statement h = holder.createStatement()) {
+                h.executeUpdate("INSERT INTO queue VALUES (2, 'h6')");
+            }
+            assertEquals(6L, db.fence("queue/2"));
+            try {
+                z.execute("TRUNCATE queue");
+                zombie.commit();
+            } catch (SQLException e) {
+                refused = e;
+            }
+        }
+        assertEquals(List.of("h6"), rows("SELECT v FROM queue WHERE id = 2"),
+                "the zombie's TRUNCATE with token 5 removed queue/2, whose highest is 6");
+        assertEquals(6L, db.fence("queue/2"));
+        assertTrue(refused != null && "0A000".equals(refused.getSQLState())
+                && refused.getMessage().contains("REPEATABLE READ"), String.valueOf(refused));
+    }
+
+    /**
+     * The TRUNCATE check reads the table's rows as the fence role (SECURITY DEFINER), and row-level security applied
+     * to that role: on a table with RLS whose policies name only the application's role, the check saw no row at
+     * all, and TRUNCATE itself ignores RLS, so a zombie's stale TRUNCATE emptied the table unchecked. Now the check
+     * reads with row_security off, and a policy that would hide rows from it refuses the TRUNCATE (42501, saying
+     * why and that BYPASSRLS for the fence role lets it check).
+     */
+    @Test
+    void aTruncateOfATableWithRowLevelSecurityIsNotChecked() throws Exception {
+        try (Connection holder = jdbc(6L, ""); Statement h = holder.createStatement()) {
+            h.executeUpdate("INSERT INTO tenants VALUES (1, 'h6')");
+        }
+        assertEquals(6L, db.fence("tenants/1"));
+        SQLException refused = null;
+        try (Connection zombie = jdbc(5L, ""); Statement z = zombie.createStatement()) {
+            z.execute("TRUNCATE tenants");
+        } catch (SQLException e) {
+            refused = e;
+        }
+        assertEquals(List.of("h6"), rows("SELECT v FROM tenants WHERE id = 1"),
+                "the zombie's TRUNCATE with token 5 removed tenants/1, whose highest is 6");
+        assertEquals(6L, db.fence("tenants/1"));
+        assertTrue(refused != null && "42501".equals(refused.getSQLState())
+                && refused.getMessage().contains("row-level security"), String.valueOf(refused));
+    }
+
+    /**
+     * admit() reads the floors with the writing transaction's snapshot; LOCK TABLE ... ROW EXCLUSIVE waits out a
+     * floor being raised, but under REPEATABLE READ the snapshot was taken at the transaction's first statement,
+     * before the lock. A zombie (token 5) that read before an operator raised a floor (prefix floored/, 50) and
+     * wrote after it did not see the floor: its write landed and its stale token became the scope's fence row. Now
+     * every raise rewrites stockade_floor_epoch and such a transaction locks that row first: 40001, as for a scope
+     * raised after its snapshot (a retry sees the floor).
+     */
+    @Test
+    void aRepeatableReadWriteDoesNotSeeAFloorRaisedBeforeIt() throws Exception {
+        SQLException refused = null;
+        try (Connection zombie = jdbc(5L, ""); Statement z = zombie.createStatement()) {
+            zombie.setAutoCommit(false);
+            zombie.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+            z.executeQuery("SELECT count(*) FROM floored").close(); // the snapshot
+            try (Connection admin = db.admin(); Statement a = admin.createStatement()) {
+                a.execute("SET ROLE " + db.fenceRole);
+                a.execute("SET search_path = stockade");
+                a.execute("SELECT stockade_raise_floor('floored/', 50)");
+            }
+            assertEquals(List.of("50"), rows("SELECT token FROM stockade.stockade_floors WHERE prefix = 'floored/'"));
+            try {
+                z.executeUpdate("INSERT INTO floored VALUES (1, 'z5')");
+                zombie.commit();
+            } catch (SQLException e) {
+                refused = e;
+            }
+        }
+        assertEquals(List.of(), rows("SELECT v FROM floored WHERE id = 1"),
+                "the zombie's INSERT with token 5 landed under the floor 50 committed before it");
+        assertEquals(null, db.fence("floored/1"), "the zombie's stale token became the scope's fence row");
+        assertTrue(refused != null && "40001".equals(refused.getSQLState()), String.valueOf(refused));
+        // the retry a REPEATABLE READ client makes sees the floor
+        SQLException again = null;
+        try (Connection zombie = jdbc(5L, ""); Statement z = zombie.createStatement()) {
+            zombie.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+            z.executeUpdate("INSERT INTO floored VALUES (1, 'z5')");
+        } catch (SQLException e) {
+            again = e;
+        }
+        assertTrue(again != null && "SF409".equals(again.getSQLState()), String.valueOf(again));
+        assertEquals(List.of(), rows("SELECT v FROM floored WHERE id = 1"));
+    }
+
+    /**
+     * The row trigger checked an UPDATE's new scope only when a scope column IS DISTINCT FROM its old value, but the
+     * scope is the column's text: numeric 1.0 and 1.00 are equal values with two texts. A holder (token 6) that
+     * wrote its row's key back as 1.00 (an ORM's BigDecimal of another scale) moved the row from scope
+     * 'prices/1.0' (raised to 6) to 'prices/1.00', checked by nobody; a zombie (token 5) then updated the row, its
+     * old scope 'prices/1.00' had no fence row, and its stale write landed. Now the scopes' texts are compared.
+     */
+    @Test
+    void anUpdateToAnEqualValueOfAnotherTextMovesTheRowToAnUncheckedScope() throws Exception {
+        try (Connection holder = jdbc(6L, ""); Statement h = holder.createStatement()) {
+            h.executeUpdate("INSERT INTO prices VALUES (1.0, 'h6')");
+            h.executeUpdate("UPDATE prices SET k = 1.00, v = 'h6 again' WHERE k = 1");
+        }
+        assertEquals(6L, db.fence("prices/1.0"));
+        assertEquals(6L, db.fence("prices/1.00"), "the holder's UPDATE moved its row to a scope it did not raise");
+        SQLException refused = null;
+        try (Connection zombie = jdbc(5L, ""); Statement z = zombie.createStatement()) {
+            z.executeUpdate("UPDATE prices SET v = 'z5' WHERE k = 1");
+        } catch (SQLException e) {
+            refused = e;
+        }
+        assertEquals(List.of("h6 again"), rows("SELECT v FROM prices WHERE k = 1"),
+                "the zombie's UPDATE with token 5 landed on the holder's row (scope now 'prices/1.00', fence "
+                        + db.fence("prices/1.00") + ")");
+        assertTrue(refused != null && "SF409".equals(refused.getSQLState()), String.valueOf(refused));
+        assertEquals(6L, db.fence("prices/1.00"));
+    }
+}
