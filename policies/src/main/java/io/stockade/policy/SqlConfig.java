@@ -1,6 +1,7 @@
 package io.stockade.policy;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
@@ -60,12 +61,17 @@ public record SqlConfig(Listen listen, Database database, String fenceRole, Stri
      * @param port the port ({@code 0}: any free port)
      * @param tls  TLS after a client's SSLRequest (then a client that does not ask for it is refused), or
      *             {@code null}: every SSLRequest is answered 'N'
+     * @param startupTimeout how long a client may take from connecting to being authenticated, in all (startup
+     *             packet, TLS handshake, authentication), as PostgreSQL's {@code authentication_timeout}; past it
+     *             the connection is closed
      */
-    public record Listen(String host, int port, ServerConfig.@Nullable Tls tls) {
+    public record Listen(String host, int port, ServerConfig.@Nullable Tls tls, Duration startupTimeout) {
         public static final int DEFAULT_PORT = 6432;
+        public static final Duration DEFAULT_STARTUP_TIMEOUT = Duration.ofSeconds(60);
 
         public Listen {
             Objects.requireNonNull(host, "host");
+            Objects.requireNonNull(startupTimeout, "startupTimeout");
         }
     }
 

@@ -3,6 +3,7 @@ package io.stockade.policy.yaml;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -42,7 +43,8 @@ final class SqlReader {
         return field.mapping().flatMap(sql -> {
             sql.allowOnly(Vocabulary.SQL_KEYS);
             Optional<SqlConfig.Listen> listen = sql.optional("listen", SqlReader::listen,
-                    new SqlConfig.Listen(ServerConfig.DEFAULT_HOST, SqlConfig.Listen.DEFAULT_PORT, null));
+                    new SqlConfig.Listen(ServerConfig.DEFAULT_HOST, SqlConfig.Listen.DEFAULT_PORT, null,
+                            SqlConfig.Listen.DEFAULT_STARTUP_TIMEOUT));
             Optional<SqlConfig.Database> database = sql.required("database", SqlReader::database);
             Optional<String> role = sql.optional("fence-role", SqlReader::identifier, SqlConfig.DEFAULT_FENCE_ROLE);
             Optional<String> schema = sql.optional("schema", SqlReader::identifier, SqlConfig.DEFAULT_SCHEMA);
@@ -94,10 +96,12 @@ final class SqlReader {
             Optional<Integer> port = listen.optional("port", f -> Values.integer(f, 0, 65535, "port number"),
                     SqlConfig.Listen.DEFAULT_PORT);
             Optional<Optional<ServerConfig.Tls>> tls = listen.optional("tls", PolicyLoader::serverTls);
-            if (!Values.allPresent(host, port, tls)) {
+            Optional<Duration> startup = listen.optional("startup-timeout", Values::duration,
+                    SqlConfig.Listen.DEFAULT_STARTUP_TIMEOUT);
+            if (!Values.allPresent(host, port, tls, startup)) {
                 return Optional.empty();
             }
-            return Optional.of(new SqlConfig.Listen(host.get(), port.get(), tls.get().orElse(null)));
+            return Optional.of(new SqlConfig.Listen(host.get(), port.get(), tls.get().orElse(null), startup.get()));
         });
     }
 

@@ -78,7 +78,7 @@ final class Vocabulary {
             "max-connections", "tls", "bucket-writes", "distinct-keys");
     static final List<String> SQL_KEYS = List.of("listen", "database", "fence-role", "schema", "secret-file",
             "direct-clients", "session-tokens", "admin-datasource", "policies");
-    static final List<String> SQL_LISTEN_KEYS = List.of("host", "port", "tls");
+    static final List<String> SQL_LISTEN_KEYS = List.of("host", "port", "tls", "startup-timeout");
     static final List<String> SQL_DATABASE_KEYS = List.of("host", "port", "name", "tls");
     static final List<String> SQL_POLICY_KEYS = List.of("name", "tables", "fence", "lock", "readiness");
     static final List<String> SQL_TABLE_KEYS = List.of("table", "scope");

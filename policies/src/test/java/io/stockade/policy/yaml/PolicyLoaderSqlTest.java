@@ -51,7 +51,7 @@ class PolicyLoaderSqlTest {
         StockadeConfig config = parse(MINIMAL);
         assertEquals(List.of(), config.policies());
         SqlConfig sql = config.sql();
-        assertEquals(new SqlConfig.Listen("127.0.0.1", 6432, null), sql.listen());
+        assertEquals(new SqlConfig.Listen("127.0.0.1", 6432, null, java.time.Duration.ofSeconds(60)), sql.listen());
         assertEquals(new SqlConfig.Database("127.0.0.1", 5432, "app", null), sql.database());
         assertEquals("stockade_fence", sql.fenceRole());
         assertEquals("stockade", sql.schema());

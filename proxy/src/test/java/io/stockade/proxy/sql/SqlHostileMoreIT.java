@@ -1,5 +1,7 @@
 package io.stockade.proxy.sql;
 
+import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -44,6 +46,9 @@ class SqlHostileMoreIT {
                 + " ALTER TABLE tenants ENABLE ROW LEVEL SECURITY;"
                 + " CREATE POLICY app_rows ON tenants TO " + db.app + " USING (true) WITH CHECK (true)");
         Path config = db.policyFile("hostile-more.yaml", 5432, "");
+        // a short bound on a client's startup, for the test of a client that sends none
+        Files.writeString(config, Files.readString(config).replace("listen: {host: 127.0.0.1, port: 0}",
+                "listen: {host: 127.0.0.1, port: 0, startup-timeout: 2s}"));
         String logs = "        - {table: logs, scope: \"logs/{id}\"}\n";
         Files.writeString(config, Files.readString(config).replace(logs, logs
                 + "        - {table: queue, scope: \"queue/{id}\"}\n"
@@ -203,5 +208,39 @@ class SqlHostileMoreIT {
                         + db.fence("prices/1.00") + ")");
         assertTrue(refused != null && "SF409".equals(refused.getSQLState()), String.valueOf(refused));
         assertEquals(6L, db.fence("prices/1.00"));
+    }
+
+    /**
+     * The listener read the startup packet with no deadline: a client that connected and sent nothing (or part of a
+     * packet, or stalled a TLS handshake) held its socket and thread for ever, before any authentication, and enough
+     * of them could exhaust the listener's file descriptors. Now a client not authenticated within
+     * {@code sql.listen.startup-timeout} (2 s here, 60 s by default as PostgreSQL's authentication_timeout) is
+     * disconnected; an authenticated session then idles as long as it likes.
+     */
+    @Test
+    void aClientThatSendsNoStartupPacketIsDisconnected() throws Exception {
+        try (Socket silent = new Socket("127.0.0.1", port)) {
+            silent.getOutputStream().write(new byte[] {0, 0, 0}); // three bytes of a length, then nothing
+            silent.getOutputStream().flush();
+            silent.setSoTimeout(30_000);
+            long started = System.nanoTime();
+            int read;
+            try {
+                read = silent.getInputStream().read();
+            } catch (SocketTimeoutException e) {
+                read = -2;
+            }
+            long ms = (System.nanoTime() - started) / 1_000_000;
+            assertEquals(-1, read, "30 s after connecting without a startup packet, the listener still holds the"
+                    + " connection");
+            assertTrue(ms >= 1_500, "closed after " + ms + " ms, before the startup timeout");
+        }
+        // an authenticated session outlives the startup timeout
+        try (Connection idle = jdbc(7L, ""); Statement s = idle.createStatement()) {
+            Thread.sleep(3_000); // past the 2 s startup timeout: the bound is on the startup, not on the session
+            try (var r = s.executeQuery("SELECT 1")) {
+                assertTrue(r.next());
+            }
+        }
     }
 }

@@ -15,6 +15,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -40,6 +44,16 @@ public final class Session implements Runnable {
     private static final AtomicLong IDS = new AtomicLong();
     private static final int MAX_STARTUP = 10_000;
     private static final int MAX_AUTH = 65_536;
+    /**
+     * Closes a client's connection that is not authenticated within {@code sql.listen.startup-timeout} (its startup
+     * packet, TLS handshake and authentication, in all; PostgreSQL's {@code authentication_timeout}): a client that
+     * connects and sends nothing, or a byte a minute, is not held with its thread and socket for ever.
+     */
+    private static final ScheduledExecutorService STARTUP_DEADLINES = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "stockade-sql-startup-deadline");
+        t.setDaemon(true);
+        return t;
+    });
     private static final String SESSION_QUERY = "SELECT pg_backend_pid()::text || ':' || (extract(epoch FROM"
             + " a.backend_start) * 1000000)::bigint::text FROM pg_stat_get_activity(pg_backend_pid()) a";
 
@@ -47,6 +61,8 @@ public final class Session implements Runnable {
     private Socket client;
     /** Connected by {@link #serve}; null until then. */
     private @Nullable Socket server;
+    /** Closes the client's connection unless it is authenticated in time ({@link #STARTUP_DEADLINES}). */
+    private @Nullable ScheduledFuture<?> startupDeadline;
     private final Map<String, String> description = new LinkedHashMap<>();
 
     public Session(SessionContext ctx, Socket client) {
@@ -66,6 +82,9 @@ public final class Session implements Runnable {
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.FINE, "session " + description + " failed", e);
         } finally {
+            if (startupDeadline != null) {
+                startupDeadline.cancel(false);
+            }
             close(client);
             close(server);
             ctx.outcomes().sessions(-1);
@@ -74,6 +93,9 @@ public final class Session implements Runnable {
 
     private void serve() throws IOException {
         client.setTcpNoDelay(true);
+        Socket plain = client; // closing it ends a TLS handshake or session layered on it too
+        startupDeadline = STARTUP_DEADLINES.schedule(() -> close(plain),
+                ctx.config().listen().startupTimeout().toMillis(), TimeUnit.MILLISECONDS);
         byte[] startup = startupPacket();
         if (startup == null) {
             return;
@@ -114,6 +136,8 @@ public final class Session implements Runnable {
             internalQuery(serverReader, sout, "SET stockade.fencing_token = '" + taken.value() + "'");
             sessionToken = taken.token();
         }
+        // authenticated: from here a session may sit idle between statements as long as the client likes
+        Objects.requireNonNull(startupDeadline, "set at the start of serve").cancel(false);
         // the server's first ReadyForQuery, held back until the token was set
         Body.write(cout, Messages.READY, new byte[] {'I'});
         cout.flush();
