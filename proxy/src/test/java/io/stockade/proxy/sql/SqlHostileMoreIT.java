@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -242,5 +243,39 @@ class SqlHostileMoreIT {
                 assertTrue(r.next());
             }
         }
+    }
+
+    /**
+     * A refusal in the extended protocol is raised by a simple Query (a DO block) sent in place of the refused
+     * Parse, and its ReadyForQuery is kept from the client. When an earlier statement of the same pipeline (before
+     * its Sync) had already failed, the server ignored every message up to the Sync, that Query too, and answered no
+     * ReadyForQuery for it: the listener swallowed the one the Sync asked for instead, and pgjdbc's batch (a failing
+     * statement, then one the listener refuses) waited for ever. Now the listener tells the refusal's answer by its
+     * error (its SQLSTATE and the refusal's constraint name) and passes the Sync's on.
+     */
+    @Test
+    void aRefusalAfterAnErrorInThePipelineDoesNotHangTheClient() throws Exception {
+        try (Connection c = jdbc(7L, "&socketTimeout=10"); Statement s = c.createStatement()) {
+            s.addBatch("INSERT INTO queue VALUES (1 / 0, 'x')");
+            s.addBatch("SELECT current_setting('stockade.fencing_token')");
+            long started = System.nanoTime();
+            SQLException e = assertThrows(SQLException.class, s::executeBatch);
+            long ms = (System.nanoTime() - started) / 1_000_000;
+            assertTrue(ms < 8_000 && !c.isClosed(), "the batch ended after " + ms + " ms, the connection "
+                    + (c.isClosed() ? "closed" : "open") + ": " + e);
+            // the session goes on, and its next refusal (no failure before it) is answered as before
+            try (var r = s.executeQuery("SELECT 42")) {
+                assertTrue(r.next());
+                assertEquals(42, r.getInt(1));
+            }
+            SQLException refused = assertThrows(SQLException.class,
+                    () -> s.executeQuery("SELECT current_setting('stockade.fencing_token')"));
+            assertEquals("SF405", refused.getSQLState(), refused.toString());
+            try (var r = s.executeQuery("SELECT 43")) {
+                assertTrue(r.next());
+                assertEquals(43, r.getInt(1));
+            }
+        }
+        assertEquals(List.of(), rows("SELECT v FROM queue WHERE v = 'x'"));
     }
 }

@@ -40,6 +40,8 @@ final class Relay {
     /** The largest message the listener reads whole (a Query, Parse or Bind it must look into). */
     static final int MAX_INSPECTED = 64 << 20;
     private static final String DO_TAG = "$stockade_refusal$";
+    /** The constraint name a refusal's error carries (the field psql and drivers show only when asked). */
+    static final String REFUSAL_MARK = "stockade_refusal";
 
     private final SessionContext ctx;
     private final Map<String, String> description;
@@ -54,9 +56,24 @@ final class Relay {
     private final Map<String, Statements.Setter> setters = new HashMap<>();
     /** After a refusal in the extended protocol: the client's messages up to its Sync are dropped. */
     private boolean discarding;
-    /** ReadyForQuery answers sent for, by the client pump, and the ones not to pass on (their ordinal). */
+    /** ReadyForQuery answers asked for, by the client pump, and the refusals' queries whose answers stay here. */
     private long readyAsked;
-    private final ConcurrentLinkedQueue<Long> swallow = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Raised> swallow = new ConcurrentLinkedQueue<>();
+
+    /**
+     * A refusal raised in the extended protocol: the query asking for ReadyForQuery number {@code ordinal}, and the
+     * error it raises (its SQLSTATE and message as the server reports them).
+     */
+    private record Raised(long ordinal, String code) {
+        /**
+         * Whether {@code error} (the last ErrorResponse before that ReadyForQuery) is this refusal's: its SQLSTATE,
+         * and the constraint name every refusal carries (ASCII, so it comes back the same in any client encoding,
+         * where a message quoting the client's text may not).
+         */
+        boolean raised(@Nullable Map<Character, String> error) {
+            return error != null && code.equals(error.get('C')) && REFUSAL_MARK.equals(error.get('n'));
+        }
+    }
     /** The token in force as far as the listener knows, and how each transaction ended. */
     private final Transactions transactions;
 
@@ -327,7 +344,7 @@ final class Relay {
     /** A refusal in the extended protocol: raised now, its ReadyForQuery kept back, the rest dropped up to Sync. */
     private void refuseExtended(String code, String message) throws IOException {
         raise(code, message);
-        swallow.add(readyAsked);
+        swallow.add(new Raised(readyAsked, code));
         discarding = true;
     }
 
@@ -336,22 +353,36 @@ final class Relay {
         while (text.contains(DO_TAG)) { // a client's text may spell the tag in pieces that meet once one goes
             text = text.replace(DO_TAG, "");
         }
-        return "DO " + DO_TAG + "BEGIN RAISE EXCEPTION USING ERRCODE = '" + code + "', MESSAGE = '" + text + "';"
-                + " END" + DO_TAG;
+        return "DO " + DO_TAG + "BEGIN RAISE EXCEPTION USING ERRCODE = '" + code + "', MESSAGE = '" + text + "',"
+                + " CONSTRAINT = '" + REFUSAL_MARK + "'; END" + DO_TAG;
     }
 
     private void serverToClient() throws IOException {
-        long readies = 0;
+        // the client's ask the next ReadyForQuery answers; the last ErrorResponse since the last ReadyForQuery
+        long answered = 0;
+        Map<Character, String> error = null;
         while (true) {
             byte type = serverReader.next();
             switch (type) {
                 case Messages.READY -> {
                     byte[] body = serverReader.body(1);
-                    readies++;
-                    Long head = swallow.peek();
-                    if (head != null && head == readies) {
+                    answered++;
+                    boolean refusals = false;
+                    Raised head = swallow.peek();
+                    if (head != null && head.ordinal() == answered) {
                         swallow.poll();
-                    } else {
+                        if (head.raised(error)) {
+                            refusals = true; // the refusal's own answer: the client asked for none
+                        } else {
+                            // The server ignored the refusal's query: an earlier message of the client's pipeline
+                            // had failed, and it ignores everything up to the Sync, so the query asked for no answer
+                            // and this one answers the Sync after it (the client waits for it)
+                            answered++;
+                            transactions.skipped();
+                        }
+                    }
+                    error = null;
+                    if (!refusals) {
                         Body.write(cout, type, body);
                     }
                     Transactions.Ended ended = transactions.ready(body.length == 1 ? (char) body[0] : 'I');
@@ -361,7 +392,8 @@ final class Relay {
                 }
                 case Messages.ERROR -> {
                     byte[] body = serverReader.body(MAX_INSPECTED);
-                    transactions.error(Messages.fields(body));
+                    error = Messages.fields(body);
+                    transactions.error(error);
                     Body.write(cout, type, body);
                 }
                 case Messages.COMMAND_COMPLETE -> {

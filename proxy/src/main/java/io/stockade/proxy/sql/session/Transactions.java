@@ -77,6 +77,11 @@ final class Transactions {
         errorAfterTag = false;
     }
 
+    /** A query the server ignored (in a failed pipeline, before its Sync): its ReadyForQuery never comes. */
+    synchronized void skipped() {
+        readies++;
+    }
+
     /**
      * A ReadyForQuery from the server.
      *
