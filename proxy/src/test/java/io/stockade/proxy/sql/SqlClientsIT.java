@@ -59,20 +59,13 @@ class SqlClientsIT {
         db = SqlDatabase.create(dir);
         Path config = db.policyFile("stockade.yaml", 5432, "");
         Files.writeString(config, Files.readString(config) + ADMIN); // the admin API, without sql.admin-datasource
-        String[] install = SqlDatabase.command("install", "--config", config.toString());
-        assertEquals("0", install[0], install[2]);
-        proxy = StockadeServer.start(PolicyLoader.load(config));
+        proxy = SqlDatabase.installAndStart(config);
         port = proxy.sql().port();
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (proxy != null) {
-            proxy.close();
-        }
-        if (db != null) {
-            db.close();
-        }
+        SqlDatabase.stop(proxy, db);
     }
 
     /** A pgjdbc URL through the listener, with the token in options when not null. */

@@ -16,7 +16,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
+import io.stockade.policy.yaml.PolicyLoader;
+import io.stockade.proxy.StockadeServer;
 import io.stockade.proxy.sql.install.SqlCommand;
+
+import org.jspecify.annotations.Nullable;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * A database of its own on the shared test PostgreSQL (127.0.0.1:5432, trust), with an application role that owns
@@ -113,6 +119,39 @@ final class SqlDatabase implements AutoCloseable {
         Files.writeString(file, "server: {host: 127.0.0.1, port: 0}\nstore: {type: memory, journal: "
                 + dir.resolve(fileName + ".journal") + "}\n" + sqlSection(databasePort, extra));
         return file;
+    }
+
+    /**
+     * {@link #policyFile} with more tables in the {@code jobs} policy, one {@code {table: T, scope: "S"}} each, as
+     * {@code table, scope} pairs.
+     */
+    Path policyFileWith(String fileName, String... tablesAndScopes) throws IOException {
+        Path file = policyFile(fileName, 5432, "");
+        String logs = "        - {table: logs, scope: \"logs/{id}\"}\n";
+        StringBuilder more = new StringBuilder(logs);
+        for (int i = 0; i < tablesAndScopes.length; i += 2) {
+            more.append("        - {table: ").append(tablesAndScopes[i]).append(", scope: \"")
+                    .append(tablesAndScopes[i + 1]).append("\"}\n");
+        }
+        Files.writeString(file, Files.readString(file).replace(logs, more));
+        return file;
+    }
+
+    /** Installs the fence {@code config} names ({@code stockade sql install}), then starts a proxy on it. */
+    static StockadeServer installAndStart(Path config) throws Exception {
+        String[] install = command("install", "--config", config.toString());
+        assertEquals("0", install[0], install[2]);
+        return StockadeServer.start(PolicyLoader.load(config));
+    }
+
+    /** Stops the proxy, then drops the database and its roles (either may be null: a start that failed). */
+    static void stop(@Nullable StockadeServer proxy, @Nullable SqlDatabase db) throws Exception {
+        if (proxy != null) {
+            proxy.close();
+        }
+        if (db != null) {
+            db.close();
+        }
     }
 
     /** Runs {@code stockade sql ARGS --config FILE}; its exit code, output and errors. */

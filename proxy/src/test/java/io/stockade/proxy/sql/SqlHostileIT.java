@@ -1,7 +1,6 @@
 package io.stockade.proxy.sql;
 
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -71,15 +70,9 @@ class SqlHostileIT {
         db.execute("CREATE TABLE days (day date PRIMARY KEY, v text); CREATE TABLE readings (at timestamptz PRIMARY"
                 + " KEY, v text); CREATE TABLE ratios (r float8 PRIMARY KEY, v text);"
                 + " GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON days, readings, ratios TO " + db.app);
-        Path config = db.policyFile("hostile.yaml", 5432, "");
-        String logs = "        - {table: logs, scope: \"logs/{id}\"}\n";
-        Files.writeString(config, Files.readString(config).replace(logs, logs
-                + "        - {table: days, scope: \"days/{day}\"}\n"
-                + "        - {table: readings, scope: \"readings/{at}\"}\n"
-                + "        - {table: ratios, scope: \"ratios/{r}\"}\n"));
-        String[] install = SqlDatabase.command("install", "--config", config.toString());
-        assertEquals("0", install[0], install[2]);
-        proxy = StockadeServer.start(PolicyLoader.load(config));
+        Path config = db.policyFileWith("hostile.yaml", "days", "days/{day}", "readings", "readings/{at}", "ratios",
+                "ratios/{r}");
+        proxy = SqlDatabase.installAndStart(config);
         port = proxy.sql().port();
         Logger.getLogger("stockade.decision").addHandler(CAPTURE);
     }

@@ -10,7 +10,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
 
-import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.StockadeServer;
 
 import org.junit.jupiter.api.AfterAll;
@@ -46,30 +45,18 @@ class SqlHostileMoreIT {
                 // for it): the application's role sees and writes every row, no policy names anyone else
                 + " ALTER TABLE tenants ENABLE ROW LEVEL SECURITY;"
                 + " CREATE POLICY app_rows ON tenants TO " + db.app + " USING (true) WITH CHECK (true)");
-        Path config = db.policyFile("hostile-more.yaml", 5432, "");
+        Path config = db.policyFileWith("hostile-more.yaml", "queue", "queue/{id}", "tenants", "tenants/{id}",
+                "floored", "floored/{id}", "prices", "prices/{k}");
         // a short bound on a client's startup, for the test of a client that sends none
         Files.writeString(config, Files.readString(config).replace("listen: {host: 127.0.0.1, port: 0}",
                 "listen: {host: 127.0.0.1, port: 0, startup-timeout: 2s}"));
-        String logs = "        - {table: logs, scope: \"logs/{id}\"}\n";
-        Files.writeString(config, Files.readString(config).replace(logs, logs
-                + "        - {table: queue, scope: \"queue/{id}\"}\n"
-                + "        - {table: tenants, scope: \"tenants/{id}\"}\n"
-                + "        - {table: floored, scope: \"floored/{id}\"}\n"
-                + "        - {table: prices, scope: \"prices/{k}\"}\n"));
-        String[] install = SqlDatabase.command("install", "--config", config.toString());
-        assertEquals("0", install[0], install[2]);
-        proxy = StockadeServer.start(PolicyLoader.load(config));
+        proxy = SqlDatabase.installAndStart(config);
         port = proxy.sql().port();
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (proxy != null) {
-            proxy.close();
-        }
-        if (db != null) {
-            db.close();
-        }
+        SqlDatabase.stop(proxy, db);
     }
 
     static Connection jdbc(Long token, String more) throws SQLException {

@@ -19,7 +19,6 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-import io.stockade.policy.yaml.PolicyLoader;
 import io.stockade.proxy.StockadeServer;
 import io.stockade.testing.Jvm;
 import io.stockade.testing.RequiresTools;
@@ -68,20 +67,13 @@ class SqlZombieIT {
         db.execute("CREATE TABLE stockade_leases (name text PRIMARY KEY, holder text NOT NULL, token bigint NOT NULL,"
                 + " expires_at timestamptz NOT NULL); GRANT SELECT, INSERT, UPDATE ON stockade_leases TO " + db.app);
         Path config = db.policyFile("stockade.yaml", 5432, "");
-        String[] install = SqlDatabase.command("install", "--config", config.toString());
-        assertEquals("0", install[0], install[2]);
-        proxy = StockadeServer.start(PolicyLoader.load(config));
+        proxy = SqlDatabase.installAndStart(config);
         conninfo = "host=127.0.0.1 port=" + proxy.sql().port() + " dbname=" + db.name + " user=" + db.app;
     }
 
     @AfterAll
     static void stop() throws Exception {
-        if (proxy != null) {
-            proxy.close();
-        }
-        if (db != null) {
-            db.close();
-        }
+        SqlDatabase.stop(proxy, db);
     }
 
     /** A client process, its output line by line, and what it wrote to the table. */
