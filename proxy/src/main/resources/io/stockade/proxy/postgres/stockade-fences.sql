@@ -55,6 +55,9 @@ BEGIN
     ON CONFLICT (prefix) DO UPDATE SET token = GREATEST(fl.token, EXCLUDED.token)
     RETURNING fl.token INTO result;
     UPDATE stockade_floor_epoch SET raises = raises + 1;
+    IF NOT FOUND THEN
+        INSERT INTO stockade_floor_epoch (raises) VALUES (1);  -- the row was deleted: this raise puts it back
+    END IF;
     RETURN result;
 END
 $raise_floor$;

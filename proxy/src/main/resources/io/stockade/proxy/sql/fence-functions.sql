@@ -112,10 +112,17 @@ DECLARE
 BEGIN
     -- waits out a floor being raised (stockade_raise_floor locks the table EXCLUSIVE while it writes one)
     LOCK TABLE @schema@.stockade_fences IN ROW EXCLUSIVE MODE;
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
+    IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
         -- this transaction reads with a snapshot taken at its first statement, which may predate a floor raised
         -- since: locking the row every raise rewrites fails it (40001) when one committed after that snapshot
         PERFORM 1 FROM @schema@.stockade_floor_epoch FOR SHARE;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = 'stockade: the fence''s stockade_floor_epoch has no row, so a write under '
+                          || upper(current_setting('transaction_isolation'))
+                          || ' cannot tell whether a floor was raised after its snapshot',
+                HINT = 'run stockade sql install again (it puts the row back)';
+        END IF;
     END IF;
     SELECT coalesce(max(fl.token), -1) INTO floor_token FROM @schema@.stockade_floors fl
         WHERE starts_with(p_scope, fl.prefix);

@@ -235,7 +235,7 @@ public final class FenceSql {
                 + " plpgsql SECURITY DEFINER\n" + PINNED + " SET row_security = off AS $fence$\n"
                 + "DECLARE\n    t bigint := " + schema + ".token_of(" + args + ");\n    s text;\nBEGIN\n"
                 + "    IF t IS NULL THEN\n        RETURN NULL;\n    END IF;\n"
-                + "    IF current_setting('transaction_isolation') <> 'read committed' THEN\n"
+                + "    IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN\n"
                 + "        RAISE EXCEPTION USING ERRCODE = 'feature_not_supported',\n"
                 + "            MESSAGE = format('stockade: TRUNCATE of %s at %s is refused: it removes rows committed"
                 + " after this transaction''s snapshot, which the fence check cannot see', '" + q

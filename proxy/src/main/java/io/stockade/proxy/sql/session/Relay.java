@@ -3,6 +3,7 @@ package io.stockade.proxy.sql.session;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -40,8 +41,12 @@ final class Relay {
     /** The largest message the listener reads whole (a Query, Parse or Bind it must look into). */
     static final int MAX_INSPECTED = 64 << 20;
     private static final String DO_TAG = "$stockade_refusal$";
-    /** The constraint name a refusal's error carries (the field psql and drivers show only when asked). */
-    static final String REFUSAL_MARK = "stockade_refusal";
+    private static final SecureRandom MARKS = new SecureRandom();
+    /**
+     * The start of the constraint name a refusal's error carries (the field psql and drivers show only when asked),
+     * then a random number of that refusal: a client cannot raise an error that passes for the next refusal's.
+     */
+    static final String REFUSAL_MARK = "stockade_refusal_";
 
     private final SessionContext ctx;
     private final Map<String, String> description;
@@ -64,14 +69,14 @@ final class Relay {
      * A refusal raised in the extended protocol: the query asking for ReadyForQuery number {@code ordinal}, and the
      * error it raises (its SQLSTATE and message as the server reports them).
      */
-    private record Raised(long ordinal, String code) {
+    private record Raised(long ordinal, String code, String mark) {
         /**
          * Whether {@code error} (the last ErrorResponse before that ReadyForQuery) is this refusal's: its SQLSTATE,
-         * and the constraint name every refusal carries (ASCII, so it comes back the same in any client encoding,
-         * where a message quoting the client's text may not).
+         * and its constraint name (ASCII, so it comes back the same in any client encoding, where a message quoting
+         * the client's text may not).
          */
         boolean raised(@Nullable Map<Character, String> error) {
-            return error != null && code.equals(error.get('C')) && REFUSAL_MARK.equals(error.get('n'));
+            return error != null && code.equals(error.get('C')) && mark.equals(error.get('n'));
         }
     }
     /** The token in force as far as the listener knows, and how each transaction ended. */
@@ -337,24 +342,29 @@ final class Relay {
 
     /** A refusal as a simple query would meet it: the server raises it in place of the client's message. */
     private void raise(String code, String message) throws IOException {
+        raise(code, message, REFUSAL_MARK + Long.toHexString(MARKS.nextLong()));
+    }
+
+    private void raise(String code, String message, String mark) throws IOException {
         readyAsked++;
-        Body.write(sout, Messages.QUERY, Messages.query(raising(code, message)));
+        Body.write(sout, Messages.QUERY, Messages.query(raising(code, message, mark)));
     }
 
     /** A refusal in the extended protocol: raised now, its ReadyForQuery kept back, the rest dropped up to Sync. */
     private void refuseExtended(String code, String message) throws IOException {
-        raise(code, message);
-        swallow.add(new Raised(readyAsked, code));
+        String mark = REFUSAL_MARK + Long.toHexString(MARKS.nextLong());
+        raise(code, message, mark);
+        swallow.add(new Raised(readyAsked, code, mark));
         discarding = true;
     }
 
-    static String raising(String code, String message) {
+    static String raising(String code, String message, String mark) {
         String text = message.replace("\\", "/").replace("'", "''");
         while (text.contains(DO_TAG)) { // a client's text may spell the tag in pieces that meet once one goes
             text = text.replace(DO_TAG, "");
         }
         return "DO " + DO_TAG + "BEGIN RAISE EXCEPTION USING ERRCODE = '" + code + "', MESSAGE = '" + text + "',"
-                + " CONSTRAINT = '" + REFUSAL_MARK + "'; END" + DO_TAG;
+                + " CONSTRAINT = '" + mark + "'; END" + DO_TAG;
     }
 
     private void serverToClient() throws IOException {
