@@ -131,26 +131,7 @@ public final class StockadeServer implements AutoCloseable {
             verifiers.open(config.policies());
             ProxyMetrics metrics = new ProxyMetrics();
             ScopeGuard guard = new ScopeGuard();
-            metrics.gauge("stockade.quarantined.scopes", "Scopes refusing writes after an unknown outcome",
-                    guard::quarantinedScopes);
-            metrics.gauge("stockade.scopes.active", "Scopes held or waited for by a write now",
-                    guard::activeScopes);
-            if (store instanceof CachingFenceStore cache) {
-                metrics.cache(cache::hits, cache::misses, cache::evictions, cache::size);
-            }
-            if (FenceStores.unwrapped(store) instanceof MemoryFenceStore memory) {
-                metrics.gauge("stockade.store.scopes", "Scopes the memory store holds", memory::scopeCount);
-                metrics.gauge("stockade.store.journal.failed.seconds", "How long the memory store's journal has been"
-                        + " failed (an I/O error; it retries until it heals), 0 while it works",
-                        memory::journalFailedSeconds);
-                metrics.gauge("stockade.store.journal.heals", "How many times the memory store's journal healed"
-                        + " after an I/O error since start", memory::journalHeals);
-                metrics.gauge("stockade.store.scope.memory.bytes", "Heap the memory store's scopes take (estimated)",
-                        memory::memoryUsed);
-                metrics.gauge("stockade.store.scope.memory.limit.bytes", "The memory store's max-scope-memory,"
-                        + " resolved",
-                        memory::memoryLimit);
-            }
+            gauges(metrics, guard, store);
             FencePipeline pipeline = new FencePipeline(config, backends, store, guard, metrics, System::nanoTime,
                     verifiers);
             // The store has locked the journal: this proxy alone reads and removes the record of a clean stop.
@@ -415,6 +396,30 @@ public final class StockadeServer implements AutoCloseable {
         if (!res.isSent()) {
             Problem.of(ProblemType.INTERNAL_ERROR, "the proxy failed unexpectedly"
                     + " (" + e.getClass().getSimpleName() + "); see its log").send(res);
+        }
+    }
+
+    /** The gauges of the scope guard and of the store (its cache, and the memory store's scopes and journal). */
+    private static void gauges(ProxyMetrics metrics, ScopeGuard guard, FenceStore store) {
+        metrics.gauge("stockade.quarantined.scopes", "Scopes refusing writes after an unknown outcome",
+                guard::quarantinedScopes);
+        metrics.gauge("stockade.scopes.active", "Scopes held or waited for by a write now",
+                guard::activeScopes);
+        if (store instanceof CachingFenceStore cache) {
+            metrics.cache(cache::hits, cache::misses, cache::evictions, cache::size);
+        }
+        if (FenceStores.unwrapped(store) instanceof MemoryFenceStore memory) {
+            metrics.gauge("stockade.store.scopes", "Scopes the memory store holds", memory::scopeCount);
+            metrics.gauge("stockade.store.journal.failed.seconds", "How long the memory store's journal has been"
+                    + " failed (an I/O error; it retries until it heals), 0 while it works",
+                    memory::journalFailedSeconds);
+            metrics.gauge("stockade.store.journal.heals", "How many times the memory store's journal healed"
+                    + " after an I/O error since start", memory::journalHeals);
+            metrics.gauge("stockade.store.scope.memory.bytes", "Heap the memory store's scopes take (estimated)",
+                    memory::memoryUsed);
+            metrics.gauge("stockade.store.scope.memory.limit.bytes", "The memory store's max-scope-memory,"
+                    + " resolved",
+                    memory::memoryLimit);
         }
     }
 
