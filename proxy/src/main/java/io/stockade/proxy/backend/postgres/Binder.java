@@ -5,6 +5,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Types;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -27,6 +28,15 @@ import org.postgresql.util.PGobject;
 final class Binder {
     private final Map<String, SqlParam> params;
     private final Exchange exchange;
+    /**
+     * The parameters that read a path variable the scope reads too, bound as {@code text}: one spelling, one scope,
+     * one value. Bound untyped, PostgreSQL would read the text as the column's type, and two spellings of one
+     * value (a uuid in upper case, an integer with a leading space, jsonb with other spaces) would be two scopes of
+     * one row: a stale writer could pick a spelling no holder ever raised. A column of another type then refuses
+     * the text (no implicit cast), and the write is refused with the database's reason; an integer or number key is
+     * declared with its type, whose spelling the binder checks.
+     */
+    private final Set<String> scopeText = new HashSet<>();
     private final @Nullable String body;
     private final @Nullable Long token;
     private final Map<String, @Nullable Object> values = new HashMap<>();
@@ -73,11 +83,21 @@ final class Binder {
             throw new BadParameter(reader.name(), "parameter '" + reader.name() + "' is read from the body, which"
                     + " is not valid UTF-8: send the text in UTF-8 (a byte that is not would be stored as U+FFFD)");
         }
+        List<String> scopeVariables = exchange.route().policy().scope().variables();
         for (SqlParam p : params.values()) {
             if (used.contains(p.name())) {
-                values.put(p.name(), read(p));
+                boolean inScope = p.source() == ParamSource.PATH && scopeVariables.contains(p.field());
+                if (inScope && (p.type() == ParamType.STRING || p.type() == ParamType.JSON)) {
+                    scopeText.add(p.name());
+                }
+                values.put(p.name(), read(p, inScope));
             }
         }
+    }
+
+    /** Whether a path variable the scope reads is bound as text ({@link #scopeText}). */
+    boolean bindsScopeText() {
+        return !scopeText.isEmpty();
     }
 
     /** Binds the placeholders of {@code s} from {@code index}; answers the next index. */
@@ -95,7 +115,15 @@ final class Binder {
                 default -> {
                     SqlParam p = Objects.requireNonNull(params.get(name), "the loader refuses a placeholder that"
                             + " is neither declared in params nor provided");
-                    set(ps, index, p.type(), values.get(name));
+                    Object v = values.get(name);
+                    if (v != null && scopeText.contains(name)) {
+                        PGobject text = new PGobject();
+                        text.setType("text");
+                        text.setValue(v instanceof String str ? str : pathText(p));
+                        ps.setObject(index, text);
+                    } else {
+                        set(ps, index, p.type(), v);
+                    }
                 }
             }
             index++;
@@ -128,7 +156,12 @@ final class Binder {
         return o;
     }
 
-    private @Nullable Object read(SqlParam p) throws BadParameter {
+    /** The path variable's text as the request spelled it (a json-typed one was parsed on reading). */
+    private String pathText(SqlParam p) {
+        return Objects.requireNonNull(exchange.route().variables().get(p.field()), "read from the path");
+    }
+
+    private @Nullable Object read(SqlParam p, boolean inScope) throws BadParameter {
         String where = switch (p.source()) {
             case PATH -> "path variable '" + p.field() + "'";
             case QUERY -> "query parameter '" + p.field() + "'";
@@ -137,7 +170,13 @@ final class Binder {
         };
         switch (p.source()) {
             case PATH -> {
-                return text(p, where, exchange.route().variables().get(p.field()));
+                String text = exchange.route().variables().get(p.field());
+                Object value = text(p, where, text);
+                if (inScope && value != null && !canonical(p.type(), value, Objects.requireNonNull(text))) {
+                    throw mistyped(p, where, "'" + text + "'", "a scope variable is spelled one way only, so that"
+                            + " one value is one scope: write it as " + canonicalText(value));
+                }
+                return value;
             }
             case QUERY -> {
                 return text(p, where, queryValue(p, where));
@@ -195,6 +234,25 @@ final class Binder {
             json = m;
         }
         return json;
+    }
+
+    /**
+     * Whether {@code text}, read as {@code value}, is the one spelling of that value: no sign or leading zero on an
+     * integer, no exponent, trailing zero or sign of zero on a number. Text, json (bound as text) and boolean (only
+     * true and false) have one each.
+     */
+    private static boolean canonical(ParamType type, Object value, String text) {
+        return switch (type) {
+            case INTEGER, NUMBER -> text.equals(canonicalText(value));
+            case STRING, JSON, BOOLEAN -> true;
+        };
+    }
+
+    private static String canonicalText(Object value) {
+        if (value instanceof BigDecimal d) {
+            return d.signum() == 0 ? "0" : d.stripTrailingZeros().toPlainString();
+        }
+        return value.toString();
     }
 
     private static @Nullable Object text(SqlParam p, String where, @Nullable String text) throws BadParameter {
