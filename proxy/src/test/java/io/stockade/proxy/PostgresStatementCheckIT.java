@@ -112,6 +112,26 @@ class PostgresStatementCheckIT {
         assertEquals(List.of("0"), pg.column("SELECT count(*) FROM stockade_fences"));
     }
 
+    /**
+     * A path variable the scope reads is bound as text (one spelling, one scope): against a key column of another
+     * type PostgreSQL refuses it, and the check says so at load, naming what to declare (PostgresHostileIT has the
+     * write that landed under another spelling before).
+     */
+    @Test
+    void aScopeVariableAgainstAKeyOfAnotherTypeIsALoadErrorNamingTheType() throws Exception {
+        pg.execute("CREATE TABLE numbered (id bigint PRIMARY KEY, name text)");
+        Run run = main(policy(pg.url(), "", "UPDATE numbered SET name = :name WHERE id = :id"));
+        assertEquals(Main.EXIT_USAGE, run.code(), run.err());
+        assertTrue(run.err().contains("operator does not exist: bigint = text (SQLSTATE 42883)"), run.err());
+        assertTrue(run.err().contains("a path variable the scope reads (id) is bound as text")
+                && run.err().contains("`type: integer`"), run.err());
+        Run insert = main(policy(pg.url(), "", "INSERT INTO numbered (id, name) VALUES (:id, :name)"));
+        assertEquals(Main.EXIT_USAGE, insert.code(), insert.err());
+        assertTrue(insert.err().contains("(SQLSTATE 42804)") && insert.err().contains("`type: integer`"),
+                insert.err());
+        assertEquals(List.of("0"), pg.column("SELECT count(*) FROM numbered"));
+    }
+
     @Test
     void aTypoInColumnModeAndAnUnknownTableAreCaughtToo() throws Exception {
         Run column = main(policy(pg.url(), COLUMN,

@@ -50,7 +50,11 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     private final Map<String, Statements> plans = new HashMap<>();
     private final TransactionRunner runner;
 
-    private PostgresBackend(BackendConfig.Postgres config, HikariDataSource pool) {
+    /** The path variables the policy's scope reads, for the load check of their binding. */
+    private final List<String> scopeVariables;
+
+    private PostgresBackend(BackendConfig.Postgres config, HikariDataSource pool, List<String> scopeVariables) {
+        this.scopeVariables = List.copyOf(scopeVariables);
         this.config = config;
         this.pool = pool;
         Statements check = config.check().map(s -> Statements.of(config, List.of(s), null)).orElse(null);
@@ -59,15 +63,20 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
         this.runner = new TransactionRunner(config, pool, check);
     }
 
-    /** Opens the pool and creates (or checks) the fence table. */
-    public static PostgresBackend open(BackendConfig.Postgres config) throws IOException {
+    /**
+     * Opens the pool and creates (or checks) the fence table.
+     *
+     * @param scopeVariables the path variables the policy's scope reads (bound as text: {@link Binder})
+     */
+    public static PostgresBackend open(BackendConfig.Postgres config, List<String> scopeVariables)
+            throws IOException {
         // no driver socket timeout: the TransactionWatchdog bounds each transaction instead
         HikariDataSource pool = PostgresPools.open(config.datasource(), "stockade-backend", false);
         try {
             if (config.fence() == FenceMode.TABLE) {
                 PostgresPools.prepare(pool, config.migrate(), config.datasource().url());
             }
-            return new PostgresBackend(config, pool);
+            return new PostgresBackend(config, pool, scopeVariables);
         } catch (IOException | RuntimeException e) {
             pool.close();
             throw e;
@@ -267,7 +276,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
 
     @Override
     public List<String> definitionErrors() {
-        return StatementCheck.problems(pool, config);
+        return StatementCheck.problems(pool, config, scopeVariables);
     }
 
     /** Every write is fenced in the database, in its own transaction: the proxy's fence store is never asked. */

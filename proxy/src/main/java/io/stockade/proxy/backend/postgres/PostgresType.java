@@ -17,7 +17,7 @@ public record PostgresType(Policy policy, BackendConfig.Postgres config) impleme
 
     @Override
     public Backend open() throws IOException {
-        return PostgresBackend.open(config);
+        return PostgresBackend.open(config, policy.scope().variables());
     }
 
     @Override

@@ -3,6 +3,7 @@ package io.stockade.proxy.backend.postgres;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -49,8 +50,15 @@ final class StatementCheck {
      * {@code statements.METHOD[i] (name): message (SQLSTATE s)[; hint]}; empty when all describe, or when the
      * database cannot be asked now.
      */
-    static List<String> problems(HikariDataSource pool, BackendConfig.Postgres config) {
+    static List<String> problems(HikariDataSource pool, BackendConfig.Postgres config, List<String> scopeVariables) {
         List<String> problems = new ArrayList<>();
+        Set<String> scopeText = new HashSet<>();
+        config.params().values().forEach(p -> {
+            if (p.source() == BackendConfig.ParamSource.PATH && scopeVariables.contains(p.field())
+                    && (p.type() == BackendConfig.ParamType.STRING || p.type() == BackendConfig.ParamType.JSON)) {
+                scopeText.add(p.name());
+            }
+        });
         try (Connection pooled = pool.getConnection()) {
             pooled.setAutoCommit(false);
             // PREPAREs go to the driver's connection itself: HikariCP takes some of the refusals a check provokes
@@ -65,6 +73,9 @@ final class StatementCheck {
                                 + statements.get(i).name() + "')";
                         Optional<String> problem = describe(c, statements.get(i).sql().positional(), false);
                         problem.ifPresent(p -> problems.add(field + ": " + p));
+                        if (problem.isEmpty()) {
+                            asText(c, statements.get(i), scopeText).ifPresent(p -> problems.add(field + ": " + p));
+                        }
                         if (problem.isEmpty() && OneStatement.applies(config, statements)) {
                             // strict: the statement alone described, any other objection is the combined text's
                             describe(c, OneStatement.positional(statements.get(i)), true).ifPresent(p -> problems.add(
@@ -139,6 +150,44 @@ final class StatementCheck {
                 return Optional.empty();
             }
             return Optional.of(message(e, state));
+        }
+    }
+
+    /**
+     * The database's objection to the statement with the path variables the scope reads typed {@code text}, as the
+     * binder binds them (the others left for PostgreSQL to infer), or empty: a column of another type refuses text
+     * (no implicit cast), which is said at load with what to declare instead of at the first write.
+     */
+    private static Optional<String> asText(Connection c, Statement statement, Set<String> scopeText)
+            throws Unanswered {
+        List<String> placeholders = statement.sql().placeholders();
+        if (placeholders.stream().noneMatch(scopeText::contains)) {
+            return Optional.empty();
+        }
+        String types = String.join(", ", placeholders.stream()
+                .map(name -> scopeText.contains(name) ? "text" : "unknown").toList());
+        try (var s = c.createStatement()) {
+            s.execute("PREPARE " + PREPARED + " (" + types + ") AS " + statement.sql().positional());
+            s.execute("DEALLOCATE " + PREPARED);
+            return Optional.empty();
+        } catch (SQLException e) {
+            String state = e.getSQLState() == null ? "" : e.getSQLState();
+            try {
+                c.rollback();
+            } catch (SQLException gone) {
+                throw new Unanswered(gone);
+            }
+            if (state.startsWith("08") || state.startsWith("57")) {
+                throw new Unanswered(e);
+            }
+            if (!state.equals("42883") && !state.equals("42804")) {
+                return Optional.empty();
+            }
+            return Optional.of(message(e, state) + "; a path variable the scope reads (" + String.join(", ",
+                    placeholders.stream().filter(scopeText::contains).distinct().toList()) + ") is bound as text,"
+                    + " so that one spelling is one scope: declare `type: integer` or `type: number` for an integer"
+                    + " or decimal key, or keep the key column text (a cast such as ::uuid would make two spellings"
+                    + " one row again)");
         }
     }
 

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -26,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class PostgresHostileIT {
     static final String DDL = """
             CREATE TABLE items (id bigint PRIMARY KEY, v text NOT NULL);
-            CREATE TABLE things (id uuid PRIMARY KEY, v text NOT NULL);
+            CREATE TABLE things (id text PRIMARY KEY, v text NOT NULL);
             CREATE TABLE counted (id bigint PRIMARY KEY, reads bigint NOT NULL DEFAULT 0);
             INSERT INTO items VALUES (1, 'seed');
             INSERT INTO things VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'seed');
@@ -58,6 +59,11 @@ class PostgresHostileIT {
                     v: {from: query, type: string}
                   statements:
                     PUT: UPDATE items SET v = :v WHERE id = :id
+            """;
+    /** A string path variable into a bigint key, and one into a key column that starts as text (uuid later). */
+    static final String TEXT_POLICY = """
+            store: {type: memory, journal: "${JOURNAL}"}
+            policies:
               - name: items-text
                 match: {path: "/itext/{id}", methods: [PUT]}
                 scope: items/{id}
@@ -80,17 +86,6 @@ class PostgresHostileIT {
                     v: {from: query, type: string}
                   statements:
                     PUT: UPDATE things SET v = :v WHERE id = :id
-              - name: counted
-                match: {path: "/counted/{id}", methods: [GET, PUT]}
-                scope: counted/{id}
-                backend:
-                  type: postgres
-                  datasource: {url: "${PG_URL}", user: postgres}
-                  params:
-                    id: {from: path, type: integer}
-                  statements:
-                    GET: UPDATE counted SET reads = reads + 1 WHERE id = :id RETURNING reads
-                    PUT: UPDATE counted SET reads = 0 WHERE id = :id
             """;
     static final String UUID = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11";
 
@@ -151,8 +146,26 @@ class PostgresHostileIT {
      */
     @Test
     void aStringPathVariableThatPostgresCastsToTheSameKeyEscapesTheFence() throws Exception {
-        try (Pg pg = Pg.create(DDL);
-             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), POLICY, Map.of("PG_URL", pg.url()))) {
+        try (Pg pg = Pg.create(DDL)) {
+            // at load, the database answering: the policy is refused, saying what to declare
+            Exception refused = assertThrows(Exception.class, () -> ProxyFixture.start(dir.resolve("j"),
+                    TEXT_POLICY, Map.of("PG_URL", pg.url())).close());
+            assertTrue(String.valueOf(refused.getMessage()).contains("policy 'items-text'")
+                    && refused.getMessage().contains("`type: integer`"), String.valueOf(refused));
+            assertEquals(Optional.of("seed"), pg.single("SELECT v FROM items WHERE id = 1"));
+            assertEquals(List.of(), pg.column("SELECT scope FROM stockade_fences"));
+        }
+    }
+
+    /**
+     * When the database changes after the load (the key column made uuid), a text-bound scope variable is refused
+     * at the write: every spelling, the holder's too, 502 with what to declare, nothing written.
+     */
+    @Test
+    void aKeyColumnChangedAfterTheLoadRefusesTheTextBoundVariable() throws Exception {
+        try (Pg pg = Pg.create(DDL.replace("CREATE TABLE items (id bigint", "CREATE TABLE items (id text"));
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), TEXT_POLICY, Map.of("PG_URL", pg.url()))) {
+            pg.execute("ALTER TABLE items ALTER COLUMN id TYPE bigint USING id::bigint");
             Http.Response holder = put(proxy, "/itext/1?v=holder10", 10);
             assertEquals(502, holder.status(), holder.body());
             assertTrue(holder.body().contains("type: integer"), holder.body());
@@ -173,9 +186,11 @@ class PostgresHostileIT {
      */
     @Test
     void aUuidPathVariableInUpperCaseEscapesTheFence() throws Exception {
-        try (Pg pg = Pg.create(DDL);
-             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), POLICY, Map.of("PG_URL", pg.url()))) {
-            assertEquals(502, put(proxy, "/things/" + UUID + "?v=holder10", 10).status());
+        try (Pg pg = Pg.create(DDL.replace("CREATE TABLE items (id bigint", "CREATE TABLE items (id text"));
+             ProxyFixture proxy = ProxyFixture.start(dir.resolve("j"), TEXT_POLICY, Map.of("PG_URL", pg.url()))) {
+            assertEquals(200, put(proxy, "/things/" + UUID + "?v=holder10", 10).status()); // a text key: one spelling
+            pg.execute("ALTER TABLE things ALTER COLUMN id TYPE uuid USING id::uuid");
+            assertEquals(502, put(proxy, "/things/" + UUID + "?v=holder11", 11).status());
             Http.Response upper = put(proxy, "/things/" + UUID.toUpperCase(java.util.Locale.ROOT) + "?v=zombie-upper",
                     5);
             Http.Response bare = put(proxy, "/things/" + UUID.replace("-", "") + "?v=zombie-bare", 5);
@@ -184,8 +199,9 @@ class PostgresHostileIT {
                     + pg.column("SELECT scope || '=' || token FROM stockade_fences ORDER BY scope");
             assertEquals(502, upper.status(), landed);
             assertEquals(502, bare.status(), landed);
-            assertEquals(Optional.of("seed"), pg.single("SELECT v FROM things"), landed);
-            assertEquals(List.of(), pg.column("SELECT scope FROM stockade_fences"), landed);
+            assertEquals(Optional.of("holder10"), pg.single("SELECT v FROM things"), landed);
+            assertEquals(List.of("things/" + UUID + "=10"),
+                    pg.column("SELECT scope || '=' || token FROM stockade_fences ORDER BY scope"), landed);
         }
     }
 }
