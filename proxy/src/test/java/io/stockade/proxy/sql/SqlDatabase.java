@@ -154,6 +154,15 @@ final class SqlDatabase implements AutoCloseable {
         }
     }
 
+    /**
+     * A pgjdbc connection through the listener on {@code port}, as the application's role, with {@code token} in
+     * the startup options when not null and {@code more} (URL parameters, each starting with &amp;) appended.
+     */
+    Connection through(int port, @Nullable Long token, String more) throws SQLException {
+        return DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + port + "/" + name + "?user=" + app
+                + (token == null ? "" : "&options=-c%20stockade.fencing_token=" + token) + more);
+    }
+
     /** Runs {@code stockade sql ARGS --config FILE}; its exit code, output and errors. */
     static String[] command(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();

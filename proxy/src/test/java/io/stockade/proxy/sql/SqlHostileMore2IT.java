@@ -2,7 +2,6 @@ package io.stockade.proxy.sql;
 
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
@@ -49,8 +48,7 @@ class SqlHostileMore2IT {
     }
 
     static Connection jdbc(Long token, String more) throws SQLException {
-        return DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + port + "/" + db.name + "?user=" + db.app
-                + (token == null ? "" : "&options=-c%20stockade.fencing_token=" + token) + more);
+        return db.through(port, token, more);
     }
 
     static List<String> rows(String sql) throws SQLException {
