@@ -26,17 +26,18 @@ import org.postgresql.util.PGobject;
  * body, checked against their declared types. A missing or mistyped value is a {@link BadParameter} naming it.
  */
 final class Binder {
+    /**
+     * Why a parameter that reads a scope variable is bound as text, and what to declare instead: the load check's
+     * and the write's answer when a column of another type refuses it.
+     */
+    static final String SCOPE_TEXT_HINT = "is bound as text, so that one spelling is one scope: declare `type:"
+            + " integer` or `type: number` for an integer or decimal key, or keep the key column text (a cast such as"
+            + " ::uuid would make two spellings one row again)";
+
     private final Map<String, SqlParam> params;
     private final Exchange exchange;
-    /**
-     * The parameters that read a path variable the scope reads too, bound as {@code text}: one spelling, one scope,
-     * one value. Bound untyped, PostgreSQL would read the text as the column's type, and two spellings of one
-     * value (a uuid in upper case, an integer with a leading space, jsonb with other spaces) would be two scopes of
-     * one row: a stale writer could pick a spelling no holder ever raised. A column of another type then refuses
-     * the text (no implicit cast), and the write is refused with the database's reason; an integer or number key is
-     * declared with its type, whose spelling the binder checks.
-     */
-    private final Set<String> scopeText = new HashSet<>();
+    /** The parameters that read a path variable the scope reads ({@link #scopeParams}). */
+    private final Set<String> scope;
     private final @Nullable String body;
     private final @Nullable Long token;
     private final Map<String, @Nullable Object> values = new HashMap<>();
@@ -66,13 +67,38 @@ final class Binder {
     }
 
     /**
+     * The parameters that read a path variable the scope reads too: their spelling is the scope's, so it is
+     * checked (an integer or number in its plain form only) or bound as {@code text} ({@link #boundAsText}). Bound
+     * untyped, PostgreSQL would read the text as the column's type, and two spellings of one value (a uuid in
+     * upper case, an integer with a leading space, jsonb with other spaces) would be two scopes of one row: a stale
+     * writer could pick a spelling no holder ever raised. A column of another type refuses the text (no implicit
+     * cast): the load check says so ({@link StatementCheck}), else the write is refused with the database's reason.
+     */
+    static Set<String> scopeParams(Map<String, SqlParam> params, List<String> scopeVariables) {
+        Set<String> names = new HashSet<>();
+        for (SqlParam p : params.values()) {
+            if (p.source() == ParamSource.PATH && scopeVariables.contains(p.field())) {
+                names.add(p.name());
+            }
+        }
+        return Set.copyOf(names);
+    }
+
+    /** Whether a parameter of the scope ({@link #scopeParams}) is bound as {@code text}: a string or json one. */
+    static boolean boundAsText(SqlParam p) {
+        return p.type() == ParamType.STRING || p.type() == ParamType.JSON;
+    }
+
+    /**
+     * @param scope the parameters that read a scope variable ({@link #scopeParams}, made once per backend)
      * @param body  the request body's bytes, or null when no parameter reads it
      * @param token the fencing token, or null (unfenced runs bind {@code :fencing_token} as NULL)
      */
-    Binder(Map<String, SqlParam> params, Set<String> used, Exchange exchange, byte @Nullable [] body,
-           @Nullable Long token)
+    Binder(Map<String, SqlParam> params, Set<String> scope, Set<String> used, Exchange exchange,
+           byte @Nullable [] body, @Nullable Long token)
             throws BadParameter {
         this.params = params;
+        this.scope = scope;
         this.exchange = exchange;
         this.token = token;
         this.body = body == null ? null : Exact.utf8(body);
@@ -83,21 +109,17 @@ final class Binder {
             throw new BadParameter(reader.name(), "parameter '" + reader.name() + "' is read from the body, which"
                     + " is not valid UTF-8: send the text in UTF-8 (a byte that is not would be stored as U+FFFD)");
         }
-        List<String> scopeVariables = exchange.route().policy().scope().variables();
         for (SqlParam p : params.values()) {
             if (used.contains(p.name())) {
-                boolean inScope = p.source() == ParamSource.PATH && scopeVariables.contains(p.field());
-                if (inScope && (p.type() == ParamType.STRING || p.type() == ParamType.JSON)) {
-                    scopeText.add(p.name());
-                }
-                values.put(p.name(), read(p, inScope));
+                values.put(p.name(), read(p, scope.contains(p.name())));
             }
         }
     }
 
-    /** Whether a path variable the scope reads is bound as text ({@link #scopeText}). */
+    /** Whether a path variable the scope reads is bound as text ({@link #boundAsText}). */
     boolean bindsScopeText() {
-        return !scopeText.isEmpty();
+        return values.keySet().stream().anyMatch(name -> scope.contains(name)
+                && boundAsText(Objects.requireNonNull(params.get(name), "a value of a declared parameter")));
     }
 
     /** Binds the placeholders of {@code s} from {@code index}; answers the next index. */
@@ -116,7 +138,7 @@ final class Binder {
                     SqlParam p = Objects.requireNonNull(params.get(name), "the loader refuses a placeholder that"
                             + " is neither declared in params nor provided");
                     Object v = values.get(name);
-                    if (v != null && scopeText.contains(name)) {
+                    if (v != null && scope.contains(name) && boundAsText(p)) {
                         PGobject text = new PGobject();
                         text.setType("text");
                         text.setValue(v instanceof String str ? str : pathText(p));

@@ -120,10 +120,7 @@ final class Failures {
                 + state + ")", e);
         // a text-bound scope variable meeting a column of another type: say why it is text, and what to do
         String why = (state.equals("42883") || state.equals("42804")) && call.binder().bindsScopeText()
-                ? "; a path variable the scope reads is bound as text, so that one spelling is one scope: declare"
-                + " `type: integer` or `type: number` for an integer or decimal key, or keep the key column text (a"
-                + " cast of it in the statement, such as ::uuid, would make two spellings one row again)"
-                : "";
+                ? "; a path variable the scope reads " + Binder.SCOPE_TEXT_HINT : "";
         return sent(Problem.of(ProblemType.STATEMENT_FAILED, "the database refused the"
                 + " policy's statements (SQLSTATE " + state + "): " + detail + why + "; nothing was written")
                 .with("sqlstate", state));

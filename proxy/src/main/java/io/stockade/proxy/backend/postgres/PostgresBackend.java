@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 
 import io.stockade.policy.BackendConfig;
 import io.stockade.policy.BackendConfig.FenceMode;
@@ -50,11 +51,11 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
     private final Map<String, Statements> plans = new HashMap<>();
     private final TransactionRunner runner;
 
-    /** The path variables the policy's scope reads, for the load check of their binding. */
-    private final List<String> scopeVariables;
+    /** The parameters that read a path variable the scope reads ({@link Binder#scopeParams}). */
+    private final Set<String> scopeParams;
 
     private PostgresBackend(BackendConfig.Postgres config, HikariDataSource pool, List<String> scopeVariables) {
-        this.scopeVariables = List.copyOf(scopeVariables);
+        this.scopeParams = Binder.scopeParams(config.params(), scopeVariables);
         this.config = config;
         this.pool = pool;
         Statements check = config.check().map(s -> Statements.of(config, List.of(s), null)).orElse(null);
@@ -198,7 +199,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
                         "the request body is larger than the policy's body-limit of " + config.bodyLimit()
                                 + " bytes"))));
             }
-            return new Bound(new Binder(config.params(), plan.used(), exchange, body,
+            return new Bound(new Binder(config.params(), scopeParams, plan.used(), exchange, body,
                     kind == Kind.PLAIN ? null : token), null);
         } catch (Binder.BadParameter e) {
             return new Bound(null, new Outcome(new WriteResult.Refused(Problem.of(ProblemType.BAD_PARAMETER,
@@ -276,7 +277,7 @@ public final class PostgresBackend implements Backend, Keeper.StorageWrite {
 
     @Override
     public List<String> definitionErrors() {
-        return StatementCheck.problems(pool, config, scopeVariables);
+        return StatementCheck.problems(pool, config, scopeParams);
     }
 
     /** Every write is fenced in the database, in its own transaction: the proxy's fence store is never asked. */

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.logging.Level;
@@ -50,15 +51,14 @@ final class StatementCheck {
      * {@code statements.METHOD[i] (name): message (SQLSTATE s)[; hint]}; empty when all describe, or when the
      * database cannot be asked now.
      */
-    static List<String> problems(HikariDataSource pool, BackendConfig.Postgres config, List<String> scopeVariables) {
+    static List<String> problems(HikariDataSource pool, BackendConfig.Postgres config, Set<String> scopeParams) {
         List<String> problems = new ArrayList<>();
         Set<String> scopeText = new HashSet<>();
-        config.params().values().forEach(p -> {
-            if (p.source() == BackendConfig.ParamSource.PATH && scopeVariables.contains(p.field())
-                    && (p.type() == BackendConfig.ParamType.STRING || p.type() == BackendConfig.ParamType.JSON)) {
-                scopeText.add(p.name());
+        for (String name : scopeParams) {
+            if (Binder.boundAsText(Objects.requireNonNull(config.params().get(name), "a declared parameter"))) {
+                scopeText.add(name);
             }
-        });
+        }
         try (Connection pooled = pool.getConnection()) {
             pooled.setAutoCommit(false);
             // PREPAREs go to the driver's connection itself: HikariCP takes some of the refusals a check provokes
@@ -184,10 +184,8 @@ final class StatementCheck {
                 return Optional.empty();
             }
             return Optional.of(message(e, state) + "; a path variable the scope reads (" + String.join(", ",
-                    placeholders.stream().filter(scopeText::contains).distinct().toList()) + ") is bound as text,"
-                    + " so that one spelling is one scope: declare `type: integer` or `type: number` for an integer"
-                    + " or decimal key, or keep the key column text (a cast such as ::uuid would make two spellings"
-                    + " one row again)");
+                    placeholders.stream().filter(scopeText::contains).distinct().toList()) + ") "
+                    + Binder.SCOPE_TEXT_HINT);
         }
     }
 

@@ -226,7 +226,6 @@ public final class FenceSql {
                 + ";\n    END IF;\n"
                 + "    RETURN NULL;\nEND\n$fence$;\n"
                 + "-- TRUNCATE removes every row: each scope it removes is checked, on the table truncated (a\n"
-                + "-- partition's own rows when the trigger fires for a partition)\n"
                 + "-- partition's own rows when the trigger fires for a partition). It must see every row: at READ\n"
                 + "-- COMMITTED its read comes after TRUNCATE's lock, where no row can be missing (a snapshot older\n"
                 + "-- than the lock would miss rows TRUNCATE removes all the same), and no row-level security may\n"

@@ -67,7 +67,7 @@ final class Relay {
 
     /**
      * A refusal raised in the extended protocol: the query asking for ReadyForQuery number {@code ordinal}, and the
-     * error it raises (its SQLSTATE and message as the server reports them).
+     * error it raises (its SQLSTATE and its constraint name, {@code mark}).
      */
     private record Raised(long ordinal, String code, String mark) {
         /**
@@ -342,7 +342,12 @@ final class Relay {
 
     /** A refusal as a simple query would meet it: the server raises it in place of the client's message. */
     private void raise(String code, String message) throws IOException {
-        raise(code, message, REFUSAL_MARK + Long.toHexString(MARKS.nextLong()));
+        raise(code, message, mark());
+    }
+
+    /** A refusal's constraint name: {@link #REFUSAL_MARK} and a number of its own. */
+    private static String mark() {
+        return REFUSAL_MARK + Long.toHexString(MARKS.nextLong());
     }
 
     private void raise(String code, String message, String mark) throws IOException {
@@ -352,7 +357,7 @@ final class Relay {
 
     /** A refusal in the extended protocol: raised now, its ReadyForQuery kept back, the rest dropped up to Sync. */
     private void refuseExtended(String code, String message) throws IOException {
-        String mark = REFUSAL_MARK + Long.toHexString(MARKS.nextLong());
+        String mark = mark();
         raise(code, message, mark);
         swallow.add(new Raised(readyAsked, code, mark));
         discarding = true;
